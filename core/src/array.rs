@@ -1,0 +1,398 @@
+//! `Array`: a shared node of the lazy graph.
+
+use crate::{
+    Buffer, DType, Device, Element, Error, Layout, Primitive, Result, eval::eval, layout::numel,
+};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// An n-dimensional array: shape, dtype, device, and either data or the
+/// computation that will produce it. Cloning is cheap (the node is shared).
+///
+/// Every array's layout (strides, offset) is known when it is created: computed
+/// arrays are row-major, views rewrite their input's layout. So views never copy.
+#[derive(Clone)]
+pub struct Array(pub(crate) Arc<Node>);
+
+pub(crate) struct Node {
+    pub(crate) layout: Layout,
+    pub(crate) dtype: DType,
+    pub(crate) device: Device,
+    pub(crate) state: Mutex<State>,
+}
+
+pub(crate) enum State {
+    /// Not computed yet.
+    Pending { prim: Primitive, inputs: Vec<Array> },
+    /// Computed: the buffer the layout points into.
+    Ready(Buffer),
+}
+
+impl Drop for Node {
+    // Dropping a long pending chain recursively would overflow the stack: unlink
+    // inputs into a work list and drop nodes one at a time instead.
+    fn drop(&mut self) {
+        let mut stack = take_inputs(self.state.get_mut().unwrap_or_else(|e| e.into_inner()));
+        while let Some(a) = stack.pop() {
+            if let Some(mut node) = Arc::into_inner(a.0) {
+                let st = node.state.get_mut().unwrap_or_else(|e| e.into_inner());
+                stack.extend(take_inputs(st));
+            }
+        }
+    }
+}
+
+fn take_inputs(st: &mut State) -> Vec<Array> {
+    match st {
+        State::Pending { inputs, .. } => std::mem::take(inputs),
+        State::Ready(_) => Vec::new(),
+    }
+}
+
+impl Array {
+    /// A new node computed by `prim` from `inputs`.
+    pub(crate) fn from_op(
+        prim: Primitive,
+        inputs: Vec<Array>,
+        layout: Layout,
+        dtype: DType,
+        device: Device,
+    ) -> Array {
+        Array(Arc::new(Node {
+            layout,
+            dtype,
+            device,
+            state: Mutex::new(State::Pending { prim, inputs }),
+        }))
+    }
+
+    /// A node that already holds its data.
+    pub(crate) fn from_buffer(
+        buffer: Buffer,
+        layout: Layout,
+        dtype: DType,
+        device: Device,
+    ) -> Array {
+        Array(Arc::new(Node {
+            layout,
+            dtype,
+            device,
+            state: Mutex::new(State::Ready(buffer)),
+        }))
+    }
+
+    /// An array of `shape` holding `data` (row-major) on the default device.
+    pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Array> {
+        Array::from_slice_on(data, shape, &crate::default_device()?)
+    }
+
+    /// Like [`Array::from_slice`], on `device`.
+    pub fn from_slice_on<T: Element>(
+        data: &[T],
+        shape: &[usize],
+        device: &Device,
+    ) -> Result<Array> {
+        if numel(shape) != data.len() {
+            return Err(Error::invalid(
+                "from_slice",
+                format!("{} values do not fill shape {shape:?}", data.len()),
+            ));
+        }
+        let mut bytes = Vec::with_capacity(data.len() * T::DTYPE.size());
+        T::write_bytes(data, &mut bytes);
+        Array::from_bytes_on(bytes, shape, T::DTYPE, device)
+    }
+
+    /// A 1-D array from a `Vec` on the default device.
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Array> {
+        Array::from_slice(&data, shape)
+    }
+
+    /// An array from raw little-endian bytes of `dtype`.
+    pub fn from_bytes_on(
+        bytes: Vec<u8>,
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Array> {
+        if bytes.len() != numel(shape) * dtype.size() {
+            return Err(Error::invalid(
+                "from_bytes",
+                format!(
+                    "{} bytes do not fill shape {shape:?} of {dtype} ({} bytes)",
+                    bytes.len(),
+                    numel(shape) * dtype.size()
+                ),
+            ));
+        }
+        device.check_dtype(dtype)?;
+        let buf = device.backend().from_host(bytes, dtype)?;
+        Ok(Array::from_buffer(
+            buf,
+            Layout::contiguous(shape),
+            dtype,
+            device.clone(),
+        ))
+    }
+
+    /// A 0-d array holding `value`, on the default device.
+    pub fn scalar<T: Element>(value: T) -> Result<Array> {
+        Array::from_slice(&[value], &[])
+    }
+
+    /// Dimensions.
+    pub fn shape(&self) -> &[usize] {
+        &self.0.layout.shape
+    }
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.0.layout.shape.len()
+    }
+    /// Number of elements.
+    pub fn size(&self) -> usize {
+        self.0.layout.numel()
+    }
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+    /// The device that computes this array.
+    pub fn device(&self) -> &Device {
+        &self.0.device
+    }
+    /// Shape, strides (in elements) and offset in the buffer.
+    pub fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+    /// Bytes of the elements (not of the buffer it may view).
+    pub fn nbytes(&self) -> usize {
+        self.size() * self.dtype().size()
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True once computed.
+    pub fn is_evaluated(&self) -> bool {
+        matches!(*self.lock(), State::Ready(_))
+    }
+
+    /// The buffer, if computed.
+    pub fn buffer(&self) -> Option<Buffer> {
+        match &*self.lock() {
+            State::Ready(b) => Some(b.clone()),
+            State::Pending { .. } => None,
+        }
+    }
+
+    /// The primitive, if still pending (for transforms and debugging).
+    pub fn primitive(&self) -> Option<Primitive> {
+        match &*self.lock() {
+            State::Pending { prim, .. } => Some(prim.clone()),
+            State::Ready(_) => None,
+        }
+    }
+
+    /// The inputs, if still pending.
+    pub fn inputs(&self) -> Vec<Array> {
+        match &*self.lock() {
+            State::Pending { inputs, .. } => inputs.clone(),
+            State::Ready(_) => Vec::new(),
+        }
+    }
+
+    /// True when both handles are the same node.
+    pub fn same_node(&self, other: &Array) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Computes this array (see [`crate::eval`]).
+    pub fn eval(&self) -> Result<()> {
+        eval(std::slice::from_ref(self))
+    }
+
+    fn check_read<T: Element>(&self, op: &'static str) -> Result<()> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::invalid(
+                op,
+                format!("array has dtype {}, asked for {}", self.dtype(), T::DTYPE),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The elements in row-major order, as raw bytes, blocking. Evaluates first.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        self.eval()?;
+        let buf = self.buffer().expect("evaluated");
+        let bytes = self.0.device.backend().read(&buf)?;
+        Ok(gather_bytes(&bytes, self.layout(), self.dtype().size()))
+    }
+
+    /// Like [`Array::to_bytes`], without blocking (works on wasm).
+    pub async fn to_bytes_async(&self) -> Result<Vec<u8>> {
+        self.eval()?;
+        let buf = self.buffer().expect("evaluated");
+        let bytes = self.0.device.backend().read_async(&buf).await?;
+        Ok(gather_bytes(&bytes, self.layout(), self.dtype().size()))
+    }
+
+    /// The elements in row-major order. `T` must match the dtype. Evaluates first.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_read::<T>("to_vec")?;
+        Ok(decode(&self.to_bytes()?))
+    }
+
+    /// Like [`Array::to_vec`], without blocking (works on wasm).
+    pub async fn to_vec_async<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_read::<T>("to_vec_async")?;
+        Ok(decode(&self.to_bytes_async().await?))
+    }
+
+    /// Every element converted to f64 (any dtype).
+    pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
+        let bytes = self.to_bytes()?;
+        Ok(bytes_to_f64(&bytes, self.dtype()))
+    }
+
+    /// The single element of a one-element array.
+    pub fn item<T: Element>(&self) -> Result<T> {
+        if self.size() != 1 {
+            return Err(Error::invalid(
+                "item",
+                format!(
+                    "array of shape {:?} has {} elements, not 1",
+                    self.shape(),
+                    self.size()
+                ),
+            ));
+        }
+        Ok(self.to_vec::<T>()?[0])
+    }
+}
+
+/// Decodes little-endian bytes of `T`.
+pub(crate) fn decode<T: Element>(bytes: &[u8]) -> Vec<T> {
+    bytes.chunks_exact(T::DTYPE.size()).map(T::read).collect()
+}
+
+/// Converts bytes of `dtype` to f64 values.
+pub(crate) fn bytes_to_f64(bytes: &[u8], dtype: DType) -> Vec<f64> {
+    use half::{bf16, f16};
+    fn conv<T: Element>(b: &[u8]) -> Vec<f64> {
+        decode::<T>(b).into_iter().map(T::to_f64).collect()
+    }
+    match dtype {
+        DType::Bool => conv::<bool>(bytes),
+        DType::U8 => conv::<u8>(bytes),
+        DType::U32 => conv::<u32>(bytes),
+        DType::I32 => conv::<i32>(bytes),
+        DType::I64 => conv::<i64>(bytes),
+        DType::F16 => conv::<f16>(bytes),
+        DType::BF16 => conv::<bf16>(bytes),
+        DType::F32 => conv::<f32>(bytes),
+    }
+}
+
+/// Copies the elements a layout selects out of a buffer's bytes, row-major.
+pub(crate) fn gather_bytes(bytes: &[u8], layout: &Layout, esize: usize) -> Vec<u8> {
+    let n = layout.numel();
+    if layout.is_row_contiguous() {
+        let start = layout.offset * esize;
+        return bytes[start..start + n * esize].to_vec();
+    }
+    let mut out = Vec::with_capacity(n * esize);
+    crate::cpu::strided::for_each_index(&layout.shape, &layout.strides, layout.offset, |i| {
+        let s = i * esize;
+        out.extend_from_slice(&bytes[s..s + esize]);
+    });
+    out
+}
+
+impl fmt::Debug for Array {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Array(shape={:?}, dtype={}, device={}, evaluated={})",
+            self.shape(),
+            self.dtype(),
+            self.device(),
+            self.is_evaluated()
+        )
+    }
+}
+
+impl fmt::Display for Array {
+    /// numpy-style printing; evaluates the array (errors print as `<error: …>`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let values = match self.to_vec_f64() {
+            Ok(v) => v,
+            Err(e) => return write!(f, "<error: {e}>"),
+        };
+        let dtype = self.dtype();
+        let fmt_one = |v: f64| -> String {
+            match dtype {
+                DType::Bool => (if v != 0.0 { "true" } else { "false" }).to_string(),
+                d if d.is_float() => {
+                    if v.is_nan() {
+                        "nan".into()
+                    } else if v.is_infinite() {
+                        (if v > 0.0 { "inf" } else { "-inf" }).into()
+                    } else {
+                        format!("{v:?}")
+                    }
+                }
+                _ => format!("{v}"),
+            }
+        };
+        fn rec(
+            f: &mut fmt::Formatter<'_>,
+            shape: &[usize],
+            vals: &[f64],
+            depth: usize,
+            one: &dyn Fn(f64) -> String,
+        ) -> fmt::Result {
+            if shape.is_empty() {
+                return f.write_str(&one(vals[0]));
+            }
+            let n = shape[0];
+            let inner: usize = shape[1..].iter().product();
+            f.write_str("[")?;
+            let show: Vec<usize> = if n > 6 {
+                (0..3).chain(n - 3..n).collect()
+            } else {
+                (0..n).collect()
+            };
+            for (k, &i) in show.iter().enumerate() {
+                if k > 0 {
+                    f.write_str(",")?;
+                    if shape.len() > 1 {
+                        write!(f, "\n{}", " ".repeat(depth + 1))?;
+                    } else {
+                        f.write_str(" ")?;
+                    }
+                }
+                if n > 6 && k == 3 {
+                    f.write_str("...,")?;
+                    if shape.len() > 1 {
+                        write!(f, "\n{}", " ".repeat(depth + 1))?;
+                    } else {
+                        f.write_str(" ")?;
+                    }
+                }
+                rec(
+                    f,
+                    &shape[1..],
+                    &vals[i * inner..(i + 1) * inner],
+                    depth + 1,
+                    one,
+                )?;
+            }
+            f.write_str("]")
+        }
+        f.write_str("array(")?;
+        rec(f, self.shape(), &values, 6, &fmt_one)?;
+        write!(f, ", dtype={dtype})")
+    }
+}

@@ -1,0 +1,278 @@
+//! The `Backend` trait: one method per primitive family, on the backend's own
+//! buffer type. [`DynBackend`] is its type-erased form that [`crate::Device`] holds.
+
+use crate::{
+    ArgReduceOp, BinaryOp, CustomPrimitive, DType, Error, Generator, Layout, ReduceOp, Result,
+    UnaryOp, primitive::CustomInput,
+};
+use futures::future::BoxFuture;
+use std::any::Any;
+use std::sync::Arc;
+
+/// An input of a kernel: a buffer, its dtype and where the elements are.
+#[derive(Clone, Copy)]
+pub struct View<'a, B> {
+    /// The buffer holding the elements.
+    pub buffer: &'a B,
+    /// Element type.
+    pub dtype: DType,
+    /// Shape, strides and offset (already broadcast to the output's shape for
+    /// elementwise families).
+    pub layout: &'a Layout,
+}
+
+/// Whether a device computes on the host or an accelerator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    /// The host CPU.
+    Cpu,
+    /// A GPU (or a GPU API on a software rasteriser such as lavapipe).
+    Gpu,
+}
+
+/// A compute backend. Every method of a family has no default, so adding a family
+/// makes the compiler list every backend to update. Outputs are fresh row-major
+/// buffers of `numel(shape)` elements. Work may be recorded and run later; it must
+/// be complete when [`Backend::read`] returns, and submitted by [`Backend::flush`].
+pub trait Backend: Send + Sync + 'static {
+    /// The backend's buffer type.
+    type Buffer: Send + Sync + 'static;
+
+    /// Human-readable name, e.g. `"cpu"` or `"webgpu: NVIDIA H100 (Vulkan)"`.
+    fn name(&self) -> String;
+    /// CPU or GPU.
+    fn kind(&self) -> DeviceKind;
+    /// `Ok` if this device can hold and compute `dtype`, else an error saying why.
+    fn check_dtype(&self, dtype: DType) -> Result<()>;
+
+    /// A buffer holding these host bytes (a GPU backend may upload lazily).
+    fn from_host(&self, bytes: Vec<u8>, dtype: DType) -> Result<Self::Buffer>;
+    /// All bytes of a buffer, blocking until pending work is done.
+    fn read(&self, buffer: &Self::Buffer) -> Result<Arc<Vec<u8>>>;
+    /// All bytes of a buffer, without blocking (works on wasm).
+    fn read_async(&self, buffer: &Self::Buffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>>;
+    /// Submits recorded work (the end of an eval).
+    fn flush(&self) -> Result<()>;
+
+    /// Elementwise op of one input; `out` is the output dtype.
+    fn unary(&self, op: UnaryOp, x: View<'_, Self::Buffer>, out: DType) -> Result<Self::Buffer>;
+    /// Elementwise op of two inputs of one dtype, broadcast to `a.layout.shape`.
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: View<'_, Self::Buffer>,
+        b: View<'_, Self::Buffer>,
+        out: DType,
+    ) -> Result<Self::Buffer>;
+    /// `cond ? x : y`, all broadcast to one shape; cond is bool.
+    fn select(
+        &self,
+        cond: View<'_, Self::Buffer>,
+        x: View<'_, Self::Buffer>,
+        y: View<'_, Self::Buffer>,
+    ) -> Result<Self::Buffer>;
+    /// Strided to row-major copy with a cast to `out`.
+    fn copy(&self, x: View<'_, Self::Buffer>, out: DType) -> Result<Self::Buffer>;
+    /// Fill or arange of `len` elements.
+    fn generate(&self, generator: Generator, dtype: DType, len: usize) -> Result<Self::Buffer>;
+    /// `alpha * x + beta * y`, x and y of one float dtype, broadcast to one shape.
+    fn axpby(
+        &self,
+        x: View<'_, Self::Buffer>,
+        y: View<'_, Self::Buffer>,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<Self::Buffer>;
+    /// Reduces `axes` (sorted, unique) away; output dtype per [`ReduceOp::out_dtype`].
+    fn reduce(
+        &self,
+        op: ReduceOp,
+        x: View<'_, Self::Buffer>,
+        axes: &[usize],
+    ) -> Result<Self::Buffer>;
+    /// Index (u32) of the extreme along `axis`, which is removed.
+    fn arg_reduce(
+        &self,
+        op: ArgReduceOp,
+        x: View<'_, Self::Buffer>,
+        axis: usize,
+    ) -> Result<Self::Buffer>;
+}
+
+/// A backend buffer with its type erased, shared by every array viewing it.
+#[derive(Clone)]
+pub struct Buffer(pub(crate) Arc<dyn Any + Send + Sync>);
+
+impl Buffer {
+    /// Wraps a backend's buffer.
+    pub fn new<T: Send + Sync + 'static>(b: T) -> Buffer {
+        Buffer(Arc::new(b))
+    }
+    /// The backend's buffer, if it is of type `T`.
+    pub fn downcast<T: 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+/// An input of a family method with the buffer type erased.
+pub struct DynView<'a> {
+    /// The buffer.
+    pub buffer: &'a Buffer,
+    /// Element type.
+    pub dtype: DType,
+    /// Where the elements are.
+    pub layout: &'a Layout,
+}
+
+/// Object-safe [`Backend`], implemented for every backend; [`crate::Device`] holds one.
+#[allow(missing_docs)]
+pub trait DynBackend: Send + Sync + 'static {
+    fn name(&self) -> String;
+    fn kind(&self) -> DeviceKind;
+    fn check_dtype(&self, dtype: DType) -> Result<()>;
+    fn as_any(&self) -> &dyn Any;
+    fn from_host(&self, bytes: Vec<u8>, dtype: DType) -> Result<Buffer>;
+    fn read(&self, buffer: &Buffer) -> Result<Arc<Vec<u8>>>;
+    fn read_async(&self, buffer: &Buffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>>;
+    fn flush(&self) -> Result<()>;
+    fn unary(&self, op: UnaryOp, x: DynView<'_>, out: DType) -> Result<Buffer>;
+    fn binary(&self, op: BinaryOp, a: DynView<'_>, b: DynView<'_>, out: DType) -> Result<Buffer>;
+    fn select(&self, c: DynView<'_>, x: DynView<'_>, y: DynView<'_>) -> Result<Buffer>;
+    fn copy(&self, x: DynView<'_>, out: DType) -> Result<Buffer>;
+    fn generate(&self, g: Generator, dtype: DType, len: usize) -> Result<Buffer>;
+    fn axpby(&self, x: DynView<'_>, y: DynView<'_>, alpha: f64, beta: f64) -> Result<Buffer>;
+    fn reduce(&self, op: ReduceOp, x: DynView<'_>, axes: &[usize]) -> Result<Buffer>;
+    fn arg_reduce(&self, op: ArgReduceOp, x: DynView<'_>, axis: usize) -> Result<Buffer>;
+    fn custom(
+        &self,
+        device: &crate::Device,
+        prim: &dyn CustomPrimitive,
+        inputs: &[DynView<'_>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> Result<Buffer>;
+}
+
+fn foreign(name: String) -> Error {
+    Error::Backend {
+        backend: name,
+        msg: "buffer belongs to another backend".into(),
+    }
+}
+
+impl<B: Backend> DynBackend for B {
+    fn name(&self) -> String {
+        Backend::name(self)
+    }
+    fn kind(&self) -> DeviceKind {
+        Backend::kind(self)
+    }
+    fn check_dtype(&self, dtype: DType) -> Result<()> {
+        Backend::check_dtype(self, dtype)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn from_host(&self, bytes: Vec<u8>, dtype: DType) -> Result<Buffer> {
+        Ok(Buffer::new(Backend::from_host(self, bytes, dtype)?))
+    }
+    fn read(&self, buffer: &Buffer) -> Result<Arc<Vec<u8>>> {
+        let b = buffer
+            .downcast::<B::Buffer>()
+            .ok_or_else(|| foreign(self.name()))?;
+        Backend::read(self, b)
+    }
+    fn read_async(&self, buffer: &Buffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>> {
+        match buffer.downcast::<B::Buffer>() {
+            Some(b) => Backend::read_async(self, b),
+            None => {
+                let e = foreign(self.name());
+                Box::pin(async move { Err(e) })
+            }
+        }
+    }
+    fn flush(&self) -> Result<()> {
+        Backend::flush(self)
+    }
+    fn unary(&self, op: UnaryOp, x: DynView<'_>, out: DType) -> Result<Buffer> {
+        let x = typed::<B>(self, &x)?;
+        Ok(Buffer::new(Backend::unary(self, op, x, out)?))
+    }
+    fn binary(&self, op: BinaryOp, a: DynView<'_>, b: DynView<'_>, out: DType) -> Result<Buffer> {
+        let (a, b) = (typed::<B>(self, &a)?, typed::<B>(self, &b)?);
+        Ok(Buffer::new(Backend::binary(self, op, a, b, out)?))
+    }
+    fn select(&self, c: DynView<'_>, x: DynView<'_>, y: DynView<'_>) -> Result<Buffer> {
+        let (c, x, y) = (
+            typed::<B>(self, &c)?,
+            typed::<B>(self, &x)?,
+            typed::<B>(self, &y)?,
+        );
+        Ok(Buffer::new(Backend::select(self, c, x, y)?))
+    }
+    fn copy(&self, x: DynView<'_>, out: DType) -> Result<Buffer> {
+        let x = typed::<B>(self, &x)?;
+        Ok(Buffer::new(Backend::copy(self, x, out)?))
+    }
+    fn generate(&self, g: Generator, dtype: DType, len: usize) -> Result<Buffer> {
+        Ok(Buffer::new(Backend::generate(self, g, dtype, len)?))
+    }
+    fn axpby(&self, x: DynView<'_>, y: DynView<'_>, alpha: f64, beta: f64) -> Result<Buffer> {
+        let (x, y) = (typed::<B>(self, &x)?, typed::<B>(self, &y)?);
+        Ok(Buffer::new(Backend::axpby(self, x, y, alpha, beta)?))
+    }
+    fn reduce(&self, op: ReduceOp, x: DynView<'_>, axes: &[usize]) -> Result<Buffer> {
+        let x = typed::<B>(self, &x)?;
+        Ok(Buffer::new(Backend::reduce(self, op, x, axes)?))
+    }
+    fn arg_reduce(&self, op: ArgReduceOp, x: DynView<'_>, axis: usize) -> Result<Buffer> {
+        let x = typed::<B>(self, &x)?;
+        Ok(Buffer::new(Backend::arg_reduce(self, op, x, axis)?))
+    }
+    fn custom(
+        &self,
+        device: &crate::Device,
+        prim: &dyn CustomPrimitive,
+        inputs: &[DynView<'_>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> Result<Buffer> {
+        let ins: Vec<CustomInput<'_>> = inputs
+            .iter()
+            .map(|v| {
+                let b = v
+                    .buffer
+                    .downcast::<B::Buffer>()
+                    .ok_or_else(|| foreign(self.name()))?;
+                Ok(CustomInput {
+                    buffer: b as &dyn Any,
+                    dtype: v.dtype,
+                    layout: v.layout,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let out = prim.eval(device, self as &dyn Any, &ins, shape, dtype)?;
+        match out.downcast::<B::Buffer>() {
+            Ok(b) => Ok(Buffer(Arc::from(b as Box<dyn Any + Send + Sync>))),
+            Err(_) => Err(Error::Backend {
+                backend: self.name(),
+                msg: format!(
+                    "custom primitive {} returned a buffer of another backend",
+                    prim.name()
+                ),
+            }),
+        }
+    }
+}
+
+fn typed<'a, B: Backend>(be: &B, v: &DynView<'a>) -> Result<View<'a, B::Buffer>> {
+    let buffer = v
+        .buffer
+        .downcast::<B::Buffer>()
+        .ok_or_else(|| foreign(Backend::name(be)))?;
+    Ok(View {
+        buffer,
+        dtype: v.dtype,
+        layout: v.layout,
+    })
+}

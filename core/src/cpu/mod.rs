@@ -1,0 +1,564 @@
+//! The CPU backend: the reference implementation of every op for every dtype.
+//!
+//! Elementwise families have a dense fast path over slices (vectorised by the
+//! compiler) and a strided path with contiguous dims collapsed; broadcast inputs
+//! are read through zero strides, never materialised.
+
+mod reduce;
+pub mod scalar;
+pub mod strided;
+
+use crate::{
+    ArgReduceOp, Backend, BinaryOp, DType, DeviceKind, Generator, ReduceOp, Result, UnaryOp,
+    backend::View, layout::Contiguity, layout::classify_binary,
+};
+use futures::future::BoxFuture;
+use scalar::{Compute, Store, with_store};
+use std::sync::Arc;
+
+/// The CPU backend.
+#[derive(Debug, Default)]
+pub struct CpuBackend;
+
+impl CpuBackend {
+    /// A CPU backend (stateless; [`crate::Device::cpu`] shares one).
+    pub fn new() -> CpuBackend {
+        CpuBackend
+    }
+}
+
+/// A host buffer, 8-byte aligned so any element type can be viewed in place.
+pub struct CpuBuffer {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl CpuBuffer {
+    /// A zeroed buffer of `len` bytes.
+    pub fn zeroed(len: usize) -> CpuBuffer {
+        CpuBuffer {
+            words: vec![0; len.div_ceil(8)],
+            len,
+        }
+    }
+    /// A buffer holding `bytes`.
+    pub fn from_bytes(bytes: &[u8]) -> CpuBuffer {
+        let mut b = CpuBuffer::zeroed(bytes.len());
+        b.bytes_mut().copy_from_slice(bytes);
+        b
+    }
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+    /// The bytes, mutable.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut(&mut self.words)[..self.len]
+    }
+    /// The elements as `T` (the buffer's dtype must be `T`'s).
+    pub fn as_slice<T: bytemuck::Pod>(&self) -> &[T] {
+        bytemuck::cast_slice(self.bytes())
+    }
+    /// The elements as `T`, mutable.
+    pub fn as_mut_slice<T: bytemuck::Pod>(&mut self) -> &mut [T] {
+        bytemuck::cast_slice_mut(self.bytes_mut())
+    }
+}
+
+/// A fresh output of `n` elements of `T`, filled by `f`.
+fn output<T: Store>(n: usize, f: impl FnOnce(&mut [T])) -> CpuBuffer {
+    let mut b = CpuBuffer::zeroed(n * std::mem::size_of::<T>());
+    f(b.as_mut_slice::<T>());
+    b
+}
+
+macro_rules! unary_fn {
+    ($op:expr, $f:ident => $body:expr) => {
+        match $op {
+            UnaryOp::Negative => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.neg()
+                }
+                $body
+            }
+            UnaryOp::Abs => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.abs()
+                }
+                $body
+            }
+            UnaryOp::Sign => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.sign()
+                }
+                $body
+            }
+            UnaryOp::Square => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.mul(x)
+                }
+                $body
+            }
+            UnaryOp::Sqrt => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.sqrt()
+                }
+                $body
+            }
+            UnaryOp::Rsqrt => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.rsqrt()
+                }
+                $body
+            }
+            UnaryOp::Exp => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.exp()
+                }
+                $body
+            }
+            UnaryOp::Expm1 => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.expm1()
+                }
+                $body
+            }
+            UnaryOp::Log => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.ln()
+                }
+                $body
+            }
+            UnaryOp::Log1p => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.ln1p()
+                }
+                $body
+            }
+            UnaryOp::Log2 => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.log2()
+                }
+                $body
+            }
+            UnaryOp::Sin => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.sin()
+                }
+                $body
+            }
+            UnaryOp::Cos => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.cos()
+                }
+                $body
+            }
+            UnaryOp::Tan => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.tan()
+                }
+                $body
+            }
+            UnaryOp::Tanh => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.tanh()
+                }
+                $body
+            }
+            UnaryOp::Sigmoid => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.sigmoid()
+                }
+                $body
+            }
+            UnaryOp::Erf => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.erf()
+                }
+                $body
+            }
+            UnaryOp::Floor => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.floor()
+                }
+                $body
+            }
+            UnaryOp::Ceil => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.ceil()
+                }
+                $body
+            }
+            UnaryOp::Round => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.round()
+                }
+                $body
+            }
+            UnaryOp::LogicalNot => {
+                fn $f<C: Compute>(x: C) -> C {
+                    C::from_bool(!x.nonzero())
+                }
+                $body
+            }
+            UnaryOp::IsNan => {
+                fn $f<C: Compute>(x: C) -> C {
+                    C::from_bool(x.is_nan())
+                }
+                $body
+            }
+            UnaryOp::IsInf => {
+                fn $f<C: Compute>(x: C) -> C {
+                    C::from_bool(x.is_inf())
+                }
+                $body
+            }
+        }
+    };
+}
+
+macro_rules! binary_fn {
+    ($op:expr, $f:ident => $body:expr) => {
+        match $op {
+            BinaryOp::Add => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.add(b)
+                }
+                $body
+            }
+            BinaryOp::Subtract => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.sub(b)
+                }
+                $body
+            }
+            BinaryOp::Multiply => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.mul(b)
+                }
+                $body
+            }
+            BinaryOp::Divide => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.div(b)
+                }
+                $body
+            }
+            BinaryOp::FloorDivide => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.floor_div(b)
+                }
+                $body
+            }
+            BinaryOp::Remainder => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.rem(b)
+                }
+                $body
+            }
+            BinaryOp::Power => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.pow(b)
+                }
+                $body
+            }
+            BinaryOp::Maximum => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.max(b)
+                }
+                $body
+            }
+            BinaryOp::Minimum => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.min(b)
+                }
+                $body
+            }
+            BinaryOp::Arctan2 => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.atan2(b)
+                }
+                $body
+            }
+            BinaryOp::Equal => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    C::from_bool(a == b)
+                }
+                $body
+            }
+            BinaryOp::NotEqual => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    C::from_bool(a != b)
+                }
+                $body
+            }
+            BinaryOp::Less => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    C::from_bool(a < b)
+                }
+                $body
+            }
+            BinaryOp::LessEqual => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    C::from_bool(a <= b)
+                }
+                $body
+            }
+            BinaryOp::Greater => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    C::from_bool(a > b)
+                }
+                $body
+            }
+            BinaryOp::GreaterEqual => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    C::from_bool(a >= b)
+                }
+                $body
+            }
+            BinaryOp::LogicalAnd => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    C::from_bool(a.nonzero() && b.nonzero())
+                }
+                $body
+            }
+            BinaryOp::LogicalOr => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    C::from_bool(a.nonzero() || b.nonzero())
+                }
+                $body
+            }
+            BinaryOp::BitwiseAnd => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.band(b)
+                }
+                $body
+            }
+            BinaryOp::BitwiseOr => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.bor(b)
+                }
+                $body
+            }
+            BinaryOp::BitwiseXor => {
+                fn $f<C: Compute>(a: C, b: C) -> C {
+                    a.bxor(b)
+                }
+                $body
+            }
+        }
+    };
+}
+
+/// Applies `f` elementwise over `x` into a fresh row-major buffer of `O`.
+fn map1<I: Store, O: Store>(x: View<'_, CpuBuffer>, f: impl Fn(I::C) -> O) -> CpuBuffer {
+    let src = x.buffer.as_slice::<I>();
+    let l = x.layout;
+    output::<O>(l.numel(), |out| {
+        if l.is_row_contiguous() {
+            let s = &src[l.offset..l.offset + out.len()];
+            for (o, &v) in out.iter_mut().zip(s) {
+                *o = f(v.load());
+            }
+        } else {
+            let mut k = 0;
+            strided::for_each_index(&l.shape, &l.strides, l.offset, |i| {
+                out[k] = f(src[i].load());
+                k += 1;
+            });
+        }
+    })
+}
+
+/// Applies `f` over two inputs broadcast to one shape; fast paths by contiguity.
+fn map2<I: Store, O: Store>(
+    a: View<'_, CpuBuffer>,
+    b: View<'_, CpuBuffer>,
+    f: impl Fn(I::C, I::C) -> O,
+) -> CpuBuffer {
+    let (sa, sb) = (a.buffer.as_slice::<I>(), b.buffer.as_slice::<I>());
+    let (la, lb) = (a.layout, b.layout);
+    let n = la.numel();
+    output::<O>(n, |out| {
+        if n == 0 {
+            return;
+        }
+        match classify_binary(la, lb) {
+            Contiguity::ScalarScalar => {
+                let v = f(sa[la.offset].load(), sb[lb.offset].load());
+                out.fill(v);
+            }
+            Contiguity::ScalarVector => {
+                let x = sa[la.offset].load();
+                for (o, &y) in out.iter_mut().zip(&sb[lb.offset..lb.offset + n]) {
+                    *o = f(x, y.load());
+                }
+            }
+            Contiguity::VectorScalar => {
+                let y = sb[lb.offset].load();
+                for (o, &x) in out.iter_mut().zip(&sa[la.offset..la.offset + n]) {
+                    *o = f(x.load(), y);
+                }
+            }
+            Contiguity::VectorVector => {
+                let xs = &sa[la.offset..la.offset + n];
+                let ys = &sb[lb.offset..lb.offset + n];
+                for ((o, &x), &y) in out.iter_mut().zip(xs).zip(ys) {
+                    *o = f(x.load(), y.load());
+                }
+            }
+            Contiguity::General => {
+                let mut k = 0;
+                strided::walk::<2>(
+                    &la.shape,
+                    [&la.strides, &lb.strides],
+                    [la.offset, lb.offset],
+                    |[i, j]| {
+                        out[k] = f(sa[i].load(), sb[j].load());
+                        k += 1;
+                    },
+                );
+            }
+        }
+    })
+}
+
+/// Converts a compute value of an op whose output is bool into bool storage.
+fn to_bool<C: Compute>(c: C) -> scalar::B8 {
+    scalar::B8(c.nonzero() as u8)
+}
+
+impl Backend for CpuBackend {
+    type Buffer = CpuBuffer;
+
+    fn name(&self) -> String {
+        "cpu".into()
+    }
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cpu
+    }
+    fn check_dtype(&self, _dtype: DType) -> Result<()> {
+        Ok(())
+    }
+    fn from_host(&self, bytes: Vec<u8>, _dtype: DType) -> Result<CpuBuffer> {
+        Ok(CpuBuffer::from_bytes(&bytes))
+    }
+    fn read(&self, buffer: &CpuBuffer) -> Result<Arc<Vec<u8>>> {
+        Ok(Arc::new(buffer.bytes().to_vec()))
+    }
+    fn read_async(&self, buffer: &CpuBuffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>> {
+        let r = self.read(buffer);
+        Box::pin(async move { r })
+    }
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn unary(&self, op: UnaryOp, x: View<'_, CpuBuffer>, out: DType) -> Result<CpuBuffer> {
+        Ok(with_store!(x.dtype, T => unary_fn!(op, f => {
+            if out == DType::Bool && x.dtype != DType::Bool {
+                map1::<T, scalar::B8>(x, |v| to_bool(f(v)))
+            } else {
+                map1::<T, T>(x, |v| T::store(f(v)))
+            }
+        })))
+    }
+
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: View<'_, CpuBuffer>,
+        b: View<'_, CpuBuffer>,
+        out: DType,
+    ) -> Result<CpuBuffer> {
+        Ok(with_store!(a.dtype, T => binary_fn!(op, f => {
+            if out == DType::Bool && a.dtype != DType::Bool {
+                map2::<T, scalar::B8>(a, b, |x, y| to_bool(f(x, y)))
+            } else {
+                map2::<T, T>(a, b, |x, y| T::store(f(x, y)))
+            }
+        })))
+    }
+
+    fn select(
+        &self,
+        cond: View<'_, CpuBuffer>,
+        x: View<'_, CpuBuffer>,
+        y: View<'_, CpuBuffer>,
+    ) -> Result<CpuBuffer> {
+        let c = cond.buffer.as_slice::<u8>();
+        let lc = cond.layout;
+        Ok(with_store!(x.dtype, T => {
+            let (sx, sy) = (x.buffer.as_slice::<T>(), y.buffer.as_slice::<T>());
+            output::<T>(lc.numel(), |out| {
+                let mut k = 0;
+                strided::walk::<3>(
+                    &lc.shape,
+                    [&lc.strides, &x.layout.strides, &y.layout.strides],
+                    [lc.offset, x.layout.offset, y.layout.offset],
+                    |[i, j, m]| {
+                        out[k] = if c[i] != 0 { sx[j] } else { sy[m] };
+                        k += 1;
+                    },
+                );
+            })
+        }))
+    }
+
+    fn copy(&self, x: View<'_, CpuBuffer>, out: DType) -> Result<CpuBuffer> {
+        Ok(with_store!(x.dtype, I => with_store!(out, O => {
+            map1::<I, O>(x, |v| O::from_wide(I::store(v).wide()))
+        })))
+    }
+
+    fn generate(&self, g: Generator, dtype: DType, len: usize) -> Result<CpuBuffer> {
+        Ok(with_store!(dtype, T => output::<T>(len, |out| match g {
+            Generator::Fill(v) => out.fill(T::from_const(v)),
+            Generator::Arange { start, step } => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = T::from_const(start + i as f64 * step);
+                }
+            }
+        })))
+    }
+
+    fn axpby(
+        &self,
+        x: View<'_, CpuBuffer>,
+        y: View<'_, CpuBuffer>,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<CpuBuffer> {
+        let (a, b) = (alpha as f32, beta as f32);
+        with_store!(x.dtype, T => {
+            if !x.dtype.is_float() {
+                return Err(crate::Error::UnsupportedDType { op: "axpby", dtype: x.dtype });
+            }
+            Ok(map2::<T, T>(x, y, |u, v| {
+                let (u, v) = (u.to_f64() as f32, v.to_f64() as f32);
+                T::store(<T as Store>::C::from_f64((a * u + b * v) as f64))
+            }))
+        })
+    }
+
+    fn reduce(&self, op: ReduceOp, x: View<'_, CpuBuffer>, axes: &[usize]) -> Result<CpuBuffer> {
+        reduce::reduce(op, x, axes)
+    }
+
+    fn arg_reduce(
+        &self,
+        op: ArgReduceOp,
+        x: View<'_, CpuBuffer>,
+        axis: usize,
+    ) -> Result<CpuBuffer> {
+        reduce::arg_reduce(op, x, axis)
+    }
+}
+
+/// Shape left after removing `axes`.
+pub(crate) fn kept_shape(shape: &[usize], axes: &[usize]) -> Vec<usize> {
+    (0..shape.len())
+        .filter(|i| !axes.contains(i))
+        .map(|i| shape[i])
+        .collect()
+}

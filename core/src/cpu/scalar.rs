@@ -1,0 +1,625 @@
+//! Element storage and arithmetic on the CPU: the CPU function of every op.
+//!
+//! Each dtype has a storage type (`Store`, the bytes in the buffer) and a compute
+//! type (`Compute`): f16/bf16 compute in f32, bool in i32, the rest in themselves
+//! (docs/SEMANTICS.md). Accumulating reductions use `Store::Acc` (f64 or i64).
+
+use half::{bf16, f16};
+
+/// bool stored as one byte.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct B8(pub u8);
+
+/// A value of any dtype, widened without loss, for casts.
+#[derive(Clone, Copy, Debug)]
+pub enum Wide {
+    /// Integers and bool.
+    I(i64),
+    /// Floats.
+    F(f64),
+}
+
+/// The bytes of one element of a dtype.
+pub trait Store: bytemuck::Pod + Send + Sync + 'static {
+    /// The type arithmetic runs in.
+    type C: Compute;
+    /// The type reductions accumulate in.
+    type Acc: Accum;
+    /// Storage → compute.
+    fn load(self) -> Self::C;
+    /// Compute → storage (rounds f16/bf16 to nearest even; bool is `!= 0`).
+    fn store(c: Self::C) -> Self;
+    /// Lossless widening for casts.
+    fn wide(self) -> Wide;
+    /// Narrowing with the cast rules of `astype`.
+    fn from_wide(w: Wide) -> Self;
+    /// Storage → accumulator.
+    fn to_acc(self) -> Self::Acc;
+    /// Accumulator → storage (ints keep the low bits).
+    fn from_acc(a: Self::Acc) -> Self;
+    /// From an f64 constant (fill, arange, scalars).
+    fn from_const(v: f64) -> Self {
+        Self::from_wide(Wide::F(v))
+    }
+}
+
+/// Accumulator of a reduction: f64 for floats, i64 (wrapping) for integers.
+pub trait Accum: Copy + PartialOrd + Send + Sync + 'static {
+    /// 0
+    const ZERO: Self;
+    /// 1
+    const ONE: Self;
+    /// Addition (wrapping for ints).
+    fn add(self, o: Self) -> Self;
+    /// Multiplication (wrapping for ints).
+    fn mul(self, o: Self) -> Self;
+    /// NaN test.
+    fn is_nan(self) -> bool;
+    /// Nonzero (NaN is nonzero).
+    fn nonzero(self) -> bool;
+    /// As a cast source.
+    fn wide(self) -> Wide;
+}
+
+impl Accum for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    fn nonzero(self) -> bool {
+        self != 0.0
+    }
+    fn wide(self) -> Wide {
+        Wide::F(self)
+    }
+}
+
+impl Accum for i64 {
+    const ZERO: Self = 0;
+    const ONE: Self = 1;
+    fn add(self, o: Self) -> Self {
+        self.wrapping_add(o)
+    }
+    fn mul(self, o: Self) -> Self {
+        self.wrapping_mul(o)
+    }
+    fn is_nan(self) -> bool {
+        false
+    }
+    fn nonzero(self) -> bool {
+        self != 0
+    }
+    fn wide(self) -> Wide {
+        Wide::I(self)
+    }
+}
+
+/// Arithmetic of one compute type: one method per elementwise op.
+#[allow(missing_docs)]
+pub trait Compute: Copy + PartialOrd + Send + Sync + 'static {
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn floor_div(self, o: Self) -> Self;
+    fn rem(self, o: Self) -> Self;
+    fn pow(self, o: Self) -> Self;
+    fn max(self, o: Self) -> Self;
+    fn min(self, o: Self) -> Self;
+    fn atan2(self, o: Self) -> Self;
+    fn band(self, o: Self) -> Self;
+    fn bor(self, o: Self) -> Self;
+    fn bxor(self, o: Self) -> Self;
+    fn neg(self) -> Self;
+    fn abs(self) -> Self;
+    fn sign(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn rsqrt(self) -> Self;
+    fn exp(self) -> Self;
+    fn expm1(self) -> Self;
+    fn ln(self) -> Self;
+    fn ln1p(self) -> Self;
+    fn log2(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn tan(self) -> Self;
+    fn tanh(self) -> Self;
+    fn sigmoid(self) -> Self;
+    fn erf(self) -> Self;
+    fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    fn round(self) -> Self;
+    fn is_nan(self) -> bool;
+    fn is_inf(self) -> bool;
+    fn nonzero(self) -> bool;
+    fn from_bool(b: bool) -> Self;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+}
+
+impl Compute for f32 {
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    fn sub(self, o: Self) -> Self {
+        self - o
+    }
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    fn div(self, o: Self) -> Self {
+        self / o
+    }
+    fn floor_div(self, o: Self) -> Self {
+        (self / o).floor()
+    }
+    fn rem(self, o: Self) -> Self {
+        let r = self % o;
+        if r != 0.0 && ((r < 0.0) != (o < 0.0)) {
+            r + o
+        } else {
+            r
+        }
+    }
+    fn pow(self, o: Self) -> Self {
+        self.powf(o)
+    }
+    fn max(self, o: Self) -> Self {
+        if self.is_nan() || o.is_nan() {
+            f32::NAN
+        } else {
+            f32::max(self, o)
+        }
+    }
+    fn min(self, o: Self) -> Self {
+        if self.is_nan() || o.is_nan() {
+            f32::NAN
+        } else {
+            f32::min(self, o)
+        }
+    }
+    fn atan2(self, o: Self) -> Self {
+        f32::atan2(self, o)
+    }
+    fn band(self, o: Self) -> Self {
+        f32::from_bits(self.to_bits() & o.to_bits())
+    }
+    fn bor(self, o: Self) -> Self {
+        f32::from_bits(self.to_bits() | o.to_bits())
+    }
+    fn bxor(self, o: Self) -> Self {
+        f32::from_bits(self.to_bits() ^ o.to_bits())
+    }
+    fn neg(self) -> Self {
+        -self
+    }
+    fn abs(self) -> Self {
+        f32::abs(self)
+    }
+    fn sign(self) -> Self {
+        if self > 0.0 {
+            1.0
+        } else if self < 0.0 {
+            -1.0
+        } else {
+            self
+        }
+    }
+    fn sqrt(self) -> Self {
+        f32::sqrt(self)
+    }
+    fn rsqrt(self) -> Self {
+        1.0 / f32::sqrt(self)
+    }
+    fn exp(self) -> Self {
+        f32::exp(self)
+    }
+    fn expm1(self) -> Self {
+        f32::exp_m1(self)
+    }
+    fn ln(self) -> Self {
+        f32::ln(self)
+    }
+    fn ln1p(self) -> Self {
+        f32::ln_1p(self)
+    }
+    fn log2(self) -> Self {
+        f32::log2(self)
+    }
+    fn sin(self) -> Self {
+        f32::sin(self)
+    }
+    fn cos(self) -> Self {
+        f32::cos(self)
+    }
+    fn tan(self) -> Self {
+        f32::tan(self)
+    }
+    fn tanh(self) -> Self {
+        f32::tanh(self)
+    }
+    fn sigmoid(self) -> Self {
+        1.0 / (1.0 + f32::exp(-self))
+    }
+    fn erf(self) -> Self {
+        libm::erff(self)
+    }
+    fn floor(self) -> Self {
+        f32::floor(self)
+    }
+    fn ceil(self) -> Self {
+        f32::ceil(self)
+    }
+    fn round(self) -> Self {
+        f32::round_ties_even(self)
+    }
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    fn is_inf(self) -> bool {
+        f32::is_infinite(self)
+    }
+    fn nonzero(self) -> bool {
+        self != 0.0
+    }
+    fn from_bool(b: bool) -> Self {
+        b as u8 as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+}
+
+macro_rules! int_compute {
+    ($t:ty) => {
+        #[allow(unused_comparisons)]
+        impl Compute for $t {
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            fn sub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            fn div(self, o: Self) -> Self {
+                self.floor_div(o)
+            }
+            fn floor_div(self, o: Self) -> Self {
+                if o == 0 {
+                    return 0;
+                }
+                let q = self.wrapping_div(o);
+                let adjust = q.wrapping_mul(o) != self && ((self < 0) != (o < 0));
+                if adjust { q.wrapping_sub(1) } else { q }
+            }
+            fn rem(self, o: Self) -> Self {
+                if o == 0 {
+                    return 0;
+                }
+                let r = self.wrapping_rem(o);
+                let adjust = r != 0 && ((r < 0) != (o < 0));
+                if adjust { r.wrapping_add(o) } else { r }
+            }
+            fn pow(self, o: Self) -> Self {
+                if o < 0 {
+                    return match self as i64 {
+                        1 => 1,
+                        -1 => {
+                            if o % 2 == 0 {
+                                1
+                            } else {
+                                self
+                            }
+                        }
+                        _ => 0,
+                    };
+                }
+                let (mut base, mut e, mut acc) = (self, o, 1 as $t);
+                while e > 0 {
+                    if e & 1 == 1 {
+                        acc = acc.wrapping_mul(base);
+                    }
+                    base = base.wrapping_mul(base);
+                    e >>= 1;
+                }
+                acc
+            }
+            fn max(self, o: Self) -> Self {
+                Ord::max(self, o)
+            }
+            fn min(self, o: Self) -> Self {
+                Ord::min(self, o)
+            }
+            fn atan2(self, o: Self) -> Self {
+                <Self as Compute>::from_f64((self as f64).atan2(o as f64))
+            }
+            fn band(self, o: Self) -> Self {
+                self & o
+            }
+            fn bor(self, o: Self) -> Self {
+                self | o
+            }
+            fn bxor(self, o: Self) -> Self {
+                self ^ o
+            }
+            fn neg(self) -> Self {
+                (0 as $t).wrapping_sub(self)
+            }
+            fn abs(self) -> Self {
+                if self < 0 { self.neg() } else { self }
+            }
+            fn sign(self) -> Self {
+                if self > 0 {
+                    1
+                } else if self < 0 {
+                    (0 as $t).wrapping_sub(1)
+                } else {
+                    0
+                }
+            }
+            // Float math never reaches integers (ops promote to f32 first); these
+            // keep the trait total.
+            fn sqrt(self) -> Self {
+                <Self as Compute>::from_f64((self as f64).sqrt())
+            }
+            fn rsqrt(self) -> Self {
+                <Self as Compute>::from_f64(1.0 / (self as f64).sqrt())
+            }
+            fn exp(self) -> Self {
+                <Self as Compute>::from_f64((self as f64).exp())
+            }
+            fn expm1(self) -> Self {
+                <Self as Compute>::from_f64((self as f64).exp_m1())
+            }
+            fn ln(self) -> Self {
+                <Self as Compute>::from_f64((self as f64).ln())
+            }
+            fn ln1p(self) -> Self {
+                <Self as Compute>::from_f64((self as f64).ln_1p())
+            }
+            fn log2(self) -> Self {
+                <Self as Compute>::from_f64((self as f64).log2())
+            }
+            fn sin(self) -> Self {
+                <Self as Compute>::from_f64((self as f64).sin())
+            }
+            fn cos(self) -> Self {
+                <Self as Compute>::from_f64((self as f64).cos())
+            }
+            fn tan(self) -> Self {
+                <Self as Compute>::from_f64((self as f64).tan())
+            }
+            fn tanh(self) -> Self {
+                <Self as Compute>::from_f64((self as f64).tanh())
+            }
+            fn sigmoid(self) -> Self {
+                <Self as Compute>::from_f64(1.0 / (1.0 + (-(self as f64)).exp()))
+            }
+            fn erf(self) -> Self {
+                <Self as Compute>::from_f64(libm::erf(self as f64))
+            }
+            fn floor(self) -> Self {
+                self
+            }
+            fn ceil(self) -> Self {
+                self
+            }
+            fn round(self) -> Self {
+                self
+            }
+            fn is_nan(self) -> bool {
+                false
+            }
+            fn is_inf(self) -> bool {
+                false
+            }
+            fn nonzero(self) -> bool {
+                self != 0
+            }
+            fn from_bool(b: bool) -> Self {
+                b as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+        }
+    };
+}
+
+int_compute!(u8);
+int_compute!(u32);
+int_compute!(i32);
+int_compute!(i64);
+
+macro_rules! store_self_int {
+    ($t:ty) => {
+        impl Store for $t {
+            type C = $t;
+            type Acc = i64;
+            fn load(self) -> $t {
+                self
+            }
+            fn store(c: $t) -> Self {
+                c
+            }
+            fn wide(self) -> Wide {
+                Wide::I(self as i64)
+            }
+            fn from_wide(w: Wide) -> Self {
+                match w {
+                    Wide::I(i) => i as $t,
+                    Wide::F(f) => f as $t,
+                }
+            }
+            fn to_acc(self) -> i64 {
+                self as i64
+            }
+            fn from_acc(a: i64) -> Self {
+                a as $t
+            }
+        }
+    };
+}
+store_self_int!(u8);
+store_self_int!(u32);
+store_self_int!(i32);
+store_self_int!(i64);
+
+impl Store for B8 {
+    type C = i32;
+    type Acc = i64;
+    fn load(self) -> i32 {
+        self.0 as i32
+    }
+    fn store(c: i32) -> Self {
+        B8((c != 0) as u8)
+    }
+    fn wide(self) -> Wide {
+        Wide::I(self.0 as i64)
+    }
+    fn from_wide(w: Wide) -> Self {
+        B8(match w {
+            Wide::I(i) => (i != 0) as u8,
+            Wide::F(f) => (f != 0.0) as u8,
+        })
+    }
+    fn to_acc(self) -> i64 {
+        self.0 as i64
+    }
+    fn from_acc(a: i64) -> Self {
+        B8((a != 0) as u8)
+    }
+}
+
+macro_rules! store_float {
+    ($t:ty, $load:expr, $store:expr, $from64:expr) => {
+        impl Store for $t {
+            type C = f32;
+            type Acc = f64;
+            fn load(self) -> f32 {
+                let f: fn($t) -> f32 = $load;
+                f(self)
+            }
+            fn store(c: f32) -> Self {
+                let f: fn(f32) -> $t = $store;
+                f(c)
+            }
+            fn wide(self) -> Wide {
+                Wide::F(self.load() as f64)
+            }
+            fn from_wide(w: Wide) -> Self {
+                let f: fn(f64) -> $t = $from64;
+                match w {
+                    Wide::I(i) => f(i as f64),
+                    Wide::F(x) => f(x),
+                }
+            }
+            fn to_acc(self) -> f64 {
+                self.load() as f64
+            }
+            fn from_acc(a: f64) -> Self {
+                Self::from_wide(Wide::F(a))
+            }
+        }
+    };
+}
+store_float!(f32, |x| x, |x| x, |x| x as f32);
+store_float!(f16, f16::to_f32, f16::from_f32, f16::from_f64);
+store_float!(bf16, bf16::to_f32, bf16::from_f32, bf16::from_f64);
+
+/// Runs `$body` with `$T` bound to the storage type of `$dtype`.
+macro_rules! with_store {
+    ($dtype:expr, $T:ident => $body:expr) => {{
+        use $crate::cpu::scalar::B8;
+        match $dtype {
+            $crate::DType::Bool => {
+                type $T = B8;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use with_store;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_rules() {
+        assert_eq!((-7i32).floor_div(2), -4);
+        assert_eq!(7i32.floor_div(-2), -4);
+        assert_eq!(i32::MIN.floor_div(-1), i32::MIN);
+        assert_eq!(5i32.floor_div(0), 0);
+        assert_eq!((-7i32).rem(3), 2);
+        assert_eq!(7i32.rem(-3), -2);
+        assert_eq!(7u32.rem(0), 0);
+        assert_eq!(Compute::pow(3i32, 4), 81);
+        assert_eq!(Compute::pow(2i32, -1), 0);
+        assert_eq!(Compute::pow(-1i32, -3), -1);
+        assert_eq!(Compute::abs(i32::MIN), i32::MIN);
+        assert_eq!(3u8.neg(), 253);
+        assert_eq!(Compute::pow(2u8, 9), 0);
+    }
+
+    #[test]
+    fn float_rules() {
+        assert_eq!((-7.0f32).rem(3.0), 2.0);
+        assert_eq!(7.0f32.rem(-3.0), -2.0);
+        assert!(1.0f32.rem(0.0).is_nan());
+        assert!(Compute::max(f32::NAN, 1.0).is_nan());
+        assert!(Compute::min(1.0, f32::NAN).is_nan());
+        assert_eq!(Compute::round(2.5f32), 2.0);
+        assert_eq!(Compute::round(-3.5f32), -4.0);
+        assert_eq!((-0.0f32).sign().to_bits(), (-0.0f32).to_bits());
+        assert_eq!(f16::from_wide(Wide::F(65520.0)), f16::INFINITY);
+        assert_eq!(i32::from_wide(Wide::F(f64::NAN)), 0);
+        assert_eq!(u8::from_wide(Wide::F(300.0)), 255);
+        assert_eq!(u8::from_wide(Wide::I(300)), 44);
+        assert_eq!(B8::from_wide(Wide::F(f64::NAN)), B8(1));
+    }
+}

@@ -1,0 +1,154 @@
+//! Devices: which backend computes an array, and how the default is chosen.
+
+use crate::{DType, DeviceKind, DynBackend, Error, Result, cpu::CpuBackend};
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// A handle to a backend. Cheap to clone; equal when it is the same backend instance.
+#[derive(Clone)]
+pub struct Device(Arc<dyn DynBackend>);
+
+/// Opens the GPU backend; registered by a GPU crate (the `wmx` facade does it).
+pub type GpuFactory = fn() -> Result<Device>;
+
+static GPU_FACTORY: RwLock<Option<GpuFactory>> = RwLock::new(None);
+static GPU: OnceLock<Result<Device>> = OnceLock::new();
+static CPU: OnceLock<Device> = OnceLock::new();
+static DEFAULT: RwLock<Option<Device>> = RwLock::new(None);
+
+thread_local! {
+    static SCOPE: RefCell<Vec<Device>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Device {
+    /// Wraps a backend instance.
+    pub fn new(backend: Arc<dyn DynBackend>) -> Device {
+        Device(backend)
+    }
+
+    /// The shared CPU device.
+    pub fn cpu() -> Device {
+        CPU.get_or_init(|| Device(Arc::new(CpuBackend::new())))
+            .clone()
+    }
+
+    /// The shared GPU device, opened on first use; `Err` when no GPU backend is
+    /// linked (see [`register_gpu_backend`]) or no adapter exists.
+    pub fn gpu() -> Result<Device> {
+        GPU.get_or_init(|| {
+            let factory = *GPU_FACTORY.read().unwrap();
+            match factory {
+                Some(f) => f(),
+                None => Err(Error::NoDevice(
+                    "no GPU backend is linked: depend on `wmx` with its default `webgpu` feature"
+                        .into(),
+                )),
+            }
+        })
+        .clone()
+    }
+
+    /// Backend name, e.g. `"cpu"`.
+    pub fn name(&self) -> String {
+        self.0.name()
+    }
+
+    /// CPU or GPU.
+    pub fn kind(&self) -> DeviceKind {
+        self.0.kind()
+    }
+
+    /// `Ok` if the device can hold and compute `dtype`.
+    pub fn check_dtype(&self, dtype: DType) -> Result<()> {
+        self.0.check_dtype(dtype)
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &dyn DynBackend {
+        &*self.0
+    }
+
+    /// The backend as `&dyn Any`, to downcast to its concrete type.
+    pub fn backend_any(&self) -> &dyn std::any::Any {
+        self.0.as_any()
+    }
+}
+
+impl PartialEq for Device {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+impl Eq for Device {}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Device({})", self.name())
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// Lets a GPU crate provide [`Device::gpu`]. Call before the first `Device::gpu()`;
+/// later registrations after the GPU was opened have no effect.
+pub fn register_gpu_backend(factory: GpuFactory) {
+    *GPU_FACTORY.write().unwrap() = Some(factory);
+}
+
+/// True once a GPU backend has been registered.
+pub fn gpu_backend_registered() -> bool {
+    GPU_FACTORY.read().unwrap().is_some()
+}
+
+/// The device new arrays go to: the innermost [`with_device`] scope, else the one
+/// set by [`set_default_device`], else `WMX_DEVICE` (`cpu` or `gpu`), else the GPU
+/// when one opens, else the CPU.
+pub fn default_device() -> Result<Device> {
+    if let Some(d) = SCOPE.with(|s| s.borrow().last().cloned()) {
+        return Ok(d);
+    }
+    if let Some(d) = DEFAULT.read().unwrap().clone() {
+        return Ok(d);
+    }
+    let chosen = match std::env::var("WMX_DEVICE").ok().as_deref() {
+        Some("cpu") => Device::cpu(),
+        Some("gpu") => Device::gpu()?,
+        Some(other) => {
+            return Err(Error::invalid(
+                "default_device",
+                format!("WMX_DEVICE={other:?}; expected \"cpu\" or \"gpu\""),
+            ));
+        }
+        None => Device::gpu().unwrap_or_else(|_| Device::cpu()),
+    };
+    let mut slot = DEFAULT.write().unwrap();
+    Ok(slot.get_or_insert(chosen).clone())
+}
+
+/// Sets the process-wide default device.
+pub fn set_default_device(device: Device) {
+    *DEFAULT.write().unwrap() = Some(device);
+}
+
+/// Runs `f` with `device` as this thread's default device.
+pub fn with_device<R>(device: &Device, f: impl FnOnce() -> R) -> R {
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            SCOPE.with(|s| s.borrow_mut().pop());
+        }
+    }
+    SCOPE.with(|s| s.borrow_mut().push(device.clone()));
+    let _pop = Pop;
+    f()
+}
+
+/// The innermost [`with_device`] scope's device, if any.
+pub(crate) fn scoped_device() -> Option<Device> {
+    SCOPE.with(|s| s.borrow().last().cloned())
+}

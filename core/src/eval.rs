@@ -1,0 +1,167 @@
+//! Evaluation of the lazy graph.
+
+use crate::{Array, Buffer, Device, Primitive, Result, array::State, backend::DynView};
+use std::collections::HashMap;
+
+/// Computes `outputs` and everything they need that is not computed yet.
+///
+/// The graph is walked iteratively (a 200 000-node chain is fine), each node is
+/// computed once however many consumers it has, and an intermediate is released
+/// as soon as its last consumer in this eval is done (if the user holds no handle
+/// to it, its buffer goes back then). Every device used is flushed once at the end.
+/// On error, nodes computed so far keep their data and the rest stay pending.
+pub fn eval(outputs: &[Array]) -> Result<()> {
+    let order = topo_order(outputs);
+    if order.is_empty() {
+        return Ok(());
+    }
+    // Pending consumers of each node within this eval; outputs are never released.
+    let index: HashMap<*const (), usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, (a, _))| (key(a), i))
+        .collect();
+    let mut uses = vec![0usize; order.len()];
+    for (_, inputs) in &order {
+        for inp in inputs {
+            if let Some(&j) = index.get(&key(inp)) {
+                uses[j] += 1;
+            }
+        }
+    }
+    for o in outputs {
+        if let Some(&j) = index.get(&key(o)) {
+            uses[j] += 1;
+        }
+    }
+
+    let mut slots: Vec<Option<(Array, Vec<Array>)>> = order.into_iter().map(Some).collect();
+    let mut devices: Vec<Device> = Vec::new();
+    let mut result = Ok(());
+    for i in 0..slots.len() {
+        let (node, inputs) = slots[i].take().expect("each node visited once");
+        if !devices.contains(node.device()) {
+            devices.push(node.device().clone());
+        }
+        if let Err(e) = compute(&node, &inputs) {
+            result = Err(e);
+            break;
+        }
+        // Release producers nobody in this eval needs any more.
+        for inp in &inputs {
+            if let Some(&j) = index.get(&key(inp)) {
+                uses[j] -= 1;
+                if uses[j] == 0 {
+                    slots[j] = None;
+                }
+            }
+        }
+        drop(inputs);
+        if uses[i] > 0 {
+            slots[i] = Some((node, Vec::new()));
+        }
+    }
+    for d in devices {
+        let r = d.backend().flush();
+        if result.is_ok() {
+            result = r;
+        }
+    }
+    result
+}
+
+fn key(a: &Array) -> *const () {
+    std::sync::Arc::as_ptr(&a.0) as *const ()
+}
+
+/// Pending nodes reachable from `outputs`, inputs before consumers, each with its
+/// inputs (cloned handles, so computing one node never locks another).
+fn topo_order(outputs: &[Array]) -> Vec<(Array, Vec<Array>)> {
+    let mut order = Vec::new();
+    let mut seen: HashMap<*const (), ()> = HashMap::new();
+    // (node, its pending inputs, next input to visit)
+    let mut stack: Vec<(Array, Vec<Array>, usize)> = Vec::new();
+    for out in outputs {
+        if seen.contains_key(&key(out)) {
+            continue;
+        }
+        let Some(inputs) = pending_inputs(out) else {
+            continue;
+        };
+        seen.insert(key(out), ());
+        stack.push((out.clone(), inputs, 0));
+        while let Some((_, inputs, next)) = stack.last_mut() {
+            if *next < inputs.len() {
+                let child = inputs[*next].clone();
+                *next += 1;
+                if seen.contains_key(&key(&child)) {
+                    continue;
+                }
+                if let Some(ci) = pending_inputs(&child) {
+                    seen.insert(key(&child), ());
+                    stack.push((child, ci, 0));
+                }
+            } else {
+                let (node, inputs, _) = stack.pop().unwrap();
+                order.push((node, inputs));
+            }
+        }
+    }
+    order
+}
+
+fn pending_inputs(a: &Array) -> Option<Vec<Array>> {
+    match &*a.lock() {
+        State::Pending { inputs, .. } => Some(inputs.clone()),
+        State::Ready(_) => None,
+    }
+}
+
+/// The one place a primitive is dispatched to its backend family.
+fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
+    let prim = match &*node.lock() {
+        State::Pending { prim, .. } => prim.clone(),
+        State::Ready(_) => return Ok(()), // another thread computed it
+    };
+    let device = node.device();
+    let be = device.backend();
+    let bufs: Vec<Buffer> = inputs
+        .iter()
+        .map(|a| input_buffer(a, device))
+        .collect::<Result<_>>()?;
+    let v = |i: usize| DynView {
+        buffer: &bufs[i],
+        dtype: inputs[i].dtype(),
+        layout: inputs[i].layout(),
+    };
+    let out = match &prim {
+        Primitive::Unary(op) => be.unary(*op, v(0), node.dtype())?,
+        Primitive::Binary(op) => be.binary(*op, v(0), v(1), node.dtype())?,
+        Primitive::Select => be.select(v(0), v(1), v(2))?,
+        Primitive::Copy => be.copy(v(0), node.dtype())?,
+        Primitive::Generate(g) => be.generate(*g, node.dtype(), node.size())?,
+        Primitive::Axpby { alpha, beta } => be.axpby(v(0), v(1), *alpha, *beta)?,
+        Primitive::Reduce { op, axes } => be.reduce(*op, v(0), axes)?,
+        Primitive::ArgReduce { op, axis } => be.arg_reduce(*op, v(0), *axis)?,
+        Primitive::View(_) => bufs[0].clone(),
+        Primitive::Custom(c) => {
+            let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();
+            be.custom(device, &**c, &views, node.shape(), node.dtype())?
+        }
+    };
+    let mut st = node.lock();
+    if matches!(*st, State::Pending { .. }) {
+        *st = State::Ready(out);
+    }
+    Ok(())
+}
+
+/// An input's buffer on `device`, moved through the host if it lives elsewhere.
+fn input_buffer(a: &Array, device: &Device) -> Result<Buffer> {
+    let buf = a.buffer().expect("inputs are computed before consumers");
+    if a.device() == device {
+        return Ok(buf);
+    }
+    let bytes = a.device().backend().read(&buf)?;
+    device.backend().from_host((*bytes).clone(), a.dtype())
+}

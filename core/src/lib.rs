@@ -1,0 +1,40 @@
+//! wmx-core: the heart of wmx, an MLX-style array library.
+//!
+//! - [`DType`]s with MLX/numpy promotion, [`Layout`]s (views are stride rewrites);
+//! - lazy [`Array`]s: ops build a graph, [`eval`] computes it;
+//! - [`Primitive`]s in families, dispatched in one place (`eval`), with
+//!   [`CustomPrimitive`] as the open extension point;
+//! - the [`Backend`] trait (one method per family) and the [`cpu`] backend;
+//! - [`Device`] selection: [`default_device`], [`with_device`], `WMX_DEVICE`.
+//!
+//! Numeric rules (integer overflow, division by zero, NaN) are in
+//! `docs/SEMANTICS.md` and hold on every backend.
+#![warn(missing_docs)]
+
+mod array;
+pub mod backend;
+pub mod cpu;
+mod device;
+mod dtype;
+mod error;
+mod eval;
+pub mod layout;
+pub mod ops;
+mod primitive;
+
+pub use array::Array;
+pub use backend::{Backend, Buffer, DeviceKind, DynBackend, View};
+pub use device::{
+    Device, GpuFactory, default_device, gpu_backend_registered, register_gpu_backend,
+    set_default_device, with_device,
+};
+pub use dtype::{DType, Element};
+pub use error::{Error, Result};
+pub use eval::eval;
+pub use half::{bf16, f16};
+pub use layout::Layout;
+pub use ops::*;
+pub use primitive::{
+    ArgReduceOp, BinaryOp, CustomInput, CustomPrimitive, Generator, OpKind, Primitive, ReduceOp,
+    UnaryOp, ViewOp,
+};

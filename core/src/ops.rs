@@ -1,0 +1,793 @@
+//! The operations users call. Each builds graph nodes (nothing is computed until
+//! [`crate::eval`] or a read) and returns `Result`: shapes, axes and dtypes are
+//! checked here, when the op is made.
+//!
+//! The device an op runs on is the innermost [`crate::with_device`] scope's, else
+//! its first input's; creation ops use [`crate::default_device`].
+
+use crate::{
+    ArgReduceOp, Array, BinaryOp, DType, Device, Error, Generator, Layout, OpKind, Primitive,
+    ReduceOp, Result, UnaryOp, ViewOp,
+    device::scoped_device,
+    layout::{broadcast_shapes, normalize_axes, normalize_axis, numel},
+};
+
+fn op_device(first: &Array) -> Device {
+    scoped_device().unwrap_or_else(|| first.device().clone())
+}
+
+fn creation_device() -> Result<Device> {
+    crate::default_device()
+}
+
+/// Makes a computed (row-major) node after checking the device holds every dtype.
+fn node(
+    prim: Primitive,
+    inputs: Vec<Array>,
+    shape: &[usize],
+    dtype: DType,
+    device: Device,
+) -> Result<Array> {
+    device.check_dtype(dtype)?;
+    for i in &inputs {
+        if i.dtype() != dtype {
+            device.check_dtype(i.dtype())?;
+        }
+    }
+    Ok(Array::from_op(
+        prim,
+        inputs,
+        Layout::contiguous(shape),
+        dtype,
+        device,
+    ))
+}
+
+/// A view node: same buffer as `x`, new layout.
+fn view(x: &Array, op: ViewOp, layout: Layout) -> Array {
+    Array::from_op(
+        Primitive::View(op),
+        vec![x.clone()],
+        layout,
+        x.dtype(),
+        x.device().clone(),
+    )
+}
+
+// ---------------------------------------------------------------- creation
+
+/// An array of `shape` with every element `value` (cast to `dtype`).
+pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Array> {
+    let d = creation_device()?;
+    node(
+        Primitive::Generate(Generator::Fill(value)),
+        vec![],
+        shape,
+        dtype,
+        d,
+    )
+}
+
+/// Zeros.
+pub fn zeros(shape: &[usize], dtype: DType) -> Result<Array> {
+    full(shape, 0.0, dtype)
+}
+
+/// Ones.
+pub fn ones(shape: &[usize], dtype: DType) -> Result<Array> {
+    full(shape, 1.0, dtype)
+}
+
+/// A 0-d array holding `value` as `dtype`.
+pub fn scalar(value: f64, dtype: DType) -> Result<Array> {
+    full(&[], value, dtype)
+}
+
+/// `start, start+step, …` below `stop` (numpy's `arange`).
+pub fn arange(start: f64, stop: f64, step: f64, dtype: DType) -> Result<Array> {
+    if step == 0.0 || !step.is_finite() || !start.is_finite() || !stop.is_finite() {
+        return Err(Error::invalid(
+            "arange",
+            format!("start={start}, stop={stop}, step={step}: need finite values and step != 0"),
+        ));
+    }
+    let n = ((stop - start) / step).ceil().max(0.0) as usize;
+    let d = creation_device()?;
+    node(
+        Primitive::Generate(Generator::Arange { start, step }),
+        vec![],
+        &[n],
+        dtype,
+        d,
+    )
+}
+
+/// `num` evenly spaced values from `start` to `stop` inclusive.
+pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Result<Array> {
+    let step = if num > 1 {
+        (stop - start) / (num - 1) as f64
+    } else {
+        0.0
+    };
+    let d = creation_device()?;
+    node(
+        Primitive::Generate(Generator::Arange { start, step }),
+        vec![],
+        &[num],
+        dtype,
+        d,
+    )
+}
+
+/// The `n × n` identity matrix.
+pub fn eye(n: usize, dtype: DType) -> Result<Array> {
+    let i = arange(0.0, n as f64, 1.0, DType::I32)?;
+    let rows = expand_dims(&i, 1)?;
+    let cols = expand_dims(&i, 0)?;
+    astype(&equal(&rows, &cols)?, dtype)
+}
+
+// ---------------------------------------------------------------- dtypes
+
+/// Converts to `dtype` (rules in docs/SEMANTICS.md); returns `x` itself if equal.
+pub fn astype(x: &Array, dtype: DType) -> Result<Array> {
+    if x.dtype() == dtype {
+        return Ok(x.clone());
+    }
+    node(
+        Primitive::Copy,
+        vec![x.clone()],
+        x.shape(),
+        dtype,
+        op_device(x),
+    )
+}
+
+/// A row-major copy of `x` (a no-op for already row-major, offset-0 arrays).
+pub fn contiguous(x: &Array) -> Result<Array> {
+    if x.layout().is_row_contiguous() && x.layout().offset == 0 {
+        return Ok(x.clone());
+    }
+    node(
+        Primitive::Copy,
+        vec![x.clone()],
+        x.shape(),
+        x.dtype(),
+        op_device(x),
+    )
+}
+
+// ---------------------------------------------------------------- elementwise
+
+/// Applies a unary op (dtype rules of [`UnaryOp::kind`]).
+pub fn unary(op: UnaryOp, x: &Array) -> Result<Array> {
+    let (input, out) = match op.kind() {
+        OpKind::Arith => (x.dtype(), x.dtype()),
+        OpKind::FloatMath => (x.dtype().to_float(), x.dtype().to_float()),
+        OpKind::Logical | OpKind::Predicate | OpKind::Compare => (x.dtype(), DType::Bool),
+        OpKind::Bitwise => unreachable!("no bitwise unary op"),
+    };
+    let x = astype(x, input)?;
+    let d = op_device(&x);
+    node(Primitive::Unary(op), vec![x.clone()], x.shape(), out, d)
+}
+
+/// Applies a binary op with numpy broadcasting and MLX promotion.
+pub fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
+    let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
+    let common = DType::promote(a.dtype(), b.dtype());
+    let (input, out) = match op.kind() {
+        OpKind::Arith => (common, common),
+        OpKind::FloatMath => (common.to_float(), common.to_float()),
+        OpKind::Compare | OpKind::Logical | OpKind::Predicate => (common, DType::Bool),
+        OpKind::Bitwise => {
+            if common.is_float() {
+                return Err(Error::UnsupportedDType {
+                    op: op.name(),
+                    dtype: common,
+                });
+            }
+            (common, common)
+        }
+    };
+    let a = broadcast_to(&astype(a, input)?, &shape)?;
+    let b = broadcast_to(&astype(b, input)?, &shape)?;
+    let d = op_device(&a);
+    node(Primitive::Binary(op), vec![a, b], &shape, out, d)
+}
+
+macro_rules! unary_fns {
+    ($($f:ident => $op:ident),* $(,)?) => {$(
+        #[doc = concat!("Elementwise `", stringify!($f), "` (see [`UnaryOp::", stringify!($op), "`]).")]
+        pub fn $f(x: &Array) -> Result<Array> { unary(UnaryOp::$op, x) }
+    )*};
+}
+unary_fns!(negative => Negative, abs => Abs, sign => Sign, square => Square, sqrt => Sqrt,
+    rsqrt => Rsqrt, exp => Exp, expm1 => Expm1, log => Log, log1p => Log1p, log2 => Log2,
+    sin => Sin, cos => Cos, tan => Tan, tanh => Tanh, sigmoid => Sigmoid, erf => Erf,
+    floor => Floor, ceil => Ceil, round => Round, logical_not => LogicalNot, isnan => IsNan,
+    isinf => IsInf);
+
+macro_rules! binary_fns {
+    ($($f:ident => $op:ident),* $(,)?) => {$(
+        #[doc = concat!("Elementwise `", stringify!($f), "` with broadcasting (see [`BinaryOp::", stringify!($op), "`]).")]
+        pub fn $f(a: &Array, b: &Array) -> Result<Array> { binary(BinaryOp::$op, a, b) }
+    )*};
+}
+binary_fns!(add => Add, subtract => Subtract, multiply => Multiply, divide => Divide,
+    floor_divide => FloorDivide, remainder => Remainder, power => Power, maximum => Maximum,
+    minimum => Minimum, arctan2 => Arctan2, equal => Equal, not_equal => NotEqual, less => Less,
+    less_equal => LessEqual, greater => Greater, greater_equal => GreaterEqual,
+    logical_and => LogicalAnd, logical_or => LogicalOr, bitwise_and => BitwiseAnd,
+    bitwise_or => BitwiseOr, bitwise_xor => BitwiseXor);
+
+/// `cond ? x : y` elementwise, all three broadcast together; `cond` is converted to
+/// bool (nonzero is true), `x` and `y` promoted to a common dtype.
+pub fn where_(cond: &Array, x: &Array, y: &Array) -> Result<Array> {
+    let shape = broadcast_shapes("where", cond.shape(), x.shape())?;
+    let shape = broadcast_shapes("where", &shape, y.shape())?;
+    let dt = DType::promote(x.dtype(), y.dtype());
+    let c = broadcast_to(&astype(cond, DType::Bool)?, &shape)?;
+    let x = broadcast_to(&astype(x, dt)?, &shape)?;
+    let y = broadcast_to(&astype(y, dt)?, &shape)?;
+    let d = op_device(&x);
+    node(Primitive::Select, vec![c, x, y], &shape, dt, d)
+}
+
+/// Limits `x` to `[lo, hi]` (either bound optional), with broadcasting.
+pub fn clip(x: &Array, lo: Option<&Array>, hi: Option<&Array>) -> Result<Array> {
+    let mut r = x.clone();
+    if let Some(lo) = lo {
+        r = maximum(&r, lo)?;
+    }
+    if let Some(hi) = hi {
+        r = minimum(&r, hi)?;
+    }
+    Ok(r)
+}
+
+/// `alpha * x + beta * y` as one primitive (one pass over memory). Inputs are
+/// promoted together, then to f32 if not float, and broadcast (MLX's `axpby`).
+pub fn axpby(x: &Array, y: &Array, alpha: f64, beta: f64) -> Result<Array> {
+    let shape = broadcast_shapes("axpby", x.shape(), y.shape())?;
+    let dt = DType::promote(x.dtype(), y.dtype()).to_float();
+    let x = broadcast_to(&astype(x, dt)?, &shape)?;
+    let y = broadcast_to(&astype(y, dt)?, &shape)?;
+    let d = op_device(&x);
+    node(Primitive::Axpby { alpha, beta }, vec![x, y], &shape, dt, d)
+}
+
+/// A 0-d array of `v` typed to combine with `x` without changing `x`'s dtype where
+/// the value fits (MLX's weak scalars): floats keep their dtype; integers keep
+/// theirs for integral `v`, else f32; bool becomes i32 (or f32).
+pub fn scalar_like(x: &Array, v: f64) -> Result<Array> {
+    let integral = v.fract() == 0.0 && v.is_finite();
+    let dt = match x.dtype() {
+        d if d.is_float() => d,
+        d if d.is_int() && integral => d,
+        DType::Bool if integral => DType::I32,
+        _ => DType::F32,
+    };
+    let d = op_device(x);
+    node(Primitive::Generate(Generator::Fill(v)), vec![], &[], dt, d)
+}
+
+// ---------------------------------------------------------------- views
+
+/// Permutes the axes (`None` reverses them). A view: no copy.
+pub fn transpose(x: &Array, axes: Option<&[isize]>) -> Result<Array> {
+    let nd = x.ndim();
+    let perm: Vec<usize> = match axes {
+        None => (0..nd).rev().collect(),
+        Some(ax) => {
+            if ax.len() != nd {
+                return Err(Error::invalid(
+                    "transpose",
+                    format!("axes {ax:?} do not list {nd} dimensions"),
+                ));
+            }
+            let perm: Vec<usize> = ax
+                .iter()
+                .map(|&a| normalize_axis("transpose", a, nd))
+                .collect::<Result<_>>()?;
+            let mut seen = vec![false; nd];
+            for (&p, &a) in perm.iter().zip(ax) {
+                if std::mem::replace(&mut seen[p], true) {
+                    return Err(Error::BadAxis {
+                        op: "transpose",
+                        axis: a,
+                        ndim: nd,
+                    });
+                }
+            }
+            perm
+        }
+    };
+    Ok(view(
+        x,
+        ViewOp::Transpose(perm.clone()),
+        x.layout().permute(&perm),
+    ))
+}
+
+/// Broadcasts to `shape` (numpy rules). A view with zero strides: no copy.
+pub fn broadcast_to(x: &Array, shape: &[usize]) -> Result<Array> {
+    if x.shape() == shape {
+        return Ok(x.clone());
+    }
+    let b = broadcast_shapes("broadcast_to", x.shape(), shape)?;
+    if b != shape {
+        return Err(Error::ShapeMismatch {
+            op: "broadcast_to",
+            lhs: x.shape().to_vec(),
+            rhs: shape.to_vec(),
+        });
+    }
+    Ok(view(x, ViewOp::Broadcast, x.layout().broadcast_to(shape)))
+}
+
+/// One axis of a [`slice`]: Python's `start:stop:step` (negative indices count
+/// from the end; out-of-range bounds are clamped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slice {
+    /// First index (`None`: the beginning for positive steps, the end otherwise).
+    pub start: Option<isize>,
+    /// One past the last index (`None`: through the end in the step's direction).
+    pub stop: Option<isize>,
+    /// Step, nonzero.
+    pub step: isize,
+}
+
+impl Slice {
+    /// `::` — the whole axis.
+    pub const ALL: Slice = Slice {
+        start: None,
+        stop: None,
+        step: 1,
+    };
+    /// `start:stop`
+    pub fn range(start: isize, stop: isize) -> Slice {
+        Slice {
+            start: Some(start),
+            stop: Some(stop),
+            step: 1,
+        }
+    }
+    /// `start:stop:step`
+    pub fn new(start: Option<isize>, stop: Option<isize>, step: isize) -> Slice {
+        Slice { start, stop, step }
+    }
+    /// `::-1`
+    pub fn reversed() -> Slice {
+        Slice {
+            start: None,
+            stop: None,
+            step: -1,
+        }
+    }
+
+    /// (first index, count) over an axis of `len`, Python's `slice.indices`.
+    fn resolve(&self, len: usize) -> (isize, usize) {
+        let n = len as isize;
+        let step = self.step;
+        let clamp = |v: isize, lo: isize, hi: isize| v.max(lo).min(hi);
+        let norm = |v: isize| if v < 0 { v + n } else { v };
+        let (start, stop) = if step > 0 {
+            (
+                self.start.map_or(0, |s| clamp(norm(s), 0, n)),
+                self.stop.map_or(n, |s| clamp(norm(s), 0, n)),
+            )
+        } else {
+            (
+                self.start.map_or(n - 1, |s| clamp(norm(s), -1, n - 1)),
+                self.stop.map_or(-1, |s| clamp(norm(s), -1, n - 1)),
+            )
+        };
+        let count = if step > 0 {
+            (stop - start + step - 1).max(0) / step
+        } else {
+            (start - stop - step - 1).max(0) / (-step)
+        };
+        (start, count as usize)
+    }
+}
+
+/// Strided slicing, one [`Slice`] per leading axis (missing axes are whole).
+/// A view: no copy, negative steps included.
+pub fn slice(x: &Array, slices: &[Slice]) -> Result<Array> {
+    if slices.len() > x.ndim() {
+        return Err(Error::invalid(
+            "slice",
+            format!(
+                "{} slices for an array of {} dimensions",
+                slices.len(),
+                x.ndim()
+            ),
+        ));
+    }
+    let l = x.layout();
+    let mut out = l.clone();
+    let mut spec = Vec::new();
+    for (i, s) in slices.iter().enumerate() {
+        if s.step == 0 {
+            return Err(Error::invalid("slice", format!("step 0 on axis {i}")));
+        }
+        let (start, count) = s.resolve(l.shape[i]);
+        out.shape[i] = count;
+        out.strides[i] = l.strides[i] * s.step;
+        if count > 0 {
+            out.offset = (out.offset as isize + start * l.strides[i]) as usize;
+        }
+        spec.push((start, start + count as isize * s.step, s.step));
+    }
+    Ok(view(x, ViewOp::Slice(spec), out))
+}
+
+/// New shape with the same elements; one entry may be −1 (inferred). A view when
+/// the strides allow it, else a copy first.
+pub fn reshape(x: &Array, shape: &[isize]) -> Result<Array> {
+    let n = x.size();
+    let mut infer = None;
+    let mut known = 1usize;
+    for (i, &d) in shape.iter().enumerate() {
+        match d {
+            -1 if infer.is_none() => infer = Some(i),
+            d if d >= 0 => known *= d as usize,
+            _ => return Err(Error::invalid("reshape", format!("bad shape {shape:?}"))),
+        }
+    }
+    let mut new: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
+    if let Some(i) = infer {
+        if known == 0 || n % known != 0 {
+            return Err(Error::invalid(
+                "reshape",
+                format!("cannot reshape {:?} ({n} elements) to {shape:?}", x.shape()),
+            ));
+        }
+        new[i] = n / known;
+    }
+    if numel(&new) != n {
+        return Err(Error::invalid(
+            "reshape",
+            format!("cannot reshape {:?} ({n} elements) to {shape:?}", x.shape()),
+        ));
+    }
+    reshape_exact(x, &new)
+}
+
+fn reshape_exact(x: &Array, new: &[usize]) -> Result<Array> {
+    if x.shape() == new {
+        return Ok(x.clone());
+    }
+    let src = match x.layout().reshape_strides(new) {
+        Some(_) => x.clone(),
+        None => contiguous(x)?,
+    };
+    let strides = src
+        .layout()
+        .reshape_strides(new)
+        .expect("row-major reshapes always");
+    let layout = Layout {
+        shape: new.to_vec(),
+        strides,
+        offset: src.layout().offset,
+    };
+    Ok(view(&src, ViewOp::Reshape, layout))
+}
+
+/// Inserts a size-1 axis at `axis` (in the result's numbering). A view.
+pub fn expand_dims(x: &Array, axis: isize) -> Result<Array> {
+    let a = normalize_axis("expand_dims", axis, x.ndim() + 1)?;
+    let mut l = x.layout().clone();
+    l.shape.insert(a, 1);
+    l.strides.insert(a, 1);
+    Ok(view(x, ViewOp::Reshape, l))
+}
+
+/// Removes size-1 axes (`None`: all of them). A view.
+pub fn squeeze(x: &Array, axes: Option<&[isize]>) -> Result<Array> {
+    let l = x.layout();
+    let axes: Vec<usize> = match axes {
+        None => (0..x.ndim()).filter(|&i| l.shape[i] == 1).collect(),
+        Some(ax) => {
+            let ax = normalize_axes("squeeze", ax, x.ndim())?;
+            if let Some(&bad) = ax.iter().find(|&&a| l.shape[a] != 1) {
+                return Err(Error::invalid(
+                    "squeeze",
+                    format!("axis {bad} has size {}, not 1", l.shape[bad]),
+                ));
+            }
+            ax
+        }
+    };
+    let keep = |i: &usize| !axes.contains(i);
+    let layout = Layout {
+        shape: (0..x.ndim()).filter(keep).map(|i| l.shape[i]).collect(),
+        strides: (0..x.ndim()).filter(keep).map(|i| l.strides[i]).collect(),
+        offset: l.offset,
+    };
+    Ok(view(x, ViewOp::Reshape, layout))
+}
+
+// ---------------------------------------------------------------- reductions
+
+fn resolve_axes(op: &'static str, x: &Array, axes: Option<&[isize]>) -> Result<Vec<usize>> {
+    match axes {
+        None => Ok((0..x.ndim()).collect()),
+        Some(a) => normalize_axes(op, a, x.ndim()),
+    }
+}
+
+fn keep_dims(r: Array, in_shape: &[usize], axes: &[usize], keepdims: bool) -> Result<Array> {
+    if !keepdims {
+        return Ok(r);
+    }
+    let shape: Vec<isize> = (0..in_shape.len())
+        .map(|i| {
+            if axes.contains(&i) {
+                1
+            } else {
+                in_shape[i] as isize
+            }
+        })
+        .collect();
+    reshape(&r, &shape)
+}
+
+/// Reduces `axes` (`None`: all) with `op`; `keepdims` leaves them as size 1.
+pub fn reduce(op: ReduceOp, x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    let ax = resolve_axes(op.name(), x, axes)?;
+    let out_shape: Vec<usize> = (0..x.ndim())
+        .filter(|i| !ax.contains(i))
+        .map(|i| x.shape()[i])
+        .collect();
+    if matches!(op, ReduceOp::Max | ReduceOp::Min)
+        && ax.iter().any(|&a| x.shape()[a] == 0)
+        && numel(&out_shape) > 0
+    {
+        return Err(Error::invalid(
+            op.name(),
+            format!(
+                "reduction over an empty axis of shape {:?} has no identity",
+                x.shape()
+            ),
+        ));
+    }
+    let r = if ax.is_empty() {
+        astype(x, op.out_dtype(x.dtype()))?
+    } else {
+        let d = op_device(x);
+        node(
+            Primitive::Reduce {
+                op,
+                axes: ax.clone(),
+            },
+            vec![x.clone()],
+            &out_shape,
+            op.out_dtype(x.dtype()),
+            d,
+        )?
+    };
+    keep_dims(r, x.shape(), &ax, keepdims)
+}
+
+macro_rules! reduce_fns {
+    ($($f:ident => $op:ident),* $(,)?) => {$(
+        #[doc = concat!("`", stringify!($f), "` over `axes` (`None`: all); output dtype per [`ReduceOp::out_dtype`].")]
+        pub fn $f(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+            reduce(ReduceOp::$op, x, axes, keepdims)
+        }
+    )*};
+}
+reduce_fns!(sum => Sum, prod => Prod, max => Max, min => Min, all => All, any => Any);
+
+/// Index (u32) of the largest element along `axis` (first NaN wins, then first max).
+pub fn argmax(x: &Array, axis: isize, keepdims: bool) -> Result<Array> {
+    arg_reduce(ArgReduceOp::ArgMax, x, axis, keepdims)
+}
+
+/// Index (u32) of the smallest element along `axis` (first NaN wins, then first min).
+pub fn argmin(x: &Array, axis: isize, keepdims: bool) -> Result<Array> {
+    arg_reduce(ArgReduceOp::ArgMin, x, axis, keepdims)
+}
+
+fn arg_reduce(op: ArgReduceOp, x: &Array, axis: isize, keepdims: bool) -> Result<Array> {
+    let a = normalize_axis(op.name(), axis, x.ndim())?;
+    let out_shape: Vec<usize> = (0..x.ndim())
+        .filter(|&i| i != a)
+        .map(|i| x.shape()[i])
+        .collect();
+    if x.shape()[a] == 0 && numel(&out_shape) > 0 {
+        return Err(Error::invalid(
+            op.name(),
+            format!("empty axis {a} of shape {:?}", x.shape()),
+        ));
+    }
+    let d = op_device(x);
+    let r = node(
+        Primitive::ArgReduce { op, axis: a },
+        vec![x.clone()],
+        &out_shape,
+        DType::U32,
+        d,
+    )?;
+    keep_dims(r, x.shape(), &[a], keepdims)
+}
+
+fn count(x: &Array, ax: &[usize]) -> usize {
+    ax.iter().map(|&a| x.shape()[a]).product()
+}
+
+/// Mean over `axes`; integers give f32. An empty reduction gives NaN.
+pub fn mean(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    let ax = resolve_axes("mean", x, axes)?;
+    let xf = astype(x, x.dtype().to_float())?;
+    let s = sum(&xf, axes, keepdims)?;
+    let n = count(x, &ax) as f64;
+    multiply(&s, &scalar_like(&s, 1.0 / n)?)
+}
+
+/// Variance over `axes` with `ddof` delta degrees of freedom (numpy's `var`).
+pub fn var(x: &Array, axes: Option<&[isize]>, keepdims: bool, ddof: usize) -> Result<Array> {
+    let ax = resolve_axes("var", x, axes)?;
+    let xf = astype(x, x.dtype().to_float())?;
+    let m = mean(&xf, axes, true)?;
+    let d = subtract(&xf, &m)?;
+    let ss = sum(&square(&d)?, axes, keepdims)?;
+    let n = count(x, &ax) as f64 - ddof as f64;
+    multiply(&ss, &scalar_like(&ss, 1.0 / n)?)
+}
+
+/// `log(sum(exp(x)))` over `axes`, computed stably (max subtracted first).
+pub fn logsumexp(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    let ax = resolve_axes("logsumexp", x, axes)?;
+    let xf = astype(x, x.dtype().to_float())?;
+    if count(x, &ax) == 0 {
+        let shape: Vec<usize> = (0..x.ndim())
+            .map(|i| if ax.contains(&i) { 1 } else { x.shape()[i] })
+            .collect();
+        let r = with_dev(x, || full(&shape, f64::NEG_INFINITY, xf.dtype()))?;
+        return if keepdims {
+            Ok(r)
+        } else {
+            squeeze(
+                &r,
+                Some(&ax.iter().map(|&a| a as isize).collect::<Vec<_>>()),
+            )
+        };
+    }
+    let m = max(&xf, axes, true)?;
+    // An infinite max would give inf - inf = NaN: shift by 0 there instead.
+    let finite = logical_not(&isinf(&m)?)?;
+    let shift = where_(&finite, &m, &scalar_like(&m, 0.0)?)?;
+    let s = sum(&exp(&subtract(&xf, &shift)?)?, axes, true)?;
+    let r = add(&log(&s)?, &shift)?;
+    if keepdims {
+        Ok(r)
+    } else {
+        squeeze(
+            &r,
+            Some(&ax.iter().map(|&a| a as isize).collect::<Vec<_>>()),
+        )
+    }
+}
+
+fn with_dev<R>(x: &Array, f: impl FnOnce() -> R) -> R {
+    crate::with_device(&op_device(x), f)
+}
+
+// ---------------------------------------------------------------- methods
+
+impl Array {
+    /// See [`astype`].
+    pub fn astype(&self, dtype: DType) -> Result<Array> {
+        astype(self, dtype)
+    }
+    /// See [`reshape`].
+    pub fn reshape(&self, shape: &[isize]) -> Result<Array> {
+        reshape(self, shape)
+    }
+    /// See [`transpose`].
+    pub fn transpose(&self, axes: Option<&[isize]>) -> Result<Array> {
+        transpose(self, axes)
+    }
+    /// Reversed axes (matrix transpose for 2-D). A view.
+    pub fn t(&self) -> Result<Array> {
+        transpose(self, None)
+    }
+    /// See [`slice`].
+    pub fn slice(&self, slices: &[Slice]) -> Result<Array> {
+        slice(self, slices)
+    }
+    /// See [`broadcast_to`].
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Array> {
+        broadcast_to(self, shape)
+    }
+    /// See [`sum`].
+    pub fn sum(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+        sum(self, axes, keepdims)
+    }
+    /// See [`mean`].
+    pub fn mean(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+        mean(self, axes, keepdims)
+    }
+    /// See [`max`].
+    pub fn max(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+        max(self, axes, keepdims)
+    }
+    /// See [`min`].
+    pub fn min(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+        min(self, axes, keepdims)
+    }
+    /// This array computed on `device` (a copy node there; data moves at eval).
+    pub fn to_device(&self, device: &Device) -> Result<Array> {
+        if self.device() == device {
+            return Ok(self.clone());
+        }
+        node(
+            Primitive::Copy,
+            vec![self.clone()],
+            self.shape(),
+            self.dtype(),
+            device.clone(),
+        )
+    }
+}
+
+// ---------------------------------------------------------------- operators
+
+macro_rules! operator {
+    ($tr:ident, $m:ident, $f:ident) => {
+        /// Operator form of the op of the same name.
+        ///
+        /// # Panics
+        /// If the shapes do not broadcast or the dtypes are invalid for the op; the
+        /// message names the shapes. Use the function form for a `Result`.
+        impl std::ops::$tr<&Array> for &Array {
+            type Output = Array;
+            fn $m(self, rhs: &Array) -> Array {
+                $f(self, rhs).unwrap_or_else(|e| {
+                    panic!(
+                        "{} of {:?} and {:?}: {e}",
+                        stringify!($f),
+                        self.shape(),
+                        rhs.shape()
+                    )
+                })
+            }
+        }
+        /// Operator form with a scalar of the array's dtype where it fits ([`scalar_like`]).
+        ///
+        /// # Panics
+        /// If the op is invalid for the dtype.
+        impl std::ops::$tr<f64> for &Array {
+            type Output = Array;
+            fn $m(self, rhs: f64) -> Array {
+                scalar_like(self, rhs)
+                    .and_then(|s| $f(self, &s))
+                    .unwrap_or_else(|e| {
+                        panic!("{} of {:?} and {rhs}: {e}", stringify!($f), self.shape())
+                    })
+            }
+        }
+    };
+}
+operator!(Add, add, add);
+operator!(Sub, sub, subtract);
+operator!(Mul, mul, multiply);
+operator!(Div, div, divide);
+operator!(Rem, rem, remainder);
+operator!(BitAnd, bitand, bitwise_and);
+operator!(BitOr, bitor, bitwise_or);
+operator!(BitXor, bitxor, bitwise_xor);
+
+/// `-x`.
+///
+/// # Panics
+/// Never for valid arrays (negative is defined for every dtype).
+impl std::ops::Neg for &Array {
+    type Output = Array;
+    fn neg(self) -> Array {
+        negative(self).unwrap_or_else(|e| panic!("negative of {:?}: {e}", self.shape()))
+    }
+}

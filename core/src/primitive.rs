@@ -1,0 +1,287 @@
+//! Primitives: the nodes of the lazy graph, grouped in families.
+//!
+//! Elementwise ops are data (an enum value per op) inside a family variant, so a
+//! backend implements a family once. Each op's `name()` is the key every backend
+//! uses (WGSL function names, kernel labels); completeness tests iterate `ALL`.
+
+use crate::{DType, Device, Result, layout::Layout};
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+macro_rules! op_table {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident => $s:literal, $kind:ident;)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vm])* $var,)* }
+        impl $name {
+            /// Every op of this family.
+            pub const ALL: &'static [$name] = &[$($name::$var,)*];
+            /// The op's name, shared by every backend.
+            pub const fn name(self) -> &'static str { match self { $($name::$var => $s,)* } }
+            /// The op's dtype rule.
+            pub const fn kind(self) -> OpKind { match self { $($name::$var => OpKind::$kind,)* } }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.name()) }
+        }
+    };
+}
+
+/// How an elementwise op chooses its dtypes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    /// Inputs promoted to a common type; output of that type.
+    Arith,
+    /// Inputs promoted, then to float (ints → f32); output float.
+    FloatMath,
+    /// Inputs promoted; output bool.
+    Compare,
+    /// Any input dtype, nonzero is true; output bool.
+    Logical,
+    /// Integers and bool only; output the promoted type.
+    Bitwise,
+    /// A float predicate (isnan, isinf); output bool.
+    Predicate,
+}
+
+op_table! {
+    /// Elementwise ops of one input.
+    UnaryOp {
+        /// `-x`
+        Negative => "negative", Arith;
+        /// `|x|`
+        Abs => "abs", Arith;
+        /// −1, 0 or 1 (±0 and NaN kept)
+        Sign => "sign", Arith;
+        /// `x*x`
+        Square => "square", Arith;
+        /// Square root.
+        Sqrt => "sqrt", FloatMath;
+        /// `1/sqrt(x)`
+        Rsqrt => "rsqrt", FloatMath;
+        /// `e^x`
+        Exp => "exp", FloatMath;
+        /// `e^x - 1`, accurate near 0.
+        Expm1 => "expm1", FloatMath;
+        /// Natural log.
+        Log => "log", FloatMath;
+        /// `log(1+x)`, accurate near 0.
+        Log1p => "log1p", FloatMath;
+        /// Base-2 log.
+        Log2 => "log2", FloatMath;
+        /// Sine.
+        Sin => "sin", FloatMath;
+        /// Cosine.
+        Cos => "cos", FloatMath;
+        /// Tangent.
+        Tan => "tan", FloatMath;
+        /// Hyperbolic tangent.
+        Tanh => "tanh", FloatMath;
+        /// `1/(1+e^-x)`
+        Sigmoid => "sigmoid", FloatMath;
+        /// The error function.
+        Erf => "erf", FloatMath;
+        /// Round down.
+        Floor => "floor", Arith;
+        /// Round up.
+        Ceil => "ceil", Arith;
+        /// Round half to even.
+        Round => "round", Arith;
+        /// `x == 0`
+        LogicalNot => "logical_not", Logical;
+        /// Is NaN.
+        IsNan => "isnan", Predicate;
+        /// Is ±inf.
+        IsInf => "isinf", Predicate;
+    }
+}
+
+op_table! {
+    /// Elementwise ops of two inputs (broadcast to one shape).
+    BinaryOp {
+        /// `a + b`
+        Add => "add", Arith;
+        /// `a - b`
+        Subtract => "subtract", Arith;
+        /// `a * b`
+        Multiply => "multiply", Arith;
+        /// True division (ints promote to f32).
+        Divide => "divide", FloatMath;
+        /// Division rounded toward −∞.
+        FloorDivide => "floor_divide", Arith;
+        /// Remainder with the divisor's sign.
+        Remainder => "remainder", Arith;
+        /// `a ^ b`
+        Power => "power", Arith;
+        /// Larger (NaN propagates).
+        Maximum => "maximum", Arith;
+        /// Smaller (NaN propagates).
+        Minimum => "minimum", Arith;
+        /// Angle of (b, a).
+        Arctan2 => "arctan2", FloatMath;
+        /// `a == b`
+        Equal => "equal", Compare;
+        /// `a != b`
+        NotEqual => "not_equal", Compare;
+        /// `a < b`
+        Less => "less", Compare;
+        /// `a <= b`
+        LessEqual => "less_equal", Compare;
+        /// `a > b`
+        Greater => "greater", Compare;
+        /// `a >= b`
+        GreaterEqual => "greater_equal", Compare;
+        /// Both nonzero.
+        LogicalAnd => "logical_and", Logical;
+        /// Either nonzero.
+        LogicalOr => "logical_or", Logical;
+        /// Bitwise and.
+        BitwiseAnd => "bitwise_and", Bitwise;
+        /// Bitwise or.
+        BitwiseOr => "bitwise_or", Bitwise;
+        /// Bitwise xor.
+        BitwiseXor => "bitwise_xor", Bitwise;
+    }
+}
+
+op_table! {
+    /// Reductions over a set of axes.
+    ReduceOp {
+        /// Sum.
+        Sum => "sum", Arith;
+        /// Product.
+        Prod => "prod", Arith;
+        /// Largest (NaN propagates).
+        Max => "max", Arith;
+        /// Smallest (NaN propagates).
+        Min => "min", Arith;
+        /// All nonzero.
+        All => "all", Logical;
+        /// Any nonzero.
+        Any => "any", Logical;
+    }
+}
+
+op_table! {
+    /// Index-of-extreme reductions over one axis (output u32).
+    ArgReduceOp {
+        /// Index of the largest (first NaN wins).
+        ArgMax => "argmax", Compare;
+        /// Index of the smallest (first NaN wins).
+        ArgMin => "argmin", Compare;
+    }
+}
+
+impl ReduceOp {
+    /// Output dtype for an input dtype (docs/SEMANTICS.md).
+    pub fn out_dtype(self, input: DType) -> DType {
+        match self {
+            ReduceOp::All | ReduceOp::Any => DType::Bool,
+            ReduceOp::Max | ReduceOp::Min => input,
+            ReduceOp::Sum | ReduceOp::Prod => match input {
+                DType::Bool | DType::U8 | DType::U32 => DType::U32,
+                d => d,
+            },
+        }
+    }
+}
+
+/// Values made from nothing: `full` and `arange`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Generator {
+    /// Every element `value` (cast to the dtype).
+    Fill(f64),
+    /// `start + i * step`, computed in f64 and cast.
+    Arange {
+        /// First value.
+        start: f64,
+        /// Increment.
+        step: f64,
+    },
+}
+
+/// Which view a `View` node is (eval shares the input's buffer; the node's
+/// layout already says where its elements are). Kept for transforms.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ViewOp {
+    /// Axes permuted.
+    Transpose(Vec<usize>),
+    /// Broadcast to the node's shape.
+    Broadcast,
+    /// Strided slice: start, stop, step per axis.
+    Slice(Vec<(isize, isize, isize)>),
+    /// Same elements, new shape (expand_dims, squeeze, reshape without copy).
+    Reshape,
+}
+
+/// The computation that produces an array from its inputs.
+#[derive(Debug, Clone)]
+pub enum Primitive {
+    /// One input, elementwise.
+    Unary(UnaryOp),
+    /// Two inputs of one dtype, broadcast to one shape.
+    Binary(BinaryOp),
+    /// `where(cond, x, y)`: cond bool, x and y of the output dtype.
+    Select,
+    /// Copy into a fresh row-major buffer, converting to the node's dtype.
+    Copy,
+    /// Fill or arange, no inputs.
+    Generate(Generator),
+    /// `alpha * x + beta * y` in one pass.
+    Axpby {
+        /// Scale of x.
+        alpha: f64,
+        /// Scale of y.
+        beta: f64,
+    },
+    /// Reduce `axes` (sorted, unique) away.
+    Reduce {
+        /// The reduction.
+        op: ReduceOp,
+        /// Axes removed.
+        axes: Vec<usize>,
+    },
+    /// Index of the extreme along one axis, which is removed.
+    ArgReduce {
+        /// argmax or argmin.
+        op: ArgReduceOp,
+        /// The axis.
+        axis: usize,
+    },
+    /// A view of input 0: no computation, no copy.
+    View(ViewOp),
+    /// A primitive defined outside core.
+    Custom(Arc<dyn CustomPrimitive>),
+}
+
+/// An input of a custom primitive as a backend sees it: its buffer (downcast it
+/// to the backend's buffer type), dtype and layout.
+pub struct CustomInput<'a> {
+    /// The backend's buffer, type-erased.
+    pub buffer: &'a dyn Any,
+    /// Element type.
+    pub dtype: DType,
+    /// Where the elements are.
+    pub layout: &'a Layout,
+}
+
+/// A primitive defined outside core, with its own code per backend.
+///
+/// `eval` receives the backend (downcast `backend` to e.g. `wmx_core::cpu::CpuBackend`
+/// or the WebGPU backend type) and returns the output buffer as that backend's
+/// buffer type, boxed. Return [`crate::Error::Invalid`] for a backend you do not
+/// support; it reaches the user as an `Err`.
+pub trait CustomPrimitive: Send + Sync + fmt::Debug + 'static {
+    /// A short name for errors and debugging.
+    fn name(&self) -> &str;
+    /// Computes the output (row-major, of `out_shape` and `out_dtype`).
+    fn eval(
+        &self,
+        device: &Device,
+        backend: &dyn Any,
+        inputs: &[CustomInput<'_>],
+        out_shape: &[usize],
+        out_dtype: DType,
+    ) -> Result<Box<dyn Any + Send + Sync>>;
+}
