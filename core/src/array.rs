@@ -340,7 +340,11 @@ impl fmt::Display for Array {
                     } else if v.is_infinite() {
                         (if v > 0.0 { "inf" } else { "-inf" }).into()
                     } else {
-                        format!("{v:?}")
+                        match dtype {
+                            DType::F16 => format!("{:?}", half::f16::from_f64(v).to_f32()),
+                            DType::BF16 => format!("{:?}", half::bf16::from_f64(v).to_f32()),
+                            _ => format!("{:?}", v as f32),
+                        }
                     }
                 }
                 _ => format!("{v}"),

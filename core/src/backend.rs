@@ -53,6 +53,9 @@ pub trait Backend: Send + Sync + 'static {
     fn read_async(&self, buffer: &Self::Buffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>>;
     /// Submits recorded work (the end of an eval).
     fn flush(&self) -> Result<()>;
+    /// Submits recorded work and waits until the device has finished it (native;
+    /// on wasm it only submits).
+    fn synchronize(&self) -> Result<()>;
 
     /// Elementwise op of one input; `out` is the output dtype.
     fn unary(&self, op: UnaryOp, x: View<'_, Self::Buffer>, out: DType) -> Result<Self::Buffer>;
@@ -135,6 +138,7 @@ pub trait DynBackend: Send + Sync + 'static {
     fn read(&self, buffer: &Buffer) -> Result<Arc<Vec<u8>>>;
     fn read_async(&self, buffer: &Buffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>>;
     fn flush(&self) -> Result<()>;
+    fn synchronize(&self) -> Result<()>;
     fn unary(&self, op: UnaryOp, x: DynView<'_>, out: DType) -> Result<Buffer>;
     fn binary(&self, op: BinaryOp, a: DynView<'_>, b: DynView<'_>, out: DType) -> Result<Buffer>;
     fn select(&self, c: DynView<'_>, x: DynView<'_>, y: DynView<'_>) -> Result<Buffer>;
@@ -193,6 +197,9 @@ impl<B: Backend> DynBackend for B {
     }
     fn flush(&self) -> Result<()> {
         Backend::flush(self)
+    }
+    fn synchronize(&self) -> Result<()> {
+        Backend::synchronize(self)
     }
     fn unary(&self, op: UnaryOp, x: DynView<'_>, out: DType) -> Result<Buffer> {
         let x = typed::<B>(self, &x)?;

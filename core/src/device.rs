@@ -64,6 +64,11 @@ impl Device {
         self.0.check_dtype(dtype)
     }
 
+    /// Waits until all work submitted to this device is done (for timing).
+    pub fn synchronize(&self) -> Result<()> {
+        self.0.synchronize()
+    }
+
     /// The backend.
     pub fn backend(&self) -> &dyn DynBackend {
         &*self.0

@@ -453,6 +453,9 @@ impl Backend for CpuBackend {
     fn flush(&self) -> Result<()> {
         Ok(())
     }
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
 
     fn unary(&self, op: UnaryOp, x: View<'_, CpuBuffer>, out: DType) -> Result<CpuBuffer> {
         Ok(with_store!(x.dtype, T => unary_fn!(op, f => {

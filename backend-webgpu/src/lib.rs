@@ -1,0 +1,541 @@
+//! `wmx-webgpu`: the [`wmx_core::Backend`] on the `wmx-kernels` WGSL library, so
+//! every core op runs on any wgpu adapter (Vulkan, Metal, DX12, GL, the browser).
+//!
+//! # Buffer states
+//! ```text
+//!   from_slice ──► HostOnly ──(first kernel reads it: one upload)──► Both
+//!   kernel output ─────────► GpuOnly ──(someone reads it: one download)──► Both
+//! ```
+//! eval never downloads: results stay [`BufferState::GpuOnly`] ("evaluated on the
+//! GPU, not downloaded") until `to_vec`/`item`/`Display` reads them; a second read
+//! costs nothing. [`Stats`] counts uploads, downloads, dispatches, submits and memory.
+//!
+//! # Execution
+//! Each family call records a dispatch into the backend's current batch; the
+//! batch is submitted once at the end of an eval (or when it grows past
+//! [`MAX_BATCH`] dispatches, or before a read). Output buffers come from a pool
+//! of size classes (no zero-fill, no allocation in steady state).
+//!
+//! # Threads
+//! The backend is `Send + Sync`; arrays may be built and evaluated from several
+//! threads. Recording is serialised by one lock; two threads evaluating graphs that
+//! share a pending node may both compute it (the first result is kept).
+
+mod pool;
+
+use futures::future::BoxFuture;
+use pool::Shared;
+use std::sync::{Arc, Mutex};
+use wmx_core::{
+    ArgReduceOp, Array, Backend, BinaryOp, DType, Device, DeviceKind, Error, Generator, Layout,
+    ReduceOp, Result, UnaryOp, View,
+};
+use wmx_kernels as k;
+
+pub use k::{Caps, Kernels, RequestOptions};
+pub use pool::Stats;
+
+/// Dispatches recorded before a batch is submitted early.
+pub const MAX_BATCH: usize = 4096;
+
+/// Where a buffer's data currently lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferState {
+    /// Created from host data, not uploaded yet.
+    HostOnly,
+    /// Computed on the GPU, not downloaded.
+    GpuOnly,
+    /// On both (uploaded, or downloaded because someone read it).
+    Both,
+}
+
+/// An array's storage on the WebGPU backend.
+pub struct GpuBuffer {
+    shared: Arc<Shared>,
+    bytes: u64,
+    data: Arc<Mutex<Data>>,
+}
+
+struct Data {
+    gpu: Option<wgpu::Buffer>,
+    host: Option<Arc<Vec<u8>>>,
+}
+
+impl GpuBuffer {
+    /// Where the data is now.
+    pub fn state(&self) -> BufferState {
+        let d = self.data.lock().unwrap();
+        match (&d.gpu, &d.host) {
+            (Some(_), Some(_)) => BufferState::Both,
+            (Some(_), None) => BufferState::GpuOnly,
+            _ => BufferState::HostOnly,
+        }
+    }
+    /// Logical size in bytes.
+    pub fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for GpuBuffer {
+    fn drop(&mut self) {
+        let gpu = self
+            .data
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .gpu
+            .take();
+        if let Some(b) = gpu {
+            self.shared.release(b);
+        }
+    }
+}
+
+/// The WebGPU backend.
+pub struct WebGpuBackend {
+    kernels: Kernels,
+    shared: Arc<Shared>,
+    batch: Mutex<k::Batch>,
+    name: String,
+}
+
+fn kerr(e: k::Error) -> Error {
+    match e {
+        k::Error::UnsupportedDType { dtype, reason } => Error::DeviceDType {
+            device: "webgpu".into(),
+            dtype: DType::from_name(dtype).unwrap_or(DType::F32),
+            reason,
+        },
+        k::Error::BufferTooLarge { .. } => Error::OutOfRange {
+            op: "webgpu buffer",
+            msg: e.to_string(),
+        },
+        e => Error::Backend {
+            backend: "webgpu".into(),
+            msg: e.to_string(),
+        },
+    }
+}
+
+fn kdtype(d: DType) -> Result<k::DType> {
+    Ok(match d {
+        DType::Bool => k::DType::Bool,
+        DType::U8 => k::DType::U8,
+        DType::U32 => k::DType::U32,
+        DType::I32 => k::DType::I32,
+        DType::F16 => k::DType::F16,
+        DType::BF16 => k::DType::BF16,
+        DType::F32 => k::DType::F32,
+        DType::I64 => {
+            return Err(Error::DeviceDType {
+                device: "webgpu".into(),
+                dtype: d,
+                reason: "WGSL has no 64-bit integers".into(),
+            });
+        }
+    })
+}
+
+impl WebGpuBackend {
+    /// Opens the best adapter (see [`RequestOptions`]; honours `WGPU_BACKEND` and
+    /// `WGPU_ADAPTER_NAME`), blocking. Native only.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn new() -> Result<WebGpuBackend> {
+        pollster::block_on(WebGpuBackend::new_async(&RequestOptions::default()))
+    }
+
+    /// Opens an adapter without blocking (the only way on wasm).
+    pub async fn new_async(opts: &RequestOptions) -> Result<WebGpuBackend> {
+        let kernels = Kernels::request(opts).await.map_err(|e| match e {
+            k::Error::NoAdapter(m) => Error::NoDevice(m),
+            e => kerr(e),
+        })?;
+        Ok(WebGpuBackend::from_kernels(kernels))
+    }
+
+    /// A backend on an existing kernel library (and so an existing wgpu device).
+    pub fn from_kernels(kernels: Kernels) -> WebGpuBackend {
+        let caps = kernels.caps();
+        let name = format!("webgpu: {} ({:?})", caps.adapter_name, caps.backend);
+        let shared = Shared::new(kernels.clone());
+        // Errors wgpu does not return directly (validation inside submit, OOM,
+        // device loss) are recorded and surface as Err from the next call.
+        let s = shared.clone();
+        kernels
+            .device()
+            .on_uncaptured_error(Arc::new(move |e: wgpu::Error| s.set_error(e.to_string())));
+        let s = shared.clone();
+        kernels
+            .device()
+            .set_device_lost_callback(move |reason, msg| {
+                s.set_lost(format!("device lost ({reason:?}): {msg}"));
+            });
+        WebGpuBackend {
+            kernels,
+            shared,
+            batch: Mutex::new(k::Batch::default()),
+            name,
+        }
+    }
+
+    /// The kernel library (and through it the wgpu device and queue).
+    pub fn kernels(&self) -> &Kernels {
+        &self.kernels
+    }
+
+    /// Counters and memory figures.
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
+    }
+
+    /// Drops every cached (free) buffer of the pool.
+    pub fn clear_cache(&self) {
+        self.shared.pool().clear();
+    }
+
+    /// Caps the bytes kept in the pool's cache (default: 1 GiB).
+    pub fn set_cache_limit(&self, bytes: u64) {
+        self.shared.pool().set_limit(bytes);
+    }
+
+    fn check(&self) -> Result<()> {
+        self.shared.check().map_err(|msg| Error::Backend {
+            backend: self.name.clone(),
+            msg,
+        })
+    }
+
+    /// The GPU buffer of `b`, uploading host data first if needed.
+    fn gpu(&self, b: &GpuBuffer) -> Result<wgpu::Buffer> {
+        let mut d = b.data.lock().unwrap();
+        if let Some(g) = &d.gpu {
+            return Ok(g.clone());
+        }
+        let host = d.host.clone().expect("a buffer has host or GPU data");
+        let g = self.shared.pool().take(b.bytes, false).map_err(kerr)?;
+        if !host.is_empty() {
+            let mut bytes = host.to_vec();
+            bytes.resize(bytes.len().div_ceil(4) * 4, 0);
+            self.kernels.queue().write_buffer(&g, 0, &bytes);
+        }
+        self.shared.count_upload(b.bytes);
+        d.gpu = Some(g.clone());
+        Ok(g)
+    }
+
+    /// A fresh output buffer of `n` elements of `dtype`.
+    fn output(&self, n: usize, dtype: DType) -> Result<(GpuBuffer, wgpu::Buffer)> {
+        let bytes = (n * dtype.size()) as u64;
+        let g = self.shared.pool().take(bytes, true).map_err(kerr)?;
+        Ok((
+            GpuBuffer {
+                shared: self.shared.clone(),
+                bytes,
+                data: Arc::new(Mutex::new(Data {
+                    gpu: Some(g.clone()),
+                    host: None,
+                })),
+            },
+            g,
+        ))
+    }
+
+    /// Records one kernel producing a fresh output of `shape`/`dtype`.
+    fn record(
+        &self,
+        shape: &[usize],
+        dtype: DType,
+        f: impl FnOnce(&mut k::Batch, &k::Contig) -> k::Result<()>,
+    ) -> Result<GpuBuffer> {
+        self.check()?;
+        let kd = kdtype(dtype)?;
+        let n = shape.iter().product();
+        let (out, g) = self.output(n, dtype)?;
+        let mut batch = self.batch.lock().unwrap();
+        if n > 0 {
+            let c = k::Contig {
+                buffer: &g,
+                dtype: kd,
+                shape,
+            };
+            f(&mut batch, &c).map_err(kerr)?;
+        }
+        if batch.len() >= MAX_BATCH {
+            self.submit(&mut batch)?;
+        }
+        Ok(out)
+    }
+
+    fn submit(&self, batch: &mut k::Batch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let b = std::mem::take(batch);
+        self.shared.count_submit(b.len());
+        self.kernels.submit(b).map_err(kerr)?;
+        self.shared.pool().batch_done();
+        self.check()
+    }
+
+    fn flush_now(&self) -> Result<()> {
+        let mut batch = self.batch.lock().unwrap();
+        self.submit(&mut batch)
+    }
+}
+
+/// A kernel input: the GPU buffer plus the view's dtype and layout.
+struct In {
+    buf: wgpu::Buffer,
+    dtype: k::DType,
+    layout: Layout,
+}
+
+impl In {
+    fn strided(&self) -> k::Strided<'_> {
+        k::Strided {
+            buffer: &self.buf,
+            dtype: self.dtype,
+            shape: &self.layout.shape,
+            strides: &self.layout.strides,
+            offset: self.layout.offset,
+        }
+    }
+}
+
+impl WebGpuBackend {
+    fn input(&self, v: &View<'_, GpuBuffer>) -> Result<In> {
+        Ok(In {
+            buf: self.gpu(v.buffer)?,
+            dtype: kdtype(v.dtype)?,
+            layout: v.layout.clone(),
+        })
+    }
+}
+
+impl Backend for WebGpuBackend {
+    type Buffer = GpuBuffer;
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Gpu
+    }
+    fn check_dtype(&self, dtype: DType) -> Result<()> {
+        let kd = kdtype(dtype)?;
+        if !self.kernels.supports(kd) {
+            return Err(Error::DeviceDType {
+                device: self.name.clone(),
+                dtype,
+                reason: "the adapter lacks SHADER_F16".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn from_host(&self, bytes: Vec<u8>, _dtype: DType) -> Result<GpuBuffer> {
+        Ok(GpuBuffer {
+            shared: self.shared.clone(),
+            bytes: bytes.len() as u64,
+            data: Arc::new(Mutex::new(Data {
+                gpu: None,
+                host: Some(Arc::new(bytes)),
+            })),
+        })
+    }
+
+    fn read(&self, b: &GpuBuffer) -> Result<Arc<Vec<u8>>> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let g = match self.cached_or_gpu(b)? {
+                Ok(host) => return Ok(host),
+                Err(g) => g,
+            };
+            let bytes = self.kernels.read_blocking(&g, 0, b.bytes).map_err(kerr)?;
+            Ok(self.store_download(b, bytes))
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let _ = b;
+            Err(Error::Backend {
+                backend: self.name.clone(),
+                msg: "blocking reads are impossible in the browser: use to_vec_async".into(),
+            })
+        }
+    }
+
+    fn read_async(&self, b: &GpuBuffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>> {
+        let g = match self.cached_or_gpu(b) {
+            Ok(Ok(host)) => return Box::pin(async move { Ok(host) }),
+            Ok(Err(g)) => g,
+            Err(e) => return Box::pin(async move { Err(e) }),
+        };
+        let kernels = self.kernels.clone();
+        let len = b.bytes;
+        let shared = self.shared.clone();
+        let data = b.data.clone();
+        Box::pin(async move {
+            let bytes = kernels.read(&g, 0, len).await.map_err(kerr)?;
+            shared.count_download(len);
+            let host = Arc::new(bytes);
+            data.lock().unwrap().host = Some(host.clone());
+            Ok(host)
+        })
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.flush_now()
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.flush_now()?;
+        #[cfg(not(target_arch = "wasm32"))]
+        self.kernels.poll_wait();
+        self.check()
+    }
+
+    fn unary(&self, op: UnaryOp, x: View<'_, GpuBuffer>, out: DType) -> Result<GpuBuffer> {
+        let x = self.input(&x)?;
+        self.record(&x.layout.shape.clone(), out, |b, o| {
+            self.kernels.unary(b, op.name(), &x.strided(), o)
+        })
+    }
+
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: View<'_, GpuBuffer>,
+        bv: View<'_, GpuBuffer>,
+        out: DType,
+    ) -> Result<GpuBuffer> {
+        let (a, bi) = (self.input(&a)?, self.input(&bv)?);
+        self.record(&a.layout.shape.clone(), out, |b, o| {
+            self.kernels
+                .binary(b, op.name(), &a.strided(), &bi.strided(), o)
+        })
+    }
+
+    fn select(
+        &self,
+        c: View<'_, GpuBuffer>,
+        x: View<'_, GpuBuffer>,
+        y: View<'_, GpuBuffer>,
+    ) -> Result<GpuBuffer> {
+        let dtype = x.dtype;
+        let (c, x, y) = (self.input(&c)?, self.input(&x)?, self.input(&y)?);
+        self.record(&c.layout.shape.clone(), dtype, |b, o| {
+            self.kernels
+                .select(b, &c.strided(), &x.strided(), &y.strided(), o)
+        })
+    }
+
+    fn copy(&self, x: View<'_, GpuBuffer>, out: DType) -> Result<GpuBuffer> {
+        let x = self.input(&x)?;
+        self.record(&x.layout.shape.clone(), out, |b, o| {
+            self.kernels.copy(b, &x.strided(), o)
+        })
+    }
+
+    fn generate(&self, g: Generator, dtype: DType, len: usize) -> Result<GpuBuffer> {
+        self.record(&[len], dtype, |b, o| match g {
+            Generator::Fill(v) => self.kernels.fill(b, o, v),
+            Generator::Arange { start, step } => self.kernels.arange(b, o, start, step),
+        })
+    }
+
+    fn axpby(
+        &self,
+        x: View<'_, GpuBuffer>,
+        y: View<'_, GpuBuffer>,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<GpuBuffer> {
+        let dtype = x.dtype;
+        let (x, y) = (self.input(&x)?, self.input(&y)?);
+        self.record(&x.layout.shape.clone(), dtype, |b, o| {
+            self.kernels
+                .axpby(b, &x.strided(), &y.strided(), alpha, beta, o)
+        })
+    }
+
+    fn reduce(&self, op: ReduceOp, x: View<'_, GpuBuffer>, axes: &[usize]) -> Result<GpuBuffer> {
+        let out_dtype = op.out_dtype(x.dtype);
+        let x = self.input(&x)?;
+        let shape: Vec<usize> = (0..x.layout.ndim())
+            .filter(|i| !axes.contains(i))
+            .map(|i| x.layout.shape[i])
+            .collect();
+        self.record(&shape, out_dtype, |b, o| {
+            self.kernels.reduce(b, op.name(), &x.strided(), axes, o)
+        })
+    }
+
+    fn arg_reduce(
+        &self,
+        op: ArgReduceOp,
+        x: View<'_, GpuBuffer>,
+        axis: usize,
+    ) -> Result<GpuBuffer> {
+        let x = self.input(&x)?;
+        let mut shape = x.layout.shape.clone();
+        shape.remove(axis);
+        self.record(&shape, DType::U32, |b, o| {
+            self.kernels.arg_reduce(b, op.name(), &x.strided(), axis, o)
+        })
+    }
+}
+
+impl WebGpuBackend {
+    /// The host copy if there is one, else the GPU buffer after submitting pending
+    /// work (so the download sees it).
+    fn cached_or_gpu(
+        &self,
+        b: &GpuBuffer,
+    ) -> Result<std::result::Result<Arc<Vec<u8>>, wgpu::Buffer>> {
+        if let Some(h) = &b.data.lock().unwrap().host {
+            return Ok(Ok(h.clone()));
+        }
+        self.flush_now()?;
+        let g = b
+            .data
+            .lock()
+            .unwrap()
+            .gpu
+            .clone()
+            .expect("no host data means GPU data");
+        Ok(Err(g))
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    fn store_download(&self, b: &GpuBuffer, bytes: Vec<u8>) -> Arc<Vec<u8>> {
+        self.shared.count_download(b.bytes);
+        let host = Arc::new(bytes);
+        b.data.lock().unwrap().host = Some(host.clone());
+        host
+    }
+}
+
+// ---------------------------------------------------------------- public helpers
+
+/// The WebGPU backend behind `device`, if it is one.
+pub fn backend(device: &Device) -> Option<&WebGpuBackend> {
+    device.backend_any().downcast_ref::<WebGpuBackend>()
+}
+
+/// Where an evaluated array's data lives, if it is on a WebGPU device
+/// (`None` for pending arrays and other backends).
+pub fn buffer_state(a: &Array) -> Option<BufferState> {
+    let buf = a.buffer()?;
+    buf.downcast::<GpuBuffer>().map(GpuBuffer::state)
+}
+
+/// Opens the default adapter as a [`Device`] (native; blocking).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn open() -> Result<Device> {
+    Ok(Device::new(Arc::new(WebGpuBackend::new()?)))
+}
+
+/// Makes [`Device::gpu`] open this backend. The `wmx` facade calls it for you.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn register() {
+    wmx_core::register_gpu_backend(open);
+}

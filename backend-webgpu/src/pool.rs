@@ -1,0 +1,223 @@
+//! GPU buffer pool, counters and the error slot shared by the backend and its buffers.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use wmx_kernels as k;
+
+/// Device-side counters and memory figures (like MLX's memory counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Host → GPU transfers.
+    pub uploads: u64,
+    /// Bytes uploaded.
+    pub bytes_uploaded: u64,
+    /// GPU → host transfers.
+    pub downloads: u64,
+    /// Bytes downloaded.
+    pub bytes_downloaded: u64,
+    /// Kernel dispatches submitted.
+    pub dispatches: u64,
+    /// Queue submits.
+    pub submits: u64,
+    /// Bytes of GPU buffers held by live arrays.
+    pub active_bytes: u64,
+    /// Highest `active_bytes` seen.
+    pub peak_bytes: u64,
+    /// Bytes of free buffers kept for reuse.
+    pub cached_bytes: u64,
+}
+
+/// Free buffers by size class. Buffers released while a batch is being recorded
+/// may be reused only as kernel outputs of that batch (ordered by barriers in the
+/// pass), never for uploads (`write_buffer` runs before the batch), so they wait
+/// in `recent` until the batch is submitted.
+pub struct Pool {
+    kernels: k::Kernels,
+    free: HashMap<u64, Vec<wgpu::Buffer>>,
+    recent: HashMap<u64, Vec<wgpu::Buffer>>,
+    /// Order buffers entered `free`, oldest first, for eviction.
+    order: Vec<(u64, wgpu::Buffer)>,
+    cached: u64,
+    limit: u64,
+    stats: Stats,
+}
+
+/// The size class of a request: 8 classes per power of two (≤ 12.5 % waste),
+/// at least 256 bytes.
+pub fn size_class(bytes: u64) -> u64 {
+    let b = bytes.max(256);
+    let step = (b.next_power_of_two() / 8).max(256);
+    b.div_ceil(step) * step
+}
+
+impl Pool {
+    fn new(kernels: k::Kernels) -> Pool {
+        Pool {
+            kernels,
+            free: HashMap::new(),
+            recent: HashMap::new(),
+            order: Vec::new(),
+            cached: 0,
+            limit: 1 << 30,
+            stats: Stats::default(),
+        }
+    }
+
+    /// A buffer of at least `bytes`; `for_output` allows buffers released during
+    /// the batch being recorded.
+    pub fn take(&mut self, bytes: u64, for_output: bool) -> k::Result<wgpu::Buffer> {
+        let class = size_class(bytes);
+        let reused = if for_output {
+            self.recent.get_mut(&class).and_then(Vec::pop)
+        } else {
+            None
+        };
+        let b = match reused {
+            Some(b) => b,
+            None => match self.free.get_mut(&class).and_then(Vec::pop) {
+                Some(b) => {
+                    self.cached -= class;
+                    self.order.retain(|(_, o)| o != &b);
+                    b
+                }
+                None => self.kernels.create_buffer(class, Some("wmx"))?,
+            },
+        };
+        self.stats.active_bytes += class;
+        self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.active_bytes);
+        Ok(b)
+    }
+
+    fn release(&mut self, b: wgpu::Buffer) {
+        let class = b.size();
+        self.stats.active_bytes = self.stats.active_bytes.saturating_sub(class);
+        self.recent.entry(class).or_default().push(b);
+    }
+
+    /// The batch was submitted: its released buffers become free for any use.
+    pub fn batch_done(&mut self) {
+        for (class, bufs) in std::mem::take(&mut self.recent) {
+            for b in bufs {
+                self.cached += class;
+                self.order.push((class, b.clone()));
+                self.free.entry(class).or_default().push(b);
+            }
+        }
+        self.evict();
+    }
+
+    fn evict(&mut self) {
+        while self.cached > self.limit && !self.order.is_empty() {
+            let (class, b) = self.order.remove(0);
+            if let Some(v) = self.free.get_mut(&class)
+                && let Some(i) = v.iter().position(|x| x == &b)
+            {
+                v.swap_remove(i);
+                self.cached -= class;
+                b.destroy();
+            }
+        }
+    }
+
+    /// Frees every cached buffer.
+    pub fn clear(&mut self) {
+        for (_, b) in self.order.drain(..) {
+            b.destroy();
+        }
+        self.free.clear();
+        self.cached = 0;
+    }
+
+    /// Sets the cache limit in bytes and evicts down to it.
+    pub fn set_limit(&mut self, bytes: u64) {
+        self.limit = bytes;
+        self.evict();
+    }
+}
+
+/// State shared by the backend and every buffer it made.
+pub struct Shared {
+    pool: Mutex<Pool>,
+    error: Mutex<Option<String>>,
+    lost: Mutex<Option<String>>,
+}
+
+impl Shared {
+    pub fn new(kernels: k::Kernels) -> Arc<Shared> {
+        Arc::new(Shared {
+            pool: Mutex::new(Pool::new(kernels)),
+            error: Mutex::new(None),
+            lost: Mutex::new(None),
+        })
+    }
+
+    pub fn pool(&self) -> MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn release(&self, b: wgpu::Buffer) {
+        self.pool().release(b);
+    }
+
+    pub fn stats(&self) -> Stats {
+        let p = self.pool();
+        Stats {
+            cached_bytes: p.cached,
+            ..p.stats
+        }
+    }
+
+    pub fn count_upload(&self, bytes: u64) {
+        let mut p = self.pool();
+        p.stats.uploads += 1;
+        p.stats.bytes_uploaded += bytes;
+    }
+
+    pub fn count_download(&self, bytes: u64) {
+        let mut p = self.pool();
+        p.stats.downloads += 1;
+        p.stats.bytes_downloaded += bytes;
+    }
+
+    pub fn count_submit(&self, dispatches: usize) {
+        let mut p = self.pool();
+        p.stats.submits += 1;
+        p.stats.dispatches += dispatches as u64;
+    }
+
+    pub fn set_error(&self, msg: String) {
+        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(msg);
+    }
+
+    pub fn set_lost(&self, msg: String) {
+        *self.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(msg);
+    }
+
+    /// `Err` if the device was lost (every later call fails) or an error was
+    /// reported since the last check (reported once).
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(m) = &*self.lost.lock().unwrap_or_else(|e| e.into_inner()) {
+            return Err(m.clone());
+        }
+        match self.error.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(m) => Err(m),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn size_classes_waste_little() {
+        assert_eq!(size_class(1), 256);
+        assert_eq!(size_class(256), 256);
+        assert_eq!(size_class(257), 512);
+        for b in [1000u64, 4099, 1 << 20, (1 << 20) + 3, 3 << 26] {
+            let c = size_class(b);
+            assert!(c >= b && c as f64 <= b as f64 * 1.125 + 256.0, "{b} -> {c}");
+        }
+    }
+}

@@ -1,0 +1,565 @@
+//! Composing kernel modules: a generated prelude (bindings, type aliases, load/store
+//! helpers, op selection) followed by the plain `.wgsl` family files, from which only
+//! the functions reachable from the chosen entry point are kept (smaller modules
+//! compile faster in naga and in the driver).
+
+use crate::dtype::{Ct, DType};
+use crate::ops::{self, ARG_REDUCE_OPS, BINARY_OPS, REDUCE_OPS, UNARY_OPS};
+use crate::{Error, Result};
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write;
+
+const COMMON: &str = include_str!("wgsl/common.wgsl");
+const ELEMENTWISE: &str = include_str!("wgsl/elementwise.wgsl");
+const BINARY: &str = include_str!("wgsl/binary.wgsl");
+const UNARY: &str = include_str!("wgsl/unary.wgsl");
+const COPY: &str = include_str!("wgsl/copy.wgsl");
+const REDUCE: &str = include_str!("wgsl/reduce.wgsl");
+
+/// Kernel family of a module.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// One input, op from [`crate::UNARY_OPS`].
+    Unary,
+    /// Two inputs, op from [`crate::BINARY_OPS`].
+    Binary,
+    /// `cond ? x : y`.
+    Select,
+    /// Strided copy with cast.
+    Copy,
+    /// `alpha * x + beta * y`.
+    Axpby,
+    /// Fill with a constant bit pattern.
+    Fill,
+    /// `start + i * step`.
+    Arange,
+    /// Reductions from [`crate::REDUCE_OPS`].
+    Reduce,
+    /// Arg reductions from [`crate::ARG_REDUCE_OPS`].
+    ArgReduce,
+}
+
+impl Family {
+    fn arity(self) -> usize {
+        match self {
+            Family::Unary | Family::Copy | Family::Reduce | Family::ArgReduce => 1,
+            Family::Binary | Family::Axpby => 2,
+            Family::Select => 3,
+            Family::Fill | Family::Arange => 0,
+        }
+    }
+}
+
+/// How a contiguous kernel reads one input.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum InputMode {
+    /// Broadcast scalar: every element reads the same value (loaded once).
+    Scalar = 0,
+    /// Contiguous, 16-byte aligned and packed like the output: one `vec4<u32>` load
+    /// per four output words.
+    Vec4 = 1,
+    /// Contiguous, element loads (unaligned offset or different packing).
+    Elem = 2,
+}
+
+/// Kernel variant (which entry point and override values).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// Every input is contiguous or a broadcast scalar; one mode per input. For binary
+    /// ops `[Scalar, Scalar]` is scalar-scalar, `[Scalar, Vec4]` scalar-vector, etc.
+    Contig([InputMode; 3]),
+    /// Any rank, any strides (including 0 and negative), element offsets.
+    General,
+    /// Reductions: one workgroup per output (or per output chunk), for reduced
+    /// elements that are close together in memory.
+    Rows,
+    /// Reductions: 32 outputs per workgroup, 8 invocations per output, for outputs
+    /// that are close together in memory (coalesced column reduction).
+    Cols,
+}
+
+impl Variant {
+    /// Short name: `ss`, `sv`, `vs`, `vv` (contiguous binary), `s`/`v` (unary),
+    /// `general`, `rows`, `cols`.
+    pub fn name(&self, arity: usize) -> String {
+        match self {
+            Variant::Contig(m) => m[..arity.max(1)]
+                .iter()
+                .map(|m| match m {
+                    InputMode::Scalar => 's',
+                    InputMode::Vec4 => 'v',
+                    InputMode::Elem => 'e',
+                })
+                .collect(),
+            Variant::General => "general".into(),
+            Variant::Rows => "rows".into(),
+            Variant::Cols => "cols".into(),
+        }
+    }
+}
+
+/// Per-device code-generation choices.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Target {
+    /// Use subgroup operations in reductions (adapter has `SUBGROUP`).
+    pub subgroups: bool,
+    /// Emit `enable subgroups;` (browsers require it; naga rejects it).
+    pub subgroup_directive: bool,
+    /// Workgroup size (power of two, at most 256).
+    pub workgroup_size: u32,
+}
+
+impl Default for Target {
+    fn default() -> Self {
+        Target { subgroups: false, subgroup_directive: false, workgroup_size: 256 }
+    }
+}
+
+/// Everything that determines one kernel module and its pipeline.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ModuleSpec {
+    /// Family.
+    pub family: Family,
+    /// Op name (`"add"`, `"sum"`, ...); for families without ops their own name.
+    pub op: &'static str,
+    /// Input dtypes (as many as the family's arity).
+    pub inputs: Vec<DType>,
+    /// Output dtype.
+    pub output: DType,
+    /// Variant.
+    pub variant: Variant,
+    /// Bit mask of inputs whose loads read the output binding (in-place elementwise
+    /// op: a buffer cannot be bound read-only and read-write in one dispatch).
+    pub alias: u8,
+    /// Code-generation target.
+    pub target: Target,
+}
+
+impl ModuleSpec {
+    /// Entry point name in the composed module.
+    pub fn entry_point(&self) -> &'static str {
+        let general = self.variant == Variant::General;
+        match (self.family, self.family.arity()) {
+            (Family::Fill, _) => "fill",
+            (Family::Arange, _) => "arange",
+            (Family::Reduce, _) if self.variant == Variant::Rows => "reduce_rows",
+            (Family::Reduce, _) => "reduce_cols",
+            (Family::ArgReduce, _) if self.variant == Variant::Rows => "arg_rows",
+            (Family::ArgReduce, _) => "arg_cols",
+            (_, 1) if general => "general1",
+            (_, 1) => "contig1",
+            (_, 2) if general => "general2",
+            (_, 2) => "contig2",
+            (_, _) if general => "general3",
+            _ => "contig3",
+        }
+    }
+
+    /// Override constants for the pipeline.
+    pub fn constants(&self) -> Vec<(&'static str, f64)> {
+        let mut c = vec![("WG", self.target.workgroup_size as f64)];
+        if let Variant::Contig(m) = self.variant {
+            for (i, name) in ["MODE_A", "MODE_B", "MODE_C"].iter().enumerate() {
+                c.push((name, m[i] as u8 as f64));
+            }
+        }
+        c
+    }
+
+    /// Number of input bindings (binding 0 is the parameters, 1 the output, inputs
+    /// follow).
+    pub fn input_bindings(&self) -> usize {
+        self.family.arity()
+    }
+}
+
+fn ex_name(d: DType, raw: bool) -> &'static str {
+    if raw {
+        match d.size() {
+            4 => "u32",
+            2 => "u16",
+            _ => "u8",
+        }
+    } else {
+        d.storage()
+    }
+}
+
+/// Composes the final WGSL source of a module, or fails if the op is unknown or not
+/// defined for the dtypes.
+pub fn compose(spec: &ModuleSpec) -> Result<String> {
+    let mut p = String::new();
+    let t = &spec.target;
+    let reduce = matches!(spec.family, Family::Reduce | Family::ArgReduce);
+    if reduce && t.subgroups && t.subgroup_directive {
+        p.push_str("enable subgroups;\n");
+    }
+    p.push_str("// ---- generated prelude ----\n");
+    let general = spec.variant == Variant::General || reduce;
+    let arr = if general { "array<u32>" } else { "array<vec4<u32>>" };
+    p.push_str("@group(0) @binding(0) var<storage, read> P: array<u32>;\n");
+    writeln!(p, "@group(0) @binding(1) var<storage, read_write> O: {arr};").unwrap();
+    if spec.inputs.len() != spec.family.arity() {
+        return Err(Error::Shape(format!(
+            "{:?} takes {} inputs, got {}",
+            spec.family,
+            spec.family.arity(),
+            spec.inputs.len()
+        )));
+    }
+    // Same-dtype copies move raw bits, so NaN payloads and signalling NaNs survive.
+    let raw = spec.family == Family::Copy && spec.inputs[0] == spec.output;
+    let out_ct = if raw { Ct::U32 } else { spec.output.ct() };
+    let letters = ['a', 'b', 'c'];
+    for (k, d) in spec.inputs.iter().enumerate() {
+        let l = letters[k];
+        let up = l.to_ascii_uppercase();
+        let aliased = spec.alias & (1 << k) != 0;
+        let src = if aliased { 'O' } else { up };
+        if !aliased {
+            writeln!(p, "@group(0) @binding({}) var<storage, read> {up}: {arr};", k + 2).unwrap();
+        }
+        let ct = if raw { Ct::U32 } else { d.ct() };
+        writeln!(p, "alias C{up} = {};", ct.wgsl()).unwrap();
+        writeln!(p, "const L{up}: u32 = {}u;", d.log_epw()).unwrap();
+        if general {
+            writeln!(p, "fn w{l}(w: u32) -> u32 {{ return {src}[w]; }}").unwrap();
+        } else {
+            writeln!(p, "fn w{l}(w: u32) -> u32 {{ return {src}[w >> 2u][w & 3u]; }}").unwrap();
+            writeln!(p, "fn v{l}(v: u32) -> vec4<u32> {{ return {src}[v]; }}").unwrap();
+        }
+        let ex = ex_name(*d, raw);
+        writeln!(p, "fn x{l}(w: u32, j: u32) -> C{up} {{ return ex_{ex}(w, j); }}").unwrap();
+        writeln!(
+            p,
+            "fn ld_{l}(i: u32) -> C{up} {{ return ex_{ex}(w{l}(i >> L{up}), i & ((1u << L{up}) - 1u)); }}"
+        )
+        .unwrap();
+    }
+    if !reduce {
+        writeln!(p, "alias CO = {};", out_ct.wgsl()).unwrap();
+        writeln!(p, "const LO: u32 = {}u;", spec.output.log_epw()).unwrap();
+        writeln!(
+            p,
+            "fn st_o(v: CO) -> u32 {{ return st_{}(v); }}",
+            ex_name(spec.output, raw)
+        )
+        .unwrap();
+    }
+    let undefined = |d: DType| Error::OpNotDefined { op: spec.op.to_string(), dtype: d.name() };
+    let mut files: Vec<&str> = vec![COMMON];
+    match spec.family {
+        Family::Unary => {
+            let op = ops::lookup(UNARY_OPS, "unary", spec.op)?;
+            let d = spec.inputs[0];
+            if !ops::unary_op_supports(op, d) {
+                return Err(undefined(d));
+            }
+            let want = if ops::unary_outputs_bool(op) { DType::Bool } else { d };
+            check_out(spec, want)?;
+            writeln!(p, "fn op(a: CA) -> CO {{ return {}; }}", ops::unary_expr(op, d.ct())).unwrap();
+            files.extend([ELEMENTWISE, UNARY]);
+        }
+        Family::Binary => {
+            let op = ops::lookup(BINARY_OPS, "binary", spec.op)?;
+            let d = spec.inputs[0];
+            if spec.inputs[1] != d {
+                return Err(Error::Shape(format!(
+                    "binary '{op}' needs equal input dtypes, got {} and {}",
+                    d, spec.inputs[1]
+                )));
+            }
+            if !ops::binary_op_supports(op, d) {
+                return Err(undefined(d));
+            }
+            let want = if ops::binary_outputs_bool(op) { DType::Bool } else { d };
+            check_out(spec, want)?;
+            writeln!(p, "fn op(a: CA, b: CB) -> CO {{ return {}; }}", ops::binary_expr(op, d.ct()))
+                .unwrap();
+            files.extend([ELEMENTWISE, BINARY]);
+        }
+        Family::Axpby => {
+            let d = spec.inputs[0];
+            if !d.is_float() || spec.inputs[1] != d {
+                return Err(undefined(d));
+            }
+            check_out(spec, d)?;
+            p.push_str("fn op(a: CA, b: CB) -> CO { return axpby_f32(a, b); }\n");
+            files.extend([ELEMENTWISE, BINARY]);
+        }
+        Family::Select => {
+            if spec.inputs[0] != DType::Bool || spec.inputs[1] != spec.inputs[2] {
+                return Err(Error::Shape(format!(
+                    "select needs a bool condition and equal value dtypes, got {:?}",
+                    spec.inputs
+                )));
+            }
+            check_out(spec, spec.inputs[1])?;
+            p.push_str("fn op(a: CA, b: CB, c: CC) -> CO { return select(c, b, a != 0u); }\n");
+            files.push(ELEMENTWISE);
+        }
+        Family::Copy => {
+            let e = if raw { "a".to_string() } else { ops::cast_expr(spec.inputs[0], spec.output) };
+            writeln!(p, "fn op(a: CA) -> CO {{ return {e}; }}").unwrap();
+            files.push(ELEMENTWISE);
+        }
+        Family::Fill => files.push(COPY),
+        Family::Arange => {
+            let e = match spec.output {
+                d if d.is_float() => "bitcast<f32>(P[2]) + f32(i) * bitcast<f32>(P[3])",
+                DType::I32 => "bitcast<i32>(P[2]) + bitcast<i32>(i) * bitcast<i32>(P[3])",
+                DType::Bool => {
+                    "select(0u, 1u, (bitcast<i32>(P[2]) + bitcast<i32>(i) * bitcast<i32>(P[3])) != 0i)"
+                }
+                _ => "P[2] + i * P[3]",
+            };
+            writeln!(p, "fn arange_val(i: u32) -> CO {{ return {e}; }}").unwrap();
+            files.push(COPY);
+        }
+        Family::Reduce => {
+            let op = ops::lookup(REDUCE_OPS, "reduce", spec.op)?;
+            let d = spec.inputs[0];
+            let acc = if matches!(op, "all" | "any") { DType::U32 } else { d.acc() };
+            check_out(spec, acc)?;
+            let a = acc.ct().wgsl();
+            writeln!(p, "alias ACC = {a};").unwrap();
+            writeln!(p, "fn acc_init() -> ACC {{ return {}; }}", identity(op, acc.ct())).unwrap();
+            let load = match (op, d.ct()) {
+                ("all" | "any", Ct::F32) => "select(0u, 1u, nz_f(a))",
+                ("all" | "any", Ct::I32) => "select(0u, 1u, a != 0i)",
+                ("all" | "any", Ct::U32) => "select(0u, 1u, a != 0u)",
+                _ => "a",
+            };
+            writeln!(p, "fn acc_load(a: CA) -> ACC {{ return {load}; }}").unwrap();
+            writeln!(p, "fn combine(a: ACC, b: ACC) -> ACC {{ return r{op}_{a}(a, b); }}").unwrap();
+            writeln!(p, "fn st_acc(v: ACC) -> u32 {{ return bitcast<u32>(v); }}").unwrap();
+            let wg = if t.subgroups { "wg_reduce_sg" } else { "wg_reduce_tree" };
+            writeln!(p, "fn wg_reduce(v: ACC, lid: u32) -> ACC {{ return {wg}(v, lid); }}")
+                .unwrap();
+            files.push(REDUCE);
+        }
+        Family::ArgReduce => {
+            let op = ops::lookup(ARG_REDUCE_OPS, "arg_reduce", spec.op)?;
+            check_out(spec, DType::U32)?;
+            let d = spec.inputs[0];
+            let a = d.ct().wgsl();
+            writeln!(p, "alias ACC = {a};").unwrap();
+            let (id, cmp) = if op == "argmax" {
+                (identity("max", d.ct()), ">")
+            } else {
+                (identity("min", d.ct()), "<")
+            };
+            writeln!(p, "fn arg_init() -> AP {{ return AP({id}, 0xffffffffu); }}").unwrap();
+            writeln!(p, "fn arg_better(a: ACC, b: ACC) -> bool {{ return b {cmp} a; }}").unwrap();
+            let isnan = if d.is_float() { "isnan_f(v)" } else { "false" };
+            writeln!(p, "fn acc_isnan(v: ACC) -> bool {{ return {isnan}; }}").unwrap();
+            let wg = if t.subgroups { "wg_arg_sg" } else { "wg_arg_tree" };
+            writeln!(p, "fn wg_arg(v: AP, lid: u32) -> AP {{ return {wg}(v, lid); }}").unwrap();
+            files.push(REDUCE);
+        }
+    }
+    if spec.family == Family::Select || spec.family == Family::Copy {
+        // Input dtype checks done above; the output binding is any dtype.
+    }
+    p.push_str("// ---- end of prelude ----\n");
+    let body: String = files.concat();
+    Ok(p.clone() + &tree_shake(&p, &body, spec.entry_point()))
+}
+
+fn check_out(spec: &ModuleSpec, want: DType) -> Result<()> {
+    if spec.output != want {
+        return Err(Error::Shape(format!(
+            "{:?} '{}' on {:?} writes {}, but the output is {}",
+            spec.family, spec.op, spec.inputs, want, spec.output
+        )));
+    }
+    Ok(())
+}
+
+fn identity(op: &str, ct: Ct) -> &'static str {
+    match (op, ct) {
+        ("sum", Ct::F32) => "0.0",
+        ("sum", Ct::I32) => "0i",
+        ("sum", Ct::U32) | ("any", _) => "0u",
+        ("prod", Ct::F32) => "1.0",
+        ("prod", Ct::I32) => "1i",
+        ("prod", Ct::U32) | ("all", _) => "1u",
+        ("max", Ct::F32) => "bitcast<f32>(0xff800000u)",
+        ("max", Ct::I32) => "(-2147483647i - 1i)",
+        ("max", Ct::U32) => "0u",
+        ("min", Ct::F32) => "bitcast<f32>(0x7f800000u)",
+        ("min", Ct::I32) => "2147483647i",
+        ("min", Ct::U32) => "0xffffffffu",
+        _ => unreachable!("identity of {op}"),
+    }
+}
+
+/// Splits WGSL source (comments removed) into top-level items; returns
+/// (function name or None, item text).
+fn items(src: &str) -> Vec<(Option<String>, String)> {
+    let mut clean = String::with_capacity(src.len());
+    for line in src.lines() {
+        let l = match line.find("//") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        if !l.trim().is_empty() {
+            clean.push_str(l.trim_end());
+            clean.push('\n');
+        }
+    }
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0i32;
+    for ch in clean.chars() {
+        cur.push(ch);
+        match ch {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            ';' if depth == 0 => out.push(std::mem::take(&mut cur)),
+            _ => {}
+        }
+    }
+    out.into_iter()
+        .map(|s| s.trim_start_matches('\n').to_string())
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            let name = fn_name(&s);
+            (name, s)
+        })
+        .collect()
+}
+
+fn fn_name(item: &str) -> Option<String> {
+    let mut toks = idents(item);
+    while let Some(t) = toks.next() {
+        if t == "fn" {
+            return toks.next().map(str::to_string);
+        }
+        if matches!(t, "const" | "var" | "override" | "alias" | "struct" | "enable") {
+            return None;
+        }
+    }
+    None
+}
+
+fn idents(s: &str) -> impl Iterator<Item = &str> {
+    s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|t| !t.is_empty())
+}
+
+/// Keeps the non-function items of `body` and the functions reachable from `entry`
+/// (through the prelude's functions too).
+fn tree_shake(prelude: &str, body: &str, entry: &str) -> String {
+    let body_items = items(body);
+    let prelude_items = items(prelude);
+    let mut fns: HashMap<&str, &str> = HashMap::new();
+    for (name, text) in prelude_items.iter().chain(body_items.iter()) {
+        if let Some(n) = name {
+            fns.insert(n.as_str(), text.as_str());
+        }
+    }
+    let mut keep: BTreeSet<&str> = BTreeSet::new();
+    // Roots: the entry point and every prelude function (the prelude is emitted whole).
+    let mut stack: Vec<&str> = vec![entry];
+    stack.extend(prelude_items.iter().filter_map(|(n, _)| n.as_deref()));
+    while let Some(f) = stack.pop() {
+        if !keep.insert(f) {
+            continue;
+        }
+        if let Some(text) = fns.get(f) {
+            for id in idents(text) {
+                if fns.contains_key(id) && !keep.contains(id) {
+                    stack.push(id);
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    for (name, text) in &body_items {
+        match name {
+            Some(n) if !keep.contains(n.as_str()) => {}
+            _ => {
+                out.push_str(text);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// Every module the library can build for `target`: each (family, op, dtype,
+/// variant) combination that the op tables define. Used by the completeness tests.
+pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
+    use InputMode::*;
+    let mut v = Vec::new();
+    let spec = |family, op, inputs: Vec<DType>, output, variant| ModuleSpec {
+        family,
+        op,
+        inputs,
+        output,
+        variant,
+        alias: 0,
+        target,
+    };
+    let one = [Contig([Scalar, Scalar, Scalar]), Contig([Vec4, Scalar, Scalar]), Contig([Elem, Scalar, Scalar]), Variant::General];
+    let two = [
+        Contig([Scalar, Scalar, Scalar]),
+        Contig([Scalar, Vec4, Scalar]),
+        Contig([Vec4, Scalar, Scalar]),
+        Contig([Vec4, Vec4, Scalar]),
+        Contig([Elem, Elem, Scalar]),
+        Variant::General,
+    ];
+    for d in DType::ALL {
+        for op in UNARY_OPS {
+            if ops::unary_op_supports(op, d) {
+                let o = if ops::unary_outputs_bool(op) { DType::Bool } else { d };
+                for var in one {
+                    v.push(spec(Family::Unary, op, vec![d], o, var));
+                }
+            }
+        }
+        for op in BINARY_OPS {
+            if ops::binary_op_supports(op, d) {
+                let o = if ops::binary_outputs_bool(op) { DType::Bool } else { d };
+                for var in two {
+                    v.push(spec(Family::Binary, op, vec![d, d], o, var));
+                }
+            }
+        }
+        if d.is_float() {
+            for var in two {
+                v.push(spec(Family::Axpby, "axpby", vec![d, d], d, var));
+            }
+        }
+        for var in [Contig([Vec4, Vec4, Vec4]), Contig([Scalar, Elem, Scalar]), Variant::General] {
+            v.push(spec(Family::Select, "select", vec![DType::Bool, d, d], d, var));
+        }
+        for o in DType::ALL {
+            for var in [Contig([Vec4, Scalar, Scalar]), Contig([Elem, Scalar, Scalar]), Variant::General] {
+                v.push(spec(Family::Copy, "copy", vec![d], o, var));
+            }
+        }
+        v.push(spec(Family::Fill, "fill", vec![], d, Contig([Scalar; 3])));
+        v.push(spec(Family::Arange, "arange", vec![], d, Contig([Scalar; 3])));
+        for op in REDUCE_OPS {
+            let acc = if matches!(*op, "all" | "any") { DType::U32 } else { d.acc() };
+            for var in [Variant::Rows, Variant::Cols] {
+                v.push(spec(Family::Reduce, op, vec![d], acc, var));
+            }
+        }
+        for op in ARG_REDUCE_OPS {
+            for var in [Variant::Rows, Variant::Cols] {
+                v.push(spec(Family::ArgReduce, op, vec![d], DType::U32, var));
+            }
+        }
+    }
+    v
+}
+
+use Variant::Contig;

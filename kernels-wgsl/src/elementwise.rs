@@ -1,0 +1,251 @@
+//! Elementwise families: unary, binary, select, copy/cast, fill, arange, axpby.
+//!
+//! Dims are collapsed first; then each input is classified once as a broadcast
+//! scalar, contiguous, or general. All-scalar/contiguous launches use the vec4
+//! kernels (`contig1..3`), anything else the general strided kernels.
+
+use crate::compose::{Family, InputMode, ModuleSpec, Variant};
+use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::dtype::DType;
+use crate::layout::{check_out, check_view, collapse, contiguous_strides};
+use crate::ops::{self, BINARY_OPS, UNARY_OPS};
+use crate::{Error, Result};
+
+/// Upper bound on launched workgroups; kernels grid-stride past it.
+const MAX_GROUPS: u64 = 1 << 22;
+
+impl Kernels {
+    /// `out = op(x)` for a unary op from [`crate::UNARY_OPS`]. `x` has `out`'s shape
+    /// (broadcast through zero strides). Output dtype: bool for `logical_not`, `isnan`,
+    /// `isinf`, else `x.dtype`.
+    pub fn unary(&self, b: &mut Batch, op: &str, x: &Strided, out: &Contig) -> Result<()> {
+        let op = ops::lookup(UNARY_OPS, "unary", op)?;
+        if !ops::unary_op_supports(op, x.dtype) {
+            return Err(Error::OpNotDefined { op: op.into(), dtype: x.dtype.name() });
+        }
+        self.elementwise(b, Family::Unary, op, &[x], out, [0, 0])
+    }
+
+    /// `out = op(a, bb)` for a binary op from [`crate::BINARY_OPS`]. Both inputs have
+    /// the same dtype and `out`'s shape (broadcast via zero strides). Output dtype:
+    /// bool for comparisons and logical ops, else the input dtype.
+    pub fn binary(&self, b: &mut Batch, op: &str, a: &Strided, bb: &Strided, out: &Contig) -> Result<()> {
+        let op = ops::lookup(BINARY_OPS, "binary", op)?;
+        if !ops::binary_op_supports(op, a.dtype) {
+            return Err(Error::OpNotDefined { op: op.into(), dtype: a.dtype.name() });
+        }
+        self.elementwise(b, Family::Binary, op, &[a, bb], out, [0, 0])
+    }
+
+    /// `out = cond ? x : y`; `cond` is bool, `x`, `y` and `out` share a dtype.
+    pub fn select(&self, b: &mut Batch, cond: &Strided, x: &Strided, y: &Strided, out: &Contig) -> Result<()> {
+        self.elementwise(b, Family::Select, "select", &[cond, x, y], out, [0, 0])
+    }
+
+    /// Strided → contiguous copy, casting when `out.dtype != x.dtype` (SEMANTICS.md
+    /// cast rules). Same-dtype copies move bits unchanged.
+    pub fn copy(&self, b: &mut Batch, x: &Strided, out: &Contig) -> Result<()> {
+        self.elementwise(b, Family::Copy, "copy", &[x], out, [0, 0])
+    }
+
+    /// `out = alpha * x + beta * y` in one pass (float dtypes; computed in f32).
+    pub fn axpby(&self, b: &mut Batch, x: &Strided, y: &Strided, alpha: f64, beta: f64, out: &Contig) -> Result<()> {
+        if !x.dtype.is_float() {
+            return Err(Error::OpNotDefined { op: "axpby".into(), dtype: x.dtype.name() });
+        }
+        let s = [(alpha as f32).to_bits(), (beta as f32).to_bits()];
+        self.elementwise(b, Family::Axpby, "axpby", &[x, y], out, s)
+    }
+
+    /// Fills `out` with `value` cast to `out.dtype` (cast rules of SEMANTICS.md).
+    pub fn fill(&self, b: &mut Batch, out: &Contig, value: f64) -> Result<()> {
+        self.check_dtype(out.dtype)?;
+        check_out(out)?;
+        let n = out.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let bits = scalar_bits(value, out.dtype);
+        let pattern = match out.dtype.size() {
+            1 => bits * 0x0101_0101,
+            2 => bits | (bits << 16),
+            _ => bits,
+        };
+        self.output_only(b, Family::Fill, out, [pattern, 0])
+    }
+
+    /// `out[i] = start + i * step`: in f32 for float outputs (then rounded to the
+    /// dtype), in wrapping i32 arithmetic for integer and bool outputs (start and step
+    /// truncated to integers).
+    pub fn arange(&self, b: &mut Batch, out: &Contig, start: f64, step: f64) -> Result<()> {
+        self.check_dtype(out.dtype)?;
+        check_out(out)?;
+        if out.numel() == 0 {
+            return Ok(());
+        }
+        let s = if out.dtype.is_float() {
+            [(start as f32).to_bits(), (step as f32).to_bits()]
+        } else {
+            [(start as i64) as u32, (step as i64) as u32]
+        };
+        self.output_only(b, Family::Arange, out, s)
+    }
+
+    fn output_only(&self, b: &mut Batch, family: Family, out: &Contig, s: [u32; 2]) -> Result<()> {
+        let n = out.numel();
+        let blk = 4 * out.dtype.epw();
+        let nv = n.div_ceil(blk) as u64;
+        if out.buffer.size() < nv * 16 {
+            return Err(Error::Shape(format!(
+                "output buffer of {} bytes is not padded to 16 bytes for {n} elements of {} \
+                 (create buffers with Kernels::create_buffer)",
+                out.buffer.size(),
+                out.dtype
+            )));
+        }
+        let spec = ModuleSpec {
+            family,
+            op: if family == Family::Fill { "fill" } else { "arange" },
+            inputs: vec![],
+            output: out.dtype,
+            variant: Variant::Contig([InputMode::Scalar; 3]),
+            alias: 0,
+            target: self.inner.target,
+        };
+        let params = vec![n as u32, 0, s[0], s[1]];
+        let groups = nv.div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        self.record(b, &spec, vec![out.buffer.clone()], params, groups)
+    }
+
+    pub(crate) fn elementwise(
+        &self,
+        b: &mut Batch,
+        family: Family,
+        op: &'static str,
+        inputs: &[&Strided],
+        out: &Contig,
+        s: [u32; 2],
+    ) -> Result<()> {
+        self.check_dtype(out.dtype)?;
+        for x in inputs {
+            self.check_dtype(x.dtype)?;
+            if x.shape != out.shape {
+                return Err(Error::Shape(format!(
+                    "{family:?} '{op}': input shape {:?} differs from output shape {:?} \
+                     (broadcast inputs with zero strides)",
+                    x.shape, out.shape
+                )));
+            }
+        }
+        check_out(out)?;
+        let mut hi = Vec::with_capacity(inputs.len());
+        for x in inputs {
+            hi.push(check_view(x, "input")?);
+        }
+        let n = out.numel();
+        let spec_dtypes: Vec<DType> = inputs.iter().map(|x| x.dtype).collect();
+        if n == 0 {
+            // Still validate the op/dtype combination.
+            let spec = self.spec(family, op, spec_dtypes, out.dtype, Variant::General, 0);
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        let out_strides = contiguous_strides(out.shape);
+        let mut all: Vec<&[isize]> = vec![&out_strides];
+        all.extend(inputs.iter().map(|x| x.strides));
+        let (shape, strides) = collapse(out.shape, &all);
+        let rank = shape.len();
+        let od = out.dtype;
+        let blk = 4 * od.epw();
+        let nv = n.div_ceil(blk) as u64;
+
+        // Classify each input once.
+        let mut modes = [InputMode::Scalar; 3];
+        let mut contig_ok = out.buffer.size() >= nv * 16;
+        let mut alias = 0u8;
+        for (k, x) in inputs.iter().enumerate() {
+            let st = &strides[k + 1];
+            let scalar = st.iter().all(|s| *s == 0);
+            let contiguous = rank == 0 || (rank == 1 && st[0] == 1);
+            modes[k] = if scalar {
+                InputMode::Scalar
+            } else if contiguous {
+                let aligned = x.offset % (4 * x.dtype.epw()) == 0;
+                if aligned && x.dtype.log_epw() == od.log_epw() { InputMode::Vec4 } else { InputMode::Elem }
+            } else {
+                contig_ok = false;
+                InputMode::Elem
+            };
+            // The vec4 binding must cover the last word read.
+            let last_word = hi[k] / x.dtype.epw() as u64;
+            if x.buffer.size() < (last_word / 4 + 1) * 16 {
+                contig_ok = false;
+            }
+            if x.buffer == out.buffer {
+                // In place: only element i of the input may feed element i of the output,
+                // read by the invocation that writes it.
+                let same_place = !scalar && contiguous && x.offset == 0 && x.dtype.size() == od.size();
+                if !same_place {
+                    return Err(Error::Shape(format!(
+                        "{family:?} '{op}': an input shares the output buffer but is not the same \
+                         contiguous range (in-place operation only on identical layouts)"
+                    )));
+                }
+                alias |= 1 << k;
+            }
+        }
+        if alias != 0 && !contig_ok {
+            return Err(Error::Shape(format!(
+                "{family:?} '{op}': in-place operation needs 16-byte padded buffers"
+            )));
+        }
+        let variant = if contig_ok { Variant::Contig(modes) } else { Variant::General };
+        let spec = self.spec(family, op, spec_dtypes, od, variant, alias);
+        let mut params = vec![n as u32, 0, s[0], s[1], 0, 0, 0];
+        for (k, x) in inputs.iter().enumerate() {
+            params[4 + k] = x.offset as u32;
+        }
+        let items = if contig_ok {
+            nv
+        } else {
+            params[1] = rank as u32;
+            params.extend(shape.iter().map(|d| *d as u32));
+            for st in &strides[1..] {
+                params.extend(st.iter().map(|s| *s as i32 as u32));
+            }
+            n.div_ceil(od.epw()) as u64
+        };
+        let mut buffers = vec![out.buffer.clone()];
+        for (k, x) in inputs.iter().enumerate() {
+            buffers.push(if alias & (1 << k) != 0 { self.inner.dummy.clone() } else { x.buffer.clone() });
+        }
+        let groups = items.div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        self.record(b, &spec, buffers, params, groups)
+    }
+
+    pub(crate) fn spec(
+        &self,
+        family: Family,
+        op: &'static str,
+        inputs: Vec<DType>,
+        output: DType,
+        variant: Variant,
+        alias: u8,
+    ) -> ModuleSpec {
+        ModuleSpec { family, op, inputs, output, variant, alias, target: self.inner.target }
+    }
+}
+
+/// Storage bits of `value` cast to `dtype` (float → int truncates and saturates, NaN
+/// → 0; to bool: nonzero; to f16/bf16: round to nearest even).
+pub(crate) fn scalar_bits(value: f64, dtype: DType) -> u32 {
+    match dtype {
+        DType::F32 => (value as f32).to_bits(),
+        DType::F16 => half::f16::from_f64(value).to_bits() as u32,
+        DType::BF16 => half::bf16::from_f64(value).to_bits() as u32,
+        DType::I32 => (value as i32) as u32,
+        DType::U32 => value as u32,
+        DType::U8 => value as u8 as u32,
+        DType::Bool => (value != 0.0) as u32,
+    }
+}

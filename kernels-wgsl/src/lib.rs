@@ -1,0 +1,94 @@
+//! `wmx-kernels`: WGSL compute kernels dispatched through wgpu.
+//!
+//! Kernel families — [`Kernels::unary`], [`Kernels::binary`], [`Kernels::select`],
+//! [`Kernels::copy`] (strided copy and cast), [`Kernels::fill`], [`Kernels::arange`],
+//! [`Kernels::axpby`], [`Kernels::reduce`] and [`Kernels::arg_reduce`] — take buffers,
+//! a dtype, a shape and strides, and an op passed by name (see [`BINARY_OPS`],
+//! [`UNARY_OPS`], [`REDUCE_OPS`], [`ARG_REDUCE_OPS`]). Calls record dispatches into a
+//! [`Batch`]; [`Kernels::submit`] encodes a batch into one compute pass and one queue
+//! submit.
+//!
+//! The numeric rules (integer wrap, floor division, NaN handling, casts, reduction
+//! output dtypes) are those of the workspace's `docs/SEMANTICS.md`.
+//!
+//! Storage: every dtype is stored as little-endian bytes exactly as on the host; in the
+//! kernels buffers are arrays of `u32` words: `bool`/`u8` four per word, `f16`/`bf16`
+//! two per word. A kernel invocation always writes whole words, so neighbouring
+//! elements never race.
+//!
+//! The WGSL source of every kernel module can be produced without a GPU through
+//! [`compose`] and a [`ModuleSpec`]; the tests validate all of them with naga.
+#![doc = include_str!("../README.md")]
+
+mod compose;
+mod device;
+mod dtype;
+mod elementwise;
+mod layout;
+mod ops;
+mod reduce;
+
+pub use compose::{Family, ModuleSpec, Target, Variant, compose, module_specs};
+pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided};
+pub use dtype::DType;
+pub use ops::{
+    ARG_REDUCE_OPS, BINARY_OPS, REDUCE_OPS, UNARY_OPS, binary_op_supports, reduce_output_dtype,
+    unary_op_supports,
+};
+
+/// Errors returned by the kernel library. Display messages contain the offending values.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum Error {
+    /// The dtype cannot be used on this adapter (for example `f16` without `SHADER_F16`).
+    #[error("dtype {dtype} is not supported on this adapter: {reason}")]
+    UnsupportedDType {
+        /// The dtype's name.
+        dtype: &'static str,
+        /// Why it is unavailable.
+        reason: String,
+    },
+    /// The op name is not in the family's op table.
+    #[error("unknown {family} op '{op}'")]
+    UnknownOp {
+        /// The family (`binary`, `unary`, `reduce`, `arg_reduce`).
+        family: &'static str,
+        /// The name that was passed.
+        op: String,
+    },
+    /// The op exists but is not defined for this dtype (e.g. `bitwise_and` on f32).
+    #[error("op '{op}' is not defined for dtype {dtype}")]
+    OpNotDefined {
+        /// Op name.
+        op: String,
+        /// Dtype name.
+        dtype: &'static str,
+    },
+    /// A buffer (or a binding of a whole buffer) exceeds the device's limits.
+    #[error("buffer of {bytes} bytes exceeds the device limit of {limit} bytes ({what})")]
+    BufferTooLarge {
+        /// Requested size in bytes.
+        bytes: u64,
+        /// The limit in bytes.
+        limit: u64,
+        /// Which limit.
+        what: &'static str,
+    },
+    /// Shapes, strides, dtypes or element counts do not fit together.
+    #[error("shape mismatch: {0}")]
+    Shape(String),
+    /// No adapter matched the request.
+    #[error("no GPU adapter found: {0}")]
+    NoAdapter(String),
+    /// `request_device` failed.
+    #[error("device request failed: {0}")]
+    RequestDevice(String),
+    /// Mapping a buffer for readback failed.
+    #[error("buffer readback failed: {0}")]
+    Map(String),
+    /// wgpu reported a validation error.
+    #[error("wgpu validation error: {0}")]
+    Validation(String),
+}
+
+/// Result type of this crate.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,221 @@
+//! Reductions (sum, prod, max, min, all, any) and arg reductions (argmax, argmin).
+//!
+//! Kept and reduced dims are collapsed separately. If reduced elements are closer in
+//! memory than neighbouring outputs (row reduction, reduce-all) one workgroup
+//! reduces one output, split into chunks with a second pass when there are few
+//! outputs (reduce-all: ~2048 first-pass workgroups). Otherwise (column reduction)
+//! 32 neighbouring outputs share a workgroup, 8 invocations each.
+//!
+//! Kernels write 32-bit accumulators; packed output dtypes (bool, u8, f16, bf16) get
+//! a final cast pass from a scratch buffer.
+
+use crate::compose::{Family, Variant};
+use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::dtype::DType;
+use crate::layout::{check_out, check_view, collapse};
+use crate::ops::{self, ARG_REDUCE_OPS, REDUCE_OPS};
+use crate::{Error, Result};
+
+/// Outputs per workgroup of the column kernels (`TX` in reduce.wgsl).
+const TX: u64 = 32;
+/// First-pass workgroups aimed for when outputs are few.
+const TARGET_GROUPS: u64 = 2048;
+/// Minimum elements per chunk of a split row.
+const MIN_CHUNK: u64 = 4096;
+
+struct Plan {
+    k: u64,
+    r: u64,
+    shape_k: Vec<usize>,
+    stride_k: Vec<isize>,
+    shape_r: Vec<usize>,
+    stride_r: Vec<isize>,
+}
+
+impl Plan {
+    fn new(x: &Strided, reduced: &[bool]) -> Plan {
+        let pick = |want: bool| -> (Vec<usize>, Vec<isize>) {
+            let sh: Vec<usize> = (0..x.shape.len()).filter(|d| reduced[*d] == want).map(|d| x.shape[d]).collect();
+            let st: Vec<isize> = (0..x.shape.len()).filter(|d| reduced[*d] == want).map(|d| x.strides[d]).collect();
+            let (sh, mut st) = collapse(&sh, &[&st]);
+            (sh, st.pop().unwrap_or_default())
+        };
+        let (shape_k, stride_k) = pick(false);
+        let (shape_r, stride_r) = pick(true);
+        Plan {
+            k: shape_k.iter().product::<usize>() as u64,
+            r: shape_r.iter().product::<usize>() as u64,
+            shape_k,
+            stride_k,
+            shape_r,
+            stride_r,
+        }
+    }
+
+    /// Row kernel when reduced elements are closer together than neighbouring outputs.
+    fn rows(&self) -> bool {
+        let min = |s: &[isize]| s.iter().map(|v| v.unsigned_abs()).min().unwrap_or(usize::MAX);
+        self.k == 1 || (self.r >= 16 && min(&self.stride_r) < min(&self.stride_k))
+    }
+
+    fn params(&self, s: u64, chunk: u64, x_off: usize, out_off: u32) -> Vec<u32> {
+        let mut p = vec![
+            self.k as u32,
+            self.r as u32,
+            s as u32,
+            chunk as u32,
+            x_off as u32,
+            self.shape_k.len() as u32,
+            self.shape_r.len() as u32,
+            out_off,
+        ];
+        p.extend(self.shape_k.iter().map(|v| *v as u32));
+        p.extend(self.stride_k.iter().map(|v| *v as i32 as u32));
+        p.extend(self.shape_r.iter().map(|v| *v as u32));
+        p.extend(self.stride_r.iter().map(|v| *v as i32 as u32));
+        p
+    }
+}
+
+impl Kernels {
+    /// Reduces `x` over `axes` (sorted, unique) with an op from
+    /// [`crate::REDUCE_OPS`]. `out` holds the kept dims in order (its element count
+    /// must equal their product) and has the dtype given by
+    /// [`crate::reduce_output_dtype`]. Empty reductions give 0 (sum), 1 (prod), true
+    /// (all), false (any); max/min of nothing is an error.
+    pub fn reduce(&self, b: &mut Batch, op: &str, x: &Strided, axes: &[usize], out: &Contig) -> Result<()> {
+        let op = ops::lookup(REDUCE_OPS, "reduce", op)?;
+        self.check_dtype(x.dtype)?;
+        let want = ops::reduce_output_dtype(op, x.dtype).expect("reduce op in table");
+        if out.dtype != want {
+            return Err(Error::Shape(format!(
+                "reduce '{op}' of {} gives {want}, but the output is {}",
+                x.dtype, out.dtype
+            )));
+        }
+        let reduced = axes_mask(x, axes)?;
+        let plan = self.prepare(x, &reduced, out)?;
+        if plan.k == 0 {
+            return Ok(());
+        }
+        if plan.r == 0 && matches!(op, "max" | "min") {
+            return Err(Error::Shape(format!("reduce '{op}' over zero elements (shape {:?}, axes {axes:?})", x.shape)));
+        }
+        let acc = if matches!(op, "all" | "any") { DType::U32 } else { x.dtype.acc() };
+        // Where the accumulators go: the output itself, or scratch 1 then a cast.
+        let direct = out.dtype == acc;
+        let target = if direct { out.buffer.clone() } else { self.scratch(1, plan.k * 4)? };
+        let spec = |input: DType, variant| self.spec(Family::Reduce, op, vec![input], acc, variant, 0);
+        if plan.rows() {
+            let wg = self.wg() as u64;
+            let mut s = 1;
+            if plan.k < TARGET_GROUPS && plan.r > 2 * MIN_CHUNK.max(wg) {
+                s = TARGET_GROUPS.div_ceil(plan.k).min(plan.r.div_ceil(MIN_CHUNK)).max(1);
+            }
+            let chunk = plan.r.div_ceil(s);
+            let s = plan.r.div_ceil(chunk).max(1);
+            if s == 1 {
+                let params = plan.params(1, plan.r.max(1), x.offset, 0);
+                self.record(b, &spec(x.dtype, Variant::Rows), vec![target.clone(), x.buffer.clone()], params, plan.k)?;
+            } else {
+                let partial = self.scratch(0, plan.k * s * 4)?;
+                let params = plan.params(s, chunk, x.offset, 0);
+                self.record(
+                    b,
+                    &spec(x.dtype, Variant::Rows),
+                    vec![partial.clone(), x.buffer.clone()],
+                    params,
+                    plan.k * s,
+                )?;
+                // Second pass: rows of the [K, S] partials.
+                let second = Plan {
+                    k: plan.k,
+                    r: s,
+                    shape_k: vec![plan.k as usize],
+                    stride_k: vec![s as isize],
+                    shape_r: vec![s as usize],
+                    stride_r: vec![1],
+                };
+                let params = second.params(1, s, 0, 0);
+                self.record(b, &spec(acc, Variant::Rows), vec![target.clone(), partial], params, plan.k)?;
+            }
+        } else {
+            let params = plan.params(1, plan.r, x.offset, 0);
+            self.record(
+                b,
+                &spec(x.dtype, Variant::Cols),
+                vec![target.clone(), x.buffer.clone()],
+                params,
+                plan.k.div_ceil(TX),
+            )?;
+        }
+        if !direct {
+            let shape = [plan.k as usize];
+            let src = Strided { buffer: &target, dtype: acc, shape: &shape, strides: &[1], offset: 0 };
+            self.copy(b, &src, &Contig { buffer: out.buffer, dtype: out.dtype, shape: &shape })?;
+        }
+        Ok(())
+    }
+
+    /// Index (u32) of the largest (`argmax`) or smallest (`argmin`) element along
+    /// `axis`; the first NaN if there is one, else the first extreme element. `out`
+    /// holds the other dims in order, dtype `U32`.
+    pub fn arg_reduce(&self, b: &mut Batch, op: &str, x: &Strided, axis: usize, out: &Contig) -> Result<()> {
+        let op = ops::lookup(ARG_REDUCE_OPS, "arg_reduce", op)?;
+        self.check_dtype(x.dtype)?;
+        if out.dtype != DType::U32 {
+            return Err(Error::Shape(format!("arg_reduce '{op}' writes u32, but the output is {}", out.dtype)));
+        }
+        let reduced = axes_mask(x, &[axis])?;
+        let mut plan = self.prepare(x, &reduced, out)?;
+        if plan.k == 0 {
+            return Ok(());
+        }
+        if x.shape[axis] == 0 {
+            return Err(Error::Shape(format!("arg_reduce '{op}' over an empty axis {axis} of {:?}", x.shape)));
+        }
+        // Keep the axis itself (even of size 1): the index counts along it.
+        plan.shape_r = vec![x.shape[axis]];
+        plan.stride_r = vec![x.strides[axis]];
+        plan.r = x.shape[axis] as u64;
+        let params = plan.params(1, plan.r, x.offset, 0);
+        let (variant, groups) = if plan.rows() { (Variant::Rows, plan.k) } else { (Variant::Cols, plan.k.div_ceil(TX)) };
+        let spec = self.spec(Family::ArgReduce, op, vec![x.dtype], DType::U32, variant, 0);
+        self.record(b, &spec, vec![out.buffer.clone(), x.buffer.clone()], params, groups)
+    }
+
+    fn prepare(&self, x: &Strided, reduced: &[bool], out: &Contig) -> Result<Plan> {
+        check_view(x, "reduce input")?;
+        check_out(out)?;
+        if x.buffer == out.buffer {
+            return Err(Error::Shape("reduction output shares the input buffer".into()));
+        }
+        let kept: usize = (0..x.shape.len()).filter(|d| !reduced[*d]).map(|d| x.shape[d]).product();
+        if out.numel() != kept {
+            return Err(Error::Shape(format!(
+                "reduction of {:?} keeps {kept} elements, output shape {:?} has {}",
+                x.shape,
+                out.shape,
+                out.numel()
+            )));
+        }
+        Ok(Plan::new(x, reduced))
+    }
+}
+
+fn axes_mask(x: &Strided, axes: &[usize]) -> Result<Vec<bool>> {
+    if x.shape.len() != x.strides.len() {
+        return Err(Error::Shape(format!("shape {:?} and strides {:?} differ in rank", x.shape, x.strides)));
+    }
+    let mut m = vec![false; x.shape.len()];
+    for (i, &a) in axes.iter().enumerate() {
+        if a >= x.shape.len() || (i > 0 && axes[i - 1] >= a) {
+            return Err(Error::Shape(format!(
+                "axes {axes:?} must be sorted, unique and below the rank {}",
+                x.shape.len()
+            )));
+        }
+        m[a] = true;
+    }
+    Ok(m)
+}

@@ -1,0 +1,190 @@
+// Binary op functions, one per (op, compute type). f16/bf16 compute in f32; u8 and
+// bool compute in u32 and are masked on store. The prelude's `op` picks one.
+// Integer add/subtract/multiply wrap (WGSL integer arithmetic wraps).
+
+fn add_f32(a: f32, b: f32) -> f32 { return a + b; }
+fn add_i32(a: i32, b: i32) -> i32 { return a + b; }
+fn add_u32(a: u32, b: u32) -> u32 { return a + b; }
+fn subtract_f32(a: f32, b: f32) -> f32 { return a - b; }
+fn subtract_i32(a: i32, b: i32) -> i32 { return a - b; }
+fn subtract_u32(a: u32, b: u32) -> u32 { return a - b; }
+fn multiply_f32(a: f32, b: f32) -> f32 { return a * b; }
+fn multiply_i32(a: i32, b: i32) -> i32 { return a * b; }
+fn multiply_u32(a: u32, b: u32) -> u32 { return a * b; }
+fn divide_f32(a: f32, b: f32) -> f32 { return a / b; }
+
+fn floor_divide_f32(a: f32, b: f32) -> f32 { return floor(a / b); }
+// Rounds toward -inf; by zero gives 0; MIN / -1 wraps to MIN (WGSL defines it so).
+fn floor_divide_i32(a: i32, b: i32) -> i32 {
+    if (b == 0i) { return 0i; }
+    let q = a / b;
+    if ((a % b != 0i) && ((a < 0i) != (b < 0i))) { return q - 1i; }
+    return q;
+}
+fn floor_divide_u32(a: u32, b: u32) -> u32 {
+    if (b == 0u) { return 0u; }
+    return a / b;
+}
+
+// Sign of the divisor; x % 0 is NaN for floats and 0 for integers.
+fn remainder_f32(a: f32, b: f32) -> f32 {
+    if (b == 0.0) { return nan_f(); }
+    var r: f32;
+    if (isinf_f(b) && !isinf_f(a) && !isnan_f(a)) {
+        r = a;
+    } else {
+        r = a - b * trunc(a / b);
+    }
+    if (r != 0.0 && ((r < 0.0) != (b < 0.0))) { r = r + b; }
+    return r;
+}
+fn remainder_i32(a: i32, b: i32) -> i32 {
+    if (b == 0i) { return 0i; }
+    var r = a % b;
+    if (r != 0i && ((r < 0i) != (b < 0i))) { r = r + b; }
+    return r;
+}
+fn remainder_u32(a: u32, b: u32) -> u32 {
+    if (b == 0u) { return 0u; }
+    return a % b;
+}
+
+// |a|^n for an integral n >= 0 by squaring: exact where f32 allows, and defined for
+// negative bases (WGSL's pow is not).
+fn powi_f32(a: f32, n: u32) -> f32 {
+    var r = 1.0;
+    var x = a;
+    var e = n;
+    loop {
+        if ((e & 1u) != 0u) { r = r * x; }
+        e = e >> 1u;
+        if (e == 0u) { break; }
+        x = x * x;
+    }
+    return r;
+}
+
+fn power_f32(a: f32, b: f32) -> f32 {
+    if (b == 0.0 || a == 1.0) { return 1.0; }
+    if (isnan_f(a) || isnan_f(b)) { return nan_f(); }
+    let bi = floor(b);
+    let integral = bi == b;
+    if (integral && abs(b) <= 4096.0) {
+        let r = powi_f32(a, u32(abs(b)));
+        if (b < 0.0) { return 1.0 / r; }
+        return r;
+    }
+    let aa = abs(a);
+    var r: f32;
+    if (isinf_f(b)) {
+        if (aa == 1.0) { return 1.0; }
+        r = select(0.0, inf_f(), (aa > 1.0) == (b > 0.0));
+        return r;
+    } else if (aa == 0.0) {
+        r = select(0.0, inf_f(), b < 0.0);
+    } else if (isinf_f(a)) {
+        r = select(0.0, inf_f(), b > 0.0);
+    } else {
+        r = exp2(b * log2(aa));
+    }
+    if (signbit_f(a)) {
+        if (!integral) {
+            if (aa == 0.0 || isinf_f(a)) { return r; }
+            return nan_f();
+        }
+        // Odd integral exponents keep the sign of the base.
+        if (fract(b * 0.5) != 0.0) { return -r; }
+    }
+    return r;
+}
+
+// Exponentiation by squaring, wrapping. Negative exponents: 0 unless the base is 1
+// (-> 1) or -1 (-> +-1).
+fn power_i32(a: i32, b: i32) -> i32 {
+    if (b < 0i) {
+        if (a == 1i) { return 1i; }
+        if (a == -1i) { return select(1i, -1i, (b & 1i) != 0i); }
+        return 0i;
+    }
+    var r = 1i;
+    var x = a;
+    var e = u32(b);
+    loop {
+        if (e == 0u) { break; }
+        if ((e & 1u) != 0u) { r = r * x; }
+        e = e >> 1u;
+        x = x * x;
+    }
+    return r;
+}
+fn power_u32(a: u32, b: u32) -> u32 {
+    var r = 1u;
+    var x = a;
+    var e = b;
+    loop {
+        if (e == 0u) { break; }
+        if ((e & 1u) != 0u) { r = r * x; }
+        e = e >> 1u;
+        x = x * x;
+    }
+    return r;
+}
+
+// NaN in either input gives NaN.
+fn maximum_f32(a: f32, b: f32) -> f32 {
+    if (isnan_f(a)) { return a; }
+    if (isnan_f(b)) { return b; }
+    return max(a, b);
+}
+fn maximum_i32(a: i32, b: i32) -> i32 { return max(a, b); }
+fn maximum_u32(a: u32, b: u32) -> u32 { return max(a, b); }
+fn minimum_f32(a: f32, b: f32) -> f32 {
+    if (isnan_f(a)) { return a; }
+    if (isnan_f(b)) { return b; }
+    return min(a, b);
+}
+fn minimum_i32(a: i32, b: i32) -> i32 { return min(a, b); }
+fn minimum_u32(a: u32, b: u32) -> u32 { return min(a, b); }
+
+fn arctan2_f32(a: f32, b: f32) -> f32 { return atan2(a, b); }
+
+// Comparisons: false when either side is NaN, except not_equal (true). Tested on bits
+// so a driver cannot assume NaN-free floats.
+fn equal_f32(a: f32, b: f32) -> bool { return !isnan_f(a) && !isnan_f(b) && a == b; }
+fn equal_i32(a: i32, b: i32) -> bool { return a == b; }
+fn equal_u32(a: u32, b: u32) -> bool { return a == b; }
+fn not_equal_f32(a: f32, b: f32) -> bool { return !equal_f32(a, b); }
+fn not_equal_i32(a: i32, b: i32) -> bool { return a != b; }
+fn not_equal_u32(a: u32, b: u32) -> bool { return a != b; }
+fn less_f32(a: f32, b: f32) -> bool { return !isnan_f(a) && !isnan_f(b) && a < b; }
+fn less_i32(a: i32, b: i32) -> bool { return a < b; }
+fn less_u32(a: u32, b: u32) -> bool { return a < b; }
+fn less_equal_f32(a: f32, b: f32) -> bool { return !isnan_f(a) && !isnan_f(b) && a <= b; }
+fn less_equal_i32(a: i32, b: i32) -> bool { return a <= b; }
+fn less_equal_u32(a: u32, b: u32) -> bool { return a <= b; }
+fn greater_f32(a: f32, b: f32) -> bool { return less_f32(b, a); }
+fn greater_i32(a: i32, b: i32) -> bool { return a > b; }
+fn greater_u32(a: u32, b: u32) -> bool { return a > b; }
+fn greater_equal_f32(a: f32, b: f32) -> bool { return less_equal_f32(b, a); }
+fn greater_equal_i32(a: i32, b: i32) -> bool { return a >= b; }
+fn greater_equal_u32(a: u32, b: u32) -> bool { return a >= b; }
+
+// Nonzero is true; NaN is true.
+fn logical_and_f32(a: f32, b: f32) -> bool { return nz_f(a) && nz_f(b); }
+fn logical_and_i32(a: i32, b: i32) -> bool { return a != 0i && b != 0i; }
+fn logical_and_u32(a: u32, b: u32) -> bool { return a != 0u && b != 0u; }
+fn logical_or_f32(a: f32, b: f32) -> bool { return nz_f(a) || nz_f(b); }
+fn logical_or_i32(a: i32, b: i32) -> bool { return a != 0i || b != 0i; }
+fn logical_or_u32(a: u32, b: u32) -> bool { return a != 0u || b != 0u; }
+
+fn bitwise_and_i32(a: i32, b: i32) -> i32 { return a & b; }
+fn bitwise_and_u32(a: u32, b: u32) -> u32 { return a & b; }
+fn bitwise_or_i32(a: i32, b: i32) -> i32 { return a | b; }
+fn bitwise_or_u32(a: u32, b: u32) -> u32 { return a | b; }
+fn bitwise_xor_i32(a: i32, b: i32) -> i32 { return a ^ b; }
+fn bitwise_xor_u32(a: u32, b: u32) -> u32 { return a ^ b; }
+
+// alpha * x + beta * y; alpha and beta are parameter slots 2 and 3 (f32 bits).
+fn axpby_f32(a: f32, b: f32) -> f32 {
+    return bitcast<f32>(P[2]) * a + bitcast<f32>(P[3]) * b;
+}

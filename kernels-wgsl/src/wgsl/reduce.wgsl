@@ -1,0 +1,259 @@
+// Reductions. The prelude supplies ACC (the 32-bit accumulator type), acc_init,
+// acc_load, combine, st_acc and wg_reduce (subgroup or workgroup-memory tree); for
+// arg reductions AP's init, arg_better, acc_isnan and wg_arg.
+//
+// Outputs are always 32-bit words (one per output element), so invocations never
+// share a word; the host casts to packed output dtypes in a following copy pass.
+//
+// Parameters: [K, R, S, chunk, x_off, rank_k, rank_r, out_off,
+//              shape_k[rank_k], stride_k[rank_k], shape_r[rank_r], stride_r[rank_r]]
+// K outputs, each reducing R elements; `reduce_rows` splits each output's R elements
+// into S chunks of `chunk` (S > 1 writes K*S partial results for a second pass).
+
+const TX: u32 = 32u;                // outputs per workgroup in the column kernels
+
+var<workgroup> SH: array<ACC, 256>;
+var<workgroup> SHI: array<u32, 256>;
+var<workgroup> NSG: atomic<u32>;
+
+struct AP { v: ACC, i: u32 }
+
+// Element offset of the first input element of output k.
+fn kept_base(k: u32) -> u32 {
+    let rk = P[5];
+    var rem = k;
+    var off = P[4];
+    for (var d = rk; d > 0u; d--) {
+        let s = P[7u + d];
+        let q = rem / s;
+        off += (rem - q * s) * P[7u + rk + d];
+        rem = q;
+    }
+    return off;
+}
+
+// Element offset of reduced element r relative to its output's base.
+fn red_off(r: u32) -> u32 {
+    let rk = P[5];
+    let rr = P[6];
+    let b = 8u + 2u * rk;
+    if (rr == 1u) { return r * P[b + 1u]; }
+    var rem = r;
+    var off = 0u;
+    for (var d = rr; d > 0u; d--) {
+        let s = P[b + d - 1u];
+        let q = rem / s;
+        off += (rem - q * s) * P[b + rr + d - 1u];
+        rem = q;
+    }
+    return off;
+}
+
+fn rsum_f32(a: f32, b: f32) -> f32 { return a + b; }
+fn rsum_i32(a: i32, b: i32) -> i32 { return a + b; }
+fn rsum_u32(a: u32, b: u32) -> u32 { return a + b; }
+fn rprod_f32(a: f32, b: f32) -> f32 { return a * b; }
+fn rprod_i32(a: i32, b: i32) -> i32 { return a * b; }
+fn rprod_u32(a: u32, b: u32) -> u32 { return a * b; }
+// max/min propagate NaN.
+fn rmax_f32(a: f32, b: f32) -> f32 {
+    if (isnan_f(a)) { return a; }
+    if (isnan_f(b)) { return b; }
+    return max(a, b);
+}
+fn rmax_i32(a: i32, b: i32) -> i32 { return max(a, b); }
+fn rmax_u32(a: u32, b: u32) -> u32 { return max(a, b); }
+fn rmin_f32(a: f32, b: f32) -> f32 {
+    if (isnan_f(a)) { return a; }
+    if (isnan_f(b)) { return b; }
+    return min(a, b);
+}
+fn rmin_i32(a: i32, b: i32) -> i32 { return min(a, b); }
+fn rmin_u32(a: u32, b: u32) -> u32 { return min(a, b); }
+fn rall_u32(a: u32, b: u32) -> u32 { return a & b; }
+fn rany_u32(a: u32, b: u32) -> u32 { return a | b; }
+
+// Workgroup reduction through workgroup memory (no subgroups: the browser).
+// Every invocation gets the result.
+fn wg_reduce_tree(v: ACC, lid: u32) -> ACC {
+    SH[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { SH[lid] = combine(SH[lid], SH[lid + s]); }
+        workgroupBarrier();
+    }
+    return SH[0];
+}
+
+// Subgroup butterfly (size read at run time), then one partial per subgroup combined
+// from workgroup memory. Slots come from an atomic counter, so nothing is assumed
+// about how invocations map to subgroups.
+fn wg_reduce_sg(v0: ACC, lid: u32) -> ACC {
+    if (lid == 0u) { atomicStore(&NSG, 0u); }
+    workgroupBarrier();
+    var v = v0;
+    let n = subgroupAdd(1u);
+    let lane = subgroupExclusiveAdd(1u);
+    for (var m = 1u; m < n; m <<= 1u) { v = combine(v, subgroupShuffleXor(v, m)); }
+    if (lane == 0u) {
+        let slot = atomicAdd(&NSG, 1u);
+        SH[slot] = v;
+    }
+    workgroupBarrier();
+    let cnt = atomicLoad(&NSG);
+    var r = SH[0];
+    for (var t = 1u; t < cnt; t++) { r = combine(r, SH[t]); }
+    return r;
+}
+
+// Arg reductions: the first NaN wins, else the extreme value, ties to the lower
+// index. Commutative and associative, so any combination order gives the same index.
+fn arg_combine(a: AP, b: AP) -> AP {
+    let na = acc_isnan(a.v);
+    let nb = acc_isnan(b.v);
+    if (na || nb) {
+        if (na && nb) {
+            if (a.i < b.i) { return a; }
+            return b;
+        }
+        if (na) { return a; }
+        return b;
+    }
+    if (arg_better(a.v, b.v)) { return b; }
+    if (arg_better(b.v, a.v)) { return a; }
+    if (a.i < b.i) { return a; }
+    return b;
+}
+
+fn wg_arg_tree(p: AP, lid: u32) -> AP {
+    SH[lid] = p.v;
+    SHI[lid] = p.i;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            let r = arg_combine(AP(SH[lid], SHI[lid]), AP(SH[lid + s], SHI[lid + s]));
+            SH[lid] = r.v;
+            SHI[lid] = r.i;
+        }
+        workgroupBarrier();
+    }
+    return AP(SH[0], SHI[0]);
+}
+
+fn wg_arg_sg(p0: AP, lid: u32) -> AP {
+    if (lid == 0u) { atomicStore(&NSG, 0u); }
+    workgroupBarrier();
+    var p = p0;
+    let n = subgroupAdd(1u);
+    let lane = subgroupExclusiveAdd(1u);
+    for (var m = 1u; m < n; m <<= 1u) {
+        p = arg_combine(p, AP(subgroupShuffleXor(p.v, m), subgroupShuffleXor(p.i, m)));
+    }
+    if (lane == 0u) {
+        let slot = atomicAdd(&NSG, 1u);
+        SH[slot] = p.v;
+        SHI[slot] = p.i;
+    }
+    workgroupBarrier();
+    let cnt = atomicLoad(&NSG);
+    var r = AP(SH[0], SHI[0]);
+    for (var t = 1u; t < cnt; t++) { r = arg_combine(r, AP(SH[t], SHI[t])); }
+    return r;
+}
+
+// One workgroup per (output, chunk); grid-linear workgroup index g = k * S + s.
+@compute @workgroup_size(WG)
+fn reduce_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let K = P[0];
+    let R = P[1];
+    let S = P[2];
+    let chunk = P[3];
+    let g = wid.x + wid.y * nwg.x;
+    let k = g / S;
+    let s = g - k * S;
+    let valid = k < K;
+    var acc = acc_init();
+    if (valid) {
+        let base = kept_base(k);
+        let r1 = min(R, (s + 1u) * chunk);
+        for (var r = s * chunk + lid.x; r < r1; r += WG) {
+            acc = combine(acc, acc_load(ld_a(base + red_off(r))));
+        }
+    }
+    let res = wg_reduce(acc, lid.x);
+    if (valid && lid.x == 0u) { O[P[7] + g] = st_acc(res); }
+}
+
+// TX outputs per workgroup, WG / TX invocations per output striding over R: adjacent
+// invocations read adjacent outputs' elements (coalesced when outputs are contiguous).
+@compute @workgroup_size(WG)
+fn reduce_cols(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let K = P[0];
+    let R = P[1];
+    let ny = WG / TX;
+    let tx = lid.x % TX;
+    let ty = lid.x / TX;
+    let k = (wid.x + wid.y * nwg.x) * TX + tx;
+    let valid = k < K;
+    var acc = acc_init();
+    if (valid) {
+        let base = kept_base(k);
+        for (var r = ty; r < R; r += ny) {
+            acc = combine(acc, acc_load(ld_a(base + red_off(r))));
+        }
+    }
+    SH[lid.x] = acc;
+    workgroupBarrier();
+    if (valid && ty == 0u) {
+        var a = SH[tx];
+        for (var t = 1u; t < ny; t++) { a = combine(a, SH[t * TX + tx]); }
+        O[P[7] + k] = st_acc(a);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn arg_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let K = P[0];
+    let R = P[1];
+    let k = wid.x + wid.y * nwg.x;
+    let valid = k < K;
+    var best = arg_init();
+    if (valid) {
+        let base = kept_base(k);
+        for (var r = lid.x; r < R; r += WG) {
+            best = arg_combine(best, AP(ld_a(base + red_off(r)), r));
+        }
+    }
+    let res = wg_arg(best, lid.x);
+    if (valid && lid.x == 0u) { O[P[7] + k] = res.i; }
+}
+
+@compute @workgroup_size(WG)
+fn arg_cols(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let K = P[0];
+    let R = P[1];
+    let ny = WG / TX;
+    let tx = lid.x % TX;
+    let ty = lid.x / TX;
+    let k = (wid.x + wid.y * nwg.x) * TX + tx;
+    let valid = k < K;
+    var best = arg_init();
+    if (valid) {
+        let base = kept_base(k);
+        for (var r = ty; r < R; r += ny) {
+            best = arg_combine(best, AP(ld_a(base + red_off(r)), r));
+        }
+    }
+    SH[lid.x] = best.v;
+    SHI[lid.x] = best.i;
+    workgroupBarrier();
+    if (valid && ty == 0u) {
+        var a = AP(SH[tx], SHI[tx]);
+        for (var t = 1u; t < ny; t++) { a = arg_combine(a, AP(SH[t * TX + tx], SHI[t * TX + tx])); }
+        O[P[7] + k] = a.i;
+    }
+}

@@ -1,0 +1,218 @@
+//! Every composed module is parsed and validated by naga, then translated to SPIR-V,
+//! MSL and HLSL. No GPU needed.
+
+use naga::back::PipelineConstants;
+use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
+use wmx_kernels::{
+    ARG_REDUCE_OPS, BINARY_OPS, DType, Error, Family, ModuleSpec, REDUCE_OPS, Target, UNARY_OPS, Variant,
+    binary_op_supports, compose, module_specs, unary_op_supports,
+};
+
+fn check(spec: &ModuleSpec) -> Result<(), String> {
+    let src = compose(spec).map_err(|e| format!("compose: {e}"))?;
+    let module = naga::front::wgsl::parse_str(&src).map_err(|e| format!("parse: {}\n{src}", e.emit_to_string(&src)))?;
+    let mut caps = Capabilities::default();
+    if spec.target.subgroups {
+        caps |= Capabilities::SUBGROUP;
+    }
+    let mut v = Validator::new(ValidationFlags::all(), caps);
+    if spec.target.subgroups {
+        v.subgroup_stages(ShaderStages::COMPUTE);
+        v.subgroup_operations(SubgroupOperationSet::all());
+    }
+    let info = v.validate(&module).map_err(|e| format!("validate: {}\n{src}", e.emit_to_string(&src)))?;
+    let entry = spec.entry_point();
+    let mut constants = PipelineConstants::default();
+    for (k, val) in spec.constants() {
+        constants.insert(k.to_string(), val);
+    }
+    let (module, info) = naga::back::pipeline_constants::process_overrides(
+        &module,
+        &info,
+        Some((naga::ShaderStage::Compute, entry)),
+        &constants,
+    )
+    .map_err(|e| format!("overrides: {e:?}"))?;
+
+    let spv_opts = naga::back::spv::Options {
+        lang_version: (1, 3),
+        use_storage_input_output_16: false,
+        ..Default::default()
+    };
+    naga::back::spv::write_vec(
+        &module,
+        &info,
+        &spv_opts,
+        Some(&naga::back::spv::PipelineOptions {
+            shader_stage: naga::ShaderStage::Compute,
+            entry_point: entry.to_string(),
+        }),
+    )
+    .map_err(|e| format!("spv: {e:?}"))?;
+
+    let msl_opts = naga::back::msl::Options {
+        lang_version: (2, 4),
+        fake_missing_bindings: true,
+        ..Default::default()
+    };
+    let (_, tinfo) = naga::back::msl::write_string(
+        &module,
+        &info,
+        &msl_opts,
+        &naga::back::msl::PipelineOptions {
+            entry_point: Some((naga::ShaderStage::Compute, entry.to_string())),
+            ..Default::default()
+        },
+    )
+    .map_err(|e| format!("msl: {e:?}"))?;
+    if tinfo.entry_point_names.iter().any(|r| r.is_err()) {
+        return Err(format!("msl entry point: {:?}", tinfo.entry_point_names));
+    }
+
+    let hlsl_opts = naga::back::hlsl::Options { shader_model: naga::back::hlsl::ShaderModel::V6_0, ..Default::default() };
+    let hlsl_pipe = naga::back::hlsl::PipelineOptions {
+        entry_point: Some((naga::ShaderStage::Compute, entry.to_string())),
+    };
+    let mut out = String::new();
+    naga::back::hlsl::Writer::new(&mut out, &hlsl_opts, &hlsl_pipe)
+        .write(&module, &info, None)
+        .map_err(|e| format!("hlsl: {e:?}"))?;
+    Ok(())
+}
+
+fn run_all(target: Target) {
+    let specs = module_specs(target);
+    let n_threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(4);
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = specs
+            .chunks(specs.len().div_ceil(n_threads))
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .filter_map(|spec| check(spec).err().map(|e| format!("{spec:?}: {e}")))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} of {} modules failed; first:\n{}",
+        failures.len(),
+        specs.len(),
+        failures.iter().take(3).cloned().collect::<Vec<_>>().join("\n\n")
+    );
+    eprintln!("{} modules validated and translated (subgroups: {})", specs.len(), target.subgroups);
+}
+
+#[test]
+fn all_modules_validate_and_translate_without_subgroups() {
+    run_all(Target { subgroups: false, subgroup_directive: false, workgroup_size: 256 });
+}
+
+#[test]
+fn all_modules_validate_and_translate_with_subgroups() {
+    run_all(Target { subgroups: true, subgroup_directive: false, workgroup_size: 256 });
+}
+
+#[test]
+fn small_workgroup_size_modules_validate() {
+    let t = Target { subgroups: false, subgroup_directive: false, workgroup_size: 64 };
+    for spec in module_specs(t).iter().filter(|s| s.inputs.first() == Some(&DType::F32)) {
+        check(spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+    }
+}
+
+/// The op tables and the module list agree: every (op, dtype) the tables define has
+/// modules for all variants, and everything else is refused with a clear error.
+#[test]
+fn op_tables_are_complete() {
+    let t = Target::default();
+    let specs = module_specs(t);
+    let has = |family: Family, op: &str, d: DType| {
+        specs.iter().any(|s| s.family == family && s.op == op && s.inputs[0] == d)
+    };
+    for op in BINARY_OPS {
+        let mut any = false;
+        for d in DType::ALL {
+            let supported = binary_op_supports(op, d);
+            any |= supported;
+            assert_eq!(has(Family::Binary, op, d), supported, "binary {op} {d}");
+            if !supported {
+                let spec = ModuleSpec {
+                    family: Family::Binary,
+                    op,
+                    inputs: vec![d, d],
+                    output: d,
+                    variant: Variant::General,
+                    alias: 0,
+                    target: t,
+                };
+                assert!(matches!(compose(&spec), Err(Error::OpNotDefined { .. })), "{op} {d}");
+            }
+        }
+        assert!(any, "binary {op} defined for no dtype");
+        for d in [DType::F32, DType::F16, DType::BF16] {
+            if op.starts_with("bitwise") {
+                assert!(!binary_op_supports(op, d));
+            } else {
+                assert!(binary_op_supports(op, d), "{op} must work on {d}");
+            }
+        }
+        for d in [DType::I32, DType::U32, DType::U8] {
+            if !matches!(*op, "divide" | "arctan2") {
+                assert!(binary_op_supports(op, d), "{op} must work on {d}");
+            }
+        }
+    }
+    for op in UNARY_OPS {
+        for d in DType::ALL {
+            assert_eq!(has(Family::Unary, op, d), unary_op_supports(op, d), "unary {op} {d}");
+        }
+        assert!(unary_op_supports(op, DType::F32) && unary_op_supports(op, DType::BF16), "{op}");
+    }
+    for op in REDUCE_OPS {
+        for d in DType::ALL {
+            assert!(has(Family::Reduce, op, d), "reduce {op} {d}");
+        }
+    }
+    for op in ARG_REDUCE_OPS {
+        for d in DType::ALL {
+            assert!(has(Family::ArgReduce, op, d), "arg_reduce {op} {d}");
+        }
+    }
+    // Every cast pair.
+    for a in DType::ALL {
+        for b in DType::ALL {
+            assert!(specs.iter().any(|s| s.family == Family::Copy && s.inputs[0] == a && s.output == b));
+        }
+    }
+    let unknown = ModuleSpec {
+        family: Family::Binary,
+        op: "nope",
+        inputs: vec![DType::F32, DType::F32],
+        output: DType::F32,
+        variant: Variant::General,
+        alias: 0,
+        target: t,
+    };
+    assert!(matches!(compose(&unknown), Err(Error::UnknownOp { .. })));
+}
+
+/// Browsers need `enable subgroups;`, naga rejects it: the prelude emits it per target.
+#[test]
+fn subgroup_directive_follows_the_target() {
+    let mut t = Target { subgroups: true, subgroup_directive: true, workgroup_size: 256 };
+    let spec = module_specs(t).into_iter().find(|s| s.family == Family::Reduce).unwrap();
+    let src = compose(&spec).unwrap();
+    assert!(src.starts_with("enable subgroups;"));
+    assert!(src.contains("subgroupShuffleXor"));
+    t.subgroup_directive = false;
+    let src = compose(&ModuleSpec { target: t, ..spec.clone() }).unwrap();
+    assert!(!src.contains("enable subgroups"));
+    t.subgroups = false;
+    let src = compose(&ModuleSpec { target: t, ..spec }).unwrap();
+    assert!(!src.contains("subgroup"), "fallback must not use subgroup builtins");
+}

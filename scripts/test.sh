@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Every test of the project: formatting, lints, the unit and conformance suites on
+# the CPU and on a real Vulkan driver (Mesa lavapipe when there is no GPU), docs.
+# A GPU test never skips: with no adapter it fails (set WMX_ALLOW_NO_GPU=1 to opt out).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+export RUST_BACKTRACE=1
+
+echo "== fmt";    cargo fmt --all -- --check
+echo "== clippy"; cargo clippy --workspace --all-targets -q -- -D warnings
+echo "== tests";  cargo test --workspace --all-targets
+echo "== doctests"; cargo test --workspace --doc
+echo "== all tests passed"
