@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+# The Vulkan loader warns without it; nothing here draws to a screen.
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 export RUST_BACKTRACE=1
 
 echo "== fmt";    cargo fmt --all -- --check

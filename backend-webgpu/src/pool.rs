@@ -46,7 +46,8 @@ pub struct Pool {
 /// at least 256 bytes.
 pub fn size_class(bytes: u64) -> u64 {
     let b = bytes.max(256);
-    let step = (b.next_power_of_two() / 8).max(256);
+    let high_bit = 1u64 << (63 - b.leading_zeros());
+    let step = (high_bit / 8).max(256);
     b.div_ceil(step) * step
 }
 

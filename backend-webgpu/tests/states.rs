@@ -1,0 +1,189 @@
+//! Buffer states and statistics of the WebGPU backend, on a real adapter
+//! (lavapipe in CI). No adapter is a failure unless `WMX_ALLOW_NO_GPU=1`.
+
+use std::sync::Arc;
+use wmx_core::{Array, DType, Device, Error};
+use wmx_webgpu::{BufferState, Stats, WebGpuBackend};
+
+/// A fresh backend per test, so its counters start at zero.
+fn gpu() -> Option<(Device, Arc<WebGpuBackend>)> {
+    match WebGpuBackend::new() {
+        Ok(b) => {
+            let b = Arc::new(b);
+            Some((Device::new(b.clone()), b))
+        }
+        Err(e) if std::env::var("WMX_ALLOW_NO_GPU").as_deref() == Ok("1") => {
+            eprintln!("no GPU adapter ({e}); skipped because WMX_ALLOW_NO_GPU=1");
+            None
+        }
+        Err(e) => {
+            panic!("no GPU adapter: {e} (install mesa-vulkan-drivers, or set WMX_ALLOW_NO_GPU=1)")
+        }
+    }
+}
+
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i as u32).wrapping_mul(2654435761) ^ seed) as f32 / u32::MAX as f32 - 0.5)
+        .collect()
+}
+
+#[test]
+fn chain_of_50_ops_stays_on_the_gpu() {
+    let Some((dev, be)) = gpu() else { return };
+    let n = 10_000;
+    let (xs, ys) = (data(n, 1), data(n, 2));
+    let x = Array::from_slice_on(&xs, &[n], &dev).unwrap();
+    let y = Array::from_slice_on(&ys, &[n], &dev).unwrap();
+    assert_eq!(wmx_webgpu::buffer_state(&x), Some(BufferState::HostOnly));
+
+    let mut r = x.clone();
+    let mut want: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
+    for i in 0..50 {
+        r = if i % 2 == 0 {
+            wmx_core::add(&r, &y).unwrap()
+        } else {
+            wmx_core::multiply(&r, &x).unwrap()
+        };
+        for k in 0..n {
+            want[k] = if i % 2 == 0 {
+                want[k] + ys[k] as f64
+            } else {
+                want[k] * xs[k] as f64
+            };
+        }
+    }
+    let before = be.stats();
+    r.eval().unwrap();
+    let s = be.stats();
+    assert_eq!(s.downloads, 0, "eval must not download: {s:?}");
+    assert_eq!(s.uploads - before.uploads, 2, "one upload per input: {s:?}");
+    assert_eq!(s.submits - before.submits, 1, "one submit per eval: {s:?}");
+    assert_eq!(s.dispatches - before.dispatches, 50, "{s:?}");
+    assert_eq!(wmx_webgpu::buffer_state(&r), Some(BufferState::GpuOnly));
+    assert_eq!(wmx_webgpu::buffer_state(&x), Some(BufferState::Both));
+
+    let got = r.to_vec::<f32>().unwrap();
+    let s1 = be.stats();
+    assert_eq!(s1.downloads, 1);
+    assert_eq!(
+        s1.bytes_downloaded,
+        (n * 4) as u64,
+        "exactly the result's bytes"
+    );
+    assert_eq!(wmx_webgpu::buffer_state(&r), Some(BufferState::Both));
+    for k in 0..n {
+        let tol = 1e-4 * want[k].abs().max(1.0);
+        assert!(
+            (got[k] as f64 - want[k]).abs() <= tol,
+            "element {k}: {} vs {}",
+            got[k],
+            want[k]
+        );
+    }
+    let again = r.to_vec::<f32>().unwrap();
+    assert_eq!(again, got);
+    assert_eq!(be.stats().downloads, 1, "a second read downloads nothing");
+}
+
+#[test]
+fn ten_thousand_evals_keep_pooled_memory_bounded() {
+    let Some((dev, be)) = gpu() else { return };
+    let x = Array::from_slice_on(&data(4096, 3), &[4096], &dev).unwrap();
+    let mut peak_after_warmup = 0;
+    for i in 0..10_000 {
+        let y = wmx_core::exp(&wmx_core::add(&x, &x).unwrap()).unwrap();
+        y.eval().unwrap();
+        if i == 10 {
+            peak_after_warmup = be.stats().peak_bytes;
+        }
+    }
+    let s: Stats = be.stats();
+    assert_eq!(
+        s.peak_bytes, peak_after_warmup,
+        "memory grew after warm-up: {s:?}"
+    );
+    assert!(s.active_bytes <= 64 * 1024, "{s:?}");
+    assert_eq!(s.submits, 10_000);
+    be.clear_cache();
+    assert_eq!(be.stats().cached_bytes, 0);
+}
+
+#[test]
+fn mixed_host_and_gpu_inputs() {
+    let Some((dev, be)) = gpu() else { return };
+    let a = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
+    let b = wmx_core::with_device(&dev, || wmx_core::arange(0.0, 3.0, 1.0, DType::F32)).unwrap();
+    let gpu_resident = wmx_core::multiply(&b, &b).unwrap();
+    gpu_resident.eval().unwrap();
+    assert_eq!(
+        wmx_webgpu::buffer_state(&gpu_resident),
+        Some(BufferState::GpuOnly)
+    );
+    // A CPU array used on the GPU moves there at eval.
+    let c = Array::from_slice_on(&[10.0f32, 20.0, 30.0], &[3], &Device::cpu()).unwrap();
+    let r = wmx_core::with_device(&dev, || {
+        wmx_core::add(
+            &wmx_core::add(&a, &gpu_resident).unwrap(),
+            &c.to_device(&dev).unwrap(),
+        )
+    })
+    .unwrap();
+    assert_eq!(r.device(), &dev);
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![11.0, 23.0, 37.0]);
+    assert_eq!(be.stats().downloads, 1);
+}
+
+#[test]
+fn threads_share_one_device() {
+    let Some((dev, _be)) = gpu() else { return };
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let dev = dev.clone();
+            std::thread::spawn(move || {
+                for i in 0..20 {
+                    let v = (t * 100 + i) as f32;
+                    let x = Array::from_slice_on(&[v; 257], &[257], &dev).unwrap();
+                    let s = wmx_core::sum(&wmx_core::add(&x, &x).unwrap(), None, false).unwrap();
+                    assert_eq!(s.item::<f32>().unwrap(), 2.0 * v * 257.0);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn unsupported_dtype_is_an_error() {
+    let Some((dev, _be)) = gpu() else { return };
+    let e = Array::from_slice_on(&[1i64, 2], &[2], &dev).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::DeviceDType {
+                dtype: DType::I64,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("i64"), "{e}");
+    let x = Array::from_slice_on(&[1i32, 2], &[2], &dev).unwrap();
+    let e = x.astype(DType::I64).unwrap_err();
+    assert!(e.to_string().contains("64-bit"), "{e}");
+    // The graph the user built is intact after the error.
+    assert_eq!(x.to_vec::<i32>().unwrap(), vec![1, 2]);
+}
+
+#[test]
+fn async_read_matches_and_caches() {
+    let Some((dev, be)) = gpu() else { return };
+    let x = Array::from_slice_on(&data(1000, 5), &[10, 100], &dev).unwrap();
+    let t = wmx_core::transpose(&wmx_core::exp(&x).unwrap(), None).unwrap();
+    let a = pollster::block_on(t.to_vec_async::<f32>()).unwrap();
+    let b = t.to_vec::<f32>().unwrap();
+    assert_eq!(a, b);
+    assert_eq!(be.stats().downloads, 1);
+}
