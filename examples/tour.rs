@@ -83,9 +83,9 @@ fn main() -> Result<()> {
             12.0,
             Box::new(|x, y| Ok(&(x * 2.0) + &(y * 0.5))),
         ),
-        ("add", 12.0, Box::new(|x, y| wmx::add(x, y))),
-        ("multiply", 12.0, Box::new(|x, y| wmx::multiply(x, y))),
-        ("maximum", 12.0, Box::new(|x, y| wmx::maximum(x, y))),
+        ("add", 12.0, Box::new(wmx::add)),
+        ("multiply", 12.0, Box::new(wmx::multiply)),
+        ("maximum", 12.0, Box::new(wmx::maximum)),
         ("exp", 8.0, Box::new(|x, _| wmx::exp(x))),
         ("sum (all)", 4.0, Box::new(|x, _| wmx::sum(x, None, false))),
         (

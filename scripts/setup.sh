@@ -27,6 +27,7 @@ ldconfig -p 2>/dev/null | grep -q libvulkan.so.1 || need_apt+=(libvulkan1)
 if [ "${1:-}" = "--browser" ]; then
   have chromium || need_apt+=(chromium)
   have chromedriver || need_apt+=(chromium-driver)
+  have python3 || need_apt+=(python3)  # the demo page's end-to-end test
 fi
 
 if [ ${#need_apt[@]} -gt 0 ]; then

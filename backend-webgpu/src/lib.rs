@@ -374,8 +374,15 @@ impl Backend for WebGpuBackend {
         let len = b.bytes;
         let shared = self.shared.clone();
         let data = b.data.clone();
+        let name = self.name.clone();
         Box::pin(async move {
             let bytes = kernels.read(&g, 0, len).await.map_err(kerr)?;
+            // In the browser validation errors arrive asynchronously (no blocking
+            // error scopes): one raised by the work behind this read has been
+            // delivered by the time the map completes. Do not hand out its bytes.
+            shared
+                .check()
+                .map_err(|msg| Error::Backend { backend: name, msg })?;
             shared.count_download(len);
             let host = Arc::new(bytes);
             data.lock().unwrap().host = Some(host.clone());
@@ -436,6 +443,24 @@ impl Backend for WebGpuBackend {
     }
 
     fn generate(&self, g: Generator, dtype: DType, len: usize) -> Result<GpuBuffer> {
+        // The kernel's integer arange steps in wrapping integers; a fractional start
+        // or step (linspace into i32, arange(0, 1, 0.1) into bool) and u8/bool,
+        // which must saturate (docs/SEMANTICS.md), go through f32 and a cast.
+        if let Generator::Arange { start, step } = g
+            && !dtype.is_float()
+            && (start.fract() != 0.0
+                || step.fract() != 0.0
+                || matches!(dtype, DType::U8 | DType::Bool))
+        {
+            let tmp = self.generate(g, DType::F32, len)?;
+            let layout = Layout::contiguous(&[len]);
+            let view = View {
+                buffer: &tmp,
+                dtype: DType::F32,
+                layout: &layout,
+            };
+            return self.copy(view, dtype);
+        }
         self.record(&[len], dtype, |b, o| match g {
             Generator::Fill(v) => self.kernels.fill(b, o, v),
             Generator::Arange { start, step } => self.kernels.arange(b, o, start, step),

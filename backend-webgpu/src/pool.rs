@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use wmx_core::backend::size_class;
 use wmx_kernels as k;
 
 /// Device-side counters and memory figures (like MLX's memory counters).
@@ -40,15 +41,6 @@ pub struct Pool {
     cached: u64,
     limit: u64,
     stats: Stats,
-}
-
-/// The size class of a request: 8 classes per power of two (≤ 12.5 % waste),
-/// at least 256 bytes.
-pub fn size_class(bytes: u64) -> u64 {
-    let b = bytes.max(256);
-    let high_bit = 1u64 << (63 - b.leading_zeros());
-    let step = (high_bit / 8).max(256);
-    b.div_ceil(step) * step
 }
 
 impl Pool {
@@ -186,8 +178,14 @@ impl Shared {
         p.stats.dispatches += dispatches as u64;
     }
 
+    /// Keeps the first error until it is checked: later ones are usually its
+    /// consequences ("invalid due to a previous error"), and in the browser several
+    /// arrive before anyone checks.
     pub fn set_error(&self, msg: String) {
-        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(msg);
+        self.error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(msg);
     }
 
     pub fn set_lost(&self, msg: String) {
@@ -203,22 +201,6 @@ impl Shared {
         match self.error.lock().unwrap_or_else(|e| e.into_inner()).take() {
             Some(m) => Err(m),
             None => Ok(()),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::size_class;
-
-    #[test]
-    fn size_classes_waste_little() {
-        assert_eq!(size_class(1), 256);
-        assert_eq!(size_class(256), 256);
-        assert_eq!(size_class(257), 512);
-        for b in [1000u64, 4099, 1 << 20, (1 << 20) + 3, 3 << 26] {
-            let c = size_class(b);
-            assert!(c >= b && c as f64 <= b as f64 * 1.125 + 256.0, "{b} -> {c}");
         }
     }
 }

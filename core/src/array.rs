@@ -298,6 +298,9 @@ pub(crate) fn bytes_to_f64(bytes: &[u8], dtype: DType) -> Vec<f64> {
 /// Copies the elements a layout selects out of a buffer's bytes, row-major.
 pub(crate) fn gather_bytes(bytes: &[u8], layout: &Layout, esize: usize) -> Vec<u8> {
     let n = layout.numel();
+    if n == 0 {
+        return Vec::new();
+    }
     if layout.is_row_contiguous() {
         let start = layout.offset * esize;
         return bytes[start..start + n * esize].to_vec();

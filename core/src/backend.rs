@@ -46,6 +46,7 @@ pub trait Backend: Send + Sync + 'static {
     fn check_dtype(&self, dtype: DType) -> Result<()>;
 
     /// A buffer holding these host bytes (a GPU backend may upload lazily).
+    #[allow(clippy::wrong_self_convention)] // `self` is the backend, not the source
     fn from_host(&self, bytes: Vec<u8>, dtype: DType) -> Result<Self::Buffer>;
     /// All bytes of a buffer, blocking until pending work is done.
     fn read(&self, buffer: &Self::Buffer) -> Result<Arc<Vec<u8>>>;
@@ -134,6 +135,7 @@ pub trait DynBackend: Send + Sync + 'static {
     fn kind(&self) -> DeviceKind;
     fn check_dtype(&self, dtype: DType) -> Result<()>;
     fn as_any(&self) -> &dyn Any;
+    #[allow(clippy::wrong_self_convention)]
     fn from_host(&self, bytes: Vec<u8>, dtype: DType) -> Result<Buffer>;
     fn read(&self, buffer: &Buffer) -> Result<Arc<Vec<u8>>>;
     fn read_async(&self, buffer: &Buffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>>;
@@ -282,4 +284,30 @@ fn typed<'a, B: Backend>(be: &B, v: &DynView<'a>) -> Result<View<'a, B::Buffer>>
         dtype: v.dtype,
         layout: v.layout,
     })
+}
+
+/// The size class a buffer pool rounds a request of `bytes` up to: 8 classes per
+/// power of two (at most 12.5 % waste), at least 256 bytes. Shared by the CPU
+/// cache and the GPU pool.
+pub fn size_class(bytes: u64) -> u64 {
+    let b = bytes.max(256);
+    let high_bit = 1u64 << (63 - b.leading_zeros());
+    let step = (high_bit / 8).max(256);
+    b.div_ceil(step) * step
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn size_classes_waste_little() {
+        assert_eq!(size_class(1), 256);
+        assert_eq!(size_class(256), 256);
+        assert_eq!(size_class(257), 512);
+        for b in [1000u64, 4099, 1 << 20, (1 << 20) + 3, 3 << 26] {
+            let c = size_class(b);
+            assert!(c >= b && c as f64 <= b as f64 * 1.125 + 256.0, "{b} -> {c}");
+        }
+    }
 }

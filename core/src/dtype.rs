@@ -187,8 +187,31 @@ element!(u32, DType::U32, |v| v as u32, |v| v as f64);
 element!(i32, DType::I32, |v| v as i32, |v| v as f64);
 element!(i64, DType::I64, |v| v as i64, |v| v as f64);
 element!(f32, DType::F32, |v| v as f32, |v| v as f64);
-element!(f16, DType::F16, f16::from_f64, |v| v.to_f64());
-element!(bf16, DType::BF16, bf16::from_f64, |v| v.to_f64());
+element!(f16, DType::F16, |v| f16::from_f32(f64_to_f32_odd(v)), |v| v
+    .to_f64());
+element!(
+    bf16,
+    DType::BF16,
+    |v| bf16::from_f32(f64_to_f32_odd(v)),
+    |v| v.to_f64()
+);
+
+/// `x` as f32 rounded to odd (a nearest f32 when exact, else the neighbour toward
+/// zero with its last bit set). Rounding that to f16/bf16 rounds once, as if from
+/// `x` itself; `half`'s `from_f64` rounds twice (through f32, or after truncating
+/// the low 32 bits), which is wrong near ties.
+pub(crate) fn f64_to_f32_odd(x: f64) -> f32 {
+    let r = x as f32;
+    if !x.is_finite() || r as f64 == x {
+        return r;
+    }
+    let toward_zero = if (r as f64).abs() > x.abs() {
+        f32::from_bits(r.to_bits() - 1) // |r| > 0 here; bits count the magnitude
+    } else {
+        r
+    };
+    f32::from_bits(toward_zero.to_bits() | 1)
+}
 
 impl sealed::Sealed for bool {}
 impl Element for bool {

@@ -14,6 +14,7 @@
 mod array;
 pub mod backend;
 pub mod cpu;
+mod custom;
 mod device;
 mod dtype;
 mod error;
@@ -24,6 +25,7 @@ mod primitive;
 
 pub use array::Array;
 pub use backend::{Backend, Buffer, DeviceKind, DynBackend, View};
+pub use custom::custom;
 pub use device::{
     Device, GpuFactory, default_device, gpu_backend_registered, register_gpu_backend,
     set_default_device, with_device,

@@ -167,9 +167,34 @@ pub fn unary(op: UnaryOp, x: &Array) -> Result<Array> {
         OpKind::Logical | OpKind::Predicate | OpKind::Compare => (x.dtype(), DType::Bool),
         OpKind::Bitwise => unreachable!("no bitwise unary op"),
     };
+    // On 0/1 every arithmetic unary op (negative, abs, sign, square, rounding) is
+    // the identity (docs/SEMANTICS.md), so no backend needs bool kernels for them.
+    if op.kind() == OpKind::Arith && input == DType::Bool {
+        return Ok(x.clone());
+    }
     let x = astype(x, input)?;
     let d = op_device(&x);
     node(Primitive::Unary(op), vec![x.clone()], x.shape(), out, d)
+}
+
+/// Arithmetic on two bools computed on 0/1 and stored as `!= 0` is a logical op
+/// (docs/SEMANTICS.md); rewriting here keeps bool kernels out of every backend.
+fn bool_arith(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
+    use BinaryOp::*;
+    match op {
+        Add | Maximum => binary(LogicalOr, a, b),
+        Multiply | Minimum | FloorDivide => binary(LogicalAnd, a, b),
+        Subtract => binary(NotEqual, a, b),
+        // x % 1 == x % 0 == 0
+        Remainder => binary(
+            NotEqual,
+            &binary(LogicalOr, a, b)?,
+            &binary(LogicalOr, a, b)?,
+        ),
+        // a ** 0 == 1, a ** 1 == a
+        Power => binary(LogicalOr, a, &unary(UnaryOp::LogicalNot, b)?),
+        _ => unreachable!("only arithmetic ops are rewritten"),
+    }
 }
 
 /// Applies a binary op with numpy broadcasting and MLX promotion.
@@ -190,6 +215,9 @@ pub fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
             (common, common)
         }
     };
+    if op.kind() == OpKind::Arith && input == DType::Bool {
+        return bool_arith(op, a, b);
+    }
     let a = broadcast_to(&astype(a, input)?, &shape)?;
     let b = broadcast_to(&astype(b, input)?, &shape)?;
     let d = op_device(&a);
@@ -420,6 +448,11 @@ pub fn slice(x: &Array, slices: &[Slice]) -> Result<Array> {
         }
         spec.push((start, start + count as isize * s.step, s.step));
     }
+    if out.numel() == 0 {
+        // No element is read: keep the offset inside any buffer (an empty input's
+        // buffer has no element at `start`).
+        out.offset = 0;
+    }
     Ok(view(x, ViewOp::Slice(spec), out))
 }
 
@@ -438,7 +471,7 @@ pub fn reshape(x: &Array, shape: &[isize]) -> Result<Array> {
     }
     let mut new: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
     if let Some(i) = infer {
-        if known == 0 || n % known != 0 {
+        if known == 0 || !n.is_multiple_of(known) {
             return Err(Error::invalid(
                 "reshape",
                 format!("cannot reshape {:?} ({n} elements) to {shape:?}", x.shape()),
@@ -634,7 +667,8 @@ pub fn var(x: &Array, axes: Option<&[isize]>, keepdims: bool, ddof: usize) -> Re
     let m = mean(&xf, axes, true)?;
     let d = subtract(&xf, &m)?;
     let ss = sum(&square(&d)?, axes, keepdims)?;
-    let n = count(x, &ax) as f64 - ddof as f64;
+    // numpy: n - ddof <= 0 divides by zero (inf, or NaN for a zero sum).
+    let n = (count(x, &ax) as f64 - ddof as f64).max(0.0);
     multiply(&ss, &scalar_like(&ss, 1.0 / n)?)
 }
 

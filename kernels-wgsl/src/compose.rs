@@ -111,7 +111,11 @@ pub struct Target {
 
 impl Default for Target {
     fn default() -> Self {
-        Target { subgroups: false, subgroup_directive: false, workgroup_size: 256 }
+        Target {
+            subgroups: false,
+            subgroup_directive: false,
+            workgroup_size: 256,
+        }
     }
 }
 
@@ -196,9 +200,17 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     }
     p.push_str("// ---- generated prelude ----\n");
     let general = spec.variant == Variant::General || reduce;
-    let arr = if general { "array<u32>" } else { "array<vec4<u32>>" };
+    let arr = if general {
+        "array<u32>"
+    } else {
+        "array<vec4<u32>>"
+    };
     p.push_str("@group(0) @binding(0) var<storage, read> P: array<u32>;\n");
-    writeln!(p, "@group(0) @binding(1) var<storage, read_write> O: {arr};").unwrap();
+    writeln!(
+        p,
+        "@group(0) @binding(1) var<storage, read_write> O: {arr};"
+    )
+    .unwrap();
     if spec.inputs.len() != spec.family.arity() {
         return Err(Error::Shape(format!(
             "{:?} takes {} inputs, got {}",
@@ -217,7 +229,12 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
         let aliased = spec.alias & (1 << k) != 0;
         let src = if aliased { 'O' } else { up };
         if !aliased {
-            writeln!(p, "@group(0) @binding({}) var<storage, read> {up}: {arr};", k + 2).unwrap();
+            writeln!(
+                p,
+                "@group(0) @binding({}) var<storage, read> {up}: {arr};",
+                k + 2
+            )
+            .unwrap();
         }
         let ct = if raw { Ct::U32 } else { d.ct() };
         writeln!(p, "alias C{up} = {};", ct.wgsl()).unwrap();
@@ -225,11 +242,19 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
         if general {
             writeln!(p, "fn w{l}(w: u32) -> u32 {{ return {src}[w]; }}").unwrap();
         } else {
-            writeln!(p, "fn w{l}(w: u32) -> u32 {{ return {src}[w >> 2u][w & 3u]; }}").unwrap();
+            writeln!(
+                p,
+                "fn w{l}(w: u32) -> u32 {{ return {src}[w >> 2u][w & 3u]; }}"
+            )
+            .unwrap();
             writeln!(p, "fn v{l}(v: u32) -> vec4<u32> {{ return {src}[v]; }}").unwrap();
         }
         let ex = ex_name(*d, raw);
-        writeln!(p, "fn x{l}(w: u32, j: u32) -> C{up} {{ return ex_{ex}(w, j); }}").unwrap();
+        writeln!(
+            p,
+            "fn x{l}(w: u32, j: u32) -> C{up} {{ return ex_{ex}(w, j); }}"
+        )
+        .unwrap();
         writeln!(
             p,
             "fn ld_{l}(i: u32) -> C{up} {{ return ex_{ex}(w{l}(i >> L{up}), i & ((1u << L{up}) - 1u)); }}"
@@ -246,7 +271,10 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
         )
         .unwrap();
     }
-    let undefined = |d: DType| Error::OpNotDefined { op: spec.op.to_string(), dtype: d.name() };
+    let undefined = |d: DType| Error::OpNotDefined {
+        op: spec.op.to_string(),
+        dtype: d.name(),
+    };
     let mut files: Vec<&str> = vec![COMMON];
     match spec.family {
         Family::Unary => {
@@ -255,9 +283,18 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             if !ops::unary_op_supports(op, d) {
                 return Err(undefined(d));
             }
-            let want = if ops::unary_outputs_bool(op) { DType::Bool } else { d };
+            let want = if ops::unary_outputs_bool(op) {
+                DType::Bool
+            } else {
+                d
+            };
             check_out(spec, want)?;
-            writeln!(p, "fn op(a: CA) -> CO {{ return {}; }}", ops::unary_expr(op, d.ct())).unwrap();
+            writeln!(
+                p,
+                "fn op(a: CA) -> CO {{ return {}; }}",
+                ops::unary_expr(op, d.ct())
+            )
+            .unwrap();
             files.extend([ELEMENTWISE, UNARY]);
         }
         Family::Binary => {
@@ -272,10 +309,18 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             if !ops::binary_op_supports(op, d) {
                 return Err(undefined(d));
             }
-            let want = if ops::binary_outputs_bool(op) { DType::Bool } else { d };
+            let want = if ops::binary_outputs_bool(op) {
+                DType::Bool
+            } else {
+                d
+            };
             check_out(spec, want)?;
-            writeln!(p, "fn op(a: CA, b: CB) -> CO {{ return {}; }}", ops::binary_expr(op, d.ct()))
-                .unwrap();
+            writeln!(
+                p,
+                "fn op(a: CA, b: CB) -> CO {{ return {}; }}",
+                ops::binary_expr(op, d.ct())
+            )
+            .unwrap();
             files.extend([ELEMENTWISE, BINARY]);
         }
         Family::Axpby => {
@@ -299,14 +344,21 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             files.push(ELEMENTWISE);
         }
         Family::Copy => {
-            let e = if raw { "a".to_string() } else { ops::cast_expr(spec.inputs[0], spec.output) };
+            let e = if raw {
+                "a".to_string()
+            } else {
+                ops::cast_expr(spec.inputs[0], spec.output)
+            };
             writeln!(p, "fn op(a: CA) -> CO {{ return {e}; }}").unwrap();
             files.push(ELEMENTWISE);
         }
         Family::Fill => files.push(COPY),
         Family::Arange => {
             let e = match spec.output {
-                d if d.is_float() => "bitcast<f32>(P[2]) + f32(i) * bitcast<f32>(P[3])",
+                // step = P[3] + P[1] (hi + lo), so long ranges do not drift by i * (step - f32(step)).
+                d if d.is_float() => {
+                    "bitcast<f32>(P[2]) + (f32(i) * bitcast<f32>(P[3]) + f32(i) * bitcast<f32>(P[1]))"
+                }
                 DType::I32 => "bitcast<i32>(P[2]) + bitcast<i32>(i) * bitcast<i32>(P[3])",
                 DType::Bool => {
                     "select(0u, 1u, (bitcast<i32>(P[2]) + bitcast<i32>(i) * bitcast<i32>(P[3])) != 0i)"
@@ -319,11 +371,20 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
         Family::Reduce => {
             let op = ops::lookup(REDUCE_OPS, "reduce", spec.op)?;
             let d = spec.inputs[0];
-            let acc = if matches!(op, "all" | "any") { DType::U32 } else { d.acc() };
+            let acc = if matches!(op, "all" | "any") {
+                DType::U32
+            } else {
+                d.acc()
+            };
             check_out(spec, acc)?;
             let a = acc.ct().wgsl();
             writeln!(p, "alias ACC = {a};").unwrap();
-            writeln!(p, "fn acc_init() -> ACC {{ return {}; }}", identity(op, acc.ct())).unwrap();
+            writeln!(
+                p,
+                "fn acc_init() -> ACC {{ {INF_BITS} return {}; }}",
+                identity(op, acc.ct())
+            )
+            .unwrap();
             let load = match (op, d.ct()) {
                 ("all" | "any", Ct::F32) => "select(0u, 1u, nz_f(a))",
                 ("all" | "any", Ct::I32) => "select(0u, 1u, a != 0i)",
@@ -331,11 +392,22 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
                 _ => "a",
             };
             writeln!(p, "fn acc_load(a: CA) -> ACC {{ return {load}; }}").unwrap();
-            writeln!(p, "fn combine(a: ACC, b: ACC) -> ACC {{ return r{op}_{a}(a, b); }}").unwrap();
+            writeln!(
+                p,
+                "fn combine(a: ACC, b: ACC) -> ACC {{ return r{op}_{a}(a, b); }}"
+            )
+            .unwrap();
             writeln!(p, "fn st_acc(v: ACC) -> u32 {{ return bitcast<u32>(v); }}").unwrap();
-            let wg = if t.subgroups { "wg_reduce_sg" } else { "wg_reduce_tree" };
-            writeln!(p, "fn wg_reduce(v: ACC, lid: u32) -> ACC {{ return {wg}(v, lid); }}")
-                .unwrap();
+            let wg = if t.subgroups {
+                "wg_reduce_sg"
+            } else {
+                "wg_reduce_tree"
+            };
+            writeln!(
+                p,
+                "fn wg_reduce(v: ACC, lid: u32) -> ACC {{ return {wg}(v, lid); }}"
+            )
+            .unwrap();
             files.push(REDUCE);
         }
         Family::ArgReduce => {
@@ -349,12 +421,28 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             } else {
                 (identity("min", d.ct()), "<")
             };
-            writeln!(p, "fn arg_init() -> AP {{ return AP({id}, 0xffffffffu); }}").unwrap();
-            writeln!(p, "fn arg_better(a: ACC, b: ACC) -> bool {{ return b {cmp} a; }}").unwrap();
+            writeln!(
+                p,
+                "fn arg_init() -> AP {{ {INF_BITS} return AP({id}, 0xffffffffu); }}"
+            )
+            .unwrap();
+            writeln!(
+                p,
+                "fn arg_better(a: ACC, b: ACC) -> bool {{ return b {cmp} a; }}"
+            )
+            .unwrap();
             let isnan = if d.is_float() { "isnan_f(v)" } else { "false" };
             writeln!(p, "fn acc_isnan(v: ACC) -> bool {{ return {isnan}; }}").unwrap();
-            let wg = if t.subgroups { "wg_arg_sg" } else { "wg_arg_tree" };
-            writeln!(p, "fn wg_arg(v: AP, lid: u32) -> AP {{ return {wg}(v, lid); }}").unwrap();
+            let wg = if t.subgroups {
+                "wg_arg_sg"
+            } else {
+                "wg_arg_tree"
+            };
+            writeln!(
+                p,
+                "fn wg_arg(v: AP, lid: u32) -> AP {{ return {wg}(v, lid); }}"
+            )
+            .unwrap();
             files.push(REDUCE);
         }
     }
@@ -376,6 +464,11 @@ fn check_out(spec: &ModuleSpec, want: DType) -> Result<()> {
     Ok(())
 }
 
+/// Declares the bits of ±inf for [`identity`]. WGSL forbids const-expressions
+/// that evaluate to inf or NaN (browsers reject `bitcast<f32>(0xff800000u)`; naga
+/// accepts it): a bitcast of a `let` is a runtime expression.
+const INF_BITS: &str = "let ninf_bits = 0xff800000u; let pinf_bits = 0x7f800000u;";
+
 fn identity(op: &str, ct: Ct) -> &'static str {
     match (op, ct) {
         ("sum", Ct::F32) => "0.0",
@@ -384,10 +477,10 @@ fn identity(op: &str, ct: Ct) -> &'static str {
         ("prod", Ct::F32) => "1.0",
         ("prod", Ct::I32) => "1i",
         ("prod", Ct::U32) | ("all", _) => "1u",
-        ("max", Ct::F32) => "bitcast<f32>(0xff800000u)",
+        ("max", Ct::F32) => "bitcast<f32>(ninf_bits)",
         ("max", Ct::I32) => "(-2147483647i - 1i)",
         ("max", Ct::U32) => "0u",
-        ("min", Ct::F32) => "bitcast<f32>(0x7f800000u)",
+        ("min", Ct::F32) => "bitcast<f32>(pinf_bits)",
         ("min", Ct::I32) => "2147483647i",
         ("min", Ct::U32) => "0xffffffffu",
         _ => unreachable!("identity of {op}"),
@@ -441,7 +534,10 @@ fn fn_name(item: &str) -> Option<String> {
         if t == "fn" {
             return toks.next().map(str::to_string);
         }
-        if matches!(t, "const" | "var" | "override" | "alias" | "struct" | "enable") {
+        if matches!(
+            t,
+            "const" | "var" | "override" | "alias" | "struct" | "enable"
+        ) {
             return None;
         }
     }
@@ -449,7 +545,8 @@ fn fn_name(item: &str) -> Option<String> {
 }
 
 fn idents(s: &str) -> impl Iterator<Item = &str> {
-    s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|t| !t.is_empty())
+    s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|t| !t.is_empty())
 }
 
 /// Keeps the non-function items of `body` and the functions reachable from `entry`
@@ -506,7 +603,12 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
         alias: 0,
         target,
     };
-    let one = [Contig([Scalar, Scalar, Scalar]), Contig([Vec4, Scalar, Scalar]), Contig([Elem, Scalar, Scalar]), Variant::General];
+    let one = [
+        Contig([Scalar, Scalar, Scalar]),
+        Contig([Vec4, Scalar, Scalar]),
+        Contig([Elem, Scalar, Scalar]),
+        Variant::General,
+    ];
     let two = [
         Contig([Scalar, Scalar, Scalar]),
         Contig([Scalar, Vec4, Scalar]),
@@ -518,7 +620,11 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
     for d in DType::ALL {
         for op in UNARY_OPS {
             if ops::unary_op_supports(op, d) {
-                let o = if ops::unary_outputs_bool(op) { DType::Bool } else { d };
+                let o = if ops::unary_outputs_bool(op) {
+                    DType::Bool
+                } else {
+                    d
+                };
                 for var in one {
                     v.push(spec(Family::Unary, op, vec![d], o, var));
                 }
@@ -526,7 +632,11 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
         }
         for op in BINARY_OPS {
             if ops::binary_op_supports(op, d) {
-                let o = if ops::binary_outputs_bool(op) { DType::Bool } else { d };
+                let o = if ops::binary_outputs_bool(op) {
+                    DType::Bool
+                } else {
+                    d
+                };
                 for var in two {
                     v.push(spec(Family::Binary, op, vec![d, d], o, var));
                 }
@@ -537,18 +647,42 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
                 v.push(spec(Family::Axpby, "axpby", vec![d, d], d, var));
             }
         }
-        for var in [Contig([Vec4, Vec4, Vec4]), Contig([Scalar, Elem, Scalar]), Variant::General] {
-            v.push(spec(Family::Select, "select", vec![DType::Bool, d, d], d, var));
+        for var in [
+            Contig([Vec4, Vec4, Vec4]),
+            Contig([Scalar, Elem, Scalar]),
+            Variant::General,
+        ] {
+            v.push(spec(
+                Family::Select,
+                "select",
+                vec![DType::Bool, d, d],
+                d,
+                var,
+            ));
         }
         for o in DType::ALL {
-            for var in [Contig([Vec4, Scalar, Scalar]), Contig([Elem, Scalar, Scalar]), Variant::General] {
+            for var in [
+                Contig([Vec4, Scalar, Scalar]),
+                Contig([Elem, Scalar, Scalar]),
+                Variant::General,
+            ] {
                 v.push(spec(Family::Copy, "copy", vec![d], o, var));
             }
         }
         v.push(spec(Family::Fill, "fill", vec![], d, Contig([Scalar; 3])));
-        v.push(spec(Family::Arange, "arange", vec![], d, Contig([Scalar; 3])));
+        v.push(spec(
+            Family::Arange,
+            "arange",
+            vec![],
+            d,
+            Contig([Scalar; 3]),
+        ));
         for op in REDUCE_OPS {
-            let acc = if matches!(*op, "all" | "any") { DType::U32 } else { d.acc() };
+            let acc = if matches!(*op, "all" | "any") {
+                DType::U32
+            } else {
+                d.acc()
+            };
             for var in [Variant::Rows, Variant::Cols] {
                 v.push(spec(Family::Reduce, op, vec![d], acc, var));
             }

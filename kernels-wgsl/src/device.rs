@@ -54,7 +54,9 @@ impl Default for RequestOptions {
         RequestOptions {
             power: wgpu::PowerPreference::HighPerformance,
             backends: wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all()),
-            adapter_name: std::env::var("WGPU_ADAPTER_NAME").ok().filter(|s| !s.is_empty()),
+            adapter_name: std::env::var("WGPU_ADAPTER_NAME")
+                .ok()
+                .filter(|s| !s.is_empty()),
             force_fallback_reductions: false,
         }
     }
@@ -150,7 +152,9 @@ pub struct Kernels {
 
 impl std::fmt::Debug for Kernels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Kernels").field("caps", &self.inner.caps).finish()
+        f.debug_struct("Kernels")
+            .field("caps", &self.inner.caps)
+            .finish()
     }
 }
 
@@ -182,15 +186,21 @@ impl Kernels {
         let k = Self::from_device(&adapter, device, queue)?;
         if opts.force_fallback_reductions {
             // Only reachable before the Arc is shared.
-            let mut inner = Arc::try_unwrap(k.inner).map_err(|_| Error::RequestDevice("shared".into()))?;
+            let mut inner =
+                Arc::try_unwrap(k.inner).map_err(|_| Error::RequestDevice("shared".into()))?;
             inner.target.subgroups = false;
-            return Ok(Kernels { inner: Arc::new(inner) });
+            return Ok(Kernels {
+                inner: Arc::new(inner),
+            });
         }
         Ok(k)
     }
 
     #[cfg(not(target_arch = "wasm32"))]
-    async fn pick_adapter(instance: &wgpu::Instance, opts: &RequestOptions) -> Result<wgpu::Adapter> {
+    async fn pick_adapter(
+        instance: &wgpu::Instance,
+        opts: &RequestOptions,
+    ) -> Result<wgpu::Adapter> {
         let mut adapters = instance.enumerate_adapters(opts.backends).await;
         let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
         if let Some(want) = &opts.adapter_name {
@@ -201,7 +211,9 @@ impl Kernels {
             use wgpu::DeviceType::*;
             let t = a.get_info().device_type;
             let order: [wgpu::DeviceType; 5] = match opts.power {
-                wgpu::PowerPreference::LowPower => [IntegratedGpu, DiscreteGpu, VirtualGpu, Other, Cpu],
+                wgpu::PowerPreference::LowPower => {
+                    [IntegratedGpu, DiscreteGpu, VirtualGpu, Other, Cpu]
+                }
                 _ => [DiscreteGpu, IntegratedGpu, VirtualGpu, Other, Cpu],
             };
             order.iter().position(|x| *x == t).unwrap_or(5)
@@ -216,12 +228,16 @@ impl Kernels {
     }
 
     #[cfg(target_arch = "wasm32")]
-    async fn pick_adapter(instance: &wgpu::Instance, opts: &RequestOptions) -> Result<wgpu::Adapter> {
+    async fn pick_adapter(
+        instance: &wgpu::Instance,
+        opts: &RequestOptions,
+    ) -> Result<wgpu::Adapter> {
         instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: opts.power,
                 force_fallback_adapter: false,
                 compatible_surface: None,
+                apply_limit_buckets: false,
             })
             .await
             .map_err(|e| Error::NoAdapter(e.to_string()))
@@ -229,7 +245,11 @@ impl Kernels {
 
     /// Wraps a device the caller opened. Capabilities are read from the device's
     /// features and limits (what was actually granted) and the adapter's info.
-    pub fn from_device(adapter: &wgpu::Adapter, device: wgpu::Device, queue: wgpu::Queue) -> Result<Kernels> {
+    pub fn from_device(
+        adapter: &wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+    ) -> Result<Kernels> {
         let info = adapter.get_info();
         let features = device.features();
         let limits = device.limits();
@@ -324,7 +344,11 @@ impl Kernels {
     fn check_size(&self, bytes: u64) -> Result<()> {
         let c = &self.inner.caps;
         if bytes > c.max_buffer {
-            return Err(Error::BufferTooLarge { bytes, limit: c.max_buffer, what: "max_buffer_size" });
+            return Err(Error::BufferTooLarge {
+                bytes,
+                limit: c.max_buffer,
+                what: "max_buffer_size",
+            });
         }
         if bytes > c.max_storage_binding {
             return Err(Error::BufferTooLarge {
@@ -345,7 +369,9 @@ impl Kernels {
         Ok(self.inner.device.create_buffer(&wgpu::BufferDescriptor {
             label,
             size,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         }))
     }
@@ -357,11 +383,16 @@ impl Kernels {
         let buf = self.inner.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("wmx-kernels upload"),
             size,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: true,
         });
         {
-            let mut view = buf.slice(..).get_mapped_range_mut().map_err(|e| Error::Map(e.to_string()))?;
+            let mut view = buf
+                .slice(..)
+                .get_mapped_range_mut()
+                .map_err(|e| Error::Map(e.to_string()))?;
             view.slice(..bytes.len()).copy_from_slice(bytes);
         }
         buf.unmap();
@@ -371,7 +402,12 @@ impl Kernels {
     /// Reads `byte_len` bytes at `byte_offset` (any alignment): copies the enclosing
     /// 4-byte-aligned range into a staging buffer, maps it and slices. On native the
     /// device is polled; in the browser the map callback is awaited.
-    pub async fn read(&self, buffer: &wgpu::Buffer, byte_offset: u64, byte_len: u64) -> Result<Vec<u8>> {
+    pub async fn read(
+        &self,
+        buffer: &wgpu::Buffer,
+        byte_offset: u64,
+        byte_len: u64,
+    ) -> Result<Vec<u8>> {
         if byte_len == 0 {
             return Ok(Vec::new());
         }
@@ -394,7 +430,9 @@ impl Kernels {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wmx-kernels read") });
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("wmx-kernels read"),
+        });
         enc.copy_buffer_to_buffer(buffer, start, &staging, 0, size);
         self.inner.queue.submit([enc.finish()]);
         let (tx, rx) = futures::channel::oneshot::channel();
@@ -402,12 +440,16 @@ impl Kernels {
             let _ = tx.send(r);
         });
         #[cfg(not(target_arch = "wasm32"))]
-        dev.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| Error::Map(e.to_string()))?;
+        dev.poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Map(e.to_string()))?;
         rx.await
             .map_err(|_| Error::Map("map callback dropped".into()))?
             .map_err(|e| Error::Map(e.to_string()))?;
         let out = {
-            let view = staging.slice(..).get_mapped_range().map_err(|e| Error::Map(e.to_string()))?;
+            let view = staging
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| Error::Map(e.to_string()))?;
             let s = (byte_offset - start) as usize;
             view[s..s + byte_len as usize].to_vec()
         };
@@ -417,7 +459,12 @@ impl Kernels {
 
     /// Blocking [`Kernels::read`].
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn read_blocking(&self, buffer: &wgpu::Buffer, byte_offset: u64, byte_len: u64) -> Result<Vec<u8>> {
+    pub fn read_blocking(
+        &self,
+        buffer: &wgpu::Buffer,
+        byte_offset: u64,
+        byte_len: u64,
+    ) -> Result<Vec<u8>> {
         pollster::block_on(self.read(buffer, byte_offset, byte_len))
     }
 
@@ -446,10 +493,12 @@ impl Kernels {
                 for i in 0..inputs {
                     entries.push(entry(2 + i as u32, true));
                 }
-                self.inner.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                    label: Some("wmx-kernels"),
-                    entries: &entries,
-                })
+                self.inner
+                    .device
+                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                        label: Some("wmx-kernels"),
+                        entries: &entries,
+                    })
             })
             .clone()
     }
@@ -461,7 +510,10 @@ impl Kernels {
         }
         let src = compose(spec)?;
         let dev = &self.inner.device;
-        let label = format!("{:?}:{}:{:?}->{}:{:?}", spec.family, spec.op, spec.inputs, spec.output, spec.variant);
+        let label = format!(
+            "{:?}:{}:{:?}->{}:{:?}",
+            spec.family, spec.op, spec.inputs, spec.output, spec.variant
+        );
         #[cfg(not(target_arch = "wasm32"))]
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
         // SAFETY: every kernel bounds its accesses itself: loops stop at the element
@@ -499,7 +551,11 @@ impl Kernels {
             return Err(Error::Validation(format!("{label}: {e}")));
         }
         let p = Arc::new(Pipe { pipeline, layout });
-        self.inner.pipelines.lock().unwrap().insert(spec.clone(), p.clone());
+        self.inner
+            .pipelines
+            .lock()
+            .unwrap()
+            .insert(spec.clone(), p.clone());
         Ok(p)
     }
 
@@ -517,9 +573,18 @@ impl Kernels {
             }
         }
         // Grow geometrically; earlier batches keep the old buffer alive.
-        let size = bytes.max(1024).next_power_of_two().min(self.inner.caps.max_storage_binding.min(self.inner.caps.max_buffer));
+        let size = bytes.max(1024).next_power_of_two().min(
+            self.inner
+                .caps
+                .max_storage_binding
+                .min(self.inner.caps.max_buffer),
+        );
         if size < bytes {
-            return Err(Error::BufferTooLarge { bytes, limit: size, what: "reduction scratch buffer" });
+            return Err(Error::BufferTooLarge {
+                bytes,
+                limit: size,
+                what: "reduction scratch buffer",
+            });
         }
         let b = self.create_buffer(size, Some("wmx-kernels scratch"))?;
         s[which] = Some(b.clone());
@@ -549,14 +614,21 @@ impl Kernels {
     ) -> Result<()> {
         let pipe = self.pipeline(spec)?;
         let groups = self.grid(groups);
-        b.dispatches.push(Dispatch { pipe, buffers, params, groups });
+        b.dispatches.push(Dispatch {
+            pipe,
+            buffers,
+            params,
+            groups,
+        });
         Ok(())
     }
 
     /// Encodes and submits a batch: one params buffer, one compute pass, one submit.
     pub fn submit(&self, batch: Batch) -> Result<wgpu::SubmissionIndex> {
         let dev = &self.inner.device;
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wmx-kernels") });
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("wmx-kernels"),
+        });
         #[cfg(not(target_arch = "wasm32"))]
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
         self.encode(batch, &mut enc)?;
@@ -589,7 +661,10 @@ impl Kernels {
             mapped_at_creation: true,
         });
         {
-            let mut view = params.slice(..).get_mapped_range_mut().map_err(|e| Error::Map(e.to_string()))?;
+            let mut view = params
+                .slice(..)
+                .get_mapped_range_mut()
+                .map_err(|e| Error::Map(e.to_string()))?;
             for (d, off) in batch.dispatches.iter().zip(&offsets) {
                 let bytes: &[u8] = bytemuck::cast_slice(&d.params);
                 view.slice(*off..*off + bytes.len()).copy_from_slice(bytes);
@@ -610,7 +685,10 @@ impl Kernels {
                     }),
                 }];
                 for (i, buf) in d.buffers.iter().enumerate() {
-                    entries.push(wgpu::BindGroupEntry { binding: 1 + i as u32, resource: buf.as_entire_binding() });
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: 1 + i as u32,
+                        resource: buf.as_entire_binding(),
+                    });
                 }
                 dev.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: None,

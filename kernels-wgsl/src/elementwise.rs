@@ -21,7 +21,10 @@ impl Kernels {
     pub fn unary(&self, b: &mut Batch, op: &str, x: &Strided, out: &Contig) -> Result<()> {
         let op = ops::lookup(UNARY_OPS, "unary", op)?;
         if !ops::unary_op_supports(op, x.dtype) {
-            return Err(Error::OpNotDefined { op: op.into(), dtype: x.dtype.name() });
+            return Err(Error::OpNotDefined {
+                op: op.into(),
+                dtype: x.dtype.name(),
+            });
         }
         self.elementwise(b, Family::Unary, op, &[x], out, [0, 0])
     }
@@ -29,16 +32,33 @@ impl Kernels {
     /// `out = op(a, bb)` for a binary op from [`crate::BINARY_OPS`]. Both inputs have
     /// the same dtype and `out`'s shape (broadcast via zero strides). Output dtype:
     /// bool for comparisons and logical ops, else the input dtype.
-    pub fn binary(&self, b: &mut Batch, op: &str, a: &Strided, bb: &Strided, out: &Contig) -> Result<()> {
+    pub fn binary(
+        &self,
+        b: &mut Batch,
+        op: &str,
+        a: &Strided,
+        bb: &Strided,
+        out: &Contig,
+    ) -> Result<()> {
         let op = ops::lookup(BINARY_OPS, "binary", op)?;
         if !ops::binary_op_supports(op, a.dtype) {
-            return Err(Error::OpNotDefined { op: op.into(), dtype: a.dtype.name() });
+            return Err(Error::OpNotDefined {
+                op: op.into(),
+                dtype: a.dtype.name(),
+            });
         }
         self.elementwise(b, Family::Binary, op, &[a, bb], out, [0, 0])
     }
 
     /// `out = cond ? x : y`; `cond` is bool, `x`, `y` and `out` share a dtype.
-    pub fn select(&self, b: &mut Batch, cond: &Strided, x: &Strided, y: &Strided, out: &Contig) -> Result<()> {
+    pub fn select(
+        &self,
+        b: &mut Batch,
+        cond: &Strided,
+        x: &Strided,
+        y: &Strided,
+        out: &Contig,
+    ) -> Result<()> {
         self.elementwise(b, Family::Select, "select", &[cond, x, y], out, [0, 0])
     }
 
@@ -49,9 +69,20 @@ impl Kernels {
     }
 
     /// `out = alpha * x + beta * y` in one pass (float dtypes; computed in f32).
-    pub fn axpby(&self, b: &mut Batch, x: &Strided, y: &Strided, alpha: f64, beta: f64, out: &Contig) -> Result<()> {
+    pub fn axpby(
+        &self,
+        b: &mut Batch,
+        x: &Strided,
+        y: &Strided,
+        alpha: f64,
+        beta: f64,
+        out: &Contig,
+    ) -> Result<()> {
         if !x.dtype.is_float() {
-            return Err(Error::OpNotDefined { op: "axpby".into(), dtype: x.dtype.name() });
+            return Err(Error::OpNotDefined {
+                op: "axpby".into(),
+                dtype: x.dtype.name(),
+            });
         }
         let s = [(alpha as f32).to_bits(), (beta as f32).to_bits()];
         self.elementwise(b, Family::Axpby, "axpby", &[x, y], out, s)
@@ -71,7 +102,7 @@ impl Kernels {
             2 => bits | (bits << 16),
             _ => bits,
         };
-        self.output_only(b, Family::Fill, out, [pattern, 0])
+        self.output_only(b, Family::Fill, out, [pattern, 0], 0)
     }
 
     /// `out[i] = start + i * step`: in f32 for float outputs (then rounded to the
@@ -83,15 +114,24 @@ impl Kernels {
         if out.numel() == 0 {
             return Ok(());
         }
-        let s = if out.dtype.is_float() {
-            [(start as f32).to_bits(), (step as f32).to_bits()]
+        let (s, lo) = if out.dtype.is_float() {
+            let hi = step as f32;
+            let lo = (step - hi as f64) as f32;
+            ([(start as f32).to_bits(), hi.to_bits()], lo.to_bits())
         } else {
-            [(start as i64) as u32, (step as i64) as u32]
+            ([(start as i64) as u32, (step as i64) as u32], 0)
         };
-        self.output_only(b, Family::Arange, out, s)
+        self.output_only(b, Family::Arange, out, s, lo)
     }
 
-    fn output_only(&self, b: &mut Batch, family: Family, out: &Contig, s: [u32; 2]) -> Result<()> {
+    fn output_only(
+        &self,
+        b: &mut Batch,
+        family: Family,
+        out: &Contig,
+        s: [u32; 2],
+        extra: u32,
+    ) -> Result<()> {
         let n = out.numel();
         let blk = 4 * out.dtype.epw();
         let nv = n.div_ceil(blk) as u64;
@@ -105,14 +145,18 @@ impl Kernels {
         }
         let spec = ModuleSpec {
             family,
-            op: if family == Family::Fill { "fill" } else { "arange" },
+            op: if family == Family::Fill {
+                "fill"
+            } else {
+                "arange"
+            },
             inputs: vec![],
             output: out.dtype,
             variant: Variant::Contig([InputMode::Scalar; 3]),
             alias: 0,
             target: self.inner.target,
         };
-        let params = vec![n as u32, 0, s[0], s[1]];
+        let params = vec![n as u32, extra, s[0], s[1]];
         let groups = nv.div_ceil(self.wg() as u64).min(MAX_GROUPS);
         self.record(b, &spec, vec![out.buffer.clone()], params, groups)
     }
@@ -171,7 +215,11 @@ impl Kernels {
                 InputMode::Scalar
             } else if contiguous {
                 let aligned = x.offset % (4 * x.dtype.epw()) == 0;
-                if aligned && x.dtype.log_epw() == od.log_epw() { InputMode::Vec4 } else { InputMode::Elem }
+                if aligned && x.dtype.log_epw() == od.log_epw() {
+                    InputMode::Vec4
+                } else {
+                    InputMode::Elem
+                }
             } else {
                 contig_ok = false;
                 InputMode::Elem
@@ -184,7 +232,8 @@ impl Kernels {
             if x.buffer == out.buffer {
                 // In place: only element i of the input may feed element i of the output,
                 // read by the invocation that writes it.
-                let same_place = !scalar && contiguous && x.offset == 0 && x.dtype.size() == od.size();
+                let same_place =
+                    !scalar && contiguous && x.offset == 0 && x.dtype.size() == od.size();
                 if !same_place {
                     return Err(Error::Shape(format!(
                         "{family:?} '{op}': an input shares the output buffer but is not the same \
@@ -199,7 +248,11 @@ impl Kernels {
                 "{family:?} '{op}': in-place operation needs 16-byte padded buffers"
             )));
         }
-        let variant = if contig_ok { Variant::Contig(modes) } else { Variant::General };
+        let variant = if contig_ok {
+            Variant::Contig(modes)
+        } else {
+            Variant::General
+        };
         let spec = self.spec(family, op, spec_dtypes, od, variant, alias);
         let mut params = vec![n as u32, 0, s[0], s[1], 0, 0, 0];
         for (k, x) in inputs.iter().enumerate() {
@@ -217,7 +270,11 @@ impl Kernels {
         };
         let mut buffers = vec![out.buffer.clone()];
         for (k, x) in inputs.iter().enumerate() {
-            buffers.push(if alias & (1 << k) != 0 { self.inner.dummy.clone() } else { x.buffer.clone() });
+            buffers.push(if alias & (1 << k) != 0 {
+                self.inner.dummy.clone()
+            } else {
+                x.buffer.clone()
+            });
         }
         let groups = items.div_ceil(self.wg() as u64).min(MAX_GROUPS);
         self.record(b, &spec, buffers, params, groups)
@@ -232,17 +289,41 @@ impl Kernels {
         variant: Variant,
         alias: u8,
     ) -> ModuleSpec {
-        ModuleSpec { family, op, inputs, output, variant, alias, target: self.inner.target }
+        ModuleSpec {
+            family,
+            op,
+            inputs,
+            output,
+            variant,
+            alias,
+            target: self.inner.target,
+        }
     }
 }
 
 /// Storage bits of `value` cast to `dtype` (float → int truncates and saturates, NaN
 /// → 0; to bool: nonzero; to f16/bf16: round to nearest even).
+/// `x` rounded to f32 with ties and inexact results sent to the odd neighbour, so
+/// a second rounding to f16/bf16 gives the correctly rounded result (`half`'s
+/// `from_f64` rounds through f32 the usual way, twice).
+fn f32_round_to_odd(x: f64) -> f32 {
+    let r = x as f32;
+    if !x.is_finite() || r as f64 == x {
+        return r;
+    }
+    let toward_zero = if (r as f64).abs() > x.abs() {
+        f32::from_bits(r.to_bits() - 1)
+    } else {
+        r
+    };
+    f32::from_bits(toward_zero.to_bits() | 1)
+}
+
 pub(crate) fn scalar_bits(value: f64, dtype: DType) -> u32 {
     match dtype {
         DType::F32 => (value as f32).to_bits(),
-        DType::F16 => half::f16::from_f64(value).to_bits() as u32,
-        DType::BF16 => half::bf16::from_f64(value).to_bits() as u32,
+        DType::F16 => half::f16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
+        DType::BF16 => half::bf16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
         DType::I32 => (value as i32) as u32,
         DType::U32 => value as u32,
         DType::U8 => value as u8 as u32,

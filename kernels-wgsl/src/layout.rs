@@ -82,7 +82,10 @@ pub(crate) fn collapse(shape: &[usize], strides: &[&[isize]]) -> (Vec<usize>, Ve
             continue;
         }
         let merge = !sh.is_empty()
-            && strides.iter().zip(&st).all(|(s, out)| out[out.len() - 1] == s[d] * shape[d] as isize);
+            && strides
+                .iter()
+                .zip(&st)
+                .all(|(s, out)| out[out.len() - 1] == s[d] * shape[d] as isize);
         if merge {
             let last = sh.len() - 1;
             sh[last] *= shape[d];

@@ -63,16 +63,26 @@ pub const REDUCE_OPS: &[&str] = &["sum", "prod", "max", "min", "all", "any"];
 /// Arg-reduction op names ([`crate::Kernels::arg_reduce`]); the output is `u32`.
 pub const ARG_REDUCE_OPS: &[&str] = &["argmax", "argmin"];
 
-pub(crate) fn lookup(table: &[&'static str], family: &'static str, op: &str) -> Result<&'static str> {
+pub(crate) fn lookup(
+    table: &[&'static str],
+    family: &'static str,
+    op: &str,
+) -> Result<&'static str> {
     table
         .iter()
         .copied()
         .find(|o| *o == op)
-        .ok_or_else(|| Error::UnknownOp { family, op: op.to_string() })
+        .ok_or_else(|| Error::UnknownOp {
+            family,
+            op: op.to_string(),
+        })
 }
 
 fn is_comparison(op: &str) -> bool {
-    matches!(op, "equal" | "not_equal" | "less" | "less_equal" | "greater" | "greater_equal")
+    matches!(
+        op,
+        "equal" | "not_equal" | "less" | "less_equal" | "greater" | "greater_equal"
+    )
 }
 
 /// True when the binary op's output is bool rather than the input dtype.
@@ -181,11 +191,13 @@ pub(crate) fn cast_expr(from: DType, to: DType) -> String {
         (Ct::F32, U32) => "f2u(a)",
         (Ct::F32, U8) => "min(f2u(a), 255u)",
         (Ct::F32, Bool) => "select(0u, 1u, nz_f(a))",
-        (Ct::I32, F32 | F16 | BF16) => "f32(a)",
+        (Ct::I32, F32) => "f32(a)",
+        (Ct::I32, F16 | BF16) => "i2f_odd(a)",
         (Ct::I32, I32) => "a",
         (Ct::I32, U32 | U8) => "bitcast<u32>(a)",
         (Ct::I32, Bool) => "select(0u, 1u, a != 0i)",
-        (Ct::U32, F32 | F16 | BF16) => "f32(a)",
+        (Ct::U32, F32) => "f32(a)",
+        (Ct::U32, F16 | BF16) => "u2f_odd(a)",
         (Ct::U32, I32) => "bitcast<i32>(a)",
         (Ct::U32, U32 | U8) => "a",
         (Ct::U32, Bool) => "select(0u, 1u, a != 0u)",

@@ -35,8 +35,14 @@ struct Plan {
 impl Plan {
     fn new(x: &Strided, reduced: &[bool]) -> Plan {
         let pick = |want: bool| -> (Vec<usize>, Vec<isize>) {
-            let sh: Vec<usize> = (0..x.shape.len()).filter(|d| reduced[*d] == want).map(|d| x.shape[d]).collect();
-            let st: Vec<isize> = (0..x.shape.len()).filter(|d| reduced[*d] == want).map(|d| x.strides[d]).collect();
+            let sh: Vec<usize> = (0..x.shape.len())
+                .filter(|d| reduced[*d] == want)
+                .map(|d| x.shape[d])
+                .collect();
+            let st: Vec<isize> = (0..x.shape.len())
+                .filter(|d| reduced[*d] == want)
+                .map(|d| x.strides[d])
+                .collect();
             let (sh, mut st) = collapse(&sh, &[&st]);
             (sh, st.pop().unwrap_or_default())
         };
@@ -54,7 +60,12 @@ impl Plan {
 
     /// Row kernel when reduced elements are closer together than neighbouring outputs.
     fn rows(&self) -> bool {
-        let min = |s: &[isize]| s.iter().map(|v| v.unsigned_abs()).min().unwrap_or(usize::MAX);
+        let min = |s: &[isize]| {
+            s.iter()
+                .map(|v| v.unsigned_abs())
+                .min()
+                .unwrap_or(usize::MAX)
+        };
         self.k == 1 || (self.r >= 16 && min(&self.stride_r) < min(&self.stride_k))
     }
 
@@ -83,7 +94,14 @@ impl Kernels {
     /// must equal their product) and has the dtype given by
     /// [`crate::reduce_output_dtype`]. Empty reductions give 0 (sum), 1 (prod), true
     /// (all), false (any); max/min of nothing is an error.
-    pub fn reduce(&self, b: &mut Batch, op: &str, x: &Strided, axes: &[usize], out: &Contig) -> Result<()> {
+    pub fn reduce(
+        &self,
+        b: &mut Batch,
+        op: &str,
+        x: &Strided,
+        axes: &[usize],
+        out: &Contig,
+    ) -> Result<()> {
         let op = ops::lookup(REDUCE_OPS, "reduce", op)?;
         self.check_dtype(x.dtype)?;
         let want = ops::reduce_output_dtype(op, x.dtype).expect("reduce op in table");
@@ -99,24 +117,45 @@ impl Kernels {
             return Ok(());
         }
         if plan.r == 0 && matches!(op, "max" | "min") {
-            return Err(Error::Shape(format!("reduce '{op}' over zero elements (shape {:?}, axes {axes:?})", x.shape)));
+            return Err(Error::Shape(format!(
+                "reduce '{op}' over zero elements (shape {:?}, axes {axes:?})",
+                x.shape
+            )));
         }
-        let acc = if matches!(op, "all" | "any") { DType::U32 } else { x.dtype.acc() };
+        let acc = if matches!(op, "all" | "any") {
+            DType::U32
+        } else {
+            x.dtype.acc()
+        };
         // Where the accumulators go: the output itself, or scratch 1 then a cast.
         let direct = out.dtype == acc;
-        let target = if direct { out.buffer.clone() } else { self.scratch(1, plan.k * 4)? };
-        let spec = |input: DType, variant| self.spec(Family::Reduce, op, vec![input], acc, variant, 0);
+        let target = if direct {
+            out.buffer.clone()
+        } else {
+            self.scratch(1, plan.k * 4)?
+        };
+        let spec =
+            |input: DType, variant| self.spec(Family::Reduce, op, vec![input], acc, variant, 0);
         if plan.rows() {
             let wg = self.wg() as u64;
             let mut s = 1;
             if plan.k < TARGET_GROUPS && plan.r > 2 * MIN_CHUNK.max(wg) {
-                s = TARGET_GROUPS.div_ceil(plan.k).min(plan.r.div_ceil(MIN_CHUNK)).max(1);
+                s = TARGET_GROUPS
+                    .div_ceil(plan.k)
+                    .min(plan.r.div_ceil(MIN_CHUNK))
+                    .max(1);
             }
-            let chunk = plan.r.div_ceil(s);
+            let chunk = plan.r.div_ceil(s).max(1);
             let s = plan.r.div_ceil(chunk).max(1);
             if s == 1 {
                 let params = plan.params(1, plan.r.max(1), x.offset, 0);
-                self.record(b, &spec(x.dtype, Variant::Rows), vec![target.clone(), x.buffer.clone()], params, plan.k)?;
+                self.record(
+                    b,
+                    &spec(x.dtype, Variant::Rows),
+                    vec![target.clone(), x.buffer.clone()],
+                    params,
+                    plan.k,
+                )?;
             } else {
                 let partial = self.scratch(0, plan.k * s * 4)?;
                 let params = plan.params(s, chunk, x.offset, 0);
@@ -137,7 +176,13 @@ impl Kernels {
                     stride_r: vec![1],
                 };
                 let params = second.params(1, s, 0, 0);
-                self.record(b, &spec(acc, Variant::Rows), vec![target.clone(), partial], params, plan.k)?;
+                self.record(
+                    b,
+                    &spec(acc, Variant::Rows),
+                    vec![target.clone(), partial],
+                    params,
+                    plan.k,
+                )?;
             }
         } else {
             let params = plan.params(1, plan.r, x.offset, 0);
@@ -151,8 +196,22 @@ impl Kernels {
         }
         if !direct {
             let shape = [plan.k as usize];
-            let src = Strided { buffer: &target, dtype: acc, shape: &shape, strides: &[1], offset: 0 };
-            self.copy(b, &src, &Contig { buffer: out.buffer, dtype: out.dtype, shape: &shape })?;
+            let src = Strided {
+                buffer: &target,
+                dtype: acc,
+                shape: &shape,
+                strides: &[1],
+                offset: 0,
+            };
+            self.copy(
+                b,
+                &src,
+                &Contig {
+                    buffer: out.buffer,
+                    dtype: out.dtype,
+                    shape: &shape,
+                },
+            )?;
         }
         Ok(())
     }
@@ -160,11 +219,21 @@ impl Kernels {
     /// Index (u32) of the largest (`argmax`) or smallest (`argmin`) element along
     /// `axis`; the first NaN if there is one, else the first extreme element. `out`
     /// holds the other dims in order, dtype `U32`.
-    pub fn arg_reduce(&self, b: &mut Batch, op: &str, x: &Strided, axis: usize, out: &Contig) -> Result<()> {
+    pub fn arg_reduce(
+        &self,
+        b: &mut Batch,
+        op: &str,
+        x: &Strided,
+        axis: usize,
+        out: &Contig,
+    ) -> Result<()> {
         let op = ops::lookup(ARG_REDUCE_OPS, "arg_reduce", op)?;
         self.check_dtype(x.dtype)?;
         if out.dtype != DType::U32 {
-            return Err(Error::Shape(format!("arg_reduce '{op}' writes u32, but the output is {}", out.dtype)));
+            return Err(Error::Shape(format!(
+                "arg_reduce '{op}' writes u32, but the output is {}",
+                out.dtype
+            )));
         }
         let reduced = axes_mask(x, &[axis])?;
         let mut plan = self.prepare(x, &reduced, out)?;
@@ -172,25 +241,43 @@ impl Kernels {
             return Ok(());
         }
         if x.shape[axis] == 0 {
-            return Err(Error::Shape(format!("arg_reduce '{op}' over an empty axis {axis} of {:?}", x.shape)));
+            return Err(Error::Shape(format!(
+                "arg_reduce '{op}' over an empty axis {axis} of {:?}",
+                x.shape
+            )));
         }
         // Keep the axis itself (even of size 1): the index counts along it.
         plan.shape_r = vec![x.shape[axis]];
         plan.stride_r = vec![x.strides[axis]];
         plan.r = x.shape[axis] as u64;
         let params = plan.params(1, plan.r, x.offset, 0);
-        let (variant, groups) = if plan.rows() { (Variant::Rows, plan.k) } else { (Variant::Cols, plan.k.div_ceil(TX)) };
+        let (variant, groups) = if plan.rows() {
+            (Variant::Rows, plan.k)
+        } else {
+            (Variant::Cols, plan.k.div_ceil(TX))
+        };
         let spec = self.spec(Family::ArgReduce, op, vec![x.dtype], DType::U32, variant, 0);
-        self.record(b, &spec, vec![out.buffer.clone(), x.buffer.clone()], params, groups)
+        self.record(
+            b,
+            &spec,
+            vec![out.buffer.clone(), x.buffer.clone()],
+            params,
+            groups,
+        )
     }
 
     fn prepare(&self, x: &Strided, reduced: &[bool], out: &Contig) -> Result<Plan> {
         check_view(x, "reduce input")?;
         check_out(out)?;
         if x.buffer == out.buffer {
-            return Err(Error::Shape("reduction output shares the input buffer".into()));
+            return Err(Error::Shape(
+                "reduction output shares the input buffer".into(),
+            ));
         }
-        let kept: usize = (0..x.shape.len()).filter(|d| !reduced[*d]).map(|d| x.shape[d]).product();
+        let kept: usize = (0..x.shape.len())
+            .filter(|d| !reduced[*d])
+            .map(|d| x.shape[d])
+            .product();
         if out.numel() != kept {
             return Err(Error::Shape(format!(
                 "reduction of {:?} keeps {kept} elements, output shape {:?} has {}",
@@ -205,7 +292,10 @@ impl Kernels {
 
 fn axes_mask(x: &Strided, axes: &[usize]) -> Result<Vec<bool>> {
     if x.shape.len() != x.strides.len() {
-        return Err(Error::Shape(format!("shape {:?} and strides {:?} differ in rank", x.shape, x.strides)));
+        return Err(Error::Shape(format!(
+            "shape {:?} and strides {:?} differ in rank",
+            x.shape, x.strides
+        )));
     }
     let mut m = vec![false; x.shape.len()];
     for (i, &a) in axes.iter().enumerate() {

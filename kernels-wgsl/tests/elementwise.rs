@@ -10,7 +10,10 @@
 
 mod common;
 use common::*;
-use wmx_kernels::{BINARY_OPS, Batch, Contig, DType, Error, Kernels, Strided, UNARY_OPS, binary_op_supports, unary_op_supports};
+use wmx_kernels::{
+    BINARY_OPS, Batch, Contig, DType, Error, Kernels, Strided, UNARY_OPS, binary_op_supports,
+    unary_op_supports,
+};
 
 const GUARD: u8 = 0xA5;
 
@@ -38,8 +41,14 @@ fn finish(k: &Kernels, batch: Batch, cases: Vec<Case>) {
         let all = k.read_blocking(&c.out, 0, c.out.size()).unwrap();
         let got = decode(&all[..n * c.dtype.size()], c.dtype);
         let skip = &c.skip;
-        assert_close(&c.label, &got, &c.want, c.atol, c.rtol, &|i| skip.get(i).copied().unwrap_or(false));
-        assert!(all[n * c.dtype.size()..].iter().all(|b| *b == GUARD), "{}: bytes past the output changed", c.label);
+        assert_close(&c.label, &got, &c.want, c.atol, c.rtol, &|i| {
+            skip.get(i).copied().unwrap_or(false)
+        });
+        assert!(
+            all[n * c.dtype.size()..].iter().all(|b| *b == GUARD),
+            "{}: bytes past the output changed",
+            c.label
+        );
     }
 }
 
@@ -53,14 +62,35 @@ struct Input {
 }
 
 impl Input {
-    fn new(k: &Kernels, rng: &mut Rng, d: DType, shape: &[usize], lay: Lay, data: Data, specials: bool) -> Input {
+    fn new(
+        k: &Kernels,
+        rng: &mut Rng,
+        d: DType,
+        shape: &[usize],
+        lay: Lay,
+        data: Data,
+        specials: bool,
+    ) -> Input {
         let (phys_len, strides, offset) = layout(lay, shape);
         let phys = random(rng, phys_len, d, data, specials);
         let vals = gather(&phys, shape, &strides, offset);
-        Input { buf: k.upload(&encode(&phys, d)).unwrap(), dtype: d, shape: shape.to_vec(), strides, offset, vals }
+        Input {
+            buf: k.upload(&encode(&phys, d)).unwrap(),
+            dtype: d,
+            shape: shape.to_vec(),
+            strides,
+            offset,
+            vals,
+        }
     }
     fn view(&self) -> Strided<'_> {
-        Strided { buffer: &self.buf, dtype: self.dtype, shape: &self.shape, strides: &self.strides, offset: self.offset }
+        Strided {
+            buffer: &self.buf,
+            dtype: self.dtype,
+            shape: &self.shape,
+            strides: &self.strides,
+            offset: self.offset,
+        }
     }
 }
 
@@ -75,7 +105,11 @@ const BIG: [usize; 2] = [(1 << 20) + 3, 65535 * 256 + 3];
 
 fn div_floor(a: i128, b: i128) -> i128 {
     let q = a / b;
-    if a % b != 0 && ((a < 0) != (b < 0)) { q - 1 } else { q }
+    if a % b != 0 && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
 }
 
 fn ref_binary(op: &str, d: DType, a: f64, b: f64) -> f64 {
@@ -103,15 +137,29 @@ fn ref_binary(op: &str, d: DType, a: f64, b: f64) -> f64 {
                     f64::NAN
                 } else {
                     let mut r = a % b;
-                    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+                    if r == 0.0 {
+                        r = 0.0f64.copysign(b);
+                    } else if (r < 0.0) != (b < 0.0) {
                         r += b;
                     }
                     r
                 }
             }
             "power" => a.powf(b),
-            "maximum" => if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) },
-            "minimum" => if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) },
+            "maximum" => {
+                if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else {
+                    a.max(b)
+                }
+            }
+            "minimum" => {
+                if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else {
+                    a.min(b)
+                }
+            }
             "arctan2" => a.atan2(b),
             _ => panic!("{op}"),
         };
@@ -122,7 +170,13 @@ fn ref_binary(op: &str, d: DType, a: f64, b: f64) -> f64 {
         "add" => x + y,
         "subtract" => x - y,
         "multiply" => x * y,
-        "floor_divide" => if y == 0 { 0 } else { div_floor(x, y) },
+        "floor_divide" => {
+            if y == 0 {
+                0
+            } else {
+                div_floor(x, y)
+            }
+        }
         "remainder" => {
             if y == 0 {
                 0
@@ -137,7 +191,13 @@ fn ref_binary(op: &str, d: DType, a: f64, b: f64) -> f64 {
         "power" => match d {
             DType::I32 if y < 0 => match x {
                 1 => 1,
-                -1 => if y % 2 != 0 { -1 } else { 1 },
+                -1 => {
+                    if y % 2 != 0 {
+                        -1
+                    } else {
+                        1
+                    }
+                }
                 _ => 0,
             },
             DType::I32 => (x as i32).wrapping_pow(y as u32) as i128,
@@ -153,13 +213,23 @@ fn ref_binary(op: &str, d: DType, a: f64, b: f64) -> f64 {
     wrap(r, d)
 }
 
-/// erf in f64: Taylor series (|x| < 6), else +-1.
+/// erf in f64: Taylor series below 3, asymptotic erfc series from 3 to 6, else +-1.
 fn erf64(x: f64) -> f64 {
     if x.is_nan() {
         return x;
     }
     if x.abs() >= 6.0 {
         return x.signum();
+    }
+    if x.abs() >= 3.0 {
+        let a = x.abs();
+        let (mut term, mut sum) = (1.0f64, 1.0f64);
+        for n in 1..12 {
+            term *= -((2 * n - 1) as f64) / (2.0 * a * a);
+            sum += term;
+        }
+        let erfc = (-a * a).exp() / (a * std::f64::consts::PI.sqrt()) * sum;
+        return x.signum() * (1.0 - erfc);
     }
     let z = x * x;
     let mut term = x;
@@ -198,7 +268,13 @@ fn ref_unary(op: &str, d: DType, a: f64) -> f64 {
     let r = match op {
         "negative" => -a,
         "abs" => a.abs(),
-        "sign" => if a.is_nan() || a == 0.0 { a } else { a.signum() },
+        "sign" => {
+            if a.is_nan() || a == 0.0 {
+                a
+            } else {
+                a.signum()
+            }
+        }
         "square" => a * a,
         "sqrt" => a.sqrt(),
         "rsqrt" => 1.0 / a.sqrt(),
@@ -228,8 +304,8 @@ fn tol(op: &str, d: DType) -> (f64, f64) {
     }
     let (a, r) = match op {
         "tan" => (1e-5, 1e-4),
-        "sin" | "cos" | "exp" | "expm1" | "log" | "log1p" | "log2" | "tanh" | "sigmoid" | "erf" | "power"
-        | "arctan2" | "sqrt" | "rsqrt" => (1e-6, 1e-5),
+        "sin" | "cos" | "exp" | "expm1" | "log" | "log1p" | "log2" | "tanh" | "sigmoid" | "erf"
+        | "power" | "arctan2" | "sqrt" | "rsqrt" => (1e-6, 1e-5),
         _ => (0.0, 0.0),
     };
     (a, r + ulp(d))
@@ -254,7 +330,17 @@ fn binary_cases(k: &Kernels, op: &str, d: DType, sizes: &[usize], lays: &[(Lay, 
     let mut rng = Rng(seed);
     let mut batch = Batch::new();
     let mut cases = Vec::new();
-    let od = if matches!(op, "equal" | "not_equal" | "less" | "less_equal" | "greater" | "greater_equal" | "logical_and" | "logical_or") {
+    let od = if matches!(
+        op,
+        "equal"
+            | "not_equal"
+            | "less"
+            | "less_equal"
+            | "greater"
+            | "greater_equal"
+            | "logical_and"
+            | "logical_or"
+    ) {
         DType::Bool
     } else {
         d
@@ -265,16 +351,47 @@ fn binary_cases(k: &Kernels, op: &str, d: DType, sizes: &[usize], lays: &[(Lay, 
             let a = Input::new(k, &mut rng, d, &shape, la, Data::Eighths, true);
             let b = Input::new(k, &mut rng, d, &shape, lb, Data::Eighths, true);
             let out = out_buffer(k, n, od);
-            k.binary(&mut batch, op, &a.view(), &b.view(), &Contig { buffer: &out, dtype: od, shape: &shape }).unwrap();
-            let want: Vec<f64> = a.vals.iter().zip(&b.vals).map(|(x, y)| ref_binary(op, d, *x, *y)).collect();
+            k.binary(
+                &mut batch,
+                op,
+                &a.view(),
+                &b.view(),
+                &Contig {
+                    buffer: &out,
+                    dtype: od,
+                    shape: &shape,
+                },
+            )
+            .unwrap();
+            let want: Vec<f64> = a
+                .vals
+                .iter()
+                .zip(&b.vals)
+                .map(|(x, y)| ref_binary(op, d, *x, *y))
+                .collect();
             let skip = a
                 .vals
                 .iter()
                 .zip(&b.vals)
-                .map(|(x, y)| op == "arctan2" && ((*x == 0.0 && *y == 0.0) || (x.is_infinite() && y.is_infinite())))
+                .map(|(x, y)| {
+                    op == "arctan2"
+                        && ((*x == 0.0 && *y == 0.0) || (x.is_infinite() && y.is_infinite()))
+                })
                 .collect();
-            let (atol, rtol) = if od == DType::Bool { (0.0, 0.0) } else { tol(op, d) };
-            cases.push(Case { label: format!("binary {op} {d} n={n} {la:?}/{lb:?}"), out, dtype: od, want, atol, rtol, skip });
+            let (atol, rtol) = if od == DType::Bool {
+                (0.0, 0.0)
+            } else {
+                tol(op, d)
+            };
+            cases.push(Case {
+                label: format!("binary {op} {d} n={n} {la:?}/{lb:?}"),
+                out,
+                dtype: od,
+                want,
+                atol,
+                rtol,
+                skip,
+            });
         }
     }
     finish(k, batch, cases);
@@ -308,36 +425,99 @@ fn binary_big_sizes() {
     let Some(k) = k() else { return };
     for d in DType::ALL {
         if k.supports(d) {
-            binary_cases(k, "add", d, &BIG[..1], &[(Lay::Contig, Lay::Contig), (Lay::Neg, Lay::Scalar)], 7);
+            let op = if d == DType::Bool {
+                "logical_or"
+            } else {
+                "add"
+            };
+            binary_cases(
+                k,
+                op,
+                d,
+                &BIG[..1],
+                &[(Lay::Contig, Lay::Contig), (Lay::Neg, Lay::Scalar)],
+                7,
+            );
         }
     }
-    binary_cases(k, "less", DType::F32, &BIG[..1], &[(Lay::Contig, Lay::Offset(1))], 8);
+    binary_cases(
+        k,
+        "less",
+        DType::F32,
+        &BIG[..1],
+        &[(Lay::Contig, Lay::Offset(1))],
+        8,
+    );
     // More than 65535 workgroups of the general kernel: a 2-D grid.
-    binary_cases(k, "multiply", DType::F32, &BIG[1..], &[(Lay::Neg, Lay::Contig)], 9);
+    binary_cases(
+        k,
+        "multiply",
+        DType::F32,
+        &BIG[1..],
+        &[(Lay::Neg, Lay::Contig)],
+        9,
+    );
 }
 
 // ---------------------------------------------------------------- unary
 
-fn unary_cases(k: &Kernels, op: &str, d: DType, sizes: &[usize], lays: &[Lay], data: Data, seed: u64) {
+fn unary_cases(
+    k: &Kernels,
+    op: &str,
+    d: DType,
+    sizes: &[usize],
+    lays: &[Lay],
+    data: Data,
+    seed: u64,
+) {
     let mut rng = Rng(seed);
     let mut batch = Batch::new();
     let mut cases = Vec::new();
-    let od = if matches!(op, "logical_not" | "isnan" | "isinf") { DType::Bool } else { d };
+    let od = if matches!(op, "logical_not" | "isnan" | "isinf") {
+        DType::Bool
+    } else {
+        d
+    };
     for &n in sizes {
         let shape = shape_for(n);
         for &la in lays {
             let a = Input::new(k, &mut rng, d, &shape, la, data, true);
             let out = out_buffer(k, n, od);
-            k.unary(&mut batch, op, &a.view(), &Contig { buffer: &out, dtype: od, shape: &shape }).unwrap();
+            k.unary(
+                &mut batch,
+                op,
+                &a.view(),
+                &Contig {
+                    buffer: &out,
+                    dtype: od,
+                    shape: &shape,
+                },
+            )
+            .unwrap();
             let want = a.vals.iter().map(|x| ref_unary(op, d, *x)).collect();
             let (atol, rtol) = tol(op, od);
-            cases.push(Case { label: format!("unary {op} {d} n={n} {la:?} {data:?}"), out, dtype: od, want, atol, rtol, skip: vec![] });
+            cases.push(Case {
+                label: format!("unary {op} {d} n={n} {la:?} {data:?}"),
+                out,
+                dtype: od,
+                want,
+                atol,
+                rtol,
+                skip: vec![],
+            });
         }
     }
     finish(k, batch, cases);
 }
 
-const UNARY_LAYS: [Lay; 6] = [Lay::Contig, Lay::Scalar, Lay::Offset(5), Lay::Neg, Lay::Trans, Lay::BcastRow];
+const UNARY_LAYS: [Lay; 6] = [
+    Lay::Contig,
+    Lay::Scalar,
+    Lay::Offset(5),
+    Lay::Neg,
+    Lay::Trans,
+    Lay::BcastRow,
+];
 
 #[test]
 fn unary_all_ops_all_dtypes() {
@@ -345,7 +525,15 @@ fn unary_all_ops_all_dtypes() {
     for (i, op) in UNARY_OPS.iter().enumerate() {
         for d in DType::ALL {
             if unary_op_supports(op, d) && k.supports(d) {
-                unary_cases(k, op, d, &SMALL, &UNARY_LAYS, unary_data(op), 2000 + i as u64);
+                unary_cases(
+                    k,
+                    op,
+                    d,
+                    &SMALL,
+                    &UNARY_LAYS,
+                    unary_data(op),
+                    2000 + i as u64,
+                );
             }
         }
     }
@@ -356,7 +544,15 @@ fn unary_all_ops_all_dtypes() {
 fn unary_near_zero_accuracy() {
     let Some(k) = k() else { return };
     for op in ["expm1", "log1p", "erf", "tanh", "sin", "sigmoid"] {
-        unary_cases(k, op, DType::F32, &[1000], &[Lay::Contig], Data::Range(-1e-3, 1e-3), 5);
+        unary_cases(
+            k,
+            op,
+            DType::F32,
+            &[1000],
+            &[Lay::Contig],
+            Data::Range(-1e-3, 1e-3),
+            5,
+        );
     }
 }
 
@@ -365,17 +561,42 @@ fn unary_big_sizes() {
     let Some(k) = k() else { return };
     for d in DType::ALL {
         if k.supports(d) {
-            let op = if d == DType::Bool { "logical_not" } else { "abs" };
-            unary_cases(k, op, d, &BIG[..1], &[Lay::Contig, Lay::Trans], Data::Eighths, 3);
+            let op = if d == DType::Bool {
+                "logical_not"
+            } else {
+                "abs"
+            };
+            unary_cases(
+                k,
+                op,
+                d,
+                &BIG[..1],
+                &[Lay::Contig, Lay::Trans],
+                Data::Eighths,
+                3,
+            );
         }
     }
-    unary_cases(k, "exp", DType::F32, &BIG[..1], &[Lay::Offset(1)], Data::Range(-5.0, 5.0), 4);
+    unary_cases(
+        k,
+        "exp",
+        DType::F32,
+        &BIG[..1],
+        &[Lay::Offset(1)],
+        Data::Range(-5.0, 5.0),
+        4,
+    );
 }
 
 // ---------------------------------------------------------------- copy / cast
 
-fn cast_ref(x: f64, to: DType) -> f64 {
-    round_to(x, to)
+/// Cast rules: integers to narrower integers wrap; floats truncate and saturate.
+fn cast_ref(x: f64, from: DType, to: DType) -> f64 {
+    if !from.is_float() && !to.is_float() {
+        wrap(x as i128, to)
+    } else {
+        round_to(x, to)
+    }
 }
 
 fn copy_cases(k: &Kernels, from: DType, to: DType, sizes: &[usize], lays: &[Lay], seed: u64) {
@@ -386,14 +607,39 @@ fn copy_cases(k: &Kernels, from: DType, to: DType, sizes: &[usize], lays: &[Lay]
         let shape = shape_for(n);
         for &la in lays {
             // Wide float data exercises saturation (float -> int) and overflow (-> f16).
-            let data = if to.is_float() { Data::Eighths } else { Data::Range(-1e10, 1e10) };
+            let data = if to.is_float() {
+                Data::Eighths
+            } else {
+                Data::Range(-1e10, 1e10)
+            };
             let a = Input::new(k, &mut rng, from, &shape, la, data, true);
             let out = out_buffer(k, n, to);
-            k.copy(&mut batch, &a.view(), &Contig { buffer: &out, dtype: to, shape: &shape }).unwrap();
-            let want = a.vals.iter().map(|x| cast_ref(*x, to)).collect();
+            k.copy(
+                &mut batch,
+                &a.view(),
+                &Contig {
+                    buffer: &out,
+                    dtype: to,
+                    shape: &shape,
+                },
+            )
+            .unwrap();
+            let want = a.vals.iter().map(|x| cast_ref(*x, from, to)).collect();
             // Integers above 2^24 reach bf16 through f32 (two roundings): one ulp.
-            let rtol = if to == DType::BF16 && !from.is_float() { ulp(to) } else { 0.0 };
-            cases.push(Case { label: format!("copy {from}->{to} n={n} {la:?}"), out, dtype: to, want, atol: 0.0, rtol, skip: vec![] });
+            let rtol = if to == DType::BF16 && !from.is_float() {
+                ulp(to)
+            } else {
+                0.0
+            };
+            cases.push(Case {
+                label: format!("copy {from}->{to} n={n} {la:?}"),
+                out,
+                dtype: to,
+                want,
+                atol: 0.0,
+                rtol,
+                skip: vec![],
+            });
         }
     }
     finish(k, batch, cases);
@@ -405,7 +651,20 @@ fn copy_all_dtype_pairs() {
     for (i, from) in DType::ALL.iter().enumerate() {
         for (j, to) in DType::ALL.iter().enumerate() {
             if k.supports(*from) && k.supports(*to) {
-                copy_cases(k, *from, *to, &SMALL, &[Lay::Contig, Lay::Offset(7), Lay::Trans, Lay::Neg, Lay::Scalar], (i * 10 + j) as u64);
+                copy_cases(
+                    k,
+                    *from,
+                    *to,
+                    &SMALL,
+                    &[
+                        Lay::Contig,
+                        Lay::Offset(7),
+                        Lay::Trans,
+                        Lay::Neg,
+                        Lay::Scalar,
+                    ],
+                    (i * 10 + j) as u64,
+                );
             }
         }
     }
@@ -435,10 +694,28 @@ fn copy_keeps_nan_bits() {
         }
         let out = k.create_buffer(8, None).unwrap();
         let mut b = Batch::new();
-        let x = Strided { buffer: &src, dtype: d, shape: &[4], strides: &[1], offset: 0 };
-        k.copy(&mut b, &x, &Contig { buffer: &out, dtype: d, shape: &[4] }).unwrap();
+        let x = Strided {
+            buffer: &src,
+            dtype: d,
+            shape: &[4],
+            strides: &[1],
+            offset: 0,
+        };
+        k.copy(
+            &mut b,
+            &x,
+            &Contig {
+                buffer: &out,
+                dtype: d,
+                shape: &[4],
+            },
+        )
+        .unwrap();
         k.submit(b).unwrap();
-        assert_eq!(k.read_blocking(&out, 0, 8).unwrap(), bytemuck::cast_slice::<u16, u8>(&bits));
+        assert_eq!(
+            k.read_blocking(&out, 0, 8).unwrap(),
+            bytemuck::cast_slice::<u16, u8>(&bits)
+        );
     }
 }
 
@@ -454,7 +731,15 @@ fn select_all_dtypes() {
         let mut rng = Rng(21);
         let mut batch = Batch::new();
         let mut cases = Vec::new();
-        let sizes: Vec<usize> = SMALL.iter().copied().chain(if d == DType::F32 { vec![BIG[0]] } else { vec![] }).collect();
+        let sizes: Vec<usize> = SMALL
+            .iter()
+            .copied()
+            .chain(if d == DType::F32 {
+                vec![BIG[0]]
+            } else {
+                vec![]
+            })
+            .collect();
         for n in sizes {
             let shape = shape_for(n);
             for (lc, lx, ly) in [
@@ -467,9 +752,36 @@ fn select_all_dtypes() {
                 let x = Input::new(k, &mut rng, d, &shape, lx, Data::Eighths, true);
                 let y = Input::new(k, &mut rng, d, &shape, ly, Data::Eighths, true);
                 let out = out_buffer(k, n, d);
-                k.select(&mut batch, &c.view(), &x.view(), &y.view(), &Contig { buffer: &out, dtype: d, shape: &shape }).unwrap();
-                let want = (0..n).map(|i| if c.vals[i] != 0.0 { x.vals[i] } else { y.vals[i] }).collect();
-                cases.push(Case { label: format!("select {d} n={n} {lc:?}"), out, dtype: d, want, atol: 0.0, rtol: 0.0, skip: vec![] });
+                k.select(
+                    &mut batch,
+                    &c.view(),
+                    &x.view(),
+                    &y.view(),
+                    &Contig {
+                        buffer: &out,
+                        dtype: d,
+                        shape: &shape,
+                    },
+                )
+                .unwrap();
+                let want = (0..n)
+                    .map(|i| {
+                        if c.vals[i] != 0.0 {
+                            x.vals[i]
+                        } else {
+                            y.vals[i]
+                        }
+                    })
+                    .collect();
+                cases.push(Case {
+                    label: format!("select {d} n={n} {lc:?}"),
+                    out,
+                    dtype: d,
+                    want,
+                    atol: 0.0,
+                    rtol: 0.0,
+                    skip: vec![],
+                });
             }
         }
         finish(k, batch, cases);
@@ -488,12 +800,43 @@ fn fill_and_arange_all_dtypes() {
         for n in [0usize, 1, 3, 5, 17, 1000, BIG[0]] {
             for v in [2.5, -3.75, 1e10, f64::NAN] {
                 let out = out_buffer(k, n, d);
-                k.fill(&mut batch, &Contig { buffer: &out, dtype: d, shape: &[n] }, v).unwrap();
-                cases.push(Case { label: format!("fill {d} {v} n={n}"), out, dtype: d, want: vec![round_to(v, d); n], atol: 0.0, rtol: 0.0, skip: vec![] });
+                k.fill(
+                    &mut batch,
+                    &Contig {
+                        buffer: &out,
+                        dtype: d,
+                        shape: &[n],
+                    },
+                    v,
+                )
+                .unwrap();
+                cases.push(Case {
+                    label: format!("fill {d} {v} n={n}"),
+                    out,
+                    dtype: d,
+                    want: vec![round_to(v, d); n],
+                    atol: 0.0,
+                    rtol: 0.0,
+                    skip: vec![],
+                });
             }
-            let (start, step) = if d == DType::Bool { (-2.0, 1.0) } else { (3.0, 2.0) };
+            let (start, step) = if d == DType::Bool {
+                (-2.0, 1.0)
+            } else {
+                (3.0, 2.0)
+            };
             let out = out_buffer(k, n, d);
-            k.arange(&mut batch, &Contig { buffer: &out, dtype: d, shape: &[n] }, start, step).unwrap();
+            k.arange(
+                &mut batch,
+                &Contig {
+                    buffer: &out,
+                    dtype: d,
+                    shape: &[n],
+                },
+                start,
+                step,
+            )
+            .unwrap();
             let want = (0..n)
                 .map(|i| {
                     if d.is_float() {
@@ -504,7 +847,15 @@ fn fill_and_arange_all_dtypes() {
                 })
                 .collect();
             let rtol = if d.is_float() { ulp(d) + 2e-7 } else { 0.0 };
-            cases.push(Case { label: format!("arange {d} n={n}"), out, dtype: d, want, atol: 0.0, rtol, skip: vec![] });
+            cases.push(Case {
+                label: format!("arange {d} n={n}"),
+                out,
+                dtype: d,
+                want,
+                atol: 0.0,
+                rtol,
+                skip: vec![],
+            });
         }
         finish(k, batch, cases);
     }
@@ -523,13 +874,39 @@ fn axpby_float_dtypes() {
         let (alpha, beta) = (1.5, -0.25);
         for &n in SMALL.iter().chain(&BIG[..1]) {
             let shape = shape_for(n);
-            for (la, lb) in [(Lay::Contig, Lay::Contig), (Lay::Trans, Lay::Scalar), (Lay::Offset(3), Lay::Neg)] {
+            for (la, lb) in [
+                (Lay::Contig, Lay::Contig),
+                (Lay::Trans, Lay::Scalar),
+                (Lay::Offset(3), Lay::Neg),
+            ] {
                 let x = Input::new(k, &mut rng, d, &shape, la, Data::Range(-10.0, 10.0), true);
                 let y = Input::new(k, &mut rng, d, &shape, lb, Data::Range(-10.0, 10.0), true);
                 let out = out_buffer(k, n, d);
-                k.axpby(&mut batch, &x.view(), &y.view(), alpha, beta, &Contig { buffer: &out, dtype: d, shape: &shape }).unwrap();
-                let want = (0..n).map(|i| round_to(alpha * x.vals[i] + beta * y.vals[i], d)).collect();
-                cases.push(Case { label: format!("axpby {d} n={n} {la:?}"), out, dtype: d, want, atol: 1e-5, rtol: ulp(d) + 1e-6, skip: vec![] });
+                k.axpby(
+                    &mut batch,
+                    &x.view(),
+                    &y.view(),
+                    alpha,
+                    beta,
+                    &Contig {
+                        buffer: &out,
+                        dtype: d,
+                        shape: &shape,
+                    },
+                )
+                .unwrap();
+                let want = (0..n)
+                    .map(|i| round_to(alpha * x.vals[i] + beta * y.vals[i], d))
+                    .collect();
+                cases.push(Case {
+                    label: format!("axpby {d} n={n} {la:?}"),
+                    out,
+                    dtype: d,
+                    want,
+                    atol: 1e-5,
+                    rtol: ulp(d) + 1e-6,
+                    skip: vec![],
+                });
             }
         }
         finish(k, batch, cases);
@@ -543,17 +920,53 @@ fn in_place_binary() {
     let xs: Vec<f32> = (0..1003).map(|i| i as f32).collect();
     let x = k.upload(bytemuck::cast_slice(&xs)).unwrap();
     let mut b = Batch::new();
-    let v = Strided { buffer: &x, dtype: DType::F32, shape: &[1003], strides: &[1], offset: 0 };
+    let v = Strided {
+        buffer: &x,
+        dtype: DType::F32,
+        shape: &[1003],
+        strides: &[1],
+        offset: 0,
+    };
     let two = k.upload(bytemuck::cast_slice(&[2.0f32])).unwrap();
-    let s = Strided { buffer: &two, dtype: DType::F32, shape: &[1003], strides: &[0], offset: 0 };
-    k.binary(&mut b, "multiply", &v, &s, &Contig { buffer: &x, dtype: DType::F32, shape: &[1003] }).unwrap();
+    let s = Strided {
+        buffer: &two,
+        dtype: DType::F32,
+        shape: &[1003],
+        strides: &[0],
+        offset: 0,
+    };
+    k.binary(
+        &mut b,
+        "multiply",
+        &v,
+        &s,
+        &Contig {
+            buffer: &x,
+            dtype: DType::F32,
+            shape: &[1003],
+        },
+    )
+    .unwrap();
     k.submit(b).unwrap();
     let got: Vec<f32> = bytemuck::cast_slice(&k.read_blocking(&x, 0, 4012).unwrap()).to_vec();
     assert!(got.iter().enumerate().all(|(i, v)| *v == 2.0 * i as f32));
     // A shifted view of the output buffer cannot be computed in place.
-    let shifted = Strided { offset: 1, shape: &[1000], ..v };
+    let shifted = Strided {
+        offset: 1,
+        shape: &[1000],
+        ..v
+    };
     let mut b = Batch::new();
-    let e = k.unary(&mut b, "negative", &shifted, &Contig { buffer: &x, dtype: DType::F32, shape: &[1000] });
+    let e = k.unary(
+        &mut b,
+        "negative",
+        &shifted,
+        &Contig {
+            buffer: &x,
+            dtype: DType::F32,
+            shape: &[1000],
+        },
+    );
     assert!(matches!(e, Err(Error::Shape(_))), "{e:?}");
 }
 
@@ -561,30 +974,91 @@ fn in_place_binary() {
 fn errors_are_reported() {
     let Some(k) = k() else { return };
     let buf = k.create_buffer(64, None).unwrap();
-    let v = Strided { buffer: &buf, dtype: DType::F32, shape: &[4], strides: &[1], offset: 0 };
-    let out = Contig { buffer: &buf, dtype: DType::F32, shape: &[4] };
+    let v = Strided {
+        buffer: &buf,
+        dtype: DType::F32,
+        shape: &[4],
+        strides: &[1],
+        offset: 0,
+    };
+    let out = Contig {
+        buffer: &buf,
+        dtype: DType::F32,
+        shape: &[4],
+    };
     let mut b = Batch::new();
     let other = k.create_buffer(64, None).unwrap();
-    let o2 = Contig { buffer: &other, dtype: DType::F32, shape: &[4] };
-    assert!(matches!(k.binary(&mut b, "frobnicate", &v, &v, &o2), Err(Error::UnknownOp { .. })));
-    assert!(matches!(k.binary(&mut b, "bitwise_and", &v, &v, &o2), Err(Error::OpNotDefined { .. })));
-    assert!(matches!(k.unary(&mut b, "sqrt", &Strided { dtype: DType::I32, ..v }, &o2), Err(Error::OpNotDefined { .. })));
+    let o2 = Contig {
+        buffer: &other,
+        dtype: DType::F32,
+        shape: &[4],
+    };
+    assert!(matches!(
+        k.binary(&mut b, "frobnicate", &v, &v, &o2),
+        Err(Error::UnknownOp { .. })
+    ));
+    assert!(matches!(
+        k.binary(&mut b, "bitwise_and", &v, &v, &o2),
+        Err(Error::OpNotDefined { .. })
+    ));
+    assert!(matches!(
+        k.unary(
+            &mut b,
+            "sqrt",
+            &Strided {
+                dtype: DType::I32,
+                ..v
+            },
+            &o2
+        ),
+        Err(Error::OpNotDefined { .. })
+    ));
     // Reading past the end of the buffer.
     let far = Strided { offset: 100, ..v };
-    assert!(matches!(k.unary(&mut b, "abs", &far, &o2), Err(Error::Shape(_))));
-    let neg = Strided { strides: &[-1], offset: 2, ..v };
-    assert!(matches!(k.unary(&mut b, "abs", &neg, &o2), Err(Error::Shape(_))));
+    assert!(matches!(
+        k.unary(&mut b, "abs", &far, &o2),
+        Err(Error::Shape(_))
+    ));
+    let neg = Strided {
+        strides: &[-1],
+        offset: 2,
+        ..v
+    };
+    assert!(matches!(
+        k.unary(&mut b, "abs", &neg, &o2),
+        Err(Error::Shape(_))
+    ));
     // Wrong output dtype for a comparison.
-    assert!(matches!(k.binary(&mut b, "less", &v, &v, &o2), Err(Error::Shape(_))));
+    assert!(matches!(
+        k.binary(&mut b, "less", &v, &v, &o2),
+        Err(Error::Shape(_))
+    ));
     let _ = out;
     // Larger than the device allows.
     let too_big = k.caps().max_storage_binding + 1;
     let e = k.create_buffer(too_big, None).unwrap_err();
     assert!(matches!(e, Error::BufferTooLarge { .. }), "{e}");
-    assert!(e.to_string().contains(&too_big.div_ceil(16).saturating_mul(16).to_string()) || e.to_string().contains("bytes"));
+    assert!(
+        e.to_string()
+            .contains(&too_big.div_ceil(16).saturating_mul(16).to_string())
+            || e.to_string().contains("bytes")
+    );
     if !k.caps().f16 {
-        let h = Strided { dtype: DType::F16, ..v };
-        let e = k.unary(&mut b, "abs", &h, &Contig { dtype: DType::F16, ..o2 }).unwrap_err();
+        let h = Strided {
+            dtype: DType::F16,
+            ..v
+        };
+        let e = k
+            .unary(
+                &mut b,
+                "abs",
+                &h,
+                &Contig {
+                    dtype: DType::F16,
+                    ..o2
+                },
+            )
+            .unwrap_err();
         assert!(e.to_string().contains("f16"), "{e}");
     }
     assert!(b.is_empty());

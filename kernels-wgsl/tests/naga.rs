@@ -4,13 +4,14 @@
 use naga::back::PipelineConstants;
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
 use wmx_kernels::{
-    ARG_REDUCE_OPS, BINARY_OPS, DType, Error, Family, ModuleSpec, REDUCE_OPS, Target, UNARY_OPS, Variant,
-    binary_op_supports, compose, module_specs, unary_op_supports,
+    ARG_REDUCE_OPS, BINARY_OPS, DType, Error, Family, ModuleSpec, REDUCE_OPS, Target, UNARY_OPS,
+    Variant, binary_op_supports, compose, module_specs, unary_op_supports,
 };
 
 fn check(spec: &ModuleSpec) -> Result<(), String> {
     let src = compose(spec).map_err(|e| format!("compose: {e}"))?;
-    let module = naga::front::wgsl::parse_str(&src).map_err(|e| format!("parse: {}\n{src}", e.emit_to_string(&src)))?;
+    let module = naga::front::wgsl::parse_str(&src)
+        .map_err(|e| format!("parse: {}\n{src}", e.emit_to_string(&src)))?;
     let mut caps = Capabilities::default();
     if spec.target.subgroups {
         caps |= Capabilities::SUBGROUP;
@@ -20,7 +21,9 @@ fn check(spec: &ModuleSpec) -> Result<(), String> {
         v.subgroup_stages(ShaderStages::COMPUTE);
         v.subgroup_operations(SubgroupOperationSet::all());
     }
-    let info = v.validate(&module).map_err(|e| format!("validate: {}\n{src}", e.emit_to_string(&src)))?;
+    let info = v
+        .validate(&module)
+        .map_err(|e| format!("validate: {}\n{src}", e.emit_to_string(&src)))?;
     let entry = spec.entry_point();
     let mut constants = PipelineConstants::default();
     for (k, val) in spec.constants() {
@@ -69,7 +72,10 @@ fn check(spec: &ModuleSpec) -> Result<(), String> {
         return Err(format!("msl entry point: {:?}", tinfo.entry_point_names));
     }
 
-    let hlsl_opts = naga::back::hlsl::Options { shader_model: naga::back::hlsl::ShaderModel::V6_0, ..Default::default() };
+    let hlsl_opts = naga::back::hlsl::Options {
+        shader_model: naga::back::hlsl::ShaderModel::V6_0,
+        ..Default::default()
+    };
     let hlsl_pipe = naga::back::hlsl::PipelineOptions {
         entry_point: Some((naga::ShaderStage::Compute, entry.to_string())),
     };
@@ -82,7 +88,10 @@ fn check(spec: &ModuleSpec) -> Result<(), String> {
 
 fn run_all(target: Target) {
     let specs = module_specs(target);
-    let n_threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(4);
+    let n_threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .min(4);
     let failures: Vec<String> = std::thread::scope(|s| {
         let handles: Vec<_> = specs
             .chunks(specs.len().div_ceil(n_threads))
@@ -95,32 +104,59 @@ fn run_all(target: Target) {
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
     });
     assert!(
         failures.is_empty(),
         "{} of {} modules failed; first:\n{}",
         failures.len(),
         specs.len(),
-        failures.iter().take(3).cloned().collect::<Vec<_>>().join("\n\n")
+        failures
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n\n")
     );
-    eprintln!("{} modules validated and translated (subgroups: {})", specs.len(), target.subgroups);
+    eprintln!(
+        "{} modules validated and translated (subgroups: {})",
+        specs.len(),
+        target.subgroups
+    );
 }
 
 #[test]
 fn all_modules_validate_and_translate_without_subgroups() {
-    run_all(Target { subgroups: false, subgroup_directive: false, workgroup_size: 256 });
+    run_all(Target {
+        subgroups: false,
+        subgroup_directive: false,
+        workgroup_size: 256,
+    });
 }
 
 #[test]
 fn all_modules_validate_and_translate_with_subgroups() {
-    run_all(Target { subgroups: true, subgroup_directive: false, workgroup_size: 256 });
+    run_all(Target {
+        subgroups: true,
+        subgroup_directive: false,
+        workgroup_size: 256,
+    });
 }
 
 #[test]
 fn small_workgroup_size_modules_validate() {
-    let t = Target { subgroups: false, subgroup_directive: false, workgroup_size: 64 };
-    for spec in module_specs(t).iter().filter(|s| s.inputs.first() == Some(&DType::F32)) {
+    let t = Target {
+        subgroups: false,
+        subgroup_directive: false,
+        workgroup_size: 64,
+    };
+    for spec in module_specs(t)
+        .iter()
+        .filter(|s| s.inputs.first() == Some(&DType::F32))
+    {
         check(spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
     }
 }
@@ -132,7 +168,9 @@ fn op_tables_are_complete() {
     let t = Target::default();
     let specs = module_specs(t);
     let has = |family: Family, op: &str, d: DType| {
-        specs.iter().any(|s| s.family == family && s.op == op && s.inputs[0] == d)
+        specs
+            .iter()
+            .any(|s| s.family == family && s.op == op && s.inputs[0] == d)
     };
     for op in BINARY_OPS {
         let mut any = false;
@@ -150,7 +188,10 @@ fn op_tables_are_complete() {
                     alias: 0,
                     target: t,
                 };
-                assert!(matches!(compose(&spec), Err(Error::OpNotDefined { .. })), "{op} {d}");
+                assert!(
+                    matches!(compose(&spec), Err(Error::OpNotDefined { .. })),
+                    "{op} {d}"
+                );
             }
         }
         assert!(any, "binary {op} defined for no dtype");
@@ -169,9 +210,16 @@ fn op_tables_are_complete() {
     }
     for op in UNARY_OPS {
         for d in DType::ALL {
-            assert_eq!(has(Family::Unary, op, d), unary_op_supports(op, d), "unary {op} {d}");
+            assert_eq!(
+                has(Family::Unary, op, d),
+                unary_op_supports(op, d),
+                "unary {op} {d}"
+            );
         }
-        assert!(unary_op_supports(op, DType::F32) && unary_op_supports(op, DType::BF16), "{op}");
+        assert!(
+            unary_op_supports(op, DType::F32) && unary_op_supports(op, DType::BF16),
+            "{op}"
+        );
     }
     for op in REDUCE_OPS {
         for d in DType::ALL {
@@ -186,7 +234,11 @@ fn op_tables_are_complete() {
     // Every cast pair.
     for a in DType::ALL {
         for b in DType::ALL {
-            assert!(specs.iter().any(|s| s.family == Family::Copy && s.inputs[0] == a && s.output == b));
+            assert!(
+                specs
+                    .iter()
+                    .any(|s| s.family == Family::Copy && s.inputs[0] == a && s.output == b)
+            );
         }
     }
     let unknown = ModuleSpec {
@@ -204,15 +256,29 @@ fn op_tables_are_complete() {
 /// Browsers need `enable subgroups;`, naga rejects it: the prelude emits it per target.
 #[test]
 fn subgroup_directive_follows_the_target() {
-    let mut t = Target { subgroups: true, subgroup_directive: true, workgroup_size: 256 };
-    let spec = module_specs(t).into_iter().find(|s| s.family == Family::Reduce).unwrap();
+    let mut t = Target {
+        subgroups: true,
+        subgroup_directive: true,
+        workgroup_size: 256,
+    };
+    let spec = module_specs(t)
+        .into_iter()
+        .find(|s| s.family == Family::Reduce)
+        .unwrap();
     let src = compose(&spec).unwrap();
     assert!(src.starts_with("enable subgroups;"));
     assert!(src.contains("subgroupShuffleXor"));
     t.subgroup_directive = false;
-    let src = compose(&ModuleSpec { target: t, ..spec.clone() }).unwrap();
+    let src = compose(&ModuleSpec {
+        target: t,
+        ..spec.clone()
+    })
+    .unwrap();
     assert!(!src.contains("enable subgroups"));
     t.subgroups = false;
     let src = compose(&ModuleSpec { target: t, ..spec }).unwrap();
-    assert!(!src.contains("subgroup"), "fallback must not use subgroup builtins");
+    assert!(
+        !src.contains("subgroup"),
+        "fallback must not use subgroup builtins"
+    );
 }

@@ -4,6 +4,7 @@
 //! compiler) and a strided path with contiguous dims collapsed; broadcast inputs
 //! are read through zero strides, never materialised.
 
+mod alloc;
 mod reduce;
 pub mod scalar;
 pub mod strided;
@@ -34,16 +35,23 @@ pub struct CpuBuffer {
 }
 
 impl CpuBuffer {
-    /// A zeroed buffer of `len` bytes.
-    pub fn zeroed(len: usize) -> CpuBuffer {
+    /// A buffer of `len` bytes with unspecified contents, for outputs that are
+    /// written in full (reuses freed buffers; see the `alloc` module).
+    pub fn uninit(len: usize) -> CpuBuffer {
         CpuBuffer {
-            words: vec![0; len.div_ceil(8)],
+            words: alloc::take(len),
             len,
         }
     }
+    /// A zeroed buffer of `len` bytes.
+    pub fn zeroed(len: usize) -> CpuBuffer {
+        let mut b = CpuBuffer::uninit(len);
+        b.bytes_mut().fill(0);
+        b
+    }
     /// A buffer holding `bytes`.
     pub fn from_bytes(bytes: &[u8]) -> CpuBuffer {
-        let mut b = CpuBuffer::zeroed(bytes.len());
+        let mut b = CpuBuffer::uninit(bytes.len());
         b.bytes_mut().copy_from_slice(bytes);
         b
     }
@@ -65,9 +73,20 @@ impl CpuBuffer {
     }
 }
 
-/// A fresh output of `n` elements of `T`, filled by `f`.
+impl Drop for CpuBuffer {
+    fn drop(&mut self) {
+        alloc::give(std::mem::take(&mut self.words));
+    }
+}
+
+/// Drops every cached free host buffer.
+pub fn clear_cache() {
+    alloc::clear();
+}
+
+/// A fresh output of `n` elements of `T`, every one written by `f`.
 fn output<T: Store>(n: usize, f: impl FnOnce(&mut [T])) -> CpuBuffer {
-    let mut b = CpuBuffer::zeroed(n * std::mem::size_of::<T>());
+    let mut b = CpuBuffer::uninit(n * std::mem::size_of::<T>());
     f(b.as_mut_slice::<T>());
     b
 }

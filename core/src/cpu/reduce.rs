@@ -1,43 +1,36 @@
 //! CPU reductions over any set of axes and any strides.
+//!
+//! One walk over the input in its own row-major order, each element folded into
+//! the accumulator of its output element (reduced axes get output stride 0). Row
+//! reductions fold into one slot, column reductions stream through a row of slots:
+//! both touch memory in order, with no per-element dynamic dispatch.
 
 use super::scalar::{Accum, Store, Wide, with_store};
 use super::{CpuBuffer, kept_shape, output, strided};
-use crate::{ArgReduceOp, Error, ReduceOp, Result, backend::View, layout::numel};
+use crate::{
+    ArgReduceOp, Error, ReduceOp, Result, backend::View, layout::numel, layout::row_major_strides,
+};
 
-/// Splits a layout into (kept shape, kept strides) and (reduced shape, reduced strides).
-fn split(x: &View<'_, CpuBuffer>, axes: &[usize]) -> [(Vec<usize>, Vec<isize>); 2] {
-    let l = x.layout;
-    let pick = |keep: bool| {
-        (0..l.ndim())
-            .filter(|i| axes.contains(i) != keep)
-            .map(|i| (l.shape[i], l.strides[i]))
-            .unzip()
-    };
-    [pick(true), pick(false)]
-}
-
-/// Calls `f(k, start)` for each output element `k` with the buffer index of its
-/// first input element; `inner` then walks the reduced elements from `start`.
-fn for_each_output(
-    x: &View<'_, CpuBuffer>,
-    axes: &[usize],
-    mut f: impl FnMut(usize, &dyn Fn(&mut dyn FnMut(usize))),
-) {
-    let [(kshape, kstrides), (rshape, rstrides)] = split(x, axes);
-    let mut k = 0;
-    strided::for_each_index(&kshape, &kstrides, x.layout.offset, |start| {
-        let inner = |g: &mut dyn FnMut(usize)| {
-            strided::for_each_index(&rshape, &rstrides, start, |i| g(i));
-        };
-        f(k, &inner);
-        k += 1;
-    });
+/// Strides that map an input element to its output element: row-major over the
+/// kept dims, 0 on reduced ones.
+fn out_strides(shape: &[usize], axes: &[usize]) -> Vec<isize> {
+    let kept = row_major_strides(&kept_shape(shape, axes));
+    let mut k = kept.iter();
+    (0..shape.len())
+        .map(|i| {
+            if axes.contains(&i) {
+                0
+            } else {
+                *k.next().unwrap()
+            }
+        })
+        .collect()
 }
 
 pub(super) fn reduce(op: ReduceOp, x: View<'_, CpuBuffer>, axes: &[usize]) -> Result<CpuBuffer> {
-    let n_out = numel(&kept_shape(&x.layout.shape, axes));
-    let n_red = numel(&x.layout.shape) / numel(&kept_shape(&x.layout.shape, axes)).max(1);
-    if matches!(op, ReduceOp::Max | ReduceOp::Min) && n_red == 0 && n_out > 0 {
+    let shape = &x.layout.shape;
+    let n_out = numel(&kept_shape(shape, axes));
+    if matches!(op, ReduceOp::Max | ReduceOp::Min) && numel(shape) == 0 && n_out > 0 {
         return Err(Error::invalid(
             op.name(),
             "reduction of an empty axis has no identity",
@@ -56,46 +49,49 @@ fn reduce_typed<I: Store, O: Store>(
     n_out: usize,
 ) -> CpuBuffer {
     let src = x.buffer.as_slice::<I>();
-    let (zero, one) = (<I::Acc as Accum>::ZERO, <I::Acc as Accum>::ONE);
+    let l = x.layout;
+    let ostr = out_strides(&l.shape, axes);
+    let init = match op {
+        ReduceOp::Sum | ReduceOp::Any => I::Acc::ZERO,
+        ReduceOp::Prod | ReduceOp::All => I::Acc::ONE,
+        ReduceOp::Max => I::Acc::LOWEST,
+        ReduceOp::Min => I::Acc::HIGHEST,
+    };
+    let mut acc = vec![init; n_out];
+    macro_rules! fold {
+        (|$a:ident, $v:ident| $e:expr) => {
+            strided::walk::<2>(&l.shape, [&l.strides, &ostr], [l.offset, 0], |[i, j]| {
+                let $a = acc[j];
+                let $v = src[i].to_acc();
+                acc[j] = $e;
+            })
+        };
+    }
+    match op {
+        ReduceOp::Sum => fold!(|a, v| a.add(v)),
+        ReduceOp::Prod => fold!(|a, v| a.mul(v)),
+        // A NaN accumulator sticks; a NaN value replaces any other.
+        ReduceOp::Max => fold!(|a, v| if !a.is_nan() && (v > a || v.is_nan()) {
+            v
+        } else {
+            a
+        }),
+        ReduceOp::Min => fold!(|a, v| if !a.is_nan() && (v < a || v.is_nan()) {
+            v
+        } else {
+            a
+        }),
+        ReduceOp::All => fold!(|a, v| if v.nonzero() { a } else { I::Acc::ZERO }),
+        ReduceOp::Any => fold!(|a, v| if v.nonzero() { I::Acc::ONE } else { a }),
+    }
     output::<O>(n_out, |out| {
-        for_each_output(x, axes, |k, inner| {
-            let mut acc: I::Acc = match op {
-                ReduceOp::Sum | ReduceOp::Any => zero,
-                ReduceOp::Prod | ReduceOp::All => one,
-                ReduceOp::Max | ReduceOp::Min => {
-                    let mut first = None;
-                    inner(&mut |i| {
-                        if first.is_none() {
-                            first = Some(src[i].to_acc());
-                        }
-                    });
-                    first.expect("non-empty checked above")
-                }
+        for (o, a) in out.iter_mut().zip(acc) {
+            *o = match op {
+                ReduceOp::All | ReduceOp::Any => O::from_wide(Wide::I(a.nonzero() as i64)),
+                _ => O::from_wide(a.wide()),
             };
-            inner(&mut |i| {
-                let v = src[i].to_acc();
-                acc = match op {
-                    ReduceOp::Sum => acc.add(v),
-                    ReduceOp::Prod => acc.mul(v),
-                    ReduceOp::Max if acc.is_nan() || v.is_nan() || v > acc => v_or_nan(acc, v),
-                    ReduceOp::Min if acc.is_nan() || v.is_nan() || v < acc => v_or_nan(acc, v),
-                    ReduceOp::Max | ReduceOp::Min => acc,
-                    ReduceOp::All if !v.nonzero() => zero,
-                    ReduceOp::Any if v.nonzero() => one,
-                    ReduceOp::All | ReduceOp::Any => acc,
-                };
-            });
-            out[k] = match op {
-                ReduceOp::All | ReduceOp::Any => O::from_wide(Wide::I(acc.nonzero() as i64)),
-                _ => O::from_wide(acc.wide()),
-            };
-        });
+        }
     })
-}
-
-/// NaN if either is NaN, else the new value.
-fn v_or_nan<A: Accum>(acc: A, v: A) -> A {
-    if acc.is_nan() { acc } else { v }
 }
 
 pub(super) fn arg_reduce(
@@ -103,44 +99,48 @@ pub(super) fn arg_reduce(
     x: View<'_, CpuBuffer>,
     axis: usize,
 ) -> Result<CpuBuffer> {
-    let axes = [axis];
-    let n_out = numel(&kept_shape(&x.layout.shape, &axes));
+    let n_out = numel(&kept_shape(&x.layout.shape, &[axis]));
     if x.layout.shape[axis] == 0 && n_out > 0 {
         return Err(Error::invalid(op.name(), "arg-reduction of an empty axis"));
     }
-    Ok(with_store!(x.dtype, I => arg_typed::<I>(op, &x, &axes, n_out)))
+    Ok(with_store!(x.dtype, I => arg_typed::<I>(op, &x, axis, n_out)))
 }
 
 fn arg_typed<I: Store>(
     op: ArgReduceOp,
     x: &View<'_, CpuBuffer>,
-    axes: &[usize],
+    axis: usize,
     n_out: usize,
 ) -> CpuBuffer {
-    {
-        let src = x.buffer.as_slice::<I>();
-        output::<u32>(n_out, |out| {
-            for_each_output(x, axes, |k, inner| {
-                let (mut best, mut best_i, mut i) = (None::<I::Acc>, 0u32, 0u32);
-                inner(&mut |j| {
-                    let v = src[j].to_acc();
-                    let better = match best {
-                        None => true,
-                        Some(b) if b.is_nan() => false,
-                        Some(_) if v.is_nan() => true,
-                        Some(b) => match op {
-                            ArgReduceOp::ArgMax => v > b,
-                            ArgReduceOp::ArgMin => v < b,
-                        },
-                    };
-                    if better {
-                        best = Some(v);
-                        best_i = i;
-                    }
-                    i += 1;
-                });
-                out[k] = best_i;
-            });
-        })
-    }
+    let src = x.buffer.as_slice::<I>();
+    let l = x.layout;
+    let ostr = out_strides(&l.shape, &[axis]);
+    // Position along the axis: stride 1 there, 0 elsewhere.
+    let pstr: Vec<isize> = (0..l.ndim()).map(|i| (i == axis) as isize).collect();
+    let mut best: Vec<Option<I::Acc>> = vec![None; n_out];
+    let mut idx = vec![0u32; n_out];
+    // Input order visits each output's candidates in increasing position, so a
+    // strict comparison keeps the first extreme and the first NaN.
+    strided::walk::<3>(
+        &l.shape,
+        [&l.strides, &ostr, &pstr],
+        [l.offset, 0, 0],
+        |[i, j, p]| {
+            let v = src[i].to_acc();
+            let better = match best[j] {
+                None => true,
+                Some(b) if b.is_nan() => false,
+                Some(_) if v.is_nan() => true,
+                Some(b) => match op {
+                    ArgReduceOp::ArgMax => v > b,
+                    ArgReduceOp::ArgMin => v < b,
+                },
+            };
+            if better {
+                best[j] = Some(v);
+                idx[j] = p as u32;
+            }
+        },
+    );
+    output::<u32>(n_out, |out| out.copy_from_slice(&idx))
 }

@@ -50,6 +50,10 @@ pub trait Accum: Copy + PartialOrd + Send + Sync + 'static {
     const ZERO: Self;
     /// 1
     const ONE: Self;
+    /// Below every value (the start of a max).
+    const LOWEST: Self;
+    /// Above every value (the start of a min).
+    const HIGHEST: Self;
     /// Addition (wrapping for ints).
     fn add(self, o: Self) -> Self;
     /// Multiplication (wrapping for ints).
@@ -65,6 +69,8 @@ pub trait Accum: Copy + PartialOrd + Send + Sync + 'static {
 impl Accum for f64 {
     const ZERO: Self = 0.0;
     const ONE: Self = 1.0;
+    const LOWEST: Self = f64::NEG_INFINITY;
+    const HIGHEST: Self = f64::INFINITY;
     fn add(self, o: Self) -> Self {
         self + o
     }
@@ -85,6 +91,8 @@ impl Accum for f64 {
 impl Accum for i64 {
     const ZERO: Self = 0;
     const ONE: Self = 1;
+    const LOWEST: Self = i64::MIN;
+    const HIGHEST: Self = i64::MAX;
     fn add(self, o: Self) -> Self {
         self.wrapping_add(o)
     }
@@ -163,7 +171,9 @@ impl Compute for f32 {
     }
     fn rem(self, o: Self) -> Self {
         let r = self % o;
-        if r != 0.0 && ((r < 0.0) != (o < 0.0)) {
+        if r == 0.0 {
+            0.0f32.copysign(o)
+        } else if (r < 0.0) != (o < 0.0) {
             r + o
         } else {
             r
@@ -507,6 +517,19 @@ impl Store for B8 {
     }
 }
 
+/// `i` as f64 rounded to odd (exact below 2^53): rounding that to f32/f16/bf16
+/// then rounds once, as if from `i` itself (`i as f64` first would round twice).
+fn int_to_f64_odd(i: i64) -> f64 {
+    let a = i.unsigned_abs();
+    let shift = (64 - a.leading_zeros()).saturating_sub(53);
+    let mut m = a >> shift << shift;
+    if m != a {
+        m |= 1 << shift; // sticky bit: the value was inexact
+    }
+    let x = m as f64; // at most 53 significant bits: exact
+    if i < 0 { -x } else { x }
+}
+
 macro_rules! store_float {
     ($t:ty, $load:expr, $store:expr, $from64:expr) => {
         impl Store for $t {
@@ -526,7 +549,7 @@ macro_rules! store_float {
             fn from_wide(w: Wide) -> Self {
                 let f: fn(f64) -> $t = $from64;
                 match w {
-                    Wide::I(i) => f(i as f64),
+                    Wide::I(i) => f(int_to_f64_odd(i)),
                     Wide::F(x) => f(x),
                 }
             }
@@ -540,8 +563,12 @@ macro_rules! store_float {
     };
 }
 store_float!(f32, |x| x, |x| x, |x| x as f32);
-store_float!(f16, f16::to_f32, f16::from_f32, f16::from_f64);
-store_float!(bf16, bf16::to_f32, bf16::from_f32, bf16::from_f64);
+store_float!(f16, f16::to_f32, f16::from_f32, |x| f16::from_f32(
+    crate::dtype::f64_to_f32_odd(x)
+));
+store_float!(bf16, bf16::to_f32, bf16::from_f32, |x| bf16::from_f32(
+    crate::dtype::f64_to_f32_odd(x)
+));
 
 /// Runs `$body` with `$T` bound to the storage type of `$dtype`.
 macro_rules! with_store {

@@ -28,14 +28,11 @@ fn floor_divide_u32(a: u32, b: u32) -> u32 {
 
 // Sign of the divisor; x % 0 is NaN for floats and 0 for integers.
 fn remainder_f32(a: f32, b: f32) -> f32 {
-    if (b == 0.0) { return nan_f(); }
-    var r: f32;
-    if (isinf_f(b) && !isinf_f(a) && !isnan_f(a)) {
-        r = a;
-    } else {
-        r = a - b * trunc(a / b);
-    }
-    if (r != 0.0 && ((r < 0.0) != (b < 0.0))) { r = r + b; }
+    var r = fmod_f32(a, b);
+    if (isnan_f(r)) { return r; }
+    // A zero remainder takes the divisor's sign, as in numpy.
+    if (r == 0.0) { return select(0.0, -0.0, b < 0.0); }
+    if ((r < 0.0) != (b < 0.0)) { r = r + b; }
     return r;
 }
 fn remainder_i32(a: i32, b: i32) -> i32 {
@@ -146,7 +143,93 @@ fn minimum_f32(a: f32, b: f32) -> f32 {
 fn minimum_i32(a: i32, b: i32) -> i32 { return min(a, b); }
 fn minimum_u32(a: u32, b: u32) -> u32 { return min(a, b); }
 
-fn arctan2_f32(a: f32, b: f32) -> f32 { return atan2(a, b); }
+// C's fmodf, exact: long division of the integer mantissas (a - b*trunc(a/b) loses
+// every bit once the quotient passes 2^24). NaN for b == 0, x inf or NaN inputs.
+fn fmod_f32(x: f32, y: f32) -> f32 {
+    var ux = bitcast<u32>(x);
+    var uy = bitcast<u32>(y);
+    var ex = i32((ux >> 23u) & 0xffu);
+    var ey = i32((uy >> 23u) & 0xffu);
+    let sx = ux & 0x80000000u;
+    if ((uy << 1u) == 0u || isnan_f(y) || ex == 0xff) { return nan_f(); }
+    if ((ux << 1u) <= (uy << 1u)) {
+        if ((ux << 1u) == (uy << 1u)) { return 0.0 * x; }
+        return x;
+    }
+    // Mantissas with the implicit bit (subnormals normalised).
+    if (ex == 0) {
+        var i = ux << 9u;
+        while ((i >> 31u) == 0u) { ex -= 1; i <<= 1u; }
+        ux <<= u32(1 - ex);
+    } else {
+        ux = (ux & 0x007fffffu) | 0x00800000u;
+    }
+    if (ey == 0) {
+        var i = uy << 9u;
+        while ((i >> 31u) == 0u) { ey -= 1; i <<= 1u; }
+        uy <<= u32(1 - ey);
+    } else {
+        uy = (uy & 0x007fffffu) | 0x00800000u;
+    }
+    while (ex > ey) {
+        let i = ux - uy;
+        if ((i >> 31u) == 0u) {
+            if (i == 0u) { return 0.0 * x; }
+            ux = i;
+        }
+        ux <<= 1u;
+        ex -= 1;
+    }
+    let i = ux - uy;
+    if ((i >> 31u) == 0u) {
+        if (i == 0u) { return 0.0 * x; }
+        ux = i;
+    }
+    while ((ux >> 23u) == 0u) { ux <<= 1u; ex -= 1; }
+    if (ex > 0) {
+        ux = (ux - 0x00800000u) | (u32(ex) << 23u);
+    } else {
+        ux >>= u32(1 - ex);
+    }
+    return bitcast<f32>(ux | sx);
+}
+
+// atan on [0, 1] to ~2 ulp (Cephes atanf: one reduction by pi/4, then an odd
+// polynomial); WGSL allows drivers' atan/atan2 4096 ulp.
+fn atan_unit(t: f32) -> f32 {
+    var base = 0.0;
+    var x = t;
+    if (t > 0.41421356) {
+        base = 0.78539816;
+        x = (t - 1.0) / (t + 1.0);
+    }
+    let z = x * x;
+    let p = (((0.0805374449538 * z - 0.138776856032) * z + 0.199777106478) * z
+        - 0.333329491539) * z * x + x;
+    return base + p;
+}
+
+// IEEE atan2 with every special case (signed zeros, infinities), NaN propagated.
+fn arctan2_f32(y: f32, x: f32) -> f32 {
+    if (isnan_f(x) || isnan_f(y)) { return nan_f(); }
+    let pi = 3.14159265358979;
+    let ay = abs(y);
+    let ax = abs(x);
+    let xneg = (bitcast<u32>(x) >> 31u) == 1u;
+    var a: f32;
+    if (ay == 0.0) {
+        a = select(0.0, pi, xneg);
+    } else if (isinf_f(ay) && isinf_f(ax)) {
+        a = select(0.25 * pi, 0.75 * pi, xneg);
+    } else if (ay > ax) {
+        let u = atan_unit(ax / ay);
+        a = select(0.5 * pi - u, 0.5 * pi + u, xneg);
+    } else {
+        let u = atan_unit(ay / ax);
+        a = select(u, pi - u, xneg);
+    }
+    return select(a, -a, (bitcast<u32>(y) >> 31u) == 1u);
+}
 
 // Comparisons: false when either side is NaN, except not_equal (true). Tested on bits
 // so a driver cannot assume NaN-free floats.

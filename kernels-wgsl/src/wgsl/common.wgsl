@@ -23,8 +23,10 @@ fn isnan_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000
 fn isinf_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }
 // Nonzero as a truth value: NaN counts as true, -0 as false.
 fn nz_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) != 0u; }
-fn nan_f() -> f32 { return bitcast<f32>(0x7fc00000u); }
-fn inf_f() -> f32 { return bitcast<f32>(0x7f800000u); }
+// Through a `let`: a const-expression evaluating to NaN or inf is an error in
+// WGSL (browsers enforce it; naga does not).
+fn nan_f() -> f32 { let b = 0x7fc00000u; return bitcast<f32>(b); }
+fn inf_f() -> f32 { let b = 0x7f800000u; return bitcast<f32>(b); }
 fn signbit_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x80000000u) != 0u; }
 
 // binary16 bits (low 16 bits of h) -> f32, exact. Done by hand because
@@ -122,3 +124,25 @@ fn st_bf16(v: f32) -> u32 { return bf16_bits(v); }
 fn st_u16(v: u32) -> u32 { return v & 0xffffu; }
 fn st_u8(v: u32) -> u32 { return v & 0xffu; }
 fn st_bool(v: u32) -> u32 { return select(0u, 1u, v != 0u); }
+
+// Integer to f32 rounded to odd (an inexact result is truncated toward zero and
+// gets an odd last bit), so a second rounding to f16/bf16 is the correct single
+// rounding of the integer. f32(i) itself may round away from zero, up to 2^31.
+fn i2f_odd(i: i32) -> f32 {
+    let r = f32(i);
+    let back = f2i(r);
+    if (back == i && r != 2147483648.0) { return r; }
+    let away = r == 2147483648.0 || (i > 0i && back > i) || (i < 0i && back < i);
+    var m = bitcast<u32>(r);
+    if (away) { m -= 1u; }
+    return bitcast<f32>(m | 1u);
+}
+fn u2f_odd(u: u32) -> f32 {
+    let r = f32(u);
+    if (r >= 4294967296.0) { return bitcast<f32>((bitcast<u32>(r) - 1u) | 1u); }
+    let back = u32(r);
+    if (back == u) { return r; }
+    var m = bitcast<u32>(r);
+    if (back > u) { m -= 1u; }
+    return bitcast<f32>(m | 1u);
+}

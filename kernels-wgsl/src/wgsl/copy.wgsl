@@ -3,7 +3,8 @@
 //
 // Parameters: [n, 0, s0, s1]. fill: s0 is the output word pattern (the value's
 // storage bits repeated for packed dtypes, computed on the host). arange: s0 = start,
-// s1 = step, as f32 bits for float outputs and i32 bits otherwise.
+// s1 = step, as f32 bits for float outputs and i32 bits otherwise; for float outputs
+// the slot after n holds step - f32(step) (f32 bits).
 
 const EPO: u32 = 1u << LO;
 const BITS_O: u32 = 32u >> LO;

@@ -21,7 +21,27 @@ fn square_u32(a: u32) -> u32 { return a * a; }
 
 fn sqrt_f32(a: f32) -> f32 { return sqrt(a); }
 fn rsqrt_f32(a: f32) -> f32 { return 1.0 / sqrt(a); }
-fn exp_f32(a: f32) -> f32 { return exp(a); }
+// exp to ~1 ulp on every driver (WGSL only promises 3 + 2|x| ulp): a = k ln2 + r with
+// |r| <= ln2/2 (Cody-Waite split, k*LN2_HI exact), exp(r) by its degree-7 Taylor
+// polynomial (truncation < 0.1 ulp), then scaled by 2^k.
+fn exp_f32(a: f32) -> f32 {
+    if (isnan_f(a)) { return a; }
+    if (a > 88.72284) { return inf_f(); }
+    if (a < -103.97208) { return 0.0; }
+    let k = round(a * 1.442695041);
+    let r = (a - k * 0.693145751953125) - k * 1.4286068203e-6;
+    var p = 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    // 2^128 is not a float, yet exp(88.72) is: scale in two steps there.
+    if (k > 127.0) { return ldexp(p * 2.0, i32(k) - 1); }
+    return ldexp(p, i32(k));
+}
 // exp(x) - 1 without cancellation near 0: Taylor series for |x| < 0.5.
 fn expm1_f32(a: f32) -> f32 {
     if (abs(a) < 0.5) {
@@ -38,7 +58,7 @@ fn expm1_f32(a: f32) -> f32 {
         p = p * a + 1.0;
         return p * a;
     }
-    return exp(a) - 1.0;
+    return exp_f32(a) - 1.0;
 }
 fn log_f32(a: f32) -> f32 { return log(a); }
 // log(1 + x) = 2 atanh(s), s = x / (2 + x): an odd series in s, |s| <= 0.25 for
@@ -67,14 +87,15 @@ fn cos_f32(a: f32) -> f32 { return cos(a); }
 fn tan_f32(a: f32) -> f32 { return tan(a); }
 // Through expm1: accurate near 0 and no inf/inf for large |x|.
 fn tanh_f32(a: f32) -> f32 {
-    if (isnan_f(a)) { return a; }
+    // NaN and ±0 map to themselves (keeps the sign of zero).
+    if (isnan_f(a) || a == 0.0) { return a; }
     let x = abs(a);
     if (x > 10.0) { return select(-1.0, 1.0, a > 0.0); }
     let t = expm1_f32(2.0 * x);
     let r = t / (t + 2.0);
     return select(-r, r, a >= 0.0);
 }
-fn sigmoid_f32(a: f32) -> f32 { return 1.0 / (1.0 + exp(-a)); }
+fn sigmoid_f32(a: f32) -> f32 { return 1.0 / (1.0 + exp_f32(-a)); }
 // erf: odd Taylor series below 1 (relative accuracy near 0), Abramowitz-Stegun 7.1.26
 // above (absolute error 1.5e-7 where erf >= 0.84).
 fn erf_f32(a: f32) -> f32 {
@@ -100,7 +121,7 @@ fn erf_f32(a: f32) -> f32 {
     if (x >= 4.0) { return select(-1.0, 1.0, a > 0.0); }
     let t = 1.0 / (1.0 + 0.3275911 * x);
     let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-    let r = 1.0 - poly * exp(-x * x);
+    let r = 1.0 - poly * exp_f32(-x * x);
     return select(-r, r, a > 0.0);
 }
 fn floor_f32(a: f32) -> f32 { return floor(a); }

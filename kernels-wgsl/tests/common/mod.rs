@@ -10,7 +10,10 @@ static K: OnceLock<Option<Kernels>> = OnceLock::new();
 static KF: OnceLock<Option<Kernels>> = OnceLock::new();
 
 fn open(fallback: bool) -> Option<Kernels> {
-    let opts = RequestOptions { force_fallback_reductions: fallback, ..Default::default() };
+    let opts = RequestOptions {
+        force_fallback_reductions: fallback,
+        ..Default::default()
+    };
     match pollster::block_on(Kernels::request(&opts)) {
         Ok(k) => Some(k),
         Err(e) => {
@@ -69,10 +72,18 @@ pub fn random(rng: &mut Rng, n: usize, d: DType, kind: Data, specials: bool) -> 
             DType::Bool => (rng.next() & 1) as f64,
             DType::U8 => rng.below(256) as f64,
             DType::U32 => {
-                if rng.next() & 1 == 0 { rng.below(50) as f64 } else { (rng.next() as u32) as f64 }
+                if rng.next() & 1 == 0 {
+                    rng.below(50) as f64
+                } else {
+                    (rng.next() as u32) as f64
+                }
             }
             DType::I32 => {
-                if rng.next() & 1 == 0 { rng.below(101) as f64 - 50.0 } else { (rng.next() as i32) as f64 }
+                if rng.next() & 1 == 0 {
+                    rng.below(101) as f64 - 50.0
+                } else {
+                    (rng.next() as i32) as f64
+                }
             }
             _ => match kind {
                 Data::Eighths => (rng.below(321) as f64 - 160.0) / 8.0,
@@ -244,7 +255,14 @@ pub fn close(got: f64, want: f64, atol: f64, rtol: f64) -> bool {
     (got - want).abs() <= atol + rtol * want.abs()
 }
 
-pub fn assert_close(what: &str, got: &[f64], want: &[f64], atol: f64, rtol: f64, skip: &dyn Fn(usize) -> bool) {
+pub fn assert_close(
+    what: &str,
+    got: &[f64],
+    want: &[f64],
+    atol: f64,
+    rtol: f64,
+    skip: &dyn Fn(usize) -> bool,
+) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     let mut bad = Vec::new();
     for i in 0..got.len() {
@@ -253,8 +271,16 @@ pub fn assert_close(what: &str, got: &[f64], want: &[f64], atol: f64, rtol: f64,
         }
     }
     if !bad.is_empty() {
-        let show: Vec<String> =
-            bad.iter().take(6).map(|&i| format!("[{i}] got {} want {}", got[i], want[i])).collect();
-        panic!("{what}: {} of {} wrong: {}", bad.len(), got.len(), show.join(", "));
+        let show: Vec<String> = bad
+            .iter()
+            .take(6)
+            .map(|&i| format!("[{i}] got {} want {}", got[i], want[i]))
+            .collect();
+        panic!(
+            "{what}: {} of {} wrong: {}",
+            bad.len(),
+            got.len(),
+            show.join(", ")
+        );
     }
 }

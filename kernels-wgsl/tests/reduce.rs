@@ -1,0 +1,424 @@
+//! GPU tests of reductions and arg reductions against f64/i128 references, on the
+//! subgroup path and on the workgroup-memory fallback.
+//!
+//! Tolerances: integer, bool, max/min, all/any and arg results are exact. Float sums
+//! allow 1e-6 * sum(|x|) absolute plus one ulp of the output dtype; float products
+//! (data in [0.9, 1.1]) 1e-4 relative plus one ulp.
+
+mod common;
+use common::*;
+use wmx_kernels::{
+    ARG_REDUCE_OPS, Batch, Contig, DType, Error, Kernels, REDUCE_OPS, Strided, reduce_output_dtype,
+};
+
+struct Case {
+    label: String,
+    out: wgpu::Buffer,
+    dtype: DType,
+    want: Vec<f64>,
+    atol: Vec<f64>,
+    rtol: f64,
+}
+
+fn finish(k: &Kernels, batch: Batch, cases: Vec<Case>) {
+    k.submit(batch).unwrap();
+    for c in cases {
+        let n = c.want.len();
+        let got = decode(
+            &k.read_blocking(&c.out, 0, (n * c.dtype.size()) as u64)
+                .unwrap(),
+            c.dtype,
+        );
+        for (i, (g, w)) in got.iter().zip(&c.want).enumerate() {
+            assert!(
+                close(*g, *w, c.atol[i], c.rtol),
+                "{}: output {i} of {n}: got {g} want {w}",
+                c.label
+            );
+        }
+    }
+}
+
+/// Groups the logical elements of `vals` (row-major over `shape`) by output index
+/// (kept dims row-major), each group in row-major order of the reduced dims.
+fn groups(vals: &[f64], shape: &[usize], axes: &[usize]) -> Vec<Vec<f64>> {
+    let kept: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
+    let nk: usize = kept.iter().map(|d| shape[*d]).product();
+    let mut g = vec![Vec::new(); nk];
+    let mut idx = vec![0usize; shape.len()];
+    for v in vals {
+        let mut o = 0;
+        for d in &kept {
+            o = o * shape[*d] + idx[*d];
+        }
+        g[o].push(*v);
+        for d in (0..shape.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    g
+}
+
+fn ref_reduce(op: &str, d: DType, xs: &[f64]) -> f64 {
+    let od = reduce_output_dtype(op, d).unwrap();
+    match op {
+        "all" => xs.iter().all(|x| *x != 0.0) as u8 as f64,
+        "any" => xs.iter().any(|x| *x != 0.0) as u8 as f64,
+        "max" | "min" => {
+            if xs.iter().any(|x| x.is_nan()) {
+                return f64::NAN;
+            }
+            let f = if op == "max" { f64::max } else { f64::min };
+            xs.iter().copied().reduce(f).unwrap()
+        }
+        _ if d.is_float() => {
+            let r = if op == "sum" {
+                xs.iter().sum::<f64>()
+            } else {
+                xs.iter().product::<f64>()
+            };
+            round_to(r, od)
+        }
+        "sum" => wrap(
+            xs.iter()
+                .map(|x| *x as i128)
+                .fold(0i128, |a, b| (a + b) % (1i128 << 64)),
+            od,
+        ),
+        _ => wrap(
+            xs.iter()
+                .fold(1i128, |a, b| (a * (*b as i128)) % (1i128 << 64)),
+            od,
+        ),
+    }
+}
+
+fn ref_arg(op: &str, xs: &[f64]) -> f64 {
+    if let Some(i) = xs.iter().position(|x| x.is_nan()) {
+        return i as f64;
+    }
+    let mut best = 0;
+    for (i, x) in xs.iter().enumerate() {
+        if (op == "argmax" && *x > xs[best]) || (op == "argmin" && *x < xs[best]) {
+            best = i;
+        }
+    }
+    best as f64
+}
+
+struct Input {
+    buf: wgpu::Buffer,
+    dtype: DType,
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+    offset: usize,
+    vals: Vec<f64>,
+}
+
+impl Input {
+    fn new(k: &Kernels, rng: &mut Rng, d: DType, shape: &[usize], lay: Lay, data: Data) -> Input {
+        let (phys_len, strides, offset) = layout(lay, shape);
+        let phys = random(rng, phys_len, d, data, true);
+        let vals = gather(&phys, shape, &strides, offset);
+        Input {
+            buf: k.upload(&encode(&phys, d)).unwrap(),
+            dtype: d,
+            shape: shape.to_vec(),
+            strides,
+            offset,
+            vals,
+        }
+    }
+    fn view(&self) -> Strided<'_> {
+        Strided {
+            buffer: &self.buf,
+            dtype: self.dtype,
+            shape: &self.shape,
+            strides: &self.strides,
+            offset: self.offset,
+        }
+    }
+}
+
+type Shape = (&'static [usize], &'static [usize], Lay);
+
+/// (shape, axes, layout) cases for the full matrix.
+const SMALL: &[Shape] = &[
+    (&[0], &[0], Lay::Contig),
+    (&[1], &[0], Lay::Contig),
+    (&[3], &[0], Lay::Offset(1)),
+    (&[1000], &[0], Lay::Contig),
+    (&[1000], &[0], Lay::Neg),
+    (&[40, 25], &[1], Lay::Contig),
+    (&[40, 25], &[0], Lay::Contig),
+    (&[40, 25], &[1], Lay::Trans),
+    (&[40, 25], &[0, 1], Lay::Trans),
+    (&[40, 25], &[], Lay::Offset(3)),
+    (&[40, 25], &[0], Lay::BcastRow),
+    (&[6, 7, 8], &[0, 2], Lay::Contig),
+    (&[6, 7, 8], &[1], Lay::Trans),
+    (&[6, 7, 8], &[0, 2], Lay::Neg),
+    (&[5, 0, 3], &[1], Lay::Contig),
+    (&[3, 5000], &[1], Lay::Contig),
+];
+
+fn data_for(op: &str) -> Data {
+    if op == "prod" {
+        Data::Range(0.9, 1.1)
+    } else {
+        Data::Range(-10.0, 10.0)
+    }
+}
+
+fn reduce_cases(k: &Kernels, op: &str, d: DType, shapes: &[(&[usize], &[usize], Lay)], seed: u64) {
+    let mut rng = Rng(seed);
+    let mut batch = Batch::new();
+    let mut cases = Vec::new();
+    let od = reduce_output_dtype(op, d).unwrap();
+    for (shape, axes, lay) in shapes {
+        let nred: usize = axes.iter().map(|a| shape[*a]).product();
+        if nred == 0 && matches!(op, "max" | "min") {
+            continue;
+        }
+        let x = Input::new(k, &mut rng, d, shape, *lay, data_for(op));
+        let g = groups(&x.vals, shape, axes);
+        let out = k.create_buffer((g.len() * od.size()) as u64, None).unwrap();
+        let out_shape = [g.len()];
+        k.reduce(
+            &mut batch,
+            op,
+            &x.view(),
+            axes,
+            &Contig {
+                buffer: &out,
+                dtype: od,
+                shape: &out_shape,
+            },
+        )
+        .unwrap();
+        let want = g.iter().map(|xs| ref_reduce(op, d, xs)).collect();
+        let float_acc = d.is_float() && matches!(op, "sum" | "prod");
+        let atol = g
+            .iter()
+            .map(|xs| {
+                if float_acc && op == "sum" {
+                    1e-6 * xs.iter().map(|v| v.abs()).sum::<f64>()
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let rtol = if float_acc {
+            ulp(od) + if op == "prod" { 1e-4 } else { 0.0 }
+        } else {
+            0.0
+        };
+        cases.push(Case {
+            label: format!("reduce {op} {d} {shape:?} axes {axes:?} {lay:?}"),
+            out,
+            dtype: od,
+            want,
+            atol,
+            rtol,
+        });
+    }
+    finish(k, batch, cases);
+}
+
+fn arg_cases(k: &Kernels, op: &str, d: DType, shapes: &[(&[usize], usize, Lay)], seed: u64) {
+    let mut rng = Rng(seed);
+    let mut batch = Batch::new();
+    let mut cases = Vec::new();
+    for (shape, axis, lay) in shapes {
+        // Few distinct values, so ties (first index wins) are common.
+        let data = if d.is_float() {
+            Data::Eighths
+        } else {
+            Data::Range(-3.0, 3.0)
+        };
+        let x = Input::new(k, &mut rng, d, shape, *lay, data);
+        let g = groups(&x.vals, shape, &[*axis]);
+        let out = k.create_buffer((g.len() * 4) as u64, None).unwrap();
+        let out_shape = [g.len()];
+        k.arg_reduce(
+            &mut batch,
+            op,
+            &x.view(),
+            *axis,
+            &Contig {
+                buffer: &out,
+                dtype: DType::U32,
+                shape: &out_shape,
+            },
+        )
+        .unwrap();
+        let want = g.iter().map(|xs| ref_arg(op, xs)).collect();
+        cases.push(Case {
+            label: format!("{op} {d} {shape:?} axis {axis} {lay:?}"),
+            out,
+            dtype: DType::U32,
+            want,
+            atol: vec![0.0; g.len()],
+            rtol: 0.0,
+        });
+    }
+    finish(k, batch, cases);
+}
+
+const ARG_SHAPES: &[(&[usize], usize, Lay)] = &[
+    (&[1], 0, Lay::Contig),
+    (&[3], 0, Lay::Neg),
+    (&[1000], 0, Lay::Offset(2)),
+    (&[40, 25], 1, Lay::Contig),
+    (&[40, 25], 0, Lay::Contig),
+    (&[40, 25], 1, Lay::Trans),
+    (&[6, 7, 8], 1, Lay::Trans),
+    (&[6, 1, 8], 1, Lay::Contig),
+    (&[40, 25], 0, Lay::BcastRow),
+];
+
+fn all_reductions(k: &Kernels) {
+    for (i, op) in REDUCE_OPS.iter().enumerate() {
+        for d in DType::ALL {
+            if k.supports(d) {
+                reduce_cases(k, op, d, SMALL, 100 + i as u64);
+            }
+        }
+    }
+    for (i, op) in ARG_REDUCE_OPS.iter().enumerate() {
+        for d in DType::ALL {
+            if k.supports(d) {
+                arg_cases(k, op, d, ARG_SHAPES, 200 + i as u64);
+            }
+        }
+    }
+}
+
+#[test]
+fn reductions_all_ops_all_dtypes() {
+    let Some(k) = k() else { return };
+    all_reductions(k);
+}
+
+#[test]
+fn reductions_workgroup_memory_fallback() {
+    let Some(k) = k_fallback() else { return };
+    assert!(!k.target().subgroups);
+    all_reductions(k);
+}
+
+#[test]
+fn subgroups_are_used_when_available() {
+    let Some(k) = k() else { return };
+    eprintln!("caps: {:?}", k.caps());
+    assert_eq!(k.target().subgroups, k.caps().subgroups);
+}
+
+#[test]
+fn reductions_big_sizes() {
+    let Some(k) = k() else { return };
+    const N: usize = (1 << 20) + 3;
+    const HUGE: usize = 65535 * 256 + 3;
+    for d in DType::ALL {
+        if k.supports(d) {
+            let op = if d == DType::Bool { "any" } else { "sum" };
+            reduce_cases(
+                k,
+                op,
+                d,
+                &[
+                    (&[N], &[0], Lay::Contig),
+                    (&[1024, 1024], &[0], Lay::Contig),
+                ],
+                300,
+            );
+            reduce_cases(k, "max", d, &[(&[N], &[0], Lay::Neg)], 301);
+        }
+    }
+    // Two-pass reduce-all with > 65535 * 256 elements; rows: > 65535 workgroups.
+    reduce_cases(
+        k,
+        "sum",
+        DType::F32,
+        &[
+            (&[HUGE], &[0], Lay::Contig),
+            (&[70000, 20], &[1], Lay::Contig),
+        ],
+        302,
+    );
+    arg_cases(
+        k,
+        "argmax",
+        DType::F32,
+        &[(&[N], 0, Lay::Contig), (&[70000, 20], 1, Lay::Contig)],
+        303,
+    );
+    if let Some(kf) = k_fallback() {
+        reduce_cases(kf, "sum", DType::F32, &[(&[N], &[0], Lay::Contig)], 304);
+        arg_cases(kf, "argmin", DType::F32, &[(&[N], 0, Lay::Neg)], 305);
+    }
+}
+
+#[test]
+fn reduction_errors() {
+    let Some(k) = k() else { return };
+    let buf = k.create_buffer(64, None).unwrap();
+    let out = k.create_buffer(64, None).unwrap();
+    let x = Strided {
+        buffer: &buf,
+        dtype: DType::F32,
+        shape: &[4, 0],
+        strides: &[0, 1],
+        offset: 0,
+    };
+    let mut b = Batch::new();
+    let o = Contig {
+        buffer: &out,
+        dtype: DType::F32,
+        shape: &[4],
+    };
+    assert!(matches!(
+        k.reduce(&mut b, "max", &x, &[1], &o),
+        Err(Error::Shape(_))
+    ));
+    assert!(matches!(
+        k.reduce(&mut b, "mean", &x, &[1], &o),
+        Err(Error::UnknownOp { .. })
+    ));
+    let y = Strided {
+        shape: &[4, 2],
+        strides: &[2, 1],
+        ..x
+    };
+    // sum of u8 writes u32.
+    let yu8 = Strided {
+        dtype: DType::U8,
+        ..y
+    };
+    assert!(matches!(
+        k.reduce(
+            &mut b,
+            "sum",
+            &yu8,
+            &[1],
+            &Contig {
+                dtype: DType::U8,
+                ..o
+            }
+        ),
+        Err(Error::Shape(_))
+    ));
+    assert!(matches!(
+        k.reduce(&mut b, "sum", &y, &[1, 0], &o),
+        Err(Error::Shape(_))
+    ));
+    assert!(matches!(
+        k.arg_reduce(&mut b, "argmax", &y, 1, &o),
+        Err(Error::Shape(_))
+    ));
+    assert!(b.is_empty());
+}

@@ -1,0 +1,1029 @@
+//! GPU benchmark of wmx: bandwidth of elementwise ops and reductions, through the
+//! public `wmx` API (what users get) and through the bare `wmx-kernels` library
+//! (what the kernels alone reach), plus the CPU cost of a lazy 1000-op graph.
+//!
+//! ```text
+//! cargo run --release -p wmx-tests --bin bench                        # default sizes
+//! cargo run --release -p wmx-tests --bin bench -- --sizes 2^20,2^26 --json wmx.json
+//! cargo run --release -p wmx-tests --bin bench -- --smoke             # CI: checks only
+//! ```
+//!
+//! Options: `--sizes` (element counts, `2^k` allowed; default 2^10,2^16,2^20,2^24,2^26),
+//! `--dtypes` (f32,f16), `--paths` (wmx,kernels), `--ops` (names, comma separated),
+//! `--reps` (timed repetitions after 200 ms of warm-up, median taken; default 7), `--json FILE`, `--smoke`.
+//!
+//! Method: every case is first checked against a CPU f64 reference on random data
+//! (never zeros), then warmed up and timed: `iters` launches (200 up to 2^20
+//! elements, else 50, as `torch_ref.py`) between two GPU timestamps
+//! (`TIMESTAMP_QUERY`; ticks × `Queue::get_timestamp_period`; resolved in a separate
+//! encoder), or wall clock around submit + wait where the adapter has no timestamps;
+//! the median of `reps` repetitions is reported. Bytes counted are those the op must
+//! move (inputs read once, output written once), as in `torch_ref.py`.
+//!
+//! - `wmx` path: each launch is a fresh graph (`wmx::add(&x, &y)` …) evaluated with
+//!   `eval()` and dropped (one submit per eval); the timestamps bracket all of them,
+//!   so CPU gaps between evals count, as launch gaps count in PyTorch's events.
+//! - `kernels` path: the launches are recorded into one `Batch` (one compute pass)
+//!   and bracketed by timestamps in the same command encoder.
+//!
+//! `--smoke` runs small sizes with one repetition, checks every result and the
+//! 1000-op chain, and asserts nothing about timings (`tests/tests/bench_smoke.rs`).
+
+use std::fmt::Write as _;
+use std::time::Instant;
+use wmx::{Array, DType, Device, DeviceKind};
+use wmx_kernels as k;
+
+type Res<T> = std::result::Result<T, String>;
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+// ------------------------------------------------------------------ options
+
+struct Options {
+    sizes: Vec<usize>,
+    dtypes: Vec<DType>,
+    paths: Vec<String>,
+    ops: Option<Vec<String>>,
+    reps: usize,
+    json: Option<String>,
+    smoke: bool,
+    chain: usize,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Res<Options> {
+        let mut o = Options {
+            sizes: [10, 16, 20, 24, 26].iter().map(|p| 1usize << p).collect(),
+            dtypes: vec![DType::F32, DType::F16],
+            paths: vec!["wmx".into(), "kernels".into()],
+            ops: None,
+            reps: 7,
+            json: None,
+            smoke: false,
+            chain: 1000,
+        };
+        let mut sizes_given = false;
+        let mut i = 0;
+        while i < args.len() {
+            let a = args[i].as_str();
+            let mut val = || -> Res<String> {
+                i += 1;
+                args.get(i).cloned().ok_or(format!("{a} needs a value"))
+            };
+            match a {
+                "--sizes" => {
+                    o.sizes = val()?.split(',').map(parse_size).collect::<Res<_>>()?;
+                    sizes_given = true;
+                }
+                "--dtypes" => {
+                    o.dtypes = val()?
+                        .split(',')
+                        .map(|s| match s {
+                            "f32" | "float32" => Ok(DType::F32),
+                            "f16" | "float16" => Ok(DType::F16),
+                            _ => Err(format!("unknown dtype {s} (f32, f16)")),
+                        })
+                        .collect::<Res<_>>()?
+                }
+                "--paths" => o.paths = val()?.split(',').map(str::to_string).collect(),
+                "--ops" => o.ops = Some(val()?.split(',').map(str::to_string).collect()),
+                "--reps" => o.reps = val()?.parse().map_err(err)?,
+                "--json" => o.json = Some(val()?),
+                "--chain" => o.chain = val()?.parse().map_err(err)?,
+                "--smoke" => o.smoke = true,
+                "-h" | "--help" => {
+                    return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
+                                [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
+                                [--json FILE] [--smoke]"
+                        .into());
+                }
+                _ => return Err(format!("unknown argument {a}")),
+            }
+            i += 1;
+        }
+        if o.smoke {
+            if !sizes_given {
+                o.sizes = vec![1 << 10, 1 << 16];
+            }
+            o.reps = 1;
+        }
+        Ok(o)
+    }
+}
+
+fn parse_size(s: &str) -> Res<usize> {
+    let s = s.trim();
+    if let Some(p) = s.strip_prefix("2^") {
+        let p: u32 = p.parse().map_err(err)?;
+        return Ok(1usize << p);
+    }
+    s.parse().map_err(|e| format!("size {s}: {e}"))
+}
+
+fn dtype_name(d: DType) -> &'static str {
+    match d {
+        DType::F16 => "float16",
+        _ => "float32",
+    }
+}
+
+fn kdtype(d: DType) -> k::DType {
+    match d {
+        DType::F16 => k::DType::F16,
+        _ => k::DType::F32,
+    }
+}
+
+// ------------------------------------------------------------------ cases
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Op {
+    Copy,
+    Add,
+    Multiply,
+    Exp,
+    Axpby,
+    AxpbyComposed,
+    SumAll,
+    SumLast,
+    SumFirst,
+    ArgmaxLast,
+    /// `copy_buffer_to_buffer` (the driver's copy; kernels path only): the copy limit.
+    CopyBuffer,
+}
+
+const OPS: [Op; 11] = [
+    Op::Copy,
+    Op::CopyBuffer,
+    Op::Add,
+    Op::Multiply,
+    Op::Exp,
+    Op::Axpby,
+    Op::AxpbyComposed,
+    Op::SumAll,
+    Op::SumLast,
+    Op::SumFirst,
+    Op::ArgmaxLast,
+];
+
+/// Offset (elements) of the view `copy` reads on the wmx path: a sliced view is
+/// the user-visible way to make a copy; 8 keeps it 16-byte aligned for f16 and f32.
+const COPY_OFFSET: usize = 8;
+const ALPHA: f64 = 2.0;
+const BETA: f64 = 0.5;
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Copy => "copy",
+            Op::CopyBuffer => "copy_buffer",
+            Op::Add => "add",
+            Op::Multiply => "multiply",
+            Op::Exp => "exp",
+            Op::Axpby => "axpby",
+            Op::AxpbyComposed => "axpby_composed",
+            Op::SumAll => "sum_all",
+            Op::SumLast => "sum_last_axis",
+            Op::SumFirst => "sum_first_axis",
+            Op::ArgmaxLast => "argmax_last_axis",
+        }
+    }
+
+    /// Bytes that must move for `n` elements of `e` bytes (as torch_ref.py counts).
+    fn bytes(self, n: usize, e: usize) -> f64 {
+        let n = n as f64 * e as f64;
+        match self {
+            Op::Copy | Op::CopyBuffer | Op::Exp => 2.0 * n,
+            Op::Add | Op::Multiply | Op::Axpby | Op::AxpbyComposed => 3.0 * n,
+            Op::SumAll | Op::SumLast | Op::SumFirst | Op::ArgmaxLast => n,
+        }
+    }
+}
+
+/// Rows of the matrix view used by the axis reductions (as torch_ref.py).
+fn rows_for(n: usize) -> usize {
+    if n >= 1 << 20 { 1024 } else { 32 }
+}
+
+/// A measured case.
+struct Row {
+    path: &'static str,
+    op: String,
+    dtype: DType,
+    n: usize,
+    ms: f64,
+    gbps: f64,
+    extra: Vec<(&'static str, f64)>,
+}
+
+// ------------------------------------------------------------------ data and references
+
+/// Deterministic pseudo-random values in [-1, 1), never all zero.
+fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// Host data in `dtype`: the storage bytes and the exact values as f64.
+struct Host {
+    bytes: Vec<u8>,
+    vals: Vec<f64>,
+}
+
+fn host(v: &[f32], dtype: DType) -> Host {
+    match dtype {
+        DType::F16 => {
+            let h: Vec<wmx::f16> = v.iter().map(|x| wmx::f16::from_f32(*x)).collect();
+            Host {
+                bytes: h.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
+                vals: h.iter().map(|x| x.to_f64()).collect(),
+            }
+        }
+        _ => Host {
+            bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            vals: v.iter().map(|x| *x as f64).collect(),
+        },
+    }
+}
+
+fn decode(bytes: &[u8], dtype: k::DType) -> Vec<f64> {
+    match dtype {
+        k::DType::F16 => bytes
+            .chunks_exact(2)
+            .map(|c| wmx::f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f64())
+            .collect(),
+        k::DType::U32 => bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect(),
+        _ => bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect(),
+    }
+}
+
+/// Expected output and the tolerance of each element.
+struct Expect {
+    want: Vec<f64>,
+    tol: Vec<f64>,
+    /// Arg reductions: compare the values at the indices (ties allowed).
+    arg_of: Option<Vec<f64>>,
+}
+
+fn reference(op: Op, x: &[f64], y: &[f64], dtype: DType) -> Expect {
+    let f16 = dtype == DType::F16;
+    // Elementwise: relative to the value (f16 outputs round, composed ops round twice).
+    let (rel, abs) = if f16 { (4e-3, 1e-3) } else { (1e-5, 1e-6) };
+    let ew = |want: Vec<f64>| {
+        let tol = want.iter().map(|w| rel * w.abs() + abs).collect();
+        Expect {
+            want,
+            tol,
+            arg_of: None,
+        }
+    };
+    let n = x.len();
+    let rows = rows_for(n);
+    let cols = n / rows;
+    // Sums: relative to the sum of magnitudes, plus the output's rounding.
+    let sums = |groups: Vec<(f64, f64)>| {
+        let out_rel = if f16 { 1e-3 } else { 1e-6 };
+        Expect {
+            want: groups.iter().map(|g| g.0).collect(),
+            tol: groups
+                .iter()
+                .map(|(s, a)| 1e-5 * a + out_rel * s.abs() + 1e-6)
+                .collect(),
+            arg_of: None,
+        }
+    };
+    match op {
+        Op::Copy => ew(x[COPY_OFFSET..].to_vec()),
+        Op::CopyBuffer => ew(x.to_vec()),
+        Op::Add => ew(x.iter().zip(y).map(|(a, b)| a + b).collect()),
+        Op::Multiply => ew(x.iter().zip(y).map(|(a, b)| a * b).collect()),
+        Op::Exp => ew(x.iter().map(|a| a.exp()).collect()),
+        Op::Axpby | Op::AxpbyComposed => {
+            ew(x.iter().zip(y).map(|(a, b)| ALPHA * a + BETA * b).collect())
+        }
+        Op::SumAll => sums(vec![(x.iter().sum(), x.iter().map(|v| v.abs()).sum())]),
+        Op::SumLast => sums(
+            x.chunks(cols)
+                .map(|r| (r.iter().sum(), r.iter().map(|v| v.abs()).sum()))
+                .collect(),
+        ),
+        Op::SumFirst => {
+            let mut s = vec![(0.0, 0.0); cols];
+            for r in x.chunks(cols) {
+                for (acc, v) in s.iter_mut().zip(r) {
+                    acc.0 += v;
+                    acc.1 += v.abs();
+                }
+            }
+            sums(s)
+        }
+        Op::ArgmaxLast => {
+            let want: Vec<f64> = x
+                .chunks(cols)
+                .map(|r| {
+                    let mut best = 0;
+                    for (i, v) in r.iter().enumerate() {
+                        if *v > r[best] {
+                            best = i;
+                        }
+                    }
+                    best as f64
+                })
+                .collect();
+            Expect {
+                tol: vec![0.0; want.len()],
+                want,
+                arg_of: Some(x.to_vec()),
+            }
+        }
+    }
+}
+
+fn check(what: &str, got: &[f64], e: &Expect) -> Res<()> {
+    if got.len() != e.want.len() {
+        return Err(format!(
+            "{what}: {} results, expected {}",
+            got.len(),
+            e.want.len()
+        ));
+    }
+    let cols = if let Some(x) = &e.arg_of {
+        x.len() / e.want.len().max(1)
+    } else {
+        0
+    };
+    for (i, (g, w)) in got.iter().zip(&e.want).enumerate() {
+        let ok = match &e.arg_of {
+            Some(x) => {
+                let gi = *g as usize;
+                gi < cols && x[i * cols + gi] == x[i * cols + *w as usize]
+            }
+            None => (g - w).abs() <= e.tol[i],
+        };
+        if !ok {
+            return Err(format!(
+                "{what}: element {i} is {g}, expected {w} (tolerance {})",
+                e.tol[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ timing
+
+/// GPU timestamps (two slots), where the device has them inside encoders.
+struct Stamps {
+    queue: wgpu::Queue,
+    device: wgpu::Device,
+    set: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    read: wgpu::Buffer,
+    period_ns: f64,
+}
+
+impl Stamps {
+    fn new(kernels: &k::Kernels) -> Option<Stamps> {
+        let dev = kernels.device();
+        let need =
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        if !dev.features().contains(need) || std::env::var_os("WMX_BENCH_WALL_CLOCK").is_some() {
+            return None;
+        }
+        let set = dev.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("bench timestamps"),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2,
+        });
+        let buf = |usage| {
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("bench timestamps"),
+                size: 16,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        Some(Stamps {
+            queue: kernels.queue().clone(),
+            device: dev.clone(),
+            set,
+            resolve: buf(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
+            read: buf(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+            period_ns: kernels.queue().get_timestamp_period() as f64,
+        })
+    }
+
+    /// Writes timestamp `slot` in its own submit (after all earlier work).
+    fn stamp(&self, slot: u32) {
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.write_timestamp(&self.set, slot);
+        self.queue.submit([enc.finish()]);
+    }
+
+    /// Milliseconds between slot 0 and slot 1 (waits for the GPU).
+    fn elapsed_ms(&self) -> Res<f64> {
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.resolve_query_set(&self.set, 0..2, &self.resolve, 0);
+        enc.copy_buffer_to_buffer(&self.resolve, 0, &self.read, 0, 16);
+        self.queue.submit([enc.finish()]);
+        let slice = self.read.slice(..);
+        slice.map_async(wgpu::MapMode::Read, |_| {});
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(err)?;
+        let t = {
+            let v = slice.get_mapped_range().map_err(err)?;
+            let t0 = u64::from_le_bytes(v[0..8].try_into().unwrap());
+            let t1 = u64::from_le_bytes(v[8..16].try_into().unwrap());
+            t1.wrapping_sub(t0)
+        };
+        self.read.unmap();
+        Ok(t as f64 * self.period_ns / 1e6)
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn iters_for(n: usize, smoke: bool) -> usize {
+    if smoke {
+        2
+    } else if n <= 1 << 20 {
+        200
+    } else {
+        50
+    }
+}
+
+// ------------------------------------------------------------------ the wmx path
+
+struct WmxCase {
+    x: Array,
+    y: Array,
+    m: Array,
+}
+
+fn wmx_build(op: Op, c: &WmxCase) -> wmx::Result<Array> {
+    use wmx::ops::Slice;
+    match op {
+        Op::Copy => wmx::contiguous(&wmx::slice(
+            &c.x,
+            &[Slice::new(Some(COPY_OFFSET as isize), None, 1)],
+        )?),
+        Op::Add => wmx::add(&c.x, &c.y),
+        Op::Multiply => wmx::multiply(&c.x, &c.y),
+        Op::Exp => wmx::exp(&c.x),
+        Op::Axpby => wmx::axpby(&c.x, &c.y, ALPHA, BETA),
+        Op::AxpbyComposed => Ok(&(&c.x * ALPHA) + &(&c.y * BETA)),
+        Op::SumAll => wmx::sum(&c.x, None, false),
+        Op::SumLast => wmx::sum(&c.m, Some(&[-1]), false),
+        Op::SumFirst => wmx::sum(&c.m, Some(&[0]), false),
+        Op::ArgmaxLast => wmx::argmax(&c.m, -1, false),
+        Op::CopyBuffer => unreachable!("kernels path only"),
+    }
+}
+
+fn bench_wmx(
+    dev: &Device,
+    stamps: Option<&Stamps>,
+    o: &Options,
+    dtype: DType,
+    n: usize,
+    data: (&Host, &Host),
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let shape = [n];
+    let x = Array::from_bytes_on(data.0.bytes.clone(), &shape, dtype, dev).map_err(err)?;
+    let y = Array::from_bytes_on(data.1.bytes.clone(), &shape, dtype, dev).map_err(err)?;
+    let r = rows_for(n);
+    let m = x.reshape(&[r as isize, (n / r) as isize]).map_err(err)?;
+    let c = WmxCase { x, y, m };
+    let iters = iters_for(n, o.smoke);
+    for op in selected(o) {
+        if op == Op::CopyBuffer {
+            continue;
+        }
+        let what = format!("wmx {} {} n={n}", op.name(), dtype_name(dtype));
+        // Check first (this also uploads the inputs and compiles the pipelines).
+        let out = wmx_build(op, &c).map_err(err)?;
+        let got = out.to_vec_f64().map_err(err)?;
+        drop(out);
+        check(
+            &what,
+            &got,
+            &reference(op, &data.0.vals, &data.1.vals, dtype),
+        )?;
+        let run = || -> Res<()> {
+            let out = wmx_build(op, &c).map_err(err)?;
+            out.eval().map_err(err)
+        };
+        let measure = || -> Res<f64> {
+            dev.synchronize().map_err(err)?;
+            let ms = match stamps {
+                Some(s) => {
+                    s.stamp(0);
+                    for _ in 0..iters {
+                        run()?;
+                    }
+                    dev.backend().flush().map_err(err)?;
+                    s.stamp(1);
+                    dev.synchronize().map_err(err)?;
+                    s.elapsed_ms()?
+                }
+                None => {
+                    let t = Instant::now();
+                    for _ in 0..iters {
+                        run()?;
+                    }
+                    dev.synchronize().map_err(err)?;
+                    t.elapsed().as_secs_f64() * 1e3
+                }
+            };
+            Ok(ms / iters as f64)
+        };
+        let samples = sample(o, measure)?;
+        push_row(rows, "wmx", op, dtype, n, &samples);
+    }
+    Ok(())
+}
+
+/// Warm-up until the GPU has run this case for `WARM_MS` (clocks settle; one
+/// sample in smoke runs), then `reps` samples of ms per launch.
+fn sample(o: &Options, mut measure: impl FnMut() -> Res<f64>) -> Res<Vec<f64>> {
+    const WARM_MS: f64 = 200.0;
+    let t = Instant::now();
+    measure()?;
+    while !o.smoke && t.elapsed().as_secs_f64() * 1e3 < WARM_MS {
+        measure()?;
+    }
+    (0..o.reps).map(|_| measure()).collect()
+}
+
+fn push_row(
+    rows: &mut Vec<Row>,
+    path: &'static str,
+    op: Op,
+    dtype: DType,
+    n: usize,
+    samples: &[f64],
+) {
+    let ms = median(samples.to_vec());
+    let moved = if op == Op::Copy && path == "wmx" {
+        n - COPY_OFFSET
+    } else {
+        n
+    };
+    let gbps = op.bytes(moved, dtype.size()) / (ms * 1e6);
+    let row = Row {
+        path,
+        op: op.name().into(),
+        dtype,
+        n,
+        ms,
+        gbps,
+        extra: vec![
+            (
+                "ms_min",
+                samples.iter().copied().fold(f64::INFINITY, f64::min),
+            ),
+            ("ms_max", samples.iter().copied().fold(0.0, f64::max)),
+        ],
+    };
+    print_row(&row);
+    rows.push(row);
+}
+
+fn print_row(r: &Row) {
+    println!(
+        "{:<8} {:<18} {:<8} n={:>10} {:>11.2} us {:>8.1} GB/s",
+        r.path,
+        r.op,
+        dtype_name(r.dtype),
+        r.n,
+        r.ms * 1e3,
+        r.gbps
+    );
+}
+
+fn selected(o: &Options) -> Vec<Op> {
+    OPS.iter()
+        .copied()
+        .filter(|op| {
+            o.ops
+                .as_ref()
+                .is_none_or(|l| l.iter().any(|s| s == op.name()))
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------------ the kernels path
+
+struct KCase {
+    x: wgpu::Buffer,
+    y: wgpu::Buffer,
+    two: wgpu::Buffer,
+    half: wgpu::Buffer,
+    out: wgpu::Buffer,
+    t1: wgpu::Buffer,
+    t2: wgpu::Buffer,
+}
+
+/// Records one launch of `op` (several dispatches for the composed axpby).
+fn k_record(
+    kern: &k::Kernels,
+    b: &mut k::Batch,
+    op: Op,
+    c: &KCase,
+    d: k::DType,
+    n: usize,
+) -> k::Result<()> {
+    let shape = [n];
+    let unit = [1isize];
+    let v = |buf| k::Strided {
+        buffer: buf,
+        dtype: d,
+        shape: &shape,
+        strides: &unit,
+        offset: 0,
+    };
+    let out = |buf, dtype, shape| k::Contig {
+        buffer: buf,
+        dtype,
+        shape,
+    };
+    let rows = rows_for(n);
+    let cols = n / rows;
+    let mshape = [rows, cols];
+    let mstrides = [cols as isize, 1];
+    let m = k::Strided {
+        buffer: &c.x,
+        dtype: d,
+        shape: &mshape,
+        strides: &mstrides,
+        offset: 0,
+    };
+    let zero = [0isize];
+    let scalar = |buf| k::Strided {
+        buffer: buf,
+        dtype: d,
+        shape: &shape,
+        strides: &zero,
+        offset: 0,
+    };
+    match op {
+        Op::Copy => kern.copy(b, &v(&c.x), &out(&c.out, d, &shape)),
+        Op::Add => kern.binary(b, "add", &v(&c.x), &v(&c.y), &out(&c.out, d, &shape)),
+        Op::Multiply => kern.binary(b, "multiply", &v(&c.x), &v(&c.y), &out(&c.out, d, &shape)),
+        Op::Exp => kern.unary(b, "exp", &v(&c.x), &out(&c.out, d, &shape)),
+        Op::Axpby => kern.axpby(b, &v(&c.x), &v(&c.y), ALPHA, BETA, &out(&c.out, d, &shape)),
+        Op::AxpbyComposed => {
+            kern.binary(
+                b,
+                "multiply",
+                &v(&c.x),
+                &scalar(&c.two),
+                &out(&c.t1, d, &shape),
+            )?;
+            kern.binary(
+                b,
+                "multiply",
+                &v(&c.y),
+                &scalar(&c.half),
+                &out(&c.t2, d, &shape),
+            )?;
+            kern.binary(b, "add", &v(&c.t1), &v(&c.t2), &out(&c.out, d, &shape))
+        }
+        Op::SumAll => kern.reduce(b, "sum", &v(&c.x), &[0], &out(&c.out, d, &[])),
+        Op::SumLast => kern.reduce(b, "sum", &m, &[1], &out(&c.out, d, &[rows])),
+        Op::SumFirst => kern.reduce(b, "sum", &m, &[0], &out(&c.out, d, &[cols])),
+        Op::ArgmaxLast => kern.arg_reduce(b, "argmax", &m, 1, &out(&c.out, k::DType::U32, &[rows])),
+        Op::CopyBuffer => unreachable!("not a kernel"),
+    }
+}
+
+/// Elements the output of `op` holds and their dtype.
+fn k_output(op: Op, n: usize, d: k::DType) -> (usize, k::DType) {
+    let rows = rows_for(n);
+    match op {
+        Op::SumAll => (1, d),
+        Op::SumLast => (rows, d),
+        Op::SumFirst => (n / rows, d),
+        Op::ArgmaxLast => (rows, k::DType::U32),
+        _ => (n, d),
+    }
+}
+
+fn bench_kernels(
+    kern: &k::Kernels,
+    stamps: Option<&Stamps>,
+    o: &Options,
+    dtype: DType,
+    n: usize,
+    data: (&Host, &Host),
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let d = kdtype(dtype);
+    let scalar_bytes = |v: f32| host(&[v], dtype).bytes;
+    let nb = (n * dtype.size()) as u64;
+    let c = KCase {
+        x: kern.upload(&data.0.bytes).map_err(err)?,
+        y: kern.upload(&data.1.bytes).map_err(err)?,
+        two: kern.upload(&scalar_bytes(ALPHA as f32)).map_err(err)?,
+        half: kern.upload(&scalar_bytes(BETA as f32)).map_err(err)?,
+        out: kern.create_buffer(nb, Some("bench out")).map_err(err)?,
+        t1: kern.create_buffer(nb, Some("bench t1")).map_err(err)?,
+        t2: kern.create_buffer(nb, Some("bench t2")).map_err(err)?,
+    };
+    let iters = iters_for(n, o.smoke);
+    let dev = kern.device();
+    for op in selected(o) {
+        let what = format!("kernels {} {} n={n}", op.name(), dtype_name(dtype));
+        let (on, od) = k_output(op, n, d);
+        // Poison the output so unwritten elements show.
+        kern.queue()
+            .write_buffer(&c.out, 0, &vec![0xffu8; (on * od.size()).div_ceil(4) * 4]);
+        let launch = |enc: &mut wgpu::CommandEncoder| -> Res<()> {
+            if op == Op::CopyBuffer {
+                for _ in 0..iters {
+                    enc.copy_buffer_to_buffer(&c.x, 0, &c.out, 0, nb.div_ceil(4) * 4);
+                }
+                return Ok(());
+            }
+            let mut b = k::Batch::new();
+            for _ in 0..iters {
+                k_record(kern, &mut b, op, &c, d, n).map_err(err)?;
+            }
+            kern.encode(b, enc).map_err(err)
+        };
+        // Check (and warm up) first.
+        let mut enc = dev.create_command_encoder(&Default::default());
+        launch(&mut enc)?;
+        kern.queue().submit([enc.finish()]);
+        let got = decode(
+            &kern
+                .read_blocking(&c.out, 0, (on * od.size()) as u64)
+                .map_err(err)?,
+            od,
+        );
+        let mut e = reference(op, &data.0.vals, &data.1.vals, dtype);
+        if op == Op::Copy {
+            e = reference(Op::CopyBuffer, &data.0.vals, &data.1.vals, dtype);
+        }
+        check(&what, &got, &e)?;
+        let measure = || -> Res<f64> {
+            let mut enc = dev.create_command_encoder(&Default::default());
+            let ms = match stamps {
+                Some(s) => {
+                    enc.write_timestamp(&s.set, 0);
+                    launch(&mut enc)?;
+                    enc.write_timestamp(&s.set, 1);
+                    kern.queue().submit([enc.finish()]);
+                    s.elapsed_ms()?
+                }
+                None => {
+                    kern.poll_wait();
+                    let t = Instant::now();
+                    launch(&mut enc)?;
+                    kern.queue().submit([enc.finish()]);
+                    kern.poll_wait();
+                    t.elapsed().as_secs_f64() * 1e3
+                }
+            };
+            Ok(ms / iters as f64)
+        };
+        let samples = sample(o, measure)?;
+        // The kernels copy moves all n elements.
+        push_row(rows, "kernels", op, dtype, n, &samples);
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ dispatch overhead
+
+/// A lazy chain of `len` dependent elementwise ops on 4096-element f32 arrays
+/// (alternately `+ y` and `* z`), built and evaluated once: CPU µs per op for the
+/// graph build and for eval (record + submit), and the GPU time (wait after submit).
+fn bench_chain(dev: &Device, len: usize, reps: usize, rows: &mut Vec<Row>) -> Res<()> {
+    const N: usize = 4096;
+    let xs = random(N, 11);
+    let ys = random(N, 12);
+    let zs: Vec<f32> = random(N, 13).iter().map(|v| 0.9 * v).collect();
+    let arr = |v: &[f32]| Array::from_slice_on(v, &[N], dev).map_err(err);
+    let (x, y, z) = (arr(&xs)?, arr(&ys)?, arr(&zs)?);
+    // CPU reference in f64.
+    let mut want: Vec<f64> = xs.iter().map(|v| *v as f64).collect();
+    for i in 0..len {
+        for (j, w) in want.iter_mut().enumerate() {
+            *w = if i % 2 == 0 {
+                *w + ys[j] as f64
+            } else {
+                *w * zs[j] as f64
+            };
+        }
+    }
+    let build = || -> Res<Array> {
+        let mut a = x.clone();
+        for i in 0..len {
+            a = if i % 2 == 0 {
+                wmx::add(&a, &y)
+            } else {
+                wmx::multiply(&a, &z)
+            }
+            .map_err(err)?;
+        }
+        Ok(a)
+    };
+    // Warm-up (uploads, pipelines) and check.
+    let a = build()?;
+    let got = a.to_vec_f64().map_err(err)?;
+    let tol: Vec<f64> = want.iter().map(|w| 1e-4 * w.abs() + 1e-4).collect();
+    check(
+        &format!("lazy chain of {len} ops"),
+        &got,
+        &Expect {
+            want,
+            tol,
+            arg_of: None,
+        },
+    )?;
+    drop(a);
+    let (mut tb, mut te, mut tw) = (Vec::new(), Vec::new(), Vec::new());
+    let stats0 = wmx::webgpu::backend(dev).map(|b| b.stats());
+    for _ in 0..reps.max(1) {
+        dev.synchronize().map_err(err)?;
+        let t0 = Instant::now();
+        let a = build()?;
+        let t1 = Instant::now();
+        a.eval().map_err(err)?;
+        let t2 = Instant::now();
+        dev.synchronize().map_err(err)?;
+        let t3 = Instant::now();
+        tb.push((t1 - t0).as_secs_f64() * 1e6 / len as f64);
+        te.push((t2 - t1).as_secs_f64() * 1e6 / len as f64);
+        tw.push((t3 - t2).as_secs_f64() * 1e6 / len as f64);
+    }
+    let (b, e, w) = (median(tb), median(te), median(tw));
+    let per_eval = match (stats0, wmx::webgpu::backend(dev).map(|b| b.stats())) {
+        (Some(s0), Some(s1)) => format!(
+            ", {} dispatches in {} submits per eval",
+            (s1.dispatches - s0.dispatches) / reps.max(1) as u64,
+            (s1.submits - s0.submits) / reps.max(1) as u64
+        ),
+        _ => String::new(),
+    };
+    println!(
+        "lazy chain of {len} ops on {N} f32: build {b:.2} us/op + eval {e:.2} us/op = \
+         {:.2} us of CPU per op; GPU wait after submit {w:.2} us/op{per_eval}",
+        b + e
+    );
+    rows.push(Row {
+        path: "wmx",
+        op: format!("lazy_chain_{len}"),
+        dtype: DType::F32,
+        n: N,
+        ms: (b + e) * len as f64 / 1e3,
+        gbps: 0.0,
+        extra: vec![
+            ("cpu_us_per_op", b + e),
+            ("build_us_per_op", b),
+            ("eval_us_per_op", e),
+            ("gpu_wait_us_per_op", w),
+        ],
+    });
+    Ok(())
+}
+
+// ------------------------------------------------------------------ driver
+
+fn to_json(rows: &[Row], device: &str) -> String {
+    let mut s = String::from("[\n");
+    for (i, r) in rows.iter().enumerate() {
+        write!(
+            s,
+            " {{\"op\": \"{}\", \"dtype\": \"{}\", \"n\": {}, \"ms\": {:e}, \"gbps\": {:.3}, \
+             \"path\": \"{}\", \"device\": \"{}\"",
+            r.op,
+            dtype_name(r.dtype),
+            r.n,
+            r.ms,
+            r.gbps,
+            r.path,
+            device.replace('\\', "/").replace('"', "'")
+        )
+        .unwrap();
+        for (k, v) in &r.extra {
+            write!(s, ", \"{k}\": {v:e}").unwrap();
+        }
+        s.push('}');
+        s.push_str(if i + 1 < rows.len() { ",\n" } else { "\n" });
+    }
+    s.push_str("]\n");
+    s
+}
+
+/// Runs the benchmark; returns the rows (also written as JSON when asked).
+fn run(o: &Options) -> Res<Vec<Row>> {
+    let dev = wmx::default_device().map_err(err)?;
+    let gpu = wmx::webgpu::backend(&dev);
+    if dev.kind() != DeviceKind::Gpu {
+        let why = Device::gpu()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        if o.smoke && std::env::var("WMX_ALLOW_NO_GPU").as_deref() != Ok("1") {
+            return Err(format!(
+                "no GPU adapter ({why}); set WMX_ALLOW_NO_GPU=1 to smoke-test on the CPU only"
+            ));
+        }
+        println!("no GPU ({why}): the wmx path runs on the CPU, the kernels path is skipped");
+    }
+    let kern = gpu.map(|b| b.kernels().clone());
+    let stamps = kern.as_ref().and_then(Stamps::new);
+    println!("device: {dev}");
+    if let Some(kr) = &kern {
+        let c = kr.caps();
+        println!(
+            "adapter: {} ({:?}), f16 {}, subgroups {} (size {}), timing: {}",
+            c.adapter_name,
+            c.backend,
+            c.f16,
+            c.subgroups,
+            c.subgroup_size,
+            if stamps.is_some() {
+                "GPU timestamps"
+            } else {
+                "wall clock around submit + wait"
+            }
+        );
+    }
+    let mut rows = Vec::new();
+    for &dtype in &o.dtypes {
+        if dev.check_dtype(dtype).is_err() {
+            println!("skipping {}: not supported on {dev}", dtype_name(dtype));
+            continue;
+        }
+        for &n in &o.sizes {
+            if n < 64 || n % 64 != 0 {
+                return Err(format!("size {n}: use multiples of 64 (at least 64)"));
+            }
+            let x = host(&random(n, 1 + n as u64), dtype);
+            let y = host(&random(n, 2 + n as u64), dtype);
+            if o.paths.iter().any(|p| p == "wmx") {
+                bench_wmx(&dev, stamps.as_ref(), o, dtype, n, (&x, &y), &mut rows)?;
+            }
+            if let Some(kr) = &kern {
+                if o.paths.iter().any(|p| p == "kernels") {
+                    bench_kernels(kr, stamps.as_ref(), o, dtype, n, (&x, &y), &mut rows)?;
+                }
+            }
+            // Free cached buffers of this size before the next.
+            if let Some(b) = gpu {
+                b.clear_cache();
+            }
+        }
+    }
+    if o.chain > 0 && o.paths.iter().any(|p| p == "wmx") {
+        bench_chain(&dev, o.chain, o.reps, &mut rows)?;
+    }
+    if let Some(path) = &o.json {
+        std::fs::write(path, to_json(&rows, &dev.name())).map_err(|e| format!("{path}: {e}"))?;
+        println!("wrote {} rows to {path}", rows.len());
+    }
+    Ok(rows)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = Options::parse(&args).and_then(|o| {
+        let rows = run(&o)?;
+        if o.smoke {
+            println!(
+                "smoke: {} cases checked against the f64 reference",
+                rows.len()
+            );
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        eprintln!("bench: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,305 @@
+//! Host values and the dtype rules of `docs/SEMANTICS.md`, written independently
+//! of core: rounding to f32/f16/bf16, casts, promotion, and moving values in and
+//! out of arrays.
+
+use wmx_core::{Array, DType, Device, Result, bf16, f16};
+
+/// One element on the host: integers and bool exactly (`I`), floats as the exact
+/// f64 value of the element (`F`).
+#[derive(Clone, Copy, Debug)]
+pub enum Val {
+    /// Integer or bool (0/1).
+    I(i128),
+    /// Float.
+    F(f64),
+}
+
+impl Val {
+    /// The value as f64 (integers beyond 2^53 round).
+    pub fn f(self) -> f64 {
+        match self {
+            Val::I(i) => i as f64,
+            Val::F(x) => x,
+        }
+    }
+    /// The integer (panics on a float).
+    pub fn as_int(self) -> i128 {
+        match self {
+            Val::I(i) => i,
+            Val::F(x) => panic!("expected an integer value, got float {x}"),
+        }
+    }
+    /// Nonzero (NaN is nonzero).
+    pub fn nonzero(self) -> bool {
+        match self {
+            Val::I(i) => i != 0,
+            Val::F(x) => x != 0.0,
+        }
+    }
+    /// Identical values: same integer, or same float bits up to NaN payload.
+    pub fn same(self, o: Val) -> bool {
+        match (self, o) {
+            (Val::I(a), Val::I(b)) => a == b,
+            (Val::F(a), Val::F(b)) => (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Val {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Val::I(i) => write!(f, "{i}"),
+            Val::F(x) => write!(f, "{x:e}"),
+        }
+    }
+}
+
+/// (significand bits incl. the implicit one, min normal exponent, max exponent).
+fn format_of(dt: DType) -> (i32, i32, i32) {
+    match dt {
+        DType::F32 => (24, -126, 127),
+        DType::F16 => (11, -14, 15),
+        DType::BF16 => (8, -126, 127),
+        _ => panic!("{dt} is not a float dtype"),
+    }
+}
+
+/// Binary exponent of a finite nonzero f64 (`|x|` in `[2^e, 2^(e+1))`).
+fn exponent(x: f64) -> i32 {
+    let bits = x.abs().to_bits();
+    let e = ((bits >> 52) & 0x7ff) as i32;
+    if e == 0 {
+        -1023 // f64 subnormal: far below every target's range
+    } else {
+        e - 1023
+    }
+}
+
+/// Rounds `x` to the nearest value of float dtype `dt`, ties to even, with
+/// subnormals, overflow to ±inf and NaN kept (IEEE 754 roundTiesToEven).
+pub fn round_to(dt: DType, x: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    let (p, emin, emax) = format_of(dt);
+    let q = exponent(x).max(emin) - (p - 1); // exponent of one unit in the last place
+    let scaled = x.abs() * 2f64.powi(-q); // exact: a power-of-two scaling
+    let r = scaled.round_ties_even() * 2f64.powi(q);
+    let r = if r >= 2f64.powi(emax + 1) {
+        f64::INFINITY
+    } else {
+        r
+    };
+    if x < 0.0 { -r } else { r }
+}
+
+/// One unit in the last place of `dt` at the magnitude of `x` (finite `x`).
+pub fn ulp(dt: DType, x: f64) -> f64 {
+    let (p, emin, _) = format_of(dt);
+    let e = if x == 0.0 || !x.is_finite() {
+        emin
+    } else {
+        exponent(x).max(emin)
+    };
+    2f64.powi(e - (p - 1))
+}
+
+/// Rounds an exact integer to float dtype `dt` with a single rounding (even for
+/// i64 values beyond 2^53, where going through f64 would round twice).
+pub fn int_to_float(dt: DType, v: i128) -> f64 {
+    let (p, _, _) = format_of(dt);
+    let a = v.unsigned_abs();
+    let bits = 128 - a.leading_zeros() as i32;
+    let m = if bits <= p {
+        a as f64
+    } else {
+        let shift = (bits - p) as u32;
+        let mut q = a >> shift;
+        let rem = a & ((1u128 << shift) - 1);
+        let half = 1u128 << (shift - 1);
+        if rem > half || (rem == half && q & 1 == 1) {
+            q += 1;
+        }
+        (q as f64) * 2f64.powi(shift as i32) // ≤ p+1 bits: exact in f64
+    };
+    round_to(dt, if v < 0 { -m } else { m })
+}
+
+/// Wraps an integer into `dt` (two's complement, keep the low bits); bool: `!= 0`.
+pub fn wrap(dt: DType, v: i128) -> i128 {
+    match dt {
+        DType::Bool => (v != 0) as i128,
+        DType::U8 => v.rem_euclid(1 << 8),
+        DType::U32 => v.rem_euclid(1 << 32),
+        DType::I32 => (v + (1 << 31)).rem_euclid(1 << 32) - (1 << 31),
+        DType::I64 => (v + (1 << 63)).rem_euclid(1 << 64) - (1 << 63),
+        _ => panic!("wrap to float dtype {dt}"),
+    }
+}
+
+/// `astype` of one value from `from` to `to` (SEMANTICS.md, Casts).
+pub fn cast(v: Val, to: DType) -> Val {
+    match (v, to) {
+        (v, DType::Bool) => Val::I(v.nonzero() as i128),
+        (Val::I(i), t) if t.is_float() => Val::F(int_to_float(t, i)),
+        (Val::F(x), t) if t.is_float() => Val::F(round_to(t, x)),
+        (Val::I(i), t) => Val::I(wrap(t, i)),
+        (Val::F(x), t) => {
+            let (lo, hi) = crate::rng::int_range(t);
+            if x.is_nan() {
+                Val::I(0)
+            } else {
+                let tr = x.trunc();
+                Val::I(if tr <= lo as f64 {
+                    lo
+                } else if tr >= hi as f64 {
+                    hi
+                } else {
+                    tr as i128
+                })
+            }
+        }
+    }
+}
+
+/// The dtype two operands are converted to (MLX promotion, SEMANTICS/dtype docs),
+/// as an explicit table independent of `DType::promote`.
+pub fn promote(a: DType, b: DType) -> DType {
+    use DType::*;
+    if a == b {
+        return a;
+    }
+    let rank = |d: DType| DType::ALL.iter().position(|&x| x == d).unwrap();
+    let (lo, hi) = if rank(a) <= rank(b) { (a, b) } else { (b, a) };
+    match (lo, hi) {
+        (Bool, x) => x,
+        (U8, U32) => U32,
+        (U8, I32) => I32,
+        (U8, I64) | (U32, I32) | (U32, I64) | (I32, I64) => I64,
+        (U8 | U32 | I32 | I64, f) => f,
+        (F16, BF16) => F32,
+        (F16 | BF16, F32) => F32,
+        _ => unreachable!("{lo} {hi}"),
+    }
+}
+
+/// The float dtype float math on `d` produces (ints and bool → f32).
+pub fn to_float(d: DType) -> DType {
+    if d.is_float() { d } else { DType::F32 }
+}
+
+/// An array of `dt` on `dev` holding `vals` (which must be representable).
+pub fn make(dev: &Device, dt: DType, vals: &[Val], shape: &[usize]) -> Result<Array> {
+    fn ints<T>(vals: &[Val], f: impl Fn(i128) -> T) -> Vec<T> {
+        vals.iter().map(|v| f(v.as_int())).collect()
+    }
+    fn floats<T>(vals: &[Val], f: impl Fn(f64) -> T) -> Vec<T> {
+        vals.iter()
+            .map(|v| match v {
+                Val::F(x) => f(*x),
+                Val::I(i) => f(*i as f64),
+            })
+            .collect()
+    }
+    for v in vals {
+        let ok = match (dt, v) {
+            (d, Val::F(x)) if d.is_float() => x.is_nan() || round_to(d, *x) == *x,
+            (d, Val::I(i)) if !d.is_float() => {
+                let (lo, hi) = crate::rng::int_range(d);
+                *i >= lo && *i <= hi
+            }
+            _ => false,
+        };
+        assert!(ok, "test bug: {v:?} is not a value of {dt}");
+    }
+    match dt {
+        DType::Bool => Array::from_slice_on(&ints(vals, |i| i != 0), shape, dev),
+        DType::U8 => Array::from_slice_on(&ints(vals, |i| i as u8), shape, dev),
+        DType::U32 => Array::from_slice_on(&ints(vals, |i| i as u32), shape, dev),
+        DType::I32 => Array::from_slice_on(&ints(vals, |i| i as i32), shape, dev),
+        DType::I64 => Array::from_slice_on(&ints(vals, |i| i as i64), shape, dev),
+        DType::F16 => Array::from_slice_on(&floats(vals, f16::from_f64), shape, dev),
+        DType::BF16 => Array::from_slice_on(&floats(vals, bf16::from_f64), shape, dev),
+        DType::F32 => Array::from_slice_on(&floats(vals, |x| x as f32), shape, dev),
+    }
+}
+
+/// Like [`make`], panicking with the context on error.
+pub fn make_ok(dev: &Device, dt: DType, vals: &[Val], shape: &[usize]) -> Array {
+    make(dev, dt, vals, shape)
+        .unwrap_or_else(|e| panic!("creating a {dt} array of shape {shape:?} on {dev}: {e}"))
+}
+
+/// The elements of `a`, row-major, through the typed public reader `to_vec`.
+pub fn read(a: &Array) -> Result<Vec<Val>> {
+    fn i<T: Copy>(v: Vec<T>, f: impl Fn(T) -> i128) -> Vec<Val> {
+        v.into_iter().map(|x| Val::I(f(x))).collect()
+    }
+    fn fl<T: Copy>(v: Vec<T>, f: impl Fn(T) -> f64) -> Vec<Val> {
+        v.into_iter().map(|x| Val::F(f(x))).collect()
+    }
+    Ok(match a.dtype() {
+        DType::Bool => i(a.to_vec::<bool>()?, |x| x as i128),
+        DType::U8 => i(a.to_vec::<u8>()?, |x| x as i128),
+        DType::U32 => i(a.to_vec::<u32>()?, |x| x as i128),
+        DType::I32 => i(a.to_vec::<i32>()?, |x| x as i128),
+        DType::I64 => i(a.to_vec::<i64>()?, |x| x as i128),
+        DType::F16 => fl(a.to_vec::<f16>()?, |x| x.to_f64()),
+        DType::BF16 => fl(a.to_vec::<bf16>()?, |x| x.to_f64()),
+        DType::F32 => fl(a.to_vec::<f32>()?, |x| x as f64),
+    })
+}
+
+/// Like [`read`], panicking with `what` on error; also checks the element count.
+pub fn read_ok(a: &Array, what: &str) -> Vec<Val> {
+    let v = read(a).unwrap_or_else(|e| panic!("{what}: reading the result failed: {e}"));
+    assert_eq!(
+        v.len(),
+        a.shape().iter().product::<usize>(),
+        "{what}: read {} elements from shape {:?}",
+        v.len(),
+        a.shape()
+    );
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_matches_hardware_for_f32() {
+        let mut r = crate::rng::Rng::new(1);
+        for _ in 0..100_000 {
+            let x = f64::from_bits(r.next_u64());
+            if x.is_finite() {
+                let want = x as f32 as f64;
+                assert_eq!(round_to(DType::F32, x).to_bits(), want.to_bits(), "{x:e}");
+            }
+        }
+        assert_eq!(round_to(DType::F16, 65519.0), 65504.0);
+        assert_eq!(round_to(DType::F16, 65520.0), f64::INFINITY);
+        assert_eq!(round_to(DType::F16, 1.0 + 2f64.powi(-11)), 1.0);
+        assert_eq!(
+            round_to(DType::F16, 1.0 + 3.0 * 2f64.powi(-11)),
+            1.0 + 2f64.powi(-9)
+        );
+        assert_eq!(round_to(DType::F16, 2f64.powi(-25)), 0.0);
+        assert_eq!(round_to(DType::F16, 2f64.powi(-25) * 1.5), 2f64.powi(-24));
+        assert_eq!(round_to(DType::BF16, 1.0 + 2f64.powi(-8)), 1.0);
+        assert_eq!(
+            int_to_float(DType::F32, (1 << 60) + (1 << 36) + 1),
+            (2f64.powi(60) + 2f64.powi(37))
+        );
+    }
+
+    #[test]
+    fn promotion_table_is_symmetric() {
+        for a in DType::ALL {
+            for b in DType::ALL {
+                assert_eq!(promote(a, b), promote(b, a));
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! Property tests (proptest): random shapes (rank 0–4, dims 0–5), random views,
+//! broadcasts, reshapes and reductions against the reference, on the CPU.
+//! `WMX_PROPTEST_CASES` overrides the number of cases per property.
+
+use proptest::prelude::*;
+use wmx_core::Device;
+use wmx_tests::props;
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("WMX_PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(96);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+fn shape() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(0usize..=5, 0..=4)
+}
+
+/// Two shapes that broadcast: `b` drops leading dims of `a` and sets some to 1;
+/// `a` may set some of its own to 1 too.
+fn broadcast_pair() -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
+    (shape(), any::<u64>()).prop_map(|(s, bits)| {
+        let drop = (bits % (s.len() as u64 + 1)) as usize;
+        let b: Vec<usize> = s[drop..]
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if bits >> (8 + i) & 1 == 1 { 1 } else { d })
+            .collect();
+        let a: Vec<usize> = s
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| {
+                if bits >> (20 + i) & 1 == 1 && i >= drop && b[i - drop] != 1 {
+                    1
+                } else {
+                    d
+                }
+            })
+            .collect();
+        if bits >> 40 & 1 == 1 { (b, a) } else { (a, b) }
+    })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn binary_on_views_matches_contiguous_and_reference(s in shape(), seed in any::<u64>()) {
+        props::binary_on_views(&Device::cpu(), &s, seed);
+    }
+
+    #[test]
+    fn broadcast_binary_matches_reference((a, b) in broadcast_pair(), seed in any::<u64>()) {
+        props::broadcast_binary(&Device::cpu(), &a, &b, seed);
+    }
+
+    #[test]
+    fn reshape_round_trips(s in shape(), seed in any::<u64>()) {
+        props::reshape_round_trip(&Device::cpu(), &s, seed);
+    }
+
+    #[test]
+    fn reductions_over_random_axes(s in shape(), seed in any::<u64>()) {
+        props::reduce_random_axes(&Device::cpu(), &s, seed);
+    }
+}

@@ -1,0 +1,839 @@
+//! The JavaScript API (see the crate docs and `web/README.md`).
+
+use crate::convert::{self as cv, HostData, err, js_err};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wmx_core::{self as wc, Array, DType, Device, DeviceKind, Slice};
+use wmx_webgpu::{RequestOptions, WebGpuBackend};
+
+type JsResult<T> = Result<T, JsError>;
+
+thread_local! {
+    /// The WebGPU device once opened (wasm is single-threaded).
+    static GPU: RefCell<Option<Device>> = const { RefCell::new(None) };
+    /// Why the WebGPU device could not be opened, if it could not.
+    static GPU_ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// Live arrays by id, so an array passed as a plain JS value can be found
+    /// without consuming the JS object.
+    static LIVE: RefCell<HashMap<u32, Array>> = RefCell::new(HashMap::new());
+    static NEXT_ID: Cell<u32> = const { Cell::new(1) };
+    /// `GPUAdapter.info` as the browser reports it (wgpu keeps only `description`,
+    /// which browsers leave empty).
+    static ADAPTER_INFO: RefCell<Option<JsValue>> = const { RefCell::new(None) };
+}
+
+// ---------------------------------------------------------------- devices
+
+fn set(obj: &js_sys::Object, k: &str, v: impl Into<JsValue>) {
+    let _ = js_sys::Reflect::set(obj, &JsValue::from_str(k), &v.into());
+}
+
+fn has_navigator_gpu() -> bool {
+    let global = js_sys::global();
+    let nav = js_sys::Reflect::get(&global, &JsValue::from_str("navigator")).unwrap_or_default();
+    if nav.is_undefined() || nav.is_null() {
+        return false;
+    }
+    let gpu = js_sys::Reflect::get(&nav, &JsValue::from_str("gpu")).unwrap_or_default();
+    !(gpu.is_undefined() || gpu.is_null())
+}
+
+/// Opens the browser's WebGPU device once (later calls return it).
+async fn open_gpu() -> Result<Device, String> {
+    if let Some(d) = GPU.with(|g| g.borrow().clone()) {
+        return Ok(d);
+    }
+    if !has_navigator_gpu() {
+        return Err("navigator.gpu is missing: this browser has no WebGPU (Chromium on Linux needs --enable-unsafe-webgpu)".into());
+    }
+    let opts = RequestOptions {
+        backends: wgpu::Backends::BROWSER_WEBGPU,
+        power: wgpu::PowerPreference::HighPerformance,
+        ..RequestOptions::default()
+    };
+    let be = WebGpuBackend::new_async(&opts)
+        .await
+        .map_err(|e| e.to_string())?;
+    let d = Device::new(std::sync::Arc::new(be));
+    GPU.with(|g| *g.borrow_mut() = Some(d.clone()));
+    let ai = browser_adapter_info().await.unwrap_or(JsValue::NULL);
+    ADAPTER_INFO.with(|a| *a.borrow_mut() = Some(ai));
+    Ok(d)
+}
+
+/// `(await navigator.gpu.requestAdapter()).info` (same options as wgpu's request),
+/// for the vendor and architecture wgpu does not pass on.
+async fn browser_adapter_info() -> Result<JsValue, JsValue> {
+    let get = |o: &JsValue, k: &str| js_sys::Reflect::get(o, &JsValue::from_str(k));
+    let gpu = get(&get(&js_sys::global(), "navigator")?, "gpu")?;
+    let request: js_sys::Function = get(&gpu, "requestAdapter")?.dyn_into()?;
+    let opts = js_sys::Object::new();
+    set(&opts, "powerPreference", "high-performance");
+    let promise: js_sys::Promise = request.call1(&gpu, &opts)?.dyn_into()?;
+    let adapter = wasm_bindgen_futures::JsFuture::from(promise).await?;
+    if adapter.is_null() || adapter.is_undefined() {
+        return Ok(JsValue::NULL);
+    }
+    let info = get(&adapter, "info")?;
+    let o = js_sys::Object::new();
+    for k in [
+        "vendor",
+        "architecture",
+        "device",
+        "description",
+        "isFallbackAdapter",
+    ] {
+        set(&o, k, get(&info, k)?);
+    }
+    Ok(o.into())
+}
+
+/// A readable adapter name: the description, else "vendor architecture".
+fn adapter_name(wgpu_name: &str) -> String {
+    if !wgpu_name.is_empty() {
+        return wgpu_name.to_string();
+    }
+    let ai = ADAPTER_INFO
+        .with(|a| a.borrow().clone())
+        .unwrap_or(JsValue::NULL);
+    let get = |k: &str| {
+        js_sys::Reflect::get(&ai, &JsValue::from_str(k))
+            .ok()
+            .and_then(|v| v.as_string())
+            .unwrap_or_default()
+    };
+    let name = [get("description"), get("vendor"), get("architecture")]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if name.is_empty() {
+        "unnamed browser WebGPU adapter".into()
+    } else {
+        name
+    }
+}
+
+fn device_by_name(name: &str) -> JsResult<Device> {
+    match name {
+        "cpu" => Ok(Device::cpu()),
+        "gpu" | "webgpu" => GPU.with(|g| g.borrow().clone()).ok_or_else(|| {
+            js_err(format!(
+                "no WebGPU device: {}",
+                GPU_ERROR
+                    .with(|e| e.borrow().clone())
+                    .unwrap_or_else(|| "call `await wmx.init()` first".into())
+            ))
+        }),
+        other => Err(js_err(format!(
+            "unknown device {other:?}; expected \"webgpu\" (or \"gpu\") or \"cpu\""
+        ))),
+    }
+}
+
+fn device_label(d: &Device) -> &'static str {
+    match d.kind() {
+        DeviceKind::Gpu => "webgpu",
+        DeviceKind::Cpu => "cpu",
+    }
+}
+
+fn info(d: &Device) -> js_sys::Object {
+    let o = js_sys::Object::new();
+    set(&o, "device", device_label(d));
+    set(&o, "name", d.name());
+    if let Some(be) = wmx_webgpu::backend(d) {
+        let c = be.kernels().caps();
+        set(&o, "adapter", adapter_name(&c.adapter_name));
+        set(
+            &o,
+            "adapterInfo",
+            ADAPTER_INFO
+                .with(|a| a.borrow().clone())
+                .unwrap_or(JsValue::NULL),
+        );
+        set(&o, "backend", format!("{:?}", c.backend));
+        set(&o, "deviceType", format!("{:?}", c.device_type));
+        set(&o, "f16", c.f16);
+        set(&o, "subgroups", c.subgroups);
+        set(&o, "maxBufferSize", c.max_buffer as f64);
+        set(
+            &o,
+            "maxStorageBufferBindingSize",
+            c.max_storage_binding as f64,
+        );
+        set(&o, "maxWorkgroupsPerDimension", c.max_workgroups_per_dim);
+    } else {
+        set(&o, "adapter", "wmx CPU backend (wasm)");
+        set(&o, "backend", "cpu");
+        set(&o, "deviceType", "Cpu");
+        set(&o, "f16", true);
+        set(&o, "subgroups", false);
+    }
+    let reason = GPU_ERROR.with(|e| e.borrow().clone());
+    set(
+        &o,
+        "fallback",
+        d.kind() == DeviceKind::Cpu && reason.is_some(),
+    );
+    set(
+        &o,
+        "reason",
+        reason.map(JsValue::from).unwrap_or(JsValue::NULL),
+    );
+    o
+}
+
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|p| {
+            web_sys::console::error_1(&JsValue::from_str(&format!("wmx panicked: {p}")));
+        }));
+    });
+}
+
+/// Chooses the default device and returns what it chose:
+/// `{device: "webgpu"|"cpu", name, adapter, backend, deviceType, f16, fallback, reason, …}`.
+///
+/// `options.device`: `"auto"` (default: WebGPU through `navigator.gpu`, else the
+/// CPU backend inside wasm, with `fallback: true` and the `reason`), `"webgpu"`
+/// (throws when there is none) or `"cpu"`. May be called again to switch.
+#[wasm_bindgen(js_name = init)]
+pub async fn init(options: JsValue) -> JsResult<JsValue> {
+    install_panic_hook();
+    let want = if options.is_undefined() || options.is_null() {
+        "auto".to_string()
+    } else if let Some(s) = options.as_string() {
+        s
+    } else {
+        js_sys::Reflect::get(&options, &JsValue::from_str("device"))
+            .ok()
+            .and_then(|v| v.as_string())
+            .unwrap_or_else(|| "auto".into())
+    };
+    let dev = match want.as_str() {
+        "cpu" => Device::cpu(),
+        "auto" | "webgpu" | "gpu" => match open_gpu().await {
+            Ok(d) => {
+                GPU_ERROR.with(|e| *e.borrow_mut() = None);
+                d
+            }
+            Err(msg) => {
+                GPU_ERROR.with(|e| *e.borrow_mut() = Some(msg.clone()));
+                if want != "auto" {
+                    return Err(js_err(format!("no WebGPU device: {msg}")));
+                }
+                web_sys::console::warn_1(&JsValue::from_str(&format!(
+                    "wmx: WebGPU unavailable ({msg}); using the CPU backend"
+                )));
+                Device::cpu()
+            }
+        },
+        other => {
+            return Err(js_err(format!(
+                "init: unknown device {other:?}; expected \"auto\", \"webgpu\" or \"cpu\""
+            )));
+        }
+    };
+    wc::set_default_device(dev.clone());
+    Ok(info(&dev).into())
+}
+
+/// Makes `"webgpu"` or `"cpu"` the device new arrays go to (WebGPU must have been
+/// opened by `init`). Returns its info.
+#[wasm_bindgen(js_name = setDevice)]
+pub fn set_device(name: &str) -> JsResult<JsValue> {
+    let d = device_by_name(name)?;
+    wc::set_default_device(d.clone());
+    Ok(info(&d).into())
+}
+
+/// Info about the current default device, or the named one.
+#[wasm_bindgen(js_name = deviceInfo)]
+pub fn device_info(name: Option<String>) -> JsResult<JsValue> {
+    let d = match name {
+        Some(n) => device_by_name(&n)?,
+        None => wc::default_device().map_err(err)?,
+    };
+    Ok(info(&d).into())
+}
+
+/// Submits pending work on every device and resolves when the GPU has finished it
+/// (for timing; reads wait by themselves).
+#[wasm_bindgen]
+pub async fn synchronize() -> JsResult<()> {
+    Device::cpu().backend().flush().map_err(err)?;
+    let gpu = GPU.with(|g| g.borrow().clone());
+    if let Some(d) = gpu {
+        d.backend().flush().map_err(err)?;
+        if let Some(be) = wmx_webgpu::backend(&d) {
+            let (tx, rx) = futures::channel::oneshot::channel::<()>();
+            be.kernels().queue().on_submitted_work_done(move || {
+                let _ = tx.send(());
+            });
+            let _ = rx.await;
+        }
+        // Errors recorded by the device (validation, lost device) surface here.
+        d.synchronize().map_err(err)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- arrays
+
+/// An n-dimensional wmx array (lazy: ops build a graph, reads compute it).
+/// `free()`/`dispose()` release it now; otherwise the garbage collector does.
+#[wasm_bindgen]
+pub struct NdArray {
+    a: Array,
+    id: u32,
+}
+
+impl NdArray {
+    /// Wraps a core array.
+    pub fn wrap(a: Array) -> NdArray {
+        let id = NEXT_ID.with(|n| {
+            let id = n.get();
+            n.set(id.wrapping_add(1).max(1));
+            id
+        });
+        LIVE.with(|l| l.borrow_mut().insert(id, a.clone()));
+        NdArray { a, id }
+    }
+    /// The core array.
+    pub fn inner(&self) -> &Array {
+        &self.a
+    }
+}
+
+impl Drop for NdArray {
+    fn drop(&mut self) {
+        let id = self.id;
+        // try_with: thread-locals may already be gone at teardown.
+        let _ = LIVE.try_with(|l| l.borrow_mut().remove(&id));
+    }
+}
+
+fn wrap(r: wc::Result<Array>) -> JsResult<NdArray> {
+    r.map(NdArray::wrap).map_err(err)
+}
+
+/// An array from a JS value that is an `NdArray` (found by its id, not consumed).
+fn as_ndarray(v: &JsValue) -> JsResult<Option<Array>> {
+    if !v.is_object() {
+        return Ok(None);
+    }
+    let id = match js_sys::Reflect::get(v, &JsValue::from_str("__wmxId")) {
+        Ok(x) => x,
+        Err(_) => {
+            return Err(js_err(
+                "this array was disposed (free() or dispose() was called)",
+            ));
+        }
+    };
+    let Some(id) = id.as_f64() else {
+        return Ok(None);
+    };
+    LIVE.with(|l| l.borrow().get(&(id as u32)).cloned())
+        .map(Some)
+        .ok_or_else(|| js_err("this array was disposed (free() or dispose() was called)"))
+}
+
+/// Host data → array on `device` with `dtype` (or the data's natural dtype).
+fn from_host(
+    data: &JsValue,
+    shape: Option<Vec<usize>>,
+    dtype: Option<DType>,
+    device: &Device,
+) -> JsResult<Array> {
+    let scalar_input = data.as_f64().is_some() || data.as_bool().is_some();
+    let (bytes, natural, n) = match cv::host_data(data, dtype)? {
+        HostData::Bytes(b, d, n) => (b, d, n),
+        HostData::Numbers(v, natural) => {
+            let d = dtype.unwrap_or(natural);
+            let n = v.len();
+            (cv::values_to_bytes(&v, d), d, n)
+        }
+    };
+    let shape = match shape {
+        Some(s) => s,
+        None if scalar_input => vec![],
+        None => vec![n],
+    };
+    let a = Array::from_bytes_on(bytes, &shape, natural, device).map_err(err)?;
+    match dtype {
+        Some(d) if d != natural => a.astype(d).map_err(err),
+        _ => Ok(a),
+    }
+}
+
+/// An operand: an `NdArray`, or a number / typed array / JS array (a number keeps
+/// `like`'s dtype where it fits, as MLX's weak scalars).
+fn operand(v: &JsValue, like: &Array) -> JsResult<Array> {
+    if let Some(a) = as_ndarray(v)? {
+        return Ok(a);
+    }
+    if let Some(n) = v.as_f64() {
+        return wc::scalar_like(like, n).map_err(err);
+    }
+    if let Some(b) = v.as_bool() {
+        return wc::with_device(like.device(), || wc::scalar(b as u8 as f64, DType::Bool))
+            .map_err(err);
+    }
+    from_host(v, None, None, like.device())
+}
+
+/// The first array-like argument as an array (numbers become f32 0-d arrays).
+fn lead(v: &JsValue) -> JsResult<Array> {
+    if let Some(a) = as_ndarray(v)? {
+        return Ok(a);
+    }
+    from_host(v, None, None, &wc::default_device().map_err(err)?)
+}
+
+/// Two operands of a binary op: at least one should be an `NdArray`.
+fn pair(a: &JsValue, b: &JsValue) -> JsResult<(Array, Array)> {
+    match (as_ndarray(a)?, as_ndarray(b)?) {
+        (Some(x), Some(y)) => Ok((x, y)),
+        (Some(x), None) => {
+            let y = operand(b, &x)?;
+            Ok((x, y))
+        }
+        (None, Some(y)) => {
+            let x = operand(a, &y)?;
+            Ok((x, y))
+        }
+        (None, None) => Ok((lead(a)?, lead(b)?)),
+    }
+}
+
+fn slices(spec: &JsValue) -> JsResult<Vec<Slice>> {
+    if !js_sys::Array::is_array(spec) {
+        return Err(js_err(
+            "slice: expected an array with one entry per leading axis: null (whole axis), an index range [start, stop, step] (entries may be null)",
+        ));
+    }
+    let arr = js_sys::Array::from(spec);
+    let opt = |v: JsValue, what: &str| -> JsResult<Option<isize>> {
+        Ok(cv::opt_f64(what, &v)?.map(|x| x as isize))
+    };
+    arr.iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if s.is_undefined() || s.is_null() {
+                return Ok(Slice::ALL);
+            }
+            if !js_sys::Array::is_array(&s) {
+                return Err(js_err(format!(
+                    "slice: entry {i} must be null or [start, stop, step], got {s:?}"
+                )));
+            }
+            let t = js_sys::Array::from(&s);
+            let step = opt(t.get(2), "slice step")?.unwrap_or(1);
+            Ok(Slice::new(
+                opt(t.get(0), "slice start")?,
+                opt(t.get(1), "slice stop")?,
+                step,
+            ))
+        })
+        .collect()
+}
+
+#[wasm_bindgen]
+impl NdArray {
+    /// Dimensions, as a JS array of numbers.
+    #[wasm_bindgen(getter)]
+    pub fn shape(&self) -> js_sys::Array {
+        cv::js_numbers(self.a.shape().iter().map(|&d| d as f64))
+    }
+    /// dtype name: `"f32"`, `"i32"`, `"u32"`, `"u8"`, `"bool"`, `"f16"`, `"bf16"`, `"i64"`.
+    #[wasm_bindgen(getter)]
+    pub fn dtype(&self) -> String {
+        self.a.dtype().name().to_string()
+    }
+    /// Number of elements.
+    #[wasm_bindgen(getter)]
+    pub fn size(&self) -> usize {
+        self.a.size()
+    }
+    /// Number of dimensions.
+    #[wasm_bindgen(getter)]
+    pub fn ndim(&self) -> usize {
+        self.a.ndim()
+    }
+    /// `"webgpu"` or `"cpu"`.
+    #[wasm_bindgen(getter)]
+    pub fn device(&self) -> String {
+        device_label(self.a.device()).into()
+    }
+    /// Internal: finds this array when it is passed as a plain JS value.
+    #[wasm_bindgen(getter = __wmxId)]
+    pub fn wmx_id(&self) -> u32 {
+        self.id
+    }
+
+    /// Resolves to the elements (row-major) as a typed array: Float32Array (f32),
+    /// Int32Array (i32), Uint32Array (u32), Uint8Array (u8, bool), Uint16Array (the
+    /// bits of f16/bf16), BigInt64Array (i64). Computes the array first.
+    pub fn data(&self) -> js_sys::Promise {
+        let a = self.a.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let bytes = a.to_bytes_async().await.map_err(err)?;
+            Ok(cv::typed_array(&bytes, a.dtype()))
+        })
+    }
+
+    /// Resolves to the single element (number, boolean, or BigInt for i64).
+    pub fn item(&self) -> js_sys::Promise {
+        let a = self.a.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            if a.size() != 1 {
+                return Err(js_err(format!(
+                    "item: array of shape {:?} has {} elements, not 1",
+                    a.shape(),
+                    a.size()
+                ))
+                .into());
+            }
+            let bytes = a.to_bytes_async().await.map_err(err)?;
+            Ok(cv::element_value(&bytes, a.dtype()))
+        })
+    }
+
+    /// Computes the array now (submits GPU work; does not wait for it).
+    pub fn eval(&self) -> JsResult<()> {
+        self.a.eval().map_err(err)
+    }
+
+    /// Resolves to a copy of this array on `"webgpu"` or `"cpu"`.
+    #[wasm_bindgen(js_name = toDevice)]
+    pub fn to_device(&self, name: &str) -> JsResult<js_sys::Promise> {
+        let target = device_by_name(name)?;
+        let a = self.a.clone();
+        Ok(wasm_bindgen_futures::future_to_promise(async move {
+            if a.device() == &target {
+                return Ok(NdArray::wrap(a).into());
+            }
+            let bytes = a.to_bytes_async().await.map_err(err)?;
+            let b = Array::from_bytes_on(bytes, a.shape(), a.dtype(), &target).map_err(err)?;
+            Ok(NdArray::wrap(b).into())
+        }))
+    }
+
+    /// Releases the array now (same as `free()`); using it afterwards throws.
+    pub fn dispose(self) {}
+
+    /// `NdArray(shape=[…], dtype=…, device=…, evaluated=…)` (does not compute).
+    #[wasm_bindgen(js_name = toString)]
+    pub fn to_string_js(&self) -> String {
+        format!("Nd{:?}", self.a)
+    }
+
+    /// Converts to `dtype` (rules in docs/SEMANTICS.md).
+    pub fn astype(&self, dtype: &str) -> JsResult<NdArray> {
+        let d = cv::dtype(&JsValue::from_str(dtype), DType::F32)?;
+        wrap(self.a.astype(d))
+    }
+    /// New shape (one entry may be -1). A view when strides allow.
+    pub fn reshape(&self, shape: JsValue) -> JsResult<NdArray> {
+        wrap(self.a.reshape(&cv::ints("reshape", &shape)?))
+    }
+    /// Permutes axes (reverses them when `axes` is omitted). A view.
+    pub fn transpose(&self, axes: JsValue) -> JsResult<NdArray> {
+        let ax = cv::axes(&axes)?;
+        wrap(self.a.transpose(ax.as_deref()))
+    }
+    /// Reversed axes. A view.
+    #[wasm_bindgen(getter = T)]
+    pub fn t(&self) -> JsResult<NdArray> {
+        wrap(self.a.t())
+    }
+    /// Broadcasts to `shape`. A view.
+    #[wasm_bindgen(js_name = broadcastTo)]
+    pub fn broadcast_to(&self, shape: JsValue) -> JsResult<NdArray> {
+        wrap(self.a.broadcast_to(&cv::shape("broadcastTo", &shape)?))
+    }
+    /// Inserts a size-1 axis. A view.
+    #[wasm_bindgen(js_name = expandDims)]
+    pub fn expand_dims(&self, axis: i32) -> JsResult<NdArray> {
+        wrap(wc::expand_dims(&self.a, axis as isize))
+    }
+    /// Removes size-1 axes (all when `axes` is omitted). A view.
+    pub fn squeeze(&self, axes: JsValue) -> JsResult<NdArray> {
+        let ax = cv::axes(&axes)?;
+        wrap(wc::squeeze(&self.a, ax.as_deref()))
+    }
+    /// Python-style slicing, one entry per leading axis: `null` (whole axis) or
+    /// `[start, stop, step]` with nullable entries, e.g. `a.slice([null, [null, null, -1]])`.
+    /// A view, negative steps included.
+    pub fn slice(&self, spec: JsValue) -> JsResult<NdArray> {
+        wrap(self.a.slice(&slices(&spec)?))
+    }
+    /// A row-major copy (no-op when already row-major).
+    pub fn contiguous(&self) -> JsResult<NdArray> {
+        wrap(wc::contiguous(&self.a))
+    }
+    /// 1-D view or copy.
+    pub fn flatten(&self) -> JsResult<NdArray> {
+        wrap(self.a.reshape(&[-1]))
+    }
+    /// Variance over `axes` with `ddof` delta degrees of freedom.
+    pub fn var(
+        &self,
+        axes: JsValue,
+        keepdims: Option<bool>,
+        ddof: Option<u32>,
+    ) -> JsResult<NdArray> {
+        let ax = cv::axes(&axes)?;
+        wrap(wc::var(
+            &self.a,
+            ax.as_deref(),
+            keepdims.unwrap_or(false),
+            ddof.unwrap_or(0) as usize,
+        ))
+    }
+    /// Index (u32) of the largest element along `axis` (all elements, flattened,
+    /// when omitted).
+    pub fn argmax(&self, axis: Option<i32>, keepdims: Option<bool>) -> JsResult<NdArray> {
+        arg(&self.a, axis, keepdims, wc::argmax)
+    }
+    /// Index (u32) of the smallest element along `axis`.
+    pub fn argmin(&self, axis: Option<i32>, keepdims: Option<bool>) -> JsResult<NdArray> {
+        arg(&self.a, axis, keepdims, wc::argmin)
+    }
+}
+
+type ArgFn = fn(&Array, isize, bool) -> wc::Result<Array>;
+
+fn arg(a: &Array, axis: Option<i32>, keepdims: Option<bool>, f: ArgFn) -> JsResult<NdArray> {
+    match axis {
+        Some(ax) => wrap(f(a, ax as isize, keepdims.unwrap_or(false))),
+        None => wrap(a.reshape(&[-1]).and_then(|flat| f(&flat, 0, false))),
+    }
+}
+
+macro_rules! unary_api {
+    ($($f:ident => $js:literal),* $(,)?) => {
+        $(
+            #[doc = concat!("Elementwise `", $js, "`.")]
+            #[wasm_bindgen(js_name = $js)]
+            pub fn $f(x: &JsValue) -> JsResult<NdArray> { wrap(wc::$f(&lead(x)?)) }
+        )*
+        #[wasm_bindgen]
+        impl NdArray {
+            $(
+                #[doc = concat!("Elementwise `", $js, "`.")]
+                #[wasm_bindgen(js_name = $js)]
+                pub fn $f(&self) -> JsResult<NdArray> { wrap(wc::$f(&self.a)) }
+            )*
+        }
+    };
+}
+unary_api!(negative => "negative", abs => "abs", sign => "sign", square => "square",
+    sqrt => "sqrt", rsqrt => "rsqrt", exp => "exp", expm1 => "expm1", log => "log",
+    log1p => "log1p", log2 => "log2", sin => "sin", cos => "cos", tan => "tan",
+    tanh => "tanh", sigmoid => "sigmoid", erf => "erf", floor => "floor", ceil => "ceil",
+    round => "round", logical_not => "logicalNot", isnan => "isnan", isinf => "isinf");
+
+macro_rules! binary_api {
+    ($($f:ident => $js:literal),* $(,)?) => {
+        $(
+            #[doc = concat!("Elementwise `", $js, "` with numpy broadcasting; either operand may be a number.")]
+            #[wasm_bindgen(js_name = $js)]
+            pub fn $f(a: &JsValue, b: &JsValue) -> JsResult<NdArray> {
+                let (a, b) = pair(a, b)?;
+                wrap(wc::$f(&a, &b))
+            }
+        )*
+        #[wasm_bindgen]
+        impl NdArray {
+            $(
+                #[doc = concat!("Elementwise `", $js, "` with numpy broadcasting; `other` may be a number.")]
+                #[wasm_bindgen(js_name = $js)]
+                pub fn $f(&self, other: &JsValue) -> JsResult<NdArray> {
+                    wrap(wc::$f(&self.a, &operand(other, &self.a)?))
+                }
+            )*
+        }
+    };
+}
+binary_api!(add => "add", subtract => "subtract", multiply => "multiply", divide => "divide",
+    floor_divide => "floorDivide", remainder => "remainder", power => "power",
+    maximum => "maximum", minimum => "minimum", arctan2 => "arctan2", equal => "equal",
+    not_equal => "notEqual", less => "less", less_equal => "lessEqual", greater => "greater",
+    greater_equal => "greaterEqual", logical_and => "logicalAnd", logical_or => "logicalOr",
+    bitwise_and => "bitwiseAnd", bitwise_or => "bitwiseOr", bitwise_xor => "bitwiseXor");
+
+macro_rules! reduce_api {
+    ($($f:ident => $js:literal),* $(,)?) => {
+        $(
+            #[doc = concat!("`", $js, "` over `axes` (a number or an array; all when omitted).")]
+            #[wasm_bindgen(js_name = $js)]
+            pub fn $f(x: &JsValue, axes: JsValue, keepdims: Option<bool>) -> JsResult<NdArray> {
+                let ax = cv::axes(&axes)?;
+                wrap(wc::$f(&lead(x)?, ax.as_deref(), keepdims.unwrap_or(false)))
+            }
+        )*
+        #[wasm_bindgen]
+        impl NdArray {
+            $(
+                #[doc = concat!("`", $js, "` over `axes` (a number or an array; all when omitted).")]
+                #[wasm_bindgen(js_name = $js)]
+                pub fn $f(&self, axes: JsValue, keepdims: Option<bool>) -> JsResult<NdArray> {
+                    let ax = cv::axes(&axes)?;
+                    wrap(wc::$f(&self.a, ax.as_deref(), keepdims.unwrap_or(false)))
+                }
+            )*
+        }
+    };
+}
+reduce_api!(sum => "sum", prod => "prod", max => "max", min => "min", all => "all",
+    any => "any", mean => "mean", logsumexp => "logsumexp");
+
+// ---------------------------------------------------------------- creation & free functions
+
+/// An array from a typed array (Float32Array, Int32Array, Uint32Array, Uint8Array;
+/// Uint16Array holds f16 bits, or bf16 bits with dtype "bf16"), a flat JS array of
+/// numbers or booleans, or a number; `shape` defaults to the data's length
+/// (0-d for a number); `dtype` converts.
+#[wasm_bindgen]
+pub fn array(data: &JsValue, shape: JsValue, dtype: JsValue) -> JsResult<NdArray> {
+    let sh = if shape.is_undefined() || shape.is_null() {
+        None
+    } else {
+        Some(cv::shape("array shape", &shape)?)
+    };
+    let dt = if dtype.is_undefined() || dtype.is_null() {
+        None
+    } else {
+        Some(cv::dtype(&dtype, DType::F32)?)
+    };
+    let d = wc::default_device().map_err(err)?;
+    from_host(data, sh, dt, &d).map(NdArray::wrap)
+}
+
+/// Every element `value` (dtype default f32).
+#[wasm_bindgen]
+pub fn full(shape: JsValue, value: f64, dtype: JsValue) -> JsResult<NdArray> {
+    wrap(wc::full(
+        &cv::shape("full", &shape)?,
+        value,
+        cv::dtype(&dtype, DType::F32)?,
+    ))
+}
+
+/// Zeros (dtype default f32).
+#[wasm_bindgen]
+pub fn zeros(shape: JsValue, dtype: JsValue) -> JsResult<NdArray> {
+    full(shape, 0.0, dtype)
+}
+
+/// Ones (dtype default f32).
+#[wasm_bindgen]
+pub fn ones(shape: JsValue, dtype: JsValue) -> JsResult<NdArray> {
+    full(shape, 1.0, dtype)
+}
+
+/// `arange(stop)` or `arange(start, stop, step = 1, dtype = "f32")`.
+#[wasm_bindgen]
+pub fn arange(start: f64, stop: JsValue, step: JsValue, dtype: JsValue) -> JsResult<NdArray> {
+    let (start, stop) = match cv::opt_f64("arange stop", &stop)? {
+        Some(s) => (start, s),
+        None => (0.0, start),
+    };
+    let step = cv::opt_f64("arange step", &step)?.unwrap_or(1.0);
+    wrap(wc::arange(
+        start,
+        stop,
+        step,
+        cv::dtype(&dtype, DType::F32)?,
+    ))
+}
+
+/// `num` evenly spaced values from `start` to `stop` inclusive.
+#[wasm_bindgen]
+pub fn linspace(start: f64, stop: f64, num: u32, dtype: JsValue) -> JsResult<NdArray> {
+    wrap(wc::linspace(
+        start,
+        stop,
+        num as usize,
+        cv::dtype(&dtype, DType::F32)?,
+    ))
+}
+
+/// The `n × n` identity.
+#[wasm_bindgen]
+pub fn eye(n: u32, dtype: JsValue) -> JsResult<NdArray> {
+    wrap(wc::eye(n as usize, cv::dtype(&dtype, DType::F32)?))
+}
+
+/// `alpha * x + beta * y` in one pass (MLX's axpby), with broadcasting.
+#[wasm_bindgen]
+pub fn axpby(x: &JsValue, y: &JsValue, alpha: f64, beta: f64) -> JsResult<NdArray> {
+    let (x, y) = pair(x, y)?;
+    wrap(wc::axpby(&x, &y, alpha, beta))
+}
+
+/// `cond ? x : y` elementwise with broadcasting.
+#[wasm_bindgen(js_name = "where")]
+pub fn where_(cond: &JsValue, x: &JsValue, y: &JsValue) -> JsResult<NdArray> {
+    let (x, y) = pair(x, y)?;
+    let c = operand(cond, &x)?;
+    wrap(wc::where_(&c, &x, &y))
+}
+
+/// Converts to `dtype`.
+#[wasm_bindgen]
+pub fn astype(x: &JsValue, dtype: &str) -> JsResult<NdArray> {
+    let d = cv::dtype(&JsValue::from_str(dtype), DType::F32)?;
+    wrap(wc::astype(&lead(x)?, d))
+}
+
+/// See `NdArray.reshape`.
+#[wasm_bindgen]
+pub fn reshape(x: &JsValue, shape: JsValue) -> JsResult<NdArray> {
+    wrap(wc::reshape(&lead(x)?, &cv::ints("reshape", &shape)?))
+}
+
+/// See `NdArray.transpose`.
+#[wasm_bindgen]
+pub fn transpose(x: &JsValue, axes: JsValue) -> JsResult<NdArray> {
+    let ax = cv::axes(&axes)?;
+    wrap(wc::transpose(&lead(x)?, ax.as_deref()))
+}
+
+/// See `NdArray.broadcastTo`.
+#[wasm_bindgen(js_name = broadcastTo)]
+pub fn broadcast_to(x: &JsValue, shape: JsValue) -> JsResult<NdArray> {
+    wrap(wc::broadcast_to(
+        &lead(x)?,
+        &cv::shape("broadcastTo", &shape)?,
+    ))
+}
+
+/// See `NdArray.slice`.
+#[wasm_bindgen]
+pub fn slice(x: &JsValue, spec: JsValue) -> JsResult<NdArray> {
+    wrap(wc::slice(&lead(x)?, &slices(&spec)?))
+}
+
+/// See `NdArray.argmax`.
+#[wasm_bindgen]
+pub fn argmax(x: &JsValue, axis: Option<i32>, keepdims: Option<bool>) -> JsResult<NdArray> {
+    arg(&lead(x)?, axis, keepdims, wc::argmax)
+}
+
+/// See `NdArray.argmin`.
+#[wasm_bindgen]
+pub fn argmin(x: &JsValue, axis: Option<i32>, keepdims: Option<bool>) -> JsResult<NdArray> {
+    arg(&lead(x)?, axis, keepdims, wc::argmin)
+}
+
+/// Number of live (not freed) arrays held by JS handles, for leak checks.
+#[wasm_bindgen(js_name = liveArrays)]
+pub fn live_arrays() -> usize {
+    LIVE.with(|l| l.borrow().len())
+}

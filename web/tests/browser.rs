@@ -1,0 +1,770 @@
+//! wmx's JS API in a real browser, on the browser's WebGPU (headless Chromium's
+//! SwiftShader adapter in CI), checked against independent f64 reference loops.
+//!
+//! Run with `scripts/test.sh` (or `web/test.sh`): wasm-bindgen-test-runner drives
+//! Chromium through chromedriver with `--enable-unsafe-webgpu` (web/webdriver.json).
+//! Every test goes through the same functions the JS API exports; arrays are
+//! passed as JS values, as a page would.
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::{Float32Array, Int32Array, Uint8Array, Uint16Array, Uint32Array};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+use wmx_core::{bf16, f16};
+use wmx_web as wmx;
+use wmx_web::NdArray;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const U: JsValue = JsValue::UNDEFINED;
+
+// ---------------------------------------------------------------- helpers
+
+fn get(o: &JsValue, k: &str) -> JsValue {
+    js_sys::Reflect::get(o, &JsValue::from_str(k)).unwrap()
+}
+
+/// Opens WebGPU (never the CPU fallback: a missing adapter fails the test) and
+/// makes it the default device.
+async fn gpu() -> JsValue {
+    let info = wmx::init(JsValue::from_str("webgpu"))
+        .await
+        .unwrap_or_else(|e| panic!("WebGPU did not open: {:?}", JsValue::from(e)));
+    wmx::set_device("webgpu").unwrap();
+    info
+}
+
+async fn has_f16() -> bool {
+    get(&gpu().await, "f16").as_bool().unwrap()
+}
+
+fn shape(s: &[usize]) -> JsValue {
+    s.iter()
+        .map(|&d| JsValue::from_f64(d as f64))
+        .collect::<js_sys::Array>()
+        .into()
+}
+
+fn v(a: NdArray) -> JsValue {
+    a.into()
+}
+
+/// An array of `dtype` holding `x` (converted as JS numbers would be).
+fn typed(x: &[f64], s: &[usize], dtype: &str) -> JsValue {
+    let data: JsValue = match dtype {
+        "f32" => Float32Array::from(&x.iter().map(|&a| a as f32).collect::<Vec<_>>()[..]).into(),
+        "i32" => Int32Array::from(&x.iter().map(|&a| a as i32).collect::<Vec<_>>()[..]).into(),
+        "u32" => Uint32Array::from(&x.iter().map(|&a| a as u32).collect::<Vec<_>>()[..]).into(),
+        "u8" | "bool" => {
+            Uint8Array::from(&x.iter().map(|&a| a as u8).collect::<Vec<_>>()[..]).into()
+        }
+        "f16" => Uint16Array::from(
+            &x.iter()
+                .map(|&a| f16::from_f64(a).to_bits())
+                .collect::<Vec<_>>()[..],
+        )
+        .into(),
+        "bf16" => Uint16Array::from(
+            &x.iter()
+                .map(|&a| bf16::from_f64(a).to_bits())
+                .collect::<Vec<_>>()[..],
+        )
+        .into(),
+        d => panic!("no typed array for {d}"),
+    };
+    let a = wmx::array(&data, shape(s), JsValue::from_str(dtype)).unwrap();
+    assert_eq!(a.dtype(), dtype);
+    v(a)
+}
+
+fn nd(a: &JsValue) -> NdArray {
+    // Round trip through the API: an op that returns the same array as a handle.
+    wmx::reshape(a, get(a, "shape")).unwrap()
+}
+
+/// Reads any array as f64 through `data()`, checking the typed array's class.
+async fn read(a: &JsValue) -> Vec<f64> {
+    let h = nd(a);
+    let dtype = h.dtype();
+    let data = JsFuture::from(h.data()).await.unwrap();
+    let class = get(&get(&data, "constructor"), "name").as_string().unwrap();
+    let want = match dtype.as_str() {
+        "f32" => "Float32Array",
+        "i32" => "Int32Array",
+        "u32" => "Uint32Array",
+        "u8" | "bool" => "Uint8Array",
+        "f16" | "bf16" => "Uint16Array",
+        d => panic!("unexpected dtype {d}"),
+    };
+    assert_eq!(class, want, "data() of a {dtype} array");
+    match dtype.as_str() {
+        "f32" => data
+            .unchecked_into::<Float32Array>()
+            .to_vec()
+            .into_iter()
+            .map(f64::from)
+            .collect(),
+        "i32" => data
+            .unchecked_into::<Int32Array>()
+            .to_vec()
+            .into_iter()
+            .map(f64::from)
+            .collect(),
+        "u32" => data
+            .unchecked_into::<Uint32Array>()
+            .to_vec()
+            .into_iter()
+            .map(f64::from)
+            .collect(),
+        "u8" | "bool" => data
+            .unchecked_into::<Uint8Array>()
+            .to_vec()
+            .into_iter()
+            .map(f64::from)
+            .collect(),
+        "f16" => data
+            .unchecked_into::<Uint16Array>()
+            .to_vec()
+            .into_iter()
+            .map(|b| f16::from_bits(b).to_f64())
+            .collect(),
+        "bf16" => data
+            .unchecked_into::<Uint16Array>()
+            .to_vec()
+            .into_iter()
+            .map(|b| bf16::from_bits(b).to_f64())
+            .collect(),
+        _ => unreachable!(),
+    }
+}
+
+fn dtype_of(a: &JsValue) -> String {
+    get(a, "dtype").as_string().unwrap()
+}
+
+fn shape_of(a: &JsValue) -> Vec<usize> {
+    js_sys::Array::from(&get(a, "shape"))
+        .iter()
+        .map(|x| x.as_f64().unwrap() as usize)
+        .collect()
+}
+
+/// Rounds an f64 result to `dtype` the way the device stores it.
+fn round_to(x: f64, dtype: &str) -> f64 {
+    match dtype {
+        "f32" => x as f32 as f64,
+        "f16" => f16::from_f64(x).to_f64(),
+        "bf16" => bf16::from_f64(x).to_f64(),
+        _ => x,
+    }
+}
+
+/// Relative tolerance per float dtype (f16/bf16 are computed in f32 and rounded once).
+fn tol(dtype: &str) -> f64 {
+    match dtype {
+        "f32" => 4e-6,
+        "f16" => 2e-3,
+        "bf16" => 1.6e-2,
+        _ => 0.0,
+    }
+}
+
+fn close(got: &[f64], want: &[f64], rtol: f64, atol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() {
+            g.is_nan()
+        } else if w.is_infinite() {
+            g == w
+        } else {
+            (g - w).abs() <= atol + rtol * w.abs()
+        };
+        assert!(
+            ok,
+            "{what}: element {i}: got {g}, want {w} (rtol {rtol}, atol {atol})"
+        );
+    }
+}
+
+/// Deterministic pseudo-random values in [lo, hi).
+fn rand(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect()
+}
+
+fn ints(n: usize, seed: u64, lo: i64, hi: i64) -> Vec<f64> {
+    rand(n, seed, lo as f64, hi as f64)
+        .into_iter()
+        .map(|x| x.floor())
+        .collect()
+}
+
+fn err_msg(e: wasm_bindgen::JsError) -> String {
+    JsValue::from(e)
+        .unchecked_into::<js_sys::Error>()
+        .message()
+        .into()
+}
+
+// ---------------------------------------------------------------- device
+
+#[wasm_bindgen_test]
+async fn init_chooses_browser_webgpu() {
+    let info = wmx::init(U).await.unwrap();
+    assert_eq!(
+        get(&info, "device").as_string().unwrap(),
+        "webgpu",
+        "auto must pick WebGPU here"
+    );
+    assert_eq!(get(&info, "backend").as_string().unwrap(), "BrowserWebGpu");
+    assert_eq!(get(&info, "fallback").as_bool(), Some(false));
+    let name = get(&info, "adapter").as_string().unwrap();
+    assert!(!name.is_empty(), "adapter name");
+    web_sys::console::log_1(&JsValue::from_str(&format!(
+        "adapter: {name}; f16 {:?}; max buffer {:?}; max binding {:?}",
+        get(&info, "f16"),
+        get(&info, "maxBufferSize"),
+        get(&info, "maxStorageBufferBindingSize")
+    )));
+    // Arrays created now live on the GPU.
+    let a = wmx::ones(shape(&[3]), U).unwrap();
+    assert_eq!(a.device(), "webgpu");
+    // The browser has no subgroups through wgpu: the fallback kernels run.
+    assert_eq!(get(&info, "subgroups").as_bool(), Some(false));
+}
+
+#[wasm_bindgen_test]
+async fn cpu_device_and_transfers() {
+    gpu().await;
+    let x = rand(1000, 1, -2.0, 2.0);
+    let g = typed(&x, &[1000], "f32");
+    // GPU → CPU and back without blocking.
+    let c: JsValue = JsFuture::from(nd(&g).to_device("cpu").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(get(&c, "device").as_string().unwrap(), "cpu");
+    let s_cpu = read(&v(wmx::sum(&c, U, None).unwrap())).await[0];
+    let s_gpu = read(&v(wmx::sum(&g, U, None).unwrap())).await[0];
+    let want: f64 = x.iter().map(|&a| a as f32 as f64).sum();
+    close(
+        &[s_cpu, s_gpu],
+        &[want, want],
+        1e-5,
+        1e-4,
+        "sum on cpu and webgpu",
+    );
+    // The CPU device as default.
+    let info = wmx::init(JsValue::from_str("cpu")).await.unwrap();
+    assert_eq!(get(&info, "device").as_string().unwrap(), "cpu");
+    assert_eq!(wmx::ones(shape(&[2]), U).unwrap().device(), "cpu");
+    gpu().await;
+}
+
+// ---------------------------------------------------------------- elementwise
+
+type Ref2 = fn(f64, f64) -> f64;
+
+async fn check_binary(op: &str, dtype: &str, a: &[f64], b: &[f64], reference: Ref2) {
+    let n = a.len();
+    let (x, y) = (typed(a, &[n], dtype), typed(b, &[n], dtype));
+    let r = match op {
+        "add" => wmx::add(&x, &y),
+        "subtract" => wmx::subtract(&x, &y),
+        "multiply" => wmx::multiply(&x, &y),
+        "divide" => wmx::divide(&x, &y),
+        "maximum" => wmx::maximum(&x, &y),
+        "minimum" => wmx::minimum(&x, &y),
+        "power" => wmx::power(&x, &y),
+        "floorDivide" => wmx::floor_divide(&x, &y),
+        "remainder" => wmx::remainder(&x, &y),
+        "less" => wmx::less(&x, &y),
+        "equal" => wmx::equal(&x, &y),
+        "logicalAnd" => wmx::logical_and(&x, &y),
+        "bitwiseXor" => wmx::bitwise_xor(&x, &y),
+        o => panic!("{o}"),
+    }
+    .unwrap();
+    let r = v(r);
+    let out_dtype = dtype_of(&r);
+    // Inputs as the device holds them.
+    let (qa, qb): (Vec<f64>, Vec<f64>) = (
+        a.iter().map(|&t| round_to(t, dtype)).collect(),
+        b.iter().map(|&t| round_to(t, dtype)).collect(),
+    );
+    let want: Vec<f64> = qa
+        .iter()
+        .zip(&qb)
+        .map(|(&p, &q)| round_to(reference(p, q), &out_dtype))
+        .collect();
+    let got = read(&r).await;
+    let what = format!("{op} on {dtype} ({n} elements)");
+    close(
+        &got,
+        &want,
+        tol(&out_dtype) * if op == "power" { 4.0 } else { 1.0 },
+        0.0,
+        &what,
+    );
+}
+
+fn wrap_i32(x: f64) -> f64 {
+    (x as i64 as i32) as f64
+}
+fn wrap_u32(x: f64) -> f64 {
+    (x as i64 as u32) as f64
+}
+fn wrap_u8(x: f64) -> f64 {
+    (x as i64 as u8) as f64
+}
+
+#[wasm_bindgen_test]
+async fn binary_ops_every_dtype() {
+    let f16 = has_f16().await;
+    // 3001: not a multiple of 4 or of a workgroup, so tails are exercised.
+    let n = 3001;
+    let a = rand(n, 2, -8.0, 8.0);
+    let b = rand(n, 3, 0.25, 4.0);
+    let mut floats = vec!["f32", "bf16"];
+    if f16 {
+        floats.push("f16");
+    }
+    for dt in floats {
+        check_binary("add", dt, &a, &b, |p, q| p + q).await;
+        check_binary("subtract", dt, &a, &b, |p, q| p - q).await;
+        check_binary("multiply", dt, &a, &b, |p, q| p * q).await;
+        check_binary("divide", dt, &a, &b, |p, q| p / q).await;
+        check_binary("maximum", dt, &a, &b, f64::max).await;
+        check_binary("minimum", dt, &a, &b, f64::min).await;
+        check_binary("less", dt, &a, &b, |p, q| (p < q) as u8 as f64).await;
+    }
+    check_binary("power", "f32", &b, &rand(n, 4, -2.0, 2.0), f64::powf).await;
+
+    let ia = ints(n, 5, -1000, 1000);
+    let ib: Vec<f64> = ints(n, 6, -50, 50)
+        .into_iter()
+        .map(|x| if x == 0.0 { 7.0 } else { x })
+        .collect();
+    check_binary("add", "i32", &ia, &ib, |p, q| wrap_i32(p + q)).await;
+    check_binary("multiply", "i32", &ia, &ib, |p, q| wrap_i32(p * q)).await;
+    check_binary("floorDivide", "i32", &ia, &ib, |p, q| (p / q).floor()).await;
+    check_binary("remainder", "i32", &ia, &ib, |p, q| p - q * (p / q).floor()).await;
+    check_binary("bitwiseXor", "i32", &ia, &ib, |p, q| {
+        ((p as i32) ^ (q as i32)) as f64
+    })
+    .await;
+    // i32 wraps (two's complement).
+    let big = [2147483647.0, -2147483648.0, 2000000000.0];
+    let one = [1.0, -1.0, 2000000000.0];
+    check_binary("add", "i32", &big, &one, |p, q| wrap_i32(p + q)).await;
+
+    let ua = ints(n, 7, 0, 100000);
+    let ub = ints(n, 8, 1, 100000);
+    check_binary("subtract", "u32", &ua, &ub, |p, q| wrap_u32(p - q)).await;
+    check_binary("multiply", "u32", &ua, &ub, |p, q| wrap_u32(p * q)).await;
+    check_binary("floorDivide", "u32", &ua, &ub, |p, q| (p / q).floor()).await;
+
+    let ba = ints(n, 9, 0, 256);
+    let bb = ints(n, 10, 0, 256);
+    check_binary("add", "u8", &ba, &bb, |p, q| wrap_u8(p + q)).await;
+    check_binary("maximum", "u8", &ba, &bb, f64::max).await;
+    check_binary("equal", "u8", &ba, &ba, |p, q| (p == q) as u8 as f64).await;
+
+    let la = ints(n, 11, 0, 2);
+    let lb = ints(n, 12, 0, 2);
+    check_binary("logicalAnd", "bool", &la, &lb, |p, q| {
+        (p != 0.0 && q != 0.0) as u8 as f64
+    })
+    .await;
+}
+
+#[wasm_bindgen_test]
+async fn unary_ops_and_broadcasting() {
+    gpu().await;
+    let n = 2049;
+    let pos = rand(n, 13, 0.1, 6.0);
+    let sym = rand(n, 21, -std::f64::consts::PI, std::f64::consts::PI);
+    type Op = fn(&JsValue) -> Result<NdArray, wasm_bindgen::JsError>;
+    // Tolerances from the WGSL spec's accuracy table (f32): exp 3 + 2|x| ULP,
+    // log 2^-21 absolute near 1 else 3 ULP, sin 2^-11 absolute on [-π, π], sqrt and
+    // tanh inherited from their formulas; the rest exact.
+    type Case<'a> = (&'a str, Op, fn(f64) -> f64, &'a [f64], f64, f64);
+    let cases: [Case; 9] = [
+        ("exp", wmx::exp, f64::exp, &sym, 1e-6, 0.0),
+        ("log", wmx::log, f64::ln, &pos, 1e-6, 1e-6),
+        ("sqrt", wmx::sqrt, f64::sqrt, &pos, 1e-6, 0.0),
+        ("sin", wmx::sin, f64::sin, &sym, 0.0, 1.0 / 2048.0),
+        ("cos", wmx::cos, f64::cos, &sym, 0.0, 1.0 / 2048.0),
+        ("tanh", wmx::tanh, f64::tanh, &sym, 1e-5, 1e-5),
+        ("negative", wmx::negative, |t| -t, &sym, 0.0, 0.0),
+        ("square", wmx::square, |t| t * t, &sym, 1.2e-7, 0.0),
+        ("floor", wmx::floor, f64::floor, &sym, 0.0, 0.0),
+    ];
+    for (name, f, r, x, rtol, atol) in cases {
+        let xa = typed(x, &[n], "f32");
+        let got = read(&v(f(&xa).unwrap())).await;
+        let want: Vec<f64> = x.iter().map(|&t| r(t as f32 as f64)).collect();
+        // exp: 3 + 2|x| ULP of f32, with |x| <= π.
+        let rtol = if name == "exp" {
+            rtol.max((3.0 + 2.0 * 3.2) * f32::EPSILON as f64)
+        } else {
+            rtol
+        };
+        close(&got, &want, rtol, atol, name);
+    }
+    // [3, 1] + [4] broadcasts to [3, 4]; a number operand keeps the dtype.
+    let col = typed(&[1.0, 2.0, 3.0], &[3, 1], "f32");
+    let row = typed(&[10.0, 20.0, 30.0, 40.0], &[4], "f32");
+    let s = v(wmx::add(&col, &row).unwrap());
+    assert_eq!(shape_of(&s), vec![3, 4]);
+    let want: Vec<f64> = (1..=3)
+        .flat_map(|i| (1..=4).map(move |j| (i + 10 * j) as f64))
+        .collect();
+    close(&read(&s).await, &want, 0.0, 0.0, "broadcast add");
+    let h = nd(&s).multiply(&JsValue::from_f64(0.5)).unwrap();
+    assert_eq!(h.dtype(), "f32");
+    let want2: Vec<f64> = want.iter().map(|t| t * 0.5).collect();
+    close(&read(&v(h)).await, &want2, 0.0, 0.0, "array * number");
+}
+
+#[wasm_bindgen_test]
+async fn axpby_fused() {
+    let f16 = has_f16().await;
+    let n = 100_003;
+    let x = rand(n, 14, -1.0, 1.0);
+    let y = rand(n, 15, -1.0, 1.0);
+    let mut dts = vec!["f32", "bf16"];
+    if f16 {
+        dts.push("f16");
+    }
+    for dt in dts {
+        let r = v(wmx::axpby(&typed(&x, &[n], dt), &typed(&y, &[n], dt), 2.0, -0.5).unwrap());
+        assert_eq!(dtype_of(&r), dt);
+        let want: Vec<f64> = x
+            .iter()
+            .zip(&y)
+            .map(|(&a, &b)| round_to(2.0 * round_to(a, dt) - 0.5 * round_to(b, dt), dt))
+            .collect();
+        close(
+            &read(&r).await,
+            &want,
+            tol(dt),
+            1e-6,
+            &format!("axpby {dt}"),
+        );
+    }
+    // Broadcast: [1000, 3] with [3].
+    let m = typed(&rand(3000, 16, -1.0, 1.0), &[1000, 3], "f32");
+    let b = typed(&[1.0, 2.0, 3.0], &[3], "f32");
+    let r = v(wmx::axpby(&m, &b, 1.0, 1.0).unwrap());
+    let mv = read(&m).await;
+    let want: Vec<f64> = mv
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| round_to(t + (i % 3 + 1) as f64, "f32"))
+        .collect();
+    close(&read(&r).await, &want, 0.0, 0.0, "axpby broadcast");
+}
+
+// ---------------------------------------------------------------- reductions
+
+#[wasm_bindgen_test]
+async fn reductions_larger_than_a_workgroup() {
+    gpu().await;
+    // 1 Mi + 17 elements: many workgroups and a second pass.
+    let n = (1 << 20) + 17;
+    let x = rand(n, 17, -1.0, 1.0);
+    let q: Vec<f64> = x.iter().map(|&t| t as f32 as f64).collect();
+    let a = typed(&x, &[n], "f32");
+    let sum: f64 = q.iter().sum();
+    let got = read(&v(wmx::sum(&a, U, None).unwrap())).await[0];
+    // f32 accumulation in a tree: error ~ sqrt(n) ulps of the partial sums.
+    close(&[got], &[sum], 1e-4, 0.05, "sum of 1 Mi f32");
+    let mx = q.iter().cloned().fold(f64::MIN, f64::max);
+    let mn = q.iter().cloned().fold(f64::MAX, f64::min);
+    assert_eq!(read(&v(wmx::max(&a, U, None).unwrap())).await[0], mx, "max");
+    assert_eq!(read(&v(wmx::min(&a, U, None).unwrap())).await[0], mn, "min");
+    let am = read(&v(wmx::argmax(&a, None, None).unwrap())).await[0] as usize;
+    assert_eq!(q[am], mx, "argmax points at the max");
+    assert_eq!(
+        am,
+        q.iter().position(|&t| t == mx).unwrap(),
+        "argmax is the first max"
+    );
+    let mean = read(&v(wmx::mean(&a, U, None).unwrap())).await[0];
+    close(&[mean], &[sum / n as f64], 1e-3, 1e-6, "mean");
+
+    // Integer sum: exact.
+    let ix = ints(n, 18, -1000, 1000);
+    let isum: f64 = ix.iter().sum();
+    let r = v(wmx::sum(&typed(&ix, &[n], "i32"), U, None).unwrap());
+    assert_eq!(dtype_of(&r), "i32");
+    assert_eq!(read(&r).await[0], isum, "i32 sum");
+
+    // Rows and columns of a 2-D array; keepdims.
+    let (rows, cols) = (300, 517);
+    let m = rand(rows * cols, 19, 0.0, 1.0);
+    let mq: Vec<f64> = m.iter().map(|&t| t as f32 as f64).collect();
+    let ma = typed(&m, &[rows, cols], "f32");
+    let by_row: Vec<f64> = (0..rows)
+        .map(|i| mq[i * cols..(i + 1) * cols].iter().sum())
+        .collect();
+    let by_col: Vec<f64> = (0..cols)
+        .map(|j| (0..rows).map(|i| mq[i * cols + j]).sum())
+        .collect();
+    let r1 = v(wmx::sum(&ma, JsValue::from_f64(1.0), Some(true)).unwrap());
+    assert_eq!(shape_of(&r1), vec![rows, 1]);
+    close(&read(&r1).await, &by_row, 1e-5, 1e-4, "row sums");
+    let r0 = v(wmx::sum(&ma, JsValue::from_f64(0.0), None).unwrap());
+    close(&read(&r0).await, &by_col, 1e-5, 1e-4, "column sums");
+    let maxcol: Vec<f64> = (0..cols)
+        .map(|j| (0..rows).map(|i| mq[i * cols + j]).fold(f64::MIN, f64::max))
+        .collect();
+    close(
+        &read(&v(wmx::max(&ma, JsValue::from_f64(0.0), None).unwrap())).await,
+        &maxcol,
+        0.0,
+        0.0,
+        "column max",
+    );
+    // prod and all/any on small inputs.
+    let p = typed(&[1.5, -2.0, 3.0, 0.5], &[4], "f32");
+    assert_eq!(read(&v(wmx::prod(&p, U, None).unwrap())).await[0], -4.5);
+    let bo = typed(&[1.0, 0.0, 1.0], &[3], "bool");
+    assert_eq!(read(&v(wmx::all(&bo, U, None).unwrap())).await[0], 0.0);
+    assert_eq!(read(&v(wmx::any(&bo, U, None).unwrap())).await[0], 1.0);
+}
+
+#[wasm_bindgen_test]
+async fn f16_reduction_if_available() {
+    if !has_f16().await {
+        // Then f16 is a clear error, not wrong numbers.
+        let e = err_msg(
+            wmx::zeros(shape(&[2]), JsValue::from_str("float16"))
+                .err()
+                .unwrap(),
+        );
+        assert!(e.contains("does not support dtype f16"), "{e}");
+        web_sys::console::log_1(&"adapter lacks SHADER_F16: f16 kernels not run".into());
+        return;
+    }
+    let n = 70_000;
+    let x = rand(n, 20, 0.0, 1.0);
+    let q: Vec<f64> = x.iter().map(|&t| round_to(t, "f16")).collect();
+    let r = v(wmx::sum(&typed(&x, &[n], "f16"), U, None).unwrap());
+    assert_eq!(dtype_of(&r), "f16");
+    let want = round_to(q.iter().sum::<f64>(), "f16");
+    close(
+        &read(&r).await,
+        &[want],
+        2e-3,
+        0.0,
+        "f16 sum (accumulated in f32)",
+    );
+}
+
+// ---------------------------------------------------------------- views and casts
+
+#[wasm_bindgen_test]
+async fn views_without_copies() {
+    gpu().await;
+    let (r, c) = (37, 53);
+    let base: Vec<f64> = (0..r * c).map(|i| i as f64).collect();
+    let a = typed(&base, &[r, c], "f32");
+    // Transpose, then an op reads it strided.
+    let t = v(nd(&a).t().unwrap());
+    assert_eq!(shape_of(&t), vec![c, r]);
+    let want_t: Vec<f64> = (0..c)
+        .flat_map(|j| (0..r).map(move |i| (i * c + j) as f64))
+        .collect();
+    close(&read(&t).await, &want_t, 0.0, 0.0, "transpose");
+    let t1 = v(wmx::add(&t, &JsValue::from_f64(1.0)).unwrap());
+    let want_t1: Vec<f64> = want_t.iter().map(|x| x + 1.0).collect();
+    close(&read(&t1).await, &want_t1, 0.0, 0.0, "transpose + 1");
+    // Slices with steps, negative included: a[1:30:3, ::-2].
+    let sl = js_sys::Array::of2(
+        &js_sys::Array::of3(&1.into(), &30.into(), &3.into()),
+        &js_sys::Array::of3(&JsValue::NULL, &JsValue::NULL, &(-2).into()),
+    );
+    let s = v(wmx::slice(&a, sl.into()).unwrap());
+    let rows: Vec<usize> = (1..30).step_by(3).collect();
+    let colsr: Vec<usize> = (0..c).rev().step_by(2).collect();
+    assert_eq!(shape_of(&s), vec![rows.len(), colsr.len()]);
+    let want_s: Vec<f64> = rows
+        .iter()
+        .flat_map(|&i| colsr.iter().map(move |&j| (i * c + j) as f64))
+        .collect();
+    close(&read(&s).await, &want_s, 0.0, 0.0, "slice [1:30:3, ::-2]");
+    // A reduction over a sliced view.
+    let ss = read(&v(wmx::sum(&s, JsValue::from_f64(1.0), None).unwrap())).await;
+    let want_ss: Vec<f64> = rows
+        .iter()
+        .map(|&i| colsr.iter().map(|&j| (i * c + j) as f64).sum())
+        .collect();
+    close(&ss, &want_ss, 1e-6, 0.0, "sum over a slice");
+    // Broadcast view and reshape of a non-contiguous view (a copy).
+    let b = v(wmx::broadcast_to(&typed(&[1.0, 2.0], &[2, 1], "f32"), shape(&[2, 3])).unwrap());
+    close(
+        &read(&b).await,
+        &[1.0, 1.0, 1.0, 2.0, 2.0, 2.0],
+        0.0,
+        0.0,
+        "broadcastTo",
+    );
+    let rs = v(wmx::reshape(&t, JsValue::from(js_sys::Array::of1(&(-1).into()))).unwrap());
+    close(
+        &read(&rs).await,
+        &want_t,
+        0.0,
+        0.0,
+        "reshape of a transpose",
+    );
+    let e = v(nd(&a).expand_dims(0).unwrap());
+    assert_eq!(shape_of(&e), vec![1, r, c]);
+    assert_eq!(shape_of(&v(nd(&e).squeeze(U).unwrap())), vec![r, c]);
+}
+
+#[wasm_bindgen_test]
+async fn astype_casts() {
+    let f16 = has_f16().await;
+    let x = [-3.7, -0.5, 0.0, 0.5, 2.5, 3.99, 300.0, -1e10, 1e10];
+    let a = typed(&x, &[x.len()], "f32");
+    let to = |d: &str| v(wmx::astype(&a, d).unwrap());
+    // float → int truncates toward zero and saturates.
+    let i32s: Vec<f64> = x.iter().map(|&t| (t as f32 as i32) as f64).collect();
+    close(&read(&to("i32")).await, &i32s, 0.0, 0.0, "f32 → i32");
+    let u8s: Vec<f64> = x.iter().map(|&t| (t as f32 as u8) as f64).collect();
+    close(&read(&to("u8")).await, &u8s, 0.0, 0.0, "f32 → u8");
+    let bools: Vec<f64> = x.iter().map(|&t| (t != 0.0) as u8 as f64).collect();
+    close(&read(&to("bool")).await, &bools, 0.0, 0.0, "f32 → bool");
+    let bf: Vec<f64> = x
+        .iter()
+        .map(|&t| round_to(t as f32 as f64, "bf16"))
+        .collect();
+    close(&read(&to("bf16")).await, &bf, 0.0, 0.0, "f32 → bf16");
+    if f16 {
+        let h: Vec<f64> = x
+            .iter()
+            .map(|&t| round_to(t as f32 as f64, "f16"))
+            .collect();
+        close(
+            &read(&to("f16")).await,
+            &h,
+            0.0,
+            0.0,
+            "f32 → f16 (overflow → inf)",
+        );
+    }
+    // int → f32, and dtype promotion of mixed inputs (i32 + f32 → f32).
+    let i = typed(&[1.0, -2.0, 3.0], &[3], "i32");
+    let s = v(wmx::add(&i, &typed(&[0.5, 0.5, 0.5], &[3], "f32")).unwrap());
+    assert_eq!(dtype_of(&s), "f32");
+    close(&read(&s).await, &[1.5, -1.5, 3.5], 0.0, 0.0, "i32 + f32");
+}
+
+// ---------------------------------------------------------------- big grids
+
+#[wasm_bindgen_test]
+async fn grid_over_65535_workgroups() {
+    let info = gpu().await;
+    let max_wg = get(&info, "maxWorkgroupsPerDimension").as_f64().unwrap();
+    let binding = get(&info, "maxStorageBufferBindingSize").as_f64().unwrap();
+    // A strided copy (transpose to row-major) runs one invocation per element,
+    // 256 per workgroup: 4096 × 4100 elements need 65 600 workgroups > 65 535.
+    let (r, c) = (4096usize, 4100usize);
+    let bytes = (r * c * 4) as f64;
+    assert!(max_wg <= 65535.0 || max_wg > 0.0);
+    if bytes > binding {
+        web_sys::console::log_1(
+            &format!("binding limit {binding} < {bytes}: >65535-workgroup test not possible here")
+                .into(),
+        );
+        return;
+    }
+    let a = v(wmx::arange(
+        0.0,
+        JsValue::from_f64((r * c) as f64),
+        U,
+        JsValue::from_str("i32"),
+    )
+    .unwrap());
+    let a = v(wmx::reshape(&a, shape(&[r, c])).unwrap());
+    let t = v(wmx::transpose(&a, U).unwrap());
+    let tc = v(nd(&t).contiguous().unwrap());
+    let got = read(&tc).await;
+    assert_eq!(got.len(), r * c);
+    for j in 0..c {
+        for i in 0..r {
+            let g = got[j * r + i];
+            let w = (i * c + j) as f64;
+            assert!(g == w, "transpose copy at [{j}, {i}]: got {g}, want {w}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------- errors and lifetime
+
+#[wasm_bindgen_test]
+async fn errors_are_js_exceptions_with_wmx_messages() {
+    gpu().await;
+    let a = typed(&[1.0, 2.0], &[2], "f32");
+    let b = typed(&[1.0, 2.0, 3.0], &[3], "f32");
+    let e = err_msg(
+        wmx::add(&a, &b)
+            .err()
+            .expect("shapes [2] and [3] must not broadcast"),
+    );
+    assert_eq!(e, "shape mismatch in add: [2] vs [3]");
+    let e = err_msg(wmx::sum(&a, JsValue::from_f64(3.0), None).err().unwrap());
+    assert!(e.contains("bad axis 3"), "{e}");
+    let e = err_msg(
+        wmx::array(
+            &Float32Array::from(&[1.0f32, 2.0][..]).into(),
+            shape(&[3]),
+            U,
+        )
+        .err()
+        .unwrap(),
+    );
+    assert!(e.contains("do not fill shape [3]"), "{e}");
+    let e = err_msg(
+        wmx::zeros(shape(&[2]), JsValue::from_str("float64"))
+            .err()
+            .unwrap(),
+    );
+    assert!(e.contains("unknown dtype \"float64\""), "{e}");
+    let e = err_msg(wmx::bitwise_and(&a, &a).err().unwrap());
+    assert_eq!(e, "bitwise_and is not defined for dtype f32");
+    // i64 exists on the CPU only.
+    let e = err_msg(
+        wmx::zeros(shape(&[2]), JsValue::from_str("i64"))
+            .err()
+            .unwrap(),
+    );
+    assert!(e.contains("does not support dtype i64"), "{e}");
+    // A disposed array throws instead of crashing.
+    let d = wmx::ones(shape(&[2]), U).unwrap();
+    let dj = v(d);
+    let live = wmx::live_arrays();
+    let dd = nd(&dj);
+    drop(dd);
+    assert_eq!(wmx::live_arrays(), live);
+    js_sys::Reflect::apply(
+        get(&dj, "dispose").unchecked_ref::<js_sys::Function>(),
+        &dj,
+        &js_sys::Array::new(),
+    )
+    .unwrap();
+    assert_eq!(wmx::live_arrays(), live - 1);
+    let e = err_msg(wmx::add(&a, &dj).err().unwrap());
+    assert!(e.contains("disposed"), "{e}");
+}
