@@ -1,10 +1,18 @@
 //! Property tests (proptest): random shapes (rank 0–4, dims 0–5), random views,
-//! broadcasts, reshapes and reductions against the reference, on the CPU.
+//! broadcasts, reshapes and reductions against the reference, on the CPU and on the
+//! WebGPU backend (lavapipe in CI; no adapter fails unless `WMX_ALLOW_NO_GPU=1`).
 //! `WMX_PROPTEST_CASES` overrides the number of cases per property.
 
 use proptest::prelude::*;
 use wmx_core::Device;
 use wmx_tests::props;
+
+/// The CPU, and the GPU when one opens.
+fn devices() -> Vec<Device> {
+    let mut v = vec![Device::cpu()];
+    v.extend(wmx_tests::gpu::device(wmx_webgpu::open));
+    v
+}
 
 fn config() -> ProptestConfig {
     let cases = std::env::var("WMX_PROPTEST_CASES")
@@ -52,21 +60,29 @@ proptest! {
 
     #[test]
     fn binary_on_views_matches_contiguous_and_reference(s in shape(), seed in any::<u64>()) {
-        props::binary_on_views(&Device::cpu(), &s, seed);
+        for d in devices() {
+            props::binary_on_views(&d, &s, seed);
+        }
     }
 
     #[test]
     fn broadcast_binary_matches_reference((a, b) in broadcast_pair(), seed in any::<u64>()) {
-        props::broadcast_binary(&Device::cpu(), &a, &b, seed);
+        for d in devices() {
+            props::broadcast_binary(&d, &a, &b, seed);
+        }
     }
 
     #[test]
     fn reshape_round_trips(s in shape(), seed in any::<u64>()) {
-        props::reshape_round_trip(&Device::cpu(), &s, seed);
+        for d in devices() {
+            props::reshape_round_trip(&d, &s, seed);
+        }
     }
 
     #[test]
     fn reductions_over_random_axes(s in shape(), seed in any::<u64>()) {
-        props::reduce_random_axes(&Device::cpu(), &s, seed);
+        for d in devices() {
+            props::reduce_random_axes(&d, &s, seed);
+        }
     }
 }

@@ -82,9 +82,123 @@ fn log1p_f32(a: f32) -> f32 {
     return log(1.0 + a);
 }
 fn log2_f32(a: f32) -> f32 { return log2(a); }
-fn sin_f32(a: f32) -> f32 { return sin(a); }
-fn cos_f32(a: f32) -> f32 { return cos(a); }
-fn tan_f32(a: f32) -> f32 { return tan(a); }
+// sin, cos and tan to a few ulp for every f32 (drivers' sin/cos are only bounded on
+// [-pi, pi]): reduce_pio2 finds a = q*pi/2 + r, |r| <= pi/4, exactly (Payne-Hanek),
+// then Cephes' minimax polynomials on r.
+fn sin_f32(a: f32) -> f32 {
+    let t = reduce_pio2(a);
+    let q = u32(t.y) & 3u;
+    let s = sin_poly(t.x);
+    let c = cos_poly(t.x);
+    return select(select(-c, -s, q == 2u), select(c, s, q == 0u), q < 2u);
+}
+fn cos_f32(a: f32) -> f32 {
+    let t = reduce_pio2(a);
+    let q = u32(t.y) & 3u;
+    let s = sin_poly(t.x);
+    let c = cos_poly(t.x);
+    return select(select(s, -c, q == 2u), select(-s, c, q == 0u), q < 2u);
+}
+fn tan_f32(a: f32) -> f32 {
+    let t = reduce_pio2(a);
+    let s = sin_poly(t.x);
+    let c = cos_poly(t.x);
+    if (a == 0.0) { return a; } // keeps -0
+    return select(s / c, -c / s, (u32(t.y) & 1u) == 1u);
+}
+fn sin_poly(r: f32) -> f32 {
+    if (r == 0.0) { return r; } // keeps -0
+    let z = r * r;
+    return ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
+}
+fn cos_poly(r: f32) -> f32 {
+    let z = r * r;
+    return ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z
+        - 0.5 * z + 1.0;
+}
+
+// 32 x 24-bit multiply to 56 bits as (lo, hi) words, from 16-bit pieces (WGSL has
+// no wide multiply).
+fn mul_wide(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+    return vec2<u32>((p00 & 0xffffu) | (mid << 16u),
+                     a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
+}
+// (hi << s) | (lo >> (32 - s)) for s in 0..=32.
+fn shl2(hi: u32, lo: u32, s: u32) -> u32 {
+    if (s == 0u) { return hi; }
+    if (s >= 32u) { return lo; }
+    return (hi << s) | (lo >> (32u - s));
+}
+// a = q*pi/2 + r with |r| <= pi/4; returns (r, q mod 4). a = M * 2^E (M the 24-bit
+// mantissa); a*2/pi mod 4 needs only the bits of 2/pi from 2^-(E-1) on (earlier ones
+// give multiples of 4): M times a 96-bit window of them is exact in integers.
+fn reduce_pio2(a: f32) -> vec2<f32> {
+    if (isnan_f(a) || isinf_f(a)) { return vec2<f32>(nan_f(), 0.0); }
+    if (abs(a) <= 0.78539816) { return vec2<f32>(a, 0.0); }
+    var two_over_pi = array<u32, 8>(0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u,
+                                    0xdb629599u, 0x3c439041u, 0xfe5163abu, 0xdebbc561u);
+    let bits = bitcast<u32>(a);
+    let e = i32((bits >> 23u) & 0xffu) - 150;
+    let m = (bits & 0x7fffffu) | 0x800000u;
+    let j = max(1, e - 1);
+    let o = u32(j - 1);
+    let wi = o / 32u;
+    let sh = o % 32u;
+    let w0 = shl2(two_over_pi[wi], two_over_pi[wi + 1u], sh);
+    let w1 = shl2(two_over_pi[wi + 1u], two_over_pi[wi + 2u], sh);
+    let w2 = shl2(two_over_pi[wi + 2u], two_over_pi[wi + 3u], sh);
+    // P = m * (w0:w1:w2), 120 bits in p3:p2:p1:p0.
+    let x2 = mul_wide(m, w2);
+    let x1 = mul_wide(m, w1);
+    let x0 = mul_wide(m, w0);
+    let p0 = x2.x;
+    let p1 = x2.y + x1.x;
+    let c1 = select(0u, 1u, p1 < x1.x);
+    let p2a = x1.y + x0.x;
+    let c2a = select(0u, 1u, p2a < x0.x);
+    let p2 = p2a + c1;
+    let c2b = select(0u, 1u, p2 < p2a);
+    let p3 = x0.y + c2a + c2b;
+    // a*2/pi mod 4 = P / 2^t; move the two integer bits to the top of p3.
+    let t = u32(j + 95 - e);
+    let l = 126u - t;
+    let q3 = shl2(p3, p2, l);
+    let q2 = shl2(p2, p1, l);
+    let q1 = shl2(p1, p0, l);
+    var q = q3 >> 30u;
+    var hi = (q3 << 2u) | (q2 >> 30u);
+    var lo = (q2 << 2u) | (q1 >> 30u);
+    var neg = false;
+    if (hi >= 0x80000000u) {
+        // fraction >= 1/2: use fraction - 1 and the next quadrant.
+        q += 1u;
+        neg = true;
+        lo = ~lo + 1u;
+        hi = ~hi + select(0u, 1u, lo == 0u);
+    }
+    var lz = countLeadingZeros(hi);
+    var mant = shl2(hi, lo, lz);
+    if (hi == 0u) {
+        lz = 32u + countLeadingZeros(lo);
+        mant = lo << (lz - 32u);
+    }
+    let f = ldexp(f32(mant), -32 - i32(lz));
+    var r = f * 1.5707963705062866 + f * -4.3711388286737929e-8;
+    if (neg) { r = -r; }
+    if (a < 0.0) {
+        r = -r;
+        q = 4u - (q & 3u);
+    }
+    return vec2<f32>(r, f32(q & 3u));
+}
 // Through expm1: accurate near 0 and no inf/inf for large |x|.
 fn tanh_f32(a: f32) -> f32 {
     // NaN and ±0 map to themselves (keeps the sign of zero).
