@@ -187,3 +187,68 @@ fn async_read_matches_and_caches() {
     assert_eq!(a, b);
     assert_eq!(be.stats().downloads, 1);
 }
+
+/// A custom primitive with only CPU code.
+#[derive(Debug)]
+struct CpuOnly;
+impl wmx_core::CustomPrimitive for CpuOnly {
+    fn name(&self) -> &str {
+        "cpu_only"
+    }
+    fn eval(
+        &self,
+        device: &Device,
+        backend: &dyn std::any::Any,
+        _inputs: &[wmx_core::CustomInput<'_>],
+        _shape: &[usize],
+        _dtype: DType,
+    ) -> wmx_core::Result<Box<dyn std::any::Any + Send + Sync>> {
+        if backend
+            .downcast_ref::<wmx_core::cpu::CpuBackend>()
+            .is_none()
+        {
+            return Err(Error::Invalid {
+                op: "cpu_only",
+                msg: format!("no code for {device}"),
+            });
+        }
+        Ok(Box::new(wmx_core::cpu::CpuBuffer::zeroed(8)))
+    }
+}
+
+#[test]
+fn custom_primitive_errors_reach_the_user_and_keep_the_graph() {
+    let Some((dev, _be)) = gpu() else { return };
+    let x = Array::from_slice_on(&[1.0f32, 2.0], &[2], &dev).unwrap();
+    let y = wmx_core::custom(Arc::new(CpuOnly), &[x.clone()], &[2], DType::F32).unwrap();
+    let e = y.eval().unwrap_err();
+    assert!(e.to_string().contains("no code for webgpu"), "{e}");
+    assert!(!y.is_evaluated());
+    // The same primitive on the CPU works; the input is intact on the GPU.
+    let yc = wmx_core::custom(
+        Arc::new(CpuOnly),
+        &[x.to_device(&Device::cpu()).unwrap()],
+        &[2],
+        DType::F32,
+    )
+    .unwrap();
+    assert_eq!(yc.to_vec::<f32>().unwrap(), vec![0.0, 0.0]);
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+}
+
+#[test]
+fn lost_device_fails_cleanly() {
+    let Some((dev, be)) = gpu() else { return };
+    let x = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
+    let y = wmx_core::exp(&x).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap().len(), 3);
+    // Destroying the wgpu device loses it, as a driver reset would.
+    be.kernels().device().destroy();
+    be.kernels().poll_wait();
+    let z = wmx_core::add(&x, &x).unwrap();
+    let e = z.eval().unwrap_err();
+    assert!(e.to_string().contains("lost"), "{e}");
+    // Still an error later, never a panic; data already read stays readable.
+    assert!(wmx_core::multiply(&x, &x).unwrap().to_vec::<f32>().is_err());
+    assert_eq!(y.to_vec::<f32>().unwrap().len(), 3);
+}
