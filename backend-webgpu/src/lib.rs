@@ -191,6 +191,7 @@ impl WebGpuBackend {
     /// Drops every cached (free) buffer of the pool.
     pub fn clear_cache(&self) {
         self.shared.pool().clear();
+        self.kernels.clear_bind_groups();
     }
 
     /// Caps the bytes kept in the pool's cache (default: 1 GiB).

@@ -107,6 +107,11 @@ pub struct Target {
     pub subgroup_directive: bool,
     /// Workgroup size (power of two, at most 256).
     pub workgroup_size: u32,
+    /// Convert f16 with the hardware (`unpack2x16float`/`pack2x16float`) instead of
+    /// by hand. Only set where the adapter has `SHADER_F16` and a probe at device
+    /// open found its conversions exact (round to nearest even, subnormals kept,
+    /// overflow to inf), so results are identical to the software path's.
+    pub f16: bool,
 }
 
 impl Default for Target {
@@ -115,6 +120,7 @@ impl Default for Target {
             subgroups: false,
             subgroup_directive: false,
             workgroup_size: 256,
+            f16: false,
         }
     }
 }
@@ -195,6 +201,8 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     let mut p = String::new();
     let t = &spec.target;
     let reduce = matches!(spec.family, Family::Reduce | Family::ArgReduce);
+    let uses_f16 = !(spec.family == Family::Copy && spec.inputs.first() == Some(&spec.output))
+        && (spec.inputs.contains(&DType::F16) || (!reduce && spec.output == DType::F16));
     if reduce && t.subgroups && t.subgroup_directive {
         p.push_str("enable subgroups;\n");
     }
@@ -270,6 +278,21 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             ex_name(spec.output, raw)
         )
         .unwrap();
+    }
+    if uses_f16 {
+        // f16 element <-> f32: by hand (exact everywhere) or by the hardware where
+        // the device probe passed (Target::f16).
+        if t.f16 {
+            p.push_str(
+                "fn ex_f16(w: u32, j: u32) -> f32 { let h = unpack2x16float(w); return select(h.x, h.y, j != 0u); }\n\
+                 fn st_f16(v: f32) -> u32 { return pack2x16float(vec2<f32>(v, 0.0)); }\n",
+            );
+        } else {
+            p.push_str(
+                "fn ex_f16(w: u32, j: u32) -> f32 { return f16_val((w >> (j << 4u)) & 0xffffu); }\n\
+                 fn st_f16(v: f32) -> u32 { return f16_bits(v); }\n",
+            );
+        }
     }
     let undefined = |d: DType| Error::OpNotDefined {
         op: spec.op.to_string(),

@@ -47,6 +47,9 @@ pub struct RequestOptions {
     /// Use the workgroup-memory reductions even when subgroups are available (to test
     /// the path browsers take).
     pub force_fallback_reductions: bool,
+    /// Convert f16 in software even where the hardware conversions would do (the
+    /// path browsers take); default from `WMX_SOFTWARE_F16=1`.
+    pub software_f16: bool,
 }
 
 impl Default for RequestOptions {
@@ -58,6 +61,7 @@ impl Default for RequestOptions {
                 .ok()
                 .filter(|s| !s.is_empty()),
             force_fallback_reductions: false,
+            software_f16: std::env::var("WMX_SOFTWARE_F16").as_deref() == Ok("1"),
         }
     }
 }
@@ -142,6 +146,33 @@ pub(crate) struct Inner {
     scratch: Mutex<[Option<wgpu::Buffer>; 2]>,
     /// Bound in place of an input that aliases the output.
     pub(crate) dummy: wgpu::Buffer,
+    /// Parameters buffer and bind groups reused by [`Kernels::submit`].
+    submit: Mutex<SubmitState>,
+}
+
+/// Bind groups kept by [`Kernels::submit`] (dropped wholesale past this many).
+const BIND_GROUP_CACHE: usize = 2048;
+/// Smallest parameter binding (bytes); larger parameter lists bind the next power of two.
+const PARAM_BINDING: usize = 256;
+
+/// A bind group is fixed by its layout, the parameter binding's size (the offset is
+/// dynamic) and the buffers bound 1.. (output, inputs).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct BindKey {
+    layout: wgpu::BindGroupLayout,
+    params_size: u32,
+    buffers: [Option<wgpu::Buffer>; 4],
+}
+
+/// State of the submit path: one parameters buffer (written with
+/// `Queue::write_buffer` before each submit, which wgpu orders after the work of
+/// earlier submits and before this one) and the bind groups that point into it.
+#[derive(Default)]
+struct SubmitState {
+    params: Option<wgpu::Buffer>,
+    bind_groups: HashMap<BindKey, wgpu::BindGroup>,
+    bytes: Vec<u8>,
+    offsets: Vec<u32>,
 }
 
 /// The kernel library on one device. Cheap to clone (shared inside).
@@ -183,7 +214,7 @@ impl Kernels {
             })
             .await
             .map_err(|e| Error::RequestDevice(e.to_string()))?;
-        let k = Self::from_device(&adapter, device, queue)?;
+        let k = Self::open(&adapter, device, queue, !opts.software_f16)?;
         if opts.force_fallback_reductions {
             // Only reachable before the Arc is shared.
             let mut inner =
@@ -245,10 +276,23 @@ impl Kernels {
 
     /// Wraps a device the caller opened. Capabilities are read from the device's
     /// features and limits (what was actually granted) and the adapter's info.
+    /// Where the device has `SHADER_F16` (native, not the browser), f16 values are
+    /// converted by the hardware if a probe finds its conversions exact (see
+    /// [`Target::f16`]); `WMX_SOFTWARE_F16=1` keeps the software conversions.
     pub fn from_device(
         adapter: &wgpu::Adapter,
         device: wgpu::Device,
         queue: wgpu::Queue,
+    ) -> Result<Kernels> {
+        let probe = std::env::var("WMX_SOFTWARE_F16").as_deref() != Ok("1");
+        Self::open(adapter, device, queue, probe)
+    }
+
+    fn open(
+        adapter: &wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        probe_f16: bool,
     ) -> Result<Kernels> {
         let info = adapter.get_info();
         let features = device.features();
@@ -283,6 +327,7 @@ impl Kernels {
             subgroups,
             subgroup_directive: info.backend == wgpu::Backend::BrowserWebGpu,
             workgroup_size: wg,
+            f16: false,
         };
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("wmx-kernels dummy"),
@@ -290,7 +335,9 @@ impl Kernels {
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
-        Ok(Kernels {
+        let caps_f16 = caps.f16;
+        let backend = caps.backend;
+        let k = Kernels {
             inner: Arc::new(Inner {
                 device,
                 queue,
@@ -301,8 +348,22 @@ impl Kernels {
                 layouts: Mutex::new(HashMap::new()),
                 scratch: Mutex::new([None, None]),
                 dummy,
+                submit: Mutex::new(SubmitState::default()),
             }),
-        })
+        };
+        #[cfg(not(target_arch = "wasm32"))]
+        if probe_f16 && caps_f16 && backend != wgpu::Backend::BrowserWebGpu && k.probe_f16() {
+            let mut inner =
+                Arc::try_unwrap(k.inner).map_err(|_| Error::RequestDevice("shared".into()))?;
+            inner.target.f16 = true;
+            inner.pipelines.get_mut().unwrap().clear();
+            return Ok(Kernels {
+                inner: Arc::new(inner),
+            });
+        }
+        #[cfg(target_arch = "wasm32")]
+        let _ = (probe_f16, caps_f16, backend);
+        Ok(k)
     }
 
     /// The device.
@@ -479,12 +540,14 @@ impl Kernels {
         layouts
             .entry(inputs)
             .or_insert_with(|| {
+                // Binding 0 (the parameters) takes a dynamic offset, so one bind group
+                // serves every dispatch with the same buffers.
                 let entry = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
                     binding,
                     visibility: wgpu::ShaderStages::COMPUTE,
                     ty: wgpu::BindingType::Buffer {
                         ty: wgpu::BufferBindingType::Storage { read_only },
-                        has_dynamic_offset: false,
+                        has_dynamic_offset: binding == 0,
                         min_binding_size: None,
                     },
                     count: None,
@@ -623,7 +686,10 @@ impl Kernels {
         Ok(())
     }
 
-    /// Encodes and submits a batch: one params buffer, one compute pass, one submit.
+    /// Encodes and submits a batch: one compute pass, one submit. The parameters go
+    /// into a buffer reused from submit to submit (`Queue::write_buffer`), and bind
+    /// groups are reused while the same buffers are bound (the parameters' offset is
+    /// dynamic); [`Kernels::clear_bind_groups`] drops them.
     pub fn submit(&self, batch: Batch) -> Result<wgpu::SubmissionIndex> {
         let dev = &self.inner.device;
         let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -631,7 +697,46 @@ impl Kernels {
         });
         #[cfg(not(target_arch = "wasm32"))]
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        self.encode(batch, &mut enc)?;
+        // Held until the submit: a second thread's parameters must not overwrite ours
+        // before our commands are queued.
+        let mut st = self.inner.submit.lock().unwrap();
+        let st = &mut *st;
+        let total = self.layout_params(&batch, &mut st.offsets, &mut st.bytes);
+        if total > 0 {
+            if st.params.as_ref().is_none_or(|b| b.size() < total) {
+                let size = total.next_power_of_two().max(64 * 1024);
+                st.params = Some(dev.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("wmx-kernels params"),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }));
+                st.bind_groups.clear();
+            }
+            let params = st.params.clone().expect("created above");
+            self.inner.queue.write_buffer(&params, 0, &st.bytes);
+            if st.bind_groups.len() > BIND_GROUP_CACHE {
+                st.bind_groups.clear();
+            }
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("wmx-kernels"),
+                timestamp_writes: None,
+            });
+            for (d, off) in batch.dispatches.iter().zip(&st.offsets) {
+                let key = BindKey {
+                    layout: d.pipe.layout.clone(),
+                    params_size: params_binding(d.params.len()) as u32,
+                    buffers: key_buffers(&d.buffers),
+                };
+                let bg = st
+                    .bind_groups
+                    .entry(key)
+                    .or_insert_with(|| self.bind_group(d, &params));
+                pass.set_pipeline(&d.pipe.pipeline);
+                pass.set_bind_group(0, &*bg, &[*off]);
+                pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
+            }
+        }
         let idx = self.inner.queue.submit([enc.finish()]);
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(e) = pollster::block_on(scope.pop()) {
@@ -640,23 +745,70 @@ impl Kernels {
         Ok(idx)
     }
 
-    /// Encodes a batch into `encoder` (one compute pass) without submitting, for
-    /// callers that add timestamp queries or other commands.
-    pub fn encode(&self, batch: Batch, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+    /// Drops the bind groups kept by [`Kernels::submit`] (they hold their buffers).
+    pub fn clear_bind_groups(&self) {
+        self.inner.submit.lock().unwrap().bind_groups.clear();
+    }
+
+    /// Parameter offsets (aligned for dynamic offsets) and bytes of a batch; returns
+    /// the buffer size needed (0 for an empty batch).
+    fn layout_params(&self, batch: &Batch, offsets: &mut Vec<u32>, bytes: &mut Vec<u8>) -> u64 {
+        offsets.clear();
+        bytes.clear();
         if batch.dispatches.is_empty() {
+            return 0;
+        }
+        let align = self.inner.limits.min_storage_buffer_offset_alignment.max(4) as usize;
+        let mut end = 0usize;
+        for d in &batch.dispatches {
+            let off = bytes.len();
+            offsets.push(off as u32);
+            bytes.extend_from_slice(bytemuck::cast_slice(&d.params));
+            end = end.max(off + params_binding(d.params.len()));
+            bytes.resize(bytes.len().div_ceil(align) * align, 0);
+        }
+        bytes.resize(bytes.len().max(4), 0);
+        end.max(bytes.len()) as u64
+    }
+
+    fn bind_group(&self, d: &Dispatch, params: &wgpu::Buffer) -> wgpu::BindGroup {
+        let mut entries = Vec::with_capacity(1 + d.buffers.len());
+        entries.push(wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: params,
+                offset: 0,
+                size: NonZeroU64::new(params_binding(d.params.len()) as u64),
+            }),
+        });
+        for (i, buf) in d.buffers.iter().enumerate() {
+            entries.push(wgpu::BindGroupEntry {
+                binding: 1 + i as u32,
+                resource: buf.as_entire_binding(),
+            });
+        }
+        self.inner
+            .device
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &d.pipe.layout,
+                entries: &entries,
+            })
+    }
+
+    /// Encodes a batch into `encoder` (one compute pass) without submitting, for
+    /// callers that add timestamp queries or other commands. The parameters go into a
+    /// fresh buffer (the caller decides when the commands run).
+    pub fn encode(&self, batch: Batch, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+        let mut offsets = Vec::new();
+        let mut bytes = Vec::new();
+        let total = self.layout_params(&batch, &mut offsets, &mut bytes);
+        if total == 0 {
             return Ok(());
         }
-        let dev = &self.inner.device;
-        let align = self.inner.limits.min_storage_buffer_offset_alignment.max(4) as usize;
-        let mut offsets = Vec::with_capacity(batch.dispatches.len());
-        let mut total = 0usize;
-        for d in &batch.dispatches {
-            offsets.push(total);
-            total += (d.params.len().max(1) * 4).div_ceil(align) * align;
-        }
-        let params = dev.create_buffer(&wgpu::BufferDescriptor {
+        let params = self.inner.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("wmx-kernels params"),
-            size: total as u64,
+            size: total.div_ceil(4) * 4,
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: true,
         });
@@ -665,47 +817,186 @@ impl Kernels {
                 .slice(..)
                 .get_mapped_range_mut()
                 .map_err(|e| Error::Map(e.to_string()))?;
-            for (d, off) in batch.dispatches.iter().zip(&offsets) {
-                let bytes: &[u8] = bytemuck::cast_slice(&d.params);
-                view.slice(*off..*off + bytes.len()).copy_from_slice(bytes);
-            }
+            view.slice(..bytes.len()).copy_from_slice(&bytes);
         }
         params.unmap();
         let groups: Vec<wgpu::BindGroup> = batch
             .dispatches
             .iter()
-            .zip(&offsets)
-            .map(|(d, off)| {
-                let mut entries = vec![wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: &params,
-                        offset: *off as u64,
-                        size: NonZeroU64::new((d.params.len().max(1) * 4) as u64),
-                    }),
-                }];
-                for (i, buf) in d.buffers.iter().enumerate() {
-                    entries.push(wgpu::BindGroupEntry {
-                        binding: 1 + i as u32,
-                        resource: buf.as_entire_binding(),
-                    });
-                }
-                dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: None,
-                    layout: &d.pipe.layout,
-                    entries: &entries,
-                })
-            })
+            .map(|d| self.bind_group(d, &params))
             .collect();
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("wmx-kernels"),
             timestamp_writes: None,
         });
-        for (d, bg) in batch.dispatches.iter().zip(&groups) {
+        for ((d, bg), off) in batch.dispatches.iter().zip(&groups).zip(&offsets) {
             pass.set_pipeline(&d.pipe.pipeline);
-            pass.set_bind_group(0, bg, &[]);
+            pass.set_bind_group(0, bg, &[*off]);
             pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
         }
         Ok(())
     }
+
+    /// Runs the hardware f16 conversions (`pack2x16float`, `unpack2x16float`, whose
+    /// rounding, subnormals and overflow WGSL leaves to the implementation, as the
+    /// kernels write them) on every f16 value, every f16 midpoint and its f32 neighbours, the
+    /// overflow threshold and NaN/inf, and compares with correctly rounded results.
+    /// False on any difference (or any error): the kernels then convert by hand.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn probe_f16(&self) -> bool {
+        let (inputs, want) = f16_probe_cases();
+        let dev = &self.inner.device;
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let src = "\
+            @group(0) @binding(0) var<storage, read> I: array<u32>;\n\
+            @group(0) @binding(1) var<storage, read_write> O: array<u32>;\n\
+            fn ex_f16(w: u32, j: u32) -> f32 { let h = unpack2x16float(w); return select(h.x, h.y, j != 0u); }\n\
+            fn st_f16(v: f32) -> u32 { return pack2x16float(vec2<f32>(v, 0.0)); }\n\
+            @compute @workgroup_size(64)\n\
+            fn main(@builtin(global_invocation_id) g: vec3<u32>) {\n\
+                let i = g.x + g.y * 4194240u;\n\
+                if (i < 32768u) {\n\
+                    // Every f16 bit pattern, two per word, to f32.\n\
+                    O[2u * i] = bitcast<u32>(ex_f16(I[i], 0u));\n\
+                    O[2u * i + 1u] = bitcast<u32>(ex_f16(I[i], 1u));\n\
+                } else if (i < arrayLength(&I)) {\n\
+                    O[32768u + i] = st_f16(bitcast<f32>(I[i]));\n\
+                }\n\
+            }\n";
+        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("wmx-kernels f16 probe"),
+            source: wgpu::ShaderSource::Wgsl(src.into()),
+        });
+        let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("wmx-kernels f16 probe"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if pollster::block_on(scope.pop()).is_some() {
+            return false;
+        }
+        let Ok(input) = self.upload(bytemuck::cast_slice(&inputs)) else {
+            return false;
+        };
+        let out_words = 32768 + inputs.len();
+        // Padded: arrayLength(&I) counts the upload's padding words too.
+        let Ok(out) = self.create_buffer(out_words as u64 * 4 + 16, Some("f16 probe")) else {
+            return false;
+        };
+        let bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: input.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: out.as_entire_binding(),
+                },
+            ],
+        });
+        let mut enc = dev.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bg, &[]);
+            let groups = self.grid((inputs.len() as u64).div_ceil(64));
+            // The shader's row pitch (4194240 = 65535 * 64) assumes 65535 per row.
+            if groups[1] > 1 && groups[0] != 65535 {
+                return false;
+            }
+            pass.dispatch_workgroups(groups[0], groups[1], 1);
+        }
+        self.inner.queue.submit([enc.finish()]);
+        let Ok(bytes) = self.read_blocking(&out, 0, out_words as u64 * 4) else {
+            return false;
+        };
+        let got: &[u32] = bytemuck::cast_slice(&bytes);
+        let nan32 = |w: u32| (w & 0x7fff_ffff) > 0x7f80_0000;
+        let nan16 = |w: u32| (w & 0x7fff) > 0x7c00;
+        for h in 0..65536usize {
+            let w = want[h];
+            if got[h] != w && !(nan32(w) && nan32(got[h])) {
+                return false;
+            }
+        }
+        for i in 32768..inputs.len() {
+            let (g, w) = (got[32768 + i], want[32768 + i]);
+            // The upper half must be zero (it is ORed into packed words).
+            if g != w && !(nan16(w) && nan16(g) && g >> 16 == 0) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Inputs of the f16 probe (32768 words holding every f16 pattern, then f32 values)
+/// and the wanted outputs, indexed like the probe's output buffer.
+#[cfg(not(target_arch = "wasm32"))]
+fn f16_probe_cases() -> (Vec<u32>, Vec<u32>) {
+    use half::f16;
+    let mut inputs: Vec<u32> = (0..32768u32)
+        .map(|i| (2 * i) | ((2 * i + 1) << 16))
+        .collect();
+    let mut vals: Vec<f32> = Vec::new();
+    for h in 0..0x7bffu16 {
+        let a = f16::from_bits(h).to_f32();
+        let b = f16::from_bits(h + 1).to_f32();
+        // Exact: the midpoint of two neighbouring f16 values fits in an f32.
+        let mid = ((a as f64 + b as f64) / 2.0) as f32;
+        for v in [a, mid, next_down(mid), next_up(mid)] {
+            vals.push(v);
+            vals.push(-v);
+        }
+    }
+    vals.extend([
+        65504.0,
+        65519.996,
+        65520.0,
+        65536.0,
+        1e30,
+        f32::MAX,
+        -65520.0,
+    ]);
+    vals.extend([f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN]);
+    vals.extend([
+        2.0f32.powi(-25),
+        next_up(2.0f32.powi(-25)),
+        2.0f32.powi(-26),
+    ]);
+    inputs.extend(vals.iter().map(|v| v.to_bits()));
+    // Output word h < 65536: f32 bits of f16 pattern h; word 32768 + i: st_f16(input i).
+    let mut want = vec![0u32; 32768 + inputs.len()];
+    for (h, w) in want.iter_mut().take(65536).enumerate() {
+        *w = f16::from_bits(h as u16).to_f32().to_bits();
+    }
+    for i in 32768..inputs.len() {
+        want[32768 + i] = f16::from_f32(f32::from_bits(inputs[i])).to_bits() as u32;
+    }
+    (inputs, want)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn next_up(x: f32) -> f32 {
+    f32::from_bits(x.to_bits() + 1)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn next_down(x: f32) -> f32 {
+    f32::from_bits(x.to_bits() - 1)
+}
+
+/// Bytes bound for a parameter list of `words` words.
+fn params_binding(words: usize) -> usize {
+    (words.max(1) * 4).next_power_of_two().max(PARAM_BINDING)
+}
+
+fn key_buffers(b: &[wgpu::Buffer]) -> [Option<wgpu::Buffer>; 4] {
+    std::array::from_fn(|i| b.get(i).cloned())
 }

@@ -16,6 +16,9 @@ fn check(spec: &ModuleSpec) -> Result<(), String> {
     if spec.target.subgroups {
         caps |= Capabilities::SUBGROUP;
     }
+    if spec.target.f16 {
+        caps |= Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+    }
     let mut v = Validator::new(ValidationFlags::all(), caps);
     if spec.target.subgroups {
         v.subgroup_stages(ShaderStages::COMPUTE);
@@ -134,6 +137,7 @@ fn all_modules_validate_and_translate_without_subgroups() {
         subgroups: false,
         subgroup_directive: false,
         workgroup_size: 256,
+        f16: false,
     });
 }
 
@@ -143,7 +147,34 @@ fn all_modules_validate_and_translate_with_subgroups() {
         subgroups: true,
         subgroup_directive: false,
         workgroup_size: 256,
+        f16: false,
     });
+}
+
+/// The hardware f16 conversions (pack/unpack2x16float): every module touching f16.
+#[test]
+fn native_f16_modules_validate_and_translate() {
+    let t = Target {
+        subgroups: true,
+        subgroup_directive: false,
+        workgroup_size: 256,
+        f16: true,
+    };
+    let specs: Vec<ModuleSpec> = module_specs(t)
+        .into_iter()
+        .filter(|s| s.inputs.contains(&DType::F16) || s.output == DType::F16)
+        .collect();
+    assert!(specs.len() > 50);
+    for spec in &specs {
+        check(spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        let src = compose(spec).unwrap();
+        let raw = spec.family == Family::Copy && spec.inputs[0] == spec.output;
+        assert_eq!(src.contains("unpack2x16float"), !raw, "{spec:?}");
+        assert!(
+            !src.contains("fn f16_bits"),
+            "{spec:?}: software path in a native module"
+        );
+    }
 }
 
 #[test]
@@ -152,6 +183,7 @@ fn small_workgroup_size_modules_validate() {
         subgroups: false,
         subgroup_directive: false,
         workgroup_size: 64,
+        f16: false,
     };
     for spec in module_specs(t)
         .iter()
@@ -260,6 +292,7 @@ fn subgroup_directive_follows_the_target() {
         subgroups: true,
         subgroup_directive: true,
         workgroup_size: 256,
+        f16: false,
     };
     let spec = module_specs(t)
         .into_iter()

@@ -16,6 +16,7 @@ TORCH_OF = {
     "copy": "copy",
     "copy_buffer": "copy",
     "add": "add",
+    "add_submit_each": "add",  # one submit per launch, kernels path (diagnostic)
     "multiply": "multiply",
     "exp": "exp",
     "axpby": "axpby_compiled",  # one fused kernel on both sides

@@ -369,16 +369,46 @@ macro_rules! binary_fn {
     };
 }
 
+/// Elements per thread below which splitting an op does not pay for the threads.
+const PAR_MIN: usize = 1 << 17;
+
+/// Runs `f(start, chunk)` over `out` cut into one contiguous chunk per core
+/// (`WMX_CPU_THREADS` overrides the count), on scoped threads; small outputs stay
+/// on the calling thread.
+fn par_chunks<O: Send>(out: &mut [O], f: impl Fn(usize, &mut [O]) + Sync) {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *THREADS.get_or_init(|| {
+        let env = std::env::var("WMX_CPU_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok());
+        env.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1)
+    });
+    let t = cores.min(out.len() / PAR_MIN).max(1);
+    if t == 1 {
+        return f(0, out);
+    }
+    let chunk = out.len().div_ceil(t);
+    std::thread::scope(|s| {
+        for (i, c) in out.chunks_mut(chunk).enumerate() {
+            let f = &f;
+            s.spawn(move || f(i * chunk, c));
+        }
+    });
+}
+
 /// Applies `f` elementwise over `x` into a fresh row-major buffer of `O`.
-fn map1<I: Store, O: Store>(x: View<'_, CpuBuffer>, f: impl Fn(I::C) -> O) -> CpuBuffer {
+fn map1<I: Store, O: Store>(x: View<'_, CpuBuffer>, f: impl Fn(I::C) -> O + Sync) -> CpuBuffer {
     let src = x.buffer.as_slice::<I>();
     let l = x.layout;
     output::<O>(l.numel(), |out| {
         if l.is_row_contiguous() {
             let s = &src[l.offset..l.offset + out.len()];
-            for (o, &v) in out.iter_mut().zip(s) {
-                *o = f(v.load());
-            }
+            par_chunks(out, |k, out| {
+                for (o, &v) in out.iter_mut().zip(&s[k..]) {
+                    *o = f(v.load());
+                }
+            });
         } else {
             let mut k = 0;
             strided::for_each_index(&l.shape, &l.strides, l.offset, |i| {
@@ -393,7 +423,7 @@ fn map1<I: Store, O: Store>(x: View<'_, CpuBuffer>, f: impl Fn(I::C) -> O) -> Cp
 fn map2<I: Store, O: Store>(
     a: View<'_, CpuBuffer>,
     b: View<'_, CpuBuffer>,
-    f: impl Fn(I::C, I::C) -> O,
+    f: impl Fn(I::C, I::C) -> O + Sync,
 ) -> CpuBuffer {
     let (sa, sb) = (a.buffer.as_slice::<I>(), b.buffer.as_slice::<I>());
     let (la, lb) = (a.layout, b.layout);
@@ -409,22 +439,30 @@ fn map2<I: Store, O: Store>(
             }
             Contiguity::ScalarVector => {
                 let x = sa[la.offset].load();
-                for (o, &y) in out.iter_mut().zip(&sb[lb.offset..lb.offset + n]) {
-                    *o = f(x, y.load());
-                }
+                let ys = &sb[lb.offset..lb.offset + n];
+                par_chunks(out, |k, out| {
+                    for (o, &y) in out.iter_mut().zip(&ys[k..]) {
+                        *o = f(x, y.load());
+                    }
+                });
             }
             Contiguity::VectorScalar => {
                 let y = sb[lb.offset].load();
-                for (o, &x) in out.iter_mut().zip(&sa[la.offset..la.offset + n]) {
-                    *o = f(x.load(), y);
-                }
+                let xs = &sa[la.offset..la.offset + n];
+                par_chunks(out, |k, out| {
+                    for (o, &x) in out.iter_mut().zip(&xs[k..]) {
+                        *o = f(x.load(), y);
+                    }
+                });
             }
             Contiguity::VectorVector => {
                 let xs = &sa[la.offset..la.offset + n];
                 let ys = &sb[lb.offset..lb.offset + n];
-                for ((o, &x), &y) in out.iter_mut().zip(xs).zip(ys) {
-                    *o = f(x.load(), y.load());
-                }
+                par_chunks(out, |k, out| {
+                    for ((o, &x), &y) in out.iter_mut().zip(&xs[k..]).zip(&ys[k..]) {
+                        *o = f(x.load(), y.load());
+                    }
+                });
             }
             Contiguity::General => {
                 let mut k = 0;

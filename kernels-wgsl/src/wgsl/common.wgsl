@@ -109,7 +109,7 @@ fn f2u(x: f32) -> u32 {
 fn ex_f32(w: u32, j: u32) -> f32 { return bitcast<f32>(w); }
 fn ex_i32(w: u32, j: u32) -> i32 { return bitcast<i32>(w); }
 fn ex_u32(w: u32, j: u32) -> u32 { return w; }
-fn ex_f16(w: u32, j: u32) -> f32 { return f16_val((w >> (j << 4u)) & 0xffffu); }
+// ex_f16 and st_f16 come from the prelude (software or hardware conversion).
 fn ex_bf16(w: u32, j: u32) -> f32 { return bf16_val((w >> (j << 4u)) & 0xffffu); }
 fn ex_u16(w: u32, j: u32) -> u32 { return (w >> (j << 4u)) & 0xffffu; }
 fn ex_u8(w: u32, j: u32) -> u32 { return (w >> (j << 3u)) & 0xffu; }
@@ -119,7 +119,6 @@ fn ex_bool(w: u32, j: u32) -> u32 { return (w >> (j << 3u)) & 0xffu; }
 fn st_f32(v: f32) -> u32 { return bitcast<u32>(v); }
 fn st_i32(v: i32) -> u32 { return bitcast<u32>(v); }
 fn st_u32(v: u32) -> u32 { return v; }
-fn st_f16(v: f32) -> u32 { return f16_bits(v); }
 fn st_bf16(v: f32) -> u32 { return bf16_bits(v); }
 fn st_u16(v: u32) -> u32 { return v & 0xffffu; }
 fn st_u8(v: u32) -> u32 { return v & 0xffu; }
@@ -145,4 +144,84 @@ fn u2f_odd(u: u32) -> f32 {
     var m = bitcast<u32>(r);
     if (back > u) { m -= 1u; }
     return bitcast<f32>(m | 1u);
+}
+
+// ---- accurate exp/log building blocks (drivers' exp/log/pow are loosely bounded by
+// WGSL: exp 3+2|x| ulp, log 2^-21 absolute near 1, pow inherits both).
+
+// e^r for |r| <= ln2/2: degree-7 Taylor polynomial (truncation < 0.1 ulp).
+fn exp_poly(r: f32) -> f32 {
+    var p = 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    return p * r + 1.0;
+}
+// p * 2^k; 2^128 is no float, yet p * 2^128 may be: scale in two steps there.
+fn scale2(p: f32, k: f32) -> f32 {
+    if (k > 127.0) { return ldexp(p * 2.0, i32(k) - 1); }
+    return ldexp(p, i32(k));
+}
+// e^a to ~1 ulp: a = k ln2 + r (Cody-Waite split, k * LN2_HI exact).
+fn exp_acc(a: f32) -> f32 {
+    if (isnan_f(a)) { return a; }
+    if (a > 88.72284) { return inf_f(); }
+    if (a < -103.97208) { return 0.0; }
+    let k = round(a * 1.442695041);
+    let r = (a - k * 0.693145751953125) - k * 1.4286068203e-6;
+    return scale2(exp_poly(r), k);
+}
+// 2^t to ~1 ulp (t = k + f exactly, |f| <= 1/2).
+fn exp2_acc(t: f32) -> f32 {
+    if (isnan_f(t)) { return t; }
+    if (t >= 128.0) { return inf_f(); }
+    if (t < -150.0) { return 0.0; }
+    let k = round(t);
+    return scale2(exp_poly((t - k) * 0.6931471805599453), k);
+}
+// log(1 + a) for a in (-0.4, 0.6): 2 atanh(s), s = a / (2 + a), |s| <= 0.25.
+fn log1p_series(a: f32) -> f32 {
+    let s = a / (2.0 + a);
+    let s2 = s * s;
+    var p = 1.0 / 19.0;
+    p = p * s2 + 1.0 / 17.0;
+    p = p * s2 + 1.0 / 15.0;
+    p = p * s2 + 1.0 / 13.0;
+    p = p * s2 + 1.0 / 11.0;
+    p = p * s2 + 1.0 / 9.0;
+    p = p * s2 + 1.0 / 7.0;
+    p = p * s2 + 1.0 / 5.0;
+    p = p * s2 + 1.0 / 3.0;
+    p = p * s2 + 1.0;
+    return 2.0 * s * p;
+}
+// For finite x > 0: (e, ln m) with x = m 2^e, m in [sqrt(1/2), sqrt(2)), so m - 1 is
+// exact and log1p_series applies.
+fn log_parts(x: f32) -> vec2<f32> {
+    var b = bitcast<u32>(x);
+    var e = i32((b >> 23u) & 0xffu) - 127;
+    if (e == -127) {
+        b = bitcast<u32>(x * 8388608.0); // subnormal: scale by 2^23 first
+        e = i32((b >> 23u) & 0xffu) - 150;
+    }
+    var m = bitcast<f32>((b & 0x7fffffu) | 0x3f800000u);
+    if (m > 1.41421356) {
+        m = m * 0.5;
+        e += 1;
+    }
+    return vec2<f32>(f32(e), log1p_series(m - 1.0));
+}
+// log of x <= 0, NaN or inf.
+fn log_special(x: f32) -> f32 {
+    if (x == 0.0) { return -inf_f(); }
+    if (isinf_f(x) && x > 0.0) { return x; }
+    return nan_f();
+}
+// log2(x) for finite x > 0, to ~1 ulp.
+fn log2_acc(x: f32) -> f32 {
+    let p = log_parts(x);
+    return p.x + p.y * 1.4426950408889634;
 }

@@ -21,27 +21,7 @@ fn square_u32(a: u32) -> u32 { return a * a; }
 
 fn sqrt_f32(a: f32) -> f32 { return sqrt(a); }
 fn rsqrt_f32(a: f32) -> f32 { return 1.0 / sqrt(a); }
-// exp to ~1 ulp on every driver (WGSL only promises 3 + 2|x| ulp): a = k ln2 + r with
-// |r| <= ln2/2 (Cody-Waite split, k*LN2_HI exact), exp(r) by its degree-7 Taylor
-// polynomial (truncation < 0.1 ulp), then scaled by 2^k.
-fn exp_f32(a: f32) -> f32 {
-    if (isnan_f(a)) { return a; }
-    if (a > 88.72284) { return inf_f(); }
-    if (a < -103.97208) { return 0.0; }
-    let k = round(a * 1.442695041);
-    let r = (a - k * 0.693145751953125) - k * 1.4286068203e-6;
-    var p = 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    // 2^128 is not a float, yet exp(88.72) is: scale in two steps there.
-    if (k > 127.0) { return ldexp(p * 2.0, i32(k) - 1); }
-    return ldexp(p, i32(k));
-}
+fn exp_f32(a: f32) -> f32 { return exp_acc(a); }
 // exp(x) - 1 without cancellation near 0: Taylor series for |x| < 0.5.
 fn expm1_f32(a: f32) -> f32 {
     if (abs(a) < 0.5) {
@@ -58,30 +38,23 @@ fn expm1_f32(a: f32) -> f32 {
         p = p * a + 1.0;
         return p * a;
     }
-    return exp_f32(a) - 1.0;
+    return exp_acc(a) - 1.0;
 }
-fn log_f32(a: f32) -> f32 { return log(a); }
-// log(1 + x) = 2 atanh(s), s = x / (2 + x): an odd series in s, |s| <= 0.25 for
-// x in (-0.4, 0.6); outside, 1 + x is far enough from 1 for log.
+// Drivers' log/log2 are only absolutely accurate (2^-21) near 1; these are ~1 ulp.
+fn log_f32(a: f32) -> f32 {
+    if (!(a > 0.0) || isinf_f(a)) { return log_special(a); }
+    let p = log_parts(a);
+    return p.x * 0.6931471805599453 + p.y;
+}
 fn log1p_f32(a: f32) -> f32 {
-    if (a > -0.4 && a < 0.6) {
-        let s = a / (2.0 + a);
-        let s2 = s * s;
-        var p = 1.0 / 19.0;
-        p = p * s2 + 1.0 / 17.0;
-        p = p * s2 + 1.0 / 15.0;
-        p = p * s2 + 1.0 / 13.0;
-        p = p * s2 + 1.0 / 11.0;
-        p = p * s2 + 1.0 / 9.0;
-        p = p * s2 + 1.0 / 7.0;
-        p = p * s2 + 1.0 / 5.0;
-        p = p * s2 + 1.0 / 3.0;
-        p = p * s2 + 1.0;
-        return 2.0 * s * p;
-    }
-    return log(1.0 + a);
+    if (a > -0.4 && a < 0.6) { return log1p_series(a); }
+    return log_f32(1.0 + a);
 }
-fn log2_f32(a: f32) -> f32 { return log2(a); }
+fn log2_f32(a: f32) -> f32 {
+    if (!(a > 0.0) || isinf_f(a)) { return log_special(a); }
+    let p = log_parts(a);
+    return p.x + p.y * 1.4426950408889634;
+}
 // sin, cos and tan to a few ulp for every f32 (drivers' sin/cos are only bounded on
 // [-pi, pi]): reduce_pio2 finds a = q*pi/2 + r, |r| <= pi/4, exactly (Payne-Hanek),
 // then Cephes' minimax polynomials on r.
@@ -209,7 +182,7 @@ fn tanh_f32(a: f32) -> f32 {
     let r = t / (t + 2.0);
     return select(-r, r, a >= 0.0);
 }
-fn sigmoid_f32(a: f32) -> f32 { return 1.0 / (1.0 + exp_f32(-a)); }
+fn sigmoid_f32(a: f32) -> f32 { return 1.0 / (1.0 + exp_acc(-a)); }
 // erf: odd Taylor series below 1 (relative accuracy near 0), Abramowitz-Stegun 7.1.26
 // above (absolute error 1.5e-7 where erf >= 0.84).
 fn erf_f32(a: f32) -> f32 {
@@ -235,7 +208,7 @@ fn erf_f32(a: f32) -> f32 {
     if (x >= 4.0) { return select(-1.0, 1.0, a > 0.0); }
     let t = 1.0 / (1.0 + 0.3275911 * x);
     let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-    let r = 1.0 - poly * exp_f32(-x * x);
+    let r = 1.0 - poly * exp_acc(-x * x);
     return select(-r, r, a > 0.0);
 }
 fn floor_f32(a: f32) -> f32 { return floor(a); }

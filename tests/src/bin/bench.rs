@@ -153,12 +153,16 @@ enum Op {
     ArgmaxLast,
     /// `copy_buffer_to_buffer` (the driver's copy; kernels path only): the copy limit.
     CopyBuffer,
+    /// `add` with one `Kernels::submit` per launch (kernels path only): the cost of a
+    /// submit without the wmx graph, to compare with the API path's one eval per launch.
+    AddSubmitEach,
 }
 
-const OPS: [Op; 11] = [
+const OPS: [Op; 12] = [
     Op::Copy,
     Op::CopyBuffer,
     Op::Add,
+    Op::AddSubmitEach,
     Op::Multiply,
     Op::Exp,
     Op::Axpby,
@@ -180,6 +184,7 @@ impl Op {
         match self {
             Op::Copy => "copy",
             Op::CopyBuffer => "copy_buffer",
+            Op::AddSubmitEach => "add_submit_each",
             Op::Add => "add",
             Op::Multiply => "multiply",
             Op::Exp => "exp",
@@ -197,7 +202,7 @@ impl Op {
         let n = n as f64 * e as f64;
         match self {
             Op::Copy | Op::CopyBuffer | Op::Exp => 2.0 * n,
-            Op::Add | Op::Multiply | Op::Axpby | Op::AxpbyComposed => 3.0 * n,
+            Op::Add | Op::AddSubmitEach | Op::Multiply | Op::Axpby | Op::AxpbyComposed => 3.0 * n,
             Op::SumAll | Op::SumLast | Op::SumFirst | Op::ArgmaxLast => n,
         }
     }
@@ -311,7 +316,7 @@ fn reference(op: Op, x: &[f64], y: &[f64], dtype: DType) -> Expect {
     match op {
         Op::Copy => ew(x[COPY_OFFSET..].to_vec()),
         Op::CopyBuffer => ew(x.to_vec()),
-        Op::Add => ew(x.iter().zip(y).map(|(a, b)| a + b).collect()),
+        Op::Add | Op::AddSubmitEach => ew(x.iter().zip(y).map(|(a, b)| a + b).collect()),
         Op::Multiply => ew(x.iter().zip(y).map(|(a, b)| a * b).collect()),
         Op::Exp => ew(x.iter().map(|a| a.exp()).collect()),
         Op::Axpby | Op::AxpbyComposed => {
@@ -497,7 +502,7 @@ fn wmx_build(op: Op, c: &WmxCase) -> wmx::Result<Array> {
         Op::SumLast => wmx::sum(&c.m, Some(&[-1]), false),
         Op::SumFirst => wmx::sum(&c.m, Some(&[0]), false),
         Op::ArgmaxLast => wmx::argmax(&c.m, -1, false),
-        Op::CopyBuffer => unreachable!("kernels path only"),
+        Op::CopyBuffer | Op::AddSubmitEach => unreachable!("kernels path only"),
     }
 }
 
@@ -518,7 +523,7 @@ fn bench_wmx(
     let c = WmxCase { x, y, m };
     let iters = iters_for(n, o.smoke);
     for op in selected(o) {
-        if op == Op::CopyBuffer {
+        if matches!(op, Op::CopyBuffer | Op::AddSubmitEach) {
             continue;
         }
         let what = format!("wmx {} {} n={n}", op.name(), dtype_name(dtype));
@@ -535,14 +540,21 @@ fn bench_wmx(
             let out = wmx_build(op, &c).map_err(err)?;
             out.eval().map_err(err)
         };
+        // CPU time of the launches alone: far below the GPU time means the CPU runs
+        // ahead and gaps on the GPU come from the submits themselves.
+        let cpu_ms = std::cell::RefCell::new(Vec::new());
         let measure = || -> Res<f64> {
             dev.synchronize().map_err(err)?;
             let ms = match stamps {
                 Some(s) => {
                     s.stamp(0);
+                    let t = Instant::now();
                     for _ in 0..iters {
                         run()?;
                     }
+                    cpu_ms
+                        .borrow_mut()
+                        .push(t.elapsed().as_secs_f64() * 1e3 / iters as f64);
                     dev.backend().flush().map_err(err)?;
                     s.stamp(1);
                     dev.synchronize().map_err(err)?;
@@ -561,6 +573,11 @@ fn bench_wmx(
         };
         let samples = sample(o, measure)?;
         push_row(rows, "wmx", op, dtype, n, &samples);
+        let cpu = cpu_ms.into_inner();
+        if !cpu.is_empty() {
+            let last = rows.last_mut().expect("pushed above");
+            last.extra.push(("cpu_ms", median(cpu)));
+        }
     }
     Ok(())
 }
@@ -690,7 +707,9 @@ fn k_record(
     };
     match op {
         Op::Copy => kern.copy(b, &v(&c.x), &out(&c.out, d, &shape)),
-        Op::Add => kern.binary(b, "add", &v(&c.x), &v(&c.y), &out(&c.out, d, &shape)),
+        Op::Add | Op::AddSubmitEach => {
+            kern.binary(b, "add", &v(&c.x), &v(&c.y), &out(&c.out, d, &shape))
+        }
         Op::Multiply => kern.binary(b, "multiply", &v(&c.x), &v(&c.y), &out(&c.out, d, &shape)),
         Op::Exp => kern.unary(b, "exp", &v(&c.x), &out(&c.out, d, &shape)),
         Op::Axpby => kern.axpby(b, &v(&c.x), &v(&c.y), ALPHA, BETA, &out(&c.out, d, &shape)),
@@ -755,6 +774,9 @@ fn bench_kernels(
     let iters = iters_for(n, o.smoke);
     let dev = kern.device();
     for op in selected(o) {
+        if op == Op::AddSubmitEach && dtype != DType::F32 {
+            continue;
+        }
         let what = format!("kernels {} {} n={n}", op.name(), dtype_name(dtype));
         let (on, od) = k_output(op, n, d);
         // Poison the output so unwritten elements show.
@@ -789,6 +811,32 @@ fn bench_kernels(
         }
         check(&what, &got, &e)?;
         let measure = || -> Res<f64> {
+            if op == Op::AddSubmitEach {
+                let submits = || -> Res<()> {
+                    for _ in 0..iters {
+                        let mut b = k::Batch::new();
+                        k_record(kern, &mut b, op, &c, d, n).map_err(err)?;
+                        kern.submit(b).map_err(err)?;
+                    }
+                    Ok(())
+                };
+                kern.poll_wait();
+                let ms = match stamps {
+                    Some(s) => {
+                        s.stamp(0);
+                        submits()?;
+                        s.stamp(1);
+                        s.elapsed_ms()?
+                    }
+                    None => {
+                        let t = Instant::now();
+                        submits()?;
+                        kern.poll_wait();
+                        t.elapsed().as_secs_f64() * 1e3
+                    }
+                };
+                return Ok(ms / iters as f64);
+            }
             let mut enc = dev.create_command_encoder(&Default::default());
             let ms = match stamps {
                 Some(s) => {
@@ -961,10 +1009,15 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     if let Some(kr) = &kern {
         let c = kr.caps();
         println!(
-            "adapter: {} ({:?}), f16 {}, subgroups {} (size {}), timing: {}",
+            "adapter: {} ({:?}), f16 {} ({} conversions), subgroups {} (size {}), timing: {}",
             c.adapter_name,
             c.backend,
             c.f16,
+            if kr.target().f16 {
+                "hardware"
+            } else {
+                "software"
+            },
             c.subgroups,
             c.subgroup_size,
             if stamps.is_some() {
