@@ -285,13 +285,13 @@ impl WebGpuBackend {
 }
 
 /// A kernel input: the GPU buffer plus the view's dtype and layout.
-struct In {
+struct In<'a> {
     buf: wgpu::Buffer,
     dtype: k::DType,
-    layout: Layout,
+    layout: &'a Layout,
 }
 
-impl In {
+impl In<'_> {
     fn strided(&self) -> k::Strided<'_> {
         k::Strided {
             buffer: &self.buf,
@@ -304,11 +304,11 @@ impl In {
 }
 
 impl WebGpuBackend {
-    fn input(&self, v: &View<'_, GpuBuffer>) -> Result<In> {
+    fn input<'a>(&self, v: &View<'a, GpuBuffer>) -> Result<In<'a>> {
         Ok(In {
             buf: self.gpu(v.buffer)?,
             dtype: kdtype(v.dtype)?,
-            layout: v.layout.clone(),
+            layout: v.layout,
         })
     }
 }
@@ -403,7 +403,7 @@ impl Backend for WebGpuBackend {
 
     fn unary(&self, op: UnaryOp, x: View<'_, GpuBuffer>, out: DType) -> Result<GpuBuffer> {
         let x = self.input(&x)?;
-        self.record(&x.layout.shape.clone(), out, |b, o| {
+        self.record(&x.layout.shape, out, |b, o| {
             self.kernels.unary(b, op.name(), &x.strided(), o)
         })
     }
@@ -416,7 +416,7 @@ impl Backend for WebGpuBackend {
         out: DType,
     ) -> Result<GpuBuffer> {
         let (a, bi) = (self.input(&a)?, self.input(&bv)?);
-        self.record(&a.layout.shape.clone(), out, |b, o| {
+        self.record(&a.layout.shape, out, |b, o| {
             self.kernels
                 .binary(b, op.name(), &a.strided(), &bi.strided(), o)
         })
@@ -430,7 +430,7 @@ impl Backend for WebGpuBackend {
     ) -> Result<GpuBuffer> {
         let dtype = x.dtype;
         let (c, x, y) = (self.input(&c)?, self.input(&x)?, self.input(&y)?);
-        self.record(&c.layout.shape.clone(), dtype, |b, o| {
+        self.record(&c.layout.shape, dtype, |b, o| {
             self.kernels
                 .select(b, &c.strided(), &x.strided(), &y.strided(), o)
         })
@@ -438,7 +438,7 @@ impl Backend for WebGpuBackend {
 
     fn copy(&self, x: View<'_, GpuBuffer>, out: DType) -> Result<GpuBuffer> {
         let x = self.input(&x)?;
-        self.record(&x.layout.shape.clone(), out, |b, o| {
+        self.record(&x.layout.shape, out, |b, o| {
             self.kernels.copy(b, &x.strided(), o)
         })
     }
@@ -477,7 +477,7 @@ impl Backend for WebGpuBackend {
     ) -> Result<GpuBuffer> {
         let dtype = x.dtype;
         let (x, y) = (self.input(&x)?, self.input(&y)?);
-        self.record(&x.layout.shape.clone(), dtype, |b, o| {
+        self.record(&x.layout.shape, dtype, |b, o| {
             self.kernels
                 .axpby(b, &x.strided(), &y.strided(), alpha, beta, o)
         })

@@ -220,7 +220,13 @@ impl wmx_core::CustomPrimitive for CpuOnly {
 fn custom_primitive_errors_reach_the_user_and_keep_the_graph() {
     let Some((dev, _be)) = gpu() else { return };
     let x = Array::from_slice_on(&[1.0f32, 2.0], &[2], &dev).unwrap();
-    let y = wmx_core::custom(Arc::new(CpuOnly), &[x.clone()], &[2], DType::F32).unwrap();
+    let y = wmx_core::custom(
+        Arc::new(CpuOnly),
+        std::slice::from_ref(&x),
+        &[2],
+        DType::F32,
+    )
+    .unwrap();
     let e = y.eval().unwrap_err();
     assert!(e.to_string().contains("no code for webgpu"), "{e}");
     assert!(!y.is_evaluated());

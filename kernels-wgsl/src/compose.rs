@@ -76,6 +76,12 @@ pub enum Variant {
     /// Reductions: 32 outputs per workgroup, 8 invocations per output, for outputs
     /// that are close together in memory (coalesced column reduction).
     Cols,
+    /// Reductions: as `Rows`, for contiguous reduced elements (one reduced dim of
+    /// stride 1) in a 16-byte padded input: `vec4<u32>` loads.
+    RowsVec,
+    /// Reductions: as `Cols`, for contiguous outputs over one reduced dim, with the
+    /// input offset and the reduced stride multiples of a vec4: `vec4<u32>` loads.
+    ColsVec,
 }
 
 impl Variant {
@@ -94,6 +100,8 @@ impl Variant {
             Variant::General => "general".into(),
             Variant::Rows => "rows".into(),
             Variant::Cols => "cols".into(),
+            Variant::RowsVec => "rows_vec".into(),
+            Variant::ColsVec => "cols_vec".into(),
         }
     }
 }
@@ -153,8 +161,11 @@ impl ModuleSpec {
             (Family::Fill, _) => "fill",
             (Family::Arange, _) => "arange",
             (Family::Reduce, _) if self.variant == Variant::Rows => "reduce_rows",
+            (Family::Reduce, _) if self.variant == Variant::RowsVec => "reduce_rows_v",
+            (Family::Reduce, _) if self.variant == Variant::ColsVec => "reduce_cols_v",
             (Family::Reduce, _) => "reduce_cols",
             (Family::ArgReduce, _) if self.variant == Variant::Rows => "arg_rows",
+            (Family::ArgReduce, _) if self.variant == Variant::RowsVec => "arg_rows_v",
             (Family::ArgReduce, _) => "arg_cols",
             (_, 1) if general => "general1",
             (_, 1) => "contig1",
@@ -207,16 +218,23 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
         p.push_str("enable subgroups;\n");
     }
     p.push_str("// ---- generated prelude ----\n");
-    let general = spec.variant == Variant::General || reduce;
+    // Inputs are read through vec4<u32> except by the general elementwise kernels and
+    // the scalar-load reductions; reductions write single words.
+    let general = if reduce {
+        !matches!(spec.variant, Variant::RowsVec | Variant::ColsVec)
+    } else {
+        spec.variant == Variant::General
+    };
     let arr = if general {
         "array<u32>"
     } else {
         "array<vec4<u32>>"
     };
+    let out_arr = if reduce { "array<u32>" } else { arr };
     p.push_str("@group(0) @binding(0) var<storage, read> P: array<u32>;\n");
     writeln!(
         p,
-        "@group(0) @binding(1) var<storage, read_write> O: {arr};"
+        "@group(0) @binding(1) var<storage, read_write> O: {out_arr};"
     )
     .unwrap();
     if spec.inputs.len() != spec.family.arity() {
@@ -706,12 +724,17 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
             } else {
                 d.acc()
             };
-            for var in [Variant::Rows, Variant::Cols] {
+            for var in [
+                Variant::Rows,
+                Variant::Cols,
+                Variant::RowsVec,
+                Variant::ColsVec,
+            ] {
                 v.push(spec(Family::Reduce, op, vec![d], acc, var));
             }
         }
         for op in ARG_REDUCE_OPS {
-            for var in [Variant::Rows, Variant::Cols] {
+            for var in [Variant::Rows, Variant::Cols, Variant::RowsVec] {
                 v.push(spec(Family::ArgReduce, op, vec![d], DType::U32, var));
             }
         }

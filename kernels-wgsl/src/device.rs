@@ -139,7 +139,7 @@ pub(crate) struct Inner {
     pub(crate) caps: Caps,
     pub(crate) limits: wgpu::Limits,
     pub(crate) target: Target,
-    pipelines: Mutex<HashMap<ModuleSpec, Arc<Pipe>>>,
+    pipelines: Mutex<PipeCache>,
     layouts: Mutex<HashMap<usize, wgpu::BindGroupLayout>>,
     /// Two scratch buffers for multi-pass reductions (a dispatch cannot read and write
     /// one buffer, so a pass reading one writes the other).
@@ -164,16 +164,82 @@ struct BindKey {
     buffers: [Option<wgpu::Buffer>; 4],
 }
 
-/// State of the submit path: one parameters buffer (written with
-/// `Queue::write_buffer` before each submit, which wgpu orders after the work of
-/// earlier submits and before this one) and the bind groups that point into it.
+/// State of the submit path. Parameter lists live in one buffer, each written once
+/// and found again by content (repeated launches of the same ops write nothing, so
+/// their submits carry no copy); new lists are appended and written with one
+/// `Queue::write_buffer` per submit, which wgpu orders after the work of earlier
+/// submits and before this one. When the buffer is full it starts over from offset
+/// 0 (or grows). Bind groups point into it with a dynamic offset, so they depend
+/// only on the bound buffers.
 #[derive(Default)]
 struct SubmitState {
     params: Option<wgpu::Buffer>,
-    bind_groups: HashMap<BindKey, wgpu::BindGroup>,
+    /// Byte offset of each parameter list written into `params`.
+    slots: FxMap<Vec<u32>, u32>,
+    /// Bytes of `params` in use.
+    used: usize,
+    bind_groups: FxMap<BindKey, wgpu::BindGroup>,
+    /// Bytes to write this submit (from offset `used` at its start).
     bytes: Vec<u8>,
     offsets: Vec<u32>,
 }
+
+/// Compiled pipelines by spec, plus the last few used (compared before hashing:
+/// consecutive dispatches mostly repeat a handful of specs).
+#[derive(Default)]
+struct PipeCache {
+    map: FxMap<ModuleSpec, Arc<Pipe>>,
+    recent: [Option<(ModuleSpec, Arc<Pipe>)>; 4],
+    next: usize,
+}
+
+impl PipeCache {
+    fn get(&mut self, spec: &ModuleSpec) -> Option<Arc<Pipe>> {
+        for (s, p) in self.recent.iter().flatten() {
+            if s == spec {
+                return Some(p.clone());
+            }
+        }
+        let p = self.map.get(spec)?.clone();
+        self.recent[self.next] = Some((spec.clone(), p.clone()));
+        self.next = (self.next + 1) % self.recent.len();
+        Some(p)
+    }
+}
+
+/// FxHash (rustc's hasher): the pipeline and bind-group lookups run per dispatch and
+/// their keys are small; SipHash's DoS resistance buys nothing here.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    fn finish(&self) -> u64 {
+        // The product's high bits are the well-mixed ones; the table indexes with the
+        // low bits (rustc-hash 2 rotates the same way).
+        self.0.rotate_left(26)
+    }
+}
+
+pub(crate) type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
 
 /// The kernel library on one device. Cheap to clone (shared inside).
 #[derive(Clone)]
@@ -344,7 +410,7 @@ impl Kernels {
                 caps,
                 limits,
                 target,
-                pipelines: Mutex::new(HashMap::new()),
+                pipelines: Mutex::new(PipeCache::default()),
                 layouts: Mutex::new(HashMap::new()),
                 scratch: Mutex::new([None, None]),
                 dummy,
@@ -356,7 +422,6 @@ impl Kernels {
             let mut inner =
                 Arc::try_unwrap(k.inner).map_err(|_| Error::RequestDevice("shared".into()))?;
             inner.target.f16 = true;
-            inner.pipelines.get_mut().unwrap().clear();
             return Ok(Kernels {
                 inner: Arc::new(inner),
             });
@@ -569,7 +634,7 @@ impl Kernels {
     /// The cached pipeline for `spec`, composing and compiling it on first use.
     pub(crate) fn pipeline(&self, spec: &ModuleSpec) -> Result<Arc<Pipe>> {
         if let Some(p) = self.inner.pipelines.lock().unwrap().get(spec) {
-            return Ok(p.clone());
+            return Ok(p);
         }
         let src = compose(spec)?;
         let dev = &self.inner.device;
@@ -618,13 +683,14 @@ impl Kernels {
             .pipelines
             .lock()
             .unwrap()
+            .map
             .insert(spec.clone(), p.clone());
         Ok(p)
     }
 
     /// Number of cached pipelines.
     pub fn pipeline_count(&self) -> usize {
-        self.inner.pipelines.lock().unwrap().len()
+        self.inner.pipelines.lock().unwrap().map.len()
     }
 
     /// Scratch buffer `which` (0 or 1) of at least `bytes` bytes.
@@ -686,8 +752,8 @@ impl Kernels {
         Ok(())
     }
 
-    /// Encodes and submits a batch: one compute pass, one submit. The parameters go
-    /// into a buffer reused from submit to submit (`Queue::write_buffer`), and bind
+    /// Encodes and submits a batch: one compute pass, one submit. Parameter lists
+    /// already in the parameters buffer are reused (see `SubmitState`), and bind
     /// groups are reused while the same buffers are bound (the parameters' offset is
     /// dynamic); [`Kernels::clear_bind_groups`] drops them.
     pub fn submit(&self, batch: Batch) -> Result<wgpu::SubmissionIndex> {
@@ -701,20 +767,14 @@ impl Kernels {
         // before our commands are queued.
         let mut st = self.inner.submit.lock().unwrap();
         let st = &mut *st;
-        let total = self.layout_params(&batch, &mut st.offsets, &mut st.bytes);
-        if total > 0 {
-            if st.params.as_ref().is_none_or(|b| b.size() < total) {
-                let size = total.next_power_of_two().max(64 * 1024);
-                st.params = Some(dev.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("wmx-kernels params"),
-                    size,
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                }));
-                st.bind_groups.clear();
+        if !batch.dispatches.is_empty() {
+            let start = self.place_params(st, &batch)?;
+            let params = st.params.clone().expect("placed above");
+            if !st.bytes.is_empty() {
+                self.inner
+                    .queue
+                    .write_buffer(&params, start as u64, &st.bytes);
             }
-            let params = st.params.clone().expect("created above");
-            self.inner.queue.write_buffer(&params, 0, &st.bytes);
             if st.bind_groups.len() > BIND_GROUP_CACHE {
                 st.bind_groups.clear();
             }
@@ -743,6 +803,82 @@ impl Kernels {
             return Err(Error::Validation(e.to_string()));
         }
         Ok(idx)
+    }
+
+    /// Finds or places every parameter list of `batch` in the parameters buffer:
+    /// fills `st.offsets` and `st.bytes` (the new lists, to be written at the
+    /// returned byte offset).
+    fn place_params(&self, st: &mut SubmitState, batch: &Batch) -> Result<usize> {
+        let align = self.inner.limits.min_storage_buffer_offset_alignment.max(4) as usize;
+        let cap = st.params.as_ref().map_or(0, |b| b.size() as usize);
+        for attempt in 0..2 {
+            st.offsets.clear();
+            st.bytes.clear();
+            let start = st.used;
+            let mut end = start;
+            let mut fits = true;
+            for d in &batch.dispatches {
+                if let Some(off) = st.slots.get(d.params.as_slice()) {
+                    st.offsets.push(*off);
+                    continue;
+                }
+                let off = end;
+                if off + params_binding(d.params.len()) > cap {
+                    fits = false;
+                    break;
+                }
+                st.slots.insert(d.params.clone(), off as u32);
+                st.offsets.push(off as u32);
+                st.bytes.extend_from_slice(bytemuck::cast_slice(&d.params));
+                end = (start + st.bytes.len()).div_ceil(align) * align;
+                st.bytes.resize(end - start, 0);
+            }
+            if fits {
+                st.used = end;
+                return Ok(start);
+            }
+            // Start over from offset 0: earlier submits' lists may be overwritten (the
+            // write runs after their work); this batch's are all rewritten.
+            st.slots.clear();
+            st.used = 0;
+            if attempt == 0 {
+                // Does the whole batch fit an empty buffer?
+                let need: usize = batch
+                    .dispatches
+                    .iter()
+                    .map(|d| (d.params.len() * 4).div_ceil(align) * align)
+                    .sum::<usize>()
+                    + 2 * PARAM_BINDING.max(
+                        batch
+                            .dispatches
+                            .iter()
+                            .map(|d| params_binding(d.params.len()))
+                            .max()
+                            .unwrap_or(0),
+                    );
+                if need <= cap {
+                    continue;
+                }
+                let size = need.next_power_of_two().max(256 * 1024) as u64;
+                if size > self.inner.caps.max_storage_binding {
+                    return Err(Error::BufferTooLarge {
+                        bytes: size,
+                        limit: self.inner.caps.max_storage_binding,
+                        what: "kernel parameters of one batch",
+                    });
+                }
+                st.params = Some(self.inner.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("wmx-kernels params"),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }));
+                // Bind groups point at the old buffer.
+                st.bind_groups.clear();
+                return self.place_params(st, batch);
+            }
+        }
+        unreachable!("a batch fits the buffer sized for it")
     }
 
     /// Drops the bind groups kept by [`Kernels::submit`] (they hold their buffers).

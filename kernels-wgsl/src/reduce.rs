@@ -18,6 +18,8 @@ use crate::{Error, Result};
 
 /// Outputs per workgroup of the column kernels (`TX` in reduce.wgsl).
 const TX: u64 = 32;
+/// vec4 columns per workgroup of the vectorised column kernel (`TXV`).
+const TXV: u64 = 16;
 /// First-pass workgroups aimed for when outputs are few.
 const TARGET_GROUPS: u64 = 2048;
 /// Minimum elements per chunk of a split row.
@@ -56,6 +58,38 @@ impl Plan {
             shape_r,
             stride_r,
         }
+    }
+
+    /// The row kernel may use vec4 loads: one contiguous reduced dim, and the buffer
+    /// padded to 16 bytes past the last element read.
+    fn vec_rows(&self, x: &Strided) -> bool {
+        if self.shape_r.len() != 1 || self.stride_r[0] != 1 {
+            return false;
+        }
+        match check_view(x, "reduce input") {
+            Ok(hi) => x.buffer.size() >= (hi / x.dtype.epw() as u64 / 4 + 1) * 16,
+            Err(_) => false,
+        }
+    }
+
+    /// The column kernel may use vec4 loads: contiguous outputs, one reduced dim, the
+    /// offset and the reduced stride multiples of a vec4, the buffer padded past the
+    /// last vec4 read.
+    fn vec_cols(&self, x: &Strided) -> bool {
+        let blk = 4 * x.dtype.epw();
+        if self.shape_k.len() != 1
+            || self.stride_k[0] != 1
+            || self.shape_r.len() != 1
+            || self.stride_r[0] <= 0
+            || !(self.stride_r[0] as usize).is_multiple_of(blk)
+            || !x.offset.is_multiple_of(blk)
+        {
+            return false;
+        }
+        let last = x.offset as u64
+            + self.k.div_ceil(blk as u64) * blk as u64
+            + (self.r.max(1) - 1) * self.stride_r[0] as u64;
+        x.buffer.size() >= last.div_ceil(blk as u64) * 16
     }
 
     /// Row kernel when reduced elements are closer together than neighbouring outputs.
@@ -137,6 +171,11 @@ impl Kernels {
         let spec =
             |input: DType, variant| self.spec(Family::Reduce, op, vec![input], acc, variant, 0);
         if plan.rows() {
+            let rows = if plan.vec_rows(x) {
+                Variant::RowsVec
+            } else {
+                Variant::Rows
+            };
             let wg = self.wg() as u64;
             let mut s = 1;
             if plan.k < TARGET_GROUPS && plan.r > 2 * MIN_CHUNK.max(wg) {
@@ -151,7 +190,7 @@ impl Kernels {
                 let params = plan.params(1, plan.r.max(1), x.offset, 0);
                 self.record(
                     b,
-                    &spec(x.dtype, Variant::Rows),
+                    &spec(x.dtype, rows),
                     vec![target.clone(), x.buffer.clone()],
                     params,
                     plan.k,
@@ -161,12 +200,13 @@ impl Kernels {
                 let params = plan.params(s, chunk, x.offset, 0);
                 self.record(
                     b,
-                    &spec(x.dtype, Variant::Rows),
+                    &spec(x.dtype, rows),
                     vec![partial.clone(), x.buffer.clone()],
                     params,
                     plan.k * s,
                 )?;
-                // Second pass: rows of the [K, S] partials.
+                // Second pass: rows of the [K, S] partials (contiguous, in a scratch
+                // buffer of a power-of-two size: vec4 loads).
                 let second = Plan {
                     k: plan.k,
                     r: s,
@@ -178,12 +218,22 @@ impl Kernels {
                 let params = second.params(1, s, 0, 0);
                 self.record(
                     b,
-                    &spec(acc, Variant::Rows),
+                    &spec(acc, Variant::RowsVec),
                     vec![target.clone(), partial],
                     params,
                     plan.k,
                 )?;
             }
+        } else if plan.vec_cols(x) {
+            let params = plan.params(1, plan.r, x.offset, 0);
+            let per_group = TXV * 4 * x.dtype.epw() as u64;
+            self.record(
+                b,
+                &spec(x.dtype, Variant::ColsVec),
+                vec![target.clone(), x.buffer.clone()],
+                params,
+                plan.k.div_ceil(per_group),
+            )?;
         } else {
             let params = plan.params(1, plan.r, x.offset, 0);
             self.record(
@@ -251,7 +301,9 @@ impl Kernels {
         plan.stride_r = vec![x.strides[axis]];
         plan.r = x.shape[axis] as u64;
         let params = plan.params(1, plan.r, x.offset, 0);
-        let (variant, groups) = if plan.rows() {
+        let (variant, groups) = if plan.rows() && plan.vec_rows(x) {
+            (Variant::RowsVec, plan.k)
+        } else if plan.rows() {
             (Variant::Rows, plan.k)
         } else {
             (Variant::Cols, plan.k.div_ceil(TX))

@@ -670,6 +670,56 @@ fn copy_all_dtype_pairs() {
     }
 }
 
+/// The default device converts f16 in hardware where its probe passed; the fallback
+/// device keeps the software conversions (the browser's path): both give the same
+/// correctly rounded results.
+#[test]
+fn f16_software_and_hardware_conversions() {
+    let Some(k) = k() else { return };
+    let Some(kf) = k_fallback() else { return };
+    assert!(
+        !kf.target().f16,
+        "the fallback device converts f16 in software"
+    );
+    eprintln!(
+        "default device f16 conversions in hardware: {}",
+        k.target().f16
+    );
+    for dev in [k, kf] {
+        if !dev.supports(DType::F16) {
+            continue;
+        }
+        for (i, from) in DType::ALL.iter().enumerate() {
+            copy_cases(
+                dev,
+                *from,
+                DType::F16,
+                &SMALL,
+                &[Lay::Contig, Lay::Trans],
+                300 + i as u64,
+            );
+            copy_cases(
+                dev,
+                DType::F16,
+                *from,
+                &SMALL,
+                &[Lay::Contig, Lay::Neg],
+                310 + i as u64,
+            );
+        }
+        binary_cases(dev, "add", DType::F16, &SMALL, &BINARY_LAYS, 320);
+        unary_cases(
+            dev,
+            "exp",
+            DType::F16,
+            &SMALL,
+            &UNARY_LAYS,
+            unary_data("exp"),
+            321,
+        );
+    }
+}
+
 #[test]
 fn copy_big_sizes() {
     let Some(k) = k() else { return };

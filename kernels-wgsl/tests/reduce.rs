@@ -164,6 +164,10 @@ const SMALL: &[Shape] = &[
     (&[6, 7, 8], &[0, 2], Lay::Neg),
     (&[5, 0, 3], &[1], Lay::Contig),
     (&[3, 5000], &[1], Lay::Contig),
+    // Column sums with vec4 loads (aligned row pitch), partial last workgroup.
+    (&[33, 64], &[0], Lay::Contig),
+    (&[7, 1000], &[0], Lay::Contig),
+    (&[9, 48], &[0], Lay::Contig),
 ];
 
 fn data_for(op: &str) -> Data {

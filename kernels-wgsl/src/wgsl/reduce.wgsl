@@ -257,3 +257,167 @@ fn arg_cols(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
         O[P[7] + k] = a.i;
     }
 }
+
+// Rows whose reduced elements are contiguous (rank_r 1, stride 1) and a vec4-padded
+// input: vec4<u32> loads, two in flight per iteration, one accumulator per lane;
+// the unaligned head and tail of each chunk are read element by element.
+@compute @workgroup_size(WG)
+fn reduce_rows_v(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+                 @builtin(num_workgroups) nwg: vec3<u32>) {
+    let K = P[0];
+    let R = P[1];
+    let S = P[2];
+    let chunk = P[3];
+    let g = wid.x + wid.y * nwg.x;
+    let k = g / S;
+    let s = g - k * S;
+    let valid = k < K;
+    var a0 = acc_init();
+    var a1 = acc_init();
+    var a2 = acc_init();
+    var a3 = acc_init();
+    if (valid) {
+        let base = kept_base(k);
+        let e0 = base + s * chunk;
+        let e1 = base + min(R, (s + 1u) * chunk);
+        let epw = 1u << LA;
+        let blk = 4u << LA;
+        let v0 = (e0 + blk - 1u) / blk;
+        let v1 = e1 / blk;
+        var h1 = e1;
+        if (v0 < v1) { h1 = v0 * blk; }
+        for (var e = e0 + lid.x; e < h1; e += WG) { a0 = combine(a0, acc_load(ld_a(e))); }
+        if (v0 < v1) {
+            var v = v0 + lid.x;
+            for (; v + WG < v1; v += 2u * WG) {
+                let p = va(v);
+                let q = va(v + WG);
+                for (var j = 0u; j < epw; j++) {
+                    a0 = combine(a0, acc_load(xa(p.x, j)));
+                    a1 = combine(a1, acc_load(xa(p.y, j)));
+                    a2 = combine(a2, acc_load(xa(p.z, j)));
+                    a3 = combine(a3, acc_load(xa(p.w, j)));
+                    a0 = combine(a0, acc_load(xa(q.x, j)));
+                    a1 = combine(a1, acc_load(xa(q.y, j)));
+                    a2 = combine(a2, acc_load(xa(q.z, j)));
+                    a3 = combine(a3, acc_load(xa(q.w, j)));
+                }
+            }
+            if (v < v1) {
+                let p = va(v);
+                for (var j = 0u; j < epw; j++) {
+                    a0 = combine(a0, acc_load(xa(p.x, j)));
+                    a1 = combine(a1, acc_load(xa(p.y, j)));
+                    a2 = combine(a2, acc_load(xa(p.z, j)));
+                    a3 = combine(a3, acc_load(xa(p.w, j)));
+                }
+            }
+            for (var e = v1 * blk + lid.x; e < e1; e += WG) { a1 = combine(a1, acc_load(ld_a(e))); }
+        }
+    }
+    let res = wg_reduce(combine(combine(a0, a1), combine(a2, a3)), lid.x);
+    if (valid && lid.x == 0u) { O[P[7] + g] = st_acc(res); }
+}
+
+// Arg reduction over contiguous rows with vec4 loads (see reduce_rows_v); indices
+// count from the row's first element.
+@compute @workgroup_size(WG)
+fn arg_rows_v(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+              @builtin(num_workgroups) nwg: vec3<u32>) {
+    let K = P[0];
+    let R = P[1];
+    let k = wid.x + wid.y * nwg.x;
+    let valid = k < K;
+    var b0 = arg_init();
+    var b1 = arg_init();
+    var b2 = arg_init();
+    var b3 = arg_init();
+    if (valid) {
+        let base = kept_base(k);
+        let e1 = base + R;
+        let epw = 1u << LA;
+        let blk = 4u << LA;
+        let v0 = (base + blk - 1u) / blk;
+        let v1 = e1 / blk;
+        var h1 = e1;
+        if (v0 < v1) { h1 = v0 * blk; }
+        for (var e = base + lid.x; e < h1; e += WG) { b0 = arg_combine(b0, AP(ld_a(e), e - base)); }
+        if (v0 < v1) {
+            for (var v = v0 + lid.x; v < v1; v += WG) {
+                let p = va(v);
+                let r = v * blk - base;
+                for (var j = 0u; j < epw; j++) {
+                    b0 = arg_combine(b0, AP(xa(p.x, j), r + j));
+                    b1 = arg_combine(b1, AP(xa(p.y, j), r + epw + j));
+                    b2 = arg_combine(b2, AP(xa(p.z, j), r + 2u * epw + j));
+                    b3 = arg_combine(b3, AP(xa(p.w, j), r + 3u * epw + j));
+                }
+            }
+            for (var e = v1 * blk + lid.x; e < e1; e += WG) { b1 = arg_combine(b1, AP(ld_a(e), e - base)); }
+        }
+    }
+    let res = wg_arg(arg_combine(arg_combine(b0, b1), arg_combine(b2, b3)), lid.x);
+    if (valid && lid.x == 0u) { O[P[7] + k] = res.i; }
+}
+
+// Column reduction with vec4 loads: outputs contiguous (stride 1), one reduced dim
+// whose stride and the base offset are multiples of a vec4. TXV vec4 columns per
+// workgroup (4 << LA outputs each), WG / TXV invocations per column striding over R.
+const TXV: u32 = 16u;
+
+@compute @workgroup_size(WG)
+fn reduce_cols_v(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+                 @builtin(num_workgroups) nwg: vec3<u32>) {
+    let K = P[0];
+    let R = P[1];
+    let epw = 1u << LA;
+    let blk = 4u << LA;
+    let ny = WG / TXV;
+    let tx = lid.x % TXV;
+    let ty = lid.x / TXV;
+    let c = (wid.x + wid.y * nwg.x) * TXV + tx;
+    let k0 = c * blk;
+    let valid = k0 < K;
+    var acc: array<ACC, 16>;
+    for (var q = 0u; q < 16u; q++) { acc[q] = acc_init(); }
+    if (valid) {
+        // kept_base(k0) = x_off + k0; the reduced stride is a multiple of blk.
+        let v0 = (P[4] + k0) / blk;
+        let pitch = P[8u + 2u * P[5] + 1u] / blk;
+        var r = ty;
+        for (; r + ny < R; r += 2u * ny) {
+            let p = va(v0 + r * pitch);
+            let q = va(v0 + (r + ny) * pitch);
+            for (var j = 0u; j < epw; j++) {
+                acc[j] = combine(acc[j], acc_load(xa(p.x, j)));
+                acc[epw + j] = combine(acc[epw + j], acc_load(xa(p.y, j)));
+                acc[2u * epw + j] = combine(acc[2u * epw + j], acc_load(xa(p.z, j)));
+                acc[3u * epw + j] = combine(acc[3u * epw + j], acc_load(xa(p.w, j)));
+                acc[j] = combine(acc[j], acc_load(xa(q.x, j)));
+                acc[epw + j] = combine(acc[epw + j], acc_load(xa(q.y, j)));
+                acc[2u * epw + j] = combine(acc[2u * epw + j], acc_load(xa(q.z, j)));
+                acc[3u * epw + j] = combine(acc[3u * epw + j], acc_load(xa(q.w, j)));
+            }
+        }
+        if (r < R) {
+            let p = va(v0 + r * pitch);
+            for (var j = 0u; j < epw; j++) {
+                acc[j] = combine(acc[j], acc_load(xa(p.x, j)));
+                acc[epw + j] = combine(acc[epw + j], acc_load(xa(p.y, j)));
+                acc[2u * epw + j] = combine(acc[2u * epw + j], acc_load(xa(p.z, j)));
+                acc[3u * epw + j] = combine(acc[3u * epw + j], acc_load(xa(p.w, j)));
+            }
+        }
+    }
+    // One output lane at a time through workgroup memory.
+    for (var q = 0u; q < blk; q++) {
+        SH[lid.x] = acc[q];
+        workgroupBarrier();
+        if (ty == 0u && valid && k0 + q < K) {
+            var a = SH[tx];
+            for (var t = 1u; t < ny; t++) { a = combine(a, SH[t * TXV + tx]); }
+            O[P[7] + k0 + q] = st_acc(a);
+        }
+        workgroupBarrier();
+    }
+}

@@ -12,6 +12,7 @@ static KF: OnceLock<Option<Kernels>> = OnceLock::new();
 fn open(fallback: bool) -> Option<Kernels> {
     let opts = RequestOptions {
         force_fallback_reductions: fallback,
+        software_f16: fallback,
         ..Default::default()
     };
     match pollster::block_on(Kernels::request(&opts)) {
@@ -32,7 +33,8 @@ pub fn k() -> Option<&'static Kernels> {
     K.get_or_init(|| open(false)).as_ref()
 }
 
-/// A second device whose reductions use the workgroup-memory fallback.
+/// A second device on the browser's paths: workgroup-memory reductions and f16
+/// converted in software.
 pub fn k_fallback() -> Option<&'static Kernels> {
     KF.get_or_init(|| open(true)).as_ref()
 }
