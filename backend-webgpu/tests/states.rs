@@ -104,7 +104,10 @@ fn ten_thousand_evals_keep_pooled_memory_bounded() {
         "memory grew after warm-up: {s:?}"
     );
     assert!(s.active_bytes <= 64 * 1024, "{s:?}");
-    assert_eq!(s.submits, 10_000);
+    assert!(
+        (1..=10_000).contains(&s.submits),
+        "at most one submit per eval: {s:?}"
+    );
     be.clear_cache();
     assert_eq!(be.stats().cached_bytes, 0);
 }
@@ -257,4 +260,41 @@ fn lost_device_fails_cleanly() {
     // Still an error later, never a panic; data already read stays readable.
     assert!(wmx_core::multiply(&x, &x).unwrap().to_vec::<f32>().is_err());
     assert_eq!(y.to_vec::<f32>().unwrap().len(), 3);
+}
+
+#[test]
+fn evals_while_the_gpu_is_busy_share_one_submit() {
+    let Some((dev, be)) = gpu() else { return };
+    let n = 1 << 22;
+    let big = Array::from_slice_on(&data(n, 7), &[n], &dev).unwrap();
+    // Milliseconds of work on lavapipe: the GPU is still busy at the next evals.
+    let heavy = wmx_core::sum(
+        &wmx_core::exp(&wmx_core::sin(&big).unwrap()).unwrap(),
+        None,
+        false,
+    )
+    .unwrap();
+    heavy.eval().unwrap();
+    let after_heavy = be.stats().submits;
+    let small = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
+    let mut outs = Vec::new();
+    for i in 0..5 {
+        let r = wmx_core::add(&small, &wmx_core::scalar_like(&small, i as f64).unwrap()).unwrap();
+        r.eval().unwrap();
+        outs.push(r);
+    }
+    let merged = be.stats().submits - after_heavy;
+    assert!(
+        merged < 5,
+        "five evals behind busy work took {merged} submits"
+    );
+    // Reading submits whatever is still open; every result is right.
+    for (i, r) in outs.iter().enumerate() {
+        let f = i as f32;
+        assert_eq!(r.to_vec::<f32>().unwrap(), vec![1.0 + f, 2.0 + f, 3.0 + f]);
+    }
+    assert!(be.stats().submits - after_heavy <= 5);
+    let want: f64 = data(n, 7).iter().map(|&v| (v as f64).sin().exp()).sum();
+    let got = heavy.item::<f32>().unwrap() as f64;
+    assert!((got - want).abs() <= 1e-4 * want.abs(), "{got} vs {want}");
 }

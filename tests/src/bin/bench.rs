@@ -555,7 +555,10 @@ fn bench_wmx(
                     cpu_ms
                         .borrow_mut()
                         .push(t.elapsed().as_secs_f64() * 1e3 / iters as f64);
-                    dev.backend().flush().map_err(err)?;
+                    // Evals made while the GPU is busy share one submit (see
+                    // wmx-webgpu): submit and wait before the closing stamp, so it
+                    // lands after all the work.
+                    dev.synchronize().map_err(err)?;
                     s.stamp(1);
                     dev.synchronize().map_err(err)?;
                     s.elapsed_ms()?
