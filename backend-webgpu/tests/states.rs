@@ -298,3 +298,29 @@ fn evals_while_the_gpu_is_busy_share_one_submit() {
     let got = heavy.item::<f32>().unwrap() as f64;
     assert!((got - want).abs() <= 1e-4 * want.abs(), "{got} vs {want}");
 }
+
+#[test]
+fn array_over_the_binding_limit_is_an_error() {
+    let Some((dev, be)) = gpu() else { return };
+    let limit = be.kernels().caps().max_storage_binding;
+    if limit > 512 << 20 {
+        eprintln!(
+            "binding limit {limit} bytes: too large to exceed cheaply in a test; not checked here"
+        );
+        return;
+    }
+    let n = (limit / 4) as usize + 1024;
+    let x = Array::from_slice_on(&vec![1.0f32; n], &[n], &dev).unwrap();
+    let e = wmx_core::add(&x, &x).unwrap().eval().unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("exceeds the device limit") && msg.contains(&limit.to_string()),
+        "{msg}"
+    );
+    // Smaller work on the same device still runs.
+    let y = Array::from_slice_on(&[1.0f32, 2.0], &[2], &dev).unwrap();
+    assert_eq!(
+        wmx_core::add(&y, &y).unwrap().to_vec::<f32>().unwrap(),
+        vec![2.0, 4.0]
+    );
+}
