@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what wmx's tour and tests need on a fresh Debian machine, skipping what
-# is already there. Sourced by tour.sh and test.sh; `--browser` adds the browser
-# test tools (chromium, chromedriver, wasm32 target, wasm-bindgen-cli).
+# is already there. Sourced by tour.sh and test.sh; `--browser` adds the test-only
+# tools (chromium, chromedriver, the wasm32, Apple and Windows targets, wasm-bindgen-cli).
 set -euo pipefail
 
 need_apt=()
@@ -39,6 +39,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ "${1:-}" = "--browser" ]; then
+  # Apple and Windows cannot run here; test.sh type-checks them (Metal, DX12 paths).
+  for t in aarch64-apple-darwin x86_64-pc-windows-msvc; do
+    rustup target list --installed 2>/dev/null | grep -q "$t" || rustup target add "$t"
+  done
   rustup target list --installed 2>/dev/null | grep -q wasm32-unknown-unknown \
     || rustup target add wasm32-unknown-unknown
   # wasm-bindgen-cli must match the wasm-bindgen version in Cargo.lock.

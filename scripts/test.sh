@@ -15,5 +15,8 @@ echo "== fmt";    cargo fmt --all -- --check
 echo "== clippy"; cargo clippy --workspace --all-targets -q -- -D warnings
 echo "== tests";  cargo test --workspace --all-targets
 echo "== doctests"; cargo test --workspace --doc
+echo "== type-check for Apple (Metal) and Windows (DX12)"
+cargo check -q -p wmx --target aarch64-apple-darwin
+cargo check -q -p wmx --target x86_64-pc-windows-msvc
 web/test.sh          # wasm + headless Chromium WebGPU, the demo page
 echo "== all tests passed"
