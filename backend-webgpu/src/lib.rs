@@ -518,10 +518,7 @@ impl Backend for WebGpuBackend {
     fn reduce(&self, op: ReduceOp, x: View<'_, GpuBuffer>, axes: &[usize]) -> Result<GpuBuffer> {
         let out_dtype = op.out_dtype(x.dtype);
         let x = self.input(&x)?;
-        let shape: Vec<usize> = (0..x.layout.ndim())
-            .filter(|i| !axes.contains(i))
-            .map(|i| x.layout.shape[i])
-            .collect();
+        let shape = wmx_core::layout::kept_shape(&x.layout.shape, axes);
         self.record(&shape, out_dtype, |b, o| {
             self.kernels.reduce(b, op.name(), &x.strided(), axes, o)
         })
@@ -534,8 +531,7 @@ impl Backend for WebGpuBackend {
         axis: usize,
     ) -> Result<GpuBuffer> {
         let x = self.input(&x)?;
-        let mut shape = x.layout.shape.clone();
-        shape.remove(axis);
+        let shape = wmx_core::layout::kept_shape(&x.layout.shape, &[axis]);
         self.record(&shape, DType::U32, |b, o| {
             self.kernels.arg_reduce(b, op.name(), &x.strided(), axis, o)
         })

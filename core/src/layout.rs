@@ -65,6 +65,14 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
     Ok(out)
 }
 
+/// The shape left after removing `axes` (the output shape of a reduction).
+pub fn kept_shape(shape: &[usize], axes: &[usize]) -> Vec<usize> {
+    (0..shape.len())
+        .filter(|i| !axes.contains(i))
+        .map(|i| shape[i])
+        .collect()
+}
+
 /// Normalises a possibly negative axis.
 pub fn normalize_axis(op: &'static str, axis: isize, ndim: usize) -> Result<usize> {
     let a = if axis < 0 { axis + ndim as isize } else { axis };

@@ -9,7 +9,7 @@ use crate::{
     ArgReduceOp, Array, BinaryOp, DType, Device, Error, Generator, Layout, OpKind, Primitive,
     ReduceOp, Result, UnaryOp, ViewOp,
     device::scoped_device,
-    layout::{broadcast_shapes, normalize_axes, normalize_axis, numel},
+    layout::{broadcast_shapes, kept_shape, normalize_axes, normalize_axis, numel},
 };
 
 fn op_device(first: &Array) -> Device {
@@ -570,10 +570,7 @@ fn keep_dims(r: Array, in_shape: &[usize], axes: &[usize], keepdims: bool) -> Re
 /// Reduces `axes` (`None`: all) with `op`; `keepdims` leaves them as size 1.
 pub fn reduce(op: ReduceOp, x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     let ax = resolve_axes(op.name(), x, axes)?;
-    let out_shape: Vec<usize> = (0..x.ndim())
-        .filter(|i| !ax.contains(i))
-        .map(|i| x.shape()[i])
-        .collect();
+    let out_shape = kept_shape(x.shape(), &ax);
     if matches!(op, ReduceOp::Max | ReduceOp::Min)
         && ax.iter().any(|&a| x.shape()[a] == 0)
         && numel(&out_shape) > 0
@@ -626,10 +623,7 @@ pub fn argmin(x: &Array, axis: isize, keepdims: bool) -> Result<Array> {
 
 fn arg_reduce(op: ArgReduceOp, x: &Array, axis: isize, keepdims: bool) -> Result<Array> {
     let a = normalize_axis(op.name(), axis, x.ndim())?;
-    let out_shape: Vec<usize> = (0..x.ndim())
-        .filter(|&i| i != a)
-        .map(|i| x.shape()[i])
-        .collect();
+    let out_shape = kept_shape(x.shape(), &[a]);
     if x.shape()[a] == 0 && numel(&out_shape) > 0 {
         return Err(Error::invalid(
             op.name(),

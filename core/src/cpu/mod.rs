@@ -614,11 +614,3 @@ impl Backend for CpuBackend {
         reduce::arg_reduce(op, x, axis)
     }
 }
-
-/// Shape left after removing `axes`.
-pub(crate) fn kept_shape(shape: &[usize], axes: &[usize]) -> Vec<usize> {
-    (0..shape.len())
-        .filter(|i| !axes.contains(i))
-        .map(|i| shape[i])
-        .collect()
-}

@@ -6,7 +6,8 @@
 //! both touch memory in order, with no per-element dynamic dispatch.
 
 use super::scalar::{Accum, Store, Wide, with_store};
-use super::{CpuBuffer, kept_shape, output, strided};
+use super::{CpuBuffer, output, strided};
+use crate::layout::kept_shape;
 use crate::{
     ArgReduceOp, Error, ReduceOp, Result, backend::View, layout::numel, layout::row_major_strides,
 };
