@@ -192,6 +192,26 @@ impl WebGpuBackend {
         self.shared.stats()
     }
 
+    /// Writes GPU timestamp `index` of `set` into the work being recorded, after
+    /// every kernel of the arrays evaluated so far and before later ones: a CUDA
+    /// event for profiling, with no round trip to the host. Resolve `set` after
+    /// [`Device::synchronize`](wmx_core::Device::synchronize). `Err` if the device
+    /// lacks `TIMESTAMP_QUERY_INSIDE_ENCODERS`.
+    pub fn write_timestamp(&self, set: &wgpu::QuerySet, index: u32) -> Result<()> {
+        self.check()?;
+        let need =
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        if !self.kernels.device().features().contains(need) {
+            return Err(Error::Backend {
+                backend: self.name.clone(),
+                msg: "timestamps need TIMESTAMP_QUERY_INSIDE_ENCODERS, which this device lacks"
+                    .into(),
+            });
+        }
+        self.batch.lock().unwrap().write_timestamp(set, index);
+        Ok(())
+    }
+
     /// Drops every cached (free) buffer of the pool.
     pub fn clear_cache(&self) {
         self.shared.pool().clear();

@@ -324,3 +324,99 @@ fn array_over_the_binding_limit_is_an_error() {
         vec![2.0, 4.0]
     );
 }
+
+/// Resolves timestamps 0 and 1 of `set` (after a synchronize) into ticks.
+fn stamps(be: &WebGpuBackend, set: &wgpu::QuerySet) -> (u64, u64) {
+    let dev = be.kernels().device();
+    let usage = |u| wgpu::BufferDescriptor {
+        label: None,
+        size: 16,
+        usage: u,
+        mapped_at_creation: false,
+    };
+    let resolve = dev.create_buffer(&usage(
+        wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+    ));
+    let read = dev.create_buffer(&usage(
+        wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+    ));
+    let mut enc = dev.create_command_encoder(&Default::default());
+    enc.resolve_query_set(set, 0..2, &resolve, 0);
+    enc.copy_buffer_to_buffer(&resolve, 0, &read, 0, 16);
+    be.kernels().queue().submit([enc.finish()]);
+    read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+    be.kernels().poll_wait();
+    let v = read.slice(..).get_mapped_range().unwrap();
+    let t = |i: usize| u64::from_le_bytes(v[i..i + 8].try_into().unwrap());
+    (t(0), t(8))
+}
+
+#[test]
+fn timestamps_are_recorded_in_the_stream() {
+    let Some((dev, be)) = gpu() else { return };
+    let need = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+    let features = be.kernels().device().features();
+    let set = features.contains(wgpu::Features::TIMESTAMP_QUERY).then(|| {
+        be.kernels()
+            .device()
+            .create_query_set(&wgpu::QuerySetDescriptor {
+                label: None,
+                ty: wgpu::QueryType::Timestamp,
+                count: 2,
+            })
+    });
+    let Some(set) = set else {
+        eprintln!("note: this adapter has no timestamps");
+        return;
+    };
+    if !features.contains(need) {
+        // Without the feature the call is a clear Err, not a validation error later.
+        let e = be.write_timestamp(&set, 0).unwrap_err();
+        assert!(
+            e.to_string().contains("TIMESTAMP_QUERY_INSIDE_ENCODERS"),
+            "{e}"
+        );
+        return;
+    }
+    let n = 1 << 18;
+    let xs = data(n, 3);
+    let x = Array::from_slice_on(&xs, &[n], &dev).unwrap();
+    x.eval().unwrap();
+    dev.synchronize().unwrap();
+    let before = be.stats();
+    be.write_timestamp(&set, 0).unwrap();
+    let mut r = x.clone();
+    for _ in 0..20 {
+        r = wmx_core::add(&wmx_core::multiply(&r, &x).unwrap(), &x).unwrap();
+    }
+    r.eval().unwrap();
+    be.write_timestamp(&set, 1).unwrap();
+    dev.synchronize().unwrap();
+    let s = be.stats();
+    // Stamp 0 goes out with the eval's kernels (the GPU was idle, so it submitted);
+    // stamp 1 with synchronize's submit.
+    assert_eq!(s.submits - before.submits, 2, "{s:?}");
+    let (t0, t1) = stamps(&be, &set);
+    assert!(t1 > t0, "the second stamp follows 40 kernels: {t0} .. {t1}");
+    // The result is still right (the stamps split the pass, not the work).
+    let got = r.to_vec::<f32>().unwrap();
+    let want = xs.iter().map(|&v| {
+        let mut a = v as f64;
+        for _ in 0..20 {
+            a = a * v as f64 + v as f64;
+        }
+        a
+    });
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            ((*g as f64) - w).abs() <= 1e-6 + 1e-5 * w.abs(),
+            "{i}: {g} vs {w}"
+        );
+    }
+    // A batch holding only a stamp is submitted and resolves too.
+    be.write_timestamp(&set, 0).unwrap();
+    be.write_timestamp(&set, 1).unwrap();
+    dev.synchronize().unwrap();
+    let (t0, t1) = stamps(&be, &set);
+    assert!(t1 >= t0, "{t0} .. {t1}");
+}

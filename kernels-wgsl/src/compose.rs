@@ -333,7 +333,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             writeln!(
                 p,
                 "fn op(a: CA) -> CO {{ return {}; }}",
-                ops::unary_expr(op, d.ct())
+                ops::unary_expr(op, d, UNARY)
             )
             .unwrap();
             files.extend([ELEMENTWISE, UNARY]);

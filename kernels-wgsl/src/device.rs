@@ -112,10 +112,19 @@ pub(crate) struct Dispatch {
     pub(crate) groups: [u32; 2],
 }
 
-/// Recorded dispatches; nothing runs until [`Kernels::submit`] or [`Kernels::encode`].
+/// A timestamp written between dispatches: before dispatch `at` (or after the last).
+struct Stamp {
+    at: usize,
+    set: wgpu::QuerySet,
+    index: u32,
+}
+
+/// Recorded dispatches (and timestamps between them); nothing runs until
+/// [`Kernels::submit`] or [`Kernels::encode`].
 #[derive(Default)]
 pub struct Batch {
     pub(crate) dispatches: Vec<Dispatch>,
+    stamps: Vec<Stamp>,
 }
 
 impl Batch {
@@ -127,9 +136,51 @@ impl Batch {
     pub fn len(&self) -> usize {
         self.dispatches.len()
     }
-    /// True if nothing was recorded.
+    /// True if nothing was recorded (no dispatch and no timestamp).
     pub fn is_empty(&self) -> bool {
-        self.dispatches.is_empty()
+        self.dispatches.is_empty() && self.stamps.is_empty()
+    }
+    /// Writes GPU timestamp `index` of `set` after the dispatches recorded so far
+    /// and before later ones, in the same submit: like a CUDA event, it measures the
+    /// GPU work between two stamps without a round trip to the host. Needs
+    /// `Features::TIMESTAMP_QUERY_INSIDE_ENCODERS` (else the submit returns `Err`).
+    pub fn write_timestamp(&mut self, set: &wgpu::QuerySet, index: u32) {
+        self.stamps.push(Stamp {
+            at: self.dispatches.len(),
+            set: set.clone(),
+            index,
+        });
+    }
+    /// Records the batch into `enc`: one compute pass per run of dispatches between
+    /// timestamps; `bind(i)` gives dispatch `i`'s bind group and parameter offset.
+    fn encode_passes<'b>(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        mut bind: impl FnMut(usize) -> (&'b wgpu::BindGroup, u32),
+    ) {
+        let n = self.dispatches.len();
+        let mut stamps = self.stamps.iter().peekable();
+        let mut i = 0;
+        loop {
+            while let Some(s) = stamps.next_if(|s| s.at <= i) {
+                enc.write_timestamp(&s.set, s.index);
+            }
+            if i == n {
+                break;
+            }
+            let end = stamps.peek().map_or(n, |s| s.at);
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("wmx-kernels"),
+                timestamp_writes: None,
+            });
+            for (j, d) in self.dispatches[i..end].iter().enumerate() {
+                let (bg, off) = bind(i + j);
+                pass.set_pipeline(&d.pipe.pipeline);
+                pass.set_bind_group(0, bg, &[off]);
+                pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
+            }
+            i = end;
+        }
     }
 }
 
@@ -778,24 +829,26 @@ impl Kernels {
             if st.bind_groups.len() > BIND_GROUP_CACHE {
                 st.bind_groups.clear();
             }
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("wmx-kernels"),
-                timestamp_writes: None,
-            });
-            for (d, off) in batch.dispatches.iter().zip(&st.offsets) {
-                let key = BindKey {
-                    layout: d.pipe.layout.clone(),
-                    params_size: params_binding(d.params.len()) as u32,
-                    buffers: key_buffers(&d.buffers),
-                };
-                let bg = st
-                    .bind_groups
-                    .entry(key)
-                    .or_insert_with(|| self.bind_group(d, &params));
-                pass.set_pipeline(&d.pipe.pipeline);
-                pass.set_bind_group(0, &*bg, &[*off]);
-                pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
-            }
+            // Bind groups first (cached by layout and buffers), then the passes.
+            let groups: Vec<wgpu::BindGroup> = batch
+                .dispatches
+                .iter()
+                .map(|d| {
+                    let key = BindKey {
+                        layout: d.pipe.layout.clone(),
+                        params_size: params_binding(d.params.len()) as u32,
+                        buffers: key_buffers(&d.buffers),
+                    };
+                    st.bind_groups
+                        .entry(key)
+                        .or_insert_with(|| self.bind_group(d, &params))
+                        .clone()
+                })
+                .collect();
+            let offsets = &st.offsets;
+            batch.encode_passes(&mut enc, |i| (&groups[i], offsets[i]));
+        } else {
+            batch.encode_passes(&mut enc, |_| unreachable!("no dispatches"));
         }
         let idx = self.inner.queue.submit([enc.finish()]);
         #[cfg(not(target_arch = "wasm32"))]
@@ -940,6 +993,7 @@ impl Kernels {
         let mut bytes = Vec::new();
         let total = self.layout_params(&batch, &mut offsets, &mut bytes);
         if total == 0 {
+            batch.encode_passes(encoder, |_| unreachable!("no dispatches"));
             return Ok(());
         }
         let params = self.inner.device.create_buffer(&wgpu::BufferDescriptor {
@@ -961,15 +1015,7 @@ impl Kernels {
             .iter()
             .map(|d| self.bind_group(d, &params))
             .collect();
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("wmx-kernels"),
-            timestamp_writes: None,
-        });
-        for ((d, bg), off) in batch.dispatches.iter().zip(&groups).zip(&offsets) {
-            pass.set_pipeline(&d.pipe.pipeline);
-            pass.set_bind_group(0, bg, &[*off]);
-            pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
-        }
+        batch.encode_passes(encoder, |i| (&groups[i], offsets[i]));
         Ok(())
     }
 

@@ -171,8 +171,16 @@ pub(crate) fn binary_expr(op: &str, ct: Ct) -> String {
     }
 }
 
-pub(crate) fn unary_expr(op: &str, ct: Ct) -> String {
-    let f = format!("{op}_{}", ct.wgsl());
+/// WGSL expression for unary `op` applied to `a` of dtype `d`. f16/bf16 inputs use `{op}_narrow` where `unary.wgsl` defines one: a cheaper f32
+/// function that is still accurate after rounding to the narrow type.
+pub(crate) fn unary_expr(op: &str, d: DType, unary_src: &str) -> String {
+    let narrow = format!("{op}_narrow");
+    let f = if matches!(d, DType::F16 | DType::BF16) && unary_src.contains(&format!("fn {narrow}("))
+    {
+        narrow
+    } else {
+        format!("{op}_{}", d.ct().wgsl())
+    };
     if unary_outputs_bool(op) {
         format!("select(0u, 1u, {f}(a))")
     } else {

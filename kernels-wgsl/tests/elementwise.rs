@@ -539,6 +539,62 @@ fn unary_all_ops_all_dtypes() {
     }
 }
 
+/// exp on every f16 and bf16 value (they use the driver's exp in f32, `exp_narrow`):
+/// each result is the correctly rounded one or its neighbour (1 ulp), NaN for NaN.
+#[test]
+fn exp_narrow_every_value() {
+    let Some(k) = k() else { return };
+    for d in [DType::F16, DType::BF16] {
+        if !k.supports(d) {
+            continue;
+        }
+        let bits: Vec<u8> = (0..=u16::MAX).flat_map(|b| b.to_le_bytes()).collect();
+        let vals = decode(&bits, d);
+        let x = k.upload(&bits).unwrap();
+        let out = out_buffer(k, vals.len(), d);
+        let shape = [vals.len()];
+        let mut batch = Batch::new();
+        let view = Strided {
+            buffer: &x,
+            dtype: d,
+            shape: &shape,
+            strides: &[1],
+            offset: 0,
+        };
+        let o = Contig {
+            buffer: &out,
+            dtype: d,
+            shape: &shape,
+        };
+        k.unary(&mut batch, "exp", &view, &o).unwrap();
+        k.submit(batch).unwrap();
+        let got = k.read_blocking(&out, 0, bits.len() as u64).unwrap();
+        let (mut off_by_one, mut worst) = (0, 0.0f64);
+        for (i, v) in vals.iter().enumerate() {
+            let want = round_to(v.exp(), d);
+            let g = u16::from_le_bytes([got[2 * i], got[2 * i + 1]]);
+            let w = u16::from_le_bytes(encode(&[want], d).try_into().unwrap());
+            if v.is_nan() {
+                assert!(
+                    decode(&g.to_le_bytes(), d)[0].is_nan(),
+                    "{d} exp({v}) not NaN"
+                );
+                continue;
+            }
+            if g != w {
+                // Finite positive results: adjacent bit patterns are adjacent values.
+                assert!(
+                    want.is_finite() && g.abs_diff(w) == 1,
+                    "{d} exp({v}): got bits {g:#06x}, want {w:#06x} ({want})"
+                );
+                off_by_one += 1;
+                worst = worst.max(v.abs());
+            }
+        }
+        println!("{d} exp: {off_by_one} of 65536 results 1 ulp off (largest |x| {worst})");
+    }
+}
+
 /// expm1, log1p, erf, tanh, sin keep relative accuracy near 0.
 #[test]
 fn unary_near_zero_accuracy() {

@@ -21,8 +21,11 @@
 //! move (inputs read once, output written once), as in `torch_ref.py`.
 //!
 //! - `wmx` path: each launch is a fresh graph (`wmx::add(&x, &y)` …) evaluated with
-//!   `eval()` and dropped (one submit per eval); the timestamps bracket all of them,
-//!   so CPU gaps between evals count, as launch gaps count in PyTorch's events.
+//!   `eval()` and dropped (at most one submit per eval); the timestamps go into the
+//!   backend's stream (`WebGpuBackend::write_timestamp`, like CUDA events) before
+//!   the first and after the last, so GPU gaps between evals count, as launch gaps
+//!   count in PyTorch's events. `submits_per_launch` records how many evals shared
+//!   a submit.
 //! - `kernels` path: the launches are recorded into one `Batch` (one compute pass)
 //!   and bracketed by timestamps in the same command encoder.
 //!
@@ -543,27 +546,31 @@ fn bench_wmx(
         // CPU time of the launches alone: far below the GPU time means the CPU runs
         // ahead and gaps on the GPU come from the submits themselves.
         let cpu_ms = std::cell::RefCell::new(Vec::new());
+        let submits = std::cell::RefCell::new(Vec::new());
+        let gpu = wmx::webgpu::backend(dev);
         let measure = || -> Res<f64> {
             dev.synchronize().map_err(err)?;
-            let ms = match stamps {
-                Some(s) => {
-                    s.stamp(0);
+            let ms = match (stamps, gpu) {
+                (Some(s), Some(g)) => {
+                    // In-stream stamps (like CUDA events): the first goes out with the
+                    // first eval's submit, the second after the last eval's kernels.
+                    let before = g.stats().submits;
+                    g.write_timestamp(&s.set, 0).map_err(err)?;
                     let t = Instant::now();
                     for _ in 0..iters {
                         run()?;
                     }
+                    g.write_timestamp(&s.set, 1).map_err(err)?;
                     cpu_ms
                         .borrow_mut()
                         .push(t.elapsed().as_secs_f64() * 1e3 / iters as f64);
-                    // Evals made while the GPU is busy share one submit (see
-                    // wmx-webgpu): submit and wait before the closing stamp, so it
-                    // lands after all the work.
                     dev.synchronize().map_err(err)?;
-                    s.stamp(1);
-                    dev.synchronize().map_err(err)?;
+                    submits
+                        .borrow_mut()
+                        .push((g.stats().submits - before) as f64 / iters as f64);
                     s.elapsed_ms()?
                 }
-                None => {
+                _ => {
                     let t = Instant::now();
                     for _ in 0..iters {
                         run()?;
@@ -580,6 +587,8 @@ fn bench_wmx(
         if !cpu.is_empty() {
             let last = rows.last_mut().expect("pushed above");
             last.extra.push(("cpu_ms", median(cpu)));
+            last.extra
+                .push(("submits_per_launch", median(submits.into_inner())));
         }
     }
     Ok(())
