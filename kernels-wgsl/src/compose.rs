@@ -286,6 +286,21 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             "fn ld_{l}(i: u32) -> C{up} {{ return ex_{ex}(w{l}(i >> L{up}), i & ((1u << L{up}) - 1u)); }}"
         )
         .unwrap();
+        // Both elements of a 16-bit word at once (the elementwise kernels' pair path;
+        // a placeholder that is never called for other widths).
+        if d.log_epw() == 1 {
+            writeln!(
+                p,
+                "fn x2{l}(w: u32) -> vec2<C{up}> {{ return x2_{ex}(w); }}"
+            )
+            .unwrap();
+        } else {
+            writeln!(
+                p,
+                "fn x2{l}(w: u32) -> vec2<C{up}> {{ return vec2<C{up}>(x{l}(w, 0u), x{l}(w, 1u)); }}"
+            )
+            .unwrap();
+        }
     }
     if !reduce {
         writeln!(p, "alias CO = {};", out_ct.wgsl()).unwrap();
@@ -296,6 +311,16 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             ex_name(spec.output, raw)
         )
         .unwrap();
+        if spec.output.log_epw() == 1 {
+            writeln!(
+                p,
+                "fn st2_o(v: vec2<CO>) -> u32 {{ return st2_{}(v); }}",
+                ex_name(spec.output, raw)
+            )
+            .unwrap();
+        } else {
+            p.push_str("fn st2_o(v: vec2<CO>) -> u32 { return st_o(v.x); } // never called\n");
+        }
     }
     if uses_f16 {
         // f16 element <-> f32: by hand (exact everywhere) or by the hardware where
@@ -303,12 +328,16 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
         if t.f16 {
             p.push_str(
                 "fn ex_f16(w: u32, j: u32) -> f32 { let h = unpack2x16float(w); return select(h.x, h.y, j != 0u); }\n\
-                 fn st_f16(v: f32) -> u32 { return pack2x16float(vec2<f32>(v, 0.0)); }\n",
+                 fn st_f16(v: f32) -> u32 { return pack2x16float(vec2<f32>(v, 0.0)); }\n\
+                 fn x2_f16(w: u32) -> vec2<f32> { return unpack2x16float(w); }\n\
+                 fn st2_f16(v: vec2<f32>) -> u32 { return pack2x16float(v); }\n",
             );
         } else {
             p.push_str(
                 "fn ex_f16(w: u32, j: u32) -> f32 { return f16_val((w >> (j << 4u)) & 0xffffu); }\n\
-                 fn st_f16(v: f32) -> u32 { return f16_bits(v); }\n",
+                 fn st_f16(v: f32) -> u32 { return f16_bits(v); }\n\
+                 fn x2_f16(w: u32) -> vec2<f32> { return vec2<f32>(f16_val(w & 0xffffu), f16_val(w >> 16u)); }\n\
+                 fn st2_f16(v: vec2<f32>) -> u32 { return f16_bits(v.x) | (f16_bits(v.y) << 16u); }\n",
             );
         }
     }

@@ -114,6 +114,9 @@ fn ex_bf16(w: u32, j: u32) -> f32 { return bf16_val((w >> (j << 4u)) & 0xffffu);
 fn ex_u16(w: u32, j: u32) -> u32 { return (w >> (j << 4u)) & 0xffffu; }
 fn ex_u8(w: u32, j: u32) -> u32 { return (w >> (j << 3u)) & 0xffu; }
 fn ex_bool(w: u32, j: u32) -> u32 { return (w >> (j << 3u)) & 0xffu; }
+// Both elements of a 16-bit word (x2_f16/st2_f16 come from the prelude too).
+fn x2_bf16(w: u32) -> vec2<f32> { return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u)); }
+fn x2_u16(w: u32) -> vec2<u32> { return vec2<u32>(w & 0xffffu, w >> 16u); }
 
 // Compute value -> storage bits (in the low bits of the result).
 fn st_f32(v: f32) -> u32 { return bitcast<u32>(v); }
@@ -123,6 +126,8 @@ fn st_bf16(v: f32) -> u32 { return bf16_bits(v); }
 fn st_u16(v: u32) -> u32 { return v & 0xffffu; }
 fn st_u8(v: u32) -> u32 { return v & 0xffu; }
 fn st_bool(v: u32) -> u32 { return select(0u, 1u, v != 0u); }
+fn st2_bf16(v: vec2<f32>) -> u32 { return bf16_bits(v.x) | (bf16_bits(v.y) << 16u); }
+fn st2_u16(v: vec2<u32>) -> u32 { return (v.x & 0xffffu) | (v.y << 16u); }
 
 // Integer to f32 rounded to odd (an inexact result is truncated toward zero and
 // gets an odd last bit), so a second rounding to f16/bf16 is the correct single

@@ -37,6 +37,18 @@ fn contig1(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) 
         var av = vec4<u32>();
         if (MODE_A == 1u && full) { av = va((oa >> (LA + 2u)) + v); }
         var r = vec4<u32>();
+        if (LO == 1u && full) {
+            // 16-bit elements in pairs: one unpack/pack per word (f16: one
+            // unpack2x16float and one pack2x16float) and no per-element masking.
+            for (var k = 0u; k < 4u; k++) {
+                let i = i0 + 2u * k;
+                var a = vec2<CA>(a0, a0);
+                if (MODE_A == 1u) { a = x2a(av[k]); } else if (MODE_A != 0u) { a = vec2<CA>(ld_a(oa + i), ld_a(oa + i + 1u)); }
+                r[k] = st2_o(vec2<CO>(op(a.x), op(a.y)));
+            }
+            O[v] = r;
+            continue;
+        }
         if (!full) { r = O[v]; }
         for (var k = 0u; k < 4u; k++) {
             var word = r[k];
@@ -73,6 +85,18 @@ fn contig2(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) 
         if (MODE_A == 1u && full) { av = va((oa >> (LA + 2u)) + v); }
         if (MODE_B == 1u && full) { bv = vb((ob >> (LB + 2u)) + v); }
         var r = vec4<u32>();
+        if (LO == 1u && full) {
+            for (var k = 0u; k < 4u; k++) {
+                let i = i0 + 2u * k;
+                var a = vec2<CA>(a0, a0);
+                var b = vec2<CB>(b0, b0);
+                if (MODE_A == 1u) { a = x2a(av[k]); } else if (MODE_A != 0u) { a = vec2<CA>(ld_a(oa + i), ld_a(oa + i + 1u)); }
+                if (MODE_B == 1u) { b = x2b(bv[k]); } else if (MODE_B != 0u) { b = vec2<CB>(ld_b(ob + i), ld_b(ob + i + 1u)); }
+                r[k] = st2_o(vec2<CO>(op(a.x, b.x), op(a.y, b.y)));
+            }
+            O[v] = r;
+            continue;
+        }
         if (!full) { r = O[v]; }
         for (var k = 0u; k < 4u; k++) {
             var word = r[k];
@@ -116,6 +140,20 @@ fn contig3(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) 
         if (MODE_B == 1u && full) { bv = vb((ob >> (LB + 2u)) + v); }
         if (MODE_C == 1u && full) { cv = vc((oc >> (LC + 2u)) + v); }
         var r = vec4<u32>();
+        if (LO == 1u && full) {
+            for (var k = 0u; k < 4u; k++) {
+                let i = i0 + 2u * k;
+                var a = vec2<CA>(a0, a0);
+                var b = vec2<CB>(b0, b0);
+                var c = vec2<CC>(c0, c0);
+                if (MODE_A == 1u) { a = x2a(av[k]); } else if (MODE_A != 0u) { a = vec2<CA>(ld_a(oa + i), ld_a(oa + i + 1u)); }
+                if (MODE_B == 1u) { b = x2b(bv[k]); } else if (MODE_B != 0u) { b = vec2<CB>(ld_b(ob + i), ld_b(ob + i + 1u)); }
+                if (MODE_C == 1u) { c = x2c(cv[k]); } else if (MODE_C != 0u) { c = vec2<CC>(ld_c(oc + i), ld_c(oc + i + 1u)); }
+                r[k] = st2_o(vec2<CO>(op(a.x, b.x, c.x), op(a.y, b.y, c.y)));
+            }
+            O[v] = r;
+            continue;
+        }
         if (!full) { r = O[v]; }
         for (var k = 0u; k < 4u; k++) {
             var word = r[k];
