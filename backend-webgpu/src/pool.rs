@@ -1,6 +1,6 @@
 //! GPU buffer pool, counters and the error slot shared by the backend and its buffers.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use wmx_core::backend::size_class;
 use wmx_kernels as k;
@@ -47,8 +47,8 @@ impl Pool {
     fn new(kernels: k::Kernels) -> Pool {
         Pool {
             kernels,
-            free: HashMap::new(),
-            recent: HashMap::new(),
+            free: HashMap::default(),
+            recent: HashMap::default(),
             order: Vec::new(),
             cached: 0,
             limit: 1 << 30,

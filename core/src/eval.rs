@@ -1,7 +1,7 @@
 //! Evaluation of the lazy graph.
 
 use crate::{Array, Buffer, Device, Primitive, Result, array::State, backend::DynView};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Computes `outputs` and everything they need that is not computed yet.
 ///
@@ -11,16 +11,11 @@ use std::collections::HashMap;
 /// to it, its buffer goes back then). Every device used is flushed once at the end.
 /// On error, nodes computed so far keep their data and the rest stay pending.
 pub fn eval(outputs: &[Array]) -> Result<()> {
-    let order = topo_order(outputs);
+    let (order, index) = topo_order(outputs);
     if order.is_empty() {
         return Ok(());
     }
     // Pending consumers of each node within this eval; outputs are never released.
-    let index: HashMap<*const (), usize> = order
-        .iter()
-        .enumerate()
-        .map(|(i, (a, _))| (key(a), i))
-        .collect();
     let mut uses = vec![0usize; order.len()];
     for (_, inputs) in &order {
         for inp in inputs {
@@ -35,7 +30,7 @@ pub fn eval(outputs: &[Array]) -> Result<()> {
         }
     }
 
-    let mut slots: Vec<Option<(Array, Vec<Array>)>> = order.into_iter().map(Some).collect();
+    let mut slots: Vec<Option<Step>> = order.into_iter().map(Some).collect();
     let mut devices: Vec<Device> = Vec::new();
     let mut result = Ok(());
     for i in 0..slots.len() {
@@ -74,40 +69,48 @@ fn key(a: &Array) -> *const () {
     std::sync::Arc::as_ptr(&a.0) as *const ()
 }
 
+/// A pending node and its inputs.
+type Step = (Array, Vec<Array>);
+
 /// Pending nodes reachable from `outputs`, inputs before consumers, each with its
-/// inputs (cloned handles, so computing one node never locks another).
-fn topo_order(outputs: &[Array]) -> Vec<(Array, Vec<Array>)> {
+/// inputs (cloned handles, so computing one node never locks another), and each
+/// node's position in that order (pointer-keyed, FxHash: hashed several times per
+/// node).
+fn topo_order(outputs: &[Array]) -> (Vec<Step>, FxHashMap<*const (), usize>) {
     let mut order = Vec::new();
-    let mut seen: HashMap<*const (), ()> = HashMap::new();
+    // usize::MAX while a node is on the stack, then its position in `order`.
+    let mut index: FxHashMap<*const (), usize> = FxHashMap::default();
     // (node, its pending inputs, next input to visit)
     let mut stack: Vec<(Array, Vec<Array>, usize)> = Vec::new();
     for out in outputs {
-        if seen.contains_key(&key(out)) {
+        if index.contains_key(&key(out)) {
             continue;
         }
         let Some(inputs) = pending_inputs(out) else {
             continue;
         };
-        seen.insert(key(out), ());
+        index.insert(key(out), usize::MAX);
         stack.push((out.clone(), inputs, 0));
         while let Some((_, inputs, next)) = stack.last_mut() {
             if *next < inputs.len() {
-                let child = inputs[*next].clone();
+                let child = &inputs[*next];
                 *next += 1;
-                if seen.contains_key(&key(&child)) {
+                if index.contains_key(&key(child)) {
                     continue;
                 }
-                if let Some(ci) = pending_inputs(&child) {
-                    seen.insert(key(&child), ());
+                if let Some(ci) = pending_inputs(child) {
+                    let child = child.clone();
+                    index.insert(key(&child), usize::MAX);
                     stack.push((child, ci, 0));
                 }
             } else {
                 let (node, inputs, _) = stack.pop().unwrap();
+                index.insert(key(&node), order.len());
                 order.push((node, inputs));
             }
         }
     }
-    order
+    (order, index)
 }
 
 fn pending_inputs(a: &Array) -> Option<Vec<Array>> {

@@ -106,8 +106,8 @@ pub(crate) struct Pipe {
 
 pub(crate) struct Dispatch {
     pub(crate) pipe: Arc<Pipe>,
-    /// Bindings 1.. (output, then inputs).
-    pub(crate) buffers: Vec<wgpu::Buffer>,
+    /// Bindings 1.. (output, then inputs); `None` past the last.
+    pub(crate) buffers: [Option<wgpu::Buffer>; 4],
     pub(crate) params: Vec<u32>,
     pub(crate) groups: [u32; 2],
 }
@@ -258,39 +258,9 @@ impl PipeCache {
     }
 }
 
-/// FxHash (rustc's hasher): the pipeline and bind-group lookups run per dispatch and
-/// their keys are small; SipHash's DoS resistance buys nothing here.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct Fx(u64);
-
-impl std::hash::Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..c.len()].copy_from_slice(c);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64);
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(v as u64);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-    fn finish(&self) -> u64 {
-        // The product's high bits are the well-mixed ones; the table indexes with the
-        // low bits (rustc-hash 2 rotates the same way).
-        self.0.rotate_left(26)
-    }
-}
-
-pub(crate) type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+/// rustc's FxHash: the pipeline and bind-group lookups run per dispatch and their
+/// keys are small; SipHash's DoS resistance buys nothing here.
+pub(crate) type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// The kernel library on one device. Cheap to clone (shared inside).
 #[derive(Clone)]
@@ -788,15 +758,19 @@ impl Kernels {
         &self,
         b: &mut Batch,
         spec: &ModuleSpec,
-        buffers: Vec<wgpu::Buffer>,
+        buffers: impl IntoIterator<Item = wgpu::Buffer>,
         params: Vec<u32>,
         groups: u64,
     ) -> Result<()> {
         let pipe = self.pipeline(spec)?;
         let groups = self.grid(groups);
+        let mut bound: [Option<wgpu::Buffer>; 4] = Default::default();
+        for (slot, buf) in bound.iter_mut().zip(buffers) {
+            *slot = Some(buf);
+        }
         b.dispatches.push(Dispatch {
             pipe,
-            buffers,
+            buffers: bound,
             params,
             groups,
         });
@@ -837,7 +811,7 @@ impl Kernels {
                     let key = BindKey {
                         layout: d.pipe.layout.clone(),
                         params_size: params_binding(d.params.len()) as u32,
-                        buffers: key_buffers(&d.buffers),
+                        buffers: d.buffers.clone(),
                     };
                     st.bind_groups
                         .entry(key)
@@ -961,7 +935,7 @@ impl Kernels {
     }
 
     fn bind_group(&self, d: &Dispatch, params: &wgpu::Buffer) -> wgpu::BindGroup {
-        let mut entries = Vec::with_capacity(1 + d.buffers.len());
+        let mut entries = Vec::with_capacity(5);
         entries.push(wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -970,7 +944,7 @@ impl Kernels {
                 size: NonZeroU64::new(params_binding(d.params.len()) as u64),
             }),
         });
-        for (i, buf) in d.buffers.iter().enumerate() {
+        for (i, buf) in d.buffers.iter().flatten().enumerate() {
             entries.push(wgpu::BindGroupEntry {
                 binding: 1 + i as u32,
                 resource: buf.as_entire_binding(),
@@ -1177,8 +1151,4 @@ fn next_down(x: f32) -> f32 {
 /// Bytes bound for a parameter list of `words` words.
 fn params_binding(words: usize) -> usize {
     (words.max(1) * 4).next_power_of_two().max(PARAM_BINDING)
-}
-
-fn key_buffers(b: &[wgpu::Buffer]) -> [Option<wgpu::Buffer>; 4] {
-    std::array::from_fn(|i| b.get(i).cloned())
 }

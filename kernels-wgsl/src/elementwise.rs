@@ -161,7 +161,7 @@ impl Kernels {
         };
         let params = vec![n as u32, extra, s[0], s[1]];
         let groups = nv.div_ceil(self.wg() as u64).min(MAX_GROUPS);
-        self.record(b, &spec, vec![out.buffer.clone()], params, groups)
+        self.record(b, &spec, [out.buffer.clone()], params, groups)
     }
 
     pub(crate) fn elementwise(
@@ -185,9 +185,9 @@ impl Kernels {
             }
         }
         check_out(out)?;
-        let mut hi = Vec::with_capacity(inputs.len());
-        for x in inputs {
-            hi.push(check_view(x, "input")?);
+        let mut hi = [0u64; 3];
+        for (k, x) in inputs.iter().enumerate() {
+            hi[k] = check_view(x, "input")?;
         }
         let n = out.numel();
         let spec_dtypes: Vec<DType> = inputs.iter().map(|x| x.dtype).collect();
@@ -197,11 +197,23 @@ impl Kernels {
             crate::compose::compose(&spec)?;
             return Ok(());
         }
-        let out_strides = contiguous_strides(out.shape);
-        let mut all: Vec<&[isize]> = vec![&out_strides];
-        all.extend(inputs.iter().map(|x| x.strides));
-        let (shape, strides) = collapse(out.shape, &all);
-        let rank = shape.len();
+        // Dense or broadcast-scalar inputs (the common case) are classified from
+        // their strides directly; others need the collapsed dims.
+        let mut kinds = [Some(true); 3];
+        for (k, x) in inputs.iter().enumerate() {
+            kinds[k] = dense_or_scalar(x.shape, x.strides);
+        }
+        let collapsed = || {
+            let out_strides = contiguous_strides(out.shape);
+            let mut all: Vec<&[isize]> = vec![&out_strides];
+            all.extend(inputs.iter().map(|x| x.strides));
+            collapse(out.shape, &all)
+        };
+        let mut general = if kinds[..inputs.len()].iter().all(Option::is_some) {
+            None
+        } else {
+            Some(collapsed())
+        };
         let od = out.dtype;
         let blk = 4 * od.epw();
         let nv = n.div_ceil(blk) as u64;
@@ -211,9 +223,18 @@ impl Kernels {
         let mut contig_ok = out.buffer.size() >= nv * 16;
         let mut alias = 0u8;
         for (k, x) in inputs.iter().enumerate() {
-            let st = &strides[k + 1];
-            let scalar = st.iter().all(|s| *s == 0);
-            let contiguous = rank == 0 || (rank == 1 && st[0] == 1);
+            let (scalar, contiguous) = match (&general, kinds[k]) {
+                (None, Some(scalar)) => (scalar, true),
+                (Some((shape, strides)), _) => {
+                    let st = &strides[k + 1];
+                    let rank = shape.len();
+                    (
+                        st.iter().all(|s| *s == 0),
+                        rank == 0 || (rank == 1 && st[0] == 1),
+                    )
+                }
+                (None, None) => unreachable!("collapsed when an input is not dense"),
+            };
             modes[k] = if scalar {
                 InputMode::Scalar
             } else if contiguous {
@@ -264,6 +285,8 @@ impl Kernels {
         let items = if contig_ok {
             nv
         } else {
+            let (shape, strides) = general.get_or_insert_with(collapsed);
+            let rank = shape.len();
             params[1] = rank as u32;
             params.extend(shape.iter().map(|d| *d as u32));
             for st in &strides[1..] {
@@ -271,16 +294,16 @@ impl Kernels {
             }
             n.div_ceil(od.epw()) as u64
         };
-        let mut buffers = vec![out.buffer.clone()];
-        for (k, x) in inputs.iter().enumerate() {
-            buffers.push(if alias & (1 << k) != 0 {
+        let buffers = inputs.iter().enumerate().map(|(k, x)| {
+            if alias & (1 << k) != 0 {
                 self.inner.dummy.clone()
             } else {
                 x.buffer.clone()
-            });
-        }
+            }
+        });
         let groups = items.div_ceil(self.wg() as u64).min(MAX_GROUPS);
-        self.record(b, &spec, buffers, params, groups)
+        let out_buf = std::iter::once(out.buffer.clone());
+        self.record(b, &spec, out_buf.chain(buffers), params, groups)
     }
 
     pub(crate) fn spec(
@@ -301,6 +324,28 @@ impl Kernels {
             alias,
             target: self.inner.target,
         }
+    }
+}
+
+/// `Some(true)` if every stride over a dim longer than 1 is zero (a broadcast
+/// scalar), `Some(false)` if the view is row-major contiguous over those dims, `None`
+/// otherwise (the caller collapses dims).
+fn dense_or_scalar(shape: &[usize], strides: &[isize]) -> Option<bool> {
+    let (mut scalar, mut dense, mut expect) = (true, true, 1isize);
+    for (&d, &s) in shape.iter().zip(strides).rev() {
+        if d == 1 {
+            continue;
+        }
+        scalar &= s == 0;
+        dense &= s == expect;
+        expect = expect.wrapping_mul(d as isize);
+    }
+    if scalar {
+        Some(true)
+    } else if dense {
+        Some(false)
+    } else {
+        None
     }
 }
 

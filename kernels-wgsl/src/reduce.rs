@@ -191,7 +191,7 @@ impl Kernels {
                 self.record(
                     b,
                     &spec(x.dtype, rows),
-                    vec![target.clone(), x.buffer.clone()],
+                    [target.clone(), x.buffer.clone()],
                     params,
                     plan.k,
                 )?;
@@ -201,7 +201,7 @@ impl Kernels {
                 self.record(
                     b,
                     &spec(x.dtype, rows),
-                    vec![partial.clone(), x.buffer.clone()],
+                    [partial.clone(), x.buffer.clone()],
                     params,
                     plan.k * s,
                 )?;
@@ -219,7 +219,7 @@ impl Kernels {
                 self.record(
                     b,
                     &spec(acc, Variant::RowsVec),
-                    vec![target.clone(), partial],
+                    [target.clone(), partial],
                     params,
                     plan.k,
                 )?;
@@ -230,7 +230,7 @@ impl Kernels {
             self.record(
                 b,
                 &spec(x.dtype, Variant::ColsVec),
-                vec![target.clone(), x.buffer.clone()],
+                [target.clone(), x.buffer.clone()],
                 params,
                 plan.k.div_ceil(per_group),
             )?;
@@ -239,7 +239,7 @@ impl Kernels {
             self.record(
                 b,
                 &spec(x.dtype, Variant::Cols),
-                vec![target.clone(), x.buffer.clone()],
+                [target.clone(), x.buffer.clone()],
                 params,
                 plan.k.div_ceil(TX),
             )?;
@@ -312,7 +312,7 @@ impl Kernels {
         self.record(
             b,
             &spec,
-            vec![out.buffer.clone(), x.buffer.clone()],
+            [out.buffer.clone(), x.buffer.clone()],
             params,
             groups,
         )

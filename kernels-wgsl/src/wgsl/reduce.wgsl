@@ -258,6 +258,8 @@ fn arg_cols(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
     }
 }
 
+fn pair(h: vec2<CA>) -> ACC { return combine(acc_load(h.x), acc_load(h.y)); }
+
 // Rows whose reduced elements are contiguous (rank_r 1, stride 1) and a vec4-padded
 // input: vec4<u32> loads, two in flight per iteration, one accumulator per lane;
 // the unaligned head and tail of each chunk are read element by element.
@@ -292,6 +294,19 @@ fn reduce_rows_v(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgrou
             for (; v + WG < v1; v += 2u * WG) {
                 let p = va(v);
                 let q = va(v + WG);
+                if (LA == 1u) {
+                    // 16-bit elements: both halves of a word at once (one unpack for
+                    // f16), combined with each other first: shorter dependency chains.
+                    a0 = combine(a0, pair(x2a(p.x)));
+                    a1 = combine(a1, pair(x2a(p.y)));
+                    a2 = combine(a2, pair(x2a(p.z)));
+                    a3 = combine(a3, pair(x2a(p.w)));
+                    a0 = combine(a0, pair(x2a(q.x)));
+                    a1 = combine(a1, pair(x2a(q.y)));
+                    a2 = combine(a2, pair(x2a(q.z)));
+                    a3 = combine(a3, pair(x2a(q.w)));
+                    continue;
+                }
                 for (var j = 0u; j < epw; j++) {
                     a0 = combine(a0, acc_load(xa(p.x, j)));
                     a1 = combine(a1, acc_load(xa(p.y, j)));
