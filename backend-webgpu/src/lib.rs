@@ -15,10 +15,13 @@
 //! batch is submitted once at the end of an eval (or when it grows past
 //! [`MAX_BATCH`] dispatches, or before a read). If the GPU is still busy with
 //! earlier work at the end of an eval, the batch stays open and the next evals
-//! add to it: it is submitted by the first eval that finds the GPU idle, by a
-//! read, by `synchronize`, or at `MAX_BATCH` (submits queue behind each other
-//! anyway, and each costs GPU time), so there is never more than one submit per eval. Output buffers come from a pool
-//! of size classes (no zero-fill, no allocation in steady state).
+//! add to it (each submit costs GPU time: wgpu's Vulkan queue chains submits on a
+//! semaphore). It is submitted by the first eval that finds the GPU idle, or that
+//! finds one submit running and the batch at least as long as that one (so the
+//! next batch is queued before the GPU runs dry, and batches double), by a read,
+//! by `synchronize`, or at `MAX_BATCH`; never more than one submit per eval.
+//! Output buffers come from a pool of size classes (no zero-fill, no allocation in
+//! steady state).
 //!
 //! # Threads
 //! The backend is `Send + Sync`; arrays may be built and evaluated from several
@@ -29,6 +32,7 @@ mod pool;
 
 use futures::future::BoxFuture;
 use pool::Shared;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use wmx_core::{
     ArgReduceOp, Array, Backend, BinaryOp, DType, Device, DeviceKind, Error, Generator, Layout,
@@ -101,6 +105,11 @@ pub struct WebGpuBackend {
     shared: Arc<Shared>,
     batch: Mutex<k::Batch>,
     name: String,
+    /// Submits not yet finished on the GPU (decremented by wgpu's completion
+    /// callbacks, which run inside `poll`).
+    in_flight: Arc<AtomicUsize>,
+    /// Dispatches in the last submit.
+    last_len: AtomicUsize,
 }
 
 fn kerr(e: k::Error) -> Error {
@@ -179,6 +188,8 @@ impl WebGpuBackend {
             shared,
             batch: Mutex::new(k::Batch::default()),
             name,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            last_len: AtomicUsize::new(0),
         }
     }
 
@@ -297,23 +308,35 @@ impl WebGpuBackend {
         }
         let b = std::mem::take(batch);
         self.shared.count_submit(b.len());
+        self.last_len.store(b.len(), Ordering::Relaxed);
         self.kernels.submit(b).map_err(kerr)?;
+        let in_flight = self.in_flight.clone();
+        in_flight.fetch_add(1, Ordering::AcqRel);
+        self.kernels.queue().on_submitted_work_done(move || {
+            in_flight.fetch_sub(1, Ordering::AcqRel);
+        });
         self.shared.pool().batch_done();
         self.check()
     }
 
-    /// True when no submitted work is still running (always on wasm, where the
-    /// browser schedules submits itself).
-    fn gpu_idle(&self) -> bool {
+    /// Whether an eval that ends with `open` dispatches recorded should submit them
+    /// now: when the GPU is idle, or runs one submit no longer than this batch (it
+    /// is queued behind, so the GPU does not run dry). Always on wasm, where the
+    /// browser schedules submits itself.
+    fn submit_now(&self, open: usize) -> bool {
         #[cfg(not(target_arch = "wasm32"))]
         {
-            matches!(
-                self.kernels.device().poll(wgpu::PollType::Poll),
-                Ok(wgpu::PollStatus::QueueEmpty)
-            )
+            // Runs the completion callbacks of finished submits.
+            let _ = self.kernels.device().poll(wgpu::PollType::Poll);
+            match self.in_flight.load(Ordering::Acquire) {
+                0 => true,
+                1 => open >= self.last_len.load(Ordering::Relaxed),
+                _ => false,
+            }
         }
         #[cfg(target_arch = "wasm32")]
         {
+            let _ = open;
             true
         }
     }
@@ -436,12 +459,10 @@ impl Backend for WebGpuBackend {
         if batch.is_empty() {
             return Ok(());
         }
-        // While the GPU still runs earlier work a submit would only queue behind it,
-        // and each costs ~16 µs of GPU time on its own (wgpu's Vulkan queue chains
-        // submits on a semaphore). So keep recording: the merged work is submitted
-        // by the first eval that finds the GPU idle, by a read or synchronize, or at
-        // MAX_BATCH dispatches. At most one submit per eval either way.
-        if batch.len() < MAX_BATCH && !self.gpu_idle() {
+        // Each submit costs ~14 µs of GPU time on its own (wgpu's Vulkan queue chains
+        // submits on a semaphore), so while the GPU is busy keep recording (see the
+        // crate docs, "Execution"). At most one submit per eval either way.
+        if batch.len() < MAX_BATCH && !self.submit_now(batch.len()) {
             return self.check();
         }
         self.submit(&mut batch)
