@@ -291,6 +291,23 @@ fn reduce_rows_v(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgrou
         for (var e = e0 + lid.x; e < h1; e += WG) { a0 = combine(a0, acc_load(ld_a(e))); }
         if (v0 < v1) {
             var v = v0 + lid.x;
+            if (LA == 1u) {
+                // 16-bit elements: twice the ALU work per load, so four loads in flight.
+                for (; v + 3u * WG < v1; v += 4u * WG) {
+                    let p = va(v);
+                    let q = va(v + WG);
+                    let r = va(v + 2u * WG);
+                    let t = va(v + 3u * WG);
+                    a0 = combine(a0, combine(pair(x2a(p.x)), pair(x2a(r.x))));
+                    a1 = combine(a1, combine(pair(x2a(p.y)), pair(x2a(r.y))));
+                    a2 = combine(a2, combine(pair(x2a(p.z)), pair(x2a(r.z))));
+                    a3 = combine(a3, combine(pair(x2a(p.w)), pair(x2a(r.w))));
+                    a0 = combine(a0, combine(pair(x2a(q.x)), pair(x2a(t.x))));
+                    a1 = combine(a1, combine(pair(x2a(q.y)), pair(x2a(t.y))));
+                    a2 = combine(a2, combine(pair(x2a(q.z)), pair(x2a(t.z))));
+                    a3 = combine(a3, combine(pair(x2a(q.w)), pair(x2a(t.w))));
+                }
+            }
             for (; v + WG < v1; v += 2u * WG) {
                 let p = va(v);
                 let q = va(v + WG);
