@@ -213,7 +213,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     let t = &spec.target;
     let reduce = matches!(spec.family, Family::Reduce | Family::ArgReduce);
     let uses_f16 = !(spec.family == Family::Copy && spec.inputs.first() == Some(&spec.output))
-        && (spec.inputs.contains(&DType::F16) || (!reduce && spec.output == DType::F16));
+        && (spec.inputs.contains(&DType::F16) || spec.output == DType::F16);
     if reduce && t.subgroups && t.subgroup_directive {
         p.push_str("enable subgroups;\n");
     }
@@ -446,7 +446,12 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             } else {
                 d.acc()
             };
-            check_out(spec, acc)?;
+            // f32 accumulators may be stored rounded to f16/bf16, one value per word
+            // (the caller gives each result its own word: single-output reductions).
+            let narrow = acc == DType::F32 && matches!(spec.output, DType::F16 | DType::BF16);
+            if !narrow {
+                check_out(spec, acc)?;
+            }
             let a = acc.ct().wgsl();
             writeln!(p, "alias ACC = {a};").unwrap();
             writeln!(
@@ -467,7 +472,16 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
                 "fn combine(a: ACC, b: ACC) -> ACC {{ return r{op}_{a}(a, b); }}"
             )
             .unwrap();
-            writeln!(p, "fn st_acc(v: ACC) -> u32 {{ return bitcast<u32>(v); }}").unwrap();
+            if narrow {
+                writeln!(
+                    p,
+                    "fn st_acc(v: ACC) -> u32 {{ return st_{}(v); }}",
+                    spec.output.storage()
+                )
+                .unwrap();
+            } else {
+                writeln!(p, "fn st_acc(v: ACC) -> u32 {{ return bitcast<u32>(v); }}").unwrap();
+            }
             let wg = if t.subgroups {
                 "wg_reduce_sg"
             } else {
@@ -760,6 +774,16 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
                 Variant::ColsVec,
             ] {
                 v.push(spec(Family::Reduce, op, vec![d], acc, var));
+            }
+            // Single f16/bf16 results stored by the final row pass itself.
+            if d.is_float() && d != DType::F32 && !matches!(*op, "all" | "any") {
+                for (input, var) in [
+                    (d, Variant::Rows),
+                    (d, Variant::RowsVec),
+                    (acc, Variant::RowsVec),
+                ] {
+                    v.push(spec(Family::Reduce, op, vec![input], d, var));
+                }
             }
         }
         for op in ARG_REDUCE_OPS {

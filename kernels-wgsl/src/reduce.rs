@@ -164,15 +164,20 @@ impl Kernels {
         } else {
             x.dtype.acc()
         };
-        // Where the accumulators go: the output itself, or scratch 1 then a cast.
-        let direct = out.dtype == acc;
+        // Where the accumulators go: the output itself, or scratch 1 then a cast. A
+        // single f16/bf16 result over rows is rounded and stored by the final pass
+        // itself (its word is no other invocation's), saving the cast dispatch.
+        let narrow_one = plan.k == 1 && plan.rows() && acc == DType::F32 && out.dtype != acc;
+        let direct = out.dtype == acc || narrow_one;
         let target = if direct {
             out.buffer.clone()
         } else {
             self.scratch(1, plan.k * 4)?
         };
-        let spec =
-            |input: DType, variant| self.spec(Family::Reduce, op, vec![input], acc, variant, 0);
+        let final_out = if narrow_one { out.dtype } else { acc };
+        let spec = |input: DType, variant, output| {
+            self.spec(Family::Reduce, op, vec![input], output, variant, 0)
+        };
         if plan.rows() {
             let rows = if plan.vec_rows(x) {
                 Variant::RowsVec
@@ -193,7 +198,7 @@ impl Kernels {
                 let params = plan.params(1, plan.r.max(1), x.offset, 0);
                 self.record(
                     b,
-                    &spec(x.dtype, rows),
+                    &spec(x.dtype, rows, final_out),
                     [target.clone(), x.buffer.clone()],
                     params,
                     plan.k,
@@ -203,7 +208,7 @@ impl Kernels {
                 let params = plan.params(s, chunk, x.offset, 0);
                 self.record(
                     b,
-                    &spec(x.dtype, rows),
+                    &spec(x.dtype, rows, acc),
                     [partial.clone(), x.buffer.clone()],
                     params,
                     plan.k * s,
@@ -221,7 +226,7 @@ impl Kernels {
                 let params = second.params(1, s, 0, 0);
                 self.record(
                     b,
-                    &spec(acc, Variant::RowsVec),
+                    &spec(acc, Variant::RowsVec, final_out),
                     [target.clone(), partial],
                     params,
                     plan.k,
@@ -232,7 +237,7 @@ impl Kernels {
             let per_group = TXV * 4 * x.dtype.epw() as u64;
             self.record(
                 b,
-                &spec(x.dtype, Variant::ColsVec),
+                &spec(x.dtype, Variant::ColsVec, acc),
                 [target.clone(), x.buffer.clone()],
                 params,
                 plan.k.div_ceil(per_group),
@@ -241,7 +246,7 @@ impl Kernels {
             let params = plan.params(1, plan.r, x.offset, 0);
             self.record(
                 b,
-                &spec(x.dtype, Variant::Cols),
+                &spec(x.dtype, Variant::Cols, acc),
                 [target.clone(), x.buffer.clone()],
                 params,
                 plan.k.div_ceil(TX),
