@@ -1,6 +1,7 @@
 //! GPU buffer pool, counters and the error slot shared by the backend and its buffers.
 
 use rustc_hash::FxHashMap as HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use wmx_core::backend::size_class;
 use wmx_kernels as k;
@@ -133,6 +134,8 @@ pub struct Shared {
     pool: Mutex<Pool>,
     error: Mutex<Option<String>>,
     lost: Mutex<Option<String>>,
+    /// Set with `error` or `lost`, so the common check (nothing reported) locks nothing.
+    flagged: AtomicBool,
 }
 
 impl Shared {
@@ -141,6 +144,7 @@ impl Shared {
             pool: Mutex::new(Pool::new(kernels)),
             error: Mutex::new(None),
             lost: Mutex::new(None),
+            flagged: AtomicBool::new(false),
         })
     }
 
@@ -186,15 +190,20 @@ impl Shared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert(msg);
+        self.flagged.store(true, Ordering::Release);
     }
 
     pub fn set_lost(&self, msg: String) {
         *self.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(msg);
+        self.flagged.store(true, Ordering::Release);
     }
 
     /// `Err` if the device was lost (every later call fails) or an error was
     /// reported since the last check (reported once).
     pub fn check(&self) -> Result<(), String> {
+        if !self.flagged.load(Ordering::Acquire) {
+            return Ok(());
+        }
         if let Some(m) = &*self.lost.lock().unwrap_or_else(|e| e.into_inner()) {
             return Err(m.clone());
         }

@@ -173,10 +173,21 @@ impl Batch {
                 label: Some("wmx-kernels"),
                 timestamp_writes: None,
             });
+            // Pipeline and bind group are set only when they change (repeated launches
+            // of one op on the same buffers bind once).
+            let mut last_pipe: Option<&Arc<Pipe>> = None;
+            let mut last_bind: Option<(&wgpu::BindGroup, u32)> = None;
             for (j, d) in self.dispatches[i..end].iter().enumerate() {
                 let (bg, off) = bind(i + j);
-                pass.set_pipeline(&d.pipe.pipeline);
-                pass.set_bind_group(0, bg, &[off]);
+                if !last_pipe.is_some_and(|p| Arc::ptr_eq(p, &d.pipe)) {
+                    pass.set_pipeline(&d.pipe.pipeline);
+                    last_pipe = Some(&d.pipe);
+                    last_bind = None;
+                }
+                if last_bind != Some((bg, off)) {
+                    pass.set_bind_group(0, bg, &[off]);
+                    last_bind = Some((bg, off));
+                }
                 pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
             }
             i = end;
