@@ -168,27 +168,35 @@ fn exp_poly(r: f32) -> f32 {
 // p * 2^k for p in [0.7, 1.42]. Normal results (k in [-125, 127]) multiply by 2^k
 // built from its exponent bits: exact, so bit-identical to ldexp, and far cheaper
 // on GPUs that expand ldexp. 2^128 is no float, yet p * 2^128 may be: two steps there.
-fn scale2(p: f32, k: f32) -> f32 {
-    if (k >= -125.0 && k <= 127.0) { return p * bitcast<f32>(u32(i32(k) + 127) << 23u); }
-    if (k > 127.0) { return ldexp(p * 2.0, i32(k) - 1); }
-    return ldexp(p, i32(k));
+fn scale2(p: f32, k: i32) -> f32 {
+    if (k >= -125i && k <= 127i) { return p * bitcast<f32>(u32(k + 127i) << 23u); }
+    if (k > 127i) { return ldexp(p * 2.0, k - 1i); }
+    return ldexp(p, k);
+}
+// x rounded to the nearest integer (ties to even) for |x| < 2^22, as an i32: the
+// bits of x + 1.5 * 2^23 (an add, then integer ops), where round() then f32 -> i32
+// take two trips through GPUs' slower conversion units. (The float is f32(k): the
+// shortcut (x + 1.5 * 2^23) - 1.5 * 2^23 is folded back to x by some drivers.)
+fn round_i(x: f32) -> i32 {
+    return bitcast<i32>(x + 12582912.0) - 0x4b400000i;
 }
 // e^a to ~1 ulp: a = k ln2 + r (Cody-Waite split, k * LN2_HI exact).
 fn exp_acc(a: f32) -> f32 {
     if (isnan_f(a)) { return a; }
     if (a > 88.72284) { return inf_f(); }
     if (a < -103.97208) { return 0.0; }
-    let k = round(a * 1.442695041);
+    let ki = round_i(a * 1.442695041);
+    let k = f32(ki);
     let r = (a - k * 0.693145751953125) - k * 1.4286068203e-6;
-    return scale2(exp_poly(r), k);
+    return scale2(exp_poly(r), ki);
 }
 // 2^t to ~1 ulp (t = k + f exactly, |f| <= 1/2).
 fn exp2_acc(t: f32) -> f32 {
     if (isnan_f(t)) { return t; }
     if (t >= 128.0) { return inf_f(); }
     if (t < -150.0) { return 0.0; }
-    let k = round(t);
-    return scale2(exp_poly((t - k) * 0.6931471805599453), k);
+    let ki = round_i(t);
+    return scale2(exp_poly((t - f32(ki)) * 0.6931471805599453), ki);
 }
 // log(1 + a) for a in (-0.4, 0.6): 2 atanh(s), s = a / (2 + a), |s| <= 0.25.
 fn log1p_series(a: f32) -> f32 {
