@@ -307,9 +307,17 @@ impl WebGpuBackend {
             return Ok(());
         }
         let b = std::mem::take(batch);
-        self.shared.count_submit(b.len());
-        self.last_len.store(b.len(), Ordering::Relaxed);
-        self.kernels.submit(b).map_err(kerr)?;
+        let len = b.len();
+        self.last_len.store(len, Ordering::Relaxed);
+        #[cfg(not(target_arch = "wasm32"))]
+        let t = std::time::Instant::now();
+        let submitted = self.kernels.submit(b).map_err(kerr);
+        #[cfg(not(target_arch = "wasm32"))]
+        let ns = t.elapsed().as_nanos() as u64;
+        #[cfg(target_arch = "wasm32")]
+        let ns = 0;
+        self.shared.count_submit(len, ns);
+        submitted?;
         let in_flight = self.in_flight.clone();
         in_flight.fetch_add(1, Ordering::AcqRel);
         self.kernels.queue().on_submitted_work_done(move || {

@@ -21,6 +21,9 @@ pub struct Stats {
     pub dispatches: u64,
     /// Queue submits.
     pub submits: u64,
+    /// CPU nanoseconds spent encoding and submitting batches (wgpu's pass
+    /// recording, `CommandEncoder::finish` and `Queue::submit`; 0 on wasm).
+    pub submit_ns: u64,
     /// Bytes of GPU buffers held by live arrays.
     pub active_bytes: u64,
     /// Highest `active_bytes` seen.
@@ -176,10 +179,11 @@ impl Shared {
         p.stats.bytes_downloaded += bytes;
     }
 
-    pub fn count_submit(&self, dispatches: usize) {
+    pub fn count_submit(&self, dispatches: usize, ns: u64) {
         let mut p = self.pool();
         p.stats.submits += 1;
         p.stats.dispatches += dispatches as u64;
+        p.stats.submit_ns += ns;
     }
 
     /// Keeps the first error until it is checked: later ones are usually its

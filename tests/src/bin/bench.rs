@@ -941,12 +941,19 @@ fn bench_chain(dev: &Device, len: usize, reps: usize, rows: &mut Vec<Row>) -> Re
         tw.push((t3 - t2).as_secs_f64() * 1e6 / len as f64);
     }
     let (b, e, w) = (median(tb), median(te), median(tw));
+    let mut submit_us = None;
     let per_eval = match (stats0, wmx::webgpu::backend(dev).map(|b| b.stats())) {
-        (Some(s0), Some(s1)) => format!(
-            ", {} dispatches in {} submits per eval",
-            (s1.dispatches - s0.dispatches) / reps.max(1) as u64,
-            (s1.submits - s0.submits) / reps.max(1) as u64
-        ),
+        (Some(s0), Some(s1)) => {
+            // Includes the warm-up-free reps only (stats0 is taken after the check).
+            let us = (s1.submit_ns - s0.submit_ns) as f64 / 1e3 / (reps.max(1) * len) as f64;
+            submit_us = Some(us);
+            format!(
+                ", {} dispatches in {} submits per eval; of eval, {us:.2} us/op in \
+                 encoding and submitting (wgpu)",
+                (s1.dispatches - s0.dispatches) / reps.max(1) as u64,
+                (s1.submits - s0.submits) / reps.max(1) as u64
+            )
+        }
         _ => String::new(),
     };
     println!(
@@ -954,6 +961,10 @@ fn bench_chain(dev: &Device, len: usize, reps: usize, rows: &mut Vec<Row>) -> Re
          {:.2} us of CPU per op; GPU wait after submit {w:.2} us/op{per_eval}",
         b + e
     );
+    let mut extra_submit = Vec::new();
+    if let Some(us) = submit_us {
+        extra_submit.push(("submit_us_per_op", us));
+    }
     rows.push(Row {
         path: "wmx",
         op: format!("lazy_chain_{len}"),
@@ -966,7 +977,10 @@ fn bench_chain(dev: &Device, len: usize, reps: usize, rows: &mut Vec<Row>) -> Re
             ("build_us_per_op", b),
             ("eval_us_per_op", e),
             ("gpu_wait_us_per_op", w),
-        ],
+        ]
+        .into_iter()
+        .chain(extra_submit)
+        .collect(),
     });
     Ok(())
 }
