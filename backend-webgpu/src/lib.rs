@@ -17,9 +17,9 @@
 //! earlier work at the end of an eval, the batch stays open and the next evals
 //! add to it (each submit costs GPU time: wgpu's Vulkan queue chains submits on a
 //! semaphore). It is submitted by the first eval that finds the GPU idle, or that
-//! finds one submit running and expected to end soon (queued before the GPU runs
-//! dry; see `pace.rs`), by a read, by `synchronize`, or at `MAX_BATCH`; never more
-//! than one submit per eval.
+//! finds one submit running and the batch at least as long as that one (so the
+//! next batch is queued before the GPU runs dry, and batches double), by a read,
+//! by `synchronize`, or at `MAX_BATCH`; never more than one submit per eval.
 //! Output buffers come from a pool of size classes (no zero-fill, no allocation in
 //! steady state).
 //!
@@ -28,12 +28,11 @@
 //! threads. Recording is serialised by one lock; two threads evaluating graphs that
 //! share a pending node may both compute it (the first result is kept).
 
-#[cfg(not(target_arch = "wasm32"))]
-mod pace;
 mod pool;
 
 use futures::future::BoxFuture;
 use pool::Shared;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use wmx_core::{
     ArgReduceOp, Array, Backend, BinaryOp, DType, Device, DeviceKind, Error, Generator, Layout,
@@ -106,10 +105,11 @@ pub struct WebGpuBackend {
     shared: Arc<Shared>,
     batch: Mutex<k::Batch>,
     name: String,
-    /// When to submit (native; counts running submits through wgpu's completion
+    /// Submits not yet finished on the GPU (decremented by wgpu's completion
     /// callbacks, which run inside `poll`).
-    #[cfg(not(target_arch = "wasm32"))]
-    pacer: pace::Pacer,
+    in_flight: Arc<AtomicUsize>,
+    /// Dispatches in the last submit.
+    last_len: AtomicUsize,
 }
 
 fn kerr(e: k::Error) -> Error {
@@ -188,8 +188,8 @@ impl WebGpuBackend {
             shared,
             batch: Mutex::new(k::Batch::default()),
             name,
-            #[cfg(not(target_arch = "wasm32"))]
-            pacer: pace::Pacer::default(),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            last_len: AtomicUsize::new(0),
         }
     }
 
@@ -308,6 +308,7 @@ impl WebGpuBackend {
         }
         let b = std::mem::take(batch);
         let len = b.len();
+        self.last_len.store(len, Ordering::Relaxed);
         #[cfg(not(target_arch = "wasm32"))]
         let t = std::time::Instant::now();
         let submitted = self.kernels.submit(b).map_err(kerr);
@@ -317,24 +318,29 @@ impl WebGpuBackend {
         let ns = 0;
         self.shared.count_submit(len, ns);
         submitted?;
-        #[cfg(not(target_arch = "wasm32"))]
-        {
-            // Not under the pacer's lock: wgpu may run callbacks inside its calls.
-            let done = self.pacer.submitted(len);
-            self.kernels.queue().on_submitted_work_done(done);
-        }
+        let in_flight = self.in_flight.clone();
+        in_flight.fetch_add(1, Ordering::AcqRel);
+        self.kernels.queue().on_submitted_work_done(move || {
+            in_flight.fetch_sub(1, Ordering::AcqRel);
+        });
         self.shared.pool().batch_done();
         self.check()
     }
 
     /// Whether an eval that ends with `open` dispatches recorded should submit them
-    /// now (see `pace.rs`). Always on wasm, where the browser schedules submits.
+    /// now: when the GPU is idle, or runs one submit no longer than this batch (it
+    /// is queued behind, so the GPU does not run dry). Always on wasm, where the
+    /// browser schedules submits itself.
     fn submit_now(&self, open: usize) -> bool {
         #[cfg(not(target_arch = "wasm32"))]
         {
             // Runs the completion callbacks of finished submits.
             let _ = self.kernels.device().poll(wgpu::PollType::Poll);
-            self.pacer.submit_now(open)
+            match self.in_flight.load(Ordering::Acquire) {
+                0 => true,
+                1 => open >= self.last_len.load(Ordering::Relaxed),
+                _ => false,
+            }
         }
         #[cfg(target_arch = "wasm32")]
         {
