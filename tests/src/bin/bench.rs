@@ -11,6 +11,7 @@
 //! Options: `--sizes` (element counts, `2^k` allowed; default 2^10,2^16,2^20,2^24,2^26),
 //! `--dtypes` (f32,f16), `--paths` (wmx,kernels), `--ops` (names, comma separated),
 //! `--reps` (timed repetitions after 200 ms of warm-up, median taken; default 7), `--json FILE`, `--smoke`.
+//! `WMX_BENCH_SAMPLES=1` prints every timed sample (to study the spread).
 //!
 //! Method: every case is first checked against a CPU f64 reference on random data
 //! (never zeros), then warmed up and timed: `iters` launches (200 up to 2^20
@@ -581,7 +582,7 @@ fn bench_wmx(
             };
             Ok(ms / iters as f64)
         };
-        let samples = sample(o, measure)?;
+        let samples = sample(o, n, measure)?;
         push_row(rows, "wmx", op, dtype, n, &samples);
         let cpu = cpu_ms.into_inner();
         if !cpu.is_empty() {
@@ -594,13 +595,16 @@ fn bench_wmx(
     Ok(())
 }
 
-/// Warm-up until the GPU has run this case for `WARM_MS` (clocks settle; one
-/// sample in smoke runs), then `reps` samples of ms per launch.
-fn sample(o: &Options, mut measure: impl FnMut() -> Res<f64>) -> Res<Vec<f64>> {
-    const WARM_MS: f64 = 200.0;
+/// Warm-up, then `reps` samples of ms per launch. The warm-up lasts 200 ms, or 1 s
+/// from 2^22 elements: after the idle gap of the CPU reference check, the H200 ran
+/// the big cases up to 2.4x slower for the first ~0.3 s of work (same buffers, SM
+/// clock constant; `runs/18/samples.log`), which a 200 ms warm-up did not cover.
+/// One sample in smoke runs.
+fn sample(o: &Options, n: usize, mut measure: impl FnMut() -> Res<f64>) -> Res<Vec<f64>> {
+    let warm_ms = if n >= 1 << 22 { 1000.0 } else { 200.0 };
     let t = Instant::now();
     measure()?;
-    while !o.smoke && t.elapsed().as_secs_f64() * 1e3 < WARM_MS {
+    while !o.smoke && t.elapsed().as_secs_f64() * 1e3 < warm_ms {
         measure()?;
     }
     (0..o.reps).map(|_| measure()).collect()
@@ -615,6 +619,15 @@ fn push_row(
     samples: &[f64],
 ) {
     let ms = median(samples.to_vec());
+    if std::env::var_os("WMX_BENCH_SAMPLES").is_some() {
+        let us: Vec<String> = samples.iter().map(|m| format!("{:.1}", m * 1e3)).collect();
+        println!(
+            "samples {path} {} {} n={n}: {} us",
+            op.name(),
+            dtype_name(dtype),
+            us.join(" ")
+        );
+    }
     let moved = if op == Op::Copy && path == "wmx" {
         n - COPY_OFFSET
     } else {
@@ -869,7 +882,7 @@ fn bench_kernels(
             };
             Ok(ms / iters as f64)
         };
-        let samples = sample(o, measure)?;
+        let samples = sample(o, n, measure)?;
         // The kernels copy moves all n elements.
         push_row(rows, "kernels", op, dtype, n, &samples);
     }
