@@ -6,4 +6,5 @@ source scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 # The Vulkan loader warns without it; nothing here draws to a screen.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
-cargo run --release --example tour "$@"
+[ -x target/release/examples/tour ] || echo "tour: building in release (about 4 min the first time)"
+cargo run -q --release --example tour "$@"

@@ -2,14 +2,14 @@
 # Builds the browser package: wmx-web for wasm32 (release), then wasm-bindgen
 # --target web into web/www/pkg/. Serve web/www/ with any static file server.
 # Needs the wasm32 target and wasm-bindgen-cli at Cargo.lock's wasm-bindgen
-# version (`scripts/setup.sh --browser` installs both).
+# version (`scripts/setup.sh --test` installs both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 want=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/"/,"",$3); print $3; exit}' Cargo.lock)
 got=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
 if [ "$want" != "$got" ]; then
-  echo "web/build.sh: need wasm-bindgen-cli $want (found '${got:-none}'); run scripts/setup.sh --browser" >&2
+  echo "web/build.sh: need wasm-bindgen-cli $want (found '${got:-none}'); run scripts/setup.sh --test" >&2
   exit 1
 fi
 cargo build --target wasm32-unknown-unknown --release -p wmx-web

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The browser tests (scripts/test.sh runs them; `scripts/setup.sh --browser`
+# The browser tests (scripts/test.sh runs them; `scripts/setup.sh --test`
 # installs what they need):
 #  1. clippy on the wasm32 code (native clippy does not see it);
 #  2. wasm-bindgen-test tests in headless Chromium on its WebGPU adapter

@@ -3,6 +3,7 @@
 # reference in the same call, with an nvidia-smi clock log. Needs .gpu/ (from
 # shared/gpu/prepare.sh) and target/release/bench carried; writes into $OUT.
 set -u
+# shellcheck source=/dev/null  # made by ../shared/gpu/prepare.sh, not in git
 source .gpu/setup.sh
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
     --format=csv -lms 250 > "$OUT/smi.csv" 2>/dev/null &
