@@ -7,6 +7,7 @@
 # Times are for a first run on a 2-core machine; later runs reuse target/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/setup.sh
 source scripts/setup.sh --test
 export PATH="$HOME/.cargo/bin:$PATH"
 # The Vulkan loader warns without it; nothing here draws to a screen.
@@ -17,11 +18,14 @@ step() { echo "== $* [$(date +%H:%M:%S)]"; }
 step "set-up script: every branch against stubs (seconds)"; scripts/test-setup.sh
 step "shellcheck (seconds)"
 mapfile -t scripts < <(git ls-files '*.sh' .ci/run 2>/dev/null || find . -name '*.sh' -not -path './target/*')
-shellcheck "${scripts[@]}"
+shellcheck -x "${scripts[@]}"
 step "fmt";    cargo fmt --all -- --check
 step "clippy (first run builds the workspace: about 6 min)"; cargo clippy --workspace --all-targets -q -- -D warnings
 step "tests (first run: about 6 min to build, then about 4 min on lavapipe)"; cargo test --workspace --all-targets
 step "doctests"; cargo test --workspace --doc
+step "example: logistic regression trained with value_and_grad, on the CPU and the GPU"
+WMX_DEVICE=cpu cargo run -q --example logistic_regression
+cargo run -q --example logistic_regression
 step "type-check for Apple (Metal) and Windows (DX12) (about 2 min)"
 cargo check -q -p wmx --target aarch64-apple-darwin
 cargo check -q -p wmx --target x86_64-pc-windows-msvc

@@ -2,6 +2,7 @@
 # The main job: a tour of wmx doing real work on the best device found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/setup.sh
 source scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 # The Vulkan loader warns without it; nothing here draws to a screen.

@@ -585,6 +585,21 @@ impl Backend for WebGpuBackend {
             self.kernels.arg_reduce(b, op.name(), &x.strided(), axis, o)
         })
     }
+
+    fn slice_update(
+        &self,
+        base: View<'_, GpuBuffer>,
+        update: View<'_, GpuBuffer>,
+        starts: &[usize],
+        steps: &[isize],
+    ) -> Result<GpuBuffer> {
+        let dtype = base.dtype;
+        let (x, u) = (self.input(&base)?, self.input(&update)?);
+        self.record(&x.layout.shape, dtype, |b, o| {
+            self.kernels
+                .slice_update(b, &x.strided(), &u.strided(), starts, steps, o)
+        })
+    }
 }
 
 impl WebGpuBackend {

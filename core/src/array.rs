@@ -18,14 +18,32 @@ pub(crate) struct Node {
     pub(crate) layout: Layout,
     pub(crate) dtype: DType,
     pub(crate) device: Device,
+    /// Made while a transform traced a function: eval keeps how it was made, so the
+    /// transform can still walk through it if the function evaluated it.
+    pub(crate) traced: bool,
     pub(crate) state: Mutex<State>,
 }
 
 pub(crate) enum State {
     /// Not computed yet.
     Pending { prim: Primitive, inputs: Vec<Array> },
-    /// Computed: the buffer the layout points into.
-    Ready(Buffer),
+    /// Computed: the buffer the layout points into, and for traced nodes the
+    /// primitive and inputs that made it.
+    Ready {
+        buffer: Buffer,
+        kept: Option<Box<(Primitive, Vec<Array>)>>,
+    },
+}
+
+impl State {
+    /// How the node was made, while that is known (pending, or computed while traced).
+    pub(crate) fn tape(&self) -> Option<(&Primitive, &[Array])> {
+        match self {
+            State::Pending { prim, inputs } => Some((prim, inputs)),
+            State::Ready { kept: Some(k), .. } => Some((&k.0, &k.1)),
+            State::Ready { kept: None, .. } => None,
+        }
+    }
 }
 
 impl Drop for Node {
@@ -45,7 +63,8 @@ impl Drop for Node {
 fn take_inputs(st: &mut State) -> Vec<Array> {
     match st {
         State::Pending { inputs, .. } => std::mem::take(inputs),
-        State::Ready(_) => Vec::new(),
+        State::Ready { kept: Some(k), .. } => std::mem::take(&mut k.1),
+        State::Ready { kept: None, .. } => Vec::new(),
     }
 }
 
@@ -62,6 +81,7 @@ impl Array {
             layout,
             dtype,
             device,
+            traced: crate::transforms::tracing(),
             state: Mutex::new(State::Pending { prim, inputs }),
         }))
     }
@@ -77,7 +97,8 @@ impl Array {
             layout,
             dtype,
             device,
-            state: Mutex::new(State::Ready(buffer)),
+            traced: false,
+            state: Mutex::new(State::Ready { buffer, kept: None }),
         }))
     }
 
@@ -175,31 +196,39 @@ impl Array {
 
     /// True once computed.
     pub fn is_evaluated(&self) -> bool {
-        matches!(*self.lock(), State::Ready(_))
+        matches!(*self.lock(), State::Ready { .. })
     }
 
     /// The buffer, if computed.
     pub fn buffer(&self) -> Option<Buffer> {
         match &*self.lock() {
-            State::Ready(b) => Some(b.clone()),
+            State::Ready { buffer, .. } => Some(buffer.clone()),
             State::Pending { .. } => None,
         }
     }
 
-    /// The primitive, if still pending (for transforms and debugging).
+    /// The primitive, while known: pending, or computed inside a transform's trace
+    /// (for transforms and debugging).
     pub fn primitive(&self) -> Option<Primitive> {
-        match &*self.lock() {
-            State::Pending { prim, .. } => Some(prim.clone()),
-            State::Ready(_) => None,
-        }
+        self.lock().tape().map(|(p, _)| p.clone())
     }
 
-    /// The inputs, if still pending.
+    /// The inputs, while known (as [`Array::primitive`]).
     pub fn inputs(&self) -> Vec<Array> {
-        match &*self.lock() {
-            State::Pending { inputs, .. } => inputs.clone(),
-            State::Ready(_) => Vec::new(),
-        }
+        self.lock()
+            .tape()
+            .map(|(_, i)| i.to_vec())
+            .unwrap_or_default()
+    }
+
+    /// The primitive and inputs, while known (one lock).
+    pub(crate) fn tape(&self) -> Option<(Primitive, Vec<Array>)> {
+        self.lock().tape().map(|(p, i)| (p.clone(), i.to_vec()))
+    }
+
+    /// True when made while a transform traced a function.
+    pub(crate) fn is_traced(&self) -> bool {
+        self.0.traced
     }
 
     /// True when both handles are the same node.

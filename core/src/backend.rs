@@ -101,6 +101,15 @@ pub trait Backend: Send + Sync + 'static {
         x: View<'_, Self::Buffer>,
         axis: usize,
     ) -> Result<Self::Buffer>;
+    /// A row-major copy of `base` with `update` (same dtype) written over the region
+    /// of `update`'s shape starting at `starts` with `steps` per axis (in bounds).
+    fn slice_update(
+        &self,
+        base: View<'_, Self::Buffer>,
+        update: View<'_, Self::Buffer>,
+        starts: &[usize],
+        steps: &[isize],
+    ) -> Result<Self::Buffer>;
 }
 
 /// A backend buffer with its type erased, shared by every array viewing it.
@@ -149,6 +158,13 @@ pub trait DynBackend: Send + Sync + 'static {
     fn axpby(&self, x: DynView<'_>, y: DynView<'_>, alpha: f64, beta: f64) -> Result<Buffer>;
     fn reduce(&self, op: ReduceOp, x: DynView<'_>, axes: &[usize]) -> Result<Buffer>;
     fn arg_reduce(&self, op: ArgReduceOp, x: DynView<'_>, axis: usize) -> Result<Buffer>;
+    fn slice_update(
+        &self,
+        base: DynView<'_>,
+        update: DynView<'_>,
+        starts: &[usize],
+        steps: &[isize],
+    ) -> Result<Buffer>;
     fn custom(
         &self,
         device: &crate::Device,
@@ -237,6 +253,18 @@ impl<B: Backend> DynBackend for B {
     fn arg_reduce(&self, op: ArgReduceOp, x: DynView<'_>, axis: usize) -> Result<Buffer> {
         let x = typed::<B>(self, &x)?;
         Ok(Buffer::new(Backend::arg_reduce(self, op, x, axis)?))
+    }
+    fn slice_update(
+        &self,
+        base: DynView<'_>,
+        update: DynView<'_>,
+        starts: &[usize],
+        steps: &[isize],
+    ) -> Result<Buffer> {
+        let (b, u) = (typed::<B>(self, &base)?, typed::<B>(self, &update)?);
+        Ok(Buffer::new(Backend::slice_update(
+            self, b, u, starts, steps,
+        )?))
     }
     fn custom(
         &self,

@@ -116,7 +116,7 @@ fn topo_order(outputs: &[Array]) -> (Vec<Step>, FxHashMap<*const (), usize>) {
 fn pending_inputs(a: &Array) -> Option<Vec<Array>> {
     match &*a.lock() {
         State::Pending { inputs, .. } => Some(inputs.clone()),
-        State::Ready(_) => None,
+        State::Ready { .. } => None,
     }
 }
 
@@ -124,7 +124,7 @@ fn pending_inputs(a: &Array) -> Option<Vec<Array>> {
 fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
     let prim = match &*node.lock() {
         State::Pending { prim, .. } => prim.clone(),
-        State::Ready(_) => return Ok(()), // another thread computed it
+        State::Ready { .. } => return Ok(()), // another thread computed it
     };
     let device = node.device();
     let be = device.backend();
@@ -147,6 +147,7 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
         Primitive::Reduce { op, axes } => be.reduce(*op, v(0), axes)?,
         Primitive::ArgReduce { op, axis } => be.arg_reduce(*op, v(0), *axis)?,
         Primitive::View(_) => bufs[0].clone(),
+        Primitive::SliceUpdate { starts, steps } => be.slice_update(v(0), v(1), starts, steps)?,
         Primitive::Custom(c) => {
             let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();
             be.custom(device, &**c, &views, node.shape(), node.dtype())?
@@ -154,7 +155,8 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
     };
     let mut st = node.lock();
     if matches!(*st, State::Pending { .. }) {
-        *st = State::Ready(out);
+        let kept = node.is_traced().then(|| Box::new((prim, inputs.to_vec())));
+        *st = State::Ready { buffer: out, kept };
     }
     Ok(())
 }

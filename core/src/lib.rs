@@ -5,6 +5,7 @@
 //! - [`Primitive`]s in families, dispatched in one place (`eval`), with
 //!   [`CustomPrimitive`] as the open extension point;
 //! - the [`Backend`] trait (one method per family) and the [`cpu`] backend;
+//! - composable transforms ([`grad`], [`vjp`], [`jvp`], [`vmap`]) in [`transforms`];
 //! - [`Device`] selection: [`default_device`], [`with_device`], `WMX_DEVICE`.
 //!
 //! Numeric rules (integer overflow, division by zero, NaN) are in
@@ -22,6 +23,7 @@ mod eval;
 pub mod layout;
 pub mod ops;
 mod primitive;
+pub mod transforms;
 
 pub use array::Array;
 pub use backend::{Backend, Buffer, DeviceKind, DynBackend, View};
@@ -40,3 +42,4 @@ pub use primitive::{
     ArgReduceOp, BinaryOp, CustomInput, CustomPrimitive, Generator, OpKind, Primitive, ReduceOp,
     UnaryOp, ViewOp,
 };
+pub use transforms::{grad, grad1, jvp, value_and_grad, value_and_grad1, vjp, vmap, vmap1};

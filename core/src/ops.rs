@@ -423,9 +423,19 @@ impl Slice {
 /// Strided slicing, one [`Slice`] per leading axis (missing axes are whole).
 /// A view: no copy, negative steps included.
 pub fn slice(x: &Array, slices: &[Slice]) -> Result<Array> {
+    let (starts, steps, counts) = resolve_slices("slice", x, slices)?;
+    Ok(slice_region(x, &starts, &steps, &counts))
+}
+
+/// Per axis of `x`: first index, step and count of `slices` (missing axes whole).
+fn resolve_slices(
+    op: &'static str,
+    x: &Array,
+    slices: &[Slice],
+) -> Result<(Vec<usize>, Vec<isize>, Vec<usize>)> {
     if slices.len() > x.ndim() {
         return Err(Error::invalid(
-            "slice",
+            op,
             format!(
                 "{} slices for an array of {} dimensions",
                 slices.len(),
@@ -433,27 +443,114 @@ pub fn slice(x: &Array, slices: &[Slice]) -> Result<Array> {
             ),
         ));
     }
+    let (mut starts, mut steps, mut counts) = (vec![], vec![], vec![]);
+    for (i, &len) in x.shape().iter().enumerate() {
+        let s = slices.get(i).copied().unwrap_or(Slice::ALL);
+        if s.step == 0 {
+            return Err(Error::invalid(op, format!("step 0 on axis {i}")));
+        }
+        let (start, count) = s.resolve(len);
+        // An empty region has no first element: any in-bounds start will do.
+        starts.push(if count > 0 { start as usize } else { 0 });
+        steps.push(s.step);
+        counts.push(count);
+    }
+    Ok((starts, steps, counts))
+}
+
+/// The view of `x` at `starts`, stepping by `steps`, `counts` long per axis (every
+/// axis given, the region inside `x`).
+pub(crate) fn slice_region(
+    x: &Array,
+    starts: &[usize],
+    steps: &[isize],
+    counts: &[usize],
+) -> Array {
     let l = x.layout();
     let mut out = l.clone();
-    let mut spec = Vec::new();
-    for (i, s) in slices.iter().enumerate() {
-        if s.step == 0 {
-            return Err(Error::invalid("slice", format!("step 0 on axis {i}")));
-        }
-        let (start, count) = s.resolve(l.shape[i]);
-        out.shape[i] = count;
-        out.strides[i] = l.strides[i] * s.step;
-        if count > 0 {
-            out.offset = (out.offset as isize + start * l.strides[i]) as usize;
-        }
-        spec.push((start, start + count as isize * s.step, s.step));
+    for i in 0..x.ndim() {
+        out.shape[i] = counts[i];
+        out.strides[i] = l.strides[i] * steps[i];
+        out.offset = (out.offset as isize + starts[i] as isize * l.strides[i]) as usize;
     }
     if out.numel() == 0 {
         // No element is read: keep the offset inside any buffer (an empty input's
         // buffer has no element at `start`).
         out.offset = 0;
     }
-    Ok(view(x, ViewOp::Slice(spec), out))
+    let spec = (0..x.ndim())
+        .map(|i| {
+            let a = starts[i] as isize;
+            (a, a + counts[i] as isize * steps[i], steps[i])
+        })
+        .collect();
+    view(x, ViewOp::Slice(spec), out)
+}
+
+/// A copy of `x` with `update` written into `x[slices]`: functional slice
+/// assignment (numpy's `x[slices] = update` without touching `x`; MLX's
+/// `slice_update`). `update` broadcasts to the region's shape and is cast to
+/// `x`'s dtype; the result is a new array of `x`'s shape.
+pub fn slice_update(x: &Array, update: &Array, slices: &[Slice]) -> Result<Array> {
+    let (starts, steps, counts) = resolve_slices("slice_update", x, slices)?;
+    let u =
+        broadcast_to(&astype(update, x.dtype())?, &counts).map_err(|_| Error::ShapeMismatch {
+            op: "slice_update",
+            lhs: update.shape().to_vec(),
+            rhs: counts.clone(),
+        })?;
+    slice_update_region(x, &u, &starts, &steps)
+}
+
+/// [`slice_update`] of a region given exactly (`update` has its shape and `x`'s dtype).
+pub(crate) fn slice_update_region(
+    x: &Array,
+    update: &Array,
+    starts: &[usize],
+    steps: &[isize],
+) -> Result<Array> {
+    let d = op_device(x);
+    let prim = Primitive::SliceUpdate {
+        starts: starts.to_vec(),
+        steps: steps.to_vec(),
+    };
+    node(
+        prim,
+        vec![x.clone(), update.clone()],
+        x.shape(),
+        x.dtype(),
+        d,
+    )
+}
+
+/// `x` itself, with a zero derivative: transforms treat it as a constant
+/// (MLX's `stop_gradient`). A view: no copy.
+pub fn stop_gradient(x: &Array) -> Result<Array> {
+    Ok(view(x, ViewOp::StopGradient, x.layout().clone()))
+}
+
+/// Zeros of `x`'s shape and dtype on `x`'s device: a broadcast scalar, no memory.
+pub fn zeros_like(x: &Array) -> Result<Array> {
+    full_like(x, 0.0)
+}
+
+/// Ones of `x`'s shape and dtype on `x`'s device: a broadcast scalar, no memory.
+pub fn ones_like(x: &Array) -> Result<Array> {
+    full_like(x, 1.0)
+}
+
+/// `value` (cast to `x`'s dtype) in `x`'s shape on `x`'s device; a broadcast
+/// scalar, no memory.
+pub fn full_like(x: &Array, value: f64) -> Result<Array> {
+    let d = op_device(x);
+    let s = node(
+        Primitive::Generate(Generator::Fill(value)),
+        vec![],
+        &[],
+        x.dtype(),
+        d,
+    )?;
+    broadcast_to(&s, x.shape())
 }
 
 /// New shape with the same elements; one entry may be −1 (inferred). A view when

@@ -4,7 +4,7 @@
 //! backend implements a family once. Each op's `name()` is the key every backend
 //! uses (WGSL function names, kernel labels); completeness tests iterate `ALL`.
 
-use crate::{DType, Device, Result, layout::Layout};
+use crate::{Array, DType, Device, Error, Result, layout::Layout};
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
@@ -213,6 +213,8 @@ pub enum ViewOp {
     Slice(Vec<(isize, isize, isize)>),
     /// Same elements, new shape (expand_dims, squeeze, reshape without copy).
     Reshape,
+    /// The same array with a zero derivative ([`crate::stop_gradient`]).
+    StopGradient,
 }
 
 /// The computation that produces an array from its inputs.
@@ -251,6 +253,15 @@ pub enum Primitive {
     },
     /// A view of input 0: no computation, no copy.
     View(ViewOp),
+    /// A row-major copy of input 0 (base) with input 1 (update) written over the
+    /// strided region that starts at `starts` and steps by `steps` per axis (its
+    /// extent is the update's shape).
+    SliceUpdate {
+        /// First index of the region on each axis.
+        starts: Vec<usize>,
+        /// Step of the region on each axis (nonzero; negative walks backwards).
+        steps: Vec<isize>,
+    },
     /// A primitive defined outside core.
     Custom(Arc<dyn CustomPrimitive>),
 }
@@ -284,4 +295,46 @@ pub trait CustomPrimitive: Send + Sync + fmt::Debug + 'static {
         out_shape: &[usize],
         out_dtype: DType,
     ) -> Result<Box<dyn Any + Send + Sync>>;
+
+    /// Forward-mode derivative: the output's tangent given the inputs (`primals`),
+    /// the output, and each input's tangent (`None`: zero). Build it from ops (they
+    /// are lazy). The default is an error naming the primitive.
+    fn jvp(
+        &self,
+        primals: &[Array],
+        output: &Array,
+        tangents: &[Option<Array>],
+    ) -> Result<Option<Array>> {
+        let _ = (primals, output, tangents);
+        Err(missing_rule(self.name(), "jvp"))
+    }
+
+    /// Reverse-mode derivative: each input's cotangent (`None`: zero) given the
+    /// inputs, the output and the output's cotangent. The default is an error.
+    fn vjp(
+        &self,
+        primals: &[Array],
+        output: &Array,
+        cotangent: &Array,
+    ) -> Result<Vec<Option<Array>>> {
+        let _ = (primals, output, cotangent);
+        Err(missing_rule(self.name(), "vjp"))
+    }
+
+    /// Batching: the output for inputs that carry an extra leading batch axis where
+    /// `batched[i]` is true (the others are as in the traced call). Returns the
+    /// batched output, with its batch axis first. The default is an error.
+    fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {
+        let _ = (inputs, batched);
+        Err(missing_rule(self.name(), "vmap"))
+    }
+}
+
+fn missing_rule(name: &str, rule: &str) -> Error {
+    Error::Invalid {
+        op: "transform",
+        msg: format!(
+            "custom primitive {name} has no {rule} rule (implement CustomPrimitive::{rule})"
+        ),
+    }
 }

@@ -15,6 +15,7 @@ const BINARY: &str = include_str!("wgsl/binary.wgsl");
 const UNARY: &str = include_str!("wgsl/unary.wgsl");
 const COPY: &str = include_str!("wgsl/copy.wgsl");
 const REDUCE: &str = include_str!("wgsl/reduce.wgsl");
+const SLICE_UPDATE: &str = include_str!("wgsl/slice_update.wgsl");
 
 /// Kernel family of a module.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -37,13 +38,15 @@ pub enum Family {
     Reduce,
     /// Arg reductions from [`crate::ARG_REDUCE_OPS`].
     ArgReduce,
+    /// A copy of the base (input 0) with the update (input 1) over a strided region.
+    SliceUpdate,
 }
 
 impl Family {
     fn arity(self) -> usize {
         match self {
             Family::Unary | Family::Copy | Family::Reduce | Family::ArgReduce => 1,
-            Family::Binary | Family::Axpby => 2,
+            Family::Binary | Family::Axpby | Family::SliceUpdate => 2,
             Family::Select => 3,
             Family::Fill | Family::Arange => 0,
         }
@@ -160,6 +163,7 @@ impl ModuleSpec {
         match (self.family, self.family.arity()) {
             (Family::Fill, _) => "fill",
             (Family::Arange, _) => "arange",
+            (Family::SliceUpdate, _) => "slice_update",
             (Family::Reduce, _) if self.variant == Variant::Rows => "reduce_rows",
             (Family::Reduce, _) if self.variant == Variant::RowsVec => "reduce_rows_v",
             (Family::Reduce, _) if self.variant == Variant::ColsVec => "reduce_cols_v",
@@ -187,6 +191,14 @@ impl ModuleSpec {
         c
     }
 
+    /// True for modules that move elements as raw bits without converting them
+    /// (same-dtype copies and slice updates), so NaN payloads and signalling NaNs
+    /// survive.
+    pub fn raw_bits(&self) -> bool {
+        matches!(self.family, Family::Copy | Family::SliceUpdate)
+            && self.inputs.first() == Some(&self.output)
+    }
+
     /// Number of input bindings (binding 0 is the parameters, 1 the output, inputs
     /// follow).
     pub fn input_bindings(&self) -> usize {
@@ -212,8 +224,8 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     let mut p = String::new();
     let t = &spec.target;
     let reduce = matches!(spec.family, Family::Reduce | Family::ArgReduce);
-    let uses_f16 = !(spec.family == Family::Copy && spec.inputs.first() == Some(&spec.output))
-        && (spec.inputs.contains(&DType::F16) || spec.output == DType::F16);
+    let raw = spec.raw_bits();
+    let uses_f16 = !raw && (spec.inputs.contains(&DType::F16) || spec.output == DType::F16);
     if reduce && t.subgroups && t.subgroup_directive {
         p.push_str("enable subgroups;\n");
     }
@@ -245,8 +257,6 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             spec.inputs.len()
         )));
     }
-    // Same-dtype copies move raw bits, so NaN payloads and signalling NaNs survive.
-    let raw = spec.family == Family::Copy && spec.inputs[0] == spec.output;
     let out_ct = if raw { Ct::U32 } else { spec.output.ct() };
     let letters = ['a', 'b', 'c'];
     for (k, d) in spec.inputs.iter().enumerate() {
@@ -421,6 +431,20 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             };
             writeln!(p, "fn op(a: CA) -> CO {{ return {e}; }}").unwrap();
             files.push(ELEMENTWISE);
+        }
+        Family::SliceUpdate => {
+            if !raw || spec.inputs[1] != spec.output {
+                return Err(Error::Shape(format!(
+                    "slice_update needs base, update and output of one dtype, got {:?} -> {}",
+                    spec.inputs, spec.output
+                )));
+            }
+            if spec.variant != Variant::General {
+                return Err(Error::Shape(
+                    "slice_update has only the general variant".into(),
+                ));
+            }
+            files.push(SLICE_UPDATE);
         }
         Family::Fill => files.push(COPY),
         Family::Arange => {
@@ -753,6 +777,13 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
                 v.push(spec(Family::Copy, "copy", vec![d], o, var));
             }
         }
+        v.push(spec(
+            Family::SliceUpdate,
+            "slice_update",
+            vec![d, d],
+            d,
+            Variant::General,
+        ));
         v.push(spec(Family::Fill, "fill", vec![], d, Contig([Scalar; 3])));
         v.push(spec(
             Family::Arange,

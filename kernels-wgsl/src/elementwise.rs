@@ -91,6 +91,94 @@ impl Kernels {
         self.elementwise(b, Family::Axpby, "axpby", &[x, y], out, s)
     }
 
+    /// `out` = `base` (of `out`'s shape) with `update` written over the region that
+    /// starts at `starts` and steps by `steps` on each axis, `update.shape` long.
+    /// All three share a dtype; bits move unchanged. Reads both inputs in place.
+    pub fn slice_update(
+        &self,
+        b: &mut Batch,
+        base: &Strided,
+        update: &Strided,
+        starts: &[usize],
+        steps: &[isize],
+        out: &Contig,
+    ) -> Result<()> {
+        let rank = out.shape.len();
+        if base.shape != out.shape
+            || update.shape.len() != rank
+            || starts.len() != rank
+            || steps.len() != rank
+        {
+            return Err(Error::Shape(format!(
+                "slice_update: base {:?}, update {:?}, {} starts, {} steps for output {:?}",
+                base.shape,
+                update.shape,
+                starts.len(),
+                steps.len(),
+                out.shape
+            )));
+        }
+        for d in 0..rank {
+            let (a, st, c) = (starts[d] as i64, steps[d] as i64, update.shape[d] as i64);
+            let last = a + (c - 1) * st;
+            if c > 0
+                && (st == 0 || a >= out.shape[d] as i64 || last < 0 || last >= out.shape[d] as i64)
+            {
+                return Err(Error::Shape(format!(
+                    "slice_update: region start {a}, step {st}, count {c} leaves axis {d} of {}",
+                    out.shape[d]
+                )));
+            }
+        }
+        for x in [base, update] {
+            self.check_dtype(x.dtype)?;
+            check_view(x, "input")?;
+        }
+        self.check_dtype(out.dtype)?;
+        check_out(out)?;
+        let spec = self.spec(
+            Family::SliceUpdate,
+            "slice_update",
+            vec![base.dtype, update.dtype],
+            out.dtype,
+            Variant::General,
+            0,
+        );
+        let n = out.numel();
+        if n == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        if base.buffer == out.buffer || update.buffer == out.buffer {
+            return Err(Error::Shape(
+                "slice_update: inputs must not share the output buffer".into(),
+            ));
+        }
+        let mut params = vec![
+            n as u32,
+            rank as u32,
+            0,
+            0,
+            base.offset as u32,
+            update.offset as u32,
+            0,
+        ];
+        params.extend(out.shape.iter().map(|&d| d as u32));
+        params.extend(base.strides.iter().map(|&s| s as i32 as u32));
+        params.extend(update.strides.iter().map(|&s| s as i32 as u32));
+        params.extend(starts.iter().map(|&a| a as u32));
+        params.extend(steps.iter().map(|&s| s as i32 as u32));
+        params.extend(update.shape.iter().map(|&c| c as u32));
+        let items = n.div_ceil(out.dtype.epw()) as u64;
+        let groups = items.div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        let buffers = [
+            out.buffer.clone(),
+            base.buffer.clone(),
+            update.buffer.clone(),
+        ];
+        self.record(b, &spec, buffers, params, groups)
+    }
+
     /// Fills `out` with `value` cast to `out.dtype` (cast rules of SEMANTICS.md).
     pub fn fill(&self, b: &mut Batch, out: &Contig, value: f64) -> Result<()> {
         self.check_dtype(out.dtype)?;

@@ -168,8 +168,11 @@ fn native_f16_modules_validate_and_translate() {
     for spec in &specs {
         check(spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
         let src = compose(spec).unwrap();
-        let raw = spec.family == Family::Copy && spec.inputs[0] == spec.output;
-        assert_eq!(src.contains("unpack2x16float"), !raw, "{spec:?}");
+        assert_eq!(
+            src.contains("unpack2x16float"),
+            !spec.raw_bits(),
+            "{spec:?}"
+        );
         assert!(
             !src.contains("fn f16_bits"),
             "{spec:?}: software path in a native module"

@@ -76,6 +76,14 @@ macro_rules! for_each_case {
             display_format,
             errors_carry_values,
             device_dtype_support,
+            grad_unary_ops,
+            grad_binary_ops,
+            grad_reductions,
+            grad_views_and_composites,
+            vmap_matches_loop,
+            transform_compositions,
+            transform_errors,
+            slice_update_values,
         }
     };
 }

@@ -613,4 +613,26 @@ impl Backend for CpuBackend {
     ) -> Result<CpuBuffer> {
         reduce::arg_reduce(op, x, axis)
     }
+
+    fn slice_update(
+        &self,
+        base: View<'_, CpuBuffer>,
+        update: View<'_, CpuBuffer>,
+        starts: &[usize],
+        steps: &[isize],
+    ) -> Result<CpuBuffer> {
+        let (dtype, shape) = (base.dtype, base.layout.shape.clone());
+        let mut out = self.copy(base, dtype)?;
+        // The region as a strided view of the row-major output.
+        let rm = crate::layout::row_major_strides(&shape);
+        let strides: Vec<isize> = rm.iter().zip(steps).map(|(s, t)| s * t).collect();
+        let offset: isize = rm.iter().zip(starts).map(|(s, &a)| s * a as isize).sum();
+        let ul = update.layout;
+        with_store!(dtype, T => {
+            let (o, u) = (out.as_mut_slice::<T>(), update.buffer.as_slice::<T>());
+            strided::walk::<2>(&ul.shape, [&strides, &ul.strides], [offset as usize, ul.offset],
+                |[i, j]| o[i] = u[j]);
+        });
+        Ok(out)
+    }
 }

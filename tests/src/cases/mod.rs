@@ -2712,3 +2712,6 @@ pub fn device_dtype_support(dev: &Device) {
         expect_err(what, wmx::add(&u, &i), &["i64"]);
     }
 }
+
+mod transforms;
+pub use transforms::*;

@@ -1,0 +1,165 @@
+//! Reverse-mode rules: each input's cotangent from the node's cotangent.
+
+use super::jvp::{reshape_to, slice_spec};
+use super::{Entry, rules};
+use crate::{Array, Primitive, ReduceOp, Result, ViewOp, ops as o};
+
+/// The one `match` on the primitive for vjp. `want[i]`: input `i` needs a
+/// cotangent (the others may get `None`).
+pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Array>>> {
+    let (y, x) = (&e.node, &e.inputs);
+    if !y.dtype().is_float() {
+        return Ok(vec![None; x.len()]);
+    }
+    Ok(match &e.prim {
+        Primitive::Unary(op) => vec![rules::unary(*op, &x[0], y)?.apply(ct)?],
+        Primitive::Binary(op) => {
+            let ps = rules::binary(*op, &x[0], &x[1], y)?;
+            let mut out = vec![];
+            for (p, &w) in ps.iter().zip(want) {
+                out.push(if w { p.apply(ct)? } else { None });
+            }
+            out
+        }
+        Primitive::Select => {
+            let z = o::zeros_like(ct)?;
+            vec![
+                None,
+                Some(o::where_(&x[0], ct, &z)?),
+                Some(o::where_(&x[0], &z, ct)?),
+            ]
+        }
+        Primitive::Copy => {
+            let x0 = &x[0];
+            if x0.dtype().is_float() {
+                vec![Some(o::astype(&ct.to_device(x0.device())?, x0.dtype())?)]
+            } else {
+                vec![None]
+            }
+        }
+        Primitive::Generate(_) => vec![],
+        Primitive::Axpby { alpha, beta } => vec![
+            Some(o::multiply(ct, &o::scalar_like(ct, *alpha)?)?),
+            Some(o::multiply(ct, &o::scalar_like(ct, *beta)?)?),
+        ],
+        Primitive::Reduce { op, axes } => {
+            let back = expand_back(ct, x[0].shape(), axes)?;
+            vec![match op {
+                ReduceOp::Sum => Some(back),
+                ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => {
+                    Some(o::multiply(&back, &reduce_weights(*op, &x[0], y, axes)?)?)
+                }
+                ReduceOp::All | ReduceOp::Any => None,
+            }]
+        }
+        Primitive::ArgReduce { .. } => vec![None],
+        Primitive::View(v) => vec![view_vjp(v, &x[0], ct)?],
+        Primitive::SliceUpdate { starts, steps } => {
+            let upd = &x[1];
+            let base = match want[0] {
+                true => Some(o::slice_update_region(
+                    ct,
+                    &o::zeros_like(upd)?,
+                    starts,
+                    steps,
+                )?),
+                false => None,
+            };
+            let update = want[1].then(|| o::slice_region(ct, starts, steps, upd.shape()));
+            vec![base, update]
+        }
+        Primitive::Custom(c) => {
+            let g = c.vjp(x, y, ct)?;
+            if g.len() != x.len() {
+                return Err(crate::Error::Invalid {
+                    op: "vjp",
+                    msg: format!(
+                        "custom primitive {}: vjp returned {} cotangents for {} inputs",
+                        c.name(),
+                        g.len(),
+                        x.len()
+                    ),
+                });
+            }
+            g
+        }
+    })
+}
+
+/// A reduction's result (or cotangent) `r` broadcast back to the input's shape.
+fn expand_back(r: &Array, in_shape: &[usize], axes: &[usize]) -> Result<Array> {
+    let kept: Vec<usize> = (0..in_shape.len())
+        .map(|i| if axes.contains(&i) { 1 } else { in_shape[i] })
+        .collect();
+    o::broadcast_to(&reshape_to(r, &kept)?, in_shape)
+}
+
+/// `d y / d x` elementwise for prod, max and min over `axes` (`x` the input, `y`
+/// the output): max/min share it equally among the elements equal to the extreme;
+/// prod is the product of the other elements, exact with zeros in the input.
+pub(super) fn reduce_weights(op: ReduceOp, x: &Array, y: &Array, axes: &[usize]) -> Result<Array> {
+    let ax: Vec<isize> = axes.iter().map(|&a| a as isize).collect();
+    let yb = expand_back(y, x.shape(), axes)?;
+    let dt = x.dtype();
+    match op {
+        ReduceOp::Max | ReduceOp::Min => {
+            let hit = o::astype(&o::equal(x, &yb)?, dt)?;
+            let n = o::sum(&hit, Some(&ax), true)?;
+            o::divide(&hit, &n)
+        }
+        ReduceOp::Prod => {
+            // With no zero in a group: y / x. With one: the product of the others at
+            // the zero, 0 elsewhere. With more: 0.
+            let zero = o::scalar_like(x, 0.0)?;
+            let is0 = o::equal(x, &zero)?;
+            let nz = o::sum(&o::astype(&is0, dt)?, Some(&ax), true)?;
+            let others = o::prod(
+                &o::where_(&is0, &o::scalar_like(x, 1.0)?, x)?,
+                Some(&ax),
+                true,
+            )?;
+            let none = o::divide(&yb, x)?;
+            let one = o::where_(&is0, &others, &zero)?;
+            let w = o::where_(
+                &o::equal(&nz, &o::scalar_like(&nz, 0.0)?)?,
+                &none,
+                &o::where_(&o::equal(&nz, &o::scalar_like(&nz, 1.0)?)?, &one, &zero)?,
+            )?;
+            Ok(w)
+        }
+        _ => unreachable!("only prod, max and min have weights"),
+    }
+}
+
+/// The cotangent of a view's input.
+fn view_vjp(v: &ViewOp, x: &Array, ct: &Array) -> Result<Option<Array>> {
+    Ok(Some(match v {
+        ViewOp::Transpose(perm) => {
+            let mut inv = vec![0isize; perm.len()];
+            for (i, &p) in perm.iter().enumerate() {
+                inv[p] = i as isize;
+            }
+            o::transpose(ct, Some(&inv))?
+        }
+        ViewOp::Broadcast => {
+            let (xs, ys) = (x.shape(), ct.shape());
+            let lead = ys.len() - xs.len();
+            let axes: Vec<isize> = (0..ys.len())
+                .filter(|&i| i < lead || (xs[i - lead] == 1 && ys[i] != 1))
+                .map(|i| i as isize)
+                .collect();
+            let s = if axes.is_empty() {
+                ct.clone()
+            } else {
+                o::sum(ct, Some(&axes), true)?
+            };
+            reshape_to(&s, xs)?
+        }
+        ViewOp::Slice(spec) => {
+            let (starts, steps) = slice_spec(spec);
+            o::slice_update_region(&o::zeros_like(x)?, ct, &starts, &steps)?
+        }
+        ViewOp::Reshape => reshape_to(ct, x.shape())?,
+        ViewOp::StopGradient => return Ok(None),
+    }))
+}
