@@ -20,8 +20,8 @@ step "shellcheck (seconds)"
 mapfile -t scripts < <(git ls-files '*.sh' .ci/run 2>/dev/null || find . -name '*.sh' -not -path './target/*')
 shellcheck -x "${scripts[@]}"
 step "fmt";    cargo fmt --all -- --check
-step "clippy (first run builds the workspace: about 6 min)"; cargo clippy --workspace --all-targets -q -- -D warnings
-step "tests (first run: about 6 min to build, then about 4 min on lavapipe)"; cargo test --workspace --all-targets
+step "clippy (first run builds the workspace: about 3 min)"; cargo clippy --workspace --all-targets -q -- -D warnings
+step "tests (first run: about 8 min, building included; the GPU ones on lavapipe)"; cargo test --workspace --all-targets
 step "doctests"; cargo test --workspace --doc
 step "example: logistic regression trained with value_and_grad, on the CPU and the GPU"
 WMX_DEVICE=cpu cargo run -q --example logistic_regression
@@ -29,5 +29,5 @@ cargo run -q --example logistic_regression
 step "type-check for Apple (Metal) and Windows (DX12) (about 2 min)"
 cargo check -q -p wmx --target aarch64-apple-darwin
 cargo check -q -p wmx --target x86_64-pc-windows-msvc
-web/test.sh          # wasm + headless Chromium WebGPU, the demo page
+web/test.sh          # wasm + headless Chromium WebGPU, the demo page (about 9 min)
 step "all tests passed"

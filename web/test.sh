@@ -17,9 +17,9 @@ CHROMEDRIVER="${CHROMEDRIVER:-$(command -v chromedriver || echo /usr/bin/chromed
 export CHROMEDRIVER
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-300}"
 # Release everywhere, so the tests and the demo share one build of the dependencies.
-echo "== web: clippy (wasm32)"
+echo "== web: clippy (wasm32; first run about 2 min) [$(date +%H:%M:%S)]"
 cargo clippy --release --target wasm32-unknown-unknown -p wmx-web --all-targets -q -- -D warnings
-echo "== web: wasm-bindgen tests in headless Chromium (WebGPU)"
+echo "== web: wasm-bindgen tests in headless Chromium (WebGPU; about 4 min) [$(date +%H:%M:%S)]"
 cargo test --release --target wasm32-unknown-unknown -p wmx-web
 echo "== web: negative control: without --enable-unsafe-webgpu the WebGPU test must fail"
 nogpu=$(mktemp -d)
@@ -31,7 +31,7 @@ fi
 grep -q "auto must pick WebGPU here" "$nogpu/log" \
   || { echo "the WebGPU test failed for another reason:" >&2; tail -30 "$nogpu/log" >&2; exit 1; }
 echo "ok: it fails there (the CPU fallback was chosen)"
-echo "== web: demo page end to end"
+echo "== web: demo page end to end (about 2 min) [$(date +%H:%M:%S)]"
 web/build.sh
 mkdir -p target/web
 python3 web/e2e/check_demo.py --screenshot target/web/demo.png

@@ -354,7 +354,7 @@ pub fn broadcast_to(x: &Array, shape: &[usize]) -> Result<Array> {
     Ok(view(x, ViewOp::Broadcast, x.layout().broadcast_to(shape)))
 }
 
-/// One axis of a [`slice`]: Python's `start:stop:step` (negative indices count
+/// One axis of a [`slice()`]: Python's `start:stop:step` (negative indices count
 /// from the end; out-of-range bounds are clamped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slice {
@@ -820,7 +820,7 @@ impl Array {
     pub fn t(&self) -> Result<Array> {
         transpose(self, None)
     }
-    /// See [`slice`].
+    /// See [`slice()`].
     pub fn slice(&self, slices: &[Slice]) -> Result<Array> {
         slice(self, slices)
     }

@@ -84,6 +84,7 @@ macro_rules! for_each_case {
             transform_compositions,
             transform_errors,
             slice_update_values,
+            transforms_cover_every_primitive,
         }
     };
 }

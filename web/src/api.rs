@@ -837,3 +837,119 @@ pub fn argmin(x: &JsValue, axis: Option<i32>, keepdims: Option<bool>) -> JsResul
 pub fn live_arrays() -> usize {
     LIVE.with(|l| l.borrow().len())
 }
+
+// ---------------------------------------------------------------- transforms
+
+/// Calls the JS function `f` on `args` (as `NdArray`s) and reads its result: one
+/// `NdArray`, or a JS array of them (the first is the loss, the rest ride along).
+fn call_js(f: &js_sys::Function, args: &[Array]) -> wc::Result<Vec<Array>> {
+    let js_args = js_sys::Array::new();
+    for a in args {
+        js_args.push(&JsValue::from(NdArray::wrap(a.clone())));
+    }
+    let threw = |e: JsValue| {
+        let msg = js_sys::Reflect::get(&e, &JsValue::from_str("message"))
+            .ok()
+            .and_then(|m| m.as_string())
+            .or_else(|| e.as_string())
+            .unwrap_or_else(|| format!("{e:?}"));
+        wc::Error::Invalid {
+            op: "grad",
+            msg: format!("the function threw: {msg}"),
+        }
+    };
+    let out = f.apply(&JsValue::NULL, &js_args).map_err(threw)?;
+    let not_array = || wc::Error::Invalid {
+        op: "grad",
+        msg: "the function must return an NdArray or an array of NdArrays".into(),
+    };
+    let one = |v: &JsValue| -> wc::Result<Array> {
+        as_ndarray(v)
+            .map_err(|_| not_array())?
+            .ok_or_else(not_array)
+    };
+    if js_sys::Array::is_array(&out) {
+        js_sys::Array::from(&out).iter().map(|v| one(&v)).collect()
+    } else {
+        Ok(vec![one(&out)?])
+    }
+}
+
+fn argnums_of(v: &JsValue) -> JsResult<Vec<usize>> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(vec![0]);
+    }
+    if let Some(n) = v.as_f64() {
+        return Ok(vec![n as usize]);
+    }
+    if js_sys::Array::is_array(v) {
+        return js_sys::Array::from(v)
+            .iter()
+            .map(|x| {
+                x.as_f64()
+                    .filter(|n| *n >= 0.0 && n.fract() == 0.0)
+                    .map(|n| n as usize)
+                    .ok_or_else(|| js_err("argnums must be non-negative integers"))
+            })
+            .collect();
+    }
+    Err(js_err("argnums must be a number or an array of numbers"))
+}
+
+fn args_of(v: &JsValue) -> JsResult<Vec<Array>> {
+    if !js_sys::Array::is_array(v) {
+        return Err(js_err("pass the arguments as an array of NdArrays"));
+    }
+    js_sys::Array::from(v)
+        .iter()
+        .map(|x| as_ndarray(&x)?.ok_or_else(|| js_err("every argument must be an NdArray")))
+        .collect()
+}
+
+fn nd_list(xs: Vec<Array>) -> js_sys::Array {
+    xs.into_iter()
+        .map(|a| JsValue::from(NdArray::wrap(a)))
+        .collect()
+}
+
+/// `grad(f, argnums = 0)`: a function that takes an array of arguments and returns
+/// the gradients (an array of `NdArray`s, one per argnum) of `f`'s result (a
+/// one-element float array, or the first of an array of results) with respect to
+/// those arguments. `wmx.js` makes it variadic: `wmx.grad(f)(x, y)`.
+#[wasm_bindgen(js_name = grad)]
+pub fn grad(f: js_sys::Function, argnums: JsValue) -> JsResult<js_sys::Function> {
+    let argnums = argnums_of(&argnums)?;
+    let g = move |args: JsValue| -> Result<JsValue, JsError> {
+        let args = args_of(&args)?;
+        let d = wc::grad(|a: &[Array]| call_js(&f, a), &argnums)(&args).map_err(err)?;
+        Ok(nd_list(d).into())
+    };
+    Ok(
+        Closure::<dyn Fn(JsValue) -> Result<JsValue, JsError>>::new(g)
+            .into_js_value()
+            .unchecked_into(),
+    )
+}
+
+/// `valueAndGrad(f, argnums = 0)`: like [`grad`], returning `[value, grads]`
+/// (`value`: `f`'s result as it returned it).
+#[wasm_bindgen(js_name = valueAndGrad)]
+pub fn value_and_grad(f: js_sys::Function, argnums: JsValue) -> JsResult<js_sys::Function> {
+    let argnums = argnums_of(&argnums)?;
+    let g = move |args: JsValue| -> Result<JsValue, JsError> {
+        let args = args_of(&args)?;
+        let (mut v, d) =
+            wc::value_and_grad(|a: &[Array]| call_js(&f, a), &argnums)(&args).map_err(err)?;
+        let value: JsValue = if v.len() == 1 {
+            NdArray::wrap(v.remove(0)).into()
+        } else {
+            nd_list(v).into()
+        };
+        Ok(js_sys::Array::of2(&value, &nd_list(d)).into())
+    };
+    Ok(
+        Closure::<dyn Fn(JsValue) -> Result<JsValue, JsError>>::new(g)
+            .into_js_value()
+            .unchecked_into(),
+    )
+}

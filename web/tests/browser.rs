@@ -768,3 +768,87 @@ async fn errors_are_js_exceptions_with_wmx_messages() {
     let e = err_msg(wmx::add(&a, &dj).err().unwrap());
     assert!(e.contains("disposed"), "{e}");
 }
+
+// ---------------------------------------------------------------- transforms
+
+/// A JS function of two arrays, written with the JS API: `sum(sin(w) * x)`.
+fn js_loss() -> js_sys::Function {
+    let f = |w: JsValue, x: JsValue| -> Result<JsValue, wasm_bindgen::JsError> {
+        let p = v(wmx::multiply(&v(wmx::sin(&w)?), &x)?);
+        Ok(v(wmx::sum(&p, U, None)?))
+    };
+    wasm_bindgen::closure::Closure::<
+        dyn Fn(JsValue, JsValue) -> Result<JsValue, wasm_bindgen::JsError>,
+    >::new(f)
+    .into_js_value()
+    .unchecked_into()
+}
+
+#[wasm_bindgen_test]
+async fn grad_and_value_and_grad_of_js_functions() {
+    gpu().await;
+    let n = 1000;
+    let (wv, xv) = (rand(n, 40, -2.0, 2.0), rand(n, 41, -1.0, 1.0));
+    let (w, x) = (typed(&wv, &[n], "f32"), typed(&xv, &[n], "f32"));
+    let (wr, xr): (Vec<f64>, Vec<f64>) = (
+        wv.iter().map(|&a| round_to(a, "f32")).collect(),
+        xv.iter().map(|&a| round_to(a, "f32")).collect(),
+    );
+    let args: JsValue = js_sys::Array::of2(&w, &x).into();
+    // d/dw sum(sin(w) x) = cos(w) x; d/dx = sin(w).
+    let g = wmx::grad(js_loss(), JsValue::from_f64(0.0)).unwrap();
+    let out = js_sys::Array::from(&g.call1(&JsValue::NULL, &args).unwrap());
+    assert_eq!(out.length(), 1);
+    let want: Vec<f64> = wr.iter().zip(&xr).map(|(w, x)| w.cos() * x).collect();
+    close(
+        &read(&out.get(0)).await,
+        &want,
+        1e-5,
+        1e-6,
+        "grad w of sum(sin(w) x)",
+    );
+
+    let both: JsValue = [0, 1]
+        .iter()
+        .map(|&i| JsValue::from_f64(i as f64))
+        .collect::<js_sys::Array>()
+        .into();
+    let vg = wmx::value_and_grad(js_loss(), both).unwrap();
+    let out = js_sys::Array::from(&vg.call1(&JsValue::NULL, &args).unwrap());
+    let value = read(&out.get(0)).await;
+    let want_v: f64 = wr.iter().zip(&xr).map(|(w, x)| w.sin() * x).sum();
+    close(&value, &[want_v], 1e-4, 1e-4, "value of sum(sin(w) x)");
+    let grads = js_sys::Array::from(&out.get(1));
+    assert_eq!(grads.length(), 2);
+    let want_x: Vec<f64> = wr.iter().map(|w| w.sin()).collect();
+    close(
+        &read(&grads.get(0)).await,
+        &want,
+        1e-5,
+        1e-6,
+        "valueAndGrad: w",
+    );
+    close(
+        &read(&grads.get(1)).await,
+        &want_x,
+        1e-5,
+        1e-6,
+        "valueAndGrad: x",
+    );
+
+    // A function that throws, and a non-scalar result: JS errors with the reason.
+    let throws: js_sys::Function = js_sys::Function::new_with_args("w", "throw new Error('boom')");
+    let e = wmx::grad(throws, U)
+        .unwrap()
+        .call1(&JsValue::NULL, &args)
+        .unwrap_err();
+    let msg = get(&e, "message").as_string().unwrap();
+    assert!(msg.contains("the function threw: boom"), "{msg}");
+    let ident: js_sys::Function = js_sys::Function::new_with_args("w", "return w");
+    let e = wmx::grad(ident, U)
+        .unwrap()
+        .call1(&JsValue::NULL, &args)
+        .unwrap_err();
+    let msg = get(&e, "message").as_string().unwrap();
+    assert!(msg.contains("one element"), "{msg}");
+}

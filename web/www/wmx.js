@@ -17,3 +17,16 @@ export async function init(options) {
   await loaded;
   return api.init(options);
 }
+
+/** `grad(f, argnums = 0)`: a function of the same arguments as `f` returning the
+ *  gradients of `f`'s result (a one-element float array) w.r.t. `argnums`. */
+export function grad(f, argnums) {
+  const g = api.grad(f, argnums);
+  return (...args) => g(args);
+}
+
+/** `valueAndGrad(f, argnums = 0)`: like `grad`, returning `[value, grads]`. */
+export function valueAndGrad(f, argnums) {
+  const g = api.valueAndGrad(f, argnums);
+  return (...args) => g(args);
+}

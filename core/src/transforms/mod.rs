@@ -4,9 +4,10 @@
 //!
 //! Each transform calls `f` on *tracers* (identity views of the arrays given: no
 //! copy), walks the graph from `f`'s outputs back to the tracers, and applies one
-//! rule per primitive: one `match` per transform, in [`jvp`](mod@jvp),
-//! [`vjp`](mod@vjp) and [`vmap`](mod@vmap); the elementwise derivatives both
-//! differentiation modes use are in `rules`. Rules build graph with ordinary ops,
+//! rule per primitive: one `match` per transform, in the files `jvp.rs`, `vjp.rs`
+//! and `vmap.rs`; the elementwise derivatives both differentiation modes use are in
+//! `rules.rs`. `docs/TRANSFORMS.md` is the user's guide (conventions for ties,
+//! zeros, integer dtypes). Rules build graph with ordinary ops,
 //! so results are lazy, run on the arrays' devices, and can be transformed again
 //! (grad of grad, vmap of grad, jvp of vjp).
 //!
@@ -165,24 +166,12 @@ pub fn vjp<F>(f: F, primals: &[Array], cotangents: &[Array]) -> Result<(Vec<Arra
 where
     F: FnOnce(&[Array]) -> Result<Vec<Array>>,
 {
-    let seeds: Vec<Option<Array>> = cotangents.iter().cloned().map(Some).collect();
-    vjp_seeded(f, primals, &seeds, "vjp")
-}
-
-fn vjp_seeded<F>(
-    f: F,
-    primals: &[Array],
-    seeds: &[Option<Array>],
-    op: &'static str,
-) -> Result<(Vec<Array>, Vec<Array>)>
-where
-    F: FnOnce(&[Array]) -> Result<Vec<Array>>,
-{
     for (i, p) in primals.iter().enumerate() {
-        check_float(op, &format!("primal {i}"), p)?;
+        check_float("vjp", &format!("primal {i}"), p)?;
     }
     let (tracers, outputs) = trace(f, primals)?;
-    let grads = backward(&tracers, primals, &outputs, seeds, op)?;
+    let seeds: Vec<Option<Array>> = cotangents.iter().cloned().map(Some).collect();
+    let grads = backward(&tracers, primals, &outputs, &seeds, "vjp")?;
     Ok((outputs, grads))
 }
 

@@ -160,9 +160,26 @@ enum Op {
     /// `add` with one `Kernels::submit` per launch (kernels path only): the cost of a
     /// submit without the wmx graph, to compare with the API path's one eval per launch.
     AddSubmitEach,
+    /// `sum(axpby(x, y))` (wmx path only): the forward of `GradSumAxpby`.
+    SumAxpby,
+    /// The gradient of `sum(axpby(x, y))` w.r.t. x and y (wmx path only).
+    GradSumAxpby,
+    /// `sum(gelu(x))`, tanh form written out as 9 elementwise ops and a sum (wmx
+    /// path only): the forward of `GradGeluSum`.
+    GeluSum,
+    /// The gradient of `sum(gelu(x))` w.r.t. x (wmx path only).
+    GradGeluSum,
 }
 
-const OPS: [Op; 12] = [
+/// Ops that only the wmx path runs (transforms have no kernels-path equivalent).
+fn wmx_only(op: Op) -> bool {
+    matches!(
+        op,
+        Op::SumAxpby | Op::GradSumAxpby | Op::GeluSum | Op::GradGeluSum
+    )
+}
+
+const OPS: [Op; 16] = [
     Op::Copy,
     Op::CopyBuffer,
     Op::Add,
@@ -175,6 +192,10 @@ const OPS: [Op; 12] = [
     Op::SumLast,
     Op::SumFirst,
     Op::ArgmaxLast,
+    Op::SumAxpby,
+    Op::GradSumAxpby,
+    Op::GeluSum,
+    Op::GradGeluSum,
 ];
 
 /// Offset (elements) of the view `copy` reads on the wmx path: a sliced view is
@@ -198,6 +219,10 @@ impl Op {
             Op::SumLast => "sum_last_axis",
             Op::SumFirst => "sum_first_axis",
             Op::ArgmaxLast => "argmax_last_axis",
+            Op::SumAxpby => "sum_axpby",
+            Op::GradSumAxpby => "grad_sum_axpby",
+            Op::GeluSum => "gelu_sum",
+            Op::GradGeluSum => "grad_gelu_sum",
         }
     }
 
@@ -207,7 +232,9 @@ impl Op {
         match self {
             Op::Copy | Op::CopyBuffer | Op::Exp => 2.0 * n,
             Op::Add | Op::AddSubmitEach | Op::Multiply | Op::Axpby | Op::AxpbyComposed => 3.0 * n,
-            Op::SumAll | Op::SumLast | Op::SumFirst | Op::ArgmaxLast => n,
+            Op::SumAll | Op::SumLast | Op::SumFirst | Op::ArgmaxLast | Op::GeluSum => n,
+            // Read x and y / write both gradients; read x, write its gradient.
+            Op::SumAxpby | Op::GradSumAxpby | Op::GradGeluSum => 2.0 * n,
         }
     }
 }
@@ -342,6 +369,34 @@ fn reference(op: Op, x: &[f64], y: &[f64], dtype: DType) -> Expect {
             }
             sums(s)
         }
+        Op::SumAxpby => sums(vec![(
+            x.iter().zip(y).map(|(a, b)| ALPHA * a + BETA * b).sum(),
+            x.iter()
+                .zip(y)
+                .map(|(a, b)| (ALPHA * a).abs() + (BETA * b).abs())
+                .sum(),
+        )]),
+        Op::GradSumAxpby => ew(vec![ALPHA; n]),
+        Op::GeluSum => {
+            let mut e = sums(vec![(
+                x.iter().map(|&v| gelu(v).0).sum(),
+                x.iter().map(|&v| gelu(v).0.abs()).sum(),
+            )]);
+            if f16 {
+                // Nine f16 roundings per element before the f32 sum.
+                let a: f64 = x.iter().map(|&v| gelu(v).0.abs()).sum();
+                e.tol = vec![4e-3 * a];
+            }
+            e
+        }
+        Op::GradGeluSum => {
+            let mut e = ew(x.iter().map(|&v| gelu(v).1).collect());
+            if f16 {
+                // Ten f16 roundings along the chain rule.
+                e.tol = e.want.iter().map(|w| 2e-2 * w.abs() + 2e-3).collect();
+            }
+            e
+        }
         Op::ArgmaxLast => {
             let want: Vec<f64> = x
                 .chunks(cols)
@@ -362,6 +417,18 @@ fn reference(op: Op, x: &[f64], y: &[f64], dtype: DType) -> Expect {
             }
         }
     }
+}
+
+/// The tanh form of GELU and its derivative in f64.
+fn gelu(x: f64) -> (f64, f64) {
+    let k = (2.0 / std::f64::consts::PI).sqrt();
+    let u = k * (x + 0.044715 * x.powi(3));
+    let t = u.tanh();
+    let du = k * (1.0 + 3.0 * 0.044715 * x * x);
+    (
+        0.5 * x * (1.0 + t),
+        0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du,
+    )
 }
 
 fn check(what: &str, got: &[f64], e: &Expect) -> Res<()> {
@@ -490,7 +557,35 @@ struct WmxCase {
     m: Array,
 }
 
-fn wmx_build(op: Op, c: &WmxCase) -> wmx::Result<Array> {
+/// `sum(gelu(x))` as a user writes it: nine elementwise ops and a sum, accumulated
+/// and returned in f32 (an f16 sum of 2^20 such values overflows f16).
+fn gelu_sum(x: &Array) -> wmx::Result<Array> {
+    let c = wmx::multiply(&wmx::square(x)?, x)?;
+    let c = wmx::add(&(&c * 0.044715), x)?;
+    let t = wmx::tanh(&(&c * (2.0 / std::f64::consts::PI).sqrt()))?;
+    let y = wmx::multiply(&(x * 0.5), &(&t + 1.0))?;
+    wmx::sum(&wmx::astype(&y, DType::F32)?, None, false)
+}
+
+/// The arrays a case computes (the first is checked; a launch evaluates all).
+fn wmx_build(op: Op, c: &WmxCase) -> wmx::Result<Vec<Array>> {
+    let sum_axpby = |a: &[Array]| {
+        Ok(vec![wmx::sum(
+            &wmx::axpby(&a[0], &a[1], ALPHA, BETA)?,
+            None,
+            false,
+        )?])
+    };
+    Ok(match op {
+        Op::SumAxpby => sum_axpby(&[c.x.clone(), c.y.clone()])?,
+        Op::GradSumAxpby => wmx::grad(sum_axpby, &[0, 1])(&[c.x.clone(), c.y.clone()])?,
+        Op::GeluSum => vec![gelu_sum(&c.x)?],
+        Op::GradGeluSum => vec![wmx::grad1(gelu_sum)(&c.x)?],
+        op => vec![wmx_build_one(op, c)?],
+    })
+}
+
+fn wmx_build_one(op: Op, c: &WmxCase) -> wmx::Result<Array> {
     use wmx::ops::Slice;
     match op {
         Op::Copy => wmx::contiguous(&wmx::slice(
@@ -507,6 +602,7 @@ fn wmx_build(op: Op, c: &WmxCase) -> wmx::Result<Array> {
         Op::SumFirst => wmx::sum(&c.m, Some(&[0]), false),
         Op::ArgmaxLast => wmx::argmax(&c.m, -1, false),
         Op::CopyBuffer | Op::AddSubmitEach => unreachable!("kernels path only"),
+        _ => unreachable!("built by wmx_build"),
     }
 }
 
@@ -533,7 +629,7 @@ fn bench_wmx(
         let what = format!("wmx {} {} n={n}", op.name(), dtype_name(dtype));
         // Check first (this also uploads the inputs and compiles the pipelines).
         let out = wmx_build(op, &c).map_err(err)?;
-        let got = out.to_vec_f64().map_err(err)?;
+        let got = out[0].to_vec_f64().map_err(err)?;
         drop(out);
         check(
             &what,
@@ -542,7 +638,7 @@ fn bench_wmx(
         )?;
         let run = || -> Res<()> {
             let out = wmx_build(op, &c).map_err(err)?;
-            out.eval().map_err(err)
+            wmx::eval(&out).map_err(err)
         };
         // CPU time of the launches alone: far below the GPU time means the CPU runs
         // ahead and gaps on the GPU come from the submits themselves.
@@ -760,6 +856,9 @@ fn k_record(
         Op::SumFirst => kern.reduce(b, "sum", &m, &[0], &out(&c.out, d, &[cols])),
         Op::ArgmaxLast => kern.arg_reduce(b, "argmax", &m, 1, &out(&c.out, k::DType::U32, &[rows])),
         Op::CopyBuffer => unreachable!("not a kernel"),
+        Op::SumAxpby | Op::GradSumAxpby | Op::GeluSum | Op::GradGeluSum => {
+            unreachable!("wmx path only")
+        }
     }
 }
 
@@ -799,7 +898,7 @@ fn bench_kernels(
     let iters = iters_for(n, o.smoke);
     let dev = kern.device();
     for op in selected(o) {
-        if op == Op::AddSubmitEach && dtype != DType::F32 {
+        if (op == Op::AddSubmitEach && dtype != DType::F32) || wmx_only(op) {
             continue;
         }
         let what = format!("kernels {} {} n={n}", op.name(), dtype_name(dtype));

@@ -1270,3 +1270,119 @@ pub fn slice_update_values(dev: &Device) {
         );
     }
 }
+
+/// Completeness: every op of every table and every view goes through jvp, vjp and
+/// vmap without an error (values are checked by the cases above; an op added to a
+/// table without rules fails here or does not compile).
+pub fn transforms_cover_every_primitive(dev: &Device) {
+    let mut rng = Rng::new(0xa11);
+    let (x, _) = arr(dev, DType::F32, &uniform(&mut rng, 12, 0.5, 2.0), &[3, 4]);
+    let (y, _) = arr(dev, DType::F32, &uniform(&mut rng, 12, 0.5, 2.0), &[3, 4]);
+    // Batches of two examples of that shape, for vmap.
+    let (xb, _) = arr(
+        dev,
+        DType::F32,
+        &uniform(&mut rng, 24, 0.5, 2.0),
+        &[2, 3, 4],
+    );
+    let (yb, _) = arr(
+        dev,
+        DType::F32,
+        &uniform(&mut rng, 24, 0.5, 2.0),
+        &[3, 4, 2],
+    );
+    let mut fns: Vec<(String, Box<Func>)> = vec![];
+    for &op in UnaryOp::ALL {
+        fns.push((
+            op.to_string(),
+            Box::new(move |a: &[Array]| Ok(vec![wmx::unary(op, &a[0])?])),
+        ));
+    }
+    for &op in BinaryOp::ALL {
+        if op.kind() != wmx::OpKind::Bitwise {
+            fns.push((
+                op.to_string(),
+                Box::new(move |a: &[Array]| Ok(vec![wmx::binary(op, &a[0], &a[1])?])),
+            ));
+        }
+    }
+    for &op in ReduceOp::ALL {
+        fns.push((
+            op.to_string(),
+            Box::new(move |a: &[Array]| Ok(vec![wmx::reduce(op, &a[0], Some(&[1]), false)?])),
+        ));
+    }
+    fns.push((
+        "argmax".into(),
+        Box::new(|a: &[Array]| Ok(vec![wmx::argmax(&a[0], 0, false)?])),
+    ));
+    fns.push((
+        "argmin".into(),
+        Box::new(|a: &[Array]| Ok(vec![wmx::argmin(&a[0], 1, false)?])),
+    ));
+    fns.push((
+        "select".into(),
+        Box::new(|a: &[Array]| Ok(vec![wmx::where_(&wmx::less(&a[0], &a[1])?, &a[0], &a[1])?])),
+    ));
+    fns.push((
+        "copy".into(),
+        Box::new(|a: &[Array]| {
+            Ok(vec![
+                wmx::contiguous(&wmx::transpose(&a[0], None)?)?,
+                wmx::astype(&a[1], DType::I32)?,
+            ])
+        }),
+    ));
+    fns.push((
+        "generate".into(),
+        Box::new(|a: &[Array]| {
+            Ok(vec![wmx::add(
+                &a[0],
+                &wmx::with_device(a[0].device(), || wmx::arange(0.0, 4.0, 1.0, DType::F32))?,
+            )?])
+        }),
+    ));
+    fns.push((
+        "axpby".into(),
+        Box::new(|a: &[Array]| Ok(vec![wmx::axpby(&a[0], &a[1], 0.5, 3.0)?])),
+    ));
+    fns.push((
+        "views".into(),
+        Box::new(|a: &[Array]| {
+            let t = wmx::transpose(&a[0], Some(&[1, 0]))?;
+            let b = wmx::broadcast_to(&wmx::expand_dims(&t, 0)?, &[2, 4, 3])?;
+            let s = wmx::slice(&b, &[Slice::ALL, Slice::new(None, None, -3)])?;
+            let r = wmx::reshape(
+                &wmx::squeeze(&wmx::expand_dims(&s, -1)?, Some(&[-1]))?,
+                &[-1],
+            )?;
+            Ok(vec![r, wmx::stop_gradient(&a[1])?])
+        }),
+    ));
+    fns.push((
+        "slice_update".into(),
+        Box::new(|a: &[Array]| {
+            let u = wmx::slice(&a[1], &[Slice::range(0, 2)])?;
+            Ok(vec![wmx::slice_update(
+                &a[0],
+                &u,
+                &[Slice::new(Some(2), None, -2)],
+            )?])
+        }),
+    ));
+    for (name, f) in &fns {
+        let what = format!("transforms of {name}");
+        let outs = ok(&what, f(&[x.clone(), y.clone()]));
+        let cts: Vec<Array> = outs.iter().map(|o| ok(&what, wmx::ones_like(o))).collect();
+        let (_, g) = ok(&what, wmx::vjp(f.as_ref(), &[x.clone(), y.clone()], &cts));
+        let (_, t) = ok(
+            &what,
+            wmx::jvp(f.as_ref(), &[x.clone(), y.clone()], &[x.clone(), y.clone()]),
+        );
+        let v = ok(
+            &what,
+            wmx::vmap(f.as_ref(), &[Some(0), Some(-1)], &[0])(&[xb.clone(), yb.clone()]),
+        );
+        ok(&what, wmx::eval(&[g, t, v].concat()));
+    }
+}
