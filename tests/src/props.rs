@@ -37,6 +37,17 @@ pub fn random_view(
     shape: &[usize],
     rng: &mut Rng,
 ) -> (String, Array, HostArr) {
+    random_view_in(dev, dt, shape, rng, Domain::Any)
+}
+
+/// [`random_view`] with values from `domain`.
+pub fn random_view_in(
+    dev: &Device,
+    dt: DType,
+    shape: &[usize],
+    rng: &mut Rng,
+    domain: Domain,
+) -> (String, Array, HostArr) {
     let nd = shape.len();
     let kind = rng.below(4);
     match kind {
@@ -52,7 +63,7 @@ pub fn random_view(
                 bshape[perm[k]] = shape[k];
             }
             let n = bshape.iter().product();
-            let h = HostArr::new(&bshape, values(rng, dt, n, Domain::Any));
+            let h = HostArr::new(&bshape, values(rng, dt, n, domain));
             let a = make_ok(dev, dt, &h.data, &bshape);
             let p: Vec<isize> = perm.iter().map(|&p| p as isize).collect();
             (
@@ -87,7 +98,7 @@ pub fn random_view(
                 })
                 .collect();
             let n = bshape.iter().product();
-            let h = HostArr::new(&bshape, values(rng, dt, n, Domain::Any));
+            let h = HostArr::new(&bshape, values(rng, dt, n, domain));
             let a = make_ok(dev, dt, &h.data, &bshape);
             let sl: Vec<wmx::Slice> = specs
                 .iter()
@@ -112,7 +123,7 @@ pub fn random_view(
                 .map(|&d| if rng.chance(0.5) { 1 } else { d })
                 .collect();
             let n = src.iter().product();
-            let h = HostArr::new(&src, values(rng, dt, n, Domain::Any));
+            let h = HostArr::new(&src, values(rng, dt, n, domain));
             let a = make_ok(dev, dt, &h.data, &src);
             (
                 format!("broadcast {src:?}"),
@@ -122,7 +133,7 @@ pub fn random_view(
         }
         _ => {
             let n = shape.iter().product();
-            let h = HostArr::new(shape, values(rng, dt, n, Domain::Any));
+            let h = HostArr::new(shape, values(rng, dt, n, domain));
             ("contiguous".into(), make_ok(dev, dt, &h.data, shape), h)
         }
     }
@@ -314,5 +325,89 @@ pub fn reduce_random_axes(dev: &Device, shape: &[usize], seed: u64) {
         assert_close_with(&what, out, &got, &w, &|k| want[k].1, &|k| {
             format!("output {k}")
         });
+    }
+}
+
+/// Broadcast index map: the row-major index in `small` of each element of `big`.
+fn source_indices(small: &[usize], big: &[usize]) -> Vec<usize> {
+    let pad = big.len() - small.len();
+    crate::host::indices(big)
+        .iter()
+        .map(|i| {
+            (0..small.len()).fold(0, |k, d| {
+                k * small[d] + if small[d] == 1 { 0 } else { i[d + pad] }
+            })
+        })
+        .collect()
+}
+
+/// The gradient of `sum(op(x) * b)` with `x` a random view (transposed, sliced,
+/// broadcast) and `b` broadcast against it, w.r.t. both, against the derivative
+/// written in f64 and summed back over the broadcast axes on the host.
+pub fn grad_on_views_and_broadcasts(dev: &Device, sa: &[usize], sb: &[usize], seed: u64) {
+    let mut rng = Rng::new(seed);
+    let ops: [(wmx::UnaryOp, fn(f64) -> (f64, f64)); 5] = [
+        (wmx::UnaryOp::Exp, |x| (x.exp(), x.exp())),
+        (wmx::UnaryOp::Sin, |x| (x.sin(), x.cos())),
+        (wmx::UnaryOp::Sqrt, |x| (x.sqrt(), 0.5 / x.sqrt())),
+        (wmx::UnaryOp::Log, |x| (x.ln(), 1.0 / x)),
+        (wmx::UnaryOp::Tanh, |x| (x.tanh(), 1.0 - x.tanh().powi(2))),
+    ];
+    let (op, refop) = *rng.pick(&ops);
+    let (view, x, hx) = random_view_in(dev, DType::F32, sa, &mut rng, Domain::Range(0.3, 2.0));
+    let hb = HostArr::new(
+        sb,
+        values(
+            &mut rng,
+            DType::F32,
+            sb.iter().product(),
+            Domain::Range(-2.0, 2.0),
+        ),
+    );
+    let b = make_ok(dev, DType::F32, &hb.data, sb);
+    let what = format!("grad of sum({op}(x) * b), x {view} {sa:?}, b {sb:?}, seed {seed}");
+    let f = |a: &[Array]| {
+        Ok(vec![wmx::sum(
+            &wmx::multiply(&wmx::unary(op, &a[0])?, &a[1])?,
+            None,
+            false,
+        )?])
+    };
+    let g = ok(&what, wmx::grad(f, &[0, 1])(&[x, b]));
+    let shape = bshape(sa, sb);
+    let (bx, bb) = (hx.broadcast_to(&shape), hb.broadcast_to(&shape));
+    let (ia, ib) = (source_indices(sa, &shape), source_indices(sb, &shape));
+    let mut want = [
+        vec![
+            0f64;
+            ia.iter()
+                .max()
+                .map_or(0, |m| m + 1)
+                .max(sa.iter().product())
+        ],
+        vec![0f64; sb.iter().product()],
+    ];
+    let mut mag = want.clone();
+    for k in 0..bx.data.len() {
+        let (v, d) = refop(bx.data[k].f());
+        let w = bb.data[k].f();
+        want[0][ia[k]] += d * w;
+        mag[0][ia[k]] += (d * w).abs();
+        want[1][ib[k]] += v;
+        mag[1][ib[k]] += v.abs();
+    }
+    for (j, name) in ["x", "b"].iter().enumerate() {
+        let got: Vec<f64> = read_ok(&g[j], &what).into_iter().map(Val::f).collect();
+        assert_eq!(
+            g[j].shape(),
+            if j == 0 { sa } else { sb },
+            "{what}: gradient shape of {name}"
+        );
+        for (i, (a, e)) in got.iter().zip(&want[j]).enumerate() {
+            assert!(
+                (a - e).abs() <= 1e-5 * mag[j][i] + 1e-6,
+                "{what}: d/d{name} element {i}: got {a}, want {e}"
+            );
+        }
     }
 }

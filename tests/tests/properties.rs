@@ -85,4 +85,11 @@ proptest! {
             props::reduce_random_axes(&d, &s, seed);
         }
     }
+
+    #[test]
+    fn grad_on_random_views_and_broadcasts((a, b) in broadcast_pair(), seed in any::<u64>()) {
+        for d in devices() {
+            props::grad_on_views_and_broadcasts(&d, &a, &b, seed);
+        }
+    }
 }
