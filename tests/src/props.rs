@@ -328,6 +328,9 @@ pub fn reduce_random_axes(dev: &Device, shape: &[usize], seed: u64) {
     }
 }
 
+/// A function's value and derivative in f64.
+type ValueAndDerivative = fn(f64) -> (f64, f64);
+
 /// Broadcast index map: the row-major index in `small` of each element of `big`.
 fn source_indices(small: &[usize], big: &[usize]) -> Vec<usize> {
     let pad = big.len() - small.len();
@@ -346,7 +349,7 @@ fn source_indices(small: &[usize], big: &[usize]) -> Vec<usize> {
 /// written in f64 and summed back over the broadcast axes on the host.
 pub fn grad_on_views_and_broadcasts(dev: &Device, sa: &[usize], sb: &[usize], seed: u64) {
     let mut rng = Rng::new(seed);
-    let ops: [(wmx::UnaryOp, fn(f64) -> (f64, f64)); 5] = [
+    let ops: [(wmx::UnaryOp, ValueAndDerivative); 5] = [
         (wmx::UnaryOp::Exp, |x| (x.exp(), x.exp())),
         (wmx::UnaryOp::Sin, |x| (x.sin(), x.cos())),
         (wmx::UnaryOp::Sqrt, |x| (x.sqrt(), 0.5 / x.sqrt())),
