@@ -419,11 +419,15 @@ impl Backend for WebGpuBackend {
     fn read(&self, b: &GpuBuffer) -> Result<Arc<Vec<u8>>> {
         #[cfg(not(target_arch = "wasm32"))]
         {
+            // Bytes on the host were uploaded, or downloaded past the check below:
+            // they stay readable (even after a device loss).
             let g = match self.cached_or_gpu(b)? {
                 Ok(host) => return Ok(host),
                 Err(g) => g,
             };
             let bytes = self.kernels.read_blocking(&g, 0, b.bytes).map_err(kerr)?;
+            // An error raised by the work behind these bytes: do not hand them out.
+            self.check()?;
             Ok(self.store_download(b, bytes))
         }
         #[cfg(target_arch = "wasm32")]
@@ -465,7 +469,9 @@ impl Backend for WebGpuBackend {
     fn flush(&self) -> Result<()> {
         let mut batch = self.batch.lock().unwrap();
         if batch.is_empty() {
-            return Ok(());
+            // Nothing to submit, but work done outside the batch (a custom
+            // primitive's own dispatches) may have failed.
+            return self.check();
         }
         // Each submit costs ~14 µs of GPU time on its own (wgpu's Vulkan queue chains
         // submits on a semaphore), so while the GPU is busy keep recording (see the
@@ -474,6 +480,11 @@ impl Backend for WebGpuBackend {
             return self.check();
         }
         self.submit(&mut batch)
+    }
+    fn check_errors(&self) -> Result<()> {
+        // Native validation errors arrive synchronously; in the browser they arrive
+        // later and are reported by the next check (at the latest the read's).
+        self.check()
     }
     fn synchronize(&self) -> Result<()> {
         self.flush_now()?;

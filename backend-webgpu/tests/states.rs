@@ -420,3 +420,68 @@ fn timestamps_are_recorded_in_the_stream() {
     let (t0, t1) = stamps(&be, &set);
     assert!(t1 >= t0, "{t0} .. {t1}");
 }
+
+/// A custom primitive whose WebGPU code compiles invalid WGSL (or panics), then
+/// returns a buffer of zeros as if it had worked.
+#[derive(Debug)]
+struct BadGpuCode {
+    panic: bool,
+}
+impl wmx_core::CustomPrimitive for BadGpuCode {
+    fn name(&self) -> &str {
+        "bad_gpu_code"
+    }
+    fn eval(
+        &self,
+        _device: &Device,
+        backend: &dyn std::any::Any,
+        _inputs: &[wmx_core::CustomInput<'_>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> wmx_core::Result<Box<dyn std::any::Any + Send + Sync>> {
+        use wmx_core::Backend;
+        let be = backend.downcast_ref::<WebGpuBackend>().expect("GPU test");
+        if self.panic {
+            panic!("user code failed");
+        }
+        let _ = be
+            .kernels()
+            .device()
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("users_broken_kernel"),
+                source: wgpu::ShaderSource::Wgsl("fn main( { oops".into()),
+            });
+        let n: usize = shape.iter().product();
+        Ok(Box::new(be.from_host(vec![0; n * dtype.size()], dtype)?))
+    }
+}
+
+#[test]
+fn custom_primitive_device_errors_and_panics_belong_to_that_op() {
+    let Some((dev, _be)) = gpu() else { return };
+    let x = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
+    for panic in [false, true] {
+        let y = wmx_core::custom(
+            Arc::new(BadGpuCode { panic }),
+            std::slice::from_ref(&x),
+            &[3],
+            DType::F32,
+        )
+        .unwrap();
+        // The failed op reads back an error naming the primitive (and the shader
+        // or the panic), never the zeros it returned.
+        let e = y.to_vec::<f32>().unwrap_err().to_string();
+        assert!(e.contains("bad_gpu_code"), "{e}");
+        let cause = if panic {
+            "user code failed"
+        } else {
+            "users_broken_kernel"
+        };
+        assert!(e.contains(cause), "{e}");
+        assert!(!y.is_evaluated());
+        // The next op is clean, and so is the one after it.
+        let z = wmx_core::add(&x, &x).unwrap();
+        assert_eq!(z.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
+        assert_eq!(x.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
+    }
+}

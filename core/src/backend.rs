@@ -57,6 +57,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Submits recorded work and waits until the device has finished it (native;
     /// on wasm it only submits).
     fn synchronize(&self) -> Result<()>;
+    /// Errors the device reported since the last check that no call has returned
+    /// yet, e.g. raised by a custom primitive's own use of the device; eval calls it
+    /// after every custom primitive so the error belongs to that op.
+    fn check_errors(&self) -> Result<()>;
 
     /// Elementwise op of one input; `out` is the output dtype.
     fn unary(&self, op: UnaryOp, x: View<'_, Self::Buffer>, out: DType) -> Result<Self::Buffer>;
@@ -150,6 +154,7 @@ pub trait DynBackend: Send + Sync + 'static {
     fn read_async(&self, buffer: &Buffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>>;
     fn flush(&self) -> Result<()>;
     fn synchronize(&self) -> Result<()>;
+    fn check_errors(&self) -> Result<()>;
     fn unary(&self, op: UnaryOp, x: DynView<'_>, out: DType) -> Result<Buffer>;
     fn binary(&self, op: BinaryOp, a: DynView<'_>, b: DynView<'_>, out: DType) -> Result<Buffer>;
     fn select(&self, c: DynView<'_>, x: DynView<'_>, y: DynView<'_>) -> Result<Buffer>;
@@ -218,6 +223,9 @@ impl<B: Backend> DynBackend for B {
     }
     fn synchronize(&self) -> Result<()> {
         Backend::synchronize(self)
+    }
+    fn check_errors(&self) -> Result<()> {
+        Backend::check_errors(self)
     }
     fn unary(&self, op: UnaryOp, x: DynView<'_>, out: DType) -> Result<Buffer> {
         let x = typed::<B>(self, &x)?;
@@ -288,7 +296,25 @@ impl<B: Backend> DynBackend for B {
                 })
             })
             .collect::<Result<_>>()?;
-        let out = prim.eval(device, self as &dyn Any, &ins, shape, dtype)?;
+        // A panic in user code is an Err at this op; errors the primitive's own
+        // device work raised belong to it, not to the next op.
+        let run = std::panic::AssertUnwindSafe(|| {
+            prim.eval(device, self as &dyn Any, &ins, shape, dtype)
+        });
+        let out = std::panic::catch_unwind(run).map_err(|p| Error::Backend {
+            backend: self.name(),
+            msg: format!(
+                "custom primitive {} panicked: {}",
+                prim.name(),
+                panic_text(&*p)
+            ),
+        });
+        let device_errors = Backend::check_errors(self).map_err(|e| Error::Backend {
+            backend: self.name(),
+            msg: format!("in custom primitive {}: {e}", prim.name()),
+        });
+        let out = out??;
+        device_errors?;
         match out.downcast::<B::Buffer>() {
             Ok(b) => Ok(Buffer(Arc::from(b as Box<dyn Any + Send + Sync>))),
             Err(_) => Err(Error::Backend {
@@ -300,6 +326,14 @@ impl<B: Backend> DynBackend for B {
             }),
         }
     }
+}
+
+/// The message of a panic payload.
+fn panic_text(p: &(dyn Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
 }
 
 fn typed<'a, B: Backend>(be: &B, v: &DynView<'a>) -> Result<View<'a, B::Buffer>> {

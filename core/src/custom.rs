@@ -67,3 +67,45 @@ pub fn custom(
         device,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CustomInput, Device};
+    use std::any::Any;
+
+    #[derive(Debug)]
+    struct Panics;
+    impl CustomPrimitive for Panics {
+        fn name(&self) -> &str {
+            "panics"
+        }
+        fn eval(
+            &self,
+            _: &Device,
+            _: &dyn Any,
+            _: &[CustomInput<'_>],
+            _: &[usize],
+            _: DType,
+        ) -> Result<Box<dyn Any + Send + Sync>> {
+            panic!("index out of bounds in user code")
+        }
+    }
+
+    /// A panic inside a custom primitive is an `Err` at that op; other arrays and
+    /// the device are unaffected.
+    #[test]
+    fn panic_in_custom_code_is_an_error_at_that_op() {
+        let dev = Device::cpu();
+        let x = Array::from_slice_on(&[1.0f32, 2.0], &[2], &dev).unwrap();
+        let y = custom(Arc::new(Panics), std::slice::from_ref(&x), &[2], DType::F32).unwrap();
+        let e = y.eval().unwrap_err().to_string();
+        assert!(e.contains("custom primitive panics panicked"), "{e}");
+        assert!(e.contains("index out of bounds in user code"), "{e}");
+        assert!(!y.is_evaluated());
+        assert_eq!(
+            crate::add(&x, &x).unwrap().to_vec::<f32>().unwrap(),
+            vec![2.0, 4.0]
+        );
+    }
+}

@@ -513,6 +513,9 @@ impl Backend for CpuBackend {
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
+    fn check_errors(&self) -> Result<()> {
+        Ok(()) // every CPU error is returned by the call that made it
+    }
 
     fn unary(&self, op: UnaryOp, x: View<'_, CpuBuffer>, out: DType) -> Result<CpuBuffer> {
         Ok(with_store!(x.dtype, T => unary_fn!(op, f => {
