@@ -24,8 +24,11 @@ step "clippy (first run builds the workspace: about 3 min)"; cargo clippy --work
 step "tests (first run: about 8 min, building included; the GPU ones on lavapipe)"; cargo test --workspace --all-targets
 step "doctests"; cargo test --workspace --doc
 step "example: logistic regression trained with value_and_grad, on the CPU and the GPU"
-WMX_DEVICE=cpu cargo run -q --example logistic_regression
-cargo run -q --example logistic_regression
+# Built with the workspace's features, as the tests were (a plain `cargo run --example`
+# resolves the root package's features alone and rebuilds wgpu: 2.5 min).
+cargo build -q --workspace --examples
+WMX_DEVICE=cpu target/debug/examples/logistic_regression
+target/debug/examples/logistic_regression
 step "type-check for Apple (Metal) and Windows (DX12) (about 2 min)"
 cargo check -q -p wmx --target aarch64-apple-darwin
 cargo check -q -p wmx --target x86_64-pc-windows-msvc
