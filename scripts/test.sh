@@ -27,8 +27,9 @@ step "example: logistic regression trained with value_and_grad, on the CPU and t
 # Built with the workspace's features, as the tests were (a plain `cargo run --example`
 # resolves the root package's features alone and rebuilds wgpu: 2.5 min).
 cargo build -q --workspace --examples
-WMX_DEVICE=cpu target/debug/examples/logistic_regression
-target/debug/examples/logistic_regression
+examples=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/examples
+WMX_DEVICE=cpu "$examples/logistic_regression"
+"$examples/logistic_regression"
 step "type-check for Apple (Metal) and Windows (DX12) (about 2 min)"
 cargo check -q -p wmx --target aarch64-apple-darwin
 cargo check -q -p wmx --target x86_64-pc-windows-msvc
