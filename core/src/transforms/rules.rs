@@ -79,10 +79,14 @@ pub(super) fn binary(op: BinaryOp, a: &Array, b: &Array, y: &Array) -> Result<[P
         return Ok([Zero, Zero]);
     }
     let dt = y.dtype();
-    // 1 where `m` holds, plus 1/2 where a == b (ties share the derivative).
-    let split = |m: Array| -> Result<Array> {
+    // Weights of maximum/minimum: 1 for the input that wins, 1/2 each on ties (the
+    // tie mask built once for both inputs).
+    let split = |first: Array, second: Array| -> Result<[Partial; 2]> {
         let tie = o::multiply(&o::astype(&o::equal(a, b)?, dt)?, &c(y, 0.5)?)?;
-        o::add(&o::astype(&m, dt)?, &tie)
+        Ok([
+            Scale(o::add(&o::astype(&first, dt)?, &tie)?),
+            Scale(o::add(&o::astype(&second, dt)?, &tie)?),
+        ])
     };
     Ok(match op {
         Add => [Identity, Identity],
@@ -104,14 +108,8 @@ pub(super) fn binary(op: BinaryOp, a: &Array, b: &Array, y: &Array) -> Result<[P
             let db = o::multiply(y, &o::log(&safe_a)?)?;
             [Scale(da), Scale(db)]
         }
-        Maximum => [
-            Scale(split(o::greater(a, b)?)?),
-            Scale(split(o::less(a, b)?)?),
-        ],
-        Minimum => [
-            Scale(split(o::less(a, b)?)?),
-            Scale(split(o::greater(a, b)?)?),
-        ],
+        Maximum => split(o::greater(a, b)?, o::less(a, b)?)?,
+        Minimum => split(o::less(a, b)?, o::greater(a, b)?)?,
         Arctan2 => {
             let den = o::add(&o::square(a)?, &o::square(b)?)?;
             [
