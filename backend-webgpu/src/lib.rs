@@ -611,6 +611,26 @@ impl Backend for WebGpuBackend {
                 .slice_update(b, &x.strided(), &u.strided(), starts, steps, o)
         })
     }
+
+    fn matmul(
+        &self,
+        a: View<'_, GpuBuffer>,
+        b: View<'_, GpuBuffer>,
+        c: Option<View<'_, GpuBuffer>>,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<GpuBuffer> {
+        let (x, y) = (self.input(&a)?, self.input(&b)?);
+        let z = c.map(|c| self.input(&c)).transpose()?;
+        let nd = x.layout.shape.len();
+        let mut shape = x.layout.shape.clone();
+        shape[nd - 1] = y.layout.shape[nd - 1];
+        self.record(&shape, a.dtype, |bt, o| {
+            let zs = z.as_ref().map(|z| z.strided());
+            self.kernels
+                .matmul(bt, &x.strided(), &y.strided(), zs.as_ref(), alpha, beta, o)
+        })
+    }
 }
 
 impl WebGpuBackend {

@@ -10,7 +10,6 @@ use std::any::Any;
 use std::sync::Arc;
 
 /// An input of a kernel: a buffer, its dtype and where the elements are.
-#[derive(Clone, Copy)]
 pub struct View<'a, B> {
     /// The buffer holding the elements.
     pub buffer: &'a B,
@@ -20,6 +19,14 @@ pub struct View<'a, B> {
     /// elementwise families).
     pub layout: &'a Layout,
 }
+
+// By hand: derive would require `B: Copy`, but only references are copied.
+impl<B> Clone for View<'_, B> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<B> Copy for View<'_, B> {}
 
 /// Whether a device computes on the host or an accelerator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -105,6 +112,18 @@ pub trait Backend: Send + Sync + 'static {
         x: View<'_, Self::Buffer>,
         axis: usize,
     ) -> Result<Self::Buffer>;
+    /// `alpha * a @ b + beta * c` over matching batch dims: `a` `[..., M, K]`, `b`
+    /// `[..., K, N]`, `c` (when given) of the output's shape `[..., M, N]` (broadcast
+    /// through zero strides); one float dtype, products accumulated in f32 and the
+    /// result rounded once. Any strides; `K` may be 0.
+    fn matmul(
+        &self,
+        a: View<'_, Self::Buffer>,
+        b: View<'_, Self::Buffer>,
+        c: Option<View<'_, Self::Buffer>>,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<Self::Buffer>;
     /// A row-major copy of `base` with `update` (same dtype) written over the region
     /// of `update`'s shape starting at `starts` with `steps` per axis (in bounds).
     fn slice_update(
@@ -169,6 +188,14 @@ pub trait DynBackend: Send + Sync + 'static {
         update: DynView<'_>,
         starts: &[usize],
         steps: &[isize],
+    ) -> Result<Buffer>;
+    fn matmul(
+        &self,
+        a: DynView<'_>,
+        b: DynView<'_>,
+        c: Option<DynView<'_>>,
+        alpha: f64,
+        beta: f64,
     ) -> Result<Buffer>;
     fn custom(
         &self,
@@ -273,6 +300,18 @@ impl<B: Backend> DynBackend for B {
         Ok(Buffer::new(Backend::slice_update(
             self, b, u, starts, steps,
         )?))
+    }
+    fn matmul(
+        &self,
+        a: DynView<'_>,
+        b: DynView<'_>,
+        c: Option<DynView<'_>>,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<Buffer> {
+        let (a, b) = (typed::<B>(self, &a)?, typed::<B>(self, &b)?);
+        let c = c.map(|c| typed::<B>(self, &c)).transpose()?;
+        Ok(Buffer::new(Backend::matmul(self, a, b, c, alpha, beta)?))
     }
     fn custom(
         &self,

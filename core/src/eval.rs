@@ -146,6 +146,9 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
         Primitive::Axpby { alpha, beta } => be.axpby(v(0), v(1), *alpha, *beta)?,
         Primitive::Reduce { op, axes } => be.reduce(*op, v(0), axes)?,
         Primitive::ArgReduce { op, axis } => be.arg_reduce(*op, v(0), *axis)?,
+        Primitive::Matmul { alpha, beta } => {
+            be.matmul(v(0), v(1), (inputs.len() > 2).then(|| v(2)), *alpha, *beta)?
+        }
         Primitive::View(_) => bufs[0].clone(),
         Primitive::SliceUpdate { starts, steps } => be.slice_update(v(0), v(1), starts, steps)?,
         Primitive::Custom(c) => {

@@ -251,6 +251,15 @@ pub enum Primitive {
         /// The axis.
         axis: usize,
     },
+    /// `alpha * a @ b + beta * c` over matching batch dims: inputs `a` `[..., M, K]`,
+    /// `b` `[..., K, N]` and, when `beta` is nonzero, `c` of the output's shape
+    /// `[..., M, N]`; one float dtype, accumulated in f32.
+    Matmul {
+        /// Scale of the product.
+        alpha: f64,
+        /// Scale of `c` (0 when there is no third input).
+        beta: f64,
+    },
     /// A view of input 0: no computation, no copy.
     View(ViewOp),
     /// A row-major copy of input 0 (base) with input 1 (update) written over the

@@ -16,6 +16,8 @@ const UNARY: &str = include_str!("wgsl/unary.wgsl");
 const COPY: &str = include_str!("wgsl/copy.wgsl");
 const REDUCE: &str = include_str!("wgsl/reduce.wgsl");
 const SLICE_UPDATE: &str = include_str!("wgsl/slice_update.wgsl");
+const MATMUL: &str = include_str!("wgsl/matmul.wgsl");
+const GEMV: &str = include_str!("wgsl/gemv.wgsl");
 
 /// Kernel family of a module.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -40,15 +42,31 @@ pub enum Family {
     ArgReduce,
     /// A copy of the base (input 0) with the update (input 1) over a strided region.
     SliceUpdate,
+    /// Tiled matrix product `alpha * a @ b + beta * c` (c optional).
+    Matmul,
+    /// Matrix-vector product (variants `Rows`, `RowsVec`, `Cols`, `Finish`).
+    Gemv,
 }
 
 impl Family {
+    /// Number of inputs (products: without the optional `c`).
     fn arity(self) -> usize {
         match self {
             Family::Unary | Family::Copy | Family::Reduce | Family::ArgReduce => 1,
             Family::Binary | Family::Axpby | Family::SliceUpdate => 2,
+            Family::Matmul | Family::Gemv => 2,
             Family::Select => 3,
             Family::Fill | Family::Arange => 0,
+        }
+    }
+
+    /// Whether `n` inputs fit the family (products take an optional `c`; the gemv
+    /// finishing pass takes the partial sums and `c`).
+    fn takes(self, n: usize, variant: Variant) -> bool {
+        match (self, variant) {
+            (Family::Gemv, Variant::Finish) => n == 1 || n == 2,
+            (Family::Matmul | Family::Gemv, _) => n == 2 || n == 3,
+            _ => n == self.arity(),
         }
     }
 }
@@ -85,6 +103,10 @@ pub enum Variant {
     /// Reductions: as `Cols`, for contiguous outputs over one reduced dim, with the
     /// input offset and the reduced stride multiples of a vec4: `vec4<u32>` loads.
     ColsVec,
+    /// Matmul: tile configuration `i` of [`crate::matmul::TILES`].
+    Tiled(u8),
+    /// Gemv: the pass that adds partial sums and applies the epilogue.
+    Finish,
 }
 
 impl Variant {
@@ -105,6 +127,8 @@ impl Variant {
             Variant::Cols => "cols".into(),
             Variant::RowsVec => "rows_vec".into(),
             Variant::ColsVec => "cols_vec".into(),
+            Variant::Tiled(i) => format!("tiled{i}"),
+            Variant::Finish => "finish".into(),
         }
     }
 }
@@ -164,6 +188,13 @@ impl ModuleSpec {
             (Family::Fill, _) => "fill",
             (Family::Arange, _) => "arange",
             (Family::SliceUpdate, _) => "slice_update",
+            (Family::Matmul, _) => "matmul",
+            (Family::Gemv, _) => match self.variant {
+                Variant::RowsVec => "gemv_rows_v",
+                Variant::Cols => "gemv_cols",
+                Variant::Finish => "gemv_fin",
+                _ => "gemv_rows",
+            },
             (Family::Reduce, _) if self.variant == Variant::Rows => "reduce_rows",
             (Family::Reduce, _) if self.variant == Variant::RowsVec => "reduce_rows_v",
             (Family::Reduce, _) if self.variant == Variant::ColsVec => "reduce_cols_v",
@@ -202,7 +233,10 @@ impl ModuleSpec {
     /// Number of input bindings (binding 0 is the parameters, 1 the output, inputs
     /// follow).
     pub fn input_bindings(&self) -> usize {
-        self.family.arity()
+        match self.family {
+            Family::Matmul | Family::Gemv => self.inputs.len(),
+            f => f.arity(),
+        }
     }
 }
 
@@ -232,7 +266,8 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     p.push_str("// ---- generated prelude ----\n");
     // Inputs are read through vec4<u32> except by the general elementwise kernels and
     // the scalar-load reductions; reductions write single words.
-    let general = if reduce {
+    let product = matches!(spec.family, Family::Matmul | Family::Gemv);
+    let general = if reduce || product {
         !matches!(spec.variant, Variant::RowsVec | Variant::ColsVec)
     } else {
         spec.variant == Variant::General
@@ -242,14 +277,14 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     } else {
         "array<vec4<u32>>"
     };
-    let out_arr = if reduce { "array<u32>" } else { arr };
+    let out_arr = if reduce || product { "array<u32>" } else { arr };
     p.push_str("@group(0) @binding(0) var<storage, read> P: array<u32>;\n");
     writeln!(
         p,
         "@group(0) @binding(1) var<storage, read_write> O: {out_arr};"
     )
     .unwrap();
-    if spec.inputs.len() != spec.family.arity() {
+    if !spec.family.takes(spec.inputs.len(), spec.variant) {
         return Err(Error::Shape(format!(
             "{:?} takes {} inputs, got {}",
             spec.family,
@@ -446,6 +481,14 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             }
             files.push(SLICE_UPDATE);
         }
+        Family::Matmul | Family::Gemv => {
+            product_prelude(spec, &mut p)?;
+            files.push(if spec.family == Family::Matmul {
+                MATMUL
+            } else {
+                GEMV
+            });
+        }
         Family::Fill => files.push(COPY),
         Family::Arange => {
             let e = match spec.output {
@@ -560,6 +603,60 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     p.push_str("// ---- end of prelude ----\n");
     let body: String = files.concat();
     Ok(p.clone() + &tree_shake(&p, &body, spec.entry_point()))
+}
+
+/// Dtype checks and constants of the product families: float operands of one dtype,
+/// output of that dtype or f32 (partial sums, or a 16-bit result rounded later), the
+/// tile shape, and `ld_c` for the optional bias.
+fn product_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
+    let ins = &spec.inputs;
+    let fin = spec.variant == Variant::Finish;
+    let d = if fin {
+        ins.get(1).copied().unwrap_or(spec.output)
+    } else {
+        ins[0]
+    };
+    let ok = d.is_float()
+        && (fin && ins[0] == DType::F32 || !fin && ins[1] == d)
+        && ins.iter().skip(if fin { 1 } else { 2 }).all(|&c| c == d)
+        && (spec.output == d || spec.output == DType::F32);
+    if !ok {
+        return Err(Error::Shape(format!(
+            "{:?} needs float operands of one dtype and an output of that dtype or f32, got {ins:?} -> {}",
+            spec.family, spec.output
+        )));
+    }
+    if spec.family == Family::Matmul {
+        let Variant::Tiled(i) = spec.variant else {
+            return Err(Error::Shape("matmul has only tiled variants".into()));
+        };
+        let (wx, wy, bk) = crate::matmul::TILES
+            .get(i as usize)
+            .copied()
+            .ok_or_else(|| Error::Shape(format!("no matmul tile configuration {i}")))?;
+        writeln!(
+            p,
+            "const WX: u32 = {wx}u;\nconst WY: u32 = {wy}u;\nconst BK: u32 = {bk}u;"
+        )
+        .unwrap();
+    } else if !matches!(
+        spec.variant,
+        Variant::Rows | Variant::RowsVec | Variant::Cols | Variant::Finish
+    ) {
+        return Err(Error::Shape(format!(
+            "gemv has no variant {:?}",
+            spec.variant
+        )));
+    }
+    let c = if fin { 1 } else { 2 };
+    if ins.len() == c + 1 {
+        if fin {
+            p.push_str("fn ld_c(i: u32) -> f32 { return ld_b(i); }\n");
+        }
+    } else {
+        p.push_str("fn ld_c(i: u32) -> f32 { return 0.0; } // no c: never read\n");
+    }
+    Ok(())
 }
 
 fn check_out(spec: &ModuleSpec, want: DType) -> Result<()> {
@@ -820,6 +917,22 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
         for op in ARG_REDUCE_OPS {
             for var in [Variant::Rows, Variant::Cols, Variant::RowsVec] {
                 v.push(spec(Family::ArgReduce, op, vec![d], DType::U32, var));
+            }
+        }
+        if d.is_float() {
+            for out in [d, DType::F32] {
+                for ins in [vec![d, d], vec![d, d, d]] {
+                    for i in 0..crate::matmul::TILES.len() {
+                        let var = Variant::Tiled(i as u8);
+                        v.push(spec(Family::Matmul, "matmul", ins.clone(), out, var));
+                    }
+                    for var in [Variant::Rows, Variant::RowsVec, Variant::Cols] {
+                        v.push(spec(Family::Gemv, "gemv", ins.clone(), out, var));
+                    }
+                }
+            }
+            for ins in [vec![DType::F32], vec![DType::F32, d]] {
+                v.push(spec(Family::Gemv, "gemv", ins, d, Variant::Finish));
             }
         }
     }

@@ -25,12 +25,14 @@ mod device;
 mod dtype;
 mod elementwise;
 mod layout;
+mod matmul;
 mod ops;
 mod reduce;
 
 pub use compose::{Family, ModuleSpec, Target, Variant, compose, module_specs};
 pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided};
 pub use dtype::DType;
+pub use matmul::TILES;
 pub use ops::{
     ARG_REDUCE_OPS, BINARY_OPS, REDUCE_OPS, UNARY_OPS, binary_op_supports, reduce_output_dtype,
     unary_op_supports,

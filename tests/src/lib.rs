@@ -85,6 +85,11 @@ macro_rules! for_each_case {
             transform_errors,
             slice_update_values,
             transforms_cover_every_primitive,
+            matmul_values,
+            matmul_big_and_special,
+            addmm_values,
+            matmul_errors,
+            grad_matmul,
         }
     };
 }

@@ -5,6 +5,7 @@
 //! are read through zero strides, never materialised.
 
 mod alloc;
+mod matmul;
 mod reduce;
 pub mod scalar;
 pub mod strided;
@@ -615,6 +616,17 @@ impl Backend for CpuBackend {
         axis: usize,
     ) -> Result<CpuBuffer> {
         reduce::arg_reduce(op, x, axis)
+    }
+
+    fn matmul(
+        &self,
+        a: View<'_, CpuBuffer>,
+        b: View<'_, CpuBuffer>,
+        c: Option<View<'_, CpuBuffer>>,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<CpuBuffer> {
+        matmul::matmul(self, a, b, c, alpha, beta)
     }
 
     fn slice_update(

@@ -40,6 +40,22 @@ pub(super) fn rule(e: &Entry, t: &[Option<Array>]) -> Result<Option<Array>> {
             None => None,
         },
         Primitive::Generate(_) | Primitive::ArgReduce { .. } => None,
+        Primitive::Matmul { alpha, beta } => {
+            // α (ta b + a tb) + β tc, the second product fused with the first as its bias.
+            let ab = t[0]
+                .as_ref()
+                .map(|ta| o::matmul_nd(ta, &x[1], None, *alpha, 0.0))
+                .transpose()?;
+            let both = match &t[1] {
+                Some(tb) => Some(o::matmul_nd(&x[0], tb, ab.as_ref(), *alpha, 1.0)?),
+                None => ab,
+            };
+            let tc = match t.get(2) {
+                Some(Some(tc)) => Some(o::multiply(tc, &o::scalar_like(tc, *beta)?)?),
+                _ => None,
+            };
+            sum_opt(both, tc)?
+        }
         Primitive::Axpby { alpha, beta } => match (&t[0], &t[1]) {
             (Some(a), Some(b)) => Some(o::axpby(a, b, *alpha, *beta)?),
             (Some(a), None) => Some(o::multiply(a, &o::scalar_like(a, *alpha)?)?),

@@ -53,6 +53,26 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
             }]
         }
         Primitive::ArgReduce { .. } => vec![None],
+        Primitive::Matmul { alpha, beta } => {
+            // y = α a b + β c: da = α g bᵀ, db = α aᵀ g, dc = β g.
+            let (a, b) = (&x[0], &x[1]);
+            let mut out = vec![
+                want[0]
+                    .then(|| o::matmul_nd(ct, &swap_last(b)?, None, *alpha, 0.0))
+                    .transpose()?,
+                want[1]
+                    .then(|| o::matmul_nd(&swap_last(a)?, ct, None, *alpha, 0.0))
+                    .transpose()?,
+            ];
+            if x.len() > 2 {
+                out.push(
+                    want[2]
+                        .then(|| o::multiply(ct, &o::scalar_like(ct, *beta)?))
+                        .transpose()?,
+                );
+            }
+            out
+        }
         Primitive::View(v) => vec![view_vjp(v, &x[0], ct)?],
         Primitive::SliceUpdate { starts, steps } => {
             let upd = &x[1];
@@ -84,6 +104,14 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
             g
         }
     })
+}
+
+/// The matrix transpose of the last two axes (a view).
+pub(super) fn swap_last(x: &Array) -> Result<Array> {
+    let n = x.ndim() as isize;
+    let mut perm: Vec<isize> = (0..n).collect();
+    perm.swap((n - 2) as usize, (n - 1) as usize);
+    o::transpose(x, Some(&perm))
 }
 
 /// A reduction's result (or cotangent) `r` broadcast back to the input's shape.

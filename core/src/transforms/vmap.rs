@@ -175,6 +175,12 @@ fn rule(e: &Entry, ins: &[(Array, bool)], b: usize) -> Result<Array> {
         Primitive::Generate(_) => {
             return Err(Error::invalid("vmap", "a generator has no mapped input"));
         }
+        // Batch dims broadcast in a product: an unmapped operand lines up behind
+        // the batch axis like an elementwise one.
+        Primitive::Matmul { alpha, beta } => {
+            let c = ins.get(2).map(|(c, _)| c);
+            o::matmul_nd(x0, &ins[1].0, c, *alpha, *beta)?
+        }
         Primitive::Reduce { op, axes } => o::reduce(*op, x0, Some(&shift(axes)), false)?,
         Primitive::ArgReduce { op, axis } => match op {
             crate::ArgReduceOp::ArgMax => o::argmax(x0, *axis as isize + 1, false)?,

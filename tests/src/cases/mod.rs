@@ -2713,5 +2713,7 @@ pub fn device_dtype_support(dev: &Device) {
     }
 }
 
+mod linalg;
 mod transforms;
+pub use linalg::*;
 pub use transforms::*;

@@ -1360,6 +1360,16 @@ pub fn transforms_cover_every_primitive(dev: &Device) {
         }),
     ));
     fns.push((
+        "matmul".into(),
+        Box::new(|a: &[Array]| {
+            let bt = wmx::transpose(&a[1], None)?;
+            Ok(vec![
+                wmx::matmul(&a[0], &bt)?,
+                wmx::addmm(&a[0], &a[0], &wmx::matmul(&bt, &a[1])?, 0.5, 2.0)?,
+            ])
+        }),
+    ));
+    fns.push((
         "slice_update".into(),
         Box::new(|a: &[Array]| {
             let u = wmx::slice(&a[1], &[Slice::range(0, 2)])?;

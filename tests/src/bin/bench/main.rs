@@ -33,6 +33,8 @@
 //! `--smoke` runs small sizes with one repetition, checks every result and the
 //! 1000-op chain, and asserts nothing about timings (`tests/tests/bench_smoke.rs`).
 
+mod linalg;
+
 use std::fmt::Write as _;
 use std::time::Instant;
 use wmx::{Array, DType, Device, DeviceKind};
@@ -55,6 +57,8 @@ struct Options {
     json: Option<String>,
     smoke: bool,
     chain: usize,
+    /// Only the matrix-product cases (`linalg.rs`); smoke runs check both.
+    linalg: bool,
 }
 
 impl Options {
@@ -68,6 +72,7 @@ impl Options {
             json: None,
             smoke: false,
             chain: 1000,
+            linalg: false,
         };
         let mut sizes_given = false;
         let mut i = 0;
@@ -88,7 +93,8 @@ impl Options {
                         .map(|s| match s {
                             "f32" | "float32" => Ok(DType::F32),
                             "f16" | "float16" => Ok(DType::F16),
-                            _ => Err(format!("unknown dtype {s} (f32, f16)")),
+                            "bf16" | "bfloat16" => Ok(DType::BF16),
+                            _ => Err(format!("unknown dtype {s} (f32, f16, bf16)")),
                         })
                         .collect::<Res<_>>()?
                 }
@@ -98,10 +104,11 @@ impl Options {
                 "--json" => o.json = Some(val()?),
                 "--chain" => o.chain = val()?.parse().map_err(err)?,
                 "--smoke" => o.smoke = true,
+                "--linalg" => o.linalg = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke]"
+                                [--json FILE] [--smoke] [--linalg]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -130,6 +137,7 @@ fn parse_size(s: &str) -> Res<usize> {
 fn dtype_name(d: DType) -> &'static str {
     match d {
         DType::F16 => "float16",
+        DType::BF16 => "bfloat16",
         _ => "float32",
     }
 }
@@ -280,6 +288,13 @@ fn host(v: &[f32], dtype: DType) -> Host {
     match dtype {
         DType::F16 => {
             let h: Vec<wmx::f16> = v.iter().map(|x| wmx::f16::from_f32(*x)).collect();
+            Host {
+                bytes: h.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
+                vals: h.iter().map(|x| x.to_f64()).collect(),
+            }
+        }
+        DType::BF16 => {
+            let h: Vec<wmx::bf16> = v.iter().map(|x| wmx::bf16::from_f32(*x)).collect();
             Host {
                 bytes: h.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
                 vals: h.iter().map(|x| x.to_f64()).collect(),
@@ -696,14 +711,24 @@ fn bench_wmx(
 /// the big cases up to 2.4x slower for the first ~0.3 s of work (same buffers, SM
 /// clock constant; `runs/18/samples.log`), which a 200 ms warm-up did not cover.
 /// One sample in smoke runs.
-fn sample(o: &Options, n: usize, mut measure: impl FnMut() -> Res<f64>) -> Res<Vec<f64>> {
+fn sample(o: &Options, n: usize, measure: impl FnMut() -> Res<f64>) -> Res<Vec<f64>> {
     let warm_ms = if n >= 1 << 22 { 1000.0 } else { 200.0 };
+    sample_n(o.smoke, o.reps, warm_ms, measure)
+}
+
+/// [`sample`] with the warm-up given.
+fn sample_n(
+    smoke: bool,
+    reps: usize,
+    warm_ms: f64,
+    mut measure: impl FnMut() -> Res<f64>,
+) -> Res<Vec<f64>> {
     let t = Instant::now();
     measure()?;
-    while !o.smoke && t.elapsed().as_secs_f64() * 1e3 < warm_ms {
+    while !smoke && t.elapsed().as_secs_f64() * 1e3 < warm_ms {
         measure()?;
     }
-    (0..o.reps).map(|_| measure()).collect()
+    (0..reps).map(|_| measure()).collect()
 }
 
 fn push_row(
@@ -1166,7 +1191,10 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         );
     }
     let mut rows = Vec::new();
-    for &dtype in &o.dtypes {
+    if o.linalg || o.smoke {
+        linalg::bench_linalg(&dev, stamps.as_ref(), o.smoke, o.reps, &o.dtypes, &mut rows)?;
+    }
+    for &dtype in o.dtypes.iter().filter(|_| !o.linalg) {
         if dev.check_dtype(dtype).is_err() {
             println!("skipping {}: not supported on {dev}", dtype_name(dtype));
             continue;
@@ -1191,7 +1219,7 @@ fn run(o: &Options) -> Res<Vec<Row>> {
             }
         }
     }
-    if o.chain > 0 && o.paths.iter().any(|p| p == "wmx") {
+    if o.chain > 0 && !o.linalg && o.paths.iter().any(|p| p == "wmx") {
         bench_chain(&dev, o.chain, o.reps, &mut rows)?;
     }
     if let Some(path) = &o.json {

@@ -12,6 +12,10 @@ use crate::{
     layout::{broadcast_shapes, kept_shape, normalize_axes, normalize_axis, numel},
 };
 
+mod linalg;
+pub(crate) use linalg::matmul_nd;
+pub use linalg::{addmm, matmul};
+
 fn op_device(first: &Array) -> Device {
     scoped_device().unwrap_or_else(|| first.device().clone())
 }
@@ -827,6 +831,10 @@ impl Array {
     /// See [`broadcast_to`].
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Array> {
         broadcast_to(self, shape)
+    }
+    /// See [`matmul`].
+    pub fn matmul(&self, other: &Array) -> Result<Array> {
+        matmul(self, other)
     }
     /// See [`sum`].
     pub fn sum(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {

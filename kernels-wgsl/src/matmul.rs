@@ -1,0 +1,327 @@
+//! Matrix products: the tiled kernel (`matmul.wgsl`) and, when one side is a vector,
+//! the bandwidth-bound matrix-vector kernels (`gemv.wgsl`).
+//!
+//! Operands are read in place through their strides (transposed views cost nothing);
+//! batch dims are collapsed first. Everything accumulates in f32; the result is
+//! rounded once.
+
+use crate::compose::{Family, Variant};
+use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::dtype::DType;
+use crate::layout::{check_out, check_view, collapse};
+use crate::{Error, Result};
+
+/// Tile configurations of the tiled kernel: (invocations along N, along M, K depth).
+/// Each invocation computes 8 x 8 outputs, so the tile is 8·WY x 8·WX.
+pub const TILES: [(u32, u32, u32); 2] = [(16, 16, 8), (8, 8, 8)];
+
+/// Workgroups below which the large tile leaves the GPU idle and the small one is
+/// used (about two per compute unit of a large GPU).
+const LARGE_TILE_MIN_GROUPS: u64 = 256;
+
+/// Gemv chunks: column-mode launches aim for at least this many invocations.
+const GEMV_MIN_THREADS: u64 = 1 << 17;
+
+fn i32_bits(s: isize) -> u32 {
+    s as i32 as u32
+}
+
+impl Kernels {
+    /// `out = alpha * a @ bb + beta * c` over matching batch dims: `a` is
+    /// `[..., M, K]`, `bb` `[..., K, N]`, `c` (optional) and `out` `[..., M, N]`; one
+    /// float dtype. Any strides (0 broadcasts); K may be 0 (then `out = beta * c`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn matmul(
+        &self,
+        b: &mut Batch,
+        a: &Strided,
+        bb: &Strided,
+        c: Option<&Strided>,
+        alpha: f64,
+        beta: f64,
+        out: &Contig,
+    ) -> Result<()> {
+        let nd = a.shape.len();
+        let bad = || {
+            Error::Shape(format!(
+                "matmul: a {:?}, b {:?}, c {:?} do not make the output {:?}",
+                a.shape,
+                bb.shape,
+                c.map(|c| c.shape),
+                out.shape
+            ))
+        };
+        if nd < 2 || bb.shape.len() != nd || out.shape.len() != nd {
+            return Err(bad());
+        }
+        let (m, k, n) = (a.shape[nd - 2], a.shape[nd - 1], bb.shape[nd - 1]);
+        let batch = &out.shape[..nd - 2];
+        if a.shape[..nd - 2] != *batch
+            || bb.shape[..nd - 2] != *batch
+            || bb.shape[nd - 2] != k
+            || out.shape[nd - 2..] != [m, n]
+            || c.is_some_and(|c| c.shape != out.shape)
+        {
+            return Err(bad());
+        }
+        let d = a.dtype;
+        if !d.is_float() || bb.dtype != d || out.dtype != d || c.is_some_and(|c| c.dtype != d) {
+            return Err(Error::OpNotDefined {
+                op: "matmul".into(),
+                dtype: d.name(),
+            });
+        }
+        for x in [Some(a), Some(bb), c].into_iter().flatten() {
+            self.check_dtype(x.dtype)?;
+            check_view(x, "matmul input")?;
+            if x.buffer == out.buffer {
+                return Err(Error::Shape(
+                    "matmul: inputs must not share the output buffer".into(),
+                ));
+            }
+        }
+        check_out(out)?;
+        if out.numel() == 0 {
+            return Ok(());
+        }
+        let c = c.filter(|_| beta != 0.0);
+        if m == 1 || n == 1 {
+            self.gemv(b, a, bb, c, alpha, beta, out)
+        } else {
+            self.tiled(b, a, bb, c, alpha, beta, out)
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn tiled(
+        &self,
+        b: &mut Batch,
+        a: &Strided,
+        bb: &Strided,
+        c: Option<&Strided>,
+        alpha: f64,
+        beta: f64,
+        out: &Contig,
+    ) -> Result<()> {
+        let nd = a.shape.len();
+        let (m, k, n) = (a.shape[nd - 2], a.shape[nd - 1], bb.shape[nd - 1]);
+        let zeros = vec![0isize; nd];
+        let cs = c.map_or(&zeros[..], |c| c.strides);
+        let (bshape, bst) = collapse(
+            &out.shape[..nd - 2],
+            &[&a.strides[..nd - 2], &bb.strides[..nd - 2], &cs[..nd - 2]],
+        );
+        let nbatch: u64 = bshape.iter().map(|&x| x as u64).product();
+        let tiles = |i: usize| {
+            let (wx, wy, _) = TILES[i];
+            let (tm, tn) = (m.div_ceil(8 * wy as usize), n.div_ceil(8 * wx as usize));
+            (tm as u64, tn as u64)
+        };
+        let (tm0, tn0) = tiles(0);
+        let cfg = if tm0 * tn0 * nbatch >= LARGE_TILE_MIN_GROUPS {
+            0
+        } else {
+            1
+        };
+        let (tm, tn) = tiles(cfg);
+        let groups = tm * tn * nbatch;
+        if groups > u32::MAX as u64 {
+            return Err(Error::Shape(format!(
+                "matmul: {groups} tiles are more than one launch can address"
+            )));
+        }
+        // 16-bit results of odd width would share words between invocations: compute
+        // them in f32 and round in a copy.
+        let narrow_odd = out.dtype.epw() == 2 && n % 2 == 1;
+        let odt = if narrow_odd { DType::F32 } else { out.dtype };
+        let tmp;
+        let target = if narrow_odd {
+            tmp = self.create_buffer(out.numel() as u64 * 4, Some("wmx matmul f32 result"))?;
+            &tmp
+        } else {
+            out.buffer
+        };
+        let mut inputs = vec![a.dtype, bb.dtype];
+        if let Some(c) = c {
+            inputs.push(c.dtype);
+        }
+        let spec = self.spec(
+            Family::Matmul,
+            "matmul",
+            inputs,
+            odt,
+            Variant::Tiled(cfg as u8),
+            0,
+        );
+        let flags = (a.strides[nd - 2] == 1 && a.strides[nd - 1] != 1) as u32
+            | ((bb.strides[nd - 1] == 1) as u32) << 1
+            | (c.is_some() as u32) << 2;
+        let mut params = vec![
+            m as u32,
+            n as u32,
+            k as u32,
+            groups as u32,
+            bshape.len() as u32,
+            tn as u32,
+            tm as u32,
+            a.offset as u32,
+            i32_bits(a.strides[nd - 2]),
+            i32_bits(a.strides[nd - 1]),
+            bb.offset as u32,
+            i32_bits(bb.strides[nd - 2]),
+            i32_bits(bb.strides[nd - 1]),
+            c.map_or(0, |c| c.offset as u32),
+            i32_bits(cs[nd - 2]),
+            i32_bits(cs[nd - 1]),
+            (alpha as f32).to_bits(),
+            (beta as f32).to_bits(),
+            flags,
+        ];
+        params.extend(bshape.iter().map(|&x| x as u32));
+        for s in &bst {
+            params.extend(s.iter().map(|&x| i32_bits(x)));
+        }
+        let mut buffers = vec![target.clone(), a.buffer.clone(), bb.buffer.clone()];
+        if let Some(c) = c {
+            buffers.push(c.buffer.clone());
+        }
+        self.record(b, &spec, buffers, params, groups)?;
+        if narrow_odd {
+            let strides = crate::layout::contiguous_strides(out.shape);
+            let src = Strided {
+                buffer: target,
+                dtype: DType::F32,
+                shape: out.shape,
+                strides: &strides,
+                offset: 0,
+            };
+            self.copy(b, &src, out)?;
+        }
+        Ok(())
+    }
+
+    /// M == 1 or N == 1: `y[i] = sum_k mat[i, k] v[k]` with `mat` A (N == 1) or Bᵀ.
+    #[allow(clippy::too_many_arguments)]
+    fn gemv(
+        &self,
+        b: &mut Batch,
+        a: &Strided,
+        bb: &Strided,
+        c: Option<&Strided>,
+        alpha: f64,
+        beta: f64,
+        out: &Contig,
+    ) -> Result<()> {
+        let nd = a.shape.len();
+        let (m, k, n) = (a.shape[nd - 2], a.shape[nd - 1], bb.shape[nd - 1]);
+        let zeros = vec![0isize; nd];
+        let cs = c.map_or(&zeros[..], |c| c.strides);
+        // (matrix, vector, rows I, matrix strides (i, k), vector stride, c stride)
+        let (mat, vec, rows_i, (si, sk), vk, ci) = if n == 1 {
+            let s = (a.strides[nd - 2], a.strides[nd - 1]);
+            (a, bb, m, s, bb.strides[nd - 2], cs[nd - 2])
+        } else {
+            let s = (bb.strides[nd - 1], bb.strides[nd - 2]);
+            (bb, a, n, s, a.strides[nd - 1], cs[nd - 1])
+        };
+        let (bshape, bst) = collapse(
+            &out.shape[..nd - 2],
+            &[
+                &mat.strides[..nd - 2],
+                &vec.strides[..nd - 2],
+                &cs[..nd - 2],
+            ],
+        );
+        let nbatch: u64 = bshape.iter().map(|&x| x as u64).product();
+        let rows = nbatch * rows_i as u64;
+        if rows > u32::MAX as u64 {
+            return Err(Error::Shape(format!(
+                "matmul: {rows} output rows are more than one launch can address"
+            )));
+        }
+        let d = a.dtype;
+        let cols = si == 1 && sk != 1;
+        // vec4-of-words loads: k contiguous in both, everything aligned to a vec4.
+        let e4 = 4 * d.epw() as isize;
+        let aligned = |x: &Strided, inner: isize, outer: &[isize]| {
+            x.offset as isize % e4 == 0
+                && inner == 1
+                && outer.iter().all(|s| s % e4 == 0)
+                && x.buffer.size().is_multiple_of(16)
+        };
+        let vec4 = !cols
+            && k as isize % e4 == 0
+            && aligned(mat, sk, &[&[si][..], &bst[0]].concat())
+            && aligned(vec, vk, &bst[1]);
+        let narrow = out.dtype.epw() == 2;
+        let wg = self.wg() as u64;
+        let chunks = if cols {
+            let blocks = rows.div_ceil(wg);
+            (GEMV_MIN_THREADS.div_ceil(blocks * wg)).clamp(1, k.max(1) as u64)
+        } else {
+            1
+        };
+        let kc = (k as u64).div_ceil(chunks).max(1);
+        let chunks = (k as u64).div_ceil(kc).max(1);
+        // Partial sums (or the raw sums of 16-bit rows) go through f32 scratch.
+        let via_scratch = cols || narrow;
+        let flags = (c.is_some() as u32) << 2 | (via_scratch as u32) << 3;
+        let mut params = vec![
+            rows_i as u32,
+            k as u32,
+            rows as u32,
+            bshape.len() as u32,
+            mat.offset as u32,
+            i32_bits(si),
+            i32_bits(sk),
+            vec.offset as u32,
+            i32_bits(vk),
+            c.map_or(0, |c| c.offset as u32),
+            i32_bits(ci),
+            (alpha as f32).to_bits(),
+            (beta as f32).to_bits(),
+            flags,
+            chunks as u32,
+            kc as u32,
+        ];
+        params.extend(bshape.iter().map(|&x| x as u32));
+        for s in &bst {
+            params.extend(s.iter().map(|&x| i32_bits(x)));
+        }
+        let scratch = if via_scratch {
+            Some(self.scratch(0, chunks * rows * 4)?)
+        } else {
+            None
+        };
+        let first_out = scratch.as_ref().unwrap_or(out.buffer);
+        let mut inputs = vec![d, d];
+        let mut buffers = vec![first_out.clone(), mat.buffer.clone(), vec.buffer.clone()];
+        if let Some(c) = c {
+            inputs.push(d);
+            buffers.push(c.buffer.clone());
+        }
+        let (variant, groups) = if cols {
+            (Variant::Cols, rows.div_ceil(wg) * chunks)
+        } else if vec4 {
+            (Variant::RowsVec, rows)
+        } else {
+            (Variant::Rows, rows)
+        };
+        let odt = if via_scratch { DType::F32 } else { out.dtype };
+        let spec = self.spec(Family::Gemv, "gemv", inputs, odt, variant, 0);
+        self.record(b, &spec, buffers, params.clone(), groups)?;
+        if let Some(s) = scratch {
+            let mut inputs = vec![DType::F32];
+            let mut buffers = vec![out.buffer.clone(), s];
+            if let Some(c) = c {
+                inputs.push(d);
+                buffers.push(c.buffer.clone());
+            }
+            let spec = self.spec(Family::Gemv, "gemv", inputs, out.dtype, Variant::Finish, 0);
+            let words = rows.div_ceil(out.dtype.epw() as u64);
+            let groups = words.div_ceil(wg).min(1 << 14);
+            self.record(b, &spec, buffers, params, groups)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,170 @@
+// Matrix-vector products (bandwidth-bound): y[b, i] = alpha * sum_k A[b, i, k] v[b, k]
+// + beta * C[b, i], accumulated in f32. A matrix times a vector and a vector times a
+// matrix are both this form (the host swaps B's axes for the second).
+//
+// - gemv_rows / gemv_rows_v: one workgroup per output row, its invocations striding
+//   along k (contiguous in A): element loads, or vec4-of-words loads when A's rows
+//   and v are contiguous and aligned. With `raw` (flag bit 3) the plain sums go to
+//   an f32 buffer for gemv_fin (16-bit outputs: two rows share a word).
+// - gemv_cols: for A contiguous along i: each invocation owns one row i and a chunk
+//   of k (coalesced across invocations); partial sums go to an f32 buffer
+//   [chunk][row], which gemv_fin adds up.
+// - gemv_fin: one invocation per output word: sums the chunks, applies alpha, beta
+//   and C, and packs the word.
+//
+// Parameters (u32 words; strides and offsets in elements, i32 bits, wrapping):
+//  0 I, 1 K, 2 rows (batch * I), 3 batch rank R, 4 a_off, 5 a_si, 6 a_sk, 7 v_off,
+//  8 v_sk, 9 c_off, 10 c_si, 11 alpha (f32 bits), 12 beta (f32 bits), 13 flags
+//  (bit 2: C is read, bit 3: raw sums), 14 chunks, 15 k per chunk,
+//  16.. batch shape[R], A batch strides[R], v batch strides[R], C batch strides[R].
+
+var<workgroup> gv_red: array<f32, 256>;
+
+// Offsets of row `row`'s matrix row, vector and C element.
+fn gv_offsets(row: u32) -> vec3<u32> {
+    let i_dim = P[0];
+    let rank = P[3];
+    var bi = row / i_dim;
+    let i = row - bi * i_dim;
+    var pa = P[4] + i * P[5];
+    var pv = P[7];
+    var pc = P[9] + i * P[10];
+    for (var d = rank; d > 0u; d--) {
+        let s = P[15u + d];
+        let q = bi / s;
+        let c = bi - q * s;
+        bi = q;
+        pa += c * P[15u + rank + d];
+        pv += c * P[15u + 2u * rank + d];
+        pc += c * P[15u + 3u * rank + d];
+    }
+    return vec3<u32>(pa, pv, pc);
+}
+
+fn gv_epilogue(s: f32, pc: u32) -> f32 {
+    var r = bitcast<f32>(P[11]) * s;
+    if ((P[13] & 4u) != 0u) { r += bitcast<f32>(P[12]) * ld_c(pc); }
+    return r;
+}
+
+// Workgroup sum of one value per invocation (WG a power of two, at most 256).
+fn gv_sum(v: f32, lid: u32) -> f32 {
+    gv_red[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { gv_red[lid] += gv_red[lid + s]; }
+        workgroupBarrier();
+    }
+    return gv_red[0];
+}
+
+fn gv_finish_row(row: u32, s: f32, pc: u32) {
+    if ((P[13] & 8u) != 0u) {
+        O[row] = bitcast<u32>(s);
+    } else {
+        O[row] = st_o(gv_epilogue(s, pc));
+    }
+}
+
+@compute @workgroup_size(WG)
+fn gemv_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+             @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row = wid.x + wid.y * nwg.x;
+    if (row >= P[2]) { return; }
+    let p = gv_offsets(row);
+    let k_dim = P[1];
+    let a_sk = P[6];
+    let v_sk = P[8];
+    var acc = 0.0;
+    for (var k = lid; k < k_dim; k += WG) {
+        acc = fma(ld_a(p.x + k * a_sk), ld_b(p.y + k * v_sk), acc);
+    }
+    let s = gv_sum(acc, lid);
+    if (lid == 0u) { gv_finish_row(row, s, p.z); }
+}
+
+// Dot product of the elements of two vec4s of words.
+fn gv_dot4(a: vec4<u32>, b: vec4<u32>) -> f32 {
+    if (LA == 1u) {
+        var s = 0.0;
+        for (var j = 0u; j < 4u; j++) {
+            let x = x2a(a[j]);
+            let y = x2b(b[j]);
+            s = fma(x.x, y.x, fma(x.y, y.y, s));
+        }
+        return s;
+    }
+    let x = vec4<f32>(xa(a.x, 0u), xa(a.y, 0u), xa(a.z, 0u), xa(a.w, 0u));
+    let y = vec4<f32>(xb(b.x, 0u), xb(b.y, 0u), xb(b.z, 0u), xb(b.w, 0u));
+    return dot(x, y);
+}
+
+@compute @workgroup_size(WG)
+fn gemv_rows_v(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row = wid.x + wid.y * nwg.x;
+    if (row >= P[2]) { return; }
+    let p = gv_offsets(row);
+    // Element offsets and K are multiples of a vec4 of words (the host checks).
+    let sh = LA + 2u;
+    let qa = p.x >> sh;
+    let qv = p.y >> sh;
+    let nq = P[1] >> sh;
+    var acc = 0.0;
+    for (var q = lid; q < nq; q += WG) {
+        acc += gv_dot4(va(qa + q), vb(qv + q));
+    }
+    let s = gv_sum(acc, lid);
+    if (lid == 0u) { gv_finish_row(row, s, p.z); }
+}
+
+@compute @workgroup_size(WG)
+fn gemv_cols(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+             @builtin(num_workgroups) nwg: vec3<u32>) {
+    // Workgroups: (row block, chunk), row blocks fastest.
+    let rows = P[2];
+    let blocks = (rows + WG - 1u) / WG;
+    let g = wid.x + wid.y * nwg.x;
+    let chunk = g / blocks;
+    if (chunk >= P[14]) { return; }
+    let row = (g - chunk * blocks) * WG + lid;
+    if (row >= rows) { return; }
+    let p = gv_offsets(row);
+    let kc = P[15];
+    let k0 = chunk * kc;
+    let k1 = min(k0 + kc, P[1]);
+    let a_sk = P[6];
+    let v_sk = P[8];
+    var acc = 0.0;
+    for (var k = k0; k < k1; k++) {
+        acc = fma(ld_a(p.x + k * a_sk), ld_b(p.y + k * v_sk), acc);
+    }
+    O[chunk * rows + row] = bitcast<u32>(acc);
+}
+
+@compute @workgroup_size(WG)
+fn gemv_fin(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let rows = P[2];
+    let chunks = P[14];
+    let epw = 1u << LO;
+    let words = (rows + epw - 1u) / epw;
+    for (var w = thread_index(vec3<u32>(lid, 0u, 0u), wid, nwg); w < words; w += thread_count(nwg)) {
+        var r = vec2<f32>(0.0);
+        for (var j = 0u; j < epw; j++) {
+            let row = w * epw + j;
+            if (row < rows) {
+                var s = 0.0;
+                for (var c = 0u; c < chunks; c++) {
+                    s += bitcast<f32>(wa(c * rows + row));
+                }
+                r[j] = gv_epilogue(s, gv_offsets(row).z);
+            }
+        }
+        if (LO == 1u) {
+            O[w] = st2_o(r);
+        } else {
+            O[w] = st_o(r.x);
+        }
+    }
+}

@@ -1,0 +1,159 @@
+// Tiled matrix product: O[b] = alpha * A[b] @ B[b] + beta * C[b], accumulated in f32.
+//
+// Each workgroup computes a BM x BN tile of one batch element's output; each of its
+// WX x WY invocations an 8 x 8 block held in registers (16 vec4 accumulators: rows
+// ty*4+i and BM/2+ty*4+i, columns tx*4+j and BN/2+tx*4+j, so neighbouring
+// invocations read neighbouring vec4s of workgroup memory: no bank conflicts).
+// A and B tiles pass through workgroup memory BK deep. Operands are read in place
+// through their strides; the load order follows whichever axis is contiguous.
+//
+// The prelude sets WX, WY (invocations per row/column of the workgroup), BK and the
+// dtype helpers ld_a/ld_b/ld_c and st_o/st2_o.
+//
+// Parameters (u32 words; strides and offsets in elements, i32 bits, wrapping):
+//  0 M, 1 N, 2 K, 3 tiles (batch * tiles_m * tiles_n), 4 batch rank R, 5 tiles_n,
+//  6 tiles_m, 7 a_off, 8 a_sm, 9 a_sk, 10 b_off, 11 b_sk, 12 b_sn, 13 c_off,
+//  14 c_sm, 15 c_sn, 16 alpha (f32 bits), 17 beta (f32 bits), 18 flags (bit 0: A's
+//  m axis is the contiguous one, bit 1: B's n axis is, bit 2: C is read),
+//  19.. batch shape[R], A batch strides[R], B batch strides[R], C batch strides[R].
+
+const BM: u32 = 8u * WY;
+const BN: u32 = 8u * WX;
+const NT: u32 = WX * WY;
+
+var<workgroup> As: array<vec4<f32>, BK * BM / 4u>; // As[k][m]
+var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>; // Bs[k][n]
+
+// Per-invocation values the epilogue needs.
+var<private> mm_n: u32;
+var<private> mm_c: u32;
+var<private> mm_o: u32;
+var<private> mm_alpha: f32;
+var<private> mm_beta: f32;
+var<private> mm_read_c: bool;
+
+// Four outputs of row gm from column gn: alpha * v (+ beta * C), rounded once.
+fn mm_store4(gm: u32, gn: u32, v: vec4<f32>) {
+    let n = mm_n;
+    var r = v * mm_alpha;
+    if (mm_read_c) {
+        let cb = mm_c + gm * P[14];
+        for (var j = 0u; j < 4u; j++) {
+            if (gn + j < n) {
+                r[j] = r[j] + mm_beta * ld_c(cb + (gn + j) * P[15]);
+            }
+        }
+    }
+    let o = mm_o + gm * n + gn;
+    if (LO == 1u) {
+        // 16-bit output, N even (the host checks): whole words, no sharing.
+        if (gn < n) { O[o >> 1u] = st2_o(vec2<f32>(r.x, r.y)); }
+        if (gn + 2u < n) { O[(o >> 1u) + 1u] = st2_o(vec2<f32>(r.z, r.w)); }
+    } else {
+        for (var j = 0u; j < 4u; j++) {
+            if (gn + j < n) { O[o + j] = st_o(r[j]); }
+        }
+    }
+}
+
+@compute @workgroup_size(NT)
+fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+          @builtin(num_workgroups) nwg: vec3<u32>) {
+    let t = wid.x + wid.y * nwg.x;
+    if (t >= P[3]) { return; }
+    let m_dim = P[0];
+    let n_dim = P[1];
+    let k_dim = P[2];
+    let rank = P[4];
+    let tiles_n = P[5];
+    let per_batch = tiles_n * P[6];
+    var bi = t / per_batch;
+    let tt = t - bi * per_batch;
+    let m0 = (tt / tiles_n) * BM;
+    let n0 = (tt % tiles_n) * BN;
+    // Batch element bi: offsets of its A, B and C matrices; its output is row-major.
+    mm_o = bi * m_dim * n_dim;
+    var pa = P[7];
+    var pb = P[10];
+    var pc = P[13];
+    for (var d = rank; d > 0u; d--) {
+        let s = P[18u + d];
+        let q = bi / s;
+        let c = bi - q * s;
+        bi = q;
+        pa += c * P[18u + rank + d];
+        pb += c * P[18u + 2u * rank + d];
+        pc += c * P[18u + 3u * rank + d];
+    }
+    mm_n = n_dim;
+    mm_c = pc;
+    mm_alpha = bitcast<f32>(P[16]);
+    mm_beta = bitcast<f32>(P[17]);
+    let flags = P[18];
+    mm_read_c = (flags & 4u) != 0u;
+    let a_mfast = (flags & 1u) != 0u;
+    let b_nfast = (flags & 2u) != 0u;
+    let a_sm = P[8];
+    let a_sk = P[9];
+    let b_sk = P[11];
+    let b_sn = P[12];
+
+    let tx = lid % WX;
+    let ty = lid / WX;
+    var c0 = vec4<f32>(0.0); var c1 = vec4<f32>(0.0); var c2 = vec4<f32>(0.0); var c3 = vec4<f32>(0.0);
+    var c4 = vec4<f32>(0.0); var c5 = vec4<f32>(0.0); var c6 = vec4<f32>(0.0); var c7 = vec4<f32>(0.0);
+    var c8 = vec4<f32>(0.0); var c9 = vec4<f32>(0.0); var c10 = vec4<f32>(0.0); var c11 = vec4<f32>(0.0);
+    var c12 = vec4<f32>(0.0); var c13 = vec4<f32>(0.0); var c14 = vec4<f32>(0.0); var c15 = vec4<f32>(0.0);
+
+    for (var k0 = 0u; k0 < k_dim; k0 += BK) {
+        for (var e = lid; e < BM * BK; e += NT) {
+            var m = e / BK;
+            var k = e % BK;
+            if (a_mfast) { m = e % BM; k = e / BM; }
+            let gm = m0 + m;
+            let gk = k0 + k;
+            var v = 0.0;
+            if (gm < m_dim && gk < k_dim) { v = ld_a(pa + gm * a_sm + gk * a_sk); }
+            As[(k * BM + m) >> 2u][m & 3u] = v;
+        }
+        for (var e = lid; e < BN * BK; e += NT) {
+            var n = e / BK;
+            var k = e % BK;
+            if (b_nfast) { n = e % BN; k = e / BN; }
+            let gn = n0 + n;
+            let gk = k0 + k;
+            var v = 0.0;
+            if (gn < n_dim && gk < k_dim) { v = ld_b(pb + gk * b_sk + gn * b_sn); }
+            Bs[(k * BN + n) >> 2u][n & 3u] = v;
+        }
+        workgroupBarrier();
+        for (var k = 0u; k < BK; k++) {
+            let a_lo = As[k * (BM / 4u) + ty];
+            let a_hi = As[k * (BM / 4u) + BM / 8u + ty];
+            let b_lo = Bs[k * (BN / 4u) + tx];
+            let b_hi = Bs[k * (BN / 4u) + BN / 8u + tx];
+            c0 = fma(vec4<f32>(a_lo.x), b_lo, c0); c1 = fma(vec4<f32>(a_lo.x), b_hi, c1);
+            c2 = fma(vec4<f32>(a_lo.y), b_lo, c2); c3 = fma(vec4<f32>(a_lo.y), b_hi, c3);
+            c4 = fma(vec4<f32>(a_lo.z), b_lo, c4); c5 = fma(vec4<f32>(a_lo.z), b_hi, c5);
+            c6 = fma(vec4<f32>(a_lo.w), b_lo, c6); c7 = fma(vec4<f32>(a_lo.w), b_hi, c7);
+            c8 = fma(vec4<f32>(a_hi.x), b_lo, c8); c9 = fma(vec4<f32>(a_hi.x), b_hi, c9);
+            c10 = fma(vec4<f32>(a_hi.y), b_lo, c10); c11 = fma(vec4<f32>(a_hi.y), b_hi, c11);
+            c12 = fma(vec4<f32>(a_hi.z), b_lo, c12); c13 = fma(vec4<f32>(a_hi.z), b_hi, c13);
+            c14 = fma(vec4<f32>(a_hi.w), b_lo, c14); c15 = fma(vec4<f32>(a_hi.w), b_hi, c15);
+        }
+        workgroupBarrier();
+    }
+
+    let r_lo = m0 + ty * 4u;
+    let r_hi = m0 + BM / 2u + ty * 4u;
+    let n_lo = n0 + tx * 4u;
+    let n_hi = n0 + BN / 2u + tx * 4u;
+    if (r_lo < m_dim) { mm_store4(r_lo, n_lo, c0); mm_store4(r_lo, n_hi, c1); }
+    if (r_lo + 1u < m_dim) { mm_store4(r_lo + 1u, n_lo, c2); mm_store4(r_lo + 1u, n_hi, c3); }
+    if (r_lo + 2u < m_dim) { mm_store4(r_lo + 2u, n_lo, c4); mm_store4(r_lo + 2u, n_hi, c5); }
+    if (r_lo + 3u < m_dim) { mm_store4(r_lo + 3u, n_lo, c6); mm_store4(r_lo + 3u, n_hi, c7); }
+    if (r_hi < m_dim) { mm_store4(r_hi, n_lo, c8); mm_store4(r_hi, n_hi, c9); }
+    if (r_hi + 1u < m_dim) { mm_store4(r_hi + 1u, n_lo, c10); mm_store4(r_hi + 1u, n_hi, c11); }
+    if (r_hi + 2u < m_dim) { mm_store4(r_hi + 2u, n_lo, c12); mm_store4(r_hi + 2u, n_hi, c13); }
+    if (r_hi + 3u < m_dim) { mm_store4(r_hi + 3u, n_lo, c14); mm_store4(r_hi + 3u, n_hi, c15); }
+}

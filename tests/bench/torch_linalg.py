@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""PyTorch (cuBLAS) reference for wmx's matrix-product cases (bench --linalg), run
+in the same call as the wmx bench:
+
+    python3 tests/bench/torch_linalg.py --json torch_linalg.json
+
+Same case names, shapes and counting as tests/src/bin/bench/linalg.rs: TFLOP/s of
+2·batch·M·K·N, GB/s of both operands read and the output written once. TF32 is
+off (`allow_tf32 = False`), so f32 figures are true FP32 GEMMs. Median of CUDA-
+event timings over many calls after a warm-up.
+"""
+import argparse
+import json
+import statistics
+
+import torch
+
+
+def time_ms(fn, iters):
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(7):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        samples.append(start.elapsed_time(end) / iters)
+    return statistics.median(samples)
+
+
+def cases():
+    out = []
+    for dt in (torch.float32, torch.float16, torch.bfloat16):
+        for s in (1024, 2048, 4096):
+            out.append(("matmul", dt, 1, s, s, s, False))
+        if dt != torch.bfloat16:
+            out.append(("matmul_at", dt, 1, 4096, 4096, 4096, True))
+            out.append(("gemv", dt, 1, 8192, 8192, 1, False))
+            out.append(("gevm", dt, 1, 1, 8192, 8192, False))
+            out.append(("bmm", dt, 256, 64, 64, 64, False))
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--json")
+    args = p.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    rows = []
+    names = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+    for name, dt, batch, m, k, n, ta in cases():
+        g = torch.Generator(device="cuda").manual_seed(0)
+        lead = (batch,) if batch > 1 else ()
+        a = torch.rand(*lead, k, m, device="cuda", generator=g).to(dt).transpose(-1, -2) if ta \
+            else torch.rand(*lead, m, k, device="cuda", generator=g).to(dt)
+        b = torch.rand(*lead, k, n, device="cuda", generator=g).to(dt)
+        if name == "gemv":
+            b = b.reshape(k)
+            fn = lambda: torch.mv(a, b)
+        elif name == "gevm":
+            a = a.reshape(k)
+            fn = lambda: torch.matmul(a, b)
+        elif name == "bmm":
+            fn = lambda: torch.bmm(a, b)
+        else:
+            fn = lambda: torch.matmul(a, b)
+        flops = 2.0 * batch * m * k * n
+        e = torch.finfo(dt).bits // 8
+        nbytes = batch * (m * k + k * n + m * n) * e
+        iters = max(5, min(200, int(2e11 / max(flops, nbytes * 50))))
+        ms = time_ms(fn, iters)
+        op = f"{name}_{batch}x{m}x{k}x{n}"
+        row = {"op": op, "dtype": names[dt], "ms": ms, "gbps": nbytes / (ms * 1e6),
+               "tflops": flops / (ms * 1e9), "path": "torch", "device": torch.cuda.get_device_name()}
+        print(f"torch    {op:<28} {names[dt]:<9} {ms * 1e3:10.1f} us {row['gbps']:8.1f} GB/s "
+              f"{row['tflops']:7.2f} TFLOP/s")
+        rows.append(row)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

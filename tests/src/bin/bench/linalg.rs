@@ -1,0 +1,223 @@
+//! Matrix products through the public API (`--linalg`): `matmul` of square
+//! matrices, matrix-vector and vector-matrix products, batches of small matrices.
+//! Each case is checked first on sampled outputs against f64 dot products, then
+//! timed as the element-wise cases are (GPU timestamps around `iters` evals).
+//! `tests/bench/torch_linalg.py` measures the same cases with PyTorch (cuBLAS).
+
+use super::{Res, Row, Stamps, err, host, median, random, sample_n};
+use std::time::Instant;
+use wmx::{Array, DType, Device};
+
+/// One product: `batch` × (`m` × `k`) @ (`k` × `n`); `ta`: `a` is a transposed view.
+#[derive(Clone, Copy)]
+struct Case {
+    name: &'static str,
+    dtype: DType,
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    ta: bool,
+}
+
+impl Case {
+    fn flops(&self) -> f64 {
+        2.0 * (self.batch * self.m * self.k * self.n) as f64
+    }
+    /// Bytes every product must move: both operands read, the output written.
+    fn bytes(&self) -> f64 {
+        let e = self.dtype.size() as f64;
+        self.batch as f64 * (self.m * self.k + self.k * self.n + self.m * self.n) as f64 * e
+    }
+}
+
+fn cases(smoke: bool, dtypes: &[DType]) -> Vec<Case> {
+    let c = |name, dtype, batch, m, k, n, ta| Case {
+        name,
+        dtype,
+        batch,
+        m,
+        k,
+        n,
+        ta,
+    };
+    let mut v = vec![];
+    let all = [DType::F32, DType::F16, DType::BF16];
+    for &d in all
+        .iter()
+        .filter(|d| dtypes.contains(d) || **d == DType::BF16)
+    {
+        if smoke {
+            v.push(c("matmul", d, 1, 130, 67, 129, false));
+            v.push(c("matmul_at", d, 1, 64, 65, 63, true));
+            v.push(c("gemv", d, 1, 300, 256, 1, false));
+            v.push(c("gevm", d, 1, 1, 256, 300, false));
+            v.push(c("bmm", d, 8, 64, 64, 64, false));
+            continue;
+        }
+        for s in [1024, 2048, 4096] {
+            v.push(c("matmul", d, 1, s, s, s, false));
+        }
+        if d != DType::BF16 {
+            v.push(c("matmul_at", d, 1, 4096, 4096, 4096, true));
+            v.push(c("gemv", d, 1, 8192, 8192, 1, false));
+            v.push(c("gevm", d, 1, 1, 8192, 8192, false));
+            v.push(c("bmm", d, 256, 64, 64, 64, false));
+        }
+    }
+    v
+}
+
+/// Runs the product cases on `dev`, pushing one row each.
+pub(crate) fn bench_linalg(
+    dev: &Device,
+    stamps: Option<&Stamps>,
+    smoke: bool,
+    reps: usize,
+    dtypes: &[DType],
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    for case in cases(smoke, dtypes) {
+        if dev.check_dtype(case.dtype).is_err() {
+            continue;
+        }
+        bench_case(dev, stamps, smoke, reps, case, rows)?;
+        if let Some(b) = wmx::webgpu::backend(dev) {
+            b.clear_cache();
+        }
+    }
+    Ok(())
+}
+
+fn bench_case(
+    dev: &Device,
+    stamps: Option<&Stamps>,
+    smoke: bool,
+    reps: usize,
+    c: Case,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let Case {
+        dtype,
+        batch,
+        m,
+        k,
+        n,
+        ..
+    } = c;
+    let label = format!("{} {}x{}x{}x{}", c.name, batch, m, k, n);
+    let seed = (m * 31 + k * 7 + n) as u64;
+    let ha = host(&random(batch * m * k, seed), dtype);
+    let hb = host(&random(batch * k * n, seed + 1), dtype);
+    let lead: Vec<usize> = if batch > 1 { vec![batch] } else { vec![] };
+    let shape = |r: usize, s: usize| -> Vec<usize> {
+        let mut v = lead.clone();
+        v.extend([r, s]);
+        v
+    };
+    // `a` stored transposed for `ta` (its view `.t()` is the operand); vectors 1-D.
+    let a_store = if c.ta { shape(k, m) } else { shape(m, k) };
+    let a = Array::from_bytes_on(ha.bytes.clone(), &a_store, dtype, dev).map_err(err)?;
+    let b = Array::from_bytes_on(hb.bytes.clone(), &shape(k, n), dtype, dev).map_err(err)?;
+    let a = if c.ta { a.t().map_err(err)? } else { a };
+    let (a, b) = match c.name {
+        "gemv" => (a, b.reshape(&[k as isize]).map_err(err)?),
+        "gevm" => (a.reshape(&[k as isize]).map_err(err)?, b),
+        _ => (a, b),
+    };
+    let y = wmx::matmul(&a, &b).map_err(err)?;
+    let got = y.to_vec_f64().map_err(err)?;
+    drop(y);
+    // Sampled outputs against f64 dot products of the rounded inputs.
+    let at = |bi: usize, i: usize, kk: usize| {
+        if c.ta {
+            ha.vals[bi * m * k + kk * m + i]
+        } else {
+            ha.vals[bi * m * k + i * k + kk]
+        }
+    };
+    let mut state = seed;
+    for _ in 0..64 {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let idx = (state >> 33) as usize % got.len();
+        let (bi, r) = (idx / (m * n), idx % (m * n));
+        let (i, j) = (r / n, r % n);
+        let (mut s, mut mag) = (0.0, 0.0);
+        for kk in 0..k {
+            let t = at(bi, i, kk) * hb.vals[bi * k * n + kk * n + j];
+            s += t;
+            mag += t.abs();
+        }
+        let eps = match dtype {
+            DType::F32 => 0.0,
+            DType::F16 => 2f64.powi(-11),
+            _ => 2f64.powi(-8),
+        };
+        let tol = (k as f64 + 4.0) * 2f64.powi(-24) * mag + eps * s.abs() + 1e-30;
+        if (got[idx] - s).abs() > tol {
+            return Err(format!(
+                "{label} {}: element {idx} is {}, want {s} (tol {tol:e})",
+                super::dtype_name(dtype),
+                got[idx]
+            ));
+        }
+    }
+    let iters = if smoke {
+        2
+    } else {
+        ((2e11 / c.flops().max(c.bytes() * 50.0)) as usize).clamp(5, 200)
+    };
+    let gpu = wmx::webgpu::backend(dev);
+    let measure = || -> Res<f64> {
+        dev.synchronize().map_err(err)?;
+        let ms = match (stamps, gpu) {
+            (Some(s), Some(g)) => {
+                g.write_timestamp(&s.set, 0).map_err(err)?;
+                for _ in 0..iters {
+                    wmx::eval(&[wmx::matmul(&a, &b).map_err(err)?]).map_err(err)?;
+                }
+                g.write_timestamp(&s.set, 1).map_err(err)?;
+                dev.synchronize().map_err(err)?;
+                s.elapsed_ms()?
+            }
+            _ => {
+                let t = Instant::now();
+                for _ in 0..iters {
+                    wmx::eval(&[wmx::matmul(&a, &b).map_err(err)?]).map_err(err)?;
+                }
+                dev.synchronize().map_err(err)?;
+                t.elapsed().as_secs_f64() * 1e3
+            }
+        };
+        Ok(ms / iters as f64)
+    };
+    let samples = sample_n(smoke, reps, 1000.0, measure)?;
+    let ms = median(samples.clone());
+    let row = Row {
+        path: "wmx",
+        op: format!("{}_{}x{}x{}x{}", c.name, batch, m, k, n),
+        dtype,
+        n: batch * m * k * n,
+        ms,
+        gbps: c.bytes() / (ms * 1e6),
+        extra: vec![
+            ("tflops", c.flops() / (ms * 1e9)),
+            (
+                "ms_min",
+                samples.iter().copied().fold(f64::INFINITY, f64::min),
+            ),
+        ],
+    };
+    println!(
+        "wmx      {:<28} {:<5} {:>10.1} us {:>8.1} GB/s {:>7.2} TFLOP/s",
+        row.op,
+        super::dtype_name(dtype),
+        ms * 1e3,
+        row.gbps,
+        c.flops() / (ms * 1e9)
+    );
+    rows.push(row);
+    Ok(())
+}
