@@ -631,6 +631,26 @@ impl Backend for WebGpuBackend {
                 .matmul(bt, &x.strided(), &y.strided(), zs.as_ref(), alpha, beta, o)
         })
     }
+
+    fn normalize(
+        &self,
+        op: wmx_core::NormOp,
+        x: View<'_, GpuBuffer>,
+        params: &[View<'_, GpuBuffer>],
+        eps: f64,
+    ) -> Result<GpuBuffer> {
+        let xi = self.input(&x)?;
+        let ps = params
+            .iter()
+            .map(|p| self.input(p))
+            .collect::<Result<Vec<_>>>()?;
+        self.record(&xi.layout.shape, x.dtype, |bt, o| {
+            let st: Vec<_> = ps.iter().map(|p| p.strided()).collect();
+            let refs: Vec<_> = st.iter().collect();
+            self.kernels
+                .normalize(bt, op.name(), &xi.strided(), &refs, eps, o)
+        })
+    }
 }
 
 impl WebGpuBackend {

@@ -2,8 +2,8 @@
 //! buffer type. [`DynBackend`] is its type-erased form that [`crate::Device`] holds.
 
 use crate::{
-    ArgReduceOp, BinaryOp, CustomPrimitive, DType, Error, Generator, Layout, ReduceOp, Result,
-    UnaryOp, primitive::CustomInput,
+    ArgReduceOp, BinaryOp, CustomPrimitive, DType, Error, Generator, Layout, NormOp, ReduceOp,
+    Result, UnaryOp, primitive::CustomInput,
 };
 use futures::future::BoxFuture;
 use std::any::Any;
@@ -124,6 +124,16 @@ pub trait Backend: Send + Sync + 'static {
         alpha: f64,
         beta: f64,
     ) -> Result<Self::Buffer>;
+    /// `op` over the last axis of `x` (at least 1-D, any strides); `params` are the
+    /// op's per-column inputs (layer_norm: weight, bias; rms_norm: weight), each of
+    /// shape `[L]` and `x`'s float dtype. Computed in f32, rounded once.
+    fn normalize(
+        &self,
+        op: NormOp,
+        x: View<'_, Self::Buffer>,
+        params: &[View<'_, Self::Buffer>],
+        eps: f64,
+    ) -> Result<Self::Buffer>;
     /// A row-major copy of `base` with `update` (same dtype) written over the region
     /// of `update`'s shape starting at `starts` with `steps` per axis (in bounds).
     fn slice_update(
@@ -196,6 +206,13 @@ pub trait DynBackend: Send + Sync + 'static {
         c: Option<DynView<'_>>,
         alpha: f64,
         beta: f64,
+    ) -> Result<Buffer>;
+    fn normalize(
+        &self,
+        op: NormOp,
+        x: DynView<'_>,
+        params: &[DynView<'_>],
+        eps: f64,
     ) -> Result<Buffer>;
     fn custom(
         &self,
@@ -312,6 +329,20 @@ impl<B: Backend> DynBackend for B {
         let (a, b) = (typed::<B>(self, &a)?, typed::<B>(self, &b)?);
         let c = c.map(|c| typed::<B>(self, &c)).transpose()?;
         Ok(Buffer::new(Backend::matmul(self, a, b, c, alpha, beta)?))
+    }
+    fn normalize(
+        &self,
+        op: NormOp,
+        x: DynView<'_>,
+        params: &[DynView<'_>],
+        eps: f64,
+    ) -> Result<Buffer> {
+        let x = typed::<B>(self, &x)?;
+        let ps: Vec<View<'_, B::Buffer>> = params
+            .iter()
+            .map(|p| typed::<B>(self, p))
+            .collect::<Result<_>>()?;
+        Ok(Buffer::new(Backend::normalize(self, op, x, &ps, eps)?))
     }
     fn custom(
         &self,

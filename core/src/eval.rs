@@ -149,6 +149,10 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
         Primitive::Matmul { alpha, beta } => {
             be.matmul(v(0), v(1), (inputs.len() > 2).then(|| v(2)), *alpha, *beta)?
         }
+        Primitive::Normalize { op, eps } => {
+            let ps: Vec<DynView<'_>> = (1..inputs.len()).map(v).collect();
+            be.normalize(*op, v(0), &ps, *eps)?
+        }
         Primitive::View(_) => bufs[0].clone(),
         Primitive::SliceUpdate { starts, steps } => be.slice_update(v(0), v(1), starts, steps)?,
         Primitive::Custom(c) => {

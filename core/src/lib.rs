@@ -39,7 +39,7 @@ pub use half::{bf16, f16};
 pub use layout::Layout;
 pub use ops::*;
 pub use primitive::{
-    ArgReduceOp, BinaryOp, CustomInput, CustomPrimitive, Generator, OpKind, Primitive, ReduceOp,
-    UnaryOp, ViewOp,
+    ArgReduceOp, BinaryOp, CustomInput, CustomPrimitive, Generator, NormOp, OpKind, Primitive,
+    ReduceOp, UnaryOp, ViewOp,
 };
 pub use transforms::{grad, grad1, jvp, value_and_grad, value_and_grad1, vjp, vmap, vmap1};

@@ -187,6 +187,20 @@ impl ReduceOp {
     }
 }
 
+op_table! {
+    /// Fused row operations over the last axis (`Primitive::Normalize`).
+    NormOp {
+        /// `exp(x - max) / sum(exp(x - max))`.
+        Softmax => "softmax", FloatMath;
+        /// `x - max - log(sum(exp(x - max)))`.
+        LogSoftmax => "log_softmax", FloatMath;
+        /// `(x - mean) / sqrt(var + eps) * weight + bias`; inputs x, weight, bias.
+        LayerNorm => "layer_norm", FloatMath;
+        /// `x / sqrt(mean(x²) + eps) * weight`; inputs x, weight.
+        RmsNorm => "rms_norm", FloatMath;
+    }
+}
+
 /// Values made from nothing: `full` and `arange`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Generator {
@@ -259,6 +273,14 @@ pub enum Primitive {
         alpha: f64,
         /// Scale of `c` (0 when there is no third input).
         beta: f64,
+    },
+    /// A row operation over the last axis of input 0; the other inputs (weight,
+    /// bias) have the shape `[L]` of that axis.
+    Normalize {
+        /// Which operation.
+        op: NormOp,
+        /// Added to the variance (layer_norm) or mean square (rms_norm).
+        eps: f64,
     },
     /// A view of input 0: no computation, no copy.
     View(ViewOp),

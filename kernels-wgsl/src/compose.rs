@@ -18,6 +18,7 @@ const REDUCE: &str = include_str!("wgsl/reduce.wgsl");
 const SLICE_UPDATE: &str = include_str!("wgsl/slice_update.wgsl");
 const MATMUL: &str = include_str!("wgsl/matmul.wgsl");
 const GEMV: &str = include_str!("wgsl/gemv.wgsl");
+const NORM: &str = include_str!("wgsl/norm.wgsl");
 
 /// Kernel family of a module.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -46,6 +47,9 @@ pub enum Family {
     Matmul,
     /// Matrix-vector product (variants `Rows`, `RowsVec`, `Cols`, `Finish`).
     Gemv,
+    /// Row operations over the last axis, op from [`crate::NORM_OPS`] (input x,
+    /// then the op's weight and bias).
+    Norm,
 }
 
 impl Family {
@@ -55,6 +59,7 @@ impl Family {
             Family::Unary | Family::Copy | Family::Reduce | Family::ArgReduce => 1,
             Family::Binary | Family::Axpby | Family::SliceUpdate => 2,
             Family::Matmul | Family::Gemv => 2,
+            Family::Norm => 1,
             Family::Select => 3,
             Family::Fill | Family::Arange => 0,
         }
@@ -66,6 +71,7 @@ impl Family {
         match (self, variant) {
             (Family::Gemv, Variant::Finish) => n == 1 || n == 2,
             (Family::Matmul | Family::Gemv, _) => n == 2 || n == 3,
+            (Family::Norm, _) => (1..=3).contains(&n),
             _ => n == self.arity(),
         }
     }
@@ -189,6 +195,7 @@ impl ModuleSpec {
             (Family::Arange, _) => "arange",
             (Family::SliceUpdate, _) => "slice_update",
             (Family::Matmul, _) => "matmul",
+            (Family::Norm, _) => "norm_rows",
             (Family::Gemv, _) => match self.variant {
                 Variant::RowsVec => "gemv_rows_v",
                 Variant::Cols => "gemv_cols",
@@ -234,7 +241,7 @@ impl ModuleSpec {
     /// follow).
     pub fn input_bindings(&self) -> usize {
         match self.family {
-            Family::Matmul | Family::Gemv => self.inputs.len(),
+            Family::Matmul | Family::Gemv | Family::Norm => self.inputs.len(),
             f => f.arity(),
         }
     }
@@ -266,7 +273,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     p.push_str("// ---- generated prelude ----\n");
     // Inputs are read through vec4<u32> except by the general elementwise kernels and
     // the scalar-load reductions; reductions write single words.
-    let product = matches!(spec.family, Family::Matmul | Family::Gemv);
+    let product = matches!(spec.family, Family::Matmul | Family::Gemv | Family::Norm);
     let general = if reduce || product {
         !matches!(spec.variant, Variant::RowsVec | Variant::ColsVec)
     } else {
@@ -488,6 +495,39 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             } else {
                 GEMV
             });
+        }
+        Family::Norm => {
+            let k = crate::ops::NORM_OPS
+                .iter()
+                .position(|&o| o == spec.op)
+                .ok_or_else(|| Error::UnknownOp {
+                    family: "norm",
+                    op: spec.op.to_string(),
+                })?;
+            let d = spec.inputs[0];
+            let params = match k {
+                0 | 1 => 0,
+                2 => 2,
+                _ => 1,
+            };
+            if !d.is_float()
+                || spec.inputs.len() != 1 + params
+                || spec.inputs.iter().any(|&p| p != d)
+                || !(spec.output == d || spec.output == DType::F32)
+                || spec.variant != Variant::Rows
+            {
+                return Err(Error::Shape(format!(
+                    "{} needs x and {params} parameters of one float dtype and the rows variant, got {:?} -> {} ({:?})",
+                    spec.op, spec.inputs, spec.output, spec.variant
+                )));
+            }
+            writeln!(p, "const NORM_OP: u32 = {k}u;").unwrap();
+            p.push_str(match params {
+                0 => "fn ld_w(i: u32) -> f32 { return 1.0; }\nfn ld_b2(i: u32) -> f32 { return 0.0; }\n",
+                1 => "fn ld_w(i: u32) -> f32 { return ld_b(i); }\nfn ld_b2(i: u32) -> f32 { return 0.0; }\n",
+                _ => "fn ld_w(i: u32) -> f32 { return ld_b(i); }\nfn ld_b2(i: u32) -> f32 { return ld_c(i); }\n",
+            });
+            files.extend([NORM, UNARY]);
         }
         Family::Fill => files.push(COPY),
         Family::Arange => {
@@ -933,6 +973,17 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
             }
             for ins in [vec![DType::F32], vec![DType::F32, d]] {
                 v.push(spec(Family::Gemv, "gemv", ins, d, Variant::Finish));
+            }
+            for (op, params) in crate::ops::NORM_OPS.iter().zip([0, 0, 2, 1]) {
+                for out in [d, DType::F32] {
+                    v.push(spec(
+                        Family::Norm,
+                        op,
+                        vec![d; 1 + params],
+                        out,
+                        Variant::Rows,
+                    ));
+                }
             }
         }
     }

@@ -26,6 +26,7 @@ mod dtype;
 mod elementwise;
 mod layout;
 mod matmul;
+mod norm;
 mod ops;
 mod reduce;
 
@@ -34,8 +35,8 @@ pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided};
 pub use dtype::DType;
 pub use matmul::TILES;
 pub use ops::{
-    ARG_REDUCE_OPS, BINARY_OPS, REDUCE_OPS, UNARY_OPS, binary_op_supports, reduce_output_dtype,
-    unary_op_supports,
+    ARG_REDUCE_OPS, BINARY_OPS, NORM_OPS, REDUCE_OPS, UNARY_OPS, binary_op_supports,
+    reduce_output_dtype, unary_op_supports,
 };
 
 /// Errors returned by the kernel library. Display messages contain the offending values.

@@ -212,3 +212,6 @@ pub(crate) fn cast_expr(from: DType, to: DType) -> String {
     };
     e.to_string()
 }
+
+/// Row operations of the `Norm` family (index = the kernel's `NORM_OP`).
+pub const NORM_OPS: &[&str] = &["softmax", "log_softmax", "layer_norm", "rms_norm"];

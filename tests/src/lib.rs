@@ -90,6 +90,9 @@ macro_rules! for_each_case {
             addmm_values,
             matmul_errors,
             grad_matmul,
+            norm_values,
+            norm_special_values,
+            grad_norm,
         }
     };
 }

@@ -6,6 +6,7 @@
 
 mod alloc;
 mod matmul;
+mod norm;
 mod reduce;
 pub mod scalar;
 pub mod strided;
@@ -627,6 +628,16 @@ impl Backend for CpuBackend {
         beta: f64,
     ) -> Result<CpuBuffer> {
         matmul::matmul(self, a, b, c, alpha, beta)
+    }
+
+    fn normalize(
+        &self,
+        op: crate::NormOp,
+        x: View<'_, CpuBuffer>,
+        params: &[View<'_, CpuBuffer>],
+        eps: f64,
+    ) -> Result<CpuBuffer> {
+        norm::normalize(self, op, x, params, eps)
     }
 
     fn slice_update(

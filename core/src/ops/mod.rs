@@ -13,8 +13,11 @@ use crate::{
 };
 
 mod linalg;
+mod nn;
 pub(crate) use linalg::matmul_nd;
 pub use linalg::{addmm, matmul};
+pub use nn::{layer_norm, log_softmax, rms_norm, softmax};
+pub(crate) use nn::{normalize_composed, normalize_last};
 
 fn op_device(first: &Array) -> Device {
     scoped_device().unwrap_or_else(|| first.device().clone())

@@ -1,7 +1,7 @@
 //! Forward-mode rules: a node's tangent from its inputs' tangents (`None`: zero).
 
 use super::{Entry, rules};
-use crate::{Array, Primitive, ReduceOp, Result, ViewOp, ops as o};
+use crate::{Array, NormOp, Primitive, ReduceOp, Result, ViewOp, ops as o};
 
 fn sum_opt(a: Option<Array>, b: Option<Array>) -> Result<Option<Array>> {
     Ok(match (a, b) {
@@ -75,6 +75,35 @@ pub(super) fn rule(e: &Entry, t: &[Option<Array>]) -> Result<Option<Array>> {
                 ReduceOp::All | ReduceOp::Any => None,
             }
         }
+        Primitive::Normalize { op, eps } => match op {
+            NormOp::Softmax | NormOp::LogSoftmax => {
+                let Some(t0) = t0() else { return Ok(None) };
+                // softmax: y (t - Σ t y); log_softmax: t - Σ t e^y.
+                let p = if *op == NormOp::Softmax {
+                    y.clone()
+                } else {
+                    o::exp(y)?
+                };
+                let s = o::sum(&o::multiply(t0, &p)?, Some(&[-1]), true)?;
+                let d = o::subtract(t0, &s)?;
+                Some(if *op == NormOp::Softmax {
+                    o::multiply(y, &d)?
+                } else {
+                    d
+                })
+            }
+            NormOp::LayerNorm | NormOp::RmsNorm => {
+                let (op, eps) = (*op, *eps);
+                let ts: Vec<Array> = x
+                    .iter()
+                    .zip(t)
+                    .map(|(xi, ti)| ti.clone().map_or_else(|| o::zeros_like(xi), Ok))
+                    .collect::<Result<_>>()?;
+                let f = |xs: &[Array]| Ok(vec![o::normalize_composed(op, &xs[0], &xs[1..], eps)?]);
+                let (_, tan) = crate::transforms::jvp(f, x, &ts)?;
+                tan.into_iter().next()
+            }
+        },
         Primitive::View(ViewOp::StopGradient) => None,
         Primitive::View(v) => match t0() {
             Some(t0) => Some(apply_view(v, t0, y)?),

@@ -2,7 +2,7 @@
 
 use super::jvp::{reshape_to, slice_spec};
 use super::{Entry, rules};
-use crate::{Array, Primitive, ReduceOp, Result, ViewOp, ops as o};
+use crate::{Array, NormOp, Primitive, ReduceOp, Result, ViewOp, ops as o};
 
 /// The one `match` on the primitive for vjp. `want[i]`: input `i` needs a
 /// cotangent (the others may get `None`).
@@ -73,6 +73,24 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
             }
             out
         }
+        Primitive::Normalize { op, eps } => match op {
+            // With y the output: softmax y (g - Σ g y), log_softmax g - e^y Σ g.
+            NormOp::Softmax => {
+                let s = o::sum(&o::multiply(ct, y)?, Some(&[-1]), true)?;
+                vec![Some(o::multiply(y, &o::subtract(ct, &s)?)?)]
+            }
+            NormOp::LogSoftmax => {
+                let s = o::sum(ct, Some(&[-1]), true)?;
+                vec![Some(o::subtract(ct, &o::multiply(&o::exp(y)?, &s)?)?)]
+            }
+            // The normalisations: the vjp of the same op written with unfused ops.
+            NormOp::LayerNorm | NormOp::RmsNorm => {
+                let (op, eps) = (*op, *eps);
+                let f = |xs: &[Array]| Ok(vec![o::normalize_composed(op, &xs[0], &xs[1..], eps)?]);
+                let (_, g) = crate::transforms::vjp(f, x, std::slice::from_ref(ct))?;
+                g.into_iter().map(Some).collect()
+            }
+        },
         Primitive::View(v) => vec![view_vjp(v, &x[0], ct)?],
         Primitive::SliceUpdate { starts, steps } => {
             let upd = &x[1];

@@ -181,6 +181,29 @@ fn rule(e: &Entry, ins: &[(Array, bool)], b: usize) -> Result<Array> {
             let c = ins.get(2).map(|(c, _)| c);
             o::matmul_nd(x0, &ins[1].0, c, *alpha, *beta)?
         }
+        // Over the last axis: a batched input keeps it last. Batched parameters
+        // ([B, L]) line up with the input through the unfused form.
+        Primitive::Normalize { op, eps } => {
+            let params: Vec<Array> = ins[1..].iter().map(|(p, _)| p.clone()).collect();
+            if ins[1..].iter().all(|(_, m)| !m) {
+                o::normalize_last(*op, x0, &params, *eps)?
+            } else {
+                let nd = x0.ndim().max(y.ndim() + 1);
+                let ps: Vec<Array> = ins[1..]
+                    .iter()
+                    .map(|(p, m)| {
+                        if !m {
+                            return Ok(p.clone());
+                        }
+                        let mut s = vec![b as isize];
+                        s.extend(std::iter::repeat_n(1, nd - 2));
+                        s.push(-1);
+                        o::reshape(p, &s)
+                    })
+                    .collect::<Result<_>>()?;
+                o::normalize_composed(*op, x0, &ps, *eps)?
+            }
+        }
         Primitive::Reduce { op, axes } => o::reduce(*op, x0, Some(&shift(axes)), false)?,
         Primitive::ArgReduce { op, axis } => match op {
             crate::ArgReduceOp::ArgMax => o::argmax(x0, *axis as isize + 1, false)?,

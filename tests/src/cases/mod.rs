@@ -2714,6 +2714,8 @@ pub fn device_dtype_support(dev: &Device) {
 }
 
 mod linalg;
+mod nn;
 mod transforms;
 pub use linalg::*;
+pub use nn::*;
 pub use transforms::*;

@@ -1370,6 +1370,22 @@ pub fn transforms_cover_every_primitive(dev: &Device) {
         }),
     ));
     fns.push((
+        "normalize".into(),
+        Box::new(|a: &[Array]| {
+            Ok(vec![
+                wmx::softmax(&a[0], &[-1])?,
+                wmx::log_softmax(&a[1], &[0])?,
+                wmx::layer_norm(
+                    &a[0],
+                    Some(&wmx::squeeze(&a[1].slice(&[Slice::range(0, 1)])?, None)?),
+                    None,
+                    1e-5,
+                )?,
+                wmx::rms_norm(&a[1], None, 1e-5)?,
+            ])
+        }),
+    ));
+    fns.push((
         "slice_update".into(),
         Box::new(|a: &[Array]| {
             let u = wmx::slice(&a[1], &[Slice::range(0, 2)])?;

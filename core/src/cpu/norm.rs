@@ -1,0 +1,98 @@
+//! Row operations over the last axis (softmax, log_softmax, layer_norm, rms_norm),
+//! computed in f64 per row from an f32 row-major copy, rounded once to the dtype.
+
+use super::{CpuBackend, CpuBuffer};
+use crate::{Backend, DType, Error, Layout, NormOp, Result, backend::View};
+
+pub(super) fn normalize(
+    be: &CpuBackend,
+    op: NormOp,
+    x: View<'_, CpuBuffer>,
+    params: &[View<'_, CpuBuffer>],
+    eps: f64,
+) -> Result<CpuBuffer> {
+    let dtype = x.dtype;
+    let shape = x.layout.shape.clone();
+    let want = match op {
+        NormOp::Softmax | NormOp::LogSoftmax => 0,
+        NormOp::LayerNorm => 2,
+        NormOp::RmsNorm => 1,
+    };
+    let l = shape.last().copied().unwrap_or(0);
+    if !dtype.is_float()
+        || shape.is_empty()
+        || params.len() != want
+        || params
+            .iter()
+            .any(|p| p.dtype != dtype || p.layout.shape != [l])
+    {
+        return Err(Error::invalid(
+            op.name(),
+            format!(
+                "needs a float input of at least one dim and {want} parameters of shape [{l}], got {dtype} {shape:?} and {} parameters",
+                params.len()
+            ),
+        ));
+    }
+    let xs = be.copy(x, DType::F32)?;
+    let ps: Vec<CpuBuffer> = params
+        .iter()
+        .map(|p| be.copy(*p, DType::F32))
+        .collect::<Result<_>>()?;
+    let xv: &[f32] = xs.as_slice();
+    let n = xv.len();
+    let mut out = CpuBuffer::uninit(n * 4);
+    {
+        let o: &mut [f32] = out.as_mut_slice();
+        let p = |k: usize, j: usize| ps[k].as_slice::<f32>()[j] as f64;
+        for (row, y) in xv.chunks(l.max(1)).zip(o.chunks_mut(l.max(1))) {
+            let r: Vec<f64> = row.iter().map(|&v| v as f64).collect();
+            match op {
+                NormOp::Softmax | NormOp::LogSoftmax => {
+                    let m = r.iter().copied().fold(f64::NEG_INFINITY, |a, b| {
+                        if a.is_nan() || b.is_nan() {
+                            f64::NAN
+                        } else {
+                            a.max(b)
+                        }
+                    });
+                    let s: f64 = r.iter().map(|v| (v - m).exp()).sum();
+                    for (yj, v) in y.iter_mut().zip(&r) {
+                        *yj = if op == NormOp::Softmax {
+                            ((v - m).exp() / s) as f32
+                        } else {
+                            (v - m - s.ln()) as f32
+                        };
+                    }
+                }
+                NormOp::LayerNorm => {
+                    let mean = r.iter().sum::<f64>() / l as f64;
+                    let var = r.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / l as f64;
+                    let inv = 1.0 / (var + eps).sqrt();
+                    for (j, (yj, v)) in y.iter_mut().zip(&r).enumerate() {
+                        *yj = ((v - mean) * inv * p(0, j) + p(1, j)) as f32;
+                    }
+                }
+                NormOp::RmsNorm => {
+                    let ms = r.iter().map(|v| v * v).sum::<f64>() / l as f64;
+                    let inv = 1.0 / (ms + eps).sqrt();
+                    for (j, (yj, v)) in y.iter_mut().zip(&r).enumerate() {
+                        *yj = (v * inv * p(0, j)) as f32;
+                    }
+                }
+            }
+        }
+    }
+    if dtype == DType::F32 {
+        return Ok(out);
+    }
+    let lay = Layout::contiguous(&shape);
+    be.copy(
+        View {
+            buffer: &out,
+            dtype: DType::F32,
+            layout: &lay,
+        },
+        dtype,
+    )
+}

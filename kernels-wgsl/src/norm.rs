@@ -1,0 +1,96 @@
+//! Row operations over the last axis (`norm.wgsl`): softmax, log_softmax,
+//! layer_norm, rms_norm; one workgroup per row, inputs read in place.
+
+use crate::compose::{Family, Variant};
+use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::dtype::DType;
+use crate::layout::{check_out, check_view, collapse};
+use crate::{Error, Result};
+
+impl Kernels {
+    /// `out = op(x)` over the last axis of `x` (op from [`crate::NORM_OPS`]);
+    /// `params` are the op's per-column inputs of shape `[L]` (layer_norm: weight,
+    /// bias; rms_norm: weight), all of `x`'s float dtype, as is `out` (`x`'s shape).
+    pub fn normalize(
+        &self,
+        b: &mut Batch,
+        op: &str,
+        x: &Strided,
+        params: &[&Strided],
+        eps: f64,
+        out: &Contig,
+    ) -> Result<()> {
+        let op = crate::ops::lookup(crate::NORM_OPS, "norm", op)?;
+        let nd = x.shape.len();
+        let l = x.shape.last().copied().unwrap_or(0);
+        if nd == 0 || out.shape != x.shape || params.iter().any(|p| p.shape != [l]) {
+            return Err(Error::Shape(format!(
+                "{op}: x {:?}, parameters {:?}, output {:?}",
+                x.shape,
+                params.iter().map(|p| p.shape).collect::<Vec<_>>(),
+                out.shape
+            )));
+        }
+        for v in std::iter::once(x).chain(params.iter().copied()) {
+            self.check_dtype(v.dtype)?;
+            check_view(v, op)?;
+            if v.buffer == out.buffer {
+                return Err(Error::Shape(format!(
+                    "{op}: inputs must not share the output buffer"
+                )));
+            }
+        }
+        check_out(out)?;
+        let mut inputs = vec![x.dtype];
+        inputs.extend(params.iter().map(|p| p.dtype));
+        // 16-bit rows of odd length would share words between workgroups: compute
+        // in f32 and round in a copy.
+        let narrow_odd = out.dtype.epw() == 2 && l % 2 == 1;
+        let odt = if narrow_odd { DType::F32 } else { out.dtype };
+        let spec = self.spec(Family::Norm, op, inputs, odt, Variant::Rows, 0);
+        let n = out.numel();
+        if n == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        let rows = (n / l) as u64;
+        let (bshape, bst) = collapse(&x.shape[..nd - 1], &[&x.strides[..nd - 1]]);
+        let (w, bb) = (params.first(), params.get(1));
+        let mut p = vec![
+            l as u32,
+            rows as u32,
+            bshape.len() as u32,
+            x.offset as u32,
+            x.strides[nd - 1] as i32 as u32,
+            w.map_or(0, |w| w.offset as u32),
+            w.map_or(0, |w| w.strides[0] as i32 as u32),
+            bb.map_or(0, |v| v.offset as u32),
+            bb.map_or(0, |v| v.strides[0] as i32 as u32),
+            (eps as f32).to_bits(),
+        ];
+        p.extend(bshape.iter().map(|&d| d as u32));
+        p.extend(bst[0].iter().map(|&s| s as i32 as u32));
+        let tmp;
+        let target = if narrow_odd {
+            tmp = self.create_buffer(n as u64 * 4, Some("wmx norm f32 result"))?;
+            &tmp
+        } else {
+            out.buffer
+        };
+        let mut buffers = vec![target.clone(), x.buffer.clone()];
+        buffers.extend(params.iter().map(|p| p.buffer.clone()));
+        self.record(b, &spec, buffers, p, rows)?;
+        if narrow_odd {
+            let strides = crate::layout::contiguous_strides(out.shape);
+            let src = Strided {
+                buffer: target,
+                dtype: DType::F32,
+                shape: out.shape,
+                strides: &strides,
+                offset: 0,
+            };
+            self.copy(b, &src, out)?;
+        }
+        Ok(())
+    }
+}
