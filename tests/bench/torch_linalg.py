@@ -81,6 +81,23 @@ def main():
         print(f"torch    {op:<28} {names[dt]:<9} {ms * 1e3:10.1f} us {row['gbps']:8.1f} GB/s "
               f"{row['tflops']:7.2f} TFLOP/s")
         rows.append(row)
+    for dt in (torch.float32, torch.float16):
+        g = torch.Generator(device="cuda").manual_seed(0)
+        r, l = 1 << 14, 4096
+        x = torch.rand(r, l, device="cuda", generator=g).to(dt)
+        fns = {
+            "softmax": lambda: torch.softmax(x, -1),
+            "layer_norm": lambda: torch.nn.functional.layer_norm(x, (l,), eps=1e-5),
+            "rms_norm": lambda: torch.nn.functional.rms_norm(x, (l,), eps=1e-5),
+        }
+        for name, fn in fns.items():
+            ms = time_ms(fn, 50)
+            nbytes = 2 * r * l * x.element_size()
+            op = f"{name}_{r}x{l}"
+            row = {"op": op, "dtype": names[dt], "ms": ms, "gbps": nbytes / (ms * 1e6),
+                   "path": "torch", "device": torch.cuda.get_device_name()}
+            print(f"torch    {op:<28} {names[dt]:<9} {ms * 1e3:10.1f} us {row['gbps']:8.1f} GB/s")
+            rows.append(row)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -68,6 +68,109 @@ fn cases(smoke: bool, dtypes: &[DType]) -> Vec<Case> {
     v
 }
 
+/// A row operation over rows of 4096 (`softmax`, `layer_norm`, `rms_norm`), 2^26
+/// elements (smoke: 2^12); bytes: the input read and the output written once.
+fn bench_norm(
+    dev: &Device,
+    stamps: Option<&Stamps>,
+    smoke: bool,
+    reps: usize,
+    name: &'static str,
+    dtype: DType,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let (r, l) = if smoke { (3, 1365) } else { (1 << 14, 4096) };
+    let h = host(&random(r * l, 7 + l as u64), dtype);
+    let x = Array::from_bytes_on(h.bytes.clone(), &[r, l], dtype, dev).map_err(err)?;
+    let eps = 1e-5;
+    let run = || -> wmx::Result<Array> {
+        match name {
+            "softmax" => wmx::softmax(&x, &[-1]),
+            "layer_norm" => wmx::layer_norm(&x, None, None, eps),
+            _ => wmx::rms_norm(&x, None, eps),
+        }
+    };
+    let got = run().and_then(|y| y.to_vec_f64()).map_err(err)?;
+    for i in [0, r / 2, r - 1] {
+        let row = &h.vals[i * l..(i + 1) * l];
+        let n = l as f64;
+        let want: Vec<f64> = match name {
+            "softmax" => {
+                let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let s: f64 = row.iter().map(|v| (v - m).exp()).sum();
+                row.iter().map(|v| (v - m).exp() / s).collect()
+            }
+            "layer_norm" => {
+                let mean = row.iter().sum::<f64>() / n;
+                let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+                row.iter()
+                    .map(|v| (v - mean) / (var + eps).sqrt())
+                    .collect()
+            }
+            _ => {
+                let ms = row.iter().map(|v| v * v).sum::<f64>() / n;
+                row.iter().map(|v| v / (ms + eps).sqrt()).collect()
+            }
+        };
+        let tol = if dtype == DType::F32 { 1e-5 } else { 1e-2 };
+        for (j, w) in want.iter().enumerate() {
+            let g = got[i * l + j];
+            if (g - w).abs() > tol * (1.0 + w.abs()) {
+                return Err(format!(
+                    "{name} {}: row {i} element {j} is {g}, want {w}",
+                    super::dtype_name(dtype)
+                ));
+            }
+        }
+    }
+    let iters = if smoke { 2 } else { 50 };
+    let gpu = wmx::webgpu::backend(dev);
+    let measure = || -> Res<f64> {
+        dev.synchronize().map_err(err)?;
+        let ms = match (stamps, gpu) {
+            (Some(s), Some(g)) => {
+                g.write_timestamp(&s.set, 0).map_err(err)?;
+                for _ in 0..iters {
+                    wmx::eval(&[run().map_err(err)?]).map_err(err)?;
+                }
+                g.write_timestamp(&s.set, 1).map_err(err)?;
+                dev.synchronize().map_err(err)?;
+                s.elapsed_ms()?
+            }
+            _ => {
+                let t = Instant::now();
+                for _ in 0..iters {
+                    wmx::eval(&[run().map_err(err)?]).map_err(err)?;
+                }
+                dev.synchronize().map_err(err)?;
+                t.elapsed().as_secs_f64() * 1e3
+            }
+        };
+        Ok(ms / iters as f64)
+    };
+    let samples = sample_n(smoke, reps, 1000.0, measure)?;
+    let ms = median(samples);
+    let bytes = 2.0 * (r * l * dtype.size()) as f64;
+    let row = Row {
+        path: "wmx",
+        op: format!("{name}_{r}x{l}"),
+        dtype,
+        n: r * l,
+        ms,
+        gbps: bytes / (ms * 1e6),
+        extra: vec![],
+    };
+    println!(
+        "wmx      {:<28} {:<5} {:>10.1} us {:>8.1} GB/s",
+        row.op,
+        super::dtype_name(dtype),
+        ms * 1e3,
+        row.gbps
+    );
+    rows.push(row);
+    Ok(())
+}
+
 /// Runs the product cases on `dev`, pushing one row each.
 pub(crate) fn bench_linalg(
     dev: &Device,
@@ -84,6 +187,14 @@ pub(crate) fn bench_linalg(
         bench_case(dev, stamps, smoke, reps, case, rows)?;
         if let Some(b) = wmx::webgpu::backend(dev) {
             b.clear_cache();
+        }
+    }
+    for dtype in [DType::F32, DType::F16] {
+        if dev.check_dtype(dtype).is_err() || !dtypes.contains(&dtype) {
+            continue;
+        }
+        for name in ["softmax", "layer_norm", "rms_norm"] {
+            bench_norm(dev, stamps, smoke, reps, name, dtype, rows)?;
         }
     }
     Ok(())
