@@ -109,7 +109,7 @@ pub enum Variant {
     /// Reductions: as `Cols`, for contiguous outputs over one reduced dim, with the
     /// input offset and the reduced stride multiples of a vec4: `vec4<u32>` loads.
     ColsVec,
-    /// Matmul: tile configuration `i` of [`crate::matmul::TILES`].
+    /// Matmul: tile configuration `i` of [`crate::TILES`].
     Tiled(u8),
     /// Gemv: the pass that adds partial sums and applies the epilogue.
     Finish,
