@@ -17,6 +17,7 @@ const COPY: &str = include_str!("wgsl/copy.wgsl");
 const REDUCE: &str = include_str!("wgsl/reduce.wgsl");
 const SLICE_UPDATE: &str = include_str!("wgsl/slice_update.wgsl");
 const MATMUL: &str = include_str!("wgsl/matmul.wgsl");
+const MATMUL_COOP: &str = include_str!("wgsl/matmul_coop.wgsl");
 const GEMV: &str = include_str!("wgsl/gemv.wgsl");
 const NORM: &str = include_str!("wgsl/norm.wgsl");
 
@@ -113,6 +114,10 @@ pub enum Variant {
     Tiled(u8),
     /// Gemv: the pass that adds partial sums and applies the epilogue.
     Finish,
+    /// Matmul on cooperative matrices (f16 operands; needs [`Target::coop`]).
+    Coop,
+    /// As `Coop`, fragments loaded from global memory (row-major aligned operands).
+    CoopDirect,
 }
 
 impl Variant {
@@ -135,6 +140,8 @@ impl Variant {
             Variant::ColsVec => "cols_vec".into(),
             Variant::Tiled(i) => format!("tiled{i}"),
             Variant::Finish => "finish".into(),
+            Variant::Coop => "coop".into(),
+            Variant::CoopDirect => "coop_direct".into(),
         }
     }
 }
@@ -153,6 +160,11 @@ pub struct Target {
     /// open found its conversions exact (round to nearest even, subnormals kept,
     /// overflow to inf), so results are identical to the software path's.
     pub f16: bool,
+    /// Subgroup size of the cooperative-matrix matmul (16 x 16 x 16, f16 operands,
+    /// f32 accumulators), 0 where it is not used: set only where the adapter lists
+    /// that configuration, has one fixed subgroup size, and a probe at device open
+    /// found the kernel's results exact.
+    pub coop: u32,
 }
 
 impl Default for Target {
@@ -162,6 +174,7 @@ impl Default for Target {
             subgroup_directive: false,
             workgroup_size: 256,
             f16: false,
+            coop: 0,
         }
     }
 }
@@ -194,6 +207,8 @@ impl ModuleSpec {
             (Family::Fill, _) => "fill",
             (Family::Arange, _) => "arange",
             (Family::SliceUpdate, _) => "slice_update",
+            (Family::Matmul, _) if self.variant == Variant::Coop => "matmul_coop",
+            (Family::Matmul, _) if self.variant == Variant::CoopDirect => "matmul_coop_direct",
             (Family::Matmul, _) => "matmul",
             (Family::Norm, _) => "norm_rows",
             (Family::Gemv, _) => match self.variant {
@@ -270,6 +285,11 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     if reduce && t.subgroups && t.subgroup_directive {
         p.push_str("enable subgroups;\n");
     }
+    let coop = spec.family == Family::Matmul
+        && matches!(spec.variant, Variant::Coop | Variant::CoopDirect);
+    if coop {
+        p.push_str("enable f16;\nenable wgpu_cooperative_matrix;\n");
+    }
     p.push_str("// ---- generated prelude ----\n");
     // Inputs are read through vec4<u32> except by the general elementwise kernels and
     // the scalar-load reductions; reductions write single words.
@@ -305,11 +325,26 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
         let l = letters[k];
         let up = l.to_ascii_uppercase();
         let aliased = spec.alias & (1 << k) != 0;
-        let src = if aliased { 'O' } else { up };
-        if !aliased {
+        // Bindings are IA, IB, IC: A, B and C are the cooperative-matrix roles.
+        let src = if aliased {
+            "O".to_string()
+        } else {
+            format!("I{up}")
+        };
+        // The direct cooperative-matrix kernel reads A and B as f16 arrays; their
+        // word accessor repacks two halves (kept so every helper type-checks).
+        let f16_view = spec.variant == Variant::CoopDirect && k < 2;
+        if f16_view {
             writeln!(
                 p,
-                "@group(0) @binding({}) var<storage, read> {up}: {arr};",
+                "@group(0) @binding({}) var<storage, read> {src}16: array<f16>;",
+                k + 2
+            )
+            .unwrap();
+        } else if !aliased {
+            writeln!(
+                p,
+                "@group(0) @binding({}) var<storage, read> {src}: {arr};",
                 k + 2
             )
             .unwrap();
@@ -317,7 +352,13 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
         let ct = if raw { Ct::U32 } else { d.ct() };
         writeln!(p, "alias C{up} = {};", ct.wgsl()).unwrap();
         writeln!(p, "const L{up}: u32 = {}u;", d.log_epw()).unwrap();
-        if general {
+        if f16_view {
+            writeln!(
+                p,
+                "fn w{l}(w: u32) -> u32 {{ return pack2x16float(vec2<f32>(f32({src}16[2u * w]), f32({src}16[2u * w + 1u]))); }}"
+            )
+            .unwrap();
+        } else if general {
             writeln!(p, "fn w{l}(w: u32) -> u32 {{ return {src}[w]; }}").unwrap();
         } else {
             writeln!(
@@ -490,10 +531,10 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
         }
         Family::Matmul | Family::Gemv => {
             product_prelude(spec, &mut p)?;
-            files.push(if spec.family == Family::Matmul {
-                MATMUL
-            } else {
-                GEMV
+            files.push(match (spec.family, spec.variant) {
+                (Family::Matmul, Variant::Coop | Variant::CoopDirect) => MATMUL_COOP,
+                (Family::Matmul, _) => MATMUL,
+                _ => GEMV,
             });
         }
         Family::Norm => {
@@ -666,7 +707,15 @@ fn product_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
             spec.family, spec.output
         )));
     }
-    if spec.family == Family::Matmul {
+    if matches!(spec.variant, Variant::Coop | Variant::CoopDirect) {
+        if spec.target.coop == 0 || ins[0] != DType::F16 {
+            return Err(Error::Shape(format!(
+                "the cooperative-matrix matmul needs f16 operands and a target with cooperative matrices, got {ins:?} on {:?}",
+                spec.target
+            )));
+        }
+        writeln!(p, "const SG: u32 = {}u;", spec.target.coop).unwrap();
+    } else if spec.family == Family::Matmul {
         let Variant::Tiled(i) = spec.variant else {
             return Err(Error::Shape("matmul has only tiled variants".into()));
         };
@@ -968,6 +1017,11 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
                     }
                     for var in [Variant::Rows, Variant::RowsVec, Variant::Cols] {
                         v.push(spec(Family::Gemv, "gemv", ins.clone(), out, var));
+                    }
+                    if target.coop > 0 && d == DType::F16 {
+                        for var in [Variant::Coop, Variant::CoopDirect] {
+                            v.push(spec(Family::Matmul, "matmul", ins.clone(), out, var));
+                        }
                     }
                 }
             }

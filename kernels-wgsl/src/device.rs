@@ -50,6 +50,10 @@ pub struct RequestOptions {
     /// Convert f16 in software even where the hardware conversions would do (the
     /// path browsers take); default from `WMX_SOFTWARE_F16=1`.
     pub software_f16: bool,
+    /// Use cooperative matrices (tensor cores) for f16 matmul where the adapter has
+    /// them (wgpu's experimental feature, probed at open); default on, off with
+    /// `WMX_COOPERATIVE_MATRIX=0`.
+    pub cooperative_matrix: bool,
 }
 
 impl Default for RequestOptions {
@@ -62,6 +66,7 @@ impl Default for RequestOptions {
                 .filter(|s| !s.is_empty()),
             force_fallback_reductions: false,
             software_f16: std::env::var("WMX_SOFTWARE_F16").as_deref() == Ok("1"),
+            cooperative_matrix: std::env::var("WMX_COOPERATIVE_MATRIX").as_deref() != Ok("0"),
         }
     }
 }
@@ -302,12 +307,24 @@ impl Kernels {
             ..wgpu::InstanceDescriptor::new_without_display_handle()
         });
         let adapter = Self::pick_adapter(&instance, opts).await?;
-        let features = adapter.features() & WANTED_FEATURES;
+        let mut features = adapter.features() & WANTED_FEATURES;
+        let coop = coop_subgroup(&adapter, opts.cooperative_matrix) > 0;
+        if coop {
+            features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("wmx-kernels"),
                 required_features: features,
                 required_limits: adapter.limits(),
+                // SAFETY: the experimental feature is requested only where the
+                // adapter lists the one configuration the kernel uses, and `open`
+                // keeps it only if a probe product comes out exact.
+                experimental_features: if coop {
+                    unsafe { wgpu::ExperimentalFeatures::enabled() }
+                } else {
+                    wgpu::ExperimentalFeatures::disabled()
+                },
                 ..Default::default()
             })
             .await
@@ -426,6 +443,12 @@ impl Kernels {
             subgroup_directive: info.backend == wgpu::Backend::BrowserWebGpu,
             workgroup_size: wg,
             f16: false,
+            coop: 0,
+        };
+        let coop_sg = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+            coop_subgroup(adapter, true)
+        } else {
+            0
         };
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("wmx-kernels dummy"),
@@ -450,17 +473,32 @@ impl Kernels {
             }),
         };
         #[cfg(not(target_arch = "wasm32"))]
-        if probe_f16 && caps_f16 && backend != wgpu::Backend::BrowserWebGpu && k.probe_f16() {
-            let mut inner =
-                Arc::try_unwrap(k.inner).map_err(|_| Error::RequestDevice("shared".into()))?;
-            inner.target.f16 = true;
-            return Ok(Kernels {
-                inner: Arc::new(inner),
-            });
+        {
+            let f16_hw =
+                probe_f16 && caps_f16 && backend != wgpu::Backend::BrowserWebGpu && k.probe_f16();
+            let with = |k: Kernels, f: &dyn Fn(&mut Target)| -> Result<Kernels> {
+                let mut inner =
+                    Arc::try_unwrap(k.inner).map_err(|_| Error::RequestDevice("shared".into()))?;
+                f(&mut inner.target);
+                Ok(Kernels {
+                    inner: Arc::new(inner),
+                })
+            };
+            let mut k = with(k, &|t| t.f16 = f16_hw)?;
+            if coop_sg > 0 {
+                k = with(k, &|t| t.coop = coop_sg)?;
+                if !k.probe_coop() {
+                    k.inner.pipelines.lock().unwrap().map.clear();
+                    k = with(k, &|t| t.coop = 0)?;
+                }
+            }
+            Ok(k)
         }
         #[cfg(target_arch = "wasm32")]
-        let _ = (probe_f16, caps_f16, backend);
-        Ok(k)
+        {
+            let _ = (probe_f16, caps_f16, backend, coop_sg);
+            Ok(k)
+        }
     }
 
     /// The device.
@@ -1004,6 +1042,68 @@ impl Kernels {
         Ok(())
     }
 
+    /// Multiplies small integer f16 matrices (every product and sum exact) with the
+    /// cooperative-matrix kernel, plain and through transposed and broadcast views,
+    /// and compares with the host; false on any difference or error (an adapter may
+    /// accept a configuration and write zeros).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn probe_coop(&self) -> bool {
+        let (m, k, n) = (70usize, 40usize, 72usize);
+        let h = |i: usize, salt: usize| ((i * 7 + salt * 3) % 5) as f32 - 2.0;
+        let a: Vec<f32> = (0..m * k).map(|i| h(i, 1)).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| h(i, 2)).collect();
+        let bits = |v: &[f32]| -> Vec<u8> {
+            v.iter()
+                .flat_map(|x| half::f16::from_f32(*x).to_bits().to_le_bytes())
+                .collect()
+        };
+        let dev = &self.inner.device;
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let run = || -> Result<Vec<u8>> {
+            let (ba, bb) = (self.upload(&bits(&a))?, self.upload(&bits(&b))?);
+            let out = self.create_buffer((m * n * 2) as u64, Some("coop probe"))?;
+            let (sa, sb) = ([m, k], [k, n]);
+            let (ta, tb) = ([k as isize, 1], [n as isize, 1]);
+            let av = Strided {
+                buffer: &ba,
+                dtype: DType::F16,
+                shape: &sa,
+                strides: &ta,
+                offset: 0,
+            };
+            let bv = Strided {
+                buffer: &bb,
+                dtype: DType::F16,
+                shape: &sb,
+                strides: &tb,
+                offset: 0,
+            };
+            let so = [m, n];
+            let o = Contig {
+                buffer: &out,
+                dtype: DType::F16,
+                shape: &so,
+            };
+            let mut batch = Batch::new();
+            self.matmul(&mut batch, &av, &bv, None, 1.0, 0.0, &o)?;
+            self.submit(batch)?;
+            self.read_blocking(&out, 0, (m * n * 2) as u64)
+        };
+        let got = run();
+        if pollster::block_on(scope.pop()).is_some() {
+            return false;
+        }
+        let Ok(got) = got else { return false };
+        let mut want = Vec::with_capacity(m * n * 2);
+        for i in 0..m {
+            for j in 0..n {
+                let s: f32 = (0..k).map(|kk| a[i * k + kk] * b[kk * n + j]).sum();
+                want.extend(half::f16::from_f32(s).to_bits().to_le_bytes());
+            }
+        }
+        got == want
+    }
+
     /// Runs the hardware f16 conversions (`pack2x16float`, `unpack2x16float`, whose
     /// rounding, subnormals and overflow WGSL leaves to the implementation, as the
     /// kernels write them) on every f16 value, every f16 midpoint and its f32 neighbours, the
@@ -1157,6 +1257,30 @@ fn next_up(x: f32) -> f32 {
 #[cfg(not(target_arch = "wasm32"))]
 fn next_down(x: f32) -> f32 {
     f32::from_bits(x.to_bits() - 1)
+}
+
+/// The subgroup size the cooperative-matrix matmul would run with on `adapter`, or 0:
+/// it needs `wanted`, the experimental feature, f16 and subgroups, a 16 x 16 x 16
+/// configuration with f16 operands and f32 accumulators, and one fixed subgroup size.
+fn coop_subgroup(adapter: &wgpu::Adapter, wanted: bool) -> u32 {
+    let need = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+        | wgpu::Features::SHADER_F16
+        | wgpu::Features::SUBGROUP;
+    if !wanted || !adapter.features().contains(need) {
+        return 0;
+    }
+    let listed = adapter.cooperative_matrix_properties().iter().any(|p| {
+        (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
+            && p.ab_type == wgpu::CooperativeScalarType::F16
+            && p.cr_type == wgpu::CooperativeScalarType::F32
+    });
+    let info = adapter.get_info();
+    let sg = info.subgroup_min_size;
+    if listed && sg == info.subgroup_max_size && (8..=128).contains(&sg) {
+        sg
+    } else {
+        0
+    }
 }
 
 /// Bytes bound for a parameter list of `words` words.

@@ -134,7 +134,33 @@ impl Kernels {
         // (256 x 64^3 ran in 27 us with it, 19 us with the small one on the H200).
         let large = m >= 128 && n >= 128 && tm0 * tn0 * nbatch >= LARGE_TILE_MIN_GROUPS;
         let cfg = forced.unwrap_or(if large { 0 } else { 1 });
-        let (tm, tn) = tiles(cfg);
+        // f16 on cooperative matrices where the device has them (64 x 64 tiles), for
+        // the products the large plain tile does not take: on the H200 the
+        // cooperative kernels ran 14.6 TFLOP/s at 1024^3 (plain 6.1) and 256 x 64^3
+        // in 14.5 us (plain 26.2), but only ~10 TFLOP/s at 2048^3 and 4096^3, where
+        // the plain kernel runs 22-26 (tests/bench/NOTES.md, runs 25-26).
+        let coop = self.target().coop > 0 && a.dtype == DType::F16 && forced.is_none() && !large;
+        // Fragments straight from global memory: row-major f16 operands, whole
+        // tiles, 16-byte aligned rows and batches (a stack of matrices at most).
+        let al = |x: &Strided, cols: usize| {
+            x.strides[nd - 1] == 1
+                && x.strides[nd - 2] == cols as isize
+                && x.offset.is_multiple_of(8)
+        };
+        let direct = coop
+            && m.is_multiple_of(64)
+            && n.is_multiple_of(64)
+            && k.is_multiple_of(16)
+            && al(a, k)
+            && al(bb, n)
+            && bst.len() <= 1
+            && bst.iter().all(|s| s.first().is_none_or(|&x| x % 8 == 0))
+            && std::env::var("WMX_COOP_STAGED").is_err();
+        let (tm, tn) = if coop {
+            (m.div_ceil(64) as u64, n.div_ceil(64) as u64)
+        } else {
+            tiles(cfg)
+        };
         let groups = tm * tn * nbatch;
         if groups > u32::MAX as u64 {
             return Err(Error::Shape(format!(
@@ -161,7 +187,13 @@ impl Kernels {
             "matmul",
             inputs,
             odt,
-            Variant::Tiled(cfg as u8),
+            if direct {
+                Variant::CoopDirect
+            } else if coop {
+                Variant::Coop
+            } else {
+                Variant::Tiled(cfg as u8)
+            },
             0,
         );
         let flags = (a.strides[nd - 2] == 1 && a.strides[nd - 1] != 1) as u32

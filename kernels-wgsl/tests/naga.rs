@@ -19,6 +19,13 @@ fn check(spec: &ModuleSpec) -> Result<(), String> {
     if spec.target.f16 {
         caps |= Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     }
+    let coop = matches!(spec.variant, Variant::Coop | Variant::CoopDirect);
+    if coop {
+        caps |= Capabilities::COOPERATIVE_MATRIX
+            | Capabilities::SHADER_FLOAT16
+            | Capabilities::SHADER_FLOAT16_IN_FLOAT32
+            | Capabilities::SUBGROUP;
+    }
     let mut v = Validator::new(ValidationFlags::all(), caps);
     if spec.target.subgroups {
         v.subgroup_stages(ShaderStages::COMPUTE);
@@ -56,6 +63,10 @@ fn check(spec: &ModuleSpec) -> Result<(), String> {
     )
     .map_err(|e| format!("spv: {e:?}"))?;
 
+    if coop {
+        // Cooperative matrices of 16 x 16 exist on Vulkan only (Metal has 8 x 8).
+        return Ok(());
+    }
     let msl_opts = naga::back::msl::Options {
         lang_version: (2, 4),
         fake_missing_bindings: true,
@@ -132,12 +143,34 @@ fn run_all(target: Target) {
 }
 
 #[test]
+fn cooperative_matrix_modules_validate_and_translate_to_spirv() {
+    let t = Target {
+        subgroups: true,
+        coop: 32,
+        ..Target::default()
+    };
+    let coop: Vec<ModuleSpec> = module_specs(t)
+        .into_iter()
+        .filter(|s| matches!(s.variant, Variant::Coop | Variant::CoopDirect))
+        .collect();
+    assert_eq!(
+        coop.len(),
+        8,
+        "two kernels; f16 in, f16/f32 out, with and without c"
+    );
+    for spec in &coop {
+        check(spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+    }
+}
+
+#[test]
 fn all_modules_validate_and_translate_without_subgroups() {
     run_all(Target {
         subgroups: false,
         subgroup_directive: false,
         workgroup_size: 256,
         f16: false,
+        coop: 0,
     });
 }
 
@@ -148,6 +181,7 @@ fn all_modules_validate_and_translate_with_subgroups() {
         subgroup_directive: false,
         workgroup_size: 256,
         f16: false,
+        coop: 0,
     });
 }
 
@@ -159,6 +193,7 @@ fn native_f16_modules_validate_and_translate() {
         subgroup_directive: false,
         workgroup_size: 256,
         f16: true,
+        coop: 0,
     };
     let specs: Vec<ModuleSpec> = module_specs(t)
         .into_iter()
@@ -187,6 +222,7 @@ fn small_workgroup_size_modules_validate() {
         subgroup_directive: false,
         workgroup_size: 64,
         f16: false,
+        coop: 0,
     };
     for spec in module_specs(t)
         .iter()
@@ -296,6 +332,7 @@ fn subgroup_directive_follows_the_target() {
         subgroup_directive: true,
         workgroup_size: 256,
         f16: false,
+        coop: 0,
     };
     let spec = module_specs(t)
         .into_iter()

@@ -20,6 +20,9 @@
 const BM: u32 = 8u * WY;
 const BN: u32 = 8u * WX;
 const NT: u32 = WX * WY;
+// Elements of the A and B tiles each invocation moves per K step.
+const LDA: u32 = BM * BK / NT;
+const LDB: u32 = BN * BK / NT;
 
 var<workgroup> As: array<vec4<f32>, BK * BM / 4u>; // As[k][m]
 var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>; // Bs[k][n]
@@ -105,26 +108,69 @@ fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     var c8 = vec4<f32>(0.0); var c9 = vec4<f32>(0.0); var c10 = vec4<f32>(0.0); var c11 = vec4<f32>(0.0);
     var c12 = vec4<f32>(0.0); var c13 = vec4<f32>(0.0); var c14 = vec4<f32>(0.0); var c15 = vec4<f32>(0.0);
 
+    // The next tile's elements are loaded into registers while the current one is
+    // multiplied (register double buffering): global latency overlaps the FMAs.
+    var ra: array<f32, LDA>;
+    var rb: array<f32, LDB>;
+    for (var i = 0u; i < LDA; i++) {
+        let e = lid + i * NT;
+        var m = e / BK;
+        var k = e % BK;
+        if (a_mfast) { m = e % BM; k = e / BM; }
+        let gm = m0 + m;
+        var v = 0.0;
+        if (gm < m_dim && k < k_dim) { v = ld_a(pa + gm * a_sm + k * a_sk); }
+        ra[i] = v;
+    }
+    for (var i = 0u; i < LDB; i++) {
+        let e = lid + i * NT;
+        var n = e / BK;
+        var k = e % BK;
+        if (b_nfast) { n = e % BN; k = e / BN; }
+        let gn = n0 + n;
+        var v = 0.0;
+        if (gn < n_dim && k < k_dim) { v = ld_b(pb + k * b_sk + gn * b_sn); }
+        rb[i] = v;
+    }
     for (var k0 = 0u; k0 < k_dim; k0 += BK) {
-        for (var e = lid; e < BM * BK; e += NT) {
+        for (var i = 0u; i < LDA; i++) {
+            let e = lid + i * NT;
             var m = e / BK;
             var k = e % BK;
             if (a_mfast) { m = e % BM; k = e / BM; }
-            let gm = m0 + m;
-            let gk = k0 + k;
-            var v = 0.0;
-            if (gm < m_dim && gk < k_dim) { v = ld_a(pa + gm * a_sm + gk * a_sk); }
-            As[(k * BM + m) >> 2u][m & 3u] = v;
+            As[(k * BM + m) >> 2u][m & 3u] = ra[i];
         }
-        for (var e = lid; e < BN * BK; e += NT) {
+        for (var i = 0u; i < LDB; i++) {
+            let e = lid + i * NT;
             var n = e / BK;
             var k = e % BK;
             if (b_nfast) { n = e % BN; k = e / BN; }
-            let gn = n0 + n;
-            let gk = k0 + k;
-            var v = 0.0;
-            if (gn < n_dim && gk < k_dim) { v = ld_b(pb + gk * b_sk + gn * b_sn); }
-            Bs[(k * BN + n) >> 2u][n & 3u] = v;
+            Bs[(k * BN + n) >> 2u][n & 3u] = rb[i];
+        }
+        let k1 = k0 + BK;
+        if (k1 < k_dim) {
+            for (var i = 0u; i < LDA; i++) {
+                let e = lid + i * NT;
+                var m = e / BK;
+                var k = e % BK;
+                if (a_mfast) { m = e % BM; k = e / BM; }
+                let gm = m0 + m;
+                let gk = k1 + k;
+                var v = 0.0;
+                if (gm < m_dim && gk < k_dim) { v = ld_a(pa + gm * a_sm + gk * a_sk); }
+                ra[i] = v;
+            }
+            for (var i = 0u; i < LDB; i++) {
+                let e = lid + i * NT;
+                var n = e / BK;
+                var k = e % BK;
+                if (b_nfast) { n = e % BN; k = e / BN; }
+                let gn = n0 + n;
+                let gk = k1 + k;
+                var v = 0.0;
+                if (gn < n_dim && gk < k_dim) { v = ld_b(pb + gk * b_sk + gn * b_sn); }
+                rb[i] = v;
+            }
         }
         workgroupBarrier();
         for (var k = 0u; k < BK; k++) {

@@ -1172,7 +1172,7 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     if let Some(kr) = &kern {
         let c = kr.caps();
         println!(
-            "adapter: {} ({:?}), f16 {} ({} conversions), subgroups {} (size {}), timing: {}",
+            "adapter: {} ({:?}), f16 {} ({} conversions), subgroups {} (size {}), cooperative-matrix matmul {}, timing: {}",
             c.adapter_name,
             c.backend,
             c.f16,
@@ -1183,6 +1183,7 @@ fn run(o: &Options) -> Res<Vec<Row>> {
             },
             c.subgroups,
             c.subgroup_size,
+            if kr.target().coop > 0 { "on" } else { "off" },
             if stamps.is_some() {
                 "GPU timestamps"
             } else {
