@@ -210,6 +210,7 @@ impl ModuleSpec {
             (Family::Matmul, _) if self.variant == Variant::Coop => "matmul_coop",
             (Family::Matmul, _) if self.variant == Variant::CoopDirect => "matmul_coop_direct",
             (Family::Matmul, _) => "matmul",
+            (Family::Norm, _) if self.variant == Variant::RowsVec => "norm_rows_v",
             (Family::Norm, _) => "norm_rows",
             (Family::Gemv, _) => match self.variant {
                 Variant::RowsVec => "gemv_rows_v",
@@ -555,7 +556,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
                 || spec.inputs.len() != 1 + params
                 || spec.inputs.iter().any(|&p| p != d)
                 || !(spec.output == d || spec.output == DType::F32)
-                || spec.variant != Variant::Rows
+                || !matches!(spec.variant, Variant::Rows | Variant::RowsVec)
             {
                 return Err(Error::Shape(format!(
                     "{} needs x and {params} parameters of one float dtype and the rows variant, got {:?} -> {} ({:?})",
@@ -1030,13 +1031,9 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
             }
             for (op, params) in crate::ops::NORM_OPS.iter().zip([0, 0, 2, 1]) {
                 for out in [d, DType::F32] {
-                    v.push(spec(
-                        Family::Norm,
-                        op,
-                        vec![d; 1 + params],
-                        out,
-                        Variant::Rows,
-                    ));
+                    for var in [Variant::Rows, Variant::RowsVec] {
+                        v.push(spec(Family::Norm, op, vec![d; 1 + params], out, var));
+                    }
                 }
             }
         }

@@ -47,7 +47,20 @@ impl Kernels {
         // in f32 and round in a copy.
         let narrow_odd = out.dtype.epw() == 2 && l % 2 == 1;
         let odt = if narrow_odd { DType::F32 } else { out.dtype };
-        let spec = self.spec(Family::Norm, op, inputs, odt, Variant::Rows, 0);
+        // vec4-of-words loads for contiguous rows aligned to a vec4 (4 f32 or 8
+        // 16-bit elements): offset, length and every row stride.
+        let e4 = 4 * x.dtype.epw() as isize;
+        let vec4 = x.strides[nd - 1] == 1
+            && x.offset as isize % e4 == 0
+            && l as isize % e4 == 0
+            && x.strides[..nd - 1].iter().all(|s| s % e4 == 0)
+            && x.buffer.size().is_multiple_of(16);
+        let variant = if vec4 {
+            Variant::RowsVec
+        } else {
+            Variant::Rows
+        };
+        let spec = self.spec(Family::Norm, op, inputs, odt, variant, 0);
         let n = out.numel();
         if n == 0 {
             crate::compose::compose(&spec)?;

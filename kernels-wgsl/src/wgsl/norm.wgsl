@@ -46,55 +46,34 @@ fn nr_merge_w(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
     return vec3<f32>(n, a.y + d * f, a.z + b.z + d * d * a.x * f);
 }
 
-@compute @workgroup_size(WG)
-fn norm_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
-             @builtin(num_workgroups) nwg: vec3<u32>) {
-    let row = wid.x + wid.y * nwg.x;
-    if (row >= P[1]) { return; }
-    let l = P[0];
-    let rank = P[2];
-    var bi = row;
-    var px = P[3];
-    for (var d = rank; d > 0u; d--) {
-        let s = P[9u + d];
-        let q = bi / s;
-        let c = bi - q * s;
-        bi = q;
-        px += c * P[9u + rank + d];
-    }
-    let sl = P[4];
-    // Pass 1: per-invocation partials, then a tree merge in workgroup memory.
-    var a = 0.0;
-    var bsum = 0.0;
-    var c = 0.0;
+// One element into an invocation's partial state: softmax (max, sum of exp),
+// layer_norm (count, mean, M2), rms_norm (sum of squares, -, -).
+fn nr_acc(st: vec3<f32>, v: f32) -> vec3<f32> {
     if (NORM_OP <= 1u) {
-        a = -inf_f();
-        for (var j = lid; j < l; j += WG) {
-            let v = ld_a(px + j * sl);
-            // exp(v - max) is 0 for -inf (the max is then larger, or the row is
-            // all -inf and pass 2 makes NaN) and NaN for +inf.
-            if (isinf_f(v) && v < 0.0) { continue; }
-            let r = nr_merge_sm(a, bsum, v, select(1.0, nan_f(), isinf_f(v)));
-            a = r.x;
-            bsum = r.y;
-        }
+        // exp(v - max) is 0 for -inf (the max is then larger, or the row is all
+        // -inf and pass 2 makes NaN) and NaN for +inf.
+        if (isinf_f(v) && v < 0.0) { return st; }
+        let r = nr_merge_sm(st.x, st.y, v, select(1.0, nan_f(), isinf_f(v)));
+        return vec3<f32>(r, 0.0);
     } else if (NORM_OP == 2u) {
-        for (var j = lid; j < l; j += WG) {
-            let v = ld_a(px + j * sl);
-            a += 1.0;
-            let d = v - bsum;
-            bsum += d / a;
-            c += d * (v - bsum);
-        }
-    } else {
-        for (var j = lid; j < l; j += WG) {
-            let v = ld_a(px + j * sl);
-            a = fma(v, v, a);
-        }
+        let n = st.x + 1.0;
+        let d = v - st.y;
+        let mean = st.y + d / n;
+        return vec3<f32>(n, mean, st.z + d * (v - mean));
     }
-    nr_a[lid] = a;
-    nr_b[lid] = bsum;
-    nr_c[lid] = c;
+    return vec3<f32>(fma(v, v, st.x), 0.0, 0.0);
+}
+
+fn nr_init() -> vec3<f32> {
+    if (NORM_OP <= 1u) { return vec3<f32>(-inf_f(), 0.0, 0.0); }
+    return vec3<f32>(0.0);
+}
+
+// Merges the invocations' states; every invocation gets the row's.
+fn nr_reduce(st: vec3<f32>, lid: u32) -> vec3<f32> {
+    nr_a[lid] = st.x;
+    nr_b[lid] = st.y;
+    nr_c[lid] = st.z;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         if (lid < s) {
@@ -114,39 +93,117 @@ fn norm_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
         }
         workgroupBarrier();
     }
-    let ra = nr_a[0];
-    let rb = nr_b[0];
-    let rc = nr_c[0];
+    return vec3<f32>(nr_a[0], nr_b[0], nr_c[0]);
+}
+
+// The output at column j for input v, given the row's state r.
+fn nr_out(v: f32, j: u32, r: vec3<f32>, l: u32) -> f32 {
     let eps = bitcast<f32>(P[9]);
-    let lf = f32(l);
+    if (NORM_OP == 0u) {
+        return nr_exp(v, r.x) / r.y;
+    } else if (NORM_OP == 1u) {
+        return (v - r.x) - log_f32(r.y);
+    } else if (NORM_OP == 2u) {
+        let inv = 1.0 / sqrt(r.z / f32(l) + eps);
+        return fma((v - r.y) * inv, ld_w(P[5] + j * P[6]), ld_b2(P[7] + j * P[8]));
+    }
+    let inv = 1.0 / sqrt(r.x / f32(l) + eps);
+    return v * inv * ld_w(P[5] + j * P[6]);
+}
+
+// Element offset of row `row`'s first element.
+fn nr_row(row: u32) -> u32 {
+    let rank = P[2];
+    var bi = row;
+    var px = P[3];
+    for (var d = rank; d > 0u; d--) {
+        let s = P[9u + d];
+        let q = bi / s;
+        let c = bi - q * s;
+        bi = q;
+        px += c * P[9u + rank + d];
+    }
+    return px;
+}
+
+@compute @workgroup_size(WG)
+fn norm_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+             @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row = wid.x + wid.y * nwg.x;
+    if (row >= P[1]) { return; }
+    let l = P[0];
+    let px = nr_row(row);
+    let sl = P[4];
+    var st = nr_init();
+    for (var j = lid; j < l; j += WG) {
+        st = nr_acc(st, ld_a(px + j * sl));
+    }
+    let r = nr_reduce(st, lid);
     // Pass 2: write the row (16-bit outputs a word, two elements, at a time).
     let ob = row * l;
     let epw = 1u << LO;
     for (var w = lid; w * epw < l; w += WG) {
-        var r = vec2<f32>(0.0);
+        var y = vec2<f32>(0.0);
         for (var e = 0u; e < epw; e++) {
             let j = w * epw + e;
-            if (j < l) {
-                let v = ld_a(px + j * sl);
-                var y = 0.0;
-                if (NORM_OP == 0u) {
-                    y = nr_exp(v, ra) / rb;
-                } else if (NORM_OP == 1u) {
-                    y = (v - ra) - log_f32(rb);
-                } else if (NORM_OP == 2u) {
-                    let inv = 1.0 / sqrt(rc / lf + eps);
-                    y = fma((v - rb) * inv, ld_w(P[5] + j * P[6]), ld_b2(P[7] + j * P[8]));
-                } else {
-                    let inv = 1.0 / sqrt(ra / lf + eps);
-                    y = v * inv * ld_w(P[5] + j * P[6]);
-                }
-                r[e] = y;
-            }
+            if (j < l) { y[e] = nr_out(ld_a(px + j * sl), j, r, l); }
         }
         if (LO == 1u) {
-            O[(ob >> 1u) + w] = st2_o(r);
+            O[(ob >> 1u) + w] = st2_o(y);
         } else {
-            O[ob + w] = st_o(r.x);
+            O[ob + w] = st_o(y.x);
+        }
+    }
+}
+
+// The elements of a vec4 of words (4 f32, or 8 f16/bf16 of which the first 4 are
+// in `lo` and the next in `hi`).
+fn nr_unpack(q: vec4<u32>) -> array<vec4<f32>, 2> {
+    if (LA == 1u) {
+        let a = x2a(q.x);
+        let b = x2a(q.y);
+        let c = x2a(q.z);
+        let d = x2a(q.w);
+        return array<vec4<f32>, 2>(vec4<f32>(a, b), vec4<f32>(c, d));
+    }
+    return array<vec4<f32>, 2>(
+        vec4<f32>(xa(q.x, 0u), xa(q.y, 0u), xa(q.z, 0u), xa(q.w, 0u)), vec4<f32>(0.0));
+}
+
+// As norm_rows for contiguous rows whose start and length are multiples of a vec4
+// of words (the host checks): one 16-byte load per 4 or 8 elements.
+@compute @workgroup_size(WG)
+fn norm_rows_v(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row = wid.x + wid.y * nwg.x;
+    if (row >= P[1]) { return; }
+    let l = P[0];
+    let sh = LA + 2u;
+    let q0 = nr_row(row) >> sh;
+    let nq = l >> sh;
+    let per = 1u << sh;
+    var st = nr_init();
+    for (var q = lid; q < nq; q += WG) {
+        let v = nr_unpack(va(q0 + q));
+        for (var h = 0u; h < (per + 3u) / 4u; h++) {
+            for (var i = 0u; i < 4u; i++) { st = nr_acc(st, v[h][i]); }
+        }
+    }
+    let r = nr_reduce(st, lid);
+    let ob = row * l;
+    for (var q = lid; q < nq; q += WG) {
+        let v = nr_unpack(va(q0 + q));
+        let j0 = q * per;
+        for (var h = 0u; h < (per + 3u) / 4u; h++) {
+            var y = vec4<f32>(0.0);
+            for (var i = 0u; i < 4u; i++) { y[i] = nr_out(v[h][i], j0 + h * 4u + i, r, l); }
+            if (LO == 1u) {
+                let w = ((ob + j0) >> 1u) + h * 2u;
+                O[w] = st2_o(y.xy);
+                O[w + 1u] = st2_o(y.zw);
+            } else {
+                for (var i = 0u; i < 4u; i++) { O[ob + j0 + i] = st_o(y[i]); }
+            }
         }
     }
 }

@@ -31,7 +31,7 @@ impl Case {
     }
 }
 
-fn cases(smoke: bool, dtypes: &[DType]) -> Vec<Case> {
+fn cases(smoke: bool, dtypes: &[DType], squares: Option<&[usize]>) -> Vec<Case> {
     let c = |name, dtype, batch, m, k, n, ta| Case {
         name,
         dtype,
@@ -47,6 +47,11 @@ fn cases(smoke: bool, dtypes: &[DType]) -> Vec<Case> {
         .iter()
         .filter(|d| dtypes.contains(d) || **d == DType::BF16)
     {
+        if let Some(sizes) = squares {
+            // `--sizes`: square products only (e.g. small ones on a software driver).
+            v.extend(sizes.iter().map(|&s| c("matmul", d, 1, s, s, s, false)));
+            continue;
+        }
         if smoke {
             v.push(c("matmul", d, 1, 130, 67, 129, false));
             v.push(c("matmul_at", d, 1, 64, 65, 63, true));
@@ -178,9 +183,10 @@ pub(crate) fn bench_linalg(
     smoke: bool,
     reps: usize,
     dtypes: &[DType],
+    squares: Option<&[usize]>,
     rows: &mut Vec<Row>,
 ) -> Res<()> {
-    for case in cases(smoke, dtypes) {
+    for case in cases(smoke, dtypes, squares) {
         if dev.check_dtype(case.dtype).is_err() {
             continue;
         }
@@ -190,7 +196,7 @@ pub(crate) fn bench_linalg(
         }
     }
     for dtype in [DType::F32, DType::F16] {
-        if dev.check_dtype(dtype).is_err() || !dtypes.contains(&dtype) {
+        if dev.check_dtype(dtype).is_err() || !dtypes.contains(&dtype) || squares.is_some() {
             continue;
         }
         for name in ["softmax", "layer_norm", "rms_norm"] {

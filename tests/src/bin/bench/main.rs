@@ -59,6 +59,8 @@ struct Options {
     chain: usize,
     /// Only the matrix-product cases (`linalg.rs`); smoke runs check both.
     linalg: bool,
+    /// `--sizes` was given (with `--linalg`: square products of those sizes).
+    sizes_given: bool,
 }
 
 impl Options {
@@ -73,6 +75,7 @@ impl Options {
             smoke: false,
             chain: 1000,
             linalg: false,
+            sizes_given: false,
         };
         let mut sizes_given = false;
         let mut i = 0;
@@ -115,6 +118,7 @@ impl Options {
             }
             i += 1;
         }
+        o.sizes_given = sizes_given && o.linalg;
         if o.smoke {
             if !sizes_given {
                 o.sizes = vec![1 << 10, 1 << 16];
@@ -1193,7 +1197,16 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     }
     let mut rows = Vec::new();
     if o.linalg || o.smoke {
-        linalg::bench_linalg(&dev, stamps.as_ref(), o.smoke, o.reps, &o.dtypes, &mut rows)?;
+        let squares = o.sizes_given.then_some(&o.sizes[..]);
+        linalg::bench_linalg(
+            &dev,
+            stamps.as_ref(),
+            o.smoke,
+            o.reps,
+            &o.dtypes,
+            squares,
+            &mut rows,
+        )?;
     }
     for &dtype in o.dtypes.iter().filter(|_| !o.linalg) {
         if dev.check_dtype(dtype).is_err() {
