@@ -96,19 +96,31 @@ fn nr_reduce(st: vec3<f32>, lid: u32) -> vec3<f32> {
     return vec3<f32>(nr_a[0], nr_b[0], nr_c[0]);
 }
 
-// The output at column j for input v, given the row's state r.
-fn nr_out(v: f32, j: u32, r: vec3<f32>, l: u32) -> f32 {
+// Per-row constants of pass 2 from the row's state r, computed once: softmax
+// (max, 1 / sum), log_softmax (max, log sum), layer_norm (mean, 1 / std),
+// rms_norm (1 / rms).
+fn nr_consts(r: vec3<f32>, l: u32) -> vec2<f32> {
     let eps = bitcast<f32>(P[9]);
     if (NORM_OP == 0u) {
-        return nr_exp(v, r.x) / r.y;
+        return vec2<f32>(r.x, 1.0 / r.y);
     } else if (NORM_OP == 1u) {
-        return (v - r.x) - log_f32(r.y);
+        return vec2<f32>(r.x, log_f32(r.y));
     } else if (NORM_OP == 2u) {
-        let inv = 1.0 / sqrt(r.z / f32(l) + eps);
-        return fma((v - r.y) * inv, ld_w(P[5] + j * P[6]), ld_b2(P[7] + j * P[8]));
+        return vec2<f32>(r.y, 1.0 / sqrt(r.z / f32(l) + eps));
     }
-    let inv = 1.0 / sqrt(r.x / f32(l) + eps);
-    return v * inv * ld_w(P[5] + j * P[6]);
+    return vec2<f32>(1.0 / sqrt(r.x / f32(l) + eps), 0.0);
+}
+
+// The output at column j for input v, given the row's constants c.
+fn nr_out(v: f32, j: u32, c: vec2<f32>) -> f32 {
+    if (NORM_OP == 0u) {
+        return nr_exp(v, c.x) * c.y;
+    } else if (NORM_OP == 1u) {
+        return (v - c.x) - c.y;
+    } else if (NORM_OP == 2u) {
+        return fma((v - c.x) * c.y, ld_w(P[5] + j * P[6]), ld_b2(P[7] + j * P[8]));
+    }
+    return v * c.x * ld_w(P[5] + j * P[6]);
 }
 
 // Element offset of row `row`'s first element.
@@ -138,7 +150,7 @@ fn norm_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
     for (var j = lid; j < l; j += WG) {
         st = nr_acc(st, ld_a(px + j * sl));
     }
-    let r = nr_reduce(st, lid);
+    let r = nr_consts(nr_reduce(st, lid), l);
     // Pass 2: write the row (16-bit outputs a word, two elements, at a time).
     let ob = row * l;
     let epw = 1u << LO;
@@ -146,7 +158,7 @@ fn norm_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
         var y = vec2<f32>(0.0);
         for (var e = 0u; e < epw; e++) {
             let j = w * epw + e;
-            if (j < l) { y[e] = nr_out(ld_a(px + j * sl), j, r, l); }
+            if (j < l) { y[e] = nr_out(ld_a(px + j * sl), j, r); }
         }
         if (LO == 1u) {
             O[(ob >> 1u) + w] = st2_o(y);
@@ -189,14 +201,14 @@ fn norm_rows_v(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
             for (var i = 0u; i < 4u; i++) { st = nr_acc(st, v[h][i]); }
         }
     }
-    let r = nr_reduce(st, lid);
+    let r = nr_consts(nr_reduce(st, lid), l);
     let ob = row * l;
     for (var q = lid; q < nq; q += WG) {
         let v = nr_unpack(va(q0 + q));
         let j0 = q * per;
         for (var h = 0u; h < (per + 3u) / 4u; h++) {
             var y = vec4<f32>(0.0);
-            for (var i = 0u; i < 4u; i++) { y[i] = nr_out(v[h][i], j0 + h * 4u + i, r, l); }
+            for (var i = 0u; i < 4u; i++) { y[i] = nr_out(v[h][i], j0 + h * 4u + i, r); }
             if (LO == 1u) {
                 let w = ((ob + j0) >> 1u) + h * 2u;
                 O[w] = st2_o(y.xy);
