@@ -777,6 +777,92 @@ pub fn axpby(x: &JsValue, y: &JsValue, alpha: f64, beta: f64) -> JsResult<NdArra
     wrap(wc::axpby(&x, &y, alpha, beta))
 }
 
+/// Matrix product with numpy's rules (1-D operands, broadcast batch dims); float
+/// dtypes, 16-bit ones accumulated in f32.
+#[wasm_bindgen]
+pub fn matmul(a: &JsValue, b: &JsValue) -> JsResult<NdArray> {
+    wrap(wc::matmul(&lead(a)?, &lead(b)?))
+}
+
+/// `alpha * (a @ b) + beta * c` in one pass (alpha and beta default to 1).
+#[wasm_bindgen]
+pub fn addmm(
+    c: &JsValue,
+    a: &JsValue,
+    b: &JsValue,
+    alpha: Option<f64>,
+    beta: Option<f64>,
+) -> JsResult<NdArray> {
+    let (a, b) = (lead(a)?, lead(b)?);
+    let c = operand(c, &a)?;
+    wrap(wc::addmm(
+        &c,
+        &a,
+        &b,
+        alpha.unwrap_or(1.0),
+        beta.unwrap_or(1.0),
+    ))
+}
+
+/// The last axis when `axes` is omitted.
+fn norm_axes(axes: &JsValue) -> JsResult<Vec<isize>> {
+    Ok(cv::axes(axes)?.unwrap_or_else(|| vec![-1]))
+}
+
+/// Softmax over `axes` (a number or an array; the last axis when omitted).
+#[wasm_bindgen]
+pub fn softmax(x: &JsValue, axes: JsValue) -> JsResult<NdArray> {
+    wrap(wc::softmax(&lead(x)?, &norm_axes(&axes)?))
+}
+
+/// Log-softmax over `axes` (the last axis when omitted).
+#[wasm_bindgen(js_name = logSoftmax)]
+pub fn log_softmax(x: &JsValue, axes: JsValue) -> JsResult<NdArray> {
+    wrap(wc::log_softmax(&lead(x)?, &norm_axes(&axes)?))
+}
+
+/// An optional per-column parameter (`null`/`undefined`: absent).
+fn param(v: &JsValue) -> JsResult<Option<Array>> {
+    if cv::is_nullish(v) {
+        Ok(None)
+    } else {
+        lead(v).map(Some)
+    }
+}
+
+/// Layer normalisation over the last axis; `weight` and `bias` may be omitted
+/// (`null`); `eps` defaults to 1e-5.
+#[wasm_bindgen(js_name = layerNorm)]
+pub fn layer_norm(
+    x: &JsValue,
+    weight: JsValue,
+    bias: JsValue,
+    eps: Option<f64>,
+) -> JsResult<NdArray> {
+    let (w, b) = (param(&weight)?, param(&bias)?);
+    wrap(wc::layer_norm(
+        &lead(x)?,
+        w.as_ref(),
+        b.as_ref(),
+        eps.unwrap_or(1e-5),
+    ))
+}
+
+/// RMS normalisation over the last axis; `weight` may be omitted; `eps` defaults to 1e-5.
+#[wasm_bindgen(js_name = rmsNorm)]
+pub fn rms_norm(x: &JsValue, weight: JsValue, eps: Option<f64>) -> JsResult<NdArray> {
+    let w = param(&weight)?;
+    wrap(wc::rms_norm(&lead(x)?, w.as_ref(), eps.unwrap_or(1e-5)))
+}
+
+#[wasm_bindgen]
+impl NdArray {
+    /// Matrix product with `other` (see the free function `matmul`).
+    pub fn matmul(&self, other: &JsValue) -> JsResult<NdArray> {
+        wrap(wc::matmul(&self.a, &lead(other)?))
+    }
+}
+
 /// `cond ? x : y` elementwise with broadcasting.
 #[wasm_bindgen(js_name = "where")]
 pub fn where_(cond: &JsValue, x: &JsValue, y: &JsValue) -> JsResult<NdArray> {

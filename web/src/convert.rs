@@ -18,7 +18,7 @@ pub(crate) fn err(e: wmx_core::Error) -> JsError {
     js_err(e)
 }
 
-fn is_nullish(v: &JsValue) -> bool {
+pub(crate) fn is_nullish(v: &JsValue) -> bool {
     v.is_undefined() || v.is_null()
 }
 

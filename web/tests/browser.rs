@@ -852,3 +852,119 @@ async fn grad_and_value_and_grad_of_js_functions() {
     let msg = get(&e, "message").as_string().unwrap();
     assert!(msg.contains("one element"), "{msg}");
 }
+
+// ---------------------------------------------------------------- products and norms
+
+/// `a @ b` in f64 for row-major `a` [m, k] and `b` [k, n].
+fn mm_ref(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut out = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            out[i * n + j] = (0..k).map(|t| a[i * k + t] * b[t * n + j]).sum();
+        }
+    }
+    out
+}
+
+#[wasm_bindgen_test]
+async fn matmul_gemv_and_addmm() {
+    gpu().await;
+    // Tiled (odd sizes around the tile), matrix-vector, vector-matrix, K > tile.
+    for (m, k, n) in [(65, 33, 129), (130, 7, 1), (1, 300, 67), (5, 1000, 3)] {
+        let a: Vec<f64> = rand(m * k, 40 + m as u64, -1.0, 1.0)
+            .iter()
+            .map(|&x| round_to(x, "f32"))
+            .collect();
+        let b: Vec<f64> = rand(k * n, 41 + n as u64, -1.0, 1.0)
+            .iter()
+            .map(|&x| round_to(x, "f32"))
+            .collect();
+        let r = v(wmx::matmul(&typed(&a, &[m, k], "f32"), &typed(&b, &[k, n], "f32")).unwrap());
+        assert_eq!(shape_of(&r), vec![m, n]);
+        let want = mm_ref(&a, &b, m, k, n);
+        close(
+            &read(&r).await,
+            &want,
+            1e-5,
+            1e-5 * k as f64,
+            &format!("matmul {m}x{k}x{n}"),
+        );
+        // The same from a transposed view, plus a bias row (addmm).
+        let at = wmx::transpose(&typed(&a, &[m, k], "f32"), U)
+            .unwrap()
+            .contiguous()
+            .unwrap();
+        let at_t = v(at.t().unwrap());
+        let bias: Vec<f64> = (0..n).map(|j| j as f64 * 0.5).collect();
+        let r = v(wmx::addmm(
+            &typed(&bias, &[n], "f32"),
+            &at_t,
+            &typed(&b, &[k, n], "f32"),
+            Some(2.0),
+            Some(-1.0),
+        )
+        .unwrap());
+        let want: Vec<f64> = want
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| 2.0 * x - bias[i % n])
+            .collect();
+        close(
+            &read(&r).await,
+            &want,
+            1e-5,
+            2e-5 * k as f64,
+            &format!("addmm {m}x{k}x{n}"),
+        );
+    }
+    let e = wmx::matmul(
+        &typed(&[1.0; 6], &[2, 3], "f32"),
+        &typed(&[1.0; 6], &[2, 3], "f32"),
+    )
+    .err()
+    .map(err_msg)
+    .unwrap_or_default();
+    assert!(e.contains("matmul") && e.contains("[2, 3]"), "{e}");
+}
+
+#[wasm_bindgen_test]
+async fn softmax_and_norms() {
+    gpu().await;
+    let (r, l) = (7, 301);
+    let x: Vec<f64> = rand(r * l, 50, -5.0, 5.0)
+        .iter()
+        .map(|&t| round_to(t, "f32"))
+        .collect();
+    let xa = typed(&x, &[r, l], "f32");
+    let rows = |f: &dyn Fn(&[f64]) -> Vec<f64>| -> Vec<f64> { x.chunks(l).flat_map(f).collect() };
+    let sm = |row: &[f64]| -> Vec<f64> {
+        let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let s: f64 = row.iter().map(|v| (v - m).exp()).sum();
+        row.iter().map(|v| (v - m).exp() / s).collect()
+    };
+    let y = v(wmx::softmax(&xa, U).unwrap());
+    close(&read(&y).await, &rows(&sm), 2e-6, 1e-7, "softmax");
+    let y = v(wmx::log_softmax(&xa, U).unwrap());
+    let want = rows(&|row: &[f64]| sm(row).iter().map(|p| p.ln()).collect());
+    close(&read(&y).await, &want, 2e-6, 1e-5, "log_softmax");
+    let ln = |row: &[f64]| -> Vec<f64> {
+        let n = row.len() as f64;
+        let mean = row.iter().sum::<f64>() / n;
+        let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+        row.iter()
+            .map(|v| (v - mean) / (var + 1e-5).sqrt())
+            .collect()
+    };
+    let y = v(wmx::layer_norm(&xa, U, JsValue::NULL, None).unwrap());
+    close(&read(&y).await, &rows(&ln), 1e-5, 1e-5, "layer_norm");
+    let w: Vec<f64> = (0..l).map(|j| 0.5 + j as f64 / l as f64).collect();
+    let rms = |row: &[f64]| -> Vec<f64> {
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / row.len() as f64;
+        row.iter()
+            .zip(&w)
+            .map(|(v, w)| v / (ms + 1e-5).sqrt() * w)
+            .collect()
+    };
+    let y = v(wmx::rms_norm(&xa, typed(&w, &[l], "f32"), None).unwrap());
+    close(&read(&y).await, &rows(&rms), 1e-5, 1e-6, "rms_norm");
+}
