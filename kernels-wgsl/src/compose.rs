@@ -112,6 +112,8 @@ pub enum Variant {
     ColsVec,
     /// Matmul: tile configuration `i` of [`crate::TILES`].
     Tiled(u8),
+    /// As `Tiled`, with vec4 loads of f32 operands contiguous along K (A) and N (B).
+    TiledVec(u8),
     /// Gemv: the pass that adds partial sums and applies the epilogue.
     Finish,
     /// Matmul on cooperative matrices (f16 operands; needs [`Target::coop`]).
@@ -139,6 +141,7 @@ impl Variant {
             Variant::RowsVec => "rows_vec".into(),
             Variant::ColsVec => "cols_vec".into(),
             Variant::Tiled(i) => format!("tiled{i}"),
+            Variant::TiledVec(i) => format!("tiled_vec{i}"),
             Variant::Finish => "finish".into(),
             Variant::Coop => "coop".into(),
             Variant::CoopDirect => "coop_direct".into(),
@@ -296,7 +299,10 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     // the scalar-load reductions; reductions write single words.
     let product = matches!(spec.family, Family::Matmul | Family::Gemv | Family::Norm);
     let general = if reduce || product {
-        !matches!(spec.variant, Variant::RowsVec | Variant::ColsVec)
+        !matches!(
+            spec.variant,
+            Variant::RowsVec | Variant::ColsVec | Variant::TiledVec(_)
+        )
     } else {
         spec.variant == Variant::General
     };
@@ -361,6 +367,14 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             .unwrap();
         } else if general {
             writeln!(p, "fn w{l}(w: u32) -> u32 {{ return {src}[w]; }}").unwrap();
+            if product {
+                // The tiled kernel's vec4 loads, compiled out unless MM_VEC.
+                writeln!(
+                    p,
+                    "fn v{l}(v: u32) -> vec4<u32> {{ return vec4<u32>(w{l}(4u * v), w{l}(4u * v + 1u), w{l}(4u * v + 2u), w{l}(4u * v + 3u)); }}"
+                )
+                .unwrap();
+            }
         } else {
             writeln!(
                 p,
@@ -717,9 +731,16 @@ fn product_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
         }
         writeln!(p, "const SG: u32 = {}u;", spec.target.coop).unwrap();
     } else if spec.family == Family::Matmul {
-        let Variant::Tiled(i) = spec.variant else {
+        let (Variant::Tiled(i) | Variant::TiledVec(i)) = spec.variant else {
             return Err(Error::Shape("matmul has only tiled variants".into()));
         };
+        let vec = matches!(spec.variant, Variant::TiledVec(_));
+        if vec && (ins[0] != DType::F32 || !crate::matmul::vec4_tile(i as usize)) {
+            return Err(Error::Shape(format!(
+                "the vec4 matmul reads f32 operands in whole vec4s per invocation, got {ins:?}, tile {i}"
+            )));
+        }
+        writeln!(p, "const MM_VEC: bool = {vec};").unwrap();
         let (wx, wy, bk) = crate::matmul::TILES
             .get(i as usize)
             .copied()
@@ -1015,6 +1036,10 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
                     for i in 0..crate::matmul::TILES.len() {
                         let var = Variant::Tiled(i as u8);
                         v.push(spec(Family::Matmul, "matmul", ins.clone(), out, var));
+                        if d == DType::F32 && crate::matmul::vec4_tile(i) {
+                            let var = Variant::TiledVec(i as u8);
+                            v.push(spec(Family::Matmul, "matmul", ins.clone(), out, var));
+                        }
                     }
                     for var in [Variant::Rows, Variant::RowsVec, Variant::Cols] {
                         v.push(spec(Family::Gemv, "gemv", ins.clone(), out, var));

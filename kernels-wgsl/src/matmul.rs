@@ -23,6 +23,13 @@ pub const TILES: [(u32, u32, u32); 5] = [
     (8, 16, 16),
 ];
 
+/// Whether tile configuration `i` moves whole vec4s of A and B per invocation and
+/// K step (the vec4-load variant needs it).
+pub(crate) fn vec4_tile(i: usize) -> bool {
+    let (wx, wy, bk) = TILES[i];
+    (8 * bk / wx).is_multiple_of(4) && (8 * bk / wy).is_multiple_of(4) && bk.is_multiple_of(4)
+}
+
 /// Workgroups below which the large tile leaves the GPU idle and the small one is
 /// used (about two per compute unit of a large GPU).
 const LARGE_TILE_MIN_GROUPS: u64 = 256;
@@ -156,6 +163,22 @@ impl Kernels {
             && bst.len() <= 1
             && bst.iter().all(|s| s.first().is_none_or(|&x| x % 8 == 0))
             && std::env::var("WMX_COOP_STAGED").is_err();
+        // vec4 loads: f32 A contiguous along K, B along N, every row start and
+        // batch offset a multiple of four elements.
+        let a4 = |x: &Strided, inner: isize, outer: isize, batch: &[isize]| {
+            inner == 1
+                && outer % 4 == 0
+                && x.offset.is_multiple_of(4)
+                && batch.iter().all(|s| s % 4 == 0)
+                && x.buffer.size().is_multiple_of(16)
+        };
+        let vec4 = !coop
+            && vec4_tile(cfg)
+            && a.dtype == DType::F32
+            && k.is_multiple_of(4)
+            && n.is_multiple_of(4)
+            && a4(a, a.strides[nd - 1], a.strides[nd - 2], &bst[0])
+            && a4(bb, bb.strides[nd - 1], bb.strides[nd - 2], &bst[1]);
         let (tm, tn) = if coop {
             (m.div_ceil(64) as u64, n.div_ceil(64) as u64)
         } else {
@@ -191,6 +214,8 @@ impl Kernels {
                 Variant::CoopDirect
             } else if coop {
                 Variant::Coop
+            } else if vec4 {
+                Variant::TiledVec(cfg as u8)
             } else {
                 Variant::Tiled(cfg as u8)
             },

@@ -59,6 +59,110 @@ fn mm_store4(gm: u32, gn: u32, v: vec4<f32>) {
     }
 }
 
+// Per-invocation scalars the load helpers need (set once per workgroup).
+var<private> mm_lid: u32;
+var<private> mm_m: u32;
+var<private> mm_k: u32;
+var<private> mm_a_sm: u32;
+var<private> mm_a_sk: u32;
+var<private> mm_b_sk: u32;
+var<private> mm_b_sn: u32;
+
+// The elements of the K step at k1 this invocation moves, into registers: element
+// loads along whichever axis is contiguous, or (MM_VEC) one vec4 per four f32 of
+// A's rows and B's rows.
+fn mm_load(k1: u32, ra: ptr<function, array<f32, LDA>>, rb: ptr<function, array<f32, LDB>>,
+           pa: u32, pb: u32, m0: u32, n0: u32, a_mfast: bool, b_nfast: bool) {
+    let lid = mm_lid;
+    if (MM_VEC) {
+        for (var i = 0u; i < LDA / 4u; i++) {
+            let e = lid + i * NT;
+            let m = e / (BK / 4u);
+            let k = (e % (BK / 4u)) * 4u;
+            let gm = m0 + m;
+            var v = vec4<u32>(0u);
+            if (gm < mm_m && k1 + k < mm_k) { v = va((pa + gm * mm_a_sm + k1 + k) >> 2u); }
+            (*ra)[4u * i] = bitcast<f32>(v.x);
+            (*ra)[4u * i + 1u] = bitcast<f32>(v.y);
+            (*ra)[4u * i + 2u] = bitcast<f32>(v.z);
+            (*ra)[4u * i + 3u] = bitcast<f32>(v.w);
+        }
+        for (var i = 0u; i < LDB / 4u; i++) {
+            let e = lid + i * NT;
+            let k = e / (BN / 4u);
+            let n = (e % (BN / 4u)) * 4u;
+            let gn = n0 + n;
+            var v = vec4<u32>(0u);
+            if (gn < mm_n && k1 + k < mm_k) { v = vb((pb + (k1 + k) * mm_b_sk + gn) >> 2u); }
+            (*rb)[4u * i] = bitcast<f32>(v.x);
+            (*rb)[4u * i + 1u] = bitcast<f32>(v.y);
+            (*rb)[4u * i + 2u] = bitcast<f32>(v.z);
+            (*rb)[4u * i + 3u] = bitcast<f32>(v.w);
+        }
+        return;
+    }
+    for (var i = 0u; i < LDA; i++) {
+        let e = lid + i * NT;
+        var m = e / BK;
+        var k = e % BK;
+        if (a_mfast) { m = e % BM; k = e / BM; }
+        let gm = m0 + m;
+        let gk = k1 + k;
+        var v = 0.0;
+        if (gm < mm_m && gk < mm_k) { v = ld_a(pa + gm * mm_a_sm + gk * mm_a_sk); }
+        (*ra)[i] = v;
+    }
+    for (var i = 0u; i < LDB; i++) {
+        let e = lid + i * NT;
+        var n = e / BK;
+        var k = e % BK;
+        if (b_nfast) { n = e % BN; k = e / BN; }
+        let gn = n0 + n;
+        let gk = k1 + k;
+        var v = 0.0;
+        if (gn < mm_n && gk < mm_k) { v = ld_b(pb + gk * mm_b_sk + gn * mm_b_sn); }
+        (*rb)[i] = v;
+    }
+}
+
+// The registers of mm_load into the workgroup tiles As[k][m] and Bs[k][n].
+fn mm_store(ra: ptr<function, array<f32, LDA>>, rb: ptr<function, array<f32, LDB>>,
+            a_mfast: bool, b_nfast: bool) {
+    let lid = mm_lid;
+    if (MM_VEC) {
+        for (var i = 0u; i < LDA / 4u; i++) {
+            let e = lid + i * NT;
+            let m = e / (BK / 4u);
+            let k = (e % (BK / 4u)) * 4u;
+            for (var j = 0u; j < 4u; j++) {
+                As[((k + j) * BM + m) >> 2u][m & 3u] = (*ra)[4u * i + j];
+            }
+        }
+        for (var i = 0u; i < LDB / 4u; i++) {
+            let e = lid + i * NT;
+            let k = e / (BN / 4u);
+            let n = (e % (BN / 4u)) * 4u;
+            Bs[(k * BN + n) >> 2u] = vec4<f32>((*rb)[4u * i], (*rb)[4u * i + 1u],
+                                               (*rb)[4u * i + 2u], (*rb)[4u * i + 3u]);
+        }
+        return;
+    }
+    for (var i = 0u; i < LDA; i++) {
+        let e = lid + i * NT;
+        var m = e / BK;
+        var k = e % BK;
+        if (a_mfast) { m = e % BM; k = e / BM; }
+        As[(k * BM + m) >> 2u][m & 3u] = (*ra)[i];
+    }
+    for (var i = 0u; i < LDB; i++) {
+        let e = lid + i * NT;
+        var n = e / BK;
+        var k = e % BK;
+        if (b_nfast) { n = e % BN; k = e / BN; }
+        Bs[(k * BN + n) >> 2u][n & 3u] = (*rb)[i];
+    }
+}
+
 @compute @workgroup_size(NT)
 fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
           @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -96,10 +200,13 @@ fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     mm_read_c = (flags & 4u) != 0u;
     let a_mfast = (flags & 1u) != 0u;
     let b_nfast = (flags & 2u) != 0u;
-    let a_sm = P[8];
-    let a_sk = P[9];
-    let b_sk = P[11];
-    let b_sn = P[12];
+    mm_lid = lid;
+    mm_m = m_dim;
+    mm_k = k_dim;
+    mm_a_sm = P[8];
+    mm_a_sk = P[9];
+    mm_b_sk = P[11];
+    mm_b_sn = P[12];
 
     let tx = lid % WX;
     let ty = lid / WX;
@@ -112,65 +219,11 @@ fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     // multiplied (register double buffering): global latency overlaps the FMAs.
     var ra: array<f32, LDA>;
     var rb: array<f32, LDB>;
-    for (var i = 0u; i < LDA; i++) {
-        let e = lid + i * NT;
-        var m = e / BK;
-        var k = e % BK;
-        if (a_mfast) { m = e % BM; k = e / BM; }
-        let gm = m0 + m;
-        var v = 0.0;
-        if (gm < m_dim && k < k_dim) { v = ld_a(pa + gm * a_sm + k * a_sk); }
-        ra[i] = v;
-    }
-    for (var i = 0u; i < LDB; i++) {
-        let e = lid + i * NT;
-        var n = e / BK;
-        var k = e % BK;
-        if (b_nfast) { n = e % BN; k = e / BN; }
-        let gn = n0 + n;
-        var v = 0.0;
-        if (gn < n_dim && k < k_dim) { v = ld_b(pb + k * b_sk + gn * b_sn); }
-        rb[i] = v;
-    }
+    mm_load(0u, &ra, &rb, pa, pb, m0, n0, a_mfast, b_nfast);
     for (var k0 = 0u; k0 < k_dim; k0 += BK) {
-        for (var i = 0u; i < LDA; i++) {
-            let e = lid + i * NT;
-            var m = e / BK;
-            var k = e % BK;
-            if (a_mfast) { m = e % BM; k = e / BM; }
-            As[(k * BM + m) >> 2u][m & 3u] = ra[i];
-        }
-        for (var i = 0u; i < LDB; i++) {
-            let e = lid + i * NT;
-            var n = e / BK;
-            var k = e % BK;
-            if (b_nfast) { n = e % BN; k = e / BN; }
-            Bs[(k * BN + n) >> 2u][n & 3u] = rb[i];
-        }
-        let k1 = k0 + BK;
-        if (k1 < k_dim) {
-            for (var i = 0u; i < LDA; i++) {
-                let e = lid + i * NT;
-                var m = e / BK;
-                var k = e % BK;
-                if (a_mfast) { m = e % BM; k = e / BM; }
-                let gm = m0 + m;
-                let gk = k1 + k;
-                var v = 0.0;
-                if (gm < m_dim && gk < k_dim) { v = ld_a(pa + gm * a_sm + gk * a_sk); }
-                ra[i] = v;
-            }
-            for (var i = 0u; i < LDB; i++) {
-                let e = lid + i * NT;
-                var n = e / BK;
-                var k = e % BK;
-                if (b_nfast) { n = e % BN; k = e / BN; }
-                let gn = n0 + n;
-                let gk = k1 + k;
-                var v = 0.0;
-                if (gn < n_dim && gk < k_dim) { v = ld_b(pb + gk * b_sk + gn * b_sn); }
-                rb[i] = v;
-            }
+        mm_store(&ra, &rb, a_mfast, b_nfast);
+        if (k0 + BK < k_dim) {
+            mm_load(k0 + BK, &ra, &rb, pa, pb, m0, n0, a_mfast, b_nfast);
         }
         workgroupBarrier();
         for (var k = 0u; k < BK; k++) {

@@ -143,6 +143,8 @@ pub fn matmul_values(dev: &Device) {
         (3, 4097, 2),
         (5, 256, 1),
         (1, 512, 1),
+        (67, 68, 132),
+        (128, 256, 64),
     ];
     for dt in float_dtypes(dev) {
         for &(m, k, n) in &sizes {
@@ -169,6 +171,7 @@ pub fn matmul_values(dev: &Device) {
             (vec![5, 1, 8], vec![8, 7]),
             (vec![3, 6], vec![2, 2, 6, 65]),
             (vec![4, 1, 33], vec![4, 33, 1]),
+            (vec![3, 33, 8], vec![8, 20]),
         ] {
             let what = format!("matmul {dt} {sa:?} @ {sb:?}");
             let a = Host::random(&mut rng, dt, &sa);
