@@ -182,6 +182,55 @@ fn nr_unpack(q: vec4<u32>) -> array<vec4<f32>, 2> {
         vec4<f32>(xa(q.x, 0u), xa(q.y, 0u), xa(q.z, 0u), xa(q.w, 0u)), vec4<f32>(0.0));
 }
 
+// Softmax of a row held in registers (at most four vec4 loads per invocation): each
+// invocation takes exp(x - its own max) once per element, the row's max and sum come
+// from merging those partials, and each output is that exp times
+// exp(own max - row max) / sum: one exp per element instead of two, one read.
+// Matches exp(x - max) / sum, NaN cases included (+inf entries, all -inf rows).
+fn softmax_cached(lid: u32, row: u32, q0: u32, nq: u32, per: u32, l: u32) {
+    var cache: array<array<vec4<f32>, 2>, 4>;
+    var mt = -inf_f();
+    var cnt = 0u;
+    for (var q = lid; q < nq; q += WG) {
+        let v = nr_unpack(va(q0 + q));
+        cache[cnt] = v;
+        for (var h = 0u; h < (per + 3u) / 4u; h++) {
+            for (var i = 0u; i < 4u; i++) { mt = nr_max(mt, v[h][i]); }
+        }
+        cnt++;
+    }
+    var st = 0.0;
+    let empty = isinf_f(mt) && mt < 0.0;
+    for (var c = 0u; c < cnt; c++) {
+        for (var h = 0u; h < (per + 3u) / 4u; h++) {
+            var e = vec4<f32>(0.0);
+            if (!empty) {
+                for (var i = 0u; i < 4u; i++) { e[i] = nr_exp(cache[c][h][i], mt); }
+            }
+            cache[c][h] = e;
+            st += (e.x + e.y) + (e.z + e.w);
+        }
+    }
+    let r = nr_reduce(vec3<f32>(mt, st, 0.0), lid);
+    let scale = nr_exp(mt, r.x) / r.y;
+    let ob = row * l;
+    var c = 0u;
+    for (var q = lid; q < nq; q += WG) {
+        let j0 = q * per;
+        for (var h = 0u; h < (per + 3u) / 4u; h++) {
+            let y = cache[c][h] * scale;
+            if (LO == 1u) {
+                let w = ((ob + j0) >> 1u) + h * 2u;
+                O[w] = st2_o(y.xy);
+                O[w + 1u] = st2_o(y.zw);
+            } else {
+                for (var i = 0u; i < 4u; i++) { O[ob + j0 + i] = st_o(y[i]); }
+            }
+        }
+        c++;
+    }
+}
+
 // As norm_rows for contiguous rows whose start and length are multiples of a vec4
 // of words (the host checks): one 16-byte load per 4 or 8 elements.
 @compute @workgroup_size(WG)
@@ -194,6 +243,10 @@ fn norm_rows_v(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let q0 = nr_row(row) >> sh;
     let nq = l >> sh;
     let per = 1u << sh;
+    if (NORM_OP == 0u && nq <= 4u * WG) {
+        softmax_cached(lid, row, q0, nq, per, l);
+        return;
+    }
     var st = nr_init();
     for (var q = lid; q < nq; q += WG) {
         let v = nr_unpack(va(q0 + q));
