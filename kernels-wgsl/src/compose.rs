@@ -218,6 +218,7 @@ impl ModuleSpec {
             (Family::Gemv, _) => match self.variant {
                 Variant::RowsVec => "gemv_rows_v",
                 Variant::Cols => "gemv_cols",
+                Variant::ColsVec => "gemv_cols_v",
                 Variant::Finish => "gemv_fin",
                 _ => "gemv_rows",
             },
@@ -752,7 +753,7 @@ fn product_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
         .unwrap();
     } else if !matches!(
         spec.variant,
-        Variant::Rows | Variant::RowsVec | Variant::Cols | Variant::Finish
+        Variant::Rows | Variant::RowsVec | Variant::Cols | Variant::ColsVec | Variant::Finish
     ) {
         return Err(Error::Shape(format!(
             "gemv has no variant {:?}",
@@ -1041,7 +1042,12 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
                             v.push(spec(Family::Matmul, "matmul", ins.clone(), out, var));
                         }
                     }
-                    for var in [Variant::Rows, Variant::RowsVec, Variant::Cols] {
+                    for var in [
+                        Variant::Rows,
+                        Variant::RowsVec,
+                        Variant::Cols,
+                        Variant::ColsVec,
+                    ] {
                         v.push(spec(Family::Gemv, "gemv", ins.clone(), out, var));
                     }
                     if target.coop > 0 && d == DType::F16 {

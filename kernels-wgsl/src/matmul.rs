@@ -321,10 +321,19 @@ impl Kernels {
             && k as isize % e4 == 0
             && aligned(mat, sk, &[&[si][..], &bst[0]].concat())
             && aligned(vec, vk, &bst[1]);
+        // Column mode with one vec4 of words per k: rows i contiguous and aligned.
+        let cols_vec = cols
+            && rows_i as isize % e4 == 0
+            && mat.offset as isize % e4 == 0
+            && sk % e4 == 0
+            && bst[0].iter().all(|s| s % e4 == 0)
+            && mat.buffer.size().is_multiple_of(16);
         let narrow = out.dtype.epw() == 2;
         let wg = self.wg() as u64;
+        // Invocations of the column kernels: one per row, or per vec4 of rows.
+        let col_items = if cols_vec { rows / e4 as u64 } else { rows };
         let chunks = if cols {
-            let blocks = rows.div_ceil(wg);
+            let blocks = col_items.div_ceil(wg);
             (GEMV_MIN_THREADS.div_ceil(blocks * wg)).clamp(1, k.max(1) as u64)
         } else {
             1
@@ -368,7 +377,9 @@ impl Kernels {
             inputs.push(d);
             buffers.push(c.buffer.clone());
         }
-        let (variant, groups) = if cols {
+        let (variant, groups) = if cols_vec {
+            (Variant::ColsVec, col_items.div_ceil(wg) * chunks)
+        } else if cols {
             (Variant::Cols, rows.div_ceil(wg) * chunks)
         } else if vec4 {
             (Variant::RowsVec, rows)

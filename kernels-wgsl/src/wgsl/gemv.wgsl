@@ -168,3 +168,50 @@ fn gemv_fin(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
         }
     }
 }
+
+// The elements of a vec4 of A's words: 4 f32, or 8 16-bit values (first four in [0]).
+fn gv_unpack(q: vec4<u32>) -> array<vec4<f32>, 2> {
+    if (LA == 1u) {
+        return array<vec4<f32>, 2>(vec4<f32>(x2a(q.x), x2a(q.y)), vec4<f32>(x2a(q.z), x2a(q.w)));
+    }
+    return array<vec4<f32>, 2>(
+        vec4<f32>(xa(q.x, 0u), xa(q.y, 0u), xa(q.z, 0u), xa(q.w, 0u)), vec4<f32>(0.0));
+}
+
+// gemv_cols with one vec4 of A's words per k: each invocation owns 4 (f32) or 8
+// (16-bit) neighbouring rows i, whose elements are contiguous and aligned (the host
+// checks: offsets, the k stride and I multiples of a vec4 of words).
+@compute @workgroup_size(WG)
+fn gemv_cols_v(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let rows = P[2];
+    let sh = LA + 2u;
+    let per = 1u << sh;
+    let groups = rows / per;
+    let blocks = (groups + WG - 1u) / WG;
+    let g = wid.x + wid.y * nwg.x;
+    let chunk = g / blocks;
+    if (chunk >= P[14]) { return; }
+    let grp = (g - chunk * blocks) * WG + lid;
+    if (grp >= groups) { return; }
+    let row0 = grp * per;
+    let p = gv_offsets(row0);
+    let kc = P[15];
+    let k0 = chunk * kc;
+    let k1 = min(k0 + kc, P[1]);
+    let a_sk = P[6];
+    let v_sk = P[8];
+    var lo = vec4<f32>(0.0);
+    var hi = vec4<f32>(0.0);
+    for (var k = k0; k < k1; k++) {
+        let q = gv_unpack(va((p.x + k * a_sk) >> sh));
+        let s = vec4<f32>(ld_b(p.y + k * v_sk));
+        lo = fma(q[0], s, lo);
+        hi = fma(q[1], s, hi);
+    }
+    let base = chunk * rows + row0;
+    for (var j = 0u; j < 4u; j++) { O[base + j] = bitcast<u32>(lo[j]); }
+    if (LA == 1u) {
+        for (var j = 0u; j < 4u; j++) { O[base + 4u + j] = bitcast<u32>(hi[j]); }
+    }
+}

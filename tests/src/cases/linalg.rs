@@ -145,6 +145,8 @@ pub fn matmul_values(dev: &Device) {
         (1, 512, 1),
         (67, 68, 132),
         (128, 256, 64),
+        (1, 33, 64),
+        (1, 700, 136),
     ];
     for dt in float_dtypes(dev) {
         for &(m, k, n) in &sizes {
@@ -188,6 +190,7 @@ pub fn matmul_values(dev: &Device) {
         (vec![4, 5], vec![5], vec![4]),
         (vec![6], vec![6], vec![]),
         (vec![5], vec![2, 5, 3], vec![2, 3]),
+        (vec![7], vec![3, 7, 16], vec![3, 16]),
         (vec![2, 4, 5], vec![5], vec![2, 4]),
     ] {
         let what = format!("matmul {sa:?} @ {sb:?}");
