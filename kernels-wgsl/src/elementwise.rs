@@ -71,6 +71,35 @@ impl Kernels {
         self.elementwise(b, Family::Copy, "copy", &[x], out, [0, 0])
     }
 
+    /// An f32 buffer for `out`'s elements when `needed`: kernels whose 16-bit results
+    /// would share words between invocations write f32 there, and
+    /// [`Kernels::round_from_f32`] rounds it into `out`.
+    pub(crate) fn f32_result(&self, out: &Contig, needed: bool) -> Result<Option<wgpu::Buffer>> {
+        if !needed {
+            return Ok(None);
+        }
+        let bytes = out.numel().max(1) as u64 * 4;
+        self.create_buffer(bytes, Some("wmx f32 result")).map(Some)
+    }
+
+    /// `out` = the row-major f32 elements of `tmp`, rounded to `out`'s dtype.
+    pub(crate) fn round_from_f32(
+        &self,
+        b: &mut Batch,
+        tmp: &wgpu::Buffer,
+        out: &Contig,
+    ) -> Result<()> {
+        let strides = contiguous_strides(out.shape);
+        let src = Strided {
+            buffer: tmp,
+            dtype: DType::F32,
+            shape: out.shape,
+            strides: &strides,
+            offset: 0,
+        };
+        self.copy(b, &src, out)
+    }
+
     /// `out = alpha * x + beta * y` in one pass (float dtypes; computed in f32).
     pub fn axpby(
         &self,

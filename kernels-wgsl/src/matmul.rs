@@ -192,15 +192,9 @@ impl Kernels {
         }
         // 16-bit results of odd width would share words between invocations: compute
         // them in f32 and round in a copy.
-        let narrow_odd = out.dtype.epw() == 2 && n % 2 == 1;
-        let odt = if narrow_odd { DType::F32 } else { out.dtype };
-        let tmp;
-        let target = if narrow_odd {
-            tmp = self.create_buffer(out.numel() as u64 * 4, Some("wmx matmul f32 result"))?;
-            &tmp
-        } else {
-            out.buffer
-        };
+        let tmp = self.f32_result(out, out.dtype.epw() == 2 && n % 2 == 1)?;
+        let target = tmp.as_ref().unwrap_or(out.buffer);
+        let odt = if tmp.is_some() { DType::F32 } else { out.dtype };
         let mut inputs = vec![a.dtype, bb.dtype];
         if let Some(c) = c {
             inputs.push(c.dtype);
@@ -254,16 +248,8 @@ impl Kernels {
             buffers.push(c.buffer.clone());
         }
         self.record(b, &spec, buffers, params, groups)?;
-        if narrow_odd {
-            let strides = crate::layout::contiguous_strides(out.shape);
-            let src = Strided {
-                buffer: target,
-                dtype: DType::F32,
-                shape: out.shape,
-                strides: &strides,
-                offset: 0,
-            };
-            self.copy(b, &src, out)?;
+        if let Some(t) = &tmp {
+            self.round_from_f32(b, t, out)?;
         }
         Ok(())
     }

@@ -45,8 +45,8 @@ impl Kernels {
         inputs.extend(params.iter().map(|p| p.dtype));
         // 16-bit rows of odd length would share words between workgroups: compute
         // in f32 and round in a copy.
-        let narrow_odd = out.dtype.epw() == 2 && l % 2 == 1;
-        let odt = if narrow_odd { DType::F32 } else { out.dtype };
+        let tmp = self.f32_result(out, out.dtype.epw() == 2 && l % 2 == 1)?;
+        let odt = if tmp.is_some() { DType::F32 } else { out.dtype };
         // vec4-of-words loads for contiguous rows aligned to a vec4 (4 f32 or 8
         // 16-bit elements): offset, length and every row stride.
         let e4 = 4 * x.dtype.epw() as isize;
@@ -83,26 +83,12 @@ impl Kernels {
         ];
         p.extend(bshape.iter().map(|&d| d as u32));
         p.extend(bst[0].iter().map(|&s| s as i32 as u32));
-        let tmp;
-        let target = if narrow_odd {
-            tmp = self.create_buffer(n as u64 * 4, Some("wmx norm f32 result"))?;
-            &tmp
-        } else {
-            out.buffer
-        };
+        let target = tmp.as_ref().unwrap_or(out.buffer);
         let mut buffers = vec![target.clone(), x.buffer.clone()];
         buffers.extend(params.iter().map(|p| p.buffer.clone()));
         self.record(b, &spec, buffers, p, rows)?;
-        if narrow_odd {
-            let strides = crate::layout::contiguous_strides(out.shape);
-            let src = Strided {
-                buffer: target,
-                dtype: DType::F32,
-                shape: out.shape,
-                strides: &strides,
-                offset: 0,
-            };
-            self.copy(b, &src, out)?;
+        if let Some(t) = &tmp {
+            self.round_from_f32(b, t, out)?;
         }
         Ok(())
     }

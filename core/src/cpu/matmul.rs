@@ -93,16 +93,5 @@ pub(super) fn matmul(
             );
         }
     }
-    if dtype == DType::F32 {
-        return Ok(out);
-    }
-    let l = Layout::contiguous(&shape);
-    be.copy(
-        View {
-            buffer: &out,
-            dtype: DType::F32,
-            layout: &l,
-        },
-        dtype,
-    )
+    be.round_from_f32(out, &shape, dtype)
 }

@@ -28,6 +28,21 @@ impl CpuBackend {
     pub fn new() -> CpuBackend {
         CpuBackend
     }
+
+    /// Row-major f32 results of `shape` rounded once to `dtype` (the families that
+    /// compute 16-bit dtypes in f32).
+    fn round_from_f32(&self, f32s: CpuBuffer, shape: &[usize], dtype: DType) -> Result<CpuBuffer> {
+        if dtype == DType::F32 {
+            return Ok(f32s);
+        }
+        let layout = crate::Layout::contiguous(shape);
+        let v = View {
+            buffer: &f32s,
+            dtype: DType::F32,
+            layout: &layout,
+        };
+        self.copy(v, dtype)
+    }
 }
 
 /// A host buffer, 8-byte aligned so any element type can be viewed in place.

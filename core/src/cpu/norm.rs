@@ -2,7 +2,7 @@
 //! computed in f64 per row from an f32 row-major copy, rounded once to the dtype.
 
 use super::{CpuBackend, CpuBuffer};
-use crate::{Backend, DType, Error, Layout, NormOp, Result, backend::View};
+use crate::{Backend, DType, Error, NormOp, Result, backend::View};
 
 pub(super) fn normalize(
     be: &CpuBackend,
@@ -83,16 +83,5 @@ pub(super) fn normalize(
             }
         }
     }
-    if dtype == DType::F32 {
-        return Ok(out);
-    }
-    let lay = Layout::contiguous(&shape);
-    be.copy(
-        View {
-            buffer: &out,
-            dtype: DType::F32,
-            layout: &lay,
-        },
-        dtype,
-    )
+    be.round_from_f32(out, &shape, dtype)
 }
