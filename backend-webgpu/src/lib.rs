@@ -612,6 +612,68 @@ impl Backend for WebGpuBackend {
         })
     }
 
+    fn concatenate(&self, inputs: &[View<'_, GpuBuffer>], axis: usize) -> Result<GpuBuffer> {
+        let ins = inputs
+            .iter()
+            .map(|x| self.input(x))
+            .collect::<Result<Vec<_>>>()?;
+        let first = ins
+            .first()
+            .ok_or_else(|| wmx_core::Error::Invalid {
+                op: "concatenate",
+                msg: "no inputs".into(),
+            })?;
+        let mut shape = first.layout.shape.clone();
+        if axis < shape.len() {
+            shape[axis] = ins.iter().map(|x| x.layout.shape[axis]).sum();
+        }
+        self.record(&shape, inputs[0].dtype, |b, o| {
+            let views: Vec<_> = ins.iter().map(|x| x.strided()).collect();
+            self.kernels.concatenate(b, &views, axis, o)
+        })
+    }
+
+    fn gather(
+        &self,
+        x: View<'_, GpuBuffer>,
+        indices: View<'_, GpuBuffer>,
+        axis: usize,
+    ) -> Result<GpuBuffer> {
+        let dtype = x.dtype;
+        let (x, i) = (self.input(&x)?, self.input(&indices)?);
+        self.record(&i.layout.shape, dtype, |b, o| {
+            self.kernels
+                .gather(b, &x.strided(), &i.strided(), axis, o)
+        })
+    }
+
+    fn scatter(
+        &self,
+        op: wmx_core::ScatterOp,
+        base: View<'_, GpuBuffer>,
+        indices: View<'_, GpuBuffer>,
+        updates: View<'_, GpuBuffer>,
+        axis: usize,
+    ) -> Result<GpuBuffer> {
+        let dtype = base.dtype;
+        let (x, i, u) = (
+            self.input(&base)?,
+            self.input(&indices)?,
+            self.input(&updates)?,
+        );
+        self.record(&x.layout.shape, dtype, |b, o| {
+            self.kernels.scatter(
+                b,
+                op.name(),
+                &x.strided(),
+                &i.strided(),
+                &u.strided(),
+                axis,
+                o,
+            )
+        })
+    }
+
     fn matmul(
         &self,
         a: View<'_, GpuBuffer>,

@@ -3,7 +3,7 @@
 
 use crate::{
     ArgReduceOp, BinaryOp, CustomPrimitive, DType, Error, Generator, Layout, NormOp, ReduceOp,
-    Result, UnaryOp, primitive::CustomInput,
+    Result, ScatterOp, UnaryOp, primitive::CustomInput,
 };
 use futures::future::BoxFuture;
 use std::any::Any;
@@ -143,6 +143,32 @@ pub trait Backend: Send + Sync + 'static {
         starts: &[usize],
         steps: &[isize],
     ) -> Result<Self::Buffer>;
+    /// `inputs` (at least one, one dtype and rank, equal extents off `axis`, any
+    /// strides) joined along `axis`; bits move unchanged.
+    fn concatenate(&self, inputs: &[View<'_, Self::Buffer>], axis: usize)
+    -> Result<Self::Buffer>;
+    /// [`crate::Primitive::Gather`]: `x` at the integer `indices` along `axis` (both of
+    /// one rank, equal extents off `axis`; output of the indices' shape). Negative
+    /// indices count from the end; any other index outside `x` gives
+    /// [`crate::gather_fill`] of the dtype.
+    fn gather(
+        &self,
+        x: View<'_, Self::Buffer>,
+        indices: View<'_, Self::Buffer>,
+        axis: usize,
+    ) -> Result<Self::Buffer>;
+    /// [`crate::Primitive::Scatter`]: a row-major copy of `base` with `updates`
+    /// combined by `op` at `indices` along `axis` (indices and updates of one shape,
+    /// equal to base's off `axis`). Negative indices count from the end; others
+    /// outside `base` are dropped.
+    fn scatter(
+        &self,
+        op: ScatterOp,
+        base: View<'_, Self::Buffer>,
+        indices: View<'_, Self::Buffer>,
+        updates: View<'_, Self::Buffer>,
+        axis: usize,
+    ) -> Result<Self::Buffer>;
 }
 
 /// A backend buffer with its type erased, shared by every array viewing it.
@@ -198,6 +224,16 @@ pub trait DynBackend: Send + Sync + 'static {
         update: DynView<'_>,
         starts: &[usize],
         steps: &[isize],
+    ) -> Result<Buffer>;
+    fn concatenate(&self, inputs: &[DynView<'_>], axis: usize) -> Result<Buffer>;
+    fn gather(&self, x: DynView<'_>, indices: DynView<'_>, axis: usize) -> Result<Buffer>;
+    fn scatter(
+        &self,
+        op: ScatterOp,
+        base: DynView<'_>,
+        indices: DynView<'_>,
+        updates: DynView<'_>,
+        axis: usize,
     ) -> Result<Buffer>;
     fn matmul(
         &self,
@@ -329,6 +365,32 @@ impl<B: Backend> DynBackend for B {
         let (a, b) = (typed::<B>(self, &a)?, typed::<B>(self, &b)?);
         let c = c.map(|c| typed::<B>(self, &c)).transpose()?;
         Ok(Buffer::new(Backend::matmul(self, a, b, c, alpha, beta)?))
+    }
+    fn concatenate(&self, inputs: &[DynView<'_>], axis: usize) -> Result<Buffer> {
+        let ins: Vec<View<'_, B::Buffer>> = inputs
+            .iter()
+            .map(|v| typed::<B>(self, v))
+            .collect::<Result<_>>()?;
+        Ok(Buffer::new(Backend::concatenate(self, &ins, axis)?))
+    }
+    fn gather(&self, x: DynView<'_>, indices: DynView<'_>, axis: usize) -> Result<Buffer> {
+        let (x, i) = (typed::<B>(self, &x)?, typed::<B>(self, &indices)?);
+        Ok(Buffer::new(Backend::gather(self, x, i, axis)?))
+    }
+    fn scatter(
+        &self,
+        op: ScatterOp,
+        base: DynView<'_>,
+        indices: DynView<'_>,
+        updates: DynView<'_>,
+        axis: usize,
+    ) -> Result<Buffer> {
+        let (b, i, u) = (
+            typed::<B>(self, &base)?,
+            typed::<B>(self, &indices)?,
+            typed::<B>(self, &updates)?,
+        );
+        Ok(Buffer::new(Backend::scatter(self, op, b, i, u, axis)?))
     }
     fn normalize(
         &self,

@@ -155,6 +155,12 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
         }
         Primitive::View(_) => bufs[0].clone(),
         Primitive::SliceUpdate { starts, steps } => be.slice_update(v(0), v(1), starts, steps)?,
+        Primitive::Concatenate { axis } => {
+            let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();
+            be.concatenate(&views, *axis)?
+        }
+        Primitive::Gather { axis } => be.gather(v(0), v(1), *axis)?,
+        Primitive::Scatter { op, axis } => be.scatter(*op, v(0), v(1), v(2), *axis)?,
         Primitive::Custom(c) => {
             let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();
             be.custom(device, &**c, &views, node.shape(), node.dtype())?

@@ -40,6 +40,7 @@ pub use layout::Layout;
 pub use ops::*;
 pub use primitive::{
     ArgReduceOp, BinaryOp, CustomInput, CustomPrimitive, Generator, NormOp, OpKind, Primitive,
+    ScatterOp,
     ReduceOp, UnaryOp, ViewOp,
 };
 pub use transforms::{grad, grad1, jvp, value_and_grad, value_and_grad1, vjp, vmap, vmap1};

@@ -201,6 +201,16 @@ op_table! {
     }
 }
 
+op_table! {
+    /// How [`Primitive::Scatter`] combines an update with the element it lands on.
+    ScatterOp {
+        /// The update replaces the element.
+        Set => "scatter", Arith;
+        /// The update is added to the element.
+        Add => "scatter_add", Arith;
+    }
+}
+
 /// Values made from nothing: `full` and `arange`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Generator {
@@ -292,6 +302,30 @@ pub enum Primitive {
         starts: Vec<usize>,
         /// Step of the region on each axis (nonzero; negative walks backwards).
         steps: Vec<isize>,
+    },
+    /// The inputs (one dtype, equal extents off `axis`) joined along `axis`.
+    Concatenate {
+        /// The joining axis.
+        axis: usize,
+    },
+    /// `take_along_axis`: input 0 `x`, input 1 integer indices of `x`'s rank and
+    /// equal extents off `axis`; `out[p] = x[p with p[axis] = idx[p]]` (negative
+    /// indices count from the end; out of range gives the dtype's fill value,
+    /// [`crate::gather_fill`]). The output has the indices' shape.
+    Gather {
+        /// The indexed axis.
+        axis: usize,
+    },
+    /// `put_along_axis` / `scatter_add`: a row-major copy of input 0 (base, the
+    /// output's shape) with input 2 (updates, of the indices' shape) combined by `op`
+    /// at `p with p[axis] = idx[p]` for every position `p` of input 1 (integer
+    /// indices, base's rank, equal extents to base off `axis`). Out-of-range
+    /// indices are dropped.
+    Scatter {
+        /// Set or add.
+        op: ScatterOp,
+        /// The indexed axis.
+        axis: usize,
     },
     /// A primitive defined outside core.
     Custom(Arc<dyn CustomPrimitive>),

@@ -20,6 +20,8 @@ const MATMUL: &str = include_str!("wgsl/matmul.wgsl");
 const MATMUL_COOP: &str = include_str!("wgsl/matmul_coop.wgsl");
 const GEMV: &str = include_str!("wgsl/gemv.wgsl");
 const NORM: &str = include_str!("wgsl/norm.wgsl");
+const INDEX: &str = include_str!("wgsl/index.wgsl");
+const SCATTER: &str = include_str!("wgsl/scatter.wgsl");
 
 /// Kernel family of a module.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -51,6 +53,14 @@ pub enum Family {
     /// Row operations over the last axis, op from [`crate::NORM_OPS`] (input x,
     /// then the op's weight and bias).
     Norm,
+    /// One input written into its box of a concatenation's output (bits unchanged).
+    Place,
+    /// `take_along_axis`: input x, then integer indices (bits unchanged).
+    Gather,
+    /// Set (`"scatter"`) or add (`"scatter_add"`) updates at indices along an axis:
+    /// inputs indices and updates; the output, already holding the base, is updated
+    /// in place through atomics.
+    Scatter,
 }
 
 impl Family {
@@ -58,6 +68,8 @@ impl Family {
     fn arity(self) -> usize {
         match self {
             Family::Unary | Family::Copy | Family::Reduce | Family::ArgReduce => 1,
+            Family::Place => 1,
+            Family::Gather | Family::Scatter => 2,
             Family::Binary | Family::Axpby | Family::SliceUpdate => 2,
             Family::Matmul | Family::Gemv => 2,
             Family::Norm => 1,
@@ -210,6 +222,9 @@ impl ModuleSpec {
             (Family::Fill, _) => "fill",
             (Family::Arange, _) => "arange",
             (Family::SliceUpdate, _) => "slice_update",
+            (Family::Place, _) => "place",
+            (Family::Gather, _) => "gather",
+            (Family::Scatter, _) => "scatter",
             (Family::Matmul, _) if self.variant == Variant::Coop => "matmul_coop",
             (Family::Matmul, _) if self.variant == Variant::CoopDirect => "matmul_coop_direct",
             (Family::Matmul, _) => "matmul",
@@ -253,8 +268,13 @@ impl ModuleSpec {
     /// (same-dtype copies and slice updates), so NaN payloads and signalling NaNs
     /// survive.
     pub fn raw_bits(&self) -> bool {
-        matches!(self.family, Family::Copy | Family::SliceUpdate)
-            && self.inputs.first() == Some(&self.output)
+        match self.family {
+            Family::Copy | Family::SliceUpdate | Family::Place | Family::Gather => {
+                self.inputs.first() == Some(&self.output)
+            }
+            Family::Scatter => self.op == "scatter" && self.inputs.get(1) == Some(&self.output),
+            _ => false,
+        }
     }
 
     /// Number of input bindings (binding 0 is the parameters, 1 the output, inputs
@@ -312,7 +332,13 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     } else {
         "array<vec4<u32>>"
     };
-    let out_arr = if reduce || product { "array<u32>" } else { arr };
+    let out_arr = if spec.family == Family::Scatter {
+        "array<atomic<u32>>"
+    } else if reduce || product {
+        "array<u32>"
+    } else {
+        arr
+    };
     p.push_str("@group(0) @binding(0) var<storage, read> P: array<u32>;\n");
     writeln!(
         p,
@@ -586,6 +612,13 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             });
             files.extend([NORM, UNARY]);
         }
+        Family::Place | Family::Gather | Family::Scatter => {
+            index_prelude(spec, &mut p)?;
+            files.push(INDEX);
+            if spec.family == Family::Scatter {
+                files.push(SCATTER);
+            }
+        }
         Family::Fill => files.push(COPY),
         Family::Arange => {
             let e = match spec.output {
@@ -768,6 +801,71 @@ fn product_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
     } else {
         p.push_str("fn ld_c(i: u32) -> f32 { return 0.0; } // no c: never read\n");
     }
+    Ok(())
+}
+
+/// Dtype checks of the indexing families and their helpers: `index_a`/`index_b`
+/// (the index input's value made to count from the end when negative, `NO_INDEX`
+/// outside the axis) and the scatter's `combine`.
+fn index_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
+    let ins = &spec.inputs;
+    let raw = spec.raw_bits();
+    let bad = |why: &str| {
+        Err(Error::Shape(format!(
+            "{:?} '{}' {why}, got {ins:?} -> {} ({:?})",
+            spec.family, spec.op, spec.output, spec.variant
+        )))
+    };
+    if spec.variant != Variant::General {
+        return bad("has only the general variant");
+    }
+    let idx = match spec.family {
+        Family::Place if raw => return Ok(()),
+        Family::Place => return bad("moves bits of one dtype"),
+        Family::Gather if !raw => return bad("moves bits of one dtype"),
+        Family::Gather => (1, ins[1]),
+        _ => {
+            let add = match spec.op {
+                "scatter" => false,
+                "scatter_add" => true,
+                _ => {
+                    return Err(Error::UnknownOp {
+                        family: "scatter",
+                        op: spec.op.to_string(),
+                    });
+                }
+            };
+            if ins[1] != spec.output || (add && spec.output == DType::Bool) {
+                return bad("needs updates of the output's dtype (add: not bool)");
+            }
+            let e = if add {
+                format!("st_o(ex_{}(w, j) + u)", spec.output.storage())
+            } else {
+                "st_o(u)".to_string()
+            };
+            writeln!(p, "fn combine(w: u32, j: u32, u: CB) -> u32 {{ return {e}; }}").unwrap();
+            (0, ins[0])
+        }
+    };
+    let l = ['a', 'b'][idx.0];
+    let body = match idx.1 {
+        DType::I32 => {
+            let v = if raw {
+                format!("bitcast<i32>(ld_{l}(p))")
+            } else {
+                format!("ld_{l}(p)")
+            };
+            format!(
+                "let v = {v}; let k = select(v, v + i32(n), v < 0i); \
+                 return select(NO_INDEX, u32(k), k >= 0i && u32(k) < n);"
+            )
+        }
+        DType::U32 | DType::U8 => {
+            format!("let v = ld_{l}(p); return select(NO_INDEX, v, v < n);")
+        }
+        _ => return bad("takes i32, u32 or u8 indices"),
+    };
+    writeln!(p, "fn index_{l}(p: u32, n: u32) -> u32 {{ {body} }}").unwrap();
     Ok(())
 }
 
@@ -993,6 +1091,15 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
             d,
             Variant::General,
         ));
+        v.push(spec(Family::Place, "place", vec![d], d, Variant::General));
+        for i in [DType::I32, DType::U32, DType::U8] {
+            v.push(spec(Family::Gather, "gather", vec![d, i], d, Variant::General));
+            v.push(spec(Family::Scatter, "scatter", vec![i, d], d, Variant::General));
+            if d != DType::Bool {
+                let op = "scatter_add";
+                v.push(spec(Family::Scatter, op, vec![i, d], d, Variant::General));
+            }
+        }
         v.push(spec(Family::Fill, "fill", vec![], d, Contig([Scalar; 3])));
         v.push(spec(
             Family::Arange,

@@ -15,7 +15,7 @@ use crate::{Error, Result};
 /// 256 invocations: up to 2^24 f32 elements each thread handles one vec4, at 2^26
 /// four (one vec4 per thread on a 65535 x 2 grid reached 0.89x PyTorch on an H100,
 /// four per thread 0.97x in the shared measurement).
-const MAX_GROUPS: u64 = 1 << 14;
+pub(crate) const MAX_GROUPS: u64 = 1 << 14;
 
 impl Kernels {
     /// `out = op(x)` for a unary op from [`crate::UNARY_OPS`]. `x` has `out`'s shape

@@ -2,7 +2,9 @@
 //!
 //! Kernel families — [`Kernels::unary`], [`Kernels::binary`], [`Kernels::select`],
 //! [`Kernels::copy`] (strided copy and cast), [`Kernels::fill`], [`Kernels::arange`],
-//! [`Kernels::axpby`], [`Kernels::reduce`] and [`Kernels::arg_reduce`] — take buffers,
+//! [`Kernels::axpby`], [`Kernels::reduce`], [`Kernels::arg_reduce`], [`Kernels::matmul`],
+//! [`Kernels::normalize`], [`Kernels::concatenate`], [`Kernels::gather`] and
+//! [`Kernels::scatter`] — take buffers,
 //! a dtype, a shape and strides, and an op passed by name (see [`BINARY_OPS`],
 //! [`UNARY_OPS`], [`REDUCE_OPS`], [`ARG_REDUCE_OPS`]). Calls record dispatches into a
 //! [`Batch`]; [`Kernels::submit`] encodes a batch into one compute pass and one queue
@@ -13,8 +15,9 @@
 //!
 //! Storage: every dtype is stored as little-endian bytes exactly as on the host; in the
 //! kernels buffers are arrays of `u32` words: `bool`/`u8` four per word, `f16`/`bf16`
-//! two per word. A kernel invocation always writes whole words, so neighbouring
-//! elements never race.
+//! two per word. A kernel invocation writes whole words, so neighbouring elements
+//! never race; the one exception, scatter, merges its elements into words with
+//! atomic compare-exchange.
 //!
 //! The WGSL source of every kernel module can be produced without a GPU through
 //! [`compose`] and a [`ModuleSpec`]; the tests validate all of them with naga.
@@ -24,6 +27,7 @@ mod compose;
 mod device;
 mod dtype;
 mod elementwise;
+mod index;
 mod layout;
 mod matmul;
 mod norm;
@@ -33,6 +37,7 @@ mod reduce;
 pub use compose::{Family, ModuleSpec, Target, Variant, compose, module_specs};
 pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided};
 pub use dtype::DType;
+pub use index::gather_fill_bits;
 pub use matmul::TILES;
 pub use ops::{
     ARG_REDUCE_OPS, BINARY_OPS, NORM_OPS, REDUCE_OPS, UNARY_OPS, binary_op_supports,

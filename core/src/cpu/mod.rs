@@ -5,6 +5,7 @@
 //! are read through zero strides, never materialised.
 
 mod alloc;
+mod index;
 mod matmul;
 mod norm;
 mod reduce;
@@ -653,6 +654,30 @@ impl Backend for CpuBackend {
         eps: f64,
     ) -> Result<CpuBuffer> {
         norm::normalize(self, op, x, params, eps)
+    }
+
+    fn concatenate(&self, inputs: &[View<'_, CpuBuffer>], axis: usize) -> Result<CpuBuffer> {
+        index::concatenate(inputs, axis)
+    }
+
+    fn gather(
+        &self,
+        x: View<'_, CpuBuffer>,
+        indices: View<'_, CpuBuffer>,
+        axis: usize,
+    ) -> Result<CpuBuffer> {
+        index::gather(x, indices, axis)
+    }
+
+    fn scatter(
+        &self,
+        op: crate::ScatterOp,
+        base: View<'_, CpuBuffer>,
+        indices: View<'_, CpuBuffer>,
+        updates: View<'_, CpuBuffer>,
+        axis: usize,
+    ) -> Result<CpuBuffer> {
+        index::scatter(self, op, base, indices, updates, axis)
     }
 
     fn slice_update(

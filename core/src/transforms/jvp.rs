@@ -114,6 +114,23 @@ pub(super) fn rule(e: &Entry, t: &[Option<Array>]) -> Result<Option<Array>> {
             let upd = t[1].clone().unwrap_or(o::zeros_like(&x[1])?);
             Some(o::slice_update_region(&base, &upd, starts, steps)?)
         }
+        Primitive::Concatenate { axis } => {
+            let ts: Vec<Array> = t
+                .iter()
+                .zip(x)
+                .map(|(t, x)| t.clone().map_or_else(|| o::zeros_like(x), Ok))
+                .collect::<Result<_>>()?;
+            Some(o::concat_node(ts, *axis, y.shape())?)
+        }
+        Primitive::Gather { axis } => match t0() {
+            Some(t0) => Some(o::gather_node(t0, &x[1], *axis)?),
+            None => None,
+        },
+        Primitive::Scatter { op, axis } => {
+            let base = t[0].clone().unwrap_or(o::zeros_like(&x[0])?);
+            let upd = t[2].clone().unwrap_or(o::zeros_like(&x[2])?);
+            Some(o::scatter_node(*op, &base, &x[1], &upd, *axis)?)
+        }
         Primitive::Custom(c) => c.jvp(x, y, t)?,
     })
 }

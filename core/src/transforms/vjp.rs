@@ -106,6 +106,47 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
             let update = want[1].then(|| o::slice_region(ct, starts, steps, upd.shape()));
             vec![base, update]
         }
+        Primitive::Concatenate { axis } => {
+            let mut at = 0;
+            x.iter()
+                .zip(want)
+                .map(|(xi, &w)| {
+                    let mut starts = vec![0; y.ndim()];
+                    starts[*axis] = at;
+                    at += xi.shape()[*axis];
+                    w.then(|| o::slice_region(ct, &starts, &vec![1; y.ndim()], xi.shape()))
+                })
+                .collect()
+        }
+        Primitive::Gather { axis } => {
+            let add = crate::ScatterOp::Add;
+            let dx = match want[0] {
+                true => Some(o::scatter_node(add, &o::zeros_like(&x[0])?, &x[1], ct, *axis)?),
+                false => None,
+            };
+            vec![dx, None]
+        }
+        Primitive::Scatter { op, axis } => {
+            let (idx, upd) = (&x[1], &x[2]);
+            let base = match (want[0], op) {
+                (false, _) => None,
+                (true, crate::ScatterOp::Add) => Some(ct.clone()),
+                (true, crate::ScatterOp::Set) => {
+                    let zeros = o::zeros_like(upd)?;
+                    Some(o::scatter_node(*op, ct, idx, &zeros, *axis)?)
+                }
+            };
+            // Dropped (out-of-range) updates get a zero cotangent, not the fill.
+            let update = match want[2] {
+                true => {
+                    let g = o::gather_node(ct, idx, *axis)?;
+                    let ok = in_range(idx, y.shape()[*axis])?;
+                    Some(o::where_(&ok, &g, &o::zeros_like(&g)?)?)
+                }
+                false => None,
+            };
+            vec![base, None, update]
+        }
         Primitive::Custom(c) => {
             let g = c.vjp(x, y, ct)?;
             if g.len() != x.len() {
@@ -208,4 +249,14 @@ fn view_vjp(v: &ViewOp, x: &Array, ct: &Array) -> Result<Option<Array>> {
         ViewOp::Reshape => reshape_to(ct, x.shape())?,
         ViewOp::StopGradient => return Ok(None),
     }))
+}
+
+/// Which integer indices address an axis of length `n` (`-n <= i < n`).
+fn in_range(idx: &Array, n: usize) -> Result<Array> {
+    let below = o::less(idx, &o::full_like(idx, n as f64)?)?;
+    if !idx.dtype().is_signed_int() {
+        return Ok(below);
+    }
+    let above = o::greater_equal(idx, &o::full_like(idx, -(n as f64))?)?;
+    o::logical_and(&below, &above)
 }

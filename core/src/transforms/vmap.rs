@@ -240,6 +240,18 @@ fn rule(e: &Entry, ins: &[(Array, bool)], b: usize) -> Result<Array> {
             sp.extend_from_slice(steps);
             o::slice_update_region(&v[0], &v[1], &st, &sp)?
         }
+        // Every operand batched: shapes stay equal off the (shifted) axis.
+        Primitive::Concatenate { axis } => {
+            o::concat_node(all_batched()?, axis + 1, &with_batch(b, y.shape()))?
+        }
+        Primitive::Gather { axis } => {
+            let v = all_batched()?;
+            o::gather_node(&v[0], &v[1], axis + 1)?
+        }
+        Primitive::Scatter { op, axis } => {
+            let v = all_batched()?;
+            o::scatter_node(*op, &v[0], &v[1], &v[2], axis + 1)?
+        }
         Primitive::Custom(c) => {
             let xs: Vec<Array> = ins.iter().map(|(x, _)| x.clone()).collect();
             let flags: Vec<bool> = ins.iter().map(|(_, m)| *m).collect();

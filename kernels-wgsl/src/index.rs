@@ -1,0 +1,294 @@
+//! Indexing families: concatenate (one `place` dispatch per input), gather
+//! (`take_along_axis`) and scatter (set or add at indices along an axis).
+//!
+//! Index rule: an index `i` into an axis of length `n` means `i + n` when
+//! `-n <= i < 0`; any other index outside `0..n` makes a gather write
+//! [`gather_fill_bits`] and a scatter drop its update. No read or write leaves a
+//! buffer whatever the indices hold.
+
+use crate::compose::{Family, Variant};
+use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::dtype::DType;
+use crate::elementwise::MAX_GROUPS;
+use crate::layout::{check_out, check_view};
+use crate::{Error, Result};
+
+/// Storage bits a gather writes for an out-of-range index: a quiet NaN for float
+/// dtypes, the most negative value for i32, the largest for unsigned, `true` for
+/// bool (JAX's fill values).
+pub fn gather_fill_bits(d: DType) -> u32 {
+    match d {
+        DType::F32 => 0x7fc0_0000,
+        DType::F16 => 0x7e00,
+        DType::BF16 => 0x7fc0,
+        DType::I32 => 0x8000_0000,
+        DType::U32 => u32::MAX,
+        DType::U8 => 0xff,
+        DType::Bool => 1,
+    }
+}
+
+fn strides_bits(s: &[isize]) -> impl Iterator<Item = u32> + '_ {
+    s.iter().map(|&s| s as i32 as u32)
+}
+
+fn check_index_dtype(op: &str, d: DType) -> Result<()> {
+    match d {
+        DType::I32 | DType::U32 | DType::U8 => Ok(()),
+        _ => Err(Error::OpNotDefined {
+            op: format!("{op} indices"),
+            dtype: d.name(),
+        }),
+    }
+}
+
+impl Kernels {
+    /// `out` = the `inputs` (one dtype and rank, equal extents off `axis`, any
+    /// strides) joined along `axis`. Bits move unchanged. Each input is one
+    /// dispatch over the output words its box covers.
+    pub fn concatenate(
+        &self,
+        b: &mut Batch,
+        inputs: &[Strided],
+        axis: usize,
+        out: &Contig,
+    ) -> Result<()> {
+        let rank = out.shape.len();
+        let len: usize = inputs.iter().map(|x| x.shape.get(axis).copied().unwrap_or(0)).sum();
+        let fits = |x: &Strided| {
+            x.dtype == out.dtype
+                && x.shape.len() == rank
+                && (0..rank).all(|d| d == axis || x.shape[d] == out.shape[d])
+        };
+        if axis >= rank || inputs.iter().any(|x| !fits(x)) || len != out.shape[axis] {
+            let shapes: Vec<_> = inputs.iter().map(|x| (x.dtype, x.shape)).collect();
+            return Err(Error::Shape(format!(
+                "concatenate: inputs {shapes:?} along axis {axis} do not make {} {:?}",
+                out.dtype, out.shape
+            )));
+        }
+        self.check_dtype(out.dtype)?;
+        check_out(out)?;
+        let spec = self.spec(
+            Family::Place,
+            "place",
+            vec![out.dtype],
+            out.dtype,
+            Variant::General,
+            0,
+        );
+        let n = out.numel();
+        if n == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        // Elements between consecutive positions on `axis`, and the outer count.
+        let inner: usize = out.shape[axis + 1..].iter().product();
+        let outer: usize = out.shape[..axis].iter().product();
+        let lo_shift = out.dtype.log_epw();
+        let mut lo = 0;
+        for x in inputs {
+            check_view(x, "concatenate input")?;
+            if x.buffer == out.buffer {
+                return Err(Error::Shape(
+                    "concatenate: an input shares the output buffer".into(),
+                ));
+            }
+            let cnt = x.shape[axis];
+            if cnt == 0 {
+                continue;
+            }
+            let first = lo * inner;
+            let last = (outer - 1) * out.shape[axis] * inner + (lo + cnt) * inner - 1;
+            let (w0, w1) = (first >> lo_shift, (last >> lo_shift) + 1);
+            let mut params = vec![
+                w0 as u32,
+                w1 as u32,
+                rank as u32,
+                axis as u32,
+                x.offset as u32,
+                lo as u32,
+                cnt as u32,
+                n as u32,
+            ];
+            params.extend(out.shape.iter().map(|&d| d as u32));
+            params.extend(strides_bits(x.strides));
+            let groups = ((w1 - w0) as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
+            let buffers = [out.buffer.clone(), x.buffer.clone()];
+            self.record(b, &spec, buffers, params, groups)?;
+            lo += cnt;
+        }
+        Ok(())
+    }
+
+    /// `out[p] = x[p with p[axis] = indices[p]]` (`take_along_axis`): `x` and the
+    /// integer `indices` (i32, u32 or u8) have `out`'s rank and extents off `axis`,
+    /// `indices` has `out`'s shape. Index rule in the [module docs](self).
+    pub fn gather(
+        &self,
+        b: &mut Batch,
+        x: &Strided,
+        indices: &Strided,
+        axis: usize,
+        out: &Contig,
+    ) -> Result<()> {
+        let rank = out.shape.len();
+        if x.dtype != out.dtype
+            || indices.shape != out.shape
+            || x.shape.len() != rank
+            || axis >= rank
+            || (0..rank).any(|d| d != axis && x.shape[d] != out.shape[d])
+        {
+            return Err(Error::Shape(format!(
+                "gather: {} {:?} at indices {:?} along axis {axis} for {} {:?}",
+                x.dtype, x.shape, indices.shape, out.dtype, out.shape
+            )));
+        }
+        check_index_dtype("gather", indices.dtype)?;
+        for v in [x, indices] {
+            self.check_dtype(v.dtype)?;
+            check_view(v, "gather input")?;
+        }
+        check_out(out)?;
+        let spec = self.spec(
+            Family::Gather,
+            "gather",
+            vec![x.dtype, indices.dtype],
+            out.dtype,
+            Variant::General,
+            0,
+        );
+        let n = out.numel();
+        if n == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        if x.buffer == out.buffer || indices.buffer == out.buffer {
+            return Err(Error::Shape(
+                "gather: inputs must not share the output buffer".into(),
+            ));
+        }
+        let mut params = vec![
+            n as u32,
+            rank as u32,
+            axis as u32,
+            x.shape[axis] as u32,
+            x.offset as u32,
+            indices.offset as u32,
+            gather_fill_bits(out.dtype),
+            0,
+        ];
+        params.extend(out.shape.iter().map(|&d| d as u32));
+        params.extend(strides_bits(x.strides));
+        params.extend(strides_bits(indices.strides));
+        let items = n.div_ceil(out.dtype.epw()) as u64;
+        let groups = items.div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        let buffers = [
+            out.buffer.clone(),
+            x.buffer.clone(),
+            indices.buffer.clone(),
+        ];
+        self.record(b, &spec, buffers, params, groups)
+    }
+
+    /// `out` = `base` with `updates` combined at `indices` along `axis`: `op` is
+    /// `"scatter"` (set) or `"scatter_add"` (add, not for bool; floats computed in
+    /// f32 and rounded after each addition). `indices` (i32, u32 or u8) and
+    /// `updates` have one shape, equal to `base`'s (and `out`'s) off `axis`.
+    /// Duplicate indices: one update wins (set) or all accumulate in an unspecified
+    /// order (add). Index rule in the [module docs](self).
+    #[allow(clippy::too_many_arguments)]
+    pub fn scatter(
+        &self,
+        b: &mut Batch,
+        op: &str,
+        base: &Strided,
+        indices: &Strided,
+        updates: &Strided,
+        axis: usize,
+        out: &Contig,
+    ) -> Result<()> {
+        let op: &'static str = match op {
+            "scatter" => "scatter",
+            "scatter_add" => "scatter_add",
+            _ => {
+                return Err(Error::UnknownOp {
+                    family: "scatter",
+                    op: op.to_string(),
+                });
+            }
+        };
+        let rank = out.shape.len();
+        if base.dtype != out.dtype
+            || updates.dtype != out.dtype
+            || base.shape != out.shape
+            || indices.shape != updates.shape
+            || indices.shape.len() != rank
+            || axis >= rank
+            || (0..rank).any(|d| d != axis && indices.shape[d] != out.shape[d])
+        {
+            return Err(Error::Shape(format!(
+                "{op}: {} {:?} at indices {:?} of {} {:?} along axis {axis} into {} {:?}",
+                base.dtype,
+                base.shape,
+                indices.shape,
+                updates.dtype,
+                updates.shape,
+                out.dtype,
+                out.shape
+            )));
+        }
+        check_index_dtype(op, indices.dtype)?;
+        if op == "scatter_add" && out.dtype == DType::Bool {
+            return Err(Error::OpNotDefined {
+                op: op.into(),
+                dtype: out.dtype.name(),
+            });
+        }
+        for v in [indices, updates] {
+            self.check_dtype(v.dtype)?;
+            check_view(v, "scatter input")?;
+        }
+        let spec = self.spec(
+            Family::Scatter,
+            op,
+            vec![indices.dtype, updates.dtype],
+            out.dtype,
+            Variant::General,
+            0,
+        );
+        if indices.buffer == out.buffer || updates.buffer == out.buffer {
+            return Err(Error::Shape(format!(
+                "{op}: inputs must not share the output buffer"
+            )));
+        }
+        self.copy(b, base, out)?;
+        let n = indices.shape.iter().product::<usize>();
+        if n == 0 || out.numel() == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        let out_strides = crate::layout::contiguous_strides(out.shape);
+        let mut params = vec![
+            n as u32,
+            rank as u32,
+            axis as u32,
+            out.shape[axis] as u32,
+            indices.offset as u32,
+            updates.offset as u32,
+            0,
+            0,
+        ];
+        params.extend(indices.shape.iter().map(|&d| d as u32));
+        params.extend(strides_bits(indices.strides));
+        params.extend(strides_bits(updates.strides));
+        params.extend(strides_bits(&out_strides));
+        let groups = (n as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        let buffers = [
+            out.buffer.clone(),
+            indices.buffer.clone(),
+            updates.buffer.clone(),
+        ];
+        self.record(b, &spec, buffers, params, groups)
+    }
+}

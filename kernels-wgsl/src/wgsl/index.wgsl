@@ -1,0 +1,114 @@
+// Indexing kernels: place (one input of a concatenation written into its box of
+// the output), gather (take_along_axis) and scatter (put/add along an axis).
+//
+// Packed outputs (bool, u8, f16, bf16) hold several elements per u32 word. place
+// and gather compute whole output words (no two invocations share one); scatter
+// lands anywhere, so it merges its element into the word with a compare-exchange
+// loop. Strides are i32 bits and offsets wrap in u32, as in the elementwise kernels.
+//
+// The prelude gives `index_a`/`index_b(p, n)`: the index at element p of that
+// input, made to count from the end when negative, or NO_INDEX when outside 0..n.
+
+const EPO: u32 = 1u << LO;
+const BITS_O: u32 = 32u >> LO;
+const MASK_O: u32 = 0xffffffffu >> (32u - BITS_O);
+const NO_INDEX: u32 = 0xffffffffu;
+
+fn put(word: u32, j: u32, bits: u32) -> u32 {
+    let sh = j * BITS_O;
+    return (word & ~(MASK_O << sh)) | ((bits & MASK_O) << sh);
+}
+
+// place: [w0, w1, rank, axis, off_in, lo, cnt, n_out, shape_out[rank], strides_in[rank]]
+// Output words w0..w1 hold the box of elements whose position on `axis` is in
+// lo..lo+cnt; those are read from input a at that position minus lo.
+@compute @workgroup_size(WG)
+fn place(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+         @builtin(num_workgroups) nwg: vec3<u32>) {
+    let rank = P[2];
+    let axis = P[3];
+    let lo = P[5];
+    let cnt = P[6];
+    let n = P[7];
+    for (var w = P[0] + thread_index(lid, wid, nwg); w < P[1]; w += thread_count(nwg)) {
+        var word = 0u;
+        var inside = 0u;
+        for (var j = 0u; j < EPO; j++) {
+            let i = w * EPO + j;
+            if (i >= n) { break; }
+            var rem = i;
+            var p = P[4];
+            var ok = true;
+            for (var d = rank; d > 0u; d--) {
+                let s = P[7u + d];
+                let q = rem / s;
+                var c = rem - q * s;
+                rem = q;
+                if (d - 1u == axis) {
+                    ok = c >= lo && c - lo < cnt;
+                    c = c - lo;
+                }
+                p += c * P[7u + rank + d];
+            }
+            if (ok) {
+                word = put(word, j, st_o(ld_a(p)));
+                inside |= 1u << j;
+            }
+        }
+        if (inside == 0u) { continue; }
+        if (inside != (1u << EPO) - 1u) {
+            // Keep the other inputs' elements of a shared word.
+            let keep = O[w];
+            for (var j = 0u; j < EPO; j++) {
+                if ((inside & (1u << j)) == 0u) {
+                    word = put(word, j, (keep >> (j * BITS_O)) & MASK_O);
+                }
+            }
+        }
+        O[w] = word;
+    }
+}
+
+// gather: [n, rank, axis, N, off_x, off_idx, fill, 0, shape[rank], strides_x[rank],
+// strides_idx[rank]]: out[p] = x[p with p[axis] = idx[p]], `fill` (bits) where the
+// index is outside 0..N. The output has the indices' shape, row-major.
+@compute @workgroup_size(WG)
+fn gather(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+          @builtin(num_workgroups) nwg: vec3<u32>) {
+    let n = P[0];
+    let rank = P[1];
+    let axis = P[2];
+    let nw = (n + EPO - 1u) / EPO;
+    for (var w = thread_index(lid, wid, nwg); w < nw; w += thread_count(nwg)) {
+        let i0 = w * EPO;
+        var word = 0u;
+        if (i0 + EPO > n) { word = O[w]; }
+        for (var j = 0u; j < EPO; j++) {
+            let i = i0 + j;
+            if (i >= n) { break; }
+            var rem = i;
+            var px = P[4];
+            var pi = P[5];
+            var step = 0u;
+            for (var d = rank; d > 0u; d--) {
+                let s = P[7u + d];
+                let q = rem / s;
+                let c = rem - q * s;
+                rem = q;
+                pi += c * P[7u + 2u * rank + d];
+                if (d - 1u == axis) {
+                    step = P[7u + rank + d];
+                } else {
+                    px += c * P[7u + rank + d];
+                }
+            }
+            let k = index_b(pi, P[3]);
+            var bits = P[6];
+            if (k != NO_INDEX) {
+                bits = st_o(ld_a(px + k * step));
+            }
+            word = put(word, j, bits);
+        }
+        O[w] = word;
+    }
+}
