@@ -617,12 +617,10 @@ impl Backend for WebGpuBackend {
             .iter()
             .map(|x| self.input(x))
             .collect::<Result<Vec<_>>>()?;
-        let first = ins
-            .first()
-            .ok_or_else(|| wmx_core::Error::Invalid {
-                op: "concatenate",
-                msg: "no inputs".into(),
-            })?;
+        let first = ins.first().ok_or_else(|| wmx_core::Error::Invalid {
+            op: "concatenate",
+            msg: "no inputs".into(),
+        })?;
         let mut shape = first.layout.shape.clone();
         if axis < shape.len() {
             shape[axis] = ins.iter().map(|x| x.layout.shape[axis]).sum();
@@ -642,8 +640,7 @@ impl Backend for WebGpuBackend {
         let dtype = x.dtype;
         let (x, i) = (self.input(&x)?, self.input(&indices)?);
         self.record(&i.layout.shape, dtype, |b, o| {
-            self.kernels
-                .gather(b, &x.strided(), &i.strided(), axis, o)
+            self.kernels.gather(b, &x.strided(), &i.strided(), axis, o)
         })
     }
 

@@ -145,8 +145,7 @@ pub trait Backend: Send + Sync + 'static {
     ) -> Result<Self::Buffer>;
     /// `inputs` (at least one, one dtype and rank, equal extents off `axis`, any
     /// strides) joined along `axis`; bits move unchanged.
-    fn concatenate(&self, inputs: &[View<'_, Self::Buffer>], axis: usize)
-    -> Result<Self::Buffer>;
+    fn concatenate(&self, inputs: &[View<'_, Self::Buffer>], axis: usize) -> Result<Self::Buffer>;
     /// [`crate::Primitive::Gather`]: `x` at the integer `indices` along `axis` (both of
     /// one rank, equal extents off `axis`; output of the indices' shape). Negative
     /// indices count from the end; any other index outside `x` gives

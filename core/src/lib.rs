@@ -40,7 +40,6 @@ pub use layout::Layout;
 pub use ops::*;
 pub use primitive::{
     ArgReduceOp, BinaryOp, CustomInput, CustomPrimitive, Generator, NormOp, OpKind, Primitive,
-    ScatterOp,
-    ReduceOp, UnaryOp, ViewOp,
+    ReduceOp, ScatterOp, UnaryOp, ViewOp,
 };
 pub use transforms::{grad, grad1, jvp, value_and_grad, value_and_grad1, vjp, vmap, vmap1};

@@ -843,7 +843,11 @@ fn index_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
             } else {
                 "st_o(u)".to_string()
             };
-            writeln!(p, "fn combine(w: u32, j: u32, u: CB) -> u32 {{ return {e}; }}").unwrap();
+            writeln!(
+                p,
+                "fn combine(w: u32, j: u32, u: CB) -> u32 {{ return {e}; }}"
+            )
+            .unwrap();
             (0, ins[0])
         }
     };
@@ -1093,8 +1097,20 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
         ));
         v.push(spec(Family::Place, "place", vec![d], d, Variant::General));
         for i in [DType::I32, DType::U32, DType::U8] {
-            v.push(spec(Family::Gather, "gather", vec![d, i], d, Variant::General));
-            v.push(spec(Family::Scatter, "scatter", vec![i, d], d, Variant::General));
+            v.push(spec(
+                Family::Gather,
+                "gather",
+                vec![d, i],
+                d,
+                Variant::General,
+            ));
+            v.push(spec(
+                Family::Scatter,
+                "scatter",
+                vec![i, d],
+                d,
+                Variant::General,
+            ));
             if d != DType::Bool {
                 let op = "scatter_add";
                 v.push(spec(Family::Scatter, op, vec![i, d], d, Variant::General));

@@ -54,7 +54,10 @@ impl Kernels {
         out: &Contig,
     ) -> Result<()> {
         let rank = out.shape.len();
-        let len: usize = inputs.iter().map(|x| x.shape.get(axis).copied().unwrap_or(0)).sum();
+        let len: usize = inputs
+            .iter()
+            .map(|x| x.shape.get(axis).copied().unwrap_or(0))
+            .sum();
         let fits = |x: &Strided| {
             x.dtype == out.dtype
                 && x.shape.len() == rank
@@ -113,7 +116,9 @@ impl Kernels {
             ];
             params.extend(out.shape.iter().map(|&d| d as u32));
             params.extend(strides_bits(x.strides));
-            let groups = ((w1 - w0) as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
+            let groups = ((w1 - w0) as u64)
+                .div_ceil(self.wg() as u64)
+                .min(MAX_GROUPS);
             let buffers = [out.buffer.clone(), x.buffer.clone()];
             self.record(b, &spec, buffers, params, groups)?;
             lo += cnt;
@@ -183,11 +188,7 @@ impl Kernels {
         params.extend(strides_bits(indices.strides));
         let items = n.div_ceil(out.dtype.epw()) as u64;
         let groups = items.div_ceil(self.wg() as u64).min(MAX_GROUPS);
-        let buffers = [
-            out.buffer.clone(),
-            x.buffer.clone(),
-            indices.buffer.clone(),
-        ];
+        let buffers = [out.buffer.clone(), x.buffer.clone(), indices.buffer.clone()];
         self.record(b, &spec, buffers, params, groups)
     }
 

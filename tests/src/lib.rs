@@ -93,6 +93,12 @@ macro_rules! for_each_case {
             norm_values,
             norm_special_values,
             grad_norm,
+            join_values,
+            gather_values,
+            scatter_values,
+            one_hot_values,
+            index_errors,
+            grad_index,
         }
     };
 }

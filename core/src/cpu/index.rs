@@ -29,13 +29,20 @@ pub(super) fn concatenate(inputs: &[View<'_, CpuBuffer>], axis: usize) -> Result
         .ok_or_else(|| Error::invalid("concatenate", "no inputs"))?;
     let (dtype, nd) = (first.dtype, first.layout.ndim());
     let mut shape = first.layout.shape.clone();
-    check(axis < nd, || format!("concatenate axis {axis} of rank {nd}"))?;
+    check(axis < nd, || {
+        format!("concatenate axis {axis} of rank {nd}")
+    })?;
     shape[axis] = 0;
     for x in inputs {
         let s = &x.layout.shape;
         check(
             x.dtype == dtype && s.len() == nd && (0..nd).all(|d| d == axis || s[d] == shape[d]),
-            || format!("concatenate of {:?} {s:?} onto {dtype:?} {shape:?}", x.dtype),
+            || {
+                format!(
+                    "concatenate of {:?} {s:?} onto {dtype:?} {shape:?}",
+                    x.dtype
+                )
+            },
         )?;
         shape[axis] += s[axis];
     }

@@ -132,7 +132,13 @@ fn align(
 pub(crate) fn gather_node(x: &Array, idx: &Array, axis: usize) -> Result<Array> {
     let prim = Primitive::Gather { axis };
     let d = op_device(x);
-    node(prim, vec![x.clone(), idx.clone()], idx.shape(), x.dtype(), d)
+    node(
+        prim,
+        vec![x.clone(), idx.clone()],
+        idx.shape(),
+        x.dtype(),
+        d,
+    )
 }
 
 /// The primitive: `idx` and `upd` of one shape, equal to `base`'s off `axis`;
@@ -167,13 +173,12 @@ fn scatter_take_form(
     let (_, ax) = resolve(op.name(), x, Some(axis))?;
     let idx = along(indices, x.shape(), ax)?;
     let want = take_shape(x.shape(), indices.shape(), ax);
-    let u = broadcast_to(&astype(updates, x.dtype())?, &want).map_err(|_| {
-        Error::ShapeMismatch {
+    let u =
+        broadcast_to(&astype(updates, x.dtype())?, &want).map_err(|_| Error::ShapeMismatch {
             op: op.name(),
             lhs: updates.shape().to_vec(),
             rhs: want.clone(),
-        }
-    })?;
+        })?;
     let u = reshape_exact(&u, idx.shape())?;
     scatter_node(op, x, &idx, &u, ax)
 }

@@ -16,20 +16,20 @@ mod index;
 mod linalg;
 mod nn;
 mod shaping;
-pub(crate) use index::{gather_node, scatter_node};
 pub use index::{
     add_along_axis, gather_fill, one_hot, put_along_axis, scatter, scatter_add, take,
     take_along_axis,
 };
+pub(crate) use index::{gather_node, scatter_node};
+pub(crate) use linalg::matmul_nd;
+pub use linalg::{addmm, matmul};
+pub use nn::{layer_norm, log_softmax, rms_norm, softmax};
+pub(crate) use nn::{normalize_composed, normalize_last};
 pub(crate) use shaping::concat_node;
 pub use shaping::{
     PadMode, concatenate, flatten, moveaxis, pad, repeat, roll, split, split_at, stack, swapaxes,
     tile,
 };
-pub(crate) use linalg::matmul_nd;
-pub use linalg::{addmm, matmul};
-pub use nn::{layer_norm, log_softmax, rms_norm, softmax};
-pub(crate) use nn::{normalize_composed, normalize_last};
 
 fn op_device(first: &Array) -> Device {
     scoped_device().unwrap_or_else(|| first.device().clone())

@@ -3,8 +3,8 @@
 //! `moveaxis` built on it, on views and on `take`.
 
 use super::{
-    astype, broadcast_to, expand_dims, node, op_device, reshape, reshape_exact,
-    slice_region, slice_update_region, take, transpose,
+    astype, broadcast_to, expand_dims, node, op_device, reshape, reshape_exact, slice_region,
+    slice_update_region, take, transpose,
 };
 use crate::layout::{normalize_axis, numel};
 use crate::{Array, DType, Error, Primitive, Result};
@@ -27,8 +27,8 @@ pub fn concatenate(xs: &[&Array], axis: isize) -> Result<Array> {
     let mut dtype = first.dtype();
     let mut len = 0;
     for x in xs {
-        let same_off_axis = x.ndim() == nd
-            && (0..nd).all(|d| d == ax || x.shape()[d] == first.shape()[d]);
+        let same_off_axis =
+            x.ndim() == nd && (0..nd).all(|d| d == ax || x.shape()[d] == first.shape()[d]);
         if !same_off_axis {
             return Err(Error::ShapeMismatch {
                 op: "concatenate",
@@ -39,10 +39,7 @@ pub fn concatenate(xs: &[&Array], axis: isize) -> Result<Array> {
         dtype = DType::promote(dtype, x.dtype());
         len += x.shape()[ax];
     }
-    let inputs: Vec<Array> = xs
-        .iter()
-        .map(|x| astype(x, dtype))
-        .collect::<Result<_>>()?;
+    let inputs: Vec<Array> = xs.iter().map(|x| astype(x, dtype)).collect::<Result<_>>()?;
     let mut shape = first.shape().to_vec();
     shape[ax] = len;
     concat_node(inputs, ax, &shape)

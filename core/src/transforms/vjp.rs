@@ -121,7 +121,13 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
         Primitive::Gather { axis } => {
             let add = crate::ScatterOp::Add;
             let dx = match want[0] {
-                true => Some(o::scatter_node(add, &o::zeros_like(&x[0])?, &x[1], ct, *axis)?),
+                true => Some(o::scatter_node(
+                    add,
+                    &o::zeros_like(&x[0])?,
+                    &x[1],
+                    ct,
+                    *axis,
+                )?),
                 false => None,
             };
             vec![dx, None]

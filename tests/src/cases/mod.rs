@@ -2713,9 +2713,11 @@ pub fn device_dtype_support(dev: &Device) {
     }
 }
 
+mod index;
 mod linalg;
 mod nn;
 mod transforms;
+pub use index::*;
 pub use linalg::*;
 pub use nn::*;
 pub use transforms::*;
