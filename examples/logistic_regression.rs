@@ -13,21 +13,15 @@ const N: usize = 2048; // examples
 const D: usize = 8; // features
 const STEPS: usize = 300;
 const LR: f64 = 2.0;
-/// What training must reach (5 % of the labels are flipped: the loss levels off near 0.29).
-const TARGET_LOSS: f64 = 0.30;
+/// What training must reach (5 % of the labels are flipped: the loss levels off near 0.31).
+const TARGET_LOSS: f64 = 0.33;
 const TARGET_ACCURACY: f64 = 0.93;
 
-/// Deterministic pseudo-random values in [-1, 1) (a stand-in until `wmx::random`).
-fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
+/// `n` uniform f32 values in [-1, 1) from the key of `seed` (drawn on the default
+/// device, read back to the host for the reference computations).
+fn random(n: usize, seed: u64) -> Result<Vec<f32>> {
+    let key = wmx::random::key(seed)?;
+    wmx::random::uniform(&key, &[n], -1.0, 1.0, wmx::DType::F32)?.to_vec()
 }
 
 /// Mean binary cross-entropy of labels `y` for logits `x @ w + b`, in the stable
@@ -49,9 +43,9 @@ fn loss(params: &[Array], x: &Array, y: &Array) -> Result<Array> {
 
 fn main() -> Result<()> {
     // Synthetic data: labels from a known linear rule, 5 % of them flipped.
-    let w_true: Vec<f32> = random(D, 1).iter().map(|v| 3.0 * v).collect();
-    let xs = random(N * D, 2);
-    let flips = random(N, 3);
+    let w_true: Vec<f32> = random(D, 1)?.iter().map(|v| 3.0 * v).collect();
+    let xs = random(N * D, 2)?;
+    let flips = random(N, 3)?;
     let ys: Vec<f32> = (0..N)
         .map(|i| {
             let z: f32 = (0..D).map(|j| xs[i * D + j] * w_true[j]).sum::<f32>() + 0.3;

@@ -9,17 +9,11 @@
 use std::time::Instant;
 use wmx::{Array, Device, Result};
 
-/// Deterministic pseudo-random f32 values in [-1, 1).
-fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
+/// `n` uniform f32 values in [-1, 1) from the key of `seed` (drawn on the default
+/// device, read back to the host for the reference computations).
+fn random(n: usize, seed: u64) -> Result<Vec<f32>> {
+    let key = wmx::random::key(seed)?;
+    wmx::random::uniform(&key, &[n], -1.0, 1.0, wmx::DType::F32)?.to_vec()
 }
 
 /// Runs `f` (which builds and evaluates a result) once to warm up, then `reps`
@@ -64,8 +58,8 @@ fn main() -> Result<()> {
     let (rows, cols) = (1024, n / 1024);
     println!("arrays of {n} f32 ({rows} x {cols}), median of 5 runs\n");
 
-    let xs = random(n, 1);
-    let ys = random(n, 2);
+    let xs = random(n, 1)?;
+    let ys = random(n, 2)?;
     let x = Array::from_slice_on(&xs, &[rows, cols], &device)?;
     let y = Array::from_slice_on(&ys, &[rows, cols], &device)?;
     let xc = Array::from_slice_on(&xs, &[rows, cols], &cpu)?;

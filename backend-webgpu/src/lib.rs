@@ -631,6 +631,13 @@ impl Backend for WebGpuBackend {
         })
     }
 
+    fn random_bits(&self, keys: View<'_, GpuBuffer>, len: usize) -> Result<GpuBuffer> {
+        let k = self.input(&keys)?;
+        self.record(&[len], DType::U32, |b, o| {
+            self.kernels.random_bits(b, &k.strided(), o)
+        })
+    }
+
     fn gather(
         &self,
         x: View<'_, GpuBuffer>,

@@ -168,6 +168,10 @@ pub trait Backend: Send + Sync + 'static {
         updates: View<'_, Self::Buffer>,
         axis: usize,
     ) -> Result<Self::Buffer>;
+    /// u32 threefry-2x32 bits of `len` elements from row-major u32 `keys` (an even
+    /// number of elements, at least 2; `len` a multiple of the key count), laid out
+    /// as MLX's `RandomBits` ([`crate::random`] has the layout).
+    fn random_bits(&self, keys: View<'_, Self::Buffer>, len: usize) -> Result<Self::Buffer>;
 }
 
 /// A backend buffer with its type erased, shared by every array viewing it.
@@ -234,6 +238,7 @@ pub trait DynBackend: Send + Sync + 'static {
         updates: DynView<'_>,
         axis: usize,
     ) -> Result<Buffer>;
+    fn random_bits(&self, keys: DynView<'_>, len: usize) -> Result<Buffer>;
     fn matmul(
         &self,
         a: DynView<'_>,
@@ -371,6 +376,10 @@ impl<B: Backend> DynBackend for B {
             .map(|v| typed::<B>(self, v))
             .collect::<Result<_>>()?;
         Ok(Buffer::new(Backend::concatenate(self, &ins, axis)?))
+    }
+    fn random_bits(&self, keys: DynView<'_>, len: usize) -> Result<Buffer> {
+        let k = typed::<B>(self, &keys)?;
+        Ok(Buffer::new(Backend::random_bits(self, k, len)?))
     }
     fn gather(&self, x: DynView<'_>, indices: DynView<'_>, axis: usize) -> Result<Buffer> {
         let (x, i) = (typed::<B>(self, &x)?, typed::<B>(self, &indices)?);

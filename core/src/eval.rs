@@ -160,6 +160,7 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
             be.concatenate(&views, *axis)?
         }
         Primitive::Gather { axis } => be.gather(v(0), v(1), *axis)?,
+        Primitive::RandomBits => be.random_bits(v(0), node.size())?,
         Primitive::Scatter { op, axis } => be.scatter(*op, v(0), v(1), v(2), *axis)?,
         Primitive::Custom(c) => {
             let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();

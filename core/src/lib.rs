@@ -23,6 +23,7 @@ mod eval;
 pub mod layout;
 pub mod ops;
 mod primitive;
+pub mod random;
 pub mod transforms;
 
 pub use array::Array;

@@ -327,6 +327,10 @@ pub enum Primitive {
         /// The indexed axis.
         axis: usize,
     },
+    /// Threefry-2x32 random bits (u32), MLX's layout: input 0 holds row-major u32
+    /// keys `[..., 2]`; the output `[..., *shape]` gives each key a contiguous block
+    /// ([`crate::random::bits`]).
+    RandomBits,
     /// A primitive defined outside core.
     Custom(Arc<dyn CustomPrimitive>),
 }

@@ -22,6 +22,7 @@ const GEMV: &str = include_str!("wgsl/gemv.wgsl");
 const NORM: &str = include_str!("wgsl/norm.wgsl");
 const INDEX: &str = include_str!("wgsl/index.wgsl");
 const SCATTER: &str = include_str!("wgsl/scatter.wgsl");
+const RANDOM: &str = include_str!("wgsl/random.wgsl");
 
 /// Kernel family of a module.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -61,6 +62,8 @@ pub enum Family {
     /// inputs indices and updates; the output, already holding the base, is updated
     /// in place through atomics.
     Scatter,
+    /// Threefry-2x32 u32 bits from u32 keys (MLX's layout).
+    RandomBits,
 }
 
 impl Family {
@@ -68,7 +71,7 @@ impl Family {
     fn arity(self) -> usize {
         match self {
             Family::Unary | Family::Copy | Family::Reduce | Family::ArgReduce => 1,
-            Family::Place => 1,
+            Family::Place | Family::RandomBits => 1,
             Family::Gather | Family::Scatter => 2,
             Family::Binary | Family::Axpby | Family::SliceUpdate => 2,
             Family::Matmul | Family::Gemv => 2,
@@ -225,6 +228,7 @@ impl ModuleSpec {
             (Family::Place, _) => "place",
             (Family::Gather, _) => "gather",
             (Family::Scatter, _) => "scatter",
+            (Family::RandomBits, _) => "random_bits",
             (Family::Matmul, _) if self.variant == Variant::Coop => "matmul_coop",
             (Family::Matmul, _) if self.variant == Variant::CoopDirect => "matmul_coop_direct",
             (Family::Matmul, _) => "matmul",
@@ -618,6 +622,18 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             if spec.family == Family::Scatter {
                 files.push(SCATTER);
             }
+        }
+        Family::RandomBits => {
+            if spec.inputs[..] != [DType::U32]
+                || spec.output != DType::U32
+                || spec.variant != Variant::General
+            {
+                return Err(Error::Shape(format!(
+                    "random_bits reads u32 keys and writes u32 (general variant), got {:?} -> {} ({:?})",
+                    spec.inputs, spec.output, spec.variant
+                )));
+            }
+            files.push(RANDOM);
         }
         Family::Fill => files.push(COPY),
         Family::Arange => {
@@ -1096,6 +1112,10 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
             Variant::General,
         ));
         v.push(spec(Family::Place, "place", vec![d], d, Variant::General));
+        if d == DType::U32 {
+            let (fam, var) = (Family::RandomBits, Variant::General);
+            v.push(spec(fam, "random_bits", vec![d], d, var));
+        }
         for i in [DType::I32, DType::U32, DType::U8] {
             v.push(spec(
                 Family::Gather,

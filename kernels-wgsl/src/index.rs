@@ -293,3 +293,64 @@ impl Kernels {
         self.record(b, &spec, buffers, params, groups)
     }
 }
+
+impl Kernels {
+    /// Threefry-2x32 bits into the u32 `out` from the row-major u32 `keys` (an even
+    /// number of words, at least 2; `out`'s length a multiple of the key count): each
+    /// key fills its contiguous block of `out` in MLX's `RandomBits` layout.
+    pub fn random_bits(&self, b: &mut Batch, keys: &Strided, out: &Contig) -> Result<()> {
+        let nk_words = keys.shape.iter().product::<usize>();
+        let nk = nk_words / 2;
+        let len = out.numel();
+        let contiguous = crate::layout::contiguous_strides(keys.shape)
+            .iter()
+            .zip(keys.strides)
+            .zip(keys.shape)
+            .all(|((a, b), &d)| d == 1 || a == b);
+        if keys.dtype != DType::U32
+            || out.dtype != DType::U32
+            || nk == 0
+            || nk_words % 2 != 0
+            || !len.is_multiple_of(nk)
+            || !contiguous
+        {
+            return Err(Error::Shape(format!(
+                "random_bits: keys {} {:?} (strides {:?}) for {} {:?}",
+                keys.dtype, keys.shape, keys.strides, out.dtype, out.shape
+            )));
+        }
+        check_view(keys, "random_bits keys")?;
+        check_out(out)?;
+        let spec = self.spec(
+            Family::RandomBits,
+            "random_bits",
+            vec![DType::U32],
+            DType::U32,
+            Variant::General,
+            0,
+        );
+        if len == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        let e = len / nk;
+        let (h, odd) = (e / 2, e % 2);
+        let items = nk * (h + odd);
+        let params = vec![
+            items as u32,
+            (h + odd) as u32,
+            h as u32,
+            odd as u32,
+            e as u32,
+            keys.offset as u32,
+        ];
+        let groups = (items as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        self.record(
+            b,
+            &spec,
+            [out.buffer.clone(), keys.buffer.clone()],
+            params,
+            groups,
+        )
+    }
+}

@@ -99,6 +99,9 @@ macro_rules! for_each_case {
             one_hot_values,
             index_errors,
             grad_index,
+            random_matches_mlx,
+            random_distributions,
+            random_errors,
         }
     };
 }

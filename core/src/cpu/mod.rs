@@ -8,6 +8,7 @@ mod alloc;
 mod index;
 mod matmul;
 mod norm;
+mod random;
 mod reduce;
 pub mod scalar;
 pub mod strided;
@@ -658,6 +659,10 @@ impl Backend for CpuBackend {
 
     fn concatenate(&self, inputs: &[View<'_, CpuBuffer>], axis: usize) -> Result<CpuBuffer> {
         index::concatenate(inputs, axis)
+    }
+
+    fn random_bits(&self, keys: View<'_, CpuBuffer>, len: usize) -> Result<CpuBuffer> {
+        random::random_bits(keys, len)
     }
 
     fn gather(

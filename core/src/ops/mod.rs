@@ -31,7 +31,7 @@ pub use shaping::{
     tile,
 };
 
-fn op_device(first: &Array) -> Device {
+pub(crate) fn op_device(first: &Array) -> Device {
     scoped_device().unwrap_or_else(|| first.device().clone())
 }
 
@@ -40,7 +40,7 @@ fn creation_device() -> Result<Device> {
 }
 
 /// Makes a computed (row-major) node after checking the device holds every dtype.
-fn node(
+pub(crate) fn node(
     prim: Primitive,
     inputs: Vec<Array>,
     shape: &[usize],

@@ -244,6 +244,8 @@ fn rule(e: &Entry, ins: &[(Array, bool)], b: usize) -> Result<Array> {
         Primitive::Concatenate { axis } => {
             o::concat_node(all_batched()?, axis + 1, &with_batch(b, y.shape()))?
         }
+        // Batched keys [B, ..., 2] give each example its block of bits.
+        Primitive::RandomBits => crate::random::bits_node(x0, &with_batch(b, y.shape()))?,
         Primitive::Gather { axis } => {
             let v = all_batched()?;
             o::gather_node(&v[0], &v[1], axis + 1)?

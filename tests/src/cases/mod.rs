@@ -2716,8 +2716,10 @@ pub fn device_dtype_support(dev: &Device) {
 mod index;
 mod linalg;
 mod nn;
+mod random;
 mod transforms;
 pub use index::*;
 pub use linalg::*;
 pub use nn::*;
+pub use random::*;
 pub use transforms::*;

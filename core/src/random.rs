@@ -1,0 +1,229 @@
+//! Counter-based random numbers: explicit threefry-2x32 keys, as in JAX and MLX.
+//!
+//! A key is a u32 array of shape `[2]` ([`key`]); the same key gives the same bits
+//! on every wmx backend, and [`bits`], [`split`], [`uniform`], [`randint`] and
+//! [`bernoulli`] give the values `mlx.core.random` gives for that key (the
+//! conformance suite checks goldens made by MLX). There is no hidden global state:
+//! [`split`] a key to get independent ones, and never reuse a key for two draws.
+//!
+//! Bit layout (MLX's `RandomBits`): for `E` words per key, `h = E / 2` and
+//! `o = E % 2`, the hash of counter `(c, c + h + o)` gives words `c` and `c + h + o`
+//! for `c < h`, and when `E` is odd word `h` is the first half of the hash of
+//! `(h, 0)`.
+//!
+//! [`normal`] uses Box–Muller on two uniform draws (MLX uses the inverse error
+//! function, so normal values differ from MLX's for the same key); [`categorical`]
+//! is the Gumbel-max trick, as in MLX.
+
+use crate::ops::{self as o, node, op_device};
+use crate::{Array, DType, Error, Primitive, Result};
+
+/// The key of `seed`: `[seed >> 32, seed & 0xffffffff]` as u32 on the default
+/// device (MLX's `mx.random.key`).
+pub fn key(seed: u64) -> Result<Array> {
+    Array::from_slice_on(
+        &[(seed >> 32) as u32, seed as u32],
+        &[2],
+        &crate::default_device()?,
+    )
+}
+
+fn check_key(op: &'static str, key: &Array) -> Result<()> {
+    if key.dtype() != DType::U32 || key.shape() != [2] {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "a key is a u32 array of shape [2] (random::key), got {} {:?}",
+                key.dtype(),
+                key.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Uniformly distributed u32 bits of `shape` (MLX's `bits` with width 4).
+pub fn bits(key: &Array, shape: &[usize]) -> Result<Array> {
+    check_key("random::bits", key)?;
+    bits_node(key, shape)
+}
+
+/// The primitive for keys `[..., 2]` and the output shape `[..., *shape]`.
+pub(crate) fn bits_node(keys: &Array, out_shape: &[usize]) -> Result<Array> {
+    let keys = o::contiguous(keys)?;
+    let d = op_device(&keys);
+    node(Primitive::RandomBits, vec![keys], out_shape, DType::U32, d)
+}
+
+/// `num` new keys `[num, 2]` from `key` (MLX's `split`); take row `i` with
+/// `slice`/`take`, or use [`split2`].
+pub fn split(key: &Array, num: usize) -> Result<Array> {
+    bits(key, &[num, 2])
+}
+
+/// Two new keys from `key`.
+pub fn split2(key: &Array) -> Result<(Array, Array)> {
+    let ks = split(key, 2)?;
+    let row = |i: isize| o::reshape(&ks.slice(&[o::Slice::range(i, i + 1)])?, &[2]);
+    Ok((row(0)?, row(1)?))
+}
+
+/// A scalar of `dtype` on `key`'s device.
+fn constant(key: &Array, v: f64, dtype: DType) -> Result<Array> {
+    crate::with_device(key.device(), || o::scalar(v, dtype))
+}
+
+/// Samples uniform on `[low, high)` of `shape` and float `dtype` (MLX's formula:
+/// `bits / (2^32 - 1)` in f32, capped below 1, cast to `dtype`, then
+/// `low + (high - low) * u` in `dtype`).
+pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Array> {
+    if !dtype.is_float() {
+        return Err(Error::UnsupportedDType {
+            op: "random::uniform",
+            dtype,
+        });
+    }
+    if low.partial_cmp(&high) != Some(std::cmp::Ordering::Less) {
+        return Err(Error::invalid(
+            "random::uniform",
+            format!("empty range [{low}, {high})"),
+        ));
+    }
+    let unit = unit(key, shape, dtype)?;
+    let lo = constant(key, low, dtype)?;
+    let range = o::subtract(&constant(key, high, dtype)?, &lo)?;
+    let x = o::add(&o::multiply(&range, &unit)?, &lo)?;
+    // The last rounding may reach `high` (f16: 2 + 2 * (1 - 2^-11) is 4); MLX's
+    // values otherwise.
+    o::minimum(&x, &constant(key, below(high, dtype), dtype)?)
+}
+
+/// The largest value of `dtype` below `x` (rounded to `dtype` first).
+fn below(x: f64, dtype: DType) -> f64 {
+    use half::{bf16, f16};
+    let x32 = x as f32;
+    let step = |b: u32| if x32 > 0.0 { b - 1 } else { b + 1 };
+    match dtype {
+        DType::F16 => {
+            let h = f16::from_f64(x);
+            match h.to_f64() {
+                0.0 => -f16::from_bits(1).to_f64(),
+                v if v > 0.0 => f16::from_bits(h.to_bits() - 1).to_f64(),
+                _ => f16::from_bits(h.to_bits() + 1).to_f64(),
+            }
+        }
+        DType::BF16 => {
+            let h = bf16::from_f64(x);
+            match h.to_f64() {
+                0.0 => -bf16::from_bits(1).to_f64(),
+                v if v > 0.0 => bf16::from_bits(h.to_bits() - 1).to_f64(),
+                _ => bf16::from_bits(h.to_bits() + 1).to_f64(),
+            }
+        }
+        _ if x32 == 0.0 => -(f32::from_bits(1) as f64),
+        _ => f32::from_bits(step(x32.to_bits())) as f64,
+    }
+}
+
+/// Uniform on `[0, 1)` in `dtype`, MLX's way.
+fn unit(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
+    // The largest value below 1 in the target dtype.
+    let below_one = match dtype {
+        DType::F16 => 1.0 - 2f64.powi(-11),
+        DType::BF16 => 1.0 - 2f64.powi(-8),
+        _ => 1.0 - 2f64.powi(-24),
+    };
+    // MLX divides by f32(2^32 - 1), which is 2^32: a multiply by 2^-32 is the same
+    // exact scaling, and a multiply is correctly rounded on every GPU.
+    let b = o::astype(&bits(key, shape)?, DType::F32)?;
+    let u = o::multiply(&b, &constant(key, 2f64.powi(-32), DType::F32)?)?;
+    let u = o::minimum(&u, &constant(key, below_one, DType::F32)?)?;
+    o::astype(&u, dtype)
+}
+
+/// Normal samples `loc + scale * z` of `shape` and float `dtype`, `z` from the
+/// Box–Muller transform of two f32 uniform draws (computed in f32, then cast).
+pub fn normal(key: &Array, shape: &[usize], loc: f64, scale: f64, dtype: DType) -> Result<Array> {
+    if !dtype.is_float() {
+        return Err(Error::UnsupportedDType {
+            op: "random::normal",
+            dtype,
+        });
+    }
+    let mut two = vec![2];
+    two.extend_from_slice(shape);
+    let u = unit(key, &two, DType::F32)?;
+    let half = |i: isize| -> Result<Array> {
+        o::squeeze(&u.slice(&[o::Slice::range(i, i + 1)])?, Some(&[0]))
+    };
+    // 1 - u is in (0, 1]: the log is finite.
+    let u1 = o::subtract(&constant(key, 1.0, DType::F32)?, &half(0)?)?;
+    let r = o::sqrt(&o::multiply(
+        &constant(key, -2.0, DType::F32)?,
+        &o::log(&u1)?,
+    )?)?;
+    let theta = o::multiply(
+        &constant(key, std::f64::consts::TAU, DType::F32)?,
+        &half(1)?,
+    )?;
+    let z = o::multiply(&r, &o::cos(&theta)?)?;
+    let z = o::add(
+        &o::multiply(&z, &constant(key, scale, DType::F32)?)?,
+        &constant(key, loc, DType::F32)?,
+    )?;
+    o::astype(&z, dtype)
+}
+
+/// Integers uniform on `[low, high)` of `shape` and integer `dtype` (MLX's
+/// formula: `floor` of an f32 uniform draw, clamped to `[low, high - 1]`).
+pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) -> Result<Array> {
+    if !dtype.is_int() {
+        return Err(Error::UnsupportedDType {
+            op: "random::randint",
+            dtype,
+        });
+    }
+    if high <= low {
+        return Err(Error::invalid(
+            "random::randint",
+            format!("empty range [{low}, {high})"),
+        ));
+    }
+    let u = uniform(key, shape, low as f64, high as f64, DType::F32)?;
+    let i = o::astype(&o::floor(&u)?, dtype)?;
+    let i = o::minimum(&i, &constant(key, (high - 1) as f64, dtype)?)?;
+    o::maximum(&i, &constant(key, low as f64, dtype)?)
+}
+
+/// Booleans of `shape`, true with probability `p` (MLX's formula: `bits < p *
+/// 2^32` in f32; `p <= 0` gives all false, `p >= 1` all true).
+pub fn bernoulli(key: &Array, p: f64, shape: &[usize]) -> Result<Array> {
+    // The f32 just above 2^32, so p = 1 is true for every u32.
+    let upper = 4_294_967_296.0 + 512.0;
+    let b = o::astype(&bits(key, shape)?, DType::F32)?;
+    let t = o::multiply(
+        &constant(key, p, DType::F32)?,
+        &constant(key, upper, DType::F32)?,
+    )?;
+    o::less(&b, &t)
+}
+
+/// Gumbel samples `-log(-log(u))` of `shape` and float `dtype` (MLX's formula).
+pub fn gumbel(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
+    let u = uniform(key, shape, 0.0, 1.0, dtype)?;
+    o::negative(&o::log(&o::negative(&o::log(&u)?)?)?)
+}
+
+/// Indices (u32) drawn from the categorical distributions given by unnormalised
+/// log-probabilities `logits` along `axis`, which is removed (the Gumbel-max
+/// trick, as MLX for logits of more than one dimension).
+pub fn categorical(key: &Array, logits: &Array, axis: isize) -> Result<Array> {
+    if !logits.dtype().is_float() {
+        return Err(Error::UnsupportedDType {
+            op: "random::categorical",
+            dtype: logits.dtype(),
+        });
+    }
+    let g = gumbel(key, logits.shape(), DType::F32)?;
+    o::argmax(&o::add(&g, &o::astype(logits, DType::F32)?)?, axis, false)
+}

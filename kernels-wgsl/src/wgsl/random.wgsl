@@ -1,0 +1,44 @@
+// Threefry-2x32 random bits in MLX's layout. Parameters: [items, per_key, h, odd,
+// e, key_offset]: each key (two u32 words of input a, row-major from key_offset)
+// owns e = 2h + odd output words; item c < h of a key hashes counter (c, c+h+odd)
+// into words c and c+h+odd, and item h (odd e only) hashes (h, 0) into word h.
+
+fn rotl(x: u32, r: u32) -> u32 { return (x << r) | (x >> (32u - r)); }
+
+// 20 rounds, key schedule ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA).
+fn threefry2x32(key: vec2<u32>, ctr: vec2<u32>) -> vec2<u32> {
+    let ks = array<u32, 3>(key.x, key.y, key.x ^ key.y ^ 0x1BD11BDAu);
+    let rot = array<u32, 8>(13u, 15u, 26u, 6u, 17u, 29u, 16u, 24u);
+    var a = ctr.x + ks[0];
+    var b = ctr.y + ks[1];
+    for (var i = 0u; i < 5u; i++) {
+        for (var j = 0u; j < 4u; j++) {
+            a += b;
+            b = rotl(b, rot[(i & 1u) * 4u + j]) ^ a;
+        }
+        a += ks[(i + 1u) % 3u];
+        b += ks[(i + 2u) % 3u] + i + 1u;
+    }
+    return vec2<u32>(a, b);
+}
+
+@compute @workgroup_size(WG)
+fn random_bits(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let per_key = P[1];
+    let h = P[2];
+    let hi = h + P[3];
+    for (var t = thread_index(lid, wid, nwg); t < P[0]; t += thread_count(nwg)) {
+        let k = t / per_key;
+        let c = t - k * per_key;
+        let key = vec2<u32>(wa(P[5] + 2u * k), wa(P[5] + 2u * k + 1u));
+        let base = k * P[4];
+        if (c < h) {
+            let r = threefry2x32(key, vec2<u32>(c, c + hi));
+            O[base + c] = r.x;
+            O[base + c + hi] = r.y;
+        } else {
+            O[base + c] = threefry2x32(key, vec2<u32>(c, 0u)).x;
+        }
+    }
+}
