@@ -631,6 +631,34 @@ impl Backend for WebGpuBackend {
         })
     }
 
+    fn scan(
+        &self,
+        op: ReduceOp,
+        x: View<'_, GpuBuffer>,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+    ) -> Result<GpuBuffer> {
+        // The kernels read a row-major input: copy other views first.
+        let dense;
+        let x = if x.layout.is_row_contiguous() {
+            x
+        } else {
+            dense = (self.copy(x, x.dtype)?, Layout::contiguous(&x.layout.shape));
+            View {
+                buffer: &dense.0,
+                dtype: x.dtype,
+                layout: &dense.1,
+            }
+        };
+        let out_dtype = op.out_dtype(x.dtype);
+        let v = self.input(&x)?;
+        self.record(&v.layout.shape, out_dtype, |b, o| {
+            self.kernels
+                .scan(b, op.name(), &v.strided(), axis, reverse, inclusive, o)
+        })
+    }
+
     fn random_bits(&self, keys: View<'_, GpuBuffer>, len: usize) -> Result<GpuBuffer> {
         let k = self.input(&keys)?;
         self.record(&[len], DType::U32, |b, o| {

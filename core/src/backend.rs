@@ -168,6 +168,17 @@ pub trait Backend: Send + Sync + 'static {
         updates: View<'_, Self::Buffer>,
         axis: usize,
     ) -> Result<Self::Buffer>;
+    /// Cumulative `op` (sum, prod, max, min) of `x` (any strides) along `axis`,
+    /// `inclusive` or exclusive, `reverse` or not; output dtype per
+    /// [`ReduceOp::out_dtype`]; max/min propagate NaN.
+    fn scan(
+        &self,
+        op: ReduceOp,
+        x: View<'_, Self::Buffer>,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+    ) -> Result<Self::Buffer>;
     /// u32 threefry-2x32 bits of `len` elements from row-major u32 `keys` (an even
     /// number of elements, at least 2; `len` a multiple of the key count), laid out
     /// as MLX's `RandomBits` ([`crate::random`] has the layout).
@@ -239,6 +250,14 @@ pub trait DynBackend: Send + Sync + 'static {
         axis: usize,
     ) -> Result<Buffer>;
     fn random_bits(&self, keys: DynView<'_>, len: usize) -> Result<Buffer>;
+    fn scan(
+        &self,
+        op: ReduceOp,
+        x: DynView<'_>,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+    ) -> Result<Buffer>;
     fn matmul(
         &self,
         a: DynView<'_>,
@@ -376,6 +395,19 @@ impl<B: Backend> DynBackend for B {
             .map(|v| typed::<B>(self, v))
             .collect::<Result<_>>()?;
         Ok(Buffer::new(Backend::concatenate(self, &ins, axis)?))
+    }
+    fn scan(
+        &self,
+        op: ReduceOp,
+        x: DynView<'_>,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+    ) -> Result<Buffer> {
+        let x = typed::<B>(self, &x)?;
+        Ok(Buffer::new(Backend::scan(
+            self, op, x, axis, reverse, inclusive,
+        )?))
     }
     fn random_bits(&self, keys: DynView<'_>, len: usize) -> Result<Buffer> {
         let k = typed::<B>(self, &keys)?;

@@ -161,6 +161,12 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
         }
         Primitive::Gather { axis } => be.gather(v(0), v(1), *axis)?,
         Primitive::RandomBits => be.random_bits(v(0), node.size())?,
+        Primitive::Scan {
+            op,
+            axis,
+            reverse,
+            inclusive,
+        } => be.scan(*op, v(0), *axis, *reverse, *inclusive)?,
         Primitive::Scatter { op, axis } => be.scatter(*op, v(0), v(1), v(2), *axis)?,
         Primitive::Custom(c) => {
             let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();

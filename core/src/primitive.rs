@@ -327,6 +327,18 @@ pub enum Primitive {
         /// The indexed axis.
         axis: usize,
     },
+    /// Cumulative `op` (sum, prod, max, min) along `axis`; output dtype per
+    /// [`ReduceOp::out_dtype`].
+    Scan {
+        /// The combining reduction.
+        op: ReduceOp,
+        /// The scanned axis.
+        axis: usize,
+        /// From the end of the axis.
+        reverse: bool,
+        /// Whether element `i` includes input `i` (else the identity comes first).
+        inclusive: bool,
+    },
     /// Threefry-2x32 random bits (u32), MLX's layout: input 0 holds row-major u32
     /// keys `[..., 2]`; the output `[..., *shape]` gives each key a contiguous block
     /// ([`crate::random::bits`]).

@@ -23,6 +23,7 @@ const NORM: &str = include_str!("wgsl/norm.wgsl");
 const INDEX: &str = include_str!("wgsl/index.wgsl");
 const SCATTER: &str = include_str!("wgsl/scatter.wgsl");
 const RANDOM: &str = include_str!("wgsl/random.wgsl");
+const SCAN: &str = include_str!("wgsl/scan.wgsl");
 
 /// Kernel family of a module.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -88,6 +89,7 @@ impl Family {
             (Family::Gemv, Variant::Finish) => n == 1 || n == 2,
             (Family::Matmul | Family::Gemv, _) => n == 2 || n == 3,
             (Family::Norm, _) => (1..=3).contains(&n),
+            (Family::Reduce, Variant::ScanBlocks) => n == 1 || n == 2,
             _ => n == self.arity(),
         }
     }
@@ -135,6 +137,11 @@ pub enum Variant {
     Coop,
     /// As `Coop`, fragments loaded from global memory (row-major aligned operands).
     CoopDirect,
+    /// Reductions as scans: one invocation per line, serial along it.
+    ScanLines,
+    /// Reductions as scans: one workgroup per block of a contiguous line (an
+    /// optional second input holds each block's carry).
+    ScanBlocks,
 }
 
 impl Variant {
@@ -160,6 +167,8 @@ impl Variant {
             Variant::Finish => "finish".into(),
             Variant::Coop => "coop".into(),
             Variant::CoopDirect => "coop_direct".into(),
+            Variant::ScanLines => "scan_lines".into(),
+            Variant::ScanBlocks => "scan_blocks".into(),
         }
     }
 }
@@ -241,6 +250,8 @@ impl ModuleSpec {
                 Variant::Finish => "gemv_fin",
                 _ => "gemv_rows",
             },
+            (Family::Reduce, _) if self.variant == Variant::ScanLines => "scan_lines",
+            (Family::Reduce, _) if self.variant == Variant::ScanBlocks => "scan_blocks",
             (Family::Reduce, _) if self.variant == Variant::Rows => "reduce_rows",
             (Family::Reduce, _) if self.variant == Variant::RowsVec => "reduce_rows_v",
             (Family::Reduce, _) if self.variant == Variant::ColsVec => "reduce_cols_v",
@@ -285,7 +296,7 @@ impl ModuleSpec {
     /// follow).
     pub fn input_bindings(&self) -> usize {
         match self.family {
-            Family::Matmul | Family::Gemv | Family::Norm => self.inputs.len(),
+            Family::Matmul | Family::Gemv | Family::Norm | Family::Reduce => self.inputs.len(),
             f => f.arity(),
         }
     }
@@ -706,6 +717,19 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             )
             .unwrap();
             files.push(REDUCE);
+            if matches!(spec.variant, Variant::ScanLines | Variant::ScanBlocks) {
+                let carry = spec.inputs.get(1);
+                if matches!(op, "all" | "any") || narrow || carry.is_some_and(|&c| c != acc) {
+                    return Err(Error::Shape(format!(
+                        "scans write {acc} accumulators of sum/prod/max/min and read {acc} carries, got {op} {:?} -> {}",
+                        spec.inputs, spec.output
+                    )));
+                }
+                if carry.is_none() {
+                    p.push_str("fn ld_b(i: u32) -> ACC { return acc_init(); } // no carries\n");
+                }
+                files.push(SCAN);
+            }
         }
         Family::ArgReduce => {
             let op = ops::lookup(ARG_REDUCE_OPS, "arg_reduce", spec.op)?;
@@ -1168,6 +1192,13 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
                     v.push(spec(Family::Reduce, op, vec![input], d, var));
                 }
             }
+        }
+        for op in REDUCE_OPS.iter().filter(|o| !matches!(**o, "all" | "any")) {
+            let acc = d.acc();
+            v.push(spec(Family::Reduce, op, vec![d], acc, Variant::ScanLines));
+            v.push(spec(Family::Reduce, op, vec![d], acc, Variant::ScanBlocks));
+            let var = Variant::ScanBlocks;
+            v.push(spec(Family::Reduce, op, vec![d, acc], acc, var));
         }
         for op in ARG_REDUCE_OPS {
             for var in [Variant::Rows, Variant::Cols, Variant::RowsVec] {

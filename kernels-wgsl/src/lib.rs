@@ -33,6 +33,7 @@ mod matmul;
 mod norm;
 mod ops;
 mod reduce;
+mod scan;
 
 pub use compose::{Family, ModuleSpec, Target, Variant, compose, module_specs};
 pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided};

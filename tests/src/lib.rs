@@ -102,6 +102,8 @@ macro_rules! for_each_case {
             random_matches_mlx,
             random_distributions,
             random_errors,
+            scan_values,
+            grad_scan,
         }
     };
 }

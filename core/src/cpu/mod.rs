@@ -661,6 +661,17 @@ impl Backend for CpuBackend {
         index::concatenate(inputs, axis)
     }
 
+    fn scan(
+        &self,
+        op: ReduceOp,
+        x: View<'_, CpuBuffer>,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+    ) -> Result<CpuBuffer> {
+        reduce::scan(op, x, axis, reverse, inclusive)
+    }
+
     fn random_bits(&self, keys: View<'_, CpuBuffer>, len: usize) -> Result<CpuBuffer> {
         random::random_bits(keys, len)
     }

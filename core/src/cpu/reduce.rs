@@ -145,3 +145,96 @@ fn arg_typed<I: Store>(
     );
     output::<u32>(n_out, |out| out.copy_from_slice(&idx))
 }
+
+/// Cumulative `op` along `axis`: each line walked in order (reversed on request),
+/// the f64 or wrapping-i64 accumulator rounded once per output element.
+pub(super) fn scan(
+    op: ReduceOp,
+    x: View<'_, CpuBuffer>,
+    axis: usize,
+    reverse: bool,
+    inclusive: bool,
+) -> Result<CpuBuffer> {
+    if matches!(op, ReduceOp::All | ReduceOp::Any) || axis >= x.layout.ndim() {
+        return Err(Error::invalid(
+            "scan",
+            format!("cumulative {op} along axis {axis} of {:?}", x.layout.shape),
+        ));
+    }
+    let out_dtype = op.out_dtype(x.dtype);
+    Ok(with_store!(x.dtype, I => with_store!(out_dtype, O =>
+        scan_typed::<I, O>(op, &x, axis, reverse, inclusive))))
+}
+
+fn scan_typed<I: Store, O: Store>(
+    op: ReduceOp,
+    x: &View<'_, CpuBuffer>,
+    axis: usize,
+    reverse: bool,
+    inclusive: bool,
+) -> CpuBuffer {
+    let src = x.buffer.as_slice::<I>();
+    let l = x.layout;
+    let n = l.shape[axis];
+    let ostr = row_major_strides(&l.shape);
+    let mut lines = l.shape.clone();
+    lines[axis] = 1;
+    // Exclusive max/min start from the dtype's own extreme (false/true for bool).
+    let extreme = |high: bool| {
+        let v = match (x.dtype, high) {
+            (d, false) if d.is_float() => f64::NEG_INFINITY,
+            (d, true) if d.is_float() => f64::INFINITY,
+            (crate::DType::Bool | crate::DType::U8 | crate::DType::U32, false) => 0.0,
+            (crate::DType::Bool, true) => 1.0,
+            (crate::DType::U8, true) => 255.0,
+            (crate::DType::U32, true) => u32::MAX as f64,
+            (crate::DType::I32, h) => {
+                if h {
+                    i32::MAX as f64
+                } else {
+                    i32::MIN as f64
+                }
+            }
+            (_, h) => {
+                if h {
+                    i64::MAX as f64
+                } else {
+                    i64::MIN as f64
+                }
+            }
+        };
+        I::from_const(v).to_acc()
+    };
+    type Combine<A> = fn(A, A) -> A;
+    let (init, combine): (I::Acc, Combine<I::Acc>) = match op {
+        ReduceOp::Sum => (I::Acc::ZERO, |a, v| a.add(v)),
+        ReduceOp::Prod => (I::Acc::ONE, |a, v| a.mul(v)),
+        ReduceOp::Max => (extreme(false), |a, v| {
+            if !a.is_nan() && (v > a || v.is_nan()) {
+                v
+            } else {
+                a
+            }
+        }),
+        _ => (extreme(true), |a, v| {
+            if !a.is_nan() && (v < a || v.is_nan()) {
+                v
+            } else {
+                a
+            }
+        }),
+    };
+    output::<O>(numel(&l.shape), |out| {
+        strided::walk::<2>(&lines, [&l.strides, &ostr], [l.offset, 0], |[i, j]| {
+            let mut acc = init;
+            for k in 0..n {
+                let p = if reverse { n - 1 - k } else { k } as isize;
+                let v = src[(i as isize + p * l.strides[axis]) as usize].to_acc();
+                let next = combine(acc, v);
+                out[j + (p * ostr[axis]) as usize] =
+                    O::from_wide(if inclusive { next } else { acc }.wide());
+                acc = next;
+            }
+        });
+    })
+}

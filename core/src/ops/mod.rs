@@ -15,6 +15,7 @@ use crate::{
 mod index;
 mod linalg;
 mod nn;
+mod scan;
 mod shaping;
 pub use index::{
     add_along_axis, gather_fill, one_hot, put_along_axis, scatter, scatter_add, take,
@@ -25,6 +26,8 @@ pub(crate) use linalg::matmul_nd;
 pub use linalg::{addmm, matmul};
 pub use nn::{layer_norm, log_softmax, rms_norm, softmax};
 pub(crate) use nn::{normalize_composed, normalize_last};
+pub use scan::{cummax, cummin, cumprod, cumsum, scan};
+pub(crate) use scan::{scan_jvp, scan_node, scan_vjp};
 pub(crate) use shaping::concat_node;
 pub use shaping::{
     PadMode, concatenate, flatten, moveaxis, pad, repeat, roll, split, split_at, stack, swapaxes,

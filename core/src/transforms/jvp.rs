@@ -122,6 +122,15 @@ pub(super) fn rule(e: &Entry, t: &[Option<Array>]) -> Result<Option<Array>> {
                 .collect::<Result<_>>()?;
             Some(o::concat_node(ts, *axis, y.shape())?)
         }
+        Primitive::Scan {
+            op,
+            axis,
+            reverse,
+            inclusive,
+        } => match t0() {
+            Some(t0) => Some(o::scan_jvp(*op, &x[0], y, t0, *axis, *reverse, *inclusive)?),
+            None => None,
+        },
         Primitive::Gather { axis } => match t0() {
             Some(t0) => Some(o::gather_node(t0, &x[1], *axis)?),
             None => None,

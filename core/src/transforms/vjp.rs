@@ -118,6 +118,14 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
                 })
                 .collect()
         }
+        Primitive::Scan {
+            op,
+            axis,
+            reverse,
+            inclusive,
+        } => vec![Some(o::scan_vjp(
+            *op, &x[0], y, ct, *axis, *reverse, *inclusive,
+        )?)],
         Primitive::Gather { axis } => {
             let add = crate::ScatterOp::Add;
             let dx = match want[0] {

@@ -244,6 +244,12 @@ fn rule(e: &Entry, ins: &[(Array, bool)], b: usize) -> Result<Array> {
         Primitive::Concatenate { axis } => {
             o::concat_node(all_batched()?, axis + 1, &with_batch(b, y.shape()))?
         }
+        Primitive::Scan {
+            op,
+            axis,
+            reverse,
+            inclusive,
+        } => o::scan_node(*op, x0, axis + 1, *reverse, *inclusive)?,
         // Batched keys [B, ..., 2] give each example its block of bits.
         Primitive::RandomBits => crate::random::bits_node(x0, &with_batch(b, y.shape()))?,
         Primitive::Gather { axis } => {

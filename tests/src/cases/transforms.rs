@@ -1396,6 +1396,38 @@ pub fn transforms_cover_every_primitive(dev: &Device) {
             )?])
         }),
     ));
+    fns.push((
+        "concatenate, gather, scatter".into(),
+        Box::new(|a: &[Array]| {
+            let idx = wmx::with_device(a[0].device(), || {
+                wmx::astype(&wmx::arange(2.0, -1.0, -1.0, DType::F32)?, DType::I32)
+            })?;
+            let t = wmx::take(&a[0], &idx, Some(1))?;
+            Ok(vec![
+                wmx::concatenate(&[&a[0], &a[1]], 0)?,
+                t.clone(),
+                wmx::scatter(&a[1], &idx, &t, 1)?,
+                wmx::scatter_add(&a[0], &idx, &wmx::exp(&t)?, 1)?,
+            ])
+        }),
+    ));
+    fns.push((
+        "scan".into(),
+        Box::new(|a: &[Array]| {
+            Ok(vec![
+                wmx::cumsum(&a[0], Some(1), false, true)?,
+                wmx::cummax(&a[1], Some(0), true, false)?,
+            ])
+        }),
+    ));
+    fns.push((
+        "random bits".into(),
+        Box::new(|a: &[Array]| {
+            let key = wmx::with_device(a[0].device(), || wmx::random::key(3))?;
+            let u = wmx::random::uniform(&key, &[4], 0.0, 1.0, DType::F32)?;
+            Ok(vec![wmx::multiply(&a[0], &u)?])
+        }),
+    ));
     for (name, f) in &fns {
         let what = format!("transforms of {name}");
         let outs = ok(&what, f(&[x.clone(), y.clone()]));

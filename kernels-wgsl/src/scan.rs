@@ -1,0 +1,201 @@
+//! Scans: cumulative sum, prod, max and min along one axis, inclusive or
+//! exclusive, forwards or reversed.
+//!
+//! A row-major input is `rows x len x inner`. With `inner > 1` one invocation scans
+//! one line serially (neighbouring invocations read neighbouring elements). With
+//! `inner == 1` one workgroup scans one block of 2048 positions; lines longer than a
+//! block take three passes: block totals, an exclusive scan of the totals (the same
+//! scan, recursively), and the blocks again with their carries. Kernels write 32-bit
+//! accumulators (f32 for floats, so f16/bf16 sums are rounded once per element);
+//! packed output dtypes get a cast pass.
+
+use crate::compose::{Family, Variant};
+use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::dtype::DType;
+use crate::layout::{check_out, check_view, contiguous_strides};
+use crate::ops::{self, REDUCE_OPS};
+use crate::{Error, Result};
+
+/// Positions per block of `scan_blocks` (WG * SCAN_K in scan.wgsl for WG = 256).
+const SCAN_K: u64 = 8;
+
+const REVERSE: u32 = 1;
+const EXCLUSIVE: u32 = 2;
+const CARRY: u32 = 4;
+const TOTALS: u32 = 8;
+
+impl Kernels {
+    /// `out` = the scan of `x` by `op` (`sum`, `prod`, `max`, `min`) along `axis`:
+    /// `inclusive` or exclusive (the first element is the identity), `reverse`
+    /// from the end. `x` is row-major (any offset); `out` has its shape and the
+    /// dtype of [`crate::reduce_output_dtype`]. Floats accumulate in f32, integers
+    /// wrap; max/min propagate NaN.
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan(
+        &self,
+        b: &mut Batch,
+        op: &str,
+        x: &Strided,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+        out: &Contig,
+    ) -> Result<()> {
+        let op = ops::lookup(REDUCE_OPS, "scan", op)?;
+        if matches!(op, "all" | "any") {
+            return Err(Error::OpNotDefined {
+                op: format!("cumulative {op}"),
+                dtype: x.dtype.name(),
+            });
+        }
+        let rank = x.shape.len();
+        let dense = contiguous_strides(x.shape)
+            .iter()
+            .zip(x.strides)
+            .zip(x.shape)
+            .all(|((a, s), &d)| d == 1 || a == s);
+        let want = ops::reduce_output_dtype(op, x.dtype);
+        if axis >= rank || out.shape != x.shape || !dense || want != Some(out.dtype) {
+            return Err(Error::Shape(format!(
+                "scan {op}: {} {:?} (strides {:?}) along axis {axis} into {} {:?} (needs a row-major input and a {:?} output)",
+                x.dtype, x.shape, x.strides, out.dtype, out.shape, want
+            )));
+        }
+        self.check_dtype(x.dtype)?;
+        self.check_dtype(out.dtype)?;
+        check_view(x, "scan input")?;
+        check_out(out)?;
+        let acc = x.dtype.acc();
+        let n = out.numel();
+        let spec = self.spec(
+            Family::Reduce,
+            op,
+            vec![x.dtype],
+            acc,
+            Variant::ScanBlocks,
+            0,
+        );
+        if n == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        let rows: usize = x.shape[..axis].iter().product();
+        let len = x.shape[axis];
+        let inner: usize = x.shape[axis + 1..].iter().product();
+        let flags = if reverse { REVERSE } else { 0 } | if inclusive { 0 } else { EXCLUSIVE };
+        let tmp = if out.dtype == acc {
+            None
+        } else {
+            Some(self.create_buffer(n as u64 * 4, Some("wmx scan accumulators"))?)
+        };
+        let dst = tmp.as_ref().unwrap_or(out.buffer);
+        let src = (x.buffer, x.dtype, x.offset);
+        if inner > 1 {
+            let lines = (rows * inner) as u64;
+            let spec = self.scan_spec(op, x.dtype, None, Variant::ScanLines);
+            let params = vec![
+                rows as u32,
+                len as u32,
+                inner as u32,
+                1,
+                x.offset as u32,
+                flags,
+                0,
+                0,
+            ];
+            let groups = lines
+                .div_ceil(self.wg() as u64)
+                .min(crate::elementwise::MAX_GROUPS);
+            self.record(b, &spec, [dst.clone(), x.buffer.clone()], params, groups)?;
+        } else {
+            self.scan_rows(b, op, src, rows, len, flags, dst)?;
+        }
+        if let Some(t) = &tmp {
+            let strides = contiguous_strides(out.shape);
+            let from = Strided {
+                buffer: t,
+                dtype: acc,
+                shape: out.shape,
+                strides: &strides,
+                offset: 0,
+            };
+            self.copy(b, &from, out)?;
+        }
+        Ok(())
+    }
+
+    /// Scans `rows` contiguous lines of `len` elements of `src` (buffer, dtype,
+    /// element offset) into the accumulator buffer `dst`.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_rows(
+        &self,
+        b: &mut Batch,
+        op: &'static str,
+        src: (&wgpu::Buffer, DType, usize),
+        rows: usize,
+        len: usize,
+        flags: u32,
+        dst: &wgpu::Buffer,
+    ) -> Result<()> {
+        let (buf, dtype, off) = src;
+        let acc = dtype.acc();
+        let block = self.wg() as u64 * SCAN_K;
+        let nb = (len as u64).div_ceil(block).max(1);
+        let params = |nb: u64, flags: u32| {
+            vec![
+                rows as u32,
+                len as u32,
+                1,
+                nb as u32,
+                off as u32,
+                flags,
+                0,
+                0,
+            ]
+        };
+        let groups = rows as u64 * nb;
+        if nb == 1 {
+            let spec = self.scan_spec(op, dtype, None, Variant::ScanBlocks);
+            return self.record(
+                b,
+                &spec,
+                [dst.clone(), buf.clone()],
+                params(1, flags),
+                groups,
+            );
+        }
+        // Block totals (in logical order), their exclusive scan, then the blocks.
+        let totals = self.create_buffer(groups * 4, Some("wmx scan block totals"))?;
+        let carries = self.create_buffer(groups * 4, Some("wmx scan carries"))?;
+        let spec = self.scan_spec(op, dtype, None, Variant::ScanBlocks);
+        let first = params(nb, (flags & REVERSE) | TOTALS);
+        self.record(b, &spec, [totals.clone(), buf.clone()], first, groups)?;
+        self.scan_rows(
+            b,
+            op,
+            (&totals, acc, 0),
+            rows,
+            nb as usize,
+            EXCLUSIVE,
+            &carries,
+        )?;
+        let spec = self.scan_spec(op, dtype, Some(acc), Variant::ScanBlocks);
+        let last = params(nb, flags | CARRY);
+        self.record(b, &spec, [dst.clone(), buf.clone(), carries], last, groups)
+    }
+}
+
+impl Kernels {
+    /// The scan module of `op` over `dtype`, with `carry` as its second input.
+    fn scan_spec(
+        &self,
+        op: &'static str,
+        dtype: DType,
+        carry: Option<DType>,
+        variant: Variant,
+    ) -> crate::compose::ModuleSpec {
+        let mut inputs = vec![dtype];
+        inputs.extend(carry);
+        self.spec(Family::Reduce, op, inputs, dtype.acc(), variant, 0)
+    }
+}
