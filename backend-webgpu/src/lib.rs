@@ -375,6 +375,25 @@ impl In<'_> {
 }
 
 impl WebGpuBackend {
+    /// `x` itself when row-major, else a row-major copy held in `hold` (for kernels
+    /// that read rows in place).
+    fn row_major<'a>(
+        &self,
+        x: View<'a, GpuBuffer>,
+        hold: &'a mut Option<(GpuBuffer, Layout)>,
+    ) -> Result<View<'a, GpuBuffer>> {
+        if x.layout.is_row_contiguous() {
+            return Ok(x);
+        }
+        let copy = Backend::copy(self, x, x.dtype)?;
+        let (buffer, layout) = hold.insert((copy, Layout::contiguous(&x.layout.shape)));
+        Ok(View {
+            buffer,
+            dtype: x.dtype,
+            layout,
+        })
+    }
+
     fn input<'a>(&self, v: &View<'a, GpuBuffer>) -> Result<In<'a>> {
         Ok(In {
             buf: self.gpu(v.buffer)?,
@@ -639,23 +658,22 @@ impl Backend for WebGpuBackend {
         reverse: bool,
         inclusive: bool,
     ) -> Result<GpuBuffer> {
-        // The kernels read a row-major input: copy other views first.
-        let dense;
-        let x = if x.layout.is_row_contiguous() {
-            x
-        } else {
-            dense = (self.copy(x, x.dtype)?, Layout::contiguous(&x.layout.shape));
-            View {
-                buffer: &dense.0,
-                dtype: x.dtype,
-                layout: &dense.1,
-            }
-        };
+        let mut dense = None;
+        let x = self.row_major(x, &mut dense)?;
         let out_dtype = op.out_dtype(x.dtype);
         let v = self.input(&x)?;
         self.record(&v.layout.shape, out_dtype, |b, o| {
             self.kernels
                 .scan(b, op.name(), &v.strided(), axis, reverse, inclusive, o)
+        })
+    }
+
+    fn argsort(&self, x: View<'_, GpuBuffer>) -> Result<GpuBuffer> {
+        let mut dense = None;
+        let x = self.row_major(x, &mut dense)?;
+        let v = self.input(&x)?;
+        self.record(&v.layout.shape, DType::U32, |b, o| {
+            self.kernels.argsort(b, &v.strided(), o)
         })
     }
 

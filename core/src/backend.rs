@@ -179,6 +179,9 @@ pub trait Backend: Send + Sync + 'static {
         reverse: bool,
         inclusive: bool,
     ) -> Result<Self::Buffer>;
+    /// u32 indices sorting `x` (at least 1-D, any strides) along its last axis:
+    /// stable, NaN last, -0 equal to +0.
+    fn argsort(&self, x: View<'_, Self::Buffer>) -> Result<Self::Buffer>;
     /// u32 threefry-2x32 bits of `len` elements from row-major u32 `keys` (an even
     /// number of elements, at least 2; `len` a multiple of the key count), laid out
     /// as MLX's `RandomBits` ([`crate::random`] has the layout).
@@ -250,6 +253,7 @@ pub trait DynBackend: Send + Sync + 'static {
         axis: usize,
     ) -> Result<Buffer>;
     fn random_bits(&self, keys: DynView<'_>, len: usize) -> Result<Buffer>;
+    fn argsort(&self, x: DynView<'_>) -> Result<Buffer>;
     fn scan(
         &self,
         op: ReduceOp,
@@ -408,6 +412,10 @@ impl<B: Backend> DynBackend for B {
         Ok(Buffer::new(Backend::scan(
             self, op, x, axis, reverse, inclusive,
         )?))
+    }
+    fn argsort(&self, x: DynView<'_>) -> Result<Buffer> {
+        let x = typed::<B>(self, &x)?;
+        Ok(Buffer::new(Backend::argsort(self, x)?))
     }
     fn random_bits(&self, keys: DynView<'_>, len: usize) -> Result<Buffer> {
         let k = typed::<B>(self, &keys)?;

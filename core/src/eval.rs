@@ -161,6 +161,7 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
         }
         Primitive::Gather { axis } => be.gather(v(0), v(1), *axis)?,
         Primitive::RandomBits => be.random_bits(v(0), node.size())?,
+        Primitive::ArgSort => be.argsort(v(0))?,
         Primitive::Scan {
             op,
             axis,

@@ -339,6 +339,9 @@ pub enum Primitive {
         /// Whether element `i` includes input `i` (else the identity comes first).
         inclusive: bool,
     },
+    /// The u32 indices that sort input 0 along its last axis, stably (NaN last, -0
+    /// equal to +0: numpy's order).
+    ArgSort,
     /// Threefry-2x32 random bits (u32), MLX's layout: input 0 holds row-major u32
     /// keys `[..., 2]`; the output `[..., *shape]` gives each key a contiguous block
     /// ([`crate::random::bits`]).

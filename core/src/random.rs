@@ -5,6 +5,7 @@
 //! [`bernoulli`] give the values `mlx.core.random` gives for that key (the
 //! conformance suite checks goldens made by MLX). There is no hidden global state:
 //! [`split`] a key to get independent ones, and never reuse a key for two draws.
+//! [`permutation`] is MLX's too (an argsort of random words).
 //!
 //! Bit layout (MLX's `RandomBits`): for `E` words per key, `h = E / 2` and
 //! `o = E % 2`, the hash of counter `(c, c + h + o)` gives words `c` and `c + h + o`
@@ -226,4 +227,17 @@ pub fn categorical(key: &Array, logits: &Array, axis: isize) -> Result<Array> {
     }
     let g = gumbel(key, logits.shape(), DType::F32)?;
     o::argmax(&o::add(&g, &o::astype(logits, DType::F32)?)?, axis, false)
+}
+
+/// A random permutation of `0..n` (u32): the argsort of `n` random words, MLX's
+/// `permutation` (the same values for the same key).
+pub fn permutation(key: &Array, n: usize) -> Result<Array> {
+    o::argsort(&bits(key, &[n])?, Some(0))
+}
+
+/// `x` with its elements along `axis` in a random order (MLX's `permutation` of an
+/// array).
+pub fn shuffle(key: &Array, x: &Array, axis: isize) -> Result<Array> {
+    let ax = crate::layout::normalize_axis("random::shuffle", axis, x.ndim())?;
+    o::take(x, &permutation(key, x.shape()[ax])?, Some(ax as isize))
 }

@@ -24,6 +24,7 @@ const INDEX: &str = include_str!("wgsl/index.wgsl");
 const SCATTER: &str = include_str!("wgsl/scatter.wgsl");
 const RANDOM: &str = include_str!("wgsl/random.wgsl");
 const SCAN: &str = include_str!("wgsl/scan.wgsl");
+const SORT: &str = include_str!("wgsl/sort.wgsl");
 
 /// Kernel family of a module.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -65,6 +66,10 @@ pub enum Family {
     Scatter,
     /// Threefry-2x32 u32 bits from u32 keys (MLX's layout).
     RandomBits,
+    /// Bitonic argsort passes; the op names the entry point (`sort_init` reads the
+    /// input, `sort_global`/`sort_local` work in place on the pairs, `sort_finish`
+    /// reads the pairs).
+    Sort,
 }
 
 impl Family {
@@ -79,6 +84,7 @@ impl Family {
             Family::Norm => 1,
             Family::Select => 3,
             Family::Fill | Family::Arange => 0,
+            Family::Sort => 1,
         }
     }
 
@@ -90,6 +96,7 @@ impl Family {
             (Family::Matmul | Family::Gemv, _) => n == 2 || n == 3,
             (Family::Norm, _) => (1..=3).contains(&n),
             (Family::Reduce, Variant::ScanBlocks) => n == 1 || n == 2,
+            (Family::Sort, _) => n <= 1,
             _ => n == self.arity(),
         }
     }
@@ -238,6 +245,7 @@ impl ModuleSpec {
             (Family::Gather, _) => "gather",
             (Family::Scatter, _) => "scatter",
             (Family::RandomBits, _) => "random_bits",
+            (Family::Sort, _) => self.op,
             (Family::Matmul, _) if self.variant == Variant::Coop => "matmul_coop",
             (Family::Matmul, _) if self.variant == Variant::CoopDirect => "matmul_coop_direct",
             (Family::Matmul, _) => "matmul",
@@ -296,7 +304,9 @@ impl ModuleSpec {
     /// follow).
     pub fn input_bindings(&self) -> usize {
         match self.family {
-            Family::Matmul | Family::Gemv | Family::Norm | Family::Reduce => self.inputs.len(),
+            Family::Matmul | Family::Gemv | Family::Norm | Family::Reduce | Family::Sort => {
+                self.inputs.len()
+            }
             f => f.arity(),
         }
     }
@@ -633,6 +643,35 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             if spec.family == Family::Scatter {
                 files.push(SCATTER);
             }
+        }
+        Family::Sort => {
+            let ok = spec.output == DType::U32
+                && spec.variant == Variant::General
+                && match spec.op {
+                    "sort_init" => spec.inputs.len() == 1,
+                    "sort_global" | "sort_local" => spec.inputs.is_empty(),
+                    "sort_finish" => spec.inputs[..] == [DType::U32],
+                    _ => false,
+                };
+            if !ok {
+                return Err(Error::Shape(format!(
+                    "sort pass '{}' on {:?} -> {} ({:?})",
+                    spec.op, spec.inputs, spec.output, spec.variant
+                )));
+            }
+            if spec.op == "sort_init" {
+                let key = match spec.inputs[0].ct() {
+                    // NaN last (every NaN alike), -0 as +0, then sign-magnitude to
+                    // an unsigned order.
+                    Ct::F32 => {
+                        "let b = bitcast<u32>(v); if ((b & 0x7fffffffu) > 0x7f800000u) { return 0xffffffffu; } let c = select(b, 0u, b == 0x80000000u); return select(c | 0x80000000u, ~c, (c & 0x80000000u) != 0u);"
+                    }
+                    Ct::I32 => "return bitcast<u32>(v) ^ 0x80000000u;",
+                    Ct::U32 => "return v;",
+                };
+                writeln!(p, "fn sort_key(v: CA) -> u32 {{ {key} }}").unwrap();
+            }
+            files.push(SORT);
         }
         Family::RandomBits => {
             if spec.inputs[..] != [DType::U32]
@@ -1136,10 +1175,15 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
             Variant::General,
         ));
         v.push(spec(Family::Place, "place", vec![d], d, Variant::General));
+        let g = Variant::General;
         if d == DType::U32 {
-            let (fam, var) = (Family::RandomBits, Variant::General);
-            v.push(spec(fam, "random_bits", vec![d], d, var));
+            v.push(spec(Family::RandomBits, "random_bits", vec![d], d, g));
+            for op in ["sort_global", "sort_local"] {
+                v.push(spec(Family::Sort, op, vec![], d, g));
+            }
+            v.push(spec(Family::Sort, "sort_finish", vec![d], d, g));
         }
+        v.push(spec(Family::Sort, "sort_init", vec![d], DType::U32, g));
         for i in [DType::I32, DType::U32, DType::U8] {
             v.push(spec(
                 Family::Gather,

@@ -34,6 +34,7 @@ mod norm;
 mod ops;
 mod reduce;
 mod scan;
+mod sort;
 
 pub use compose::{Family, ModuleSpec, Target, Variant, compose, module_specs};
 pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided};

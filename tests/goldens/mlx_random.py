@@ -43,6 +43,9 @@ for seed, shape, lo, hi in [(9, [8], -5, 17), (10, [3, 3], 0, 2), (16, [1], 3, 4
 for seed, p, shape in [(11, 0.3, [16]), (12, 1.0, [4]), (13, 0.0, [4])]:
     cases.append({"op": "bernoulli", "seed": seed, "p": p, "shape": shape,
                   "values": vals(mx.random.bernoulli(p, shape, key=mx.random.key(seed)))})
+for seed, n in [(21, 10), (22, 1), (23, 300)]:
+    cases.append({"op": "permutation", "seed": seed, "n": n, "shape": [n],
+                  "values": vals(mx.random.permutation(n, key=mx.random.key(seed)))})
 print(f"# mlx {mx.__version__}")
 for c in cases:
     print(" ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in c.items()))

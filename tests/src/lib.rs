@@ -104,6 +104,8 @@ macro_rules! for_each_case {
             random_errors,
             scan_values,
             grad_scan,
+            sort_values,
+            permutation_and_grad_sort,
         }
     };
 }

@@ -3,7 +3,7 @@
 //! and rounds after each addition, in row-major order of the indices.
 
 use super::scalar::{Compute, Store, with_store};
-use super::strided::walk;
+use super::strided::{self, walk};
 use super::{CpuBackend, CpuBuffer};
 use crate::layout::{numel, row_major_strides};
 use crate::{Backend, Error, Result, ScatterOp, backend::View};
@@ -141,6 +141,47 @@ pub(super) fn scatter(
                         };
                     }
                 });
+        });
+    });
+    Ok(out)
+}
+
+/// Stable argsort of each row along the last axis: NaN last, -0 equal to +0.
+pub(super) fn argsort(x: View<'_, CpuBuffer>) -> Result<CpuBuffer> {
+    use super::scalar::Wide;
+    use std::cmp::Ordering;
+    let l = x.layout;
+    check(l.ndim() > 0, || {
+        "argsort of a zero-dimensional array".into()
+    })?;
+    let nd = l.ndim();
+    let n = l.shape[nd - 1];
+    let step = l.strides[nd - 1];
+    let mut rows = l.shape.clone();
+    rows[nd - 1] = 1;
+    let mut out = CpuBuffer::uninit(l.numel() * 4);
+    let o = out.as_mut_slice::<u32>();
+    let order = |a: &Wide, b: &Wide| match (a, b) {
+        (Wide::I(a), Wide::I(b)) => a.cmp(b),
+        (Wide::F(a), Wide::F(b)) => match (a.is_nan(), b.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => a.partial_cmp(b).unwrap_or(Ordering::Equal),
+        },
+        _ => Ordering::Equal,
+    };
+    with_store!(x.dtype, T => {
+        let src = x.buffer.as_slice::<T>();
+        let mut row_start = 0;
+        strided::walk::<1>(&rows, [&l.strides], [l.offset], |[i]| {
+            let vals: Vec<Wide> = (0..n)
+                .map(|p| src[(i as isize + p as isize * step) as usize].wide())
+                .collect();
+            let mut idx: Vec<u32> = (0..n as u32).collect();
+            idx.sort_by(|&a, &b| order(&vals[a as usize], &vals[b as usize]));
+            o[row_start..row_start + n].copy_from_slice(&idx);
+            row_start += n;
         });
     });
     Ok(out)

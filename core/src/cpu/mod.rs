@@ -672,6 +672,10 @@ impl Backend for CpuBackend {
         reduce::scan(op, x, axis, reverse, inclusive)
     }
 
+    fn argsort(&self, x: View<'_, CpuBuffer>) -> Result<CpuBuffer> {
+        index::argsort(x)
+    }
+
     fn random_bits(&self, keys: View<'_, CpuBuffer>, len: usize) -> Result<CpuBuffer> {
         random::random_bits(keys, len)
     }

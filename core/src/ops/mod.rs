@@ -17,6 +17,7 @@ mod linalg;
 mod nn;
 mod scan;
 mod shaping;
+mod sort;
 pub use index::{
     add_along_axis, gather_fill, one_hot, put_along_axis, scatter, scatter_add, take,
     take_along_axis,
@@ -33,6 +34,8 @@ pub use shaping::{
     PadMode, concatenate, flatten, moveaxis, pad, repeat, roll, split, split_at, stack, swapaxes,
     tile,
 };
+pub(crate) use sort::argsort_node;
+pub use sort::{argpartition, argsort, partition, sort, topk};
 
 pub(crate) fn op_device(first: &Array) -> Device {
     scoped_device().unwrap_or_else(|| first.device().clone())

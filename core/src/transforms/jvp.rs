@@ -39,7 +39,10 @@ pub(super) fn rule(e: &Entry, t: &[Option<Array>]) -> Result<Option<Array>> {
             Some(t0) => Some(o::astype(&t0.to_device(y.device())?, y.dtype())?),
             None => None,
         },
-        Primitive::Generate(_) | Primitive::ArgReduce { .. } | Primitive::RandomBits => None,
+        Primitive::Generate(_)
+        | Primitive::ArgReduce { .. }
+        | Primitive::RandomBits
+        | Primitive::ArgSort => None,
         Primitive::Matmul { alpha, beta } => {
             // α (ta b + a tb) + β tc, the second product fused with the first as its bias.
             let ab = t[0]

@@ -52,7 +52,7 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
                 ReduceOp::All | ReduceOp::Any => None,
             }]
         }
-        Primitive::ArgReduce { .. } | Primitive::RandomBits => vec![None],
+        Primitive::ArgReduce { .. } | Primitive::RandomBits | Primitive::ArgSort => vec![None],
         Primitive::Matmul { alpha, beta } => {
             // y = α a b + β c: da = α g bᵀ, db = α aᵀ g, dc = β g.
             let (a, b) = (&x[0], &x[1]);

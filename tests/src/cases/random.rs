@@ -96,6 +96,7 @@ pub fn random_matches_mlx(dev: &Device) {
                 &what,
                 random::bernoulli(&key, f["p"].parse().unwrap(), &shape),
             ),
+            "permutation" => ok(&what, random::permutation(&key, f["n"].parse().unwrap())),
             op => panic!("goldens: unknown op {op}"),
         };
         assert_eq!(got.shape(), &shape[..], "{what}: shape");
@@ -104,7 +105,7 @@ pub fn random_matches_mlx(dev: &Device) {
         assert_eq!(g, want, "{what}");
         n += 1;
     }
-    assert!(n >= 20, "only {n} golden cases read");
+    assert!(n >= 23, "only {n} golden cases read");
 }
 
 /// Large draws: bits against the reference threefry (odd and even counts, many

@@ -1,0 +1,113 @@
+//! Stable argsort along the last axis: bitonic sort of (key, index) pairs, entirely
+//! on the device. Rows of `n` are padded to a power of two `P`; steps whose
+//! compare distance fits a block of 1024 pairs run in workgroup memory
+//! (`sort_local`), longer ones one pass each (`sort_global`): about
+//! `log2(P/1024)^2 / 2` global passes for long rows.
+
+use crate::compose::{Family, Variant};
+use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::dtype::DType;
+use crate::elementwise::MAX_GROUPS;
+use crate::layout::{check_out, check_view, contiguous_strides};
+use crate::{Error, Result};
+
+/// Pairs per `sort_local` workgroup (SORT_BLOCK in sort.wgsl).
+const BLOCK: u64 = 1024;
+
+impl Kernels {
+    /// `out` (u32, `x`'s shape) = for each row along the last axis of the row-major
+    /// `x`, the indices that sort it ascending, stably; NaN sorts last and -0 equals
+    /// +0 (numpy's order).
+    pub fn argsort(&self, b: &mut Batch, x: &Strided, out: &Contig) -> Result<()> {
+        let dense = contiguous_strides(x.shape)
+            .iter()
+            .zip(x.strides)
+            .zip(x.shape)
+            .all(|((a, s), &d)| d == 1 || a == s);
+        if x.shape.is_empty() || out.shape != x.shape || out.dtype != DType::U32 || !dense {
+            return Err(Error::Shape(format!(
+                "argsort: {} {:?} (strides {:?}) into {} {:?} (needs a row-major input of at least one dimension and a u32 output)",
+                x.dtype, x.shape, x.strides, out.dtype, out.shape
+            )));
+        }
+        self.check_dtype(x.dtype)?;
+        check_view(x, "argsort input")?;
+        check_out(out)?;
+        let g = Variant::General;
+        let init = self.spec(Family::Sort, "sort_init", vec![x.dtype], DType::U32, g, 0);
+        let n = *x.shape.last().unwrap();
+        let rows: usize = x.shape[..x.shape.len() - 1].iter().product();
+        if n == 0 || rows == 0 {
+            crate::compose::compose(&init)?;
+            return Ok(());
+        }
+        let p2 = n.next_power_of_two() as u64;
+        let total = rows as u64 * p2;
+        if total * 2 > u32::MAX as u64 {
+            return Err(Error::Shape(format!(
+                "argsort: {rows} rows of {n} (padded to {p2}) exceed 2^31 pairs"
+            )));
+        }
+        let pairs = self.create_buffer(total * 8, Some("wmx argsort pairs"))?;
+        let params = |k: u64, j: u64, kmax: u64| {
+            vec![
+                total as u32,
+                p2 as u32,
+                n as u32,
+                k as u32,
+                j as u32,
+                x.offset as u32,
+                kmax as u32,
+                0,
+            ]
+        };
+        let wg = self.wg() as u64;
+        let spread = |items: u64| items.div_ceil(wg).min(MAX_GROUPS);
+        self.record(
+            b,
+            &init,
+            [pairs.clone(), x.buffer.clone()],
+            params(0, 0, 0),
+            spread(total),
+        )?;
+        let local = self.spec(Family::Sort, "sort_local", vec![], DType::U32, g, 0);
+        let global = self.spec(Family::Sort, "sort_global", vec![], DType::U32, g, 0);
+        let blocks = total.div_ceil(BLOCK);
+        // Every merge whose sequences fit a block, then each longer merge: its long
+        // steps one pass each, its short ones in one local pass.
+        let first = p2.min(BLOCK);
+        self.record(b, &local, [pairs.clone()], params(2, 0, first), blocks)?;
+        let mut k = first * 2;
+        while k <= p2 {
+            let mut j = k / 2;
+            while j >= BLOCK {
+                self.record(
+                    b,
+                    &global,
+                    [pairs.clone()],
+                    params(k, j, 0),
+                    spread(total / 2),
+                )?;
+                j /= 2;
+            }
+            self.record(b, &local, [pairs.clone()], params(k, 0, k), blocks)?;
+            k *= 2;
+        }
+        let finish = self.spec(
+            Family::Sort,
+            "sort_finish",
+            vec![DType::U32],
+            DType::U32,
+            g,
+            0,
+        );
+        let count = (rows * n) as u64;
+        self.record(
+            b,
+            &finish,
+            [out.buffer.clone(), pairs],
+            params(0, 0, 0),
+            spread(count),
+        )
+    }
+}
