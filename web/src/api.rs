@@ -8,7 +8,7 @@ use wasm_bindgen::prelude::*;
 use wmx_core::{self as wc, Array, DType, Device, DeviceKind, Slice};
 use wmx_webgpu::{RequestOptions, WebGpuBackend};
 
-type JsResult<T> = Result<T, JsError>;
+pub(crate) type JsResult<T> = Result<T, JsError>;
 
 thread_local! {
     /// The WebGPU device once opened (wasm is single-threaded).
@@ -317,7 +317,7 @@ impl Drop for NdArray {
     }
 }
 
-fn wrap(r: wc::Result<Array>) -> JsResult<NdArray> {
+pub(crate) fn wrap(r: wc::Result<Array>) -> JsResult<NdArray> {
     r.map(NdArray::wrap).map_err(err)
 }
 
@@ -387,7 +387,7 @@ fn operand(v: &JsValue, like: &Array) -> JsResult<Array> {
 }
 
 /// The first array-like argument as an array (numbers become f32 0-d arrays).
-fn lead(v: &JsValue) -> JsResult<Array> {
+pub(crate) fn lead(v: &JsValue) -> JsResult<Array> {
     if let Some(a) = as_ndarray(v)? {
         return Ok(a);
     }

@@ -38,7 +38,11 @@
 #[cfg(target_arch = "wasm32")]
 mod api;
 #[cfg(target_arch = "wasm32")]
+mod blocks;
+#[cfg(target_arch = "wasm32")]
 mod convert;
 
 #[cfg(target_arch = "wasm32")]
 pub use api::*;
+#[cfg(target_arch = "wasm32")]
+pub use blocks::*;

@@ -968,3 +968,83 @@ async fn softmax_and_norms() {
     let y = v(wmx::rms_norm(&xa, typed(&w, &[l], "f32"), None).unwrap());
     close(&read(&y).await, &rows(&rms), 1e-5, 1e-6, "rms_norm");
 }
+
+#[wasm_bindgen_test]
+async fn building_blocks() {
+    gpu().await;
+    // concatenate along the last axis (packed u8 words shared between inputs), take
+    // with negative and out-of-range indices, scatterAdd with duplicates.
+    let a = typed(&[1.0, 2.0, 3.0, 4.0], &[2, 2], "u8");
+    let b = typed(&[5.0, 6.0], &[2, 1], "u8");
+    let c = v(wmx::concatenate(js_sys::Array::of2(&a, &b).into(), Some(-1)).unwrap());
+    assert_eq!(shape_of(&c), vec![2, 3]);
+    assert_eq!(
+        read(&c).await,
+        vec![1.0, 2.0, 5.0, 3.0, 4.0, 6.0],
+        "concatenate"
+    );
+    let x = typed(&[10.0, 20.0, 30.0, 40.0], &[4], "f32");
+    let t = v(wmx::take(&x, &typed(&[-1.0, 0.0, 4.0], &[3], "i32"), Some(0)).unwrap());
+    let got = read(&t).await;
+    assert!(
+        got[0] == 40.0 && got[1] == 10.0 && got[2].is_nan(),
+        "take: {got:?}"
+    );
+    let z = typed(&[0.0; 3], &[3], "f32");
+    let s = v(wmx::scatter_add(
+        &z,
+        &typed(&[2.0, 0.0, 2.0, 2.0], &[4], "i32"),
+        &typed(&[1.0, 2.0, 3.0, 4.0], &[4], "f32"),
+        0,
+    )
+    .unwrap());
+    assert_eq!(read(&s).await, vec![2.0, 0.0, 8.0], "scatterAdd");
+    // cumsum over several GPU blocks (exact on integers), sort with NaN, topk.
+    let n = 5000;
+    let xs: Vec<f64> = (0..n).map(|i| (i % 7) as f64 - 3.0).collect();
+    let cs = read(&v(
+        wmx::cumsum(&typed(&xs, &[n], "f32"), None, None, None).unwrap()
+    ))
+    .await;
+    let mut acc = 0.0;
+    for (i, &g) in cs.iter().enumerate() {
+        acc += xs[i];
+        assert_eq!(g, acc, "cumsum element {i}");
+    }
+    let u = typed(&[3.0, f64::NAN, -1.0, 3.0, 0.5], &[5], "f32");
+    let idx = read(&v(wmx::argsort(&u, None).unwrap())).await;
+    assert_eq!(idx, vec![2.0, 4.0, 0.0, 3.0, 1.0], "argsort");
+    let tk = wmx::topk(&typed(&[1.0, 9.0, 4.0, 7.0], &[4], "f32"), 2, None).unwrap();
+    assert_eq!(read(&tk.get(0)).await, vec![9.0, 7.0], "topk values");
+    assert_eq!(read(&tk.get(1)).await, vec![1.0, 3.0], "topk indices");
+    // Random numbers: MLX's values for the same keys (tests/goldens/mlx_random.txt).
+    let k0 = v(wmx::random_key(0.0).unwrap());
+    let bits = read(&v(wmx::random_bits(&k0, shape(&[10])).unwrap())).await;
+    let want = [
+        1524306142.0,
+        2595015335.0,
+        1836460763.0,
+        990488084.0,
+        1416732029.0,
+        1887795613.0,
+        1078027127.0,
+        1191019179.0,
+        3297765038.0,
+        3069809391.0,
+    ];
+    assert_eq!(bits, want, "randomBits");
+    let k21 = v(wmx::random_key(21.0).unwrap());
+    let p = read(&v(wmx::random_permutation(&k21, 10).unwrap())).await;
+    assert_eq!(
+        p,
+        vec![9.0, 2.0, 4.0, 7.0, 3.0, 5.0, 1.0, 0.0, 6.0, 8.0],
+        "randomPermutation"
+    );
+    let k1 = v(wmx::random_key(1.0).unwrap());
+    let uni = read(&v(
+        wmx::random_uniform(&k1, shape(&[6]), None, None, U).unwrap()
+    ))
+    .await;
+    assert_eq!(uni[0], 0.8307938575744629, "randomUniform");
+    assert!(wmx::random_key(-1.0).is_err(), "randomKey(-1) is an error");
+}

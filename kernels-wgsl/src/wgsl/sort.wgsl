@@ -61,8 +61,11 @@ fn sort_global(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
 }
 
 // Every step (k, j) with k in [P[3], P[6]] and j < SORT_BLOCK, j <= k / 2, on
-// blocks of SORT_BLOCK pairs in workgroup memory. The loops have constant bounds
-// so barriers stay in uniform control flow; inactive steps only skip their work.
+// blocks of SORT_BLOCK pairs in workgroup memory. The bounds go through
+// workgroupUniformLoad so the loops (and their barriers) are uniform.
+var<workgroup> KMIN: u32;
+var<workgroup> KMAX: u32;
+
 @compute @workgroup_size(WG)
 fn sort_local(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
               @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -70,6 +73,10 @@ fn sort_local(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_
     let total = P[0];
     let p2 = P[1];
     let base = (wid.x + wid.y * nwg.x) * SORT_BLOCK;
+    if (lid == 0u) {
+        KMIN = P[3];
+        KMAX = P[6];
+    }
     for (var e = lid; e < SORT_BLOCK; e += WG) {
         let g = base + e;
         if (g < total) {
@@ -77,16 +84,16 @@ fn sort_local(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_
             SI[e] = O[2u * g + 1u];
         }
     }
-    for (var kk = 1u; kk < 32u; kk++) {
-        let k = 1u << kk;
-        for (var j = SORT_BLOCK / 2u; j > 0u; j >>= 1u) {
+    let kmin = workgroupUniformLoad(&KMIN);
+    let kmax = workgroupUniformLoad(&KMAX);
+    for (var k = kmin; k <= kmax && k != 0u; k <<= 1u) {
+        for (var j = min(k / 2u, SORT_BLOCK / 2u); j > 0u; j >>= 1u) {
             workgroupBarrier();
-            let live = k >= P[3] && k <= P[6] && j <= k / 2u;
             for (var t = lid; t < SORT_BLOCK / 2u; t += WG) {
                 let i = 2u * t - (t & (j - 1u));
                 let l = i + j;
                 let g = base + i;
-                if (live && g + j < total) {
+                if (g + j < total) {
                     let asc = ((g % p2) & k) == 0u;
                     let ka = SK[i];
                     let ia = SI[i];

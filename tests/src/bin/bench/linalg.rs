@@ -5,7 +5,6 @@
 //! `tests/bench/torch_linalg.py` measures the same cases with PyTorch (cuBLAS).
 
 use super::{Res, Row, Stamps, err, host, median, random, sample_n};
-use std::time::Instant;
 use wmx::{Array, DType, Device};
 
 /// One product: `batch` × (`m` × `k`) @ (`k` × `n`); `ta`: `a` is a transposed view.
@@ -129,30 +128,7 @@ fn bench_norm(
         }
     }
     let iters = if smoke { 2 } else { 50 };
-    let gpu = wmx::webgpu::backend(dev);
-    let measure = || -> Res<f64> {
-        dev.synchronize().map_err(err)?;
-        let ms = match (stamps, gpu) {
-            (Some(s), Some(g)) => {
-                g.write_timestamp(&s.set, 0).map_err(err)?;
-                for _ in 0..iters {
-                    wmx::eval(&[run().map_err(err)?]).map_err(err)?;
-                }
-                g.write_timestamp(&s.set, 1).map_err(err)?;
-                dev.synchronize().map_err(err)?;
-                s.elapsed_ms()?
-            }
-            _ => {
-                let t = Instant::now();
-                for _ in 0..iters {
-                    wmx::eval(&[run().map_err(err)?]).map_err(err)?;
-                }
-                dev.synchronize().map_err(err)?;
-                t.elapsed().as_secs_f64() * 1e3
-            }
-        };
-        Ok(ms / iters as f64)
-    };
+    let measure = || super::blocks::time_evals(dev, stamps, iters, &run);
     let samples = sample_n(smoke, reps, 1000.0, measure)?;
     let ms = median(samples);
     let bytes = 2.0 * (r * l * dtype.size()) as f64;
@@ -286,30 +262,7 @@ fn bench_case(
     } else {
         ((2e11 / c.flops().max(c.bytes() * 50.0)) as usize).clamp(5, 200)
     };
-    let gpu = wmx::webgpu::backend(dev);
-    let measure = || -> Res<f64> {
-        dev.synchronize().map_err(err)?;
-        let ms = match (stamps, gpu) {
-            (Some(s), Some(g)) => {
-                g.write_timestamp(&s.set, 0).map_err(err)?;
-                for _ in 0..iters {
-                    wmx::eval(&[wmx::matmul(&a, &b).map_err(err)?]).map_err(err)?;
-                }
-                g.write_timestamp(&s.set, 1).map_err(err)?;
-                dev.synchronize().map_err(err)?;
-                s.elapsed_ms()?
-            }
-            _ => {
-                let t = Instant::now();
-                for _ in 0..iters {
-                    wmx::eval(&[wmx::matmul(&a, &b).map_err(err)?]).map_err(err)?;
-                }
-                dev.synchronize().map_err(err)?;
-                t.elapsed().as_secs_f64() * 1e3
-            }
-        };
-        Ok(ms / iters as f64)
-    };
+    let measure = || super::blocks::time_evals(dev, stamps, iters, &|| wmx::matmul(&a, &b));
     let samples = sample_n(smoke, reps, 1000.0, measure)?;
     let ms = median(samples.clone());
     let row = Row {

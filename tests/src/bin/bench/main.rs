@@ -30,9 +30,12 @@
 //! - `kernels` path: the launches are recorded into one `Batch` (one compute pass)
 //!   and bracketed by timestamps in the same command encoder.
 //!
+//! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
+//! scatter_add; `tests/bench/torch_blocks.py` is their PyTorch side).
 //! `--smoke` runs small sizes with one repetition, checks every result and the
 //! 1000-op chain, and asserts nothing about timings (`tests/tests/bench_smoke.rs`).
 
+mod blocks;
 mod linalg;
 
 use std::fmt::Write as _;
@@ -59,6 +62,8 @@ struct Options {
     chain: usize,
     /// Only the matrix-product cases (`linalg.rs`); smoke runs check both.
     linalg: bool,
+    /// Only the building-block cases (`blocks.rs`); smoke runs check them too.
+    blocks: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
     sizes_given: bool,
 }
@@ -75,6 +80,7 @@ impl Options {
             smoke: false,
             chain: 1000,
             linalg: false,
+            blocks: false,
             sizes_given: false,
         };
         let mut sizes_given = false;
@@ -108,10 +114,11 @@ impl Options {
                 "--chain" => o.chain = val()?.parse().map_err(err)?,
                 "--smoke" => o.smoke = true,
                 "--linalg" => o.linalg = true,
+                "--blocks" => o.blocks = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1208,7 +1215,10 @@ fn run(o: &Options) -> Res<Vec<Row>> {
             &mut rows,
         )?;
     }
-    for &dtype in o.dtypes.iter().filter(|_| !o.linalg) {
+    if o.blocks || o.smoke {
+        blocks::bench_blocks(&dev, stamps.as_ref(), o.smoke, o.reps, &mut rows)?;
+    }
+    for &dtype in o.dtypes.iter().filter(|_| !o.linalg && !o.blocks) {
         if dev.check_dtype(dtype).is_err() {
             println!("skipping {}: not supported on {dev}", dtype_name(dtype));
             continue;
@@ -1233,7 +1243,7 @@ fn run(o: &Options) -> Res<Vec<Row>> {
             }
         }
     }
-    if o.chain > 0 && !o.linalg && o.paths.iter().any(|p| p == "wmx") {
+    if o.chain > 0 && !o.linalg && !o.blocks && o.paths.iter().any(|p| p == "wmx") {
         bench_chain(&dev, o.chain, o.reps, &mut rows)?;
     }
     if let Some(path) = &o.json {

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""PyTorch reference for wmx's building-block cases (bench --blocks), run in the
+same call as the wmx bench:
+
+    python3 tests/bench/torch_blocks.py --json torch_blocks.json
+
+Same case names, sizes and byte counts as tests/src/bin/bench/blocks.rs:
+torch.cat, indexing x[idx], torch.cumsum, torch.sort, torch.rand and
+index_add_ (scatter_add into bins), all f32.
+"""
+import argparse
+import json
+
+import torch
+from torch_timing import time_ms
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--json")
+    args = p.parse_args()
+    dev = "cuda"
+    g = torch.Generator(device=dev).manual_seed(0)
+    rand = lambda n: torch.rand(n, device=dev, generator=g) * 2 - 1
+    cases = []
+    n = 1 << 25
+    a, b = rand(n), rand(n)
+    cases.append((f"concat_2x{n}", 2 * n, 16.0 * n, lambda: torch.cat([a, b])))
+    n = 1 << 24
+    x = rand(n)
+    idx = torch.randint(0, n, (n,), device=dev, generator=g, dtype=torch.int32)
+    cases.append((f"take_{n}", n, 12.0 * n, lambda: x[idx]))
+    n = 1 << 26
+    y = rand(n)
+    cases.append((f"cumsum_{n}", n, 8.0 * n, lambda: torch.cumsum(y, 0)))
+    n = 1 << 24
+    z = rand(n)
+    cases.append((f"sort_{n}", n, 8.0 * n, lambda: torch.sort(z)))
+    n = 1 << 26
+    cases.append((f"uniform_{n}", n, 4.0 * n, lambda n=n: torch.rand(n, device=dev)))
+    n, bins = 1 << 24, 1 << 20
+    upd = rand(n)
+    bidx = torch.randint(0, bins, (n,), device=dev, generator=g)
+    zeros = torch.zeros(bins, device=dev)
+    cases.append((f"scatter_add_{n}_into_{bins}", n, 12.0 * n,
+                  lambda: zeros.clone().index_add_(0, bidx, upd)))
+    rows = []
+    for op, count, nbytes, fn in cases:
+        ms = time_ms(fn, 20)
+        row = {"op": op, "dtype": "float32", "n": count, "ms": ms, "gbps": nbytes / (ms * 1e6),
+               "path": "torch", "device": torch.cuda.get_device_name()}
+        print(f"torch    {op:<28} float32   {ms * 1e3:10.1f} us {row['gbps']:8.1f} GB/s")
+        rows.append(row)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
