@@ -677,11 +677,34 @@ impl Backend for WebGpuBackend {
         })
     }
 
-    fn random_bits(&self, keys: View<'_, GpuBuffer>, len: usize) -> Result<GpuBuffer> {
+    fn random_bits(
+        &self,
+        keys: View<'_, GpuBuffer>,
+        len: usize,
+        dtype: DType,
+    ) -> Result<GpuBuffer> {
         let k = self.input(&keys)?;
-        self.record(&[len], DType::U32, |b, o| {
-            self.kernels.random_bits(b, &k.strided(), o)
-        })
+        let cap = wmx_core::cpu::below_one(dtype);
+        let word = if dtype == DType::U32 {
+            dtype
+        } else {
+            DType::F32
+        };
+        let words = self.record(&[len], word, |b, o| {
+            self.kernels.random_bits(b, &k.strided(), cap, o)
+        })?;
+        if word == dtype {
+            return Ok(words);
+        }
+        // 16-bit draws: the f32 values rounded (the pair of words a hash writes is
+        // not one packed word).
+        let layout = Layout::contiguous(&[len]);
+        let v = View {
+            buffer: &words,
+            dtype: word,
+            layout: &layout,
+        };
+        Backend::copy(self, v, dtype)
     }
 
     fn gather(

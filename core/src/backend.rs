@@ -185,7 +185,14 @@ pub trait Backend: Send + Sync + 'static {
     /// u32 threefry-2x32 bits of `len` elements from row-major u32 `keys` (an even
     /// number of elements, at least 2; `len` a multiple of the key count), laid out
     /// as MLX's `RandomBits` ([`crate::random`] has the layout).
-    fn random_bits(&self, keys: View<'_, Self::Buffer>, len: usize) -> Result<Self::Buffer>;
+    /// A float `dtype` gives each word's unit-interval value instead
+    /// ([`crate::Primitive::RandomBits`]).
+    fn random_bits(
+        &self,
+        keys: View<'_, Self::Buffer>,
+        len: usize,
+        dtype: DType,
+    ) -> Result<Self::Buffer>;
 }
 
 /// A backend buffer with its type erased, shared by every array viewing it.
@@ -252,7 +259,7 @@ pub trait DynBackend: Send + Sync + 'static {
         updates: DynView<'_>,
         axis: usize,
     ) -> Result<Buffer>;
-    fn random_bits(&self, keys: DynView<'_>, len: usize) -> Result<Buffer>;
+    fn random_bits(&self, keys: DynView<'_>, len: usize, dtype: DType) -> Result<Buffer>;
     fn argsort(&self, x: DynView<'_>) -> Result<Buffer>;
     fn scan(
         &self,
@@ -417,9 +424,9 @@ impl<B: Backend> DynBackend for B {
         let x = typed::<B>(self, &x)?;
         Ok(Buffer::new(Backend::argsort(self, x)?))
     }
-    fn random_bits(&self, keys: DynView<'_>, len: usize) -> Result<Buffer> {
+    fn random_bits(&self, keys: DynView<'_>, len: usize, dtype: DType) -> Result<Buffer> {
         let k = typed::<B>(self, &keys)?;
-        Ok(Buffer::new(Backend::random_bits(self, k, len)?))
+        Ok(Buffer::new(Backend::random_bits(self, k, len, dtype)?))
     }
     fn gather(&self, x: DynView<'_>, indices: DynView<'_>, axis: usize) -> Result<Buffer> {
         let (x, i) = (typed::<B>(self, &x)?, typed::<B>(self, &indices)?);

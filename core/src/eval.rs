@@ -160,7 +160,7 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
             be.concatenate(&views, *axis)?
         }
         Primitive::Gather { axis } => be.gather(v(0), v(1), *axis)?,
-        Primitive::RandomBits => be.random_bits(v(0), node.size())?,
+        Primitive::RandomBits => be.random_bits(v(0), node.size(), node.dtype())?,
         Primitive::ArgSort => be.argsort(v(0))?,
         Primitive::Scan {
             op,

@@ -342,9 +342,11 @@ pub enum Primitive {
     /// The u32 indices that sort input 0 along its last axis, stably (NaN last, -0
     /// equal to +0: numpy's order).
     ArgSort,
-    /// Threefry-2x32 random bits (u32), MLX's layout: input 0 holds row-major u32
-    /// keys `[..., 2]`; the output `[..., *shape]` gives each key a contiguous block
-    /// ([`crate::random::bits`]).
+    /// Threefry-2x32 random bits, MLX's layout: input 0 holds row-major u32 keys
+    /// `[..., 2]`; the output `[..., *shape]` gives each key a contiguous block
+    /// ([`crate::random::bits`]). A u32 output holds the bits; a float output holds
+    /// MLX's unit-interval value of each word, `min(f32(bits) * 2^-32, the largest
+    /// value below 1 in the dtype)` rounded to the dtype (one pass for `uniform`).
     RandomBits,
     /// A primitive defined outside core.
     Custom(Arc<dyn CustomPrimitive>),

@@ -46,14 +46,15 @@ fn check_key(op: &'static str, key: &Array) -> Result<()> {
 /// Uniformly distributed u32 bits of `shape` (MLX's `bits` with width 4).
 pub fn bits(key: &Array, shape: &[usize]) -> Result<Array> {
     check_key("random::bits", key)?;
-    bits_node(key, shape)
+    bits_node(key, shape, DType::U32)
 }
 
-/// The primitive for keys `[..., 2]` and the output shape `[..., *shape]`.
-pub(crate) fn bits_node(keys: &Array, out_shape: &[usize]) -> Result<Array> {
+/// The primitive for keys `[..., 2]` and the output shape `[..., *shape]`: u32
+/// bits, or for a float `dtype` their unit-interval values.
+pub(crate) fn bits_node(keys: &Array, out_shape: &[usize], dtype: DType) -> Result<Array> {
     let keys = o::contiguous(keys)?;
     let d = op_device(&keys);
-    node(Primitive::RandomBits, vec![keys], out_shape, DType::U32, d)
+    node(Primitive::RandomBits, vec![keys], out_shape, dtype, d)
 }
 
 /// `num` new keys `[num, 2]` from `key` (MLX's `split`); take row `i` with
@@ -126,20 +127,12 @@ fn below(x: f64, dtype: DType) -> f64 {
     }
 }
 
-/// Uniform on `[0, 1)` in `dtype`, MLX's way.
+/// Uniform on `[0, 1)` in `dtype`, MLX's way, in the bits' own pass: MLX divides
+/// `f32(bits)` by f32(2^32 - 1), which is 2^32 (so a multiply by 2^-32 is the same
+/// exact scaling), caps it below 1 in `dtype` and casts.
 fn unit(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
-    // The largest value below 1 in the target dtype.
-    let below_one = match dtype {
-        DType::F16 => 1.0 - 2f64.powi(-11),
-        DType::BF16 => 1.0 - 2f64.powi(-8),
-        _ => 1.0 - 2f64.powi(-24),
-    };
-    // MLX divides by f32(2^32 - 1), which is 2^32: a multiply by 2^-32 is the same
-    // exact scaling, and a multiply is correctly rounded on every GPU.
-    let b = o::astype(&bits(key, shape)?, DType::F32)?;
-    let u = o::multiply(&b, &constant(key, 2f64.powi(-32), DType::F32)?)?;
-    let u = o::minimum(&u, &constant(key, below_one, DType::F32)?)?;
-    o::astype(&u, dtype)
+    check_key("random::bits", key)?;
+    bits_node(key, shape, dtype)
 }
 
 /// Normal samples `loc + scale * z` of `shape` and float `dtype`, `z` from the

@@ -295,10 +295,12 @@ impl Kernels {
 }
 
 impl Kernels {
-    /// Threefry-2x32 bits into the u32 `out` from the row-major u32 `keys` (an even
-    /// number of words, at least 2; `out`'s length a multiple of the key count): each
-    /// key fills its contiguous block of `out` in MLX's `RandomBits` layout.
-    pub fn random_bits(&self, b: &mut Batch, keys: &Strided, out: &Contig) -> Result<()> {
+    /// Threefry-2x32 bits into `out` from the row-major u32 `keys` (an even number
+    /// of words, at least 2; `out`'s length a multiple of the key count): each key
+    /// fills its contiguous block of `out` in MLX's `RandomBits` layout. A u32 `out`
+    /// gets the bits; an f32 `out` gets `min(f32(bits) * 2^-32, cap)` (`cap` below 1:
+    /// MLX's uniform draws).
+    pub fn random_bits(&self, b: &mut Batch, keys: &Strided, cap: f32, out: &Contig) -> Result<()> {
         let nk_words = keys.shape.iter().product::<usize>();
         let nk = nk_words / 2;
         let len = out.numel();
@@ -308,7 +310,8 @@ impl Kernels {
             .zip(keys.shape)
             .all(|((a, b), &d)| d == 1 || a == b);
         if keys.dtype != DType::U32
-            || out.dtype != DType::U32
+            || !matches!(out.dtype, DType::U32 | DType::F32)
+            || !(cap > 0.0 && cap < 1.0)
             || nk == 0
             || nk_words % 2 != 0
             || !len.is_multiple_of(nk)
@@ -343,6 +346,8 @@ impl Kernels {
             odd as u32,
             e as u32,
             keys.offset as u32,
+            (out.dtype == DType::F32) as u32,
+            cap.to_bits(),
         ];
         let groups = (items as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
         self.record(

@@ -9,6 +9,7 @@ mod index;
 mod matmul;
 mod norm;
 mod random;
+pub use random::{below_one, threefry2x32};
 mod reduce;
 pub mod scalar;
 pub mod strided;
@@ -676,8 +677,13 @@ impl Backend for CpuBackend {
         index::argsort(x)
     }
 
-    fn random_bits(&self, keys: View<'_, CpuBuffer>, len: usize) -> Result<CpuBuffer> {
-        random::random_bits(keys, len)
+    fn random_bits(
+        &self,
+        keys: View<'_, CpuBuffer>,
+        len: usize,
+        dtype: DType,
+    ) -> Result<CpuBuffer> {
+        random::random_bits(keys, len, dtype)
     }
 
     fn gather(

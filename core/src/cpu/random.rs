@@ -1,6 +1,7 @@
 //! Threefry-2x32 random bits on the host, in MLX's layout (see `crate::random`).
 
 use super::CpuBuffer;
+use super::scalar::{Store, Wide, with_store};
 use crate::{DType, Error, Result, backend::View};
 
 /// Threefry-2x32 with 20 rounds: the hash of counter `x` under `key`.
@@ -19,7 +20,43 @@ pub fn threefry2x32(key: [u32; 2], x: [u32; 2]) -> [u32; 2] {
     [a, b]
 }
 
-pub(super) fn random_bits(keys: View<'_, CpuBuffer>, len: usize) -> Result<CpuBuffer> {
+/// The largest value below 1 in a float dtype (MLX's cap of uniform draws).
+pub fn below_one(dtype: DType) -> f32 {
+    match dtype {
+        DType::F16 => 1.0 - 2f32.powi(-11),
+        DType::BF16 => 1.0 - 2f32.powi(-8),
+        _ => 1.0 - 2f32.powi(-24),
+    }
+}
+
+/// Bits, or for a float `dtype` their unit-interval values (see
+/// `Primitive::RandomBits`).
+pub(super) fn random_bits(
+    keys: View<'_, CpuBuffer>,
+    len: usize,
+    dtype: DType,
+) -> Result<CpuBuffer> {
+    let words = bits(keys, len)?;
+    if dtype == DType::U32 {
+        return Ok(words);
+    }
+    if !dtype.is_float() {
+        return Err(Error::invalid(
+            "random_bits",
+            format!("{dtype} output (u32 bits or a float dtype)"),
+        ));
+    }
+    let cap = below_one(dtype);
+    let w = words.as_slice::<u32>();
+    Ok(with_store!(dtype, T => super::output::<T>(len, |out| {
+        for (o, &b) in out.iter_mut().zip(w) {
+            let u = (b as f32 * 2f32.powi(-32)).min(cap);
+            *o = T::from_wide(Wide::F(u as f64));
+        }
+    })))
+}
+
+fn bits(keys: View<'_, CpuBuffer>, len: usize) -> Result<CpuBuffer> {
     let nk = keys.layout.numel() / 2;
     if keys.dtype != DType::U32
         || !keys.layout.is_row_contiguous()

@@ -253,7 +253,9 @@ fn rule(e: &Entry, ins: &[(Array, bool)], b: usize) -> Result<Array> {
         // The batch axis is first: the last axis stays last.
         Primitive::ArgSort => o::argsort_node(x0)?,
         // Batched keys [B, ..., 2] give each example its block of bits.
-        Primitive::RandomBits => crate::random::bits_node(x0, &with_batch(b, y.shape()))?,
+        Primitive::RandomBits => {
+            crate::random::bits_node(x0, &with_batch(b, y.shape()), y.dtype())?
+        }
         Primitive::Gather { axis } => {
             let v = all_batched()?;
             o::gather_node(&v[0], &v[1], axis + 1)?

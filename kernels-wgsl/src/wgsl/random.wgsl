@@ -1,9 +1,17 @@
 // Threefry-2x32 random bits in MLX's layout. Parameters: [items, per_key, h, odd,
-// e, key_offset]: each key (two u32 words of input a, row-major from key_offset)
+// e, key_offset, unit, cap]: each key (two u32 words of input a, row-major from key_offset)
 // owns e = 2h + odd output words; item c < h of a key hashes counter (c, c+h+odd)
 // into words c and c+h+odd, and item h (odd e only) hashes (h, 0) into word h.
 
+// unit = 1 writes MLX's uniform draw of each word instead, min(f32(w) * 2^-32, cap)
+// (multiplying by 2^-32 is exact, so this is MLX's division by f32(2^32 - 1) = 2^32).
+
 fn rotl(x: u32, r: u32) -> u32 { return (x << r) | (x >> (32u - r)); }
+
+fn emit(w: u32) -> u32 {
+    if (P[6] == 0u) { return w; }
+    return bitcast<u32>(min(f32(w) * 2.3283064365386963e-10, bitcast<f32>(P[7])));
+}
 
 // 20 rounds, key schedule ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA).
 fn threefry2x32(key: vec2<u32>, ctr: vec2<u32>) -> vec2<u32> {
@@ -35,10 +43,10 @@ fn random_bits(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
         let base = k * P[4];
         if (c < h) {
             let r = threefry2x32(key, vec2<u32>(c, c + hi));
-            O[base + c] = r.x;
-            O[base + c + hi] = r.y;
+            O[base + c] = emit(r.x);
+            O[base + c + hi] = emit(r.y);
         } else {
-            O[base + c] = threefry2x32(key, vec2<u32>(c, 0u)).x;
+            O[base + c] = emit(threefry2x32(key, vec2<u32>(c, 0u)).x);
         }
     }
 }

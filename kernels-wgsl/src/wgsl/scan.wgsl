@@ -8,8 +8,12 @@
 
 const SCAN_K: u32 = 8u;              // elements per invocation in scan_blocks
 
-var<workgroup> SV: array<ACC, 2048>; // WG * SCAN_K elements of one block
+// WG * SCAN_K elements of one block, one padding word per 32 so that invocations
+// reading their SCAN_K consecutive elements hit different banks.
+var<workgroup> SV: array<ACC, 2112>;
 var<workgroup> ST: array<ACC, 256>;  // per-invocation totals
+
+fn sv(e: u32) -> u32 { return e + (e >> 5u); }
 
 // Position in memory of logical position p of a line of `len` (reversed scans walk
 // backwards).
@@ -62,13 +66,13 @@ fn scan_blocks(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup
         if (valid && p < len) {
             v = acc_load(ld_a(P[4] + row + scan_pos(p, len)));
         }
-        SV[k * WG + lid] = v;
+        SV[sv(k * WG + lid)] = v;
     }
     workgroupBarrier();
     var s = acc_init();
     for (var k = 0u; k < SCAN_K; k++) {
-        s = combine(s, SV[lid * SCAN_K + k]);
-        SV[lid * SCAN_K + k] = s;
+        s = combine(s, SV[sv(lid * SCAN_K + k)]);
+        SV[sv(lid * SCAN_K + k)] = s;
     }
     ST[lid] = s;
     workgroupBarrier();
@@ -87,8 +91,8 @@ fn scan_blocks(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup
     var prev = prefix;
     for (var k = 0u; k < SCAN_K; k++) {
         let e = lid * SCAN_K + k;
-        let incl = combine(prefix, SV[e]);
-        SV[e] = select(incl, prev, excl);
+        let incl = combine(prefix, SV[sv(e)]);
+        SV[sv(e)] = select(incl, prev, excl);
         prev = incl;
     }
     workgroupBarrier();
@@ -97,7 +101,7 @@ fn scan_blocks(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup
     } else if (valid) {
         for (var k = 0u; k < SCAN_K; k++) {
             let p = p0 + k * WG + lid;
-            if (p < len) { O[row + scan_pos(p, len)] = st_acc(SV[k * WG + lid]); }
+            if (p < len) { O[row + scan_pos(p, len)] = st_acc(SV[sv(k * WG + lid)]); }
         }
     }
 }
