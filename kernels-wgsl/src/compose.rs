@@ -241,7 +241,7 @@ impl ModuleSpec {
             (Family::Fill, _) => "fill",
             (Family::Arange, _) => "arange",
             (Family::SliceUpdate, _) => "slice_update",
-            (Family::Place, _) => "place",
+            (Family::Place, _) => self.op,
             (Family::Gather, _) => "gather",
             (Family::Scatter, _) => "scatter",
             (Family::RandomBits, _) => "random_bits",
@@ -899,7 +899,7 @@ fn index_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
         return bad("has only the general variant");
     }
     let idx = match spec.family {
-        Family::Place if raw => return Ok(()),
+        Family::Place if raw && matches!(spec.op, "place" | "place_flat") => return Ok(()),
         Family::Place => return bad("moves bits of one dtype"),
         Family::Gather if !raw => return bad("moves bits of one dtype"),
         Family::Gather => (1, ins[1]),
@@ -1175,6 +1175,13 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
             Variant::General,
         ));
         v.push(spec(Family::Place, "place", vec![d], d, Variant::General));
+        v.push(spec(
+            Family::Place,
+            "place_flat",
+            vec![d],
+            d,
+            Variant::General,
+        ));
         let g = Variant::General;
         if d == DType::U32 {
             v.push(spec(Family::RandomBits, "random_bits", vec![d], d, g));

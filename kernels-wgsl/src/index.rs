@@ -104,6 +104,40 @@ impl Kernels {
             let first = lo * inner;
             let last = (outer - 1) * out.shape[axis] * inner + (lo + cnt) * inner - 1;
             let (w0, w1) = (first >> lo_shift, (last >> lo_shift) + 1);
+            // One range of whole words from a row-major input: a straight word copy.
+            let epw = out.dtype.epw();
+            let dense = crate::layout::contiguous_strides(x.shape)
+                .iter()
+                .zip(x.strides)
+                .zip(x.shape)
+                .all(|((a, s), &d)| d == 1 || a == s);
+            if outer == 1
+                && dense
+                && first.is_multiple_of(epw)
+                && (last + 1).is_multiple_of(epw)
+                && x.offset.is_multiple_of(epw)
+            {
+                let flat = self.spec(
+                    Family::Place,
+                    "place_flat",
+                    vec![out.dtype],
+                    out.dtype,
+                    Variant::General,
+                    0,
+                );
+                let words = (w1 - w0) as u64;
+                let params = vec![w0 as u32, words as u32, (x.offset / epw) as u32];
+                let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
+                self.record(
+                    b,
+                    &flat,
+                    [out.buffer.clone(), x.buffer.clone()],
+                    params,
+                    groups,
+                )?;
+                lo += cnt;
+                continue;
+            }
             let mut params = vec![
                 w0 as u32,
                 w1 as u32,

@@ -69,6 +69,28 @@ fn place(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wi
     }
 }
 
+// place_flat: [w0, nwords, in_word_off]: the words of a contiguous input copied to
+// output words w0.., four independent, coalesced word copies per invocation and
+// iteration (the whole-box fast path: a row-major input whose box is one range of
+// whole words).
+@compute @workgroup_size(WG)
+fn place_flat(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+              @builtin(num_workgroups) nwg: vec3<u32>) {
+    let n = P[1];
+    let step = thread_count(nwg);
+    for (var i = thread_index(lid, wid, nwg); i < n; i += 4u * step) {
+        var v: array<u32, 4>;
+        for (var k = 0u; k < 4u; k++) {
+            let j = i + k * step;
+            if (j < n) { v[k] = wa(P[2] + j); }
+        }
+        for (var k = 0u; k < 4u; k++) {
+            let j = i + k * step;
+            if (j < n) { O[P[0] + j] = v[k]; }
+        }
+    }
+}
+
 // gather: [n, rank, axis, N, off_x, off_idx, fill, 0, shape[rank], strides_x[rank],
 // strides_idx[rank]]: out[p] = x[p with p[axis] = idx[p]], `fill` (bits) where the
 // index is outside 0..N. The output has the indices' shape, row-major.

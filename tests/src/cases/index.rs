@@ -127,6 +127,18 @@ pub fn join_values(dev: &Device) {
         flat.extend(h1.data.iter().copied());
         same(&format!("{what}, 1-D"), &got, &HostArr::new(&[12], flat));
 
+        // Whole-word ranges (lengths 4 and 8): the word-copy path for every dtype.
+        let (w1, hw1) = random(dev, &mut rng, dt, &[4]);
+        let (w2, hw2) = random(dev, &mut rng, dt, &[8]);
+        let got = ok(&what, wmx::concatenate(&[&w1, &w2, &w1], 0));
+        let mut flat = hw1.data.clone();
+        flat.extend(hw2.data.iter().chain(&hw1.data).copied());
+        same(
+            &format!("{what}, whole words"),
+            &got,
+            &HostArr::new(&[16], flat),
+        );
+
         let what = format!("stack on {dt}");
         let got = ok(
             &what,
