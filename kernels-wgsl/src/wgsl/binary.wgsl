@@ -13,7 +13,24 @@ fn multiply_i32(a: i32, b: i32) -> i32 { return a * b; }
 fn multiply_u32(a: u32, b: u32) -> u32 { return a * b; }
 fn divide_f32(a: f32, b: f32) -> f32 { return a / b; }
 
-fn floor_divide_f32(a: f32, b: f32) -> f32 { return floor(a / b); }
+// WGSL division may be 2.5 ulp off (NVIDIA's is: x / x can be 0.99999994), so the
+// quotient below 2^23 is checked by the remainder it leaves (in [0, b) for b > 0, in
+// (b, 0] for b < 0), and its neighbours tried when that fails; when no candidate
+// passes (the remainder rounds onto the boundary) the quotient stays.
+fn fdiv_ok(a: f32, b: f32, q: f32) -> bool {
+    let r = a - q * b;
+    return select((r <= 0.0) && (r > b), (r >= 0.0) && (r < b), b > 0.0);
+}
+fn floor_divide_f32(a: f32, b: f32) -> f32 {
+    let q = floor(a / b);
+    if (!(abs(q) < 8388608.0) || b == 0.0 || isinf_f(a) || isinf_f(b) || fdiv_ok(a, b, q)) {
+        return q;
+    }
+    if (fdiv_ok(a, b, q + 1.0)) { return q + 1.0; }
+    if (fdiv_ok(a, b, q - 1.0)) { return q - 1.0; }
+    return q;
+}
+
 // Rounds toward -inf; by zero gives 0; MIN / -1 wraps to MIN (WGSL defines it so).
 fn floor_divide_i32(a: i32, b: i32) -> i32 {
     if (b == 0i) { return 0i; }
@@ -31,7 +48,8 @@ fn remainder_f32(a: f32, b: f32) -> f32 {
     var r = fmod_f32(a, b);
     if (isnan_f(r)) { return r; }
     // A zero remainder takes the divisor's sign, as in numpy.
-    if (r == 0.0) { return select(0.0, -0.0, b < 0.0); }
+    // (From bits: a compiler may treat the literals 0.0 and -0.0 as one value.)
+    if (r == 0.0) { return bitcast<f32>(select(0u, 0x80000000u, b < 0.0)); }
     if ((r < 0.0) != (b < 0.0)) { r = r + b; }
     return r;
 }

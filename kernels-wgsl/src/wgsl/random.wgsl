@@ -13,21 +13,29 @@ fn emit(w: u32) -> u32 {
     return bitcast<u32>(min(f32(w) * 2.3283064365386963e-10, bitcast<f32>(P[7])));
 }
 
-// 20 rounds, key schedule ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA).
-fn threefry2x32(key: vec2<u32>, ctr: vec2<u32>) -> vec2<u32> {
-    let ks = array<u32, 3>(key.x, key.y, key.x ^ key.y ^ 0x1BD11BDAu);
-    let rot = array<u32, 8>(13u, 15u, 26u, 6u, 17u, 29u, 16u, 24u);
-    var a = ctr.x + ks[0];
-    var b = ctr.y + ks[1];
-    for (var i = 0u; i < 5u; i++) {
-        for (var j = 0u; j < 4u; j++) {
-            a += b;
-            b = rotl(b, rot[(i & 1u) * 4u + j]) ^ a;
-        }
-        a += ks[(i + 1u) % 3u];
-        b += ks[(i + 2u) % 3u] + i + 1u;
+// Four rounds of mixing with the given rotations.
+fn mix4(v0: vec2<u32>, r: vec4<u32>) -> vec2<u32> {
+    var v = v0;
+    for (var j = 0u; j < 4u; j++) {
+        let a = v.x + v.y;
+        v = vec2<u32>(a, rotl(v.y, r[j]) ^ a);
     }
-    return vec2<u32>(a, b);
+    return v;
+}
+
+// 20 rounds, key schedule ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA), written out so every
+// rotation and key word is a constant or a register (no indexed local arrays).
+fn threefry2x32(key: vec2<u32>, ctr: vec2<u32>) -> vec2<u32> {
+    let k2 = key.x ^ key.y ^ 0x1BD11BDAu;
+    let ra = vec4<u32>(13u, 15u, 26u, 6u);
+    let rb = vec4<u32>(17u, 29u, 16u, 24u);
+    var v = ctr + key;
+    v = mix4(v, ra) + vec2<u32>(key.y, k2 + 1u);
+    v = mix4(v, rb) + vec2<u32>(k2, key.x + 2u);
+    v = mix4(v, ra) + vec2<u32>(key.x, key.y + 3u);
+    v = mix4(v, rb) + vec2<u32>(key.y, k2 + 4u);
+    v = mix4(v, ra) + vec2<u32>(k2, key.x + 5u);
+    return v;
 }
 
 @compute @workgroup_size(WG)
