@@ -92,6 +92,10 @@ pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) 
         ));
     }
     let unit = unit(key, shape, dtype)?;
+    if low == 0.0 && high == 1.0 {
+        // `0 + 1 * u` is `u`, already below 1: the bits' pass alone.
+        return Ok(unit);
+    }
     let lo = constant(key, low, dtype)?;
     let range = o::subtract(&constant(key, high, dtype)?, &lo)?;
     let x = o::add(&o::multiply(&range, &unit)?, &lo)?;

@@ -6,8 +6,9 @@
 //!   ±inf must match exactly); or
 //! - `got` and `want` are finite and `|got − want| ≤ ulps · ulp(want) + abs`.
 //!
-//! Integers and bool always match exactly. An f32 result whose reference is subnormal
-//! may be zero: WGSL allows flushing f32 subnormals, and NVIDIA's Vulkan driver does.
+//! Integers and bool always match exactly. An f32 or bf16 result whose reference is in
+//! f32's subnormal range may be zero: WGSL allows flushing f32 subnormals (bf16 is
+//! computed in f32), and NVIDIA's Vulkan driver does.
 //!
 //! | class | ops | f32 | f16, bf16 |
 //! |---|---|---|---|
@@ -134,7 +135,8 @@ pub fn matches(got: Val, want: Val, dt: DType, tol: Tol) -> bool {
             }
             // WGSL lets f32 results in the subnormal range flush to zero (NVIDIA's
             // Vulkan driver does).
-            if dt == DType::F32 && g == 0.0 && wr.abs() < f32::MIN_POSITIVE as f64 {
+            let f32_range = matches!(dt, DType::F32 | DType::BF16);
+            if f32_range && g == 0.0 && wr.abs() < f32::MIN_POSITIVE as f64 {
                 return true;
             }
             if g.is_infinite() || w.is_infinite() {

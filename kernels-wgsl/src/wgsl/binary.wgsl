@@ -47,9 +47,9 @@ fn floor_divide_u32(a: u32, b: u32) -> u32 {
 fn remainder_f32(a: f32, b: f32) -> f32 {
     var r = fmod_f32(a, b);
     if (isnan_f(r)) { return r; }
-    // A zero remainder takes the divisor's sign, as in numpy.
-    // (From bits: a compiler may treat the literals 0.0 and -0.0 as one value.)
-    if (r == 0.0) { return bitcast<f32>(select(0u, 0x80000000u, b < 0.0)); }
+    // A zero remainder takes the divisor's sign, as in numpy. Tested and built on
+    // the bits: a driver assuming no signed zeros (NVIDIA's) folds `r == 0 ? 0 : r`.
+    if ((bitcast<u32>(r) & 0x7fffffffu) == 0u) { return bitcast<f32>(select(0u, 0x80000000u, b < 0.0)); }
     if ((r < 0.0) != (b < 0.0)) { r = r + b; }
     return r;
 }
