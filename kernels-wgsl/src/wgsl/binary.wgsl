@@ -11,7 +11,12 @@ fn subtract_u32(a: u32, b: u32) -> u32 { return a - b; }
 fn multiply_f32(a: f32, b: f32) -> f32 { return a * b; }
 fn multiply_i32(a: i32, b: i32) -> i32 { return a * b; }
 fn multiply_u32(a: u32, b: u32) -> u32 { return a * b; }
-fn divide_f32(a: f32, b: f32) -> f32 { return a / b; }
+// WGSL bounds division only for |b| in [2^-126, 2^126]; beyond it (NVIDIA: a times
+// a reciprocal that flushes to zero) both operands are scaled by 1/4 first, exactly.
+fn divide_f32(a: f32, b: f32) -> f32 {
+    if (abs(b) > 8.507059e37) { return (a * 0.25) / (b * 0.25); }
+    return a / b;
+}
 
 // WGSL division may be 2.5 ulp off (NVIDIA's is: x / x can be 0.99999994), so the
 // quotient below 2^23 is checked by the remainder it leaves (in [0, b) for b > 0, in
@@ -22,7 +27,7 @@ fn fdiv_ok(a: f32, b: f32, q: f32) -> bool {
     return select((r <= 0.0) && (r > b), (r >= 0.0) && (r < b), b > 0.0);
 }
 fn floor_divide_f32(a: f32, b: f32) -> f32 {
-    let q = floor(a / b);
+    let q = floor(divide_f32(a, b));
     if (!(abs(q) < 8388608.0) || b == 0.0 || isinf_f(a) || isinf_f(b) || fdiv_ok(a, b, q)) {
         return q;
     }

