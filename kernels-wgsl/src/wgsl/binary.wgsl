@@ -31,6 +31,13 @@ fn floor_divide_f32(a: f32, b: f32) -> f32 {
     if (!(abs(q) < 8388608.0) || b == 0.0 || isinf_f(a) || isinf_f(b) || fdiv_ok(a, b, q)) {
         return q;
     }
+    // A negative quotient in f32's subnormal range (|a / b| > 2^-150, so it does not
+    // round to zero) floors to -1 even where the driver flushed it to zero; checked
+    // on a * 2^64, far from the flush.
+    if (q == 0.0 && a != 0.0 && (a < 0.0) != (b < 0.0)
+        && abs(divide_f32(a * 18446744073709551616.0, b)) > 1.2924697e-26) {
+        return -1.0;
+    }
     if (fdiv_ok(a, b, q + 1.0)) { return q + 1.0; }
     if (fdiv_ok(a, b, q - 1.0)) { return q - 1.0; }
     return q;
