@@ -649,7 +649,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
                 && spec.variant == Variant::General
                 && match spec.op {
                     "sort_init" => spec.inputs.len() == 1,
-                    "sort_global" | "sort_local" => spec.inputs.is_empty(),
+                    "sort_global" | "sort_global2" | "sort_local" => spec.inputs.is_empty(),
                     "sort_finish" => spec.inputs[..] == [DType::U32],
                     _ => false,
                 };
@@ -1185,7 +1185,7 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
         let g = Variant::General;
         if d == DType::U32 {
             v.push(spec(Family::RandomBits, "random_bits", vec![d], d, g));
-            for op in ["sort_global", "sort_local"] {
+            for op in ["sort_global", "sort_global2", "sort_local"] {
                 v.push(spec(Family::Sort, op, vec![], d, g));
             }
             v.push(spec(Family::Sort, "sort_finish", vec![d], d, g));

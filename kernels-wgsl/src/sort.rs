@@ -2,7 +2,7 @@
 //! on the device. Rows of `n` are padded to a power of two `P`; steps whose
 //! compare distance fits a block of 1024 pairs run in workgroup memory
 //! (`sort_local`), longer ones one pass each (`sort_global`): about
-//! `log2(P/1024)^2 / 2` global passes for long rows.
+//! about `log2(P/1024)^2 / 4` global passes for long rows (two steps per pass).
 
 use crate::compose::{Family, Variant};
 use crate::device::{Batch, Contig, Kernels, Strided};
@@ -72,6 +72,7 @@ impl Kernels {
         )?;
         let local = self.spec(Family::Sort, "sort_local", vec![], DType::U32, g, 0);
         let global = self.spec(Family::Sort, "sort_global", vec![], DType::U32, g, 0);
+        let global2 = self.spec(Family::Sort, "sort_global2", vec![], DType::U32, g, 0);
         let blocks = total.div_ceil(BLOCK);
         // Every merge whose sequences fit a block, then each longer merge: its long
         // steps one pass each, its short ones in one local pass.
@@ -81,14 +82,15 @@ impl Kernels {
         while k <= p2 {
             let mut j = k / 2;
             while j >= BLOCK {
-                self.record(
-                    b,
-                    &global,
-                    [pairs.clone()],
-                    params(k, j, 0),
-                    spread(total / 2),
-                )?;
-                j /= 2;
+                // Two steps per pass while both are long.
+                let (spec, steps) = if j / 2 >= BLOCK {
+                    (&global2, 4)
+                } else {
+                    (&global, 2)
+                };
+                let p = params(k, j, 0);
+                self.record(b, spec, [pairs.clone()], p, spread(total / steps))?;
+                j /= steps;
             }
             self.record(b, &local, [pairs.clone()], params(k, 0, k), blocks)?;
             k *= 2;

@@ -4,7 +4,7 @@
 //!   edge values (NaN, ±inf, −0, integer MIN/MAX, values near f16 overflow);
 //! - [`val`]: host values ([`Val`]), rounding to f32/f16/bf16, casts and type
 //!   promotion, all written from `docs/SEMANTICS.md` without calling core's CPU code;
-//! - [`reference`]: an independent f64/i128 reference of every op;
+//! - [`reference`](mod@reference): an independent f64/i128 reference of every op;
 //! - [`tol`]: the one tolerance table and the comparison helpers;
 //! - [`host`]: a host-side n-d array (views computed by plain index math);
 //! - [`cases`]: the test bodies, each `pub fn name(dev: &Device)`;

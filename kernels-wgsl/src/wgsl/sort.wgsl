@@ -60,6 +60,58 @@ fn sort_global(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
     }
 }
 
+// Orders the pairs (ka, ia) and (kb, ib): ascending when `asc`.
+fn exchange(ka: ptr<function, u32>, ia: ptr<function, u32>, kb: ptr<function, u32>,
+            ib: ptr<function, u32>, asc: bool) {
+    if (pair_gt(*ka, *ia, *kb, *ib) == asc) {
+        let tk = *ka;
+        let ti = *ia;
+        *ka = *kb;
+        *ia = *ib;
+        *kb = tk;
+        *ib = ti;
+    }
+}
+
+// Two steps at once, (k, j) then (k, j / 2), both j / 2 >= SORT_BLOCK / 2: each
+// invocation owns the four pairs g, g + j/2, g + j, g + 3j/2 (g with both bits
+// clear), so the pass reads and writes the pairs once instead of twice.
+@compute @workgroup_size(WG)
+fn sort_global2(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+                @builtin(num_workgroups) nwg: vec3<u32>) {
+    let p2 = P[1];
+    let k = P[3];
+    let j = P[4];
+    let h = j / 2u;
+    let lh = countTrailingZeros(h);
+    for (var t = thread_index(lid, wid, nwg); t < P[0] / 4u; t += thread_count(nwg)) {
+        let g = ((t >> lh) << (lh + 2u)) | (t & (h - 1u));
+        let asc = ((g % p2) & k) == 0u;
+        var k0 = O[2u * g];
+        var i0 = O[2u * g + 1u];
+        var k1 = O[2u * (g + h)];
+        var i1 = O[2u * (g + h) + 1u];
+        var k2 = O[2u * (g + j)];
+        var i2 = O[2u * (g + j) + 1u];
+        var k3 = O[2u * (g + j + h)];
+        var i3 = O[2u * (g + j + h) + 1u];
+        // Step j pairs g with g+j and g+h with g+j+h; step h then g with g+h and
+        // g+j with g+j+h.
+        exchange(&k0, &i0, &k2, &i2, asc);
+        exchange(&k1, &i1, &k3, &i3, asc);
+        exchange(&k0, &i0, &k1, &i1, asc);
+        exchange(&k2, &i2, &k3, &i3, asc);
+        O[2u * g] = k0;
+        O[2u * g + 1u] = i0;
+        O[2u * (g + h)] = k1;
+        O[2u * (g + h) + 1u] = i1;
+        O[2u * (g + j)] = k2;
+        O[2u * (g + j) + 1u] = i2;
+        O[2u * (g + j + h)] = k3;
+        O[2u * (g + j + h) + 1u] = i3;
+    }
+}
+
 // Every step (k, j) with k in [P[3], P[6]] and j < SORT_BLOCK, j <= k / 2, on
 // blocks of SORT_BLOCK pairs in workgroup memory. The bounds go through
 // workgroupUniformLoad so the loops (and their barriers) are uniform.
