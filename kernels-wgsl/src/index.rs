@@ -106,11 +106,7 @@ impl Kernels {
             let (w0, w1) = (first >> lo_shift, (last >> lo_shift) + 1);
             // One range of whole words from a row-major input: a straight word copy.
             let epw = out.dtype.epw();
-            let dense = crate::layout::contiguous_strides(x.shape)
-                .iter()
-                .zip(x.strides)
-                .zip(x.shape)
-                .all(|((a, s), &d)| d == 1 || a == s);
+            let dense = crate::layout::is_row_major(x);
             if outer == 1
                 && dense
                 && first.is_multiple_of(epw)
@@ -338,11 +334,7 @@ impl Kernels {
         let nk_words = keys.shape.iter().product::<usize>();
         let nk = nk_words / 2;
         let len = out.numel();
-        let contiguous = crate::layout::contiguous_strides(keys.shape)
-            .iter()
-            .zip(keys.strides)
-            .zip(keys.shape)
-            .all(|((a, b), &d)| d == 1 || a == b);
+        let contiguous = crate::layout::is_row_major(keys);
         if keys.dtype != DType::U32
             || !matches!(out.dtype, DType::U32 | DType::F32)
             || !(cap > 0.0 && cap < 1.0)

@@ -4,6 +4,16 @@ use crate::device::{Contig, Strided};
 use crate::{Error, Result};
 
 /// Row-major strides of a contiguous shape.
+/// Whether `x` is row-major over its dims longer than 1 (any offset): kernels that
+/// read rows in place take such inputs.
+pub(crate) fn is_row_major(x: &Strided) -> bool {
+    contiguous_strides(x.shape)
+        .iter()
+        .zip(x.strides)
+        .zip(x.shape)
+        .all(|((a, s), &d)| d == 1 || a == s)
+}
+
 pub(crate) fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     let mut s = vec![0isize; shape.len()];
     let mut acc = 1isize;

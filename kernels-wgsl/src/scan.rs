@@ -49,11 +49,7 @@ impl Kernels {
             });
         }
         let rank = x.shape.len();
-        let dense = contiguous_strides(x.shape)
-            .iter()
-            .zip(x.strides)
-            .zip(x.shape)
-            .all(|((a, s), &d)| d == 1 || a == s);
+        let dense = crate::layout::is_row_major(x);
         let want = ops::reduce_output_dtype(op, x.dtype);
         if axis >= rank || out.shape != x.shape || !dense || want != Some(out.dtype) {
             return Err(Error::Shape(format!(

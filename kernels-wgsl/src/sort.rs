@@ -8,7 +8,7 @@ use crate::compose::{Family, Variant};
 use crate::device::{Batch, Contig, Kernels, Strided};
 use crate::dtype::DType;
 use crate::elementwise::MAX_GROUPS;
-use crate::layout::{check_out, check_view, contiguous_strides};
+use crate::layout::{check_out, check_view};
 use crate::{Error, Result};
 
 /// Pairs per `sort_local` workgroup (SORT_BLOCK in sort.wgsl).
@@ -19,11 +19,7 @@ impl Kernels {
     /// `x`, the indices that sort it ascending, stably; NaN sorts last and -0 equals
     /// +0 (numpy's order).
     pub fn argsort(&self, b: &mut Batch, x: &Strided, out: &Contig) -> Result<()> {
-        let dense = contiguous_strides(x.shape)
-            .iter()
-            .zip(x.strides)
-            .zip(x.shape)
-            .all(|((a, s), &d)| d == 1 || a == s);
+        let dense = crate::layout::is_row_major(x);
         if x.shape.is_empty() || out.shape != x.shape || out.dtype != DType::U32 || !dense {
             return Err(Error::Shape(format!(
                 "argsort: {} {:?} (strides {:?}) into {} {:?} (needs a row-major input of at least one dimension and a u32 output)",

@@ -11,26 +11,9 @@ grad cases evaluate the gradient graph from the inputs; bytes as bench.rs counts
 import argparse
 import json
 import math
-import statistics
 
 import torch
-
-
-def time_ms(fn, iters):
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(5):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        samples.append(start.elapsed_time(end) / iters)
-    return statistics.median(samples)
+from torch_timing import time_ms
 
 
 def gelu_sum(x):

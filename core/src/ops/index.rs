@@ -7,8 +7,9 @@
 //! [`gather_fill`] of the dtype (NaN for floats: visible, as in JAX's `fill` mode)
 //! and is dropped by the scatters. Nothing is ever read or written outside a buffer.
 
-use super::{astype, broadcast_to, expand_dims, node, op_device, reshape_exact};
-use crate::layout::normalize_axis;
+use super::{
+    astype, broadcast_to, expand_dims, node, op_device, reshape_exact, resolve_axis as resolve,
+};
 use crate::{Array, BinaryOp, DType, Error, Generator, Primitive, Result, ScatterOp};
 
 /// What a gather reads for an out-of-range index: NaN for float dtypes, the most
@@ -33,19 +34,6 @@ fn check_indices(op: &'static str, idx: &Array) -> Result<()> {
             op,
             dtype: idx.dtype(),
         })
-    }
-}
-
-/// `x` flattened when `axis` is `None`, with the axis it is indexed on.
-fn resolve(op: &'static str, x: &Array, axis: Option<isize>) -> Result<(Array, usize)> {
-    match axis {
-        None => Ok((reshape_exact(x, &[x.size()])?, 0)),
-        Some(a) => {
-            if x.ndim() == 0 {
-                return Err(Error::invalid(op, "a zero-dimensional array has no axis"));
-            }
-            Ok((x.clone(), normalize_axis(op, a, x.ndim())?))
-        }
     }
 }
 

@@ -37,6 +37,21 @@ pub use shaping::{
 pub(crate) use sort::argsort_node;
 pub use sort::{argpartition, argsort, partition, sort, topk};
 
+/// `x` flattened when `axis` is `None`, else `x` with the axis normalised (an error
+/// for a zero-dimensional `x`): the `axis: Option` convention of numpy's `take`,
+/// `sort`, `cumsum`.
+fn resolve_axis(op: &'static str, x: &Array, axis: Option<isize>) -> Result<(Array, usize)> {
+    match axis {
+        None => Ok((reshape_exact(x, &[x.size()])?, 0)),
+        Some(a) => {
+            if x.ndim() == 0 {
+                return Err(Error::invalid(op, "a zero-dimensional array has no axis"));
+            }
+            Ok((x.clone(), normalize_axis(op, a, x.ndim())?))
+        }
+    }
+}
+
 pub(crate) fn op_device(first: &Array) -> Device {
     scoped_device().unwrap_or_else(|| first.device().clone())
 }

@@ -5,7 +5,6 @@ use super::{
     binary, broadcast_to, concat_node, node, op_device, reshape_exact, slice_region, where_,
     zeros_like,
 };
-use crate::layout::normalize_axis;
 use crate::{Array, BinaryOp, DType, Error, Generator, Primitive, ReduceOp, Result};
 
 /// Cumulative `op` along `axis` (`None`: of the flattened array), MLX's `cumsum`
@@ -28,18 +27,7 @@ pub fn scan(
             format!("cumulative {op} is not defined (use cummax/cummin of a bool array)"),
         ));
     }
-    let (x, ax) = match axis {
-        None => (reshape_exact(x, &[x.size()])?, 0),
-        Some(a) => {
-            if x.ndim() == 0 {
-                return Err(Error::invalid(
-                    op.name(),
-                    "a zero-dimensional array has no axis to scan",
-                ));
-            }
-            (x.clone(), normalize_axis(op.name(), a, x.ndim())?)
-        }
-    };
+    let (x, ax) = super::resolve_axis(op.name(), x, axis)?;
     scan_node(op, &x, ax, reverse, inclusive)
 }
 

@@ -2,22 +2,9 @@
 //! on the device), and `sort`, `partition`, `argpartition`, `topk` built on it.
 //! Order as numpy's: NaN last, -0 equal to +0, equal elements keep their order.
 
-use super::{contiguous, moveaxis, node, op_device, reshape_exact, slice_region, take_along_axis};
-use crate::layout::normalize_axis;
+use super::resolve_axis as resolve;
+use super::{contiguous, moveaxis, node, op_device, slice_region, take_along_axis};
 use crate::{Array, DType, Error, Primitive, Result};
-
-/// `x` flattened for `None`, else as it is with the axis normalised.
-fn resolve(op: &'static str, x: &Array, axis: Option<isize>) -> Result<(Array, usize)> {
-    match axis {
-        None => Ok((reshape_exact(x, &[x.size()])?, 0)),
-        Some(a) => {
-            if x.ndim() == 0 {
-                return Err(Error::invalid(op, "a zero-dimensional array has no axis"));
-            }
-            Ok((x.clone(), normalize_axis(op, a, x.ndim())?))
-        }
-    }
-}
 
 /// The primitive on the last axis.
 pub(crate) fn argsort_node(x: &Array) -> Result<Array> {
