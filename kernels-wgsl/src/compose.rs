@@ -10,6 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
 const COMMON: &str = include_str!("wgsl/common.wgsl");
+const WORDS: &str = include_str!("wgsl/words.wgsl");
 const ELEMENTWISE: &str = include_str!("wgsl/elementwise.wgsl");
 const BINARY: &str = include_str!("wgsl/binary.wgsl");
 const UNARY: &str = include_str!("wgsl/unary.wgsl");
@@ -525,7 +526,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
                 ops::unary_expr(op, d, UNARY)
             )
             .unwrap();
-            files.extend([ELEMENTWISE, UNARY]);
+            files.extend([WORDS, ELEMENTWISE, UNARY]);
         }
         Family::Binary => {
             let op = ops::lookup(BINARY_OPS, "binary", spec.op)?;
@@ -551,7 +552,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
                 ops::binary_expr(op, d.ct())
             )
             .unwrap();
-            files.extend([ELEMENTWISE, BINARY]);
+            files.extend([WORDS, ELEMENTWISE, BINARY]);
         }
         Family::Axpby => {
             let d = spec.inputs[0];
@@ -560,7 +561,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             }
             check_out(spec, d)?;
             p.push_str("fn op(a: CA, b: CB) -> CO { return axpby_f32(a, b); }\n");
-            files.extend([ELEMENTWISE, BINARY]);
+            files.extend([WORDS, ELEMENTWISE, BINARY]);
         }
         Family::Select => {
             if spec.inputs[0] != DType::Bool || spec.inputs[1] != spec.inputs[2] {
@@ -571,7 +572,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             }
             check_out(spec, spec.inputs[1])?;
             p.push_str("fn op(a: CA, b: CB, c: CC) -> CO { return select(c, b, a != 0u); }\n");
-            files.push(ELEMENTWISE);
+            files.extend([WORDS, ELEMENTWISE]);
         }
         Family::Copy => {
             let e = if raw {
@@ -580,7 +581,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
                 ops::cast_expr(spec.inputs[0], spec.output)
             };
             writeln!(p, "fn op(a: CA) -> CO {{ return {e}; }}").unwrap();
-            files.push(ELEMENTWISE);
+            files.extend([WORDS, ELEMENTWISE]);
         }
         Family::SliceUpdate => {
             if !raw || spec.inputs[1] != spec.output {
@@ -594,7 +595,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
                     "slice_update has only the general variant".into(),
                 ));
             }
-            files.push(SLICE_UPDATE);
+            files.extend([WORDS, SLICE_UPDATE]);
         }
         Family::Matmul | Family::Gemv => {
             product_prelude(spec, &mut p)?;
@@ -639,7 +640,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
         }
         Family::Place | Family::Gather | Family::Scatter => {
             index_prelude(spec, &mut p)?;
-            files.push(INDEX);
+            files.extend([WORDS, INDEX]);
             if spec.family == Family::Scatter {
                 files.push(SCATTER);
             }
@@ -685,7 +686,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
             }
             files.push(RANDOM);
         }
-        Family::Fill => files.push(COPY),
+        Family::Fill => files.extend([WORDS, COPY]),
         Family::Arange => {
             let e = match spec.output {
                 // step = P[3] + P[1] (hi + lo), so long ranges do not drift by i * (step - f32(step)).
@@ -699,7 +700,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
                 _ => "P[2] + i * P[3]",
             };
             writeln!(p, "fn arange_val(i: u32) -> CO {{ return {e}; }}").unwrap();
-            files.push(COPY);
+            files.extend([WORDS, COPY]);
         }
         Family::Reduce => {
             let op = ops::lookup(REDUCE_OPS, "reduce", spec.op)?;

@@ -159,30 +159,12 @@ impl Kernels {
                 )));
             }
         }
-        for x in [base, update] {
-            self.check_dtype(x.dtype)?;
-            check_view(x, "input")?;
-        }
-        self.check_dtype(out.dtype)?;
-        check_out(out)?;
-        let spec = self.spec(
-            Family::SliceUpdate,
-            "slice_update",
-            vec![base.dtype, update.dtype],
-            out.dtype,
-            Variant::General,
-            0,
-        );
-        let n = out.numel();
-        if n == 0 {
-            crate::compose::compose(&spec)?;
+        let Some(spec) =
+            self.gathering_module(Family::SliceUpdate, "slice_update", &[base, update], out)?
+        else {
             return Ok(());
-        }
-        if base.buffer == out.buffer || update.buffer == out.buffer {
-            return Err(Error::Shape(
-                "slice_update: inputs must not share the output buffer".into(),
-            ));
-        }
+        };
+        let n = out.numel();
         let mut params = vec![
             n as u32,
             rank as u32,
@@ -421,6 +403,38 @@ impl Kernels {
         let groups = items.div_ceil(self.wg() as u64).min(MAX_GROUPS);
         let out_buf = std::iter::once(out.buffer.clone());
         self.record(b, &spec, out_buf.chain(buffers), params, groups)
+    }
+
+    /// The general-variant module of a kernel that computes each output word from
+    /// strided `inputs` (slice update, gather), after the checks they share: dtypes
+    /// the device holds, views inside their buffers, no input bound as the output.
+    /// `None` for an empty output (the module is still composed, so a bad dtype is an
+    /// error there too).
+    pub(crate) fn gathering_module(
+        &self,
+        family: Family,
+        op: &'static str,
+        inputs: &[&Strided],
+        out: &Contig,
+    ) -> Result<Option<ModuleSpec>> {
+        for x in inputs {
+            self.check_dtype(x.dtype)?;
+            check_view(x, &format!("{op} input"))?;
+        }
+        self.check_dtype(out.dtype)?;
+        check_out(out)?;
+        let dtypes = inputs.iter().map(|x| x.dtype).collect();
+        let spec = self.spec(family, op, dtypes, out.dtype, Variant::General, 0);
+        if out.numel() == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(None);
+        }
+        if inputs.iter().any(|x| x.buffer == out.buffer) {
+            return Err(Error::Shape(format!(
+                "{op}: inputs must not share the output buffer"
+            )));
+        }
+        Ok(Some(spec))
     }
 
     pub(crate) fn spec(

@@ -180,29 +180,11 @@ impl Kernels {
             )));
         }
         check_index_dtype("gather", indices.dtype)?;
-        for v in [x, indices] {
-            self.check_dtype(v.dtype)?;
-            check_view(v, "gather input")?;
-        }
-        check_out(out)?;
-        let spec = self.spec(
-            Family::Gather,
-            "gather",
-            vec![x.dtype, indices.dtype],
-            out.dtype,
-            Variant::General,
-            0,
-        );
-        let n = out.numel();
-        if n == 0 {
-            crate::compose::compose(&spec)?;
+        let Some(spec) = self.gathering_module(Family::Gather, "gather", &[x, indices], out)?
+        else {
             return Ok(());
-        }
-        if x.buffer == out.buffer || indices.buffer == out.buffer {
-            return Err(Error::Shape(
-                "gather: inputs must not share the output buffer".into(),
-            ));
-        }
+        };
+        let n = out.numel();
         let mut params = vec![
             n as u32,
             rank as u32,

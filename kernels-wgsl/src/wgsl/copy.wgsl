@@ -6,16 +6,6 @@
 // s1 = step, as f32 bits for float outputs and i32 bits otherwise; for float outputs
 // the slot after n holds step - f32(step) (f32 bits).
 
-const EPO: u32 = 1u << LO;
-const BITS_O: u32 = 32u >> LO;
-const MASK_O: u32 = 0xffffffffu >> (32u - BITS_O);
-const BLK: u32 = 4u << LO;
-
-fn put(word: u32, j: u32, bits: u32) -> u32 {
-    let sh = j * BITS_O;
-    return (word & ~(MASK_O << sh)) | (bits << sh);
-}
-
 @compute @workgroup_size(WG)
 fn fill(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {

@@ -13,16 +13,6 @@
 // Offsets and strides are in elements; strides are i32 bit patterns and the offset
 // arithmetic wraps in u32, which gives the right address for negative strides.
 
-const EPO: u32 = 1u << LO;          // output elements per u32 word
-const BITS_O: u32 = 32u >> LO;      // bits per output element
-const MASK_O: u32 = 0xffffffffu >> (32u - BITS_O);
-const BLK: u32 = 4u << LO;          // output elements per vec4<u32>
-
-fn put(word: u32, j: u32, bits: u32) -> u32 {
-    let sh = j * BITS_O;
-    return (word & ~(MASK_O << sh)) | (bits << sh);
-}
-
 @compute @workgroup_size(WG)
 fn contig1(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
            @builtin(num_workgroups) nwg: vec3<u32>) {

@@ -9,15 +9,7 @@
 // The prelude gives `index_a`/`index_b(p, n)`: the index at element p of that
 // input, made to count from the end when negative, or NO_INDEX when outside 0..n.
 
-const EPO: u32 = 1u << LO;
-const BITS_O: u32 = 32u >> LO;
-const MASK_O: u32 = 0xffffffffu >> (32u - BITS_O);
 const NO_INDEX: u32 = 0xffffffffu;
-
-fn put(word: u32, j: u32, bits: u32) -> u32 {
-    let sh = j * BITS_O;
-    return (word & ~(MASK_O << sh)) | ((bits & MASK_O) << sh);
-}
 
 // place: [w0, w1, rank, axis, off_in, lo, cnt, n_out, shape_out[rank], strides_in[rank]]
 // Output words w0..w1 hold the box of elements whose position on `axis` is in

@@ -10,15 +10,6 @@
 // The output is row-major in `shape`; strides and offsets in elements (i32 bits,
 // offset arithmetic wrapping in u32 as in the general elementwise kernels).
 
-const EPO: u32 = 1u << LO;
-const BITS_O: u32 = 32u >> LO;
-const MASK_O: u32 = 0xffffffffu >> (32u - BITS_O);
-
-fn put(word: u32, j: u32, bits: u32) -> u32 {
-    let sh = j * BITS_O;
-    return (word & ~(MASK_O << sh)) | (bits << sh);
-}
-
 @compute @workgroup_size(WG)
 fn slice_update(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                 @builtin(num_workgroups) nwg: vec3<u32>) {
