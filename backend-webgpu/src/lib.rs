@@ -28,6 +28,7 @@
 //! threads. Recording is serialised by one lock; two threads evaluating graphs that
 //! share a pending node may both compute it (the first result is kept).
 
+mod custom;
 mod pool;
 
 use futures::future::BoxFuture;
@@ -40,7 +41,8 @@ use wmx_core::{
 };
 use wmx_kernels as k;
 
-pub use k::{Caps, Kernels, RequestOptions};
+pub use custom::{CustomEval, GpuInput, GpuOutput};
+pub use k::{Caps, Kernels, RequestOptions, UserModule, UserPipeline};
 pub use pool::Stats;
 
 /// Dispatches recorded before a batch is submitted early.
@@ -422,6 +424,16 @@ impl Backend for WebGpuBackend {
             });
         }
         Ok(())
+    }
+
+    fn custom(
+        &self,
+        prim: &dyn wmx_core::CustomPrimitive,
+        inputs: &[View<'_, GpuBuffer>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> Result<GpuBuffer> {
+        self.run_custom(prim, inputs, shape, dtype)
     }
 
     fn from_host(&self, bytes: Vec<u8>, _dtype: DType) -> Result<GpuBuffer> {

@@ -3,7 +3,7 @@
 
 use crate::{
     ArgReduceOp, BinaryOp, CustomPrimitive, DType, Error, Generator, Layout, NormOp, ReduceOp,
-    Result, ScatterOp, UnaryOp, primitive::CustomInput,
+    Result, ScatterOp, UnaryOp,
 };
 use futures::future::BoxFuture;
 use std::any::Any;
@@ -68,6 +68,16 @@ pub trait Backend: Send + Sync + 'static {
     /// yet, e.g. raised by a custom primitive's own use of the device; eval calls it
     /// after every custom primitive so the error belongs to that op.
     fn check_errors(&self) -> Result<()>;
+
+    /// Runs a custom primitive's code for this backend (its `eval_cpu`,
+    /// `eval_webgpu`, ...), producing the output of `shape` and `dtype`.
+    fn custom(
+        &self,
+        prim: &dyn CustomPrimitive,
+        inputs: &[View<'_, Self::Buffer>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> Result<Self::Buffer>;
 
     /// Elementwise op of one input; `out` is the output dtype.
     fn unary(&self, op: UnaryOp, x: View<'_, Self::Buffer>, out: DType) -> Result<Self::Buffer>;
@@ -286,7 +296,6 @@ pub trait DynBackend: Send + Sync + 'static {
     ) -> Result<Buffer>;
     fn custom(
         &self,
-        device: &crate::Device,
         prim: &dyn CustomPrimitive,
         inputs: &[DynView<'_>],
         shape: &[usize],
@@ -463,31 +472,18 @@ impl<B: Backend> DynBackend for B {
     }
     fn custom(
         &self,
-        device: &crate::Device,
         prim: &dyn CustomPrimitive,
         inputs: &[DynView<'_>],
         shape: &[usize],
         dtype: DType,
     ) -> Result<Buffer> {
-        let ins: Vec<CustomInput<'_>> = inputs
+        let ins: Vec<View<'_, B::Buffer>> = inputs
             .iter()
-            .map(|v| {
-                let b = v
-                    .buffer
-                    .downcast::<B::Buffer>()
-                    .ok_or_else(|| foreign(self.name()))?;
-                Ok(CustomInput {
-                    buffer: b as &dyn Any,
-                    dtype: v.dtype,
-                    layout: v.layout,
-                })
-            })
+            .map(|v| typed::<B>(self, v))
             .collect::<Result<_>>()?;
         // A panic in user code is an Err at this op; errors the primitive's own
         // device work raised belong to it, not to the next op.
-        let run = std::panic::AssertUnwindSafe(|| {
-            prim.eval(device, self as &dyn Any, &ins, shape, dtype)
-        });
+        let run = std::panic::AssertUnwindSafe(|| Backend::custom(self, prim, &ins, shape, dtype));
         let out = std::panic::catch_unwind(run).map_err(|p| Error::Backend {
             backend: self.name(),
             msg: format!(
@@ -502,16 +498,7 @@ impl<B: Backend> DynBackend for B {
         });
         let out = out??;
         device_errors?;
-        match out.downcast::<B::Buffer>() {
-            Ok(b) => Ok(Buffer(Arc::from(b as Box<dyn Any + Send + Sync>))),
-            Err(_) => Err(Error::Backend {
-                backend: self.name(),
-                msg: format!(
-                    "custom primitive {} returned a buffer of another backend",
-                    prim.name()
-                ),
-            }),
-        }
+        Ok(Buffer::new(out))
     }
 }
 

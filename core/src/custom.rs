@@ -1,34 +1,38 @@
-//! Arrays computed by primitives defined outside core.
+//! Primitives defined outside core: the [`CustomPrimitive`] trait, what each
+//! backend hands its code ([`CpuOutput`], [`GpuContext`]), and [`custom`], which
+//! makes the lazy array.
 
-use crate::{Array, CustomPrimitive, DType, Error, Layout, Primitive, Result};
+use crate::cpu::CpuBuffer;
+use crate::{Array, DType, Error, Layout, Primitive, Result, View};
+use std::any::Any;
+use std::fmt;
 use std::sync::Arc;
 
-/// A lazy array of `shape`/`dtype` computed by `prim` from `inputs` on the first
-/// input's device (or the innermost [`crate::with_device`] scope's). The device
-/// must hold every dtype involved.
+/// A primitive defined outside core, with its own code per backend and its own
+/// transform rules: MLX's `Primitive` subclass.
+///
+/// Every piece is optional except `name`: a missing evaluation is an `Err` naming
+/// the primitive and the device when an array needing it is evaluated; a missing
+/// rule is an `Err` when a transform reaches the primitive. A panic in any of them
+/// is an `Err` at that op too.
 ///
 /// ```
-/// use std::any::Any;
-/// use wmx_core::{cpu::{CpuBackend, CpuBuffer}, Array, CustomInput, CustomPrimitive, DType, Device, Result};
+/// use wmx_core::{cpu::CpuBuffer, Array, CpuOutput, CustomPrimitive, DType, Device, Result, View};
 ///
-/// /// Doubles an f32 array; CPU only.
-/// #[derive(Debug)]
+/// /// Doubles an f32 array (CPU code only; see `examples/axpby` for GPU code).
+/// #[derive(Debug, PartialEq)]
 /// struct Double;
 /// impl CustomPrimitive for Double {
 ///     fn name(&self) -> &str { "double" }
-///     fn eval(&self, _: &Device, backend: &dyn Any, inputs: &[CustomInput<'_>], shape: &[usize], _: DType)
-///         -> Result<Box<dyn Any + Send + Sync>> {
-///         if backend.downcast_ref::<CpuBackend>().is_none() {
-///             return Err(wmx_core::Error::Invalid { op: "double", msg: "CPU only".into() });
-///         }
-///         let x = inputs[0].buffer.downcast_ref::<CpuBuffer>().unwrap().as_slice::<f32>();
-///         let l = inputs[0].layout;
-///         let n: usize = shape.iter().product();
-///         let mut out = CpuBuffer::zeroed(n * 4);
-///         let o = out.as_mut_slice::<f32>();
-///         // (a real primitive would walk l.strides; this one asks for contiguous input)
-///         for i in 0..n { o[i] = 2.0 * x[l.offset + i]; }
-///         Ok(Box::new(out))
+///     fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+///         let (x, l) = (inputs[0].buffer.as_slice::<f32>(), inputs[0].layout);
+///         let o = out.buffer.as_mut_slice::<f32>();
+///         // `custom` was given a contiguous input; a general primitive walks l.strides.
+///         for (i, o) in o.iter_mut().enumerate() { *o = 2.0 * x[l.offset + i]; }
+///         Ok(())
+///     }
+///     fn vjp(&self, _: &[Array], _: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {
+///         Ok(vec![Some(wmx_core::multiply(ct, &wmx_core::scalar(2.0f32))?)])
 ///     }
 /// }
 ///
@@ -38,6 +42,140 @@ use std::sync::Arc;
 /// assert_eq!(y.to_vec::<f32>()?, vec![2.0, 5.0]);
 /// # Ok(()) }
 /// ```
+pub trait CustomPrimitive: Any + Send + Sync + fmt::Debug {
+    /// A short name for errors and debugging.
+    fn name(&self) -> &str;
+
+    /// The CPU code: fills `out.buffer` (zeroed, row-major, `out.shape` elements
+    /// of `out.dtype`) from `inputs` (buffers with dtype and layout: walk
+    /// `layout.strides` from `layout.offset`, or ask for contiguous inputs). The
+    /// default is an `Err` naming the primitive.
+    fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+        let _ = (inputs, out);
+        Err(missing_code(self.name(), "cpu", "eval_cpu"))
+    }
+
+    /// The WebGPU code: `gpu.get::<wmx_webgpu::CustomEval>()` gives the inputs'
+    /// GPU buffers with dtypes and layouts, the output buffer, and records
+    /// dispatches into wmx's current batch (no host round trip, no submit of its
+    /// own). The default is an `Err` naming the primitive and the device.
+    fn eval_webgpu(&self, gpu: &mut GpuContext<'_>) -> Result<()> {
+        Err(missing_code(self.name(), gpu.backend(), "eval_webgpu"))
+    }
+
+    /// The native Metal backend's code (`wmx-metal`), through its own context type
+    /// in `gpu`. The default is an `Err` naming the primitive and the device.
+    fn eval_metal(&self, gpu: &mut GpuContext<'_>) -> Result<()> {
+        Err(missing_code(self.name(), gpu.backend(), "eval_metal"))
+    }
+
+    /// Whether `other` computes the same function of the same inputs (so a graph
+    /// simplifier may merge the two nodes). The default, `false`, is always safe;
+    /// a primitive with parameters compares them:
+    /// `(other as &dyn Any).downcast_ref::<Self>().is_some_and(|o| o == self)`.
+    fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {
+        let _ = other;
+        false
+    }
+
+    /// Forward-mode derivative: the output's tangent given the inputs (`primals`),
+    /// the output, and each input's tangent (`None`: zero). Build it from ops (they
+    /// are lazy). The default is an error naming the primitive.
+    fn jvp(
+        &self,
+        primals: &[Array],
+        output: &Array,
+        tangents: &[Option<Array>],
+    ) -> Result<Option<Array>> {
+        let _ = (primals, output, tangents);
+        Err(missing_rule(self.name(), "jvp"))
+    }
+
+    /// Reverse-mode derivative: each input's cotangent (`None`: zero) given the
+    /// inputs, the output and the output's cotangent. The default is an error.
+    fn vjp(
+        &self,
+        primals: &[Array],
+        output: &Array,
+        cotangent: &Array,
+    ) -> Result<Vec<Option<Array>>> {
+        let _ = (primals, output, cotangent);
+        Err(missing_rule(self.name(), "vjp"))
+    }
+
+    /// Batching: the output for inputs that carry an extra leading batch axis where
+    /// `batched[i]` is true (the others are as in the traced call). Returns the
+    /// batched output, with its batch axis first. The default is an error.
+    fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {
+        let _ = (inputs, batched);
+        Err(missing_rule(self.name(), "vmap"))
+    }
+}
+
+fn missing_rule(name: &str, rule: &str) -> Error {
+    Error::Invalid {
+        op: "transform",
+        msg: format!(
+            "custom primitive {name} has no {rule} rule (implement CustomPrimitive::{rule})"
+        ),
+    }
+}
+
+fn missing_code(name: &str, device: &str, method: &str) -> Error {
+    Error::Invalid {
+        op: "custom",
+        msg: format!(
+            "custom primitive {name} has no code for device {device} (implement CustomPrimitive::{method})"
+        ),
+    }
+}
+
+/// The output a custom primitive's CPU code fills.
+pub struct CpuOutput<'a> {
+    /// Zeroed, `numel(shape) * dtype.size()` bytes; replacing it with a buffer of
+    /// another size is an `Err` at the op.
+    pub buffer: &'a mut CpuBuffer,
+    /// Row-major output shape.
+    pub shape: &'a [usize],
+    /// Output dtype.
+    pub dtype: DType,
+}
+
+/// What a GPU backend hands a custom primitive: the backend's own context type
+/// (core does not know the GPU crates), taken out with [`GpuContext::get`].
+pub struct GpuContext<'a> {
+    backend: &'a str,
+    inner: &'a mut dyn Any,
+}
+
+impl<'a> GpuContext<'a> {
+    /// Wraps a backend's context (for backend crates).
+    pub fn new(backend: &'a str, inner: &'a mut dyn Any) -> Self {
+        GpuContext { backend, inner }
+    }
+    /// The backend's name, e.g. `"webgpu: llvmpipe (Vulkan)"`.
+    pub fn backend(&self) -> &str {
+        self.backend
+    }
+    /// The backend's context as `T` (e.g. `wmx_webgpu::CustomEval`), or an `Err`
+    /// naming the backend when it hands another type.
+    pub fn get<T: Any>(&mut self) -> Result<&mut T> {
+        let backend = self.backend;
+        self.inner
+            .downcast_mut::<T>()
+            .ok_or_else(|| Error::Invalid {
+                op: "custom",
+                msg: format!(
+                    "device {backend} does not hand custom primitives a {}",
+                    std::any::type_name::<T>()
+                ),
+            })
+    }
+}
+
+/// A lazy array of `shape`/`dtype` computed by `prim` from `inputs` on the first
+/// input's device (or the innermost [`crate::with_device`] scope's). The device
+/// must hold every dtype involved.
 pub fn custom(
     prim: Arc<dyn CustomPrimitive>,
     inputs: &[Array],
@@ -71,8 +209,7 @@ pub fn custom(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CustomInput, Device};
-    use std::any::Any;
+    use crate::Device;
 
     #[derive(Debug)]
     struct Panics;
@@ -80,14 +217,7 @@ mod tests {
         fn name(&self) -> &str {
             "panics"
         }
-        fn eval(
-            &self,
-            _: &Device,
-            _: &dyn Any,
-            _: &[CustomInput<'_>],
-            _: &[usize],
-            _: DType,
-        ) -> Result<Box<dyn Any + Send + Sync>> {
+        fn eval_cpu(&self, _: &[View<'_, CpuBuffer>], _: &mut CpuOutput<'_>) -> Result<()> {
             panic!("index out of bounds in user code")
         }
     }

@@ -171,7 +171,7 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
         Primitive::Scatter { op, axis } => be.scatter(*op, v(0), v(1), v(2), *axis)?,
         Primitive::Custom(c) => {
             let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();
-            be.custom(device, &**c, &views, node.shape(), node.dtype())?
+            be.custom(&**c, &views, node.shape(), node.dtype())?
         }
     };
     let mut st = node.lock();

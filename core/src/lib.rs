@@ -28,7 +28,7 @@ pub mod transforms;
 
 pub use array::Array;
 pub use backend::{Backend, Buffer, DeviceKind, DynBackend, View};
-pub use custom::custom;
+pub use custom::{CpuOutput, CustomPrimitive, GpuContext, custom};
 pub use device::{
     Device, GpuFactory, default_device, gpu_backend_registered, register_gpu_backend,
     set_default_device, with_device,
@@ -40,7 +40,7 @@ pub use half::{bf16, f16};
 pub use layout::Layout;
 pub use ops::*;
 pub use primitive::{
-    ArgReduceOp, BinaryOp, CustomInput, CustomPrimitive, Generator, NormOp, OpKind, Primitive,
-    ReduceOp, ScatterOp, UnaryOp, ViewOp,
+    ArgReduceOp, BinaryOp, Generator, NormOp, OpKind, Primitive, ReduceOp, ScatterOp, UnaryOp,
+    ViewOp,
 };
 pub use transforms::{grad, grad1, jvp, value_and_grad, value_and_grad1, vjp, vmap, vmap1};

@@ -4,8 +4,7 @@
 //! backend implements a family once. Each op's `name()` is the key every backend
 //! uses (WGSL function names, kernel labels); completeness tests iterate `ALL`.
 
-use crate::{Array, DType, Device, Error, Result, layout::Layout};
-use std::any::Any;
+use crate::{CustomPrimitive, DType};
 use std::fmt;
 use std::sync::Arc;
 
@@ -350,77 +349,4 @@ pub enum Primitive {
     RandomBits,
     /// A primitive defined outside core.
     Custom(Arc<dyn CustomPrimitive>),
-}
-
-/// An input of a custom primitive as a backend sees it: its buffer (downcast it
-/// to the backend's buffer type), dtype and layout.
-pub struct CustomInput<'a> {
-    /// The backend's buffer, type-erased.
-    pub buffer: &'a dyn Any,
-    /// Element type.
-    pub dtype: DType,
-    /// Where the elements are.
-    pub layout: &'a Layout,
-}
-
-/// A primitive defined outside core, with its own code per backend.
-///
-/// `eval` receives the backend (downcast `backend` to e.g. `wmx_core::cpu::CpuBackend`
-/// or the WebGPU backend type) and returns the output buffer as that backend's
-/// buffer type, boxed. Return [`crate::Error::Invalid`] for a backend you do not
-/// support; it reaches the user as an `Err`.
-pub trait CustomPrimitive: Send + Sync + fmt::Debug + 'static {
-    /// A short name for errors and debugging.
-    fn name(&self) -> &str;
-    /// Computes the output (row-major, of `out_shape` and `out_dtype`).
-    fn eval(
-        &self,
-        device: &Device,
-        backend: &dyn Any,
-        inputs: &[CustomInput<'_>],
-        out_shape: &[usize],
-        out_dtype: DType,
-    ) -> Result<Box<dyn Any + Send + Sync>>;
-
-    /// Forward-mode derivative: the output's tangent given the inputs (`primals`),
-    /// the output, and each input's tangent (`None`: zero). Build it from ops (they
-    /// are lazy). The default is an error naming the primitive.
-    fn jvp(
-        &self,
-        primals: &[Array],
-        output: &Array,
-        tangents: &[Option<Array>],
-    ) -> Result<Option<Array>> {
-        let _ = (primals, output, tangents);
-        Err(missing_rule(self.name(), "jvp"))
-    }
-
-    /// Reverse-mode derivative: each input's cotangent (`None`: zero) given the
-    /// inputs, the output and the output's cotangent. The default is an error.
-    fn vjp(
-        &self,
-        primals: &[Array],
-        output: &Array,
-        cotangent: &Array,
-    ) -> Result<Vec<Option<Array>>> {
-        let _ = (primals, output, cotangent);
-        Err(missing_rule(self.name(), "vjp"))
-    }
-
-    /// Batching: the output for inputs that carry an extra leading batch axis where
-    /// `batched[i]` is true (the others are as in the traced call). Returns the
-    /// batched output, with its batch axis first. The default is an error.
-    fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {
-        let _ = (inputs, batched);
-        Err(missing_rule(self.name(), "vmap"))
-    }
-}
-
-fn missing_rule(name: &str, rule: &str) -> Error {
-    Error::Invalid {
-        op: "transform",
-        msg: format!(
-            "custom primitive {name} has no {rule} rule (implement CustomPrimitive::{rule})"
-        ),
-    }
 }

@@ -111,11 +111,15 @@ pub(crate) struct Pipe {
 
 pub(crate) struct Dispatch {
     pub(crate) pipe: Arc<Pipe>,
-    /// Bindings 1.. (output, then inputs); `None` past the last.
-    pub(crate) buffers: [Option<wgpu::Buffer>; 4],
+    /// Bindings 1.. (outputs, then inputs); `None` past the last.
+    pub(crate) buffers: Bound,
     pub(crate) params: Vec<u32>,
-    pub(crate) groups: [u32; 2],
+    pub(crate) groups: [u32; 3],
 }
+
+/// Buffers bound at 1.. by one dispatch: the library's kernels use up to 4, users'
+/// kernels up to [`crate::MAX_USER_BUFFERS`].
+pub(crate) type Bound = [Option<wgpu::Buffer>; crate::MAX_USER_BUFFERS];
 
 /// A timestamp written between dispatches: before dispatch `at` (or after the last).
 struct Stamp {
@@ -144,6 +148,12 @@ impl Batch {
     /// True if nothing was recorded (no dispatch and no timestamp).
     pub fn is_empty(&self) -> bool {
         self.dispatches.is_empty() && self.stamps.is_empty()
+    }
+    /// Drops the dispatches recorded after the first `dispatches` (and the
+    /// timestamps after them).
+    pub fn truncate(&mut self, dispatches: usize) {
+        self.dispatches.truncate(dispatches);
+        self.stamps.retain(|s| s.at <= dispatches);
     }
     /// Writes GPU timestamp `index` of `set` after the dispatches recorded so far
     /// and before later ones, in the same submit: like a CUDA event, it measures the
@@ -193,7 +203,7 @@ impl Batch {
                     pass.set_bind_group(0, bg, &[off]);
                     last_bind = Some((bg, off));
                 }
-                pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
+                pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
             }
             i = end;
         }
@@ -207,7 +217,10 @@ pub(crate) struct Inner {
     pub(crate) limits: wgpu::Limits,
     pub(crate) target: Target,
     pipelines: Mutex<PipeCache>,
-    layouts: Mutex<HashMap<usize, wgpu::BindGroupLayout>>,
+    /// Bind group layouts by (outputs, inputs).
+    layouts: Mutex<HashMap<(usize, usize), wgpu::BindGroupLayout>>,
+    /// Pipelines of users' modules (see [`Kernels::user_pipeline`]).
+    pub(crate) user_pipes: Mutex<FxMap<crate::user::UserKey, Arc<Pipe>>>,
     /// Two scratch buffers for multi-pass reductions (a dispatch cannot read and write
     /// one buffer, so a pass reading one writes the other).
     scratch: Mutex<[Option<wgpu::Buffer>; 2]>,
@@ -228,7 +241,7 @@ const PARAM_BINDING: usize = 256;
 struct BindKey {
     layout: wgpu::BindGroupLayout,
     params_size: u32,
-    buffers: [Option<wgpu::Buffer>; 4],
+    buffers: Bound,
 }
 
 /// State of the submit path. Parameter lists live in one buffer, each written once
@@ -467,6 +480,7 @@ impl Kernels {
                 target,
                 pipelines: Mutex::new(PipeCache::default()),
                 layouts: Mutex::new(HashMap::new()),
+                user_pipes: Mutex::new(FxMap::default()),
                 scratch: Mutex::new([None, None]),
                 dummy,
                 submit: Mutex::new(SubmitState::default()),
@@ -670,10 +684,12 @@ impl Kernels {
         let _ = self.inner.device.poll(wgpu::PollType::wait_indefinitely());
     }
 
-    fn layout(&self, inputs: usize) -> wgpu::BindGroupLayout {
+    /// Binding 0 the parameters, then `outputs` writable buffers, then `inputs`
+    /// read-only ones.
+    pub(crate) fn layout(&self, outputs: usize, inputs: usize) -> wgpu::BindGroupLayout {
         let mut layouts = self.inner.layouts.lock().unwrap();
         layouts
-            .entry(inputs)
+            .entry((outputs, inputs))
             .or_insert_with(|| {
                 // Binding 0 (the parameters) takes a dynamic offset, so one bind group
                 // serves every dispatch with the same buffers.
@@ -687,9 +703,9 @@ impl Kernels {
                     },
                     count: None,
                 };
-                let mut entries = vec![entry(0, true), entry(1, false)];
-                for i in 0..inputs {
-                    entries.push(entry(2 + i as u32, true));
+                let mut entries = vec![entry(0, true)];
+                for i in 0..outputs + inputs {
+                    entries.push(entry(1 + i as u32, i >= outputs));
                 }
                 self.inner
                     .device
@@ -726,7 +742,7 @@ impl Kernels {
                 wgpu::ShaderRuntimeChecks::unchecked(),
             )
         };
-        let layout = self.layout(spec.input_bindings());
+        let layout = self.layout(1, spec.input_bindings());
         let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(&label),
             bind_group_layouts: &[Some(&layout)],
@@ -812,8 +828,8 @@ impl Kernels {
         groups: u64,
     ) -> Result<()> {
         let pipe = self.pipeline(spec)?;
-        let groups = self.grid(groups);
-        let mut bound: [Option<wgpu::Buffer>; 4] = Default::default();
+        let [gx, gy] = self.grid(groups);
+        let mut bound: Bound = Default::default();
         for (slot, buf) in bound.iter_mut().zip(buffers) {
             *slot = Some(buf);
         }
@@ -821,7 +837,7 @@ impl Kernels {
             pipe,
             buffers: bound,
             params,
-            groups,
+            groups: [gx, gy, 1],
         });
         Ok(())
     }

@@ -35,6 +35,7 @@ mod ops;
 mod reduce;
 mod scan;
 mod sort;
+mod user;
 
 pub use compose::{Family, ModuleSpec, Target, Variant, compose, module_specs};
 pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided};
@@ -44,6 +45,9 @@ pub use matmul::TILES;
 pub use ops::{
     ARG_REDUCE_OPS, BINARY_OPS, NORM_OPS, REDUCE_OPS, UNARY_OPS, binary_op_supports,
     reduce_output_dtype, unary_op_supports,
+};
+pub use user::{
+    KernelArg, KernelSource, MAX_USER_BUFFERS, TemplateArg, UserModule, UserPipeline, validate_wgsl,
 };
 
 /// Errors returned by the kernel library. Display messages contain the offending values.

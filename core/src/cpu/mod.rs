@@ -605,6 +605,33 @@ impl Backend for CpuBackend {
         })))
     }
 
+    fn custom(
+        &self,
+        prim: &dyn crate::CustomPrimitive,
+        inputs: &[View<'_, CpuBuffer>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> Result<CpuBuffer> {
+        let bytes = crate::layout::numel(shape) * dtype.size();
+        let mut buffer = CpuBuffer::zeroed(bytes);
+        let mut out = crate::CpuOutput {
+            buffer: &mut buffer,
+            shape,
+            dtype,
+        };
+        prim.eval_cpu(inputs, &mut out)?;
+        if buffer.bytes().len() != bytes {
+            return Err(crate::Error::Invalid {
+                op: "custom",
+                msg: format!(
+                    "custom primitive {} left a buffer of {} bytes; its output {shape:?} {dtype} takes {bytes}",
+                    prim.name(),
+                    buffer.bytes().len()
+                ),
+            });
+        }
+        Ok(buffer)
+    }
     fn axpby(
         &self,
         x: View<'_, CpuBuffer>,

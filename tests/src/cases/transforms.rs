@@ -1088,14 +1088,11 @@ pub fn transform_errors(dev: &Device) {
         fn name(&self) -> &str {
             "no_rules"
         }
-        fn eval(
+        fn eval_cpu(
             &self,
-            _: &Device,
-            _: &dyn std::any::Any,
-            _: &[wmx::CustomInput<'_>],
-            _: &[usize],
-            _: DType,
-        ) -> Result<Box<dyn std::any::Any + Send + Sync>> {
+            _: &[wmx::View<'_, wmx::cpu::CpuBuffer>],
+            _: &mut wmx::CpuOutput<'_>,
+        ) -> Result<()> {
             Err(wmx::Error::Invalid {
                 op: "no_rules",
                 msg: "not evaluated in this test".into(),

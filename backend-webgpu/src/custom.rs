@@ -1,0 +1,159 @@
+//! What a custom primitive's WebGPU code receives: [`CustomEval`].
+
+use crate::{GpuBuffer, WebGpuBackend, kerr};
+use wmx_core::{CustomPrimitive, DType, GpuContext, Layout, Result, View};
+use wmx_kernels as k;
+
+/// An input of a custom primitive on the GPU.
+#[derive(Debug, Clone)]
+pub struct GpuInput {
+    /// The buffer holding the elements (bind it read-only).
+    pub buffer: wgpu::Buffer,
+    /// Element type. Bool, u8 and bf16 are packed four or two to a u32 word.
+    pub dtype: DType,
+    /// Shape, strides and offset, in elements.
+    pub layout: Layout,
+}
+
+/// The output of a custom primitive on the GPU: a fresh buffer of at least
+/// `numel(shape) * dtype.size()` bytes (rounded up to whole u32 words), to be
+/// filled row-major.
+#[derive(Debug, Clone)]
+pub struct GpuOutput {
+    /// The buffer to write.
+    pub buffer: wgpu::Buffer,
+    /// Element type.
+    pub dtype: DType,
+    /// Row-major shape.
+    pub shape: Vec<usize>,
+}
+
+/// The context of [`CustomPrimitive::eval_webgpu`]: take it with
+/// `gpu.get::<CustomEval>()?`. Dispatches go into wmx's current batch, in order
+/// after the kernels of the primitive's inputs and before its consumers': the
+/// primitive costs no submit and no host round trip. If the code returns an `Err`
+/// (or panics), what it recorded is dropped.
+///
+/// ```no_run
+/// # use wmx_core::{GpuContext, Result};
+/// # use wmx_webgpu::{CustomEval, UserModule};
+/// # fn eval_webgpu(gpu: &mut GpuContext<'_>) -> Result<()> {
+/// let ev = gpu.get::<CustomEval>()?;
+/// let pipe = ev.pipeline(&UserModule {
+///     label: "double",
+///     source: "@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+///              @group(0) @binding(2) var<storage, read> x: array<f32>;
+///              @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) i: vec3<u32>) {
+///                  if (i.x < arrayLength(&x)) { y[i.x] = 2.0 * x[i.x]; }
+///              }",
+///     entry: "main",
+///     outputs: 1,
+///     inputs: 1,
+/// })?;
+/// let (y, x) = (ev.output().buffer.clone(), ev.inputs()[0].buffer.clone());
+/// let n = ev.output().shape.iter().product::<usize>() as u32;
+/// ev.dispatch(&pipe, &[&y, &x], &[], [n.div_ceil(64), 1, 1])
+/// # }
+/// ```
+pub struct CustomEval {
+    kernels: k::Kernels,
+    batch: k::Batch,
+    inputs: Vec<GpuInput>,
+    output: GpuOutput,
+}
+
+impl CustomEval {
+    /// The inputs, in the order the primitive was given them.
+    pub fn inputs(&self) -> &[GpuInput] {
+        &self.inputs
+    }
+    /// The output to fill.
+    pub fn output(&self) -> &GpuOutput {
+        &self.output
+    }
+    /// The kernel library, and through it the wgpu device and queue.
+    pub fn kernels(&self) -> &k::Kernels {
+        &self.kernels
+    }
+    /// The wgpu device (to create buffers of the primitive's own).
+    pub fn device(&self) -> &wgpu::Device {
+        self.kernels.device()
+    }
+    /// A compiled pipeline of a WGSL module (validated by naga first, compiled once
+    /// per source; see [`k::UserModule`] for the bindings).
+    pub fn pipeline(&self, m: &k::UserModule<'_>) -> Result<k::UserPipeline> {
+        self.kernels.user_pipeline(m).map_err(kerr)
+    }
+    /// Records `pipeline` over `workgroups` into wmx's batch, with `buffers` bound at
+    /// 1.. (outputs, then inputs) and the parameter words `params` at binding 0.
+    pub fn dispatch(
+        &mut self,
+        pipeline: &k::UserPipeline,
+        buffers: &[&wgpu::Buffer],
+        params: &[u32],
+        workgroups: [u32; 3],
+    ) -> Result<()> {
+        self.batch
+            .dispatch_user(pipeline, buffers, params, workgroups)
+            .map_err(kerr)
+    }
+}
+
+impl WebGpuBackend {
+    /// [`wmx_core::Backend::custom`]: runs `prim.eval_webgpu` on a [`CustomEval`]
+    /// holding the current batch, and puts the batch back whatever happens.
+    pub(crate) fn run_custom(
+        &self,
+        prim: &dyn CustomPrimitive,
+        inputs: &[View<'_, GpuBuffer>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> Result<GpuBuffer> {
+        self.check()?;
+        let inputs = inputs
+            .iter()
+            .map(|v| {
+                Ok(GpuInput {
+                    buffer: self.gpu(v.buffer)?,
+                    dtype: v.dtype,
+                    layout: v.layout.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let (out, g) = self.output(wmx_core::layout::numel(shape), dtype)?;
+        let mut batch = self.batch.lock().unwrap();
+        let before = batch.len();
+        let mut ev = CustomEval {
+            kernels: self.kernels.clone(),
+            batch: std::mem::take(&mut *batch),
+            inputs,
+            output: GpuOutput {
+                buffer: g,
+                dtype,
+                shape: shape.to_vec(),
+            },
+        };
+        let run = std::panic::AssertUnwindSafe(|| {
+            prim.eval_webgpu(&mut GpuContext::new(&self.name, &mut ev))
+        });
+        let res = std::panic::catch_unwind(run);
+        *batch = std::mem::take(&mut ev.batch);
+        if !matches!(res, Ok(Ok(()))) {
+            // The failed op's dispatches go; the earlier ones of the batch stay.
+            batch.truncate(before);
+        }
+        let res = match res {
+            Ok(r) => r,
+            Err(p) => {
+                // Released first: the lock must not be poisoned for later ops.
+                drop(batch);
+                std::panic::resume_unwind(p)
+            }
+        };
+        res?;
+        if batch.len() >= crate::MAX_BATCH {
+            self.submit(&mut batch)?;
+        }
+        Ok(out)
+    }
+}
