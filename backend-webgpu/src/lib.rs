@@ -29,6 +29,7 @@
 //! share a pending node may both compute it (the first result is kept).
 
 mod custom;
+mod kernel;
 mod pool;
 
 use futures::future::BoxFuture;
@@ -43,6 +44,7 @@ use wmx_kernels as k;
 
 pub use custom::{CustomEval, GpuInput, GpuOutput};
 pub use k::{Caps, Kernels, RequestOptions, UserModule, UserPipeline};
+pub use kernel::{Launch, Template, WgslKernel};
 pub use pool::Stats;
 
 /// Dispatches recorded before a batch is submitted early.

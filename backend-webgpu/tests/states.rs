@@ -5,28 +5,8 @@ use std::sync::Arc;
 use wmx_core::{Array, DType, Device, Error};
 use wmx_webgpu::{BufferState, Stats, WebGpuBackend};
 
-/// A fresh backend per test, so its counters start at zero.
-fn gpu() -> Option<(Device, Arc<WebGpuBackend>)> {
-    match WebGpuBackend::new() {
-        Ok(b) => {
-            let b = Arc::new(b);
-            Some((Device::new(b.clone()), b))
-        }
-        Err(e) if std::env::var("WMX_ALLOW_NO_GPU").as_deref() == Ok("1") => {
-            eprintln!("no GPU adapter ({e}); skipped because WMX_ALLOW_NO_GPU=1");
-            None
-        }
-        Err(e) => {
-            panic!("no GPU adapter: {e} (install mesa-vulkan-drivers, or set WMX_ALLOW_NO_GPU=1)")
-        }
-    }
-}
-
-fn data(n: usize, seed: u32) -> Vec<f32> {
-    (0..n)
-        .map(|i| ((i as u32).wrapping_mul(2654435761) ^ seed) as f32 / u32::MAX as f32 - 0.5)
-        .collect()
-}
+mod common;
+use common::{data, gpu};
 
 #[test]
 fn chain_of_50_ops_stays_on_the_gpu() {

@@ -344,7 +344,8 @@ impl KernelSource<'_> {
                 TemplateArg::Int(v) => writeln!(decls, "const {n}: i32 = {v};"),
                 TemplateArg::Uint(v) => writeln!(decls, "const {n}: u32 = {v}u;"),
                 TemplateArg::Float(v) if v.is_finite() => {
-                    writeln!(decls, "const {n}: f32 = bitcast<f32>({}u);", v.to_bits())
+                    // Debug prints the shortest text that parses back to v.
+                    writeln!(decls, "const {n}: f32 = {v:?};")
                 }
                 TemplateArg::Float(v) => {
                     return Err(Error::Shape(format!(

@@ -1,0 +1,410 @@
+//! Kernels users write in a few lines of WGSL: [`WgslKernel`], the counterpart of
+//! MLX's `mx.fast.metal_kernel`.
+
+use crate::{CustomEval, kerr};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use wmx_core::{Array, CustomPrimitive, DType, Error, GpuContext, Result};
+use wmx_kernels as k;
+
+/// A template parameter of a [`WgslKernel`]: the kernel is specialised (and
+/// compiled once) per distinct set of values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Template {
+    /// A type: `alias NAME = f32;` (f32, f16, i32 or u32).
+    DType(DType),
+    /// `const NAME: i32 = value;`
+    Int(i32),
+    /// `const NAME: u32 = value;`
+    Uint(u32),
+    /// `const NAME: f32 = value;`
+    Float(f32),
+    /// `const NAME: bool = value;`
+    Bool(bool),
+}
+
+/// How one call of a [`WgslKernel`] runs: the output, the threads, the template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    /// The output's shape.
+    pub output_shape: Vec<usize>,
+    /// The output's dtype (f32, f16, i32 or u32).
+    pub output_dtype: DType,
+    /// Threads in each dimension (not workgroups); each runs the body once.
+    pub grid: [u32; 3],
+    /// Threads per workgroup (at most the device's limit, usually 256 in all).
+    pub workgroup: [u32; 3],
+    /// Template parameters by name.
+    pub template: Vec<(String, Template)>,
+}
+
+impl Launch {
+    /// One thread per output element in workgroups of 256, no template: the
+    /// usual elementwise launch (`global_id.x` is the output's row-major index).
+    pub fn elementwise(shape: &[usize], dtype: DType) -> Launch {
+        let n = wmx_core::layout::numel(shape);
+        Launch {
+            output_shape: shape.to_vec(),
+            output_dtype: dtype,
+            grid: [u32::try_from(n).unwrap_or(u32::MAX), 1, 1],
+            workgroup: [256, 1, 1],
+            template: Vec::new(),
+        }
+    }
+    /// Adds a template parameter.
+    pub fn template(mut self, name: &str, value: Template) -> Launch {
+        self.template.push((name.to_string(), value));
+        self
+    }
+}
+
+/// A WGSL kernel body wrapped by wmx: bindings, shape and stride helpers and the
+/// entry point are generated (see [`k::KernelSource`] for every name in scope),
+/// the module is specialised per input dtypes and ranks and template values,
+/// validated by naga when called (an invalid body is an `Err` with naga's message
+/// at [`WgslKernel::call`]), compiled once per device and run inside wmx's batch.
+/// Natively and in the browser; on a WebGPU device only.
+///
+/// ```no_run
+/// use wmx_core::{Array, DType};
+/// use wmx_webgpu::{Launch, WgslKernel};
+/// # fn main() -> wmx_core::Result<()> {
+/// let dev = wmx_webgpu::open()?;
+/// let x = Array::from_slice_on(&[0.0f32, 1.0, 2.0], &[3], &dev)?;
+/// // y = exp(x) * SCALE, reading x through its layout (any view works).
+/// let k = WgslKernel::new("scaled_exp", &["x"], &["y"], "
+///     let i = global_id.x;
+///     y[i] = exp(x[x_loc(i)]) * T(SCALE);
+/// ").row_contiguous(false);
+/// let launch = Launch::elementwise(x.shape(), DType::F32)
+///     .template("T", wmx_webgpu::Template::DType(DType::F32))
+///     .template("SCALE", wmx_webgpu::Template::Float(2.0));
+/// let y = k.call(&[&x], &launch)?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct WgslKernel {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    name: String,
+    inputs: Vec<String>,
+    output: String,
+    body: String,
+    header: String,
+    row_contiguous: bool,
+    guard: bool,
+    /// Validated sources by specialisation.
+    sources: Mutex<HashMap<Spec, Arc<str>>>,
+}
+
+/// What a source is specialised on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Spec {
+    inputs: Vec<(DType, usize)>,
+    output: (DType, usize),
+    workgroup: [u32; 3],
+    /// Template values, as their Debug text (f32 has no Eq).
+    template: Vec<(String, String)>,
+}
+
+/// Distinct specialisations one kernel keeps (beyond it the cache starts over).
+const MAX_SPECS: usize = 256;
+
+impl WgslKernel {
+    /// A kernel named `name` (errors and labels) reading the arrays `inputs` and
+    /// writing `output`, whose entry point runs `body`.
+    pub fn new(name: &str, inputs: &[&str], output: &str, body: &str) -> WgslKernel {
+        WgslKernel {
+            inner: Arc::new(Inner {
+                name: name.to_string(),
+                inputs: inputs.iter().map(|s| s.to_string()).collect(),
+                output: output.to_string(),
+                body: body.to_string(),
+                header: String::new(),
+                row_contiguous: true,
+                guard: true,
+                sources: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    fn with(self, f: impl FnOnce(&mut Inner)) -> WgslKernel {
+        let i = &self.inner;
+        let mut inner = Inner {
+            name: i.name.clone(),
+            inputs: i.inputs.clone(),
+            output: i.output.clone(),
+            body: i.body.clone(),
+            header: i.header.clone(),
+            row_contiguous: i.row_contiguous,
+            guard: i.guard,
+            sources: Mutex::new(HashMap::new()),
+        };
+        f(&mut inner);
+        WgslKernel {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// WGSL placed before the entry point (helper functions, constants).
+    pub fn header(self, source: &str) -> WgslKernel {
+        self.with(|i| i.header = source.to_string())
+    }
+
+    /// Whether inputs are made row-contiguous first (default `true`, as MLX's
+    /// `ensure_row_contiguous`): then `x[i]` is element `i`. With `false` the
+    /// kernel reads views in place through `x_loc(i)` (or `x_offset`/`x_stride`).
+    pub fn row_contiguous(self, on: bool) -> WgslKernel {
+        self.with(|i| i.row_contiguous = on)
+    }
+
+    /// Whether threads past `grid` return before the body (default `true`). Turn
+    /// it off for a body with barriers, and compare `global_id` with `grid` there.
+    pub fn guard(self, on: bool) -> WgslKernel {
+        self.with(|i| i.guard = on)
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The generated WGSL for these inputs and launch (what [`WgslKernel::call`]
+    /// compiles), for reading and debugging.
+    pub fn source(&self, inputs: &[&Array], launch: &Launch) -> Result<String> {
+        let spec = self.spec(inputs, launch)?;
+        Ok(self.generate(&spec, launch)?.to_string())
+    }
+
+    /// A lazy array computed by the kernel from `inputs` on their (WebGPU)
+    /// device. Bad names, dtypes, sizes or WGSL are an `Err` here.
+    pub fn call(&self, inputs: &[&Array], launch: &Launch) -> Result<Array> {
+        let name = &self.inner.name;
+        let spec = self.spec(inputs, launch)?;
+        let device = match inputs.first() {
+            Some(x) => x.device().clone(),
+            None => wmx_core::default_device()?,
+        };
+        if crate::backend(&device).is_none() {
+            return Err(Error::Invalid {
+                op: "wgsl_kernel",
+                msg: format!("kernel {name} runs on a WebGPU device, not on {device}"),
+            });
+        }
+        if let Some(x) = inputs.iter().find(|x| x.device() != &device) {
+            return Err(Error::Invalid {
+                op: "wgsl_kernel",
+                msg: format!(
+                    "kernel {name}: inputs on {device} and {}: move them to one device",
+                    x.device()
+                ),
+            });
+        }
+        let source = self.generate(&spec, launch)?;
+        let ins = inputs
+            .iter()
+            .map(|x| {
+                if self.inner.row_contiguous {
+                    wmx_core::contiguous(x)
+                } else {
+                    Ok((*x).clone())
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let prim = KernelCall {
+            kernel: self.clone(),
+            source,
+            launch: launch.clone(),
+        };
+        wmx_core::with_device(&device, || {
+            wmx_core::custom(
+                Arc::new(prim),
+                &ins,
+                &launch.output_shape,
+                launch.output_dtype,
+            )
+        })
+    }
+
+    fn spec(&self, inputs: &[&Array], launch: &Launch) -> Result<Spec> {
+        let i = &self.inner;
+        if inputs.len() != i.inputs.len() {
+            return Err(Error::Invalid {
+                op: "wgsl_kernel",
+                msg: format!(
+                    "kernel {} takes {} inputs ({}), got {}",
+                    i.name,
+                    i.inputs.len(),
+                    i.inputs.join(", "),
+                    inputs.len()
+                ),
+            });
+        }
+        for (n, v) in &launch.template {
+            if let Template::DType(d) = v {
+                crate::kdtype(*d).map_err(|_| Error::Invalid {
+                    op: "wgsl_kernel",
+                    msg: format!(
+                        "kernel {}: template type {n} is {d}, which WGSL cannot hold",
+                        i.name
+                    ),
+                })?;
+            }
+        }
+        Ok(Spec {
+            inputs: inputs.iter().map(|x| (x.dtype(), x.ndim())).collect(),
+            output: (launch.output_dtype, launch.output_shape.len()),
+            workgroup: launch.workgroup,
+            template: launch
+                .template
+                .iter()
+                .map(|(n, v)| (n.clone(), format!("{v:?}")))
+                .collect(),
+        })
+    }
+
+    /// The generator's view of a specialisation: its arrays, then its template.
+    fn source_spec<'a>(
+        &'a self,
+        args: &'a [k::KernelArg<'a>],
+        template: &'a [(&'a str, k::TemplateArg)],
+        workgroup: [u32; 3],
+    ) -> k::KernelSource<'a> {
+        let i = &self.inner;
+        let n = i.inputs.len();
+        k::KernelSource {
+            name: &i.name,
+            header: &i.header,
+            body: &i.body,
+            inputs: &args[..n],
+            outputs: &args[n..],
+            template,
+            workgroup,
+            guard: i.guard,
+        }
+    }
+
+    /// The arrays of a specialisation: inputs, then the output.
+    fn args(
+        &self,
+        inputs: &[(DType, usize)],
+        output: (DType, usize),
+    ) -> Result<Vec<k::KernelArg<'_>>> {
+        let i = &self.inner;
+        let kd = |d: DType, what: &str| {
+            crate::kdtype(d).map_err(|_| Error::Invalid {
+                op: "wgsl_kernel",
+                msg: format!("kernel {}: {what} is {d}, which WGSL cannot hold", i.name),
+            })
+        };
+        let names = i.inputs.iter().chain(std::iter::once(&i.output));
+        inputs
+            .iter()
+            .chain(std::iter::once(&output))
+            .zip(names)
+            .map(|(&(d, ndim), n)| {
+                Ok(k::KernelArg {
+                    name: n,
+                    dtype: kd(d, n)?,
+                    ndim,
+                })
+            })
+            .collect()
+    }
+
+    /// The naga-validated source of a specialisation (cached per kernel).
+    fn generate(&self, spec: &Spec, launch: &Launch) -> Result<Arc<str>> {
+        let i = &self.inner;
+        if let Some(s) = i.sources.lock().unwrap().get(spec) {
+            return Ok(s.clone());
+        }
+        let bad = |e: k::Error| Error::Invalid {
+            op: "wgsl_kernel",
+            msg: e.to_string(),
+        };
+        let args = self.args(&spec.inputs, spec.output)?;
+        let template = template_args(&launch.template);
+        let src = self
+            .source_spec(&args, &template, spec.workgroup)
+            .wgsl()
+            .map_err(bad)?;
+        k::validate_wgsl(&i.name, &src, "wmx_main").map_err(bad)?;
+        let src: Arc<str> = src.into();
+        let mut cache = i.sources.lock().unwrap();
+        if cache.len() >= MAX_SPECS {
+            cache.clear();
+        }
+        cache.insert(spec.clone(), src.clone());
+        Ok(src)
+    }
+}
+
+fn template_args(t: &[(String, Template)]) -> Vec<(&str, k::TemplateArg)> {
+    t.iter()
+        .map(|(n, v)| {
+            let a = match *v {
+                // kdtype fails only for i64, which `args` rejects for arrays; a
+                // template type gets the same message from the generator.
+                Template::DType(d) => {
+                    k::TemplateArg::DType(crate::kdtype(d).unwrap_or(k::DType::Bool))
+                }
+                Template::Int(x) => k::TemplateArg::Int(x),
+                Template::Uint(x) => k::TemplateArg::Uint(x),
+                Template::Float(x) => k::TemplateArg::Float(x),
+                Template::Bool(x) => k::TemplateArg::Bool(x),
+            };
+            (n.as_str(), a)
+        })
+        .collect()
+}
+
+/// One call of a [`WgslKernel`], as a custom primitive.
+#[derive(Debug)]
+struct KernelCall {
+    kernel: WgslKernel,
+    source: Arc<str>,
+    launch: Launch,
+}
+
+impl CustomPrimitive for KernelCall {
+    fn name(&self) -> &str {
+        &self.kernel.inner.name
+    }
+
+    fn eval_webgpu(&self, gpu: &mut GpuContext<'_>) -> Result<()> {
+        let ev = gpu.get::<CustomEval>()?;
+        let kn = &self.kernel;
+        let pipe = ev.pipeline(&k::UserModule {
+            label: &kn.inner.name,
+            source: &self.source,
+            entry: "wmx_main",
+            outputs: 1,
+            inputs: kn.inner.inputs.len(),
+        })?;
+        let l = &self.launch;
+        let ins: Vec<(DType, usize)> = ev
+            .inputs()
+            .iter()
+            .map(|x| (x.dtype, x.layout.ndim()))
+            .collect();
+        let args = kn.args(&ins, (l.output_dtype, l.output_shape.len()))?;
+        let template = template_args(&l.template);
+        let src = kn.source_spec(&args, &template, l.workgroup);
+        let views: Vec<(usize, &[usize], &[isize])> = ev
+            .inputs()
+            .iter()
+            .map(|x| (x.layout.offset, &x.layout.shape[..], &x.layout.strides[..]))
+            .collect();
+        let max = ev.kernels().caps().max_workgroups_per_dim;
+        let (params, groups) = src
+            .launch(l.grid, &views, &[&l.output_shape], max)
+            .map_err(kerr)?;
+        let mut bufs = vec![ev.output().buffer.clone()];
+        bufs.extend(ev.inputs().iter().map(|x| x.buffer.clone()));
+        let refs: Vec<&wgpu::Buffer> = bufs.iter().collect();
+        ev.dispatch(&pipe, &refs, &params, groups)
+    }
+}
