@@ -32,7 +32,7 @@ use std::sync::Arc;
 ///         Ok(())
 ///     }
 ///     fn vjp(&self, _: &[Array], _: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {
-///         Ok(vec![Some(wmx_core::multiply(ct, &wmx_core::scalar(2.0f32))?)])
+///         Ok(vec![Some(wmx_core::multiply(ct, &wmx_core::scalar(2.0, DType::F32)?)?)])
 ///     }
 /// }
 ///

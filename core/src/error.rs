@@ -76,7 +76,8 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub(crate) fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
+    /// An [`Error::Invalid`] for `op` with `msg` (for custom primitives' code too).
+    pub fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Invalid {
             op,
             msg: msg.into(),

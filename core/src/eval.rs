@@ -169,10 +169,14 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
             inclusive,
         } => be.scan(*op, v(0), *axis, *reverse, *inclusive)?,
         Primitive::Scatter { op, axis } => be.scatter(*op, v(0), v(1), v(2), *axis)?,
-        Primitive::Custom(c) => {
-            let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();
-            be.custom(&**c, &views, node.shape(), node.dtype())?
-        }
+        Primitive::Custom(c) => match crate::transforms::CustomNode::forwarded(&**c) {
+            // A custom function's output: the output of its body, as a view is.
+            Some(k) => bufs[k].clone(),
+            None => {
+                let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();
+                be.custom(&**c, &views, node.shape(), node.dtype())?
+            }
+        },
     };
     let mut st = node.lock();
     if matches!(*st, State::Pending { .. }) {

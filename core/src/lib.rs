@@ -43,4 +43,6 @@ pub use primitive::{
     ArgReduceOp, BinaryOp, Generator, NormOp, OpKind, Primitive, ReduceOp, ScatterOp, UnaryOp,
     ViewOp,
 };
-pub use transforms::{grad, grad1, jvp, value_and_grad, value_and_grad1, vjp, vmap, vmap1};
+pub use transforms::{
+    CustomFunction, grad, grad1, jvp, value_and_grad, value_and_grad1, vjp, vmap, vmap1,
+};

@@ -99,6 +99,8 @@ macro_rules! for_each_case {
             one_hot_values,
             index_errors,
             grad_index,
+            custom_primitive_in_transforms,
+            custom_function_rules,
             random_matches_mlx,
             random_distributions,
             random_errors,

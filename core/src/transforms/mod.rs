@@ -15,10 +15,14 @@
 //! function that reads a value (`item`, `eval`) inside a transform is still
 //! differentiated through it.
 
+mod custom_function;
 mod jvp;
 mod rules;
 mod vjp;
 mod vmap;
+
+pub use custom_function::CustomFunction;
+pub(crate) use custom_function::Node as CustomNode;
 
 use crate::{Array, Error, Primitive, Result, ViewOp};
 use rustc_hash::{FxHashMap, FxHashSet};

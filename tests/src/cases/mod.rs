@@ -2718,6 +2718,7 @@ pub fn device_dtype_support(dev: &Device) {
     }
 }
 
+mod custom;
 mod index;
 mod linalg;
 mod nn;
@@ -2725,6 +2726,7 @@ mod random;
 mod scan;
 mod sort;
 mod transforms;
+pub use custom::*;
 pub use index::*;
 pub use linalg::*;
 pub use nn::*;
