@@ -26,10 +26,12 @@ step "doctests"; cargo test --workspace --doc
 step "example: logistic regression trained with value_and_grad, on the CPU and the GPU"
 # Built with the workspace's features, as the tests were (a plain `cargo run --example`
 # resolves the root package's features alone and rebuilds wgpu: 2.5 min).
-cargo build -q --workspace --examples
+cargo build -q --workspace --examples --bins
 examples=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/examples
 WMX_DEVICE=cpu "$examples/logistic_regression"
 "$examples/logistic_regression"
+step "example: the axpby extension's benchmark (custom vs composed), quick, on the CPU and the GPU"
+"$examples/../axpby_bench" --quick
 step "type-check for Apple (Metal) and Windows (DX12) (about 2 min)"
 cargo check -q -p wmx --target aarch64-apple-darwin
 cargo check -q -p wmx --target x86_64-pc-windows-msvc

@@ -394,8 +394,9 @@ const PAR_MIN: usize = 1 << 17;
 
 /// Runs `f(start, chunk)` over `out` cut into one contiguous chunk per core
 /// (`WMX_CPU_THREADS` overrides the count), on scoped threads; small outputs stay
-/// on the calling thread.
-fn par_chunks<O: Send>(out: &mut [O], f: impl Fn(usize, &mut [O]) + Sync) {
+/// on the calling thread. The CPU backend's own loops use it, and custom
+/// primitives' CPU code can too.
+pub fn par_chunks<O: Send>(out: &mut [O], f: impl Fn(usize, &mut [O]) + Sync) {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let cores = *THREADS.get_or_init(|| {
         let env = std::env::var("WMX_CPU_THREADS")
@@ -613,7 +614,9 @@ impl Backend for CpuBackend {
         dtype: DType,
     ) -> Result<CpuBuffer> {
         let bytes = crate::layout::numel(shape) * dtype.size();
-        let mut buffer = CpuBuffer::zeroed(bytes);
+        // Zeroed on every core: a single-threaded fill costs as much as the op.
+        let mut buffer = CpuBuffer::uninit(bytes);
+        par_chunks(buffer.bytes_mut(), |_, c| c.fill(0));
         let mut out = crate::CpuOutput {
             buffer: &mut buffer,
             shape,
