@@ -41,8 +41,12 @@ mod api;
 mod blocks;
 #[cfg(target_arch = "wasm32")]
 mod convert;
+#[cfg(target_arch = "wasm32")]
+mod kernel;
 
 #[cfg(target_arch = "wasm32")]
 pub use api::*;
 #[cfg(target_arch = "wasm32")]
 pub use blocks::*;
+#[cfg(target_arch = "wasm32")]
+pub use kernel::*;

@@ -1048,3 +1048,85 @@ async fn building_blocks() {
     assert_eq!(uni[0], 0.8307938575744629, "randomUniform");
     assert!(wmx::random_key(-1.0).is_err(), "randomKey(-1) is an error");
 }
+
+fn obj(pairs: &[(&str, JsValue)]) -> JsValue {
+    let o = js_sys::Object::new();
+    for (k, val) in pairs {
+        js_sys::Reflect::set(&o, &JsValue::from_str(k), val).unwrap();
+    }
+    o.into()
+}
+
+fn names(n: &[&str]) -> JsValue {
+    n.iter()
+        .map(|s| JsValue::from_str(s))
+        .collect::<js_sys::Array>()
+        .into()
+}
+
+#[wasm_bindgen_test]
+async fn user_wgsl_kernels() {
+    gpu().await;
+    // y = exp(x) * SCALE + b on a transposed x and a broadcast b, read in place.
+    let k = wmx::wgsl_kernel(obj(&[
+        ("name", "scaled_exp".into()),
+        ("inputs", names(&["x", "b"])),
+        ("output", "y".into()),
+        (
+            "body",
+            "let i = global_id.x; y[i] = exp(x[x_loc(i)]) * T(SCALE) + b[b_loc(i)];".into(),
+        ),
+        ("rowContiguous", false.into()),
+    ]))
+    .unwrap();
+    let (r, c) = (5usize, 7usize);
+    let xs: Vec<f64> = (0..r * c).map(|i| (i as f64) * 0.1 - 1.5).collect();
+    let bs: Vec<f64> = (0..r).map(|i| i as f64 * 10.0).collect();
+    let x = typed(&xs, &[r, c], "f32");
+    let xt = v(nd(&x).t().unwrap());
+    let b = typed(&bs, &[r], "f32");
+    let bb = v(nd(&b).broadcast_to(shape(&[c, r])).unwrap());
+    let launch = obj(&[
+        ("shape", shape(&[c, r])),
+        (
+            "template",
+            obj(&[("T", "f32".into()), ("SCALE", 2.5.into())]),
+        ),
+    ]);
+    let inputs: JsValue = js_sys::Array::of2(&xt, &bb).into();
+    let y = v(k.call(inputs.clone(), launch.clone()).unwrap());
+    let got = read(&y).await;
+    for (idx, g) in got.iter().enumerate() {
+        let (j, i) = (idx / r, idx % r);
+        let want = ((xs[i * c + j] as f32 as f64).exp() * 2.5 + bs[i]) as f32 as f64;
+        assert!(
+            (g - want).abs() <= 1e-5 * (1.0 + want.abs()),
+            "{idx}: {g} vs {want}"
+        );
+    }
+    let src = k.source(inputs, launch).unwrap();
+    assert!(
+        src.contains("fn x_loc") && src.contains("const SCALE: f32 = 2.5;"),
+        "{src}"
+    );
+    // Invalid WGSL throws at the call with naga's message; the next op is clean.
+    let bad = wmx::wgsl_kernel(obj(&[
+        ("name", "broken".into()),
+        ("inputs", names(&["x"])),
+        ("output", "y".into()),
+        ("body", "y[global_id.x] = x[global_id.x] +* 1.0;".into()),
+    ]))
+    .unwrap();
+    let e = bad
+        .call(
+            js_sys::Array::of1(&x).into(),
+            obj(&[("shape", shape(&[r, c]))]),
+        )
+        .err()
+        .map(|e| format!("{:?}", JsValue::from(e)))
+        .expect("invalid WGSL must throw");
+    assert!(e.contains("broken") && e.contains("+* 1.0"), "{e}");
+    let z = v(wmx::add(&x, &x).unwrap());
+    let want: Vec<f64> = xs.iter().map(|v| 2.0 * (*v as f32) as f64).collect();
+    assert_eq!(read(&z).await, want);
+}
