@@ -222,6 +222,57 @@ mod tests {
         }
     }
 
+    #[derive(Debug)]
+    struct ShortOutput;
+    impl CustomPrimitive for ShortOutput {
+        fn name(&self) -> &str {
+            "short_output"
+        }
+        fn eval_cpu(&self, _: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+            *out.buffer = CpuBuffer::zeroed(4);
+            Ok(())
+        }
+    }
+
+    /// An output buffer of the wrong size is an `Err` at that op, never a read
+    /// past its end later; a primitive without code for a device names both.
+    #[test]
+    fn wrong_output_size_and_missing_code_are_errors() {
+        let dev = Device::cpu();
+        let x = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
+        let y = custom(
+            Arc::new(ShortOutput),
+            std::slice::from_ref(&x),
+            &[3],
+            DType::F32,
+        )
+        .unwrap();
+        let e = y.to_vec::<f32>().unwrap_err().to_string();
+        assert!(e.contains("short_output left a buffer of 4 bytes"), "{e}");
+        assert!(e.contains("[3] f32 takes 12"), "{e}");
+        #[derive(Debug)]
+        struct GpuOnly;
+        impl CustomPrimitive for GpuOnly {
+            fn name(&self) -> &str {
+                "gpu_only"
+            }
+        }
+        let z = custom(
+            Arc::new(GpuOnly),
+            std::slice::from_ref(&x),
+            &[3],
+            DType::F32,
+        )
+        .unwrap();
+        let e = z.eval().unwrap_err().to_string();
+        assert!(e.contains("gpu_only has no code for device cpu"), "{e}");
+        assert!(e.contains("eval_cpu"), "{e}");
+        assert_eq!(
+            crate::add(&x, &x).unwrap().to_vec::<f32>().unwrap(),
+            vec![2.0, 4.0, 6.0]
+        );
+    }
+
     /// A panic inside a custom primitive is an `Err` at that op; other arrays and
     /// the device are unaffected.
     #[test]
