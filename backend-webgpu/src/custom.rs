@@ -1,6 +1,8 @@
 //! What a custom primitive's WebGPU code receives: [`CustomEval`].
 
-use crate::{GpuBuffer, WebGpuBackend, kerr};
+use crate::pool::Shared;
+use crate::{GpuBuffer, WebGpuBackend, kerr, new_output};
+use std::sync::Arc;
 use wmx_core::{CustomPrimitive, DType, GpuContext, Layout, Result, View};
 use wmx_kernels as k;
 
@@ -57,9 +59,12 @@ pub struct GpuOutput {
 /// ```
 pub struct CustomEval {
     kernels: k::Kernels,
+    shared: Arc<Shared>,
     batch: k::Batch,
     inputs: Vec<GpuInput>,
     output: GpuOutput,
+    /// A buffer standing for the output instead of `output` ([`CustomEval::set_output`]).
+    replaced: Option<GpuBuffer>,
 }
 
 impl CustomEval {
@@ -83,6 +88,30 @@ impl CustomEval {
     /// per source; see [`k::UserModule`] for the bindings).
     pub fn pipeline(&self, m: &k::UserModule<'_>) -> Result<k::UserPipeline> {
         self.kernels.user_pipeline(m).map_err(kerr)
+    }
+    /// A fresh buffer of `shape`/`dtype` from wmx's pool, as a wmx buffer (hand it
+    /// to another node with [`CustomEval::set_output`]) and as the wgpu buffer to bind.
+    pub fn alloc(&self, shape: &[usize], dtype: DType) -> Result<(GpuBuffer, wgpu::Buffer)> {
+        new_output(&self.shared, wmx_core::layout::numel(shape), dtype)
+    }
+    /// Makes `buffer` (a wmx buffer, e.g. one written by an earlier node's code)
+    /// this primitive's output in place of [`CustomEval::output`]: an `Err` unless
+    /// it holds exactly the output's bytes.
+    pub fn set_output(&mut self, buffer: GpuBuffer) -> Result<()> {
+        let want = (wmx_core::layout::numel(&self.output.shape) * self.output.dtype.size()) as u64;
+        if buffer.len_bytes() != want {
+            return Err(wmx_core::Error::invalid(
+                "custom",
+                format!(
+                    "set_output: a buffer of {} bytes for an output {:?} {} of {want}",
+                    buffer.len_bytes(),
+                    self.output.shape,
+                    self.output.dtype
+                ),
+            ));
+        }
+        self.replaced = Some(buffer);
+        Ok(())
     }
     /// Records `pipeline` over `workgroups` into wmx's batch, with `buffers` bound at
     /// 1.. (outputs, then inputs) and the parameter words `params` at binding 0.
@@ -120,11 +149,13 @@ impl WebGpuBackend {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let (out, g) = self.output(wmx_core::layout::numel(shape), dtype)?;
+        let (out, g) = new_output(&self.shared, wmx_core::layout::numel(shape), dtype)?;
         let mut batch = self.batch.lock().unwrap();
         let before = batch.len();
         let mut ev = CustomEval {
             kernels: self.kernels.clone(),
+            shared: self.shared.clone(),
+            replaced: None,
             batch: std::mem::take(&mut *batch),
             inputs,
             output: GpuOutput {
@@ -154,6 +185,6 @@ impl WebGpuBackend {
         if batch.len() >= crate::MAX_BATCH {
             self.submit(&mut batch)?;
         }
-        Ok(out)
+        Ok(ev.replaced.take().unwrap_or(out))
     }
 }

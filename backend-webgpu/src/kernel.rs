@@ -1,7 +1,7 @@
 //! Kernels users write in a few lines of WGSL: [`WgslKernel`], the counterpart of
 //! MLX's `mx.fast.metal_kernel`.
 
-use crate::{CustomEval, kerr};
+use crate::{CustomEval, GpuBuffer, kerr};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use wmx_core::{Array, CustomPrimitive, DType, Error, GpuContext, Result};
@@ -23,13 +23,11 @@ pub enum Template {
     Bool(bool),
 }
 
-/// How one call of a [`WgslKernel`] runs: the output, the threads, the template.
+/// How one call of a [`WgslKernel`] runs: the outputs, the threads, the template.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Launch {
-    /// The output's shape.
-    pub output_shape: Vec<usize>,
-    /// The output's dtype (f32, f16, i32 or u32).
-    pub output_dtype: DType,
+    /// Each output's shape and dtype (f32, f16, i32 or u32), in the kernel's order.
+    pub outputs: Vec<(Vec<usize>, DType)>,
     /// Threads in each dimension (not workgroups); each runs the body once.
     pub grid: [u32; 3],
     /// Threads per workgroup (at most the device's limit, usually 256 in all).
@@ -44,12 +42,16 @@ impl Launch {
     pub fn elementwise(shape: &[usize], dtype: DType) -> Launch {
         let n = wmx_core::layout::numel(shape);
         Launch {
-            output_shape: shape.to_vec(),
-            output_dtype: dtype,
+            outputs: vec![(shape.to_vec(), dtype)],
             grid: [u32::try_from(n).unwrap_or(u32::MAX), 1, 1],
             workgroup: [256, 1, 1],
             template: Vec::new(),
         }
+    }
+    /// Adds an output (after those already there).
+    pub fn output(mut self, shape: &[usize], dtype: DType) -> Launch {
+        self.outputs.push((shape.to_vec(), dtype));
+        self
     }
     /// Adds a template parameter.
     pub fn template(mut self, name: &str, value: Template) -> Launch {
@@ -79,7 +81,7 @@ impl Launch {
 /// let launch = Launch::elementwise(x.shape(), DType::F32)
 ///     .template("T", wmx_webgpu::Template::DType(DType::F32))
 ///     .template("SCALE", wmx_webgpu::Template::Float(2.0));
-/// let y = k.call(&[&x], &launch)?;
+/// let y = k.call(&[&x], &launch)?.remove(0);
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -91,7 +93,7 @@ pub struct WgslKernel {
 struct Inner {
     name: String,
     inputs: Vec<String>,
-    output: String,
+    outputs: Vec<String>,
     body: String,
     header: String,
     row_contiguous: bool,
@@ -104,7 +106,7 @@ struct Inner {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Spec {
     inputs: Vec<(DType, usize)>,
-    output: (DType, usize),
+    outputs: Vec<(DType, usize)>,
     workgroup: [u32; 3],
     /// Template values, as their Debug text (f32 has no Eq).
     template: Vec<(String, String)>,
@@ -115,13 +117,13 @@ const MAX_SPECS: usize = 256;
 
 impl WgslKernel {
     /// A kernel named `name` (errors and labels) reading the arrays `inputs` and
-    /// writing `output`, whose entry point runs `body`.
-    pub fn new(name: &str, inputs: &[&str], output: &str, body: &str) -> WgslKernel {
+    /// writing the arrays `outputs`, whose entry point runs `body`.
+    pub fn new(name: &str, inputs: &[&str], outputs: &[&str], body: &str) -> WgslKernel {
         WgslKernel {
             inner: Arc::new(Inner {
                 name: name.to_string(),
                 inputs: inputs.iter().map(|s| s.to_string()).collect(),
-                output: output.to_string(),
+                outputs: outputs.iter().map(|s| s.to_string()).collect(),
                 body: body.to_string(),
                 header: String::new(),
                 row_contiguous: true,
@@ -136,7 +138,7 @@ impl WgslKernel {
         let mut inner = Inner {
             name: i.name.clone(),
             inputs: i.inputs.clone(),
-            output: i.output.clone(),
+            outputs: i.outputs.clone(),
             body: i.body.clone(),
             header: i.header.clone(),
             row_contiguous: i.row_contiguous,
@@ -179,9 +181,10 @@ impl WgslKernel {
         Ok(self.generate(&spec, launch)?.to_string())
     }
 
-    /// A lazy array computed by the kernel from `inputs` on their (WebGPU)
-    /// device. Bad names, dtypes, sizes or WGSL are an `Err` here.
-    pub fn call(&self, inputs: &[&Array], launch: &Launch) -> Result<Array> {
+    /// The outputs computed by the kernel from `inputs` (lazy, on the inputs'
+    /// WebGPU device; one dispatch writes them all). Bad names, dtypes, sizes or
+    /// WGSL are an `Err` here.
+    pub fn call(&self, inputs: &[&Array], launch: &Launch) -> Result<Vec<Array>> {
         let name = &self.inner.name;
         let spec = self.spec(inputs, launch)?;
         let device = match inputs.first() {
@@ -214,23 +217,46 @@ impl WgslKernel {
                 }
             })
             .collect::<Result<Vec<_>>>()?;
+        let extra: Extra = Arc::new(Mutex::new(Vec::new()));
         let prim = KernelCall {
             kernel: self.clone(),
             source,
             launch: launch.clone(),
+            extra: extra.clone(),
         };
+        // Output 0 is the kernel's node; the others are nodes taking the buffers
+        // the kernel wrote (they depend on it, so it runs first).
         wmx_core::with_device(&device, || {
-            wmx_core::custom(
-                Arc::new(prim),
-                &ins,
-                &launch.output_shape,
-                launch.output_dtype,
-            )
+            let (shape, dtype) = &launch.outputs[0];
+            let first = wmx_core::custom(Arc::new(prim), &ins, shape, *dtype)?;
+            let mut outs = vec![first.clone()];
+            for (j, (shape, dtype)) in launch.outputs.iter().enumerate().skip(1) {
+                let sibling = Sibling {
+                    name: format!("{name}:{}", self.inner.outputs[j]),
+                    extra: extra.clone(),
+                    index: j - 1,
+                };
+                let only = std::slice::from_ref(&first);
+                outs.push(wmx_core::custom(Arc::new(sibling), only, shape, *dtype)?);
+            }
+            Ok(outs)
         })
     }
 
     fn spec(&self, inputs: &[&Array], launch: &Launch) -> Result<Spec> {
         let i = &self.inner;
+        if launch.outputs.len() != i.outputs.len() {
+            return Err(Error::Invalid {
+                op: "wgsl_kernel",
+                msg: format!(
+                    "kernel {} writes {} outputs ({}), the launch describes {}",
+                    i.name,
+                    i.outputs.len(),
+                    i.outputs.join(", "),
+                    launch.outputs.len()
+                ),
+            });
+        }
         if inputs.len() != i.inputs.len() {
             return Err(Error::Invalid {
                 op: "wgsl_kernel",
@@ -256,7 +282,7 @@ impl WgslKernel {
         }
         Ok(Spec {
             inputs: inputs.iter().map(|x| (x.dtype(), x.ndim())).collect(),
-            output: (launch.output_dtype, launch.output_shape.len()),
+            outputs: launch.outputs.iter().map(|(s, d)| (*d, s.len())).collect(),
             workgroup: launch.workgroup,
             template: launch
                 .template
@@ -287,11 +313,11 @@ impl WgslKernel {
         }
     }
 
-    /// The arrays of a specialisation: inputs, then the output.
+    /// The arrays of a specialisation: inputs, then the outputs.
     fn args(
         &self,
         inputs: &[(DType, usize)],
-        output: (DType, usize),
+        outputs: &[(DType, usize)],
     ) -> Result<Vec<k::KernelArg<'_>>> {
         let i = &self.inner;
         let kd = |d: DType, what: &str| {
@@ -300,10 +326,10 @@ impl WgslKernel {
                 msg: format!("kernel {}: {what} is {d}, which WGSL cannot hold", i.name),
             })
         };
-        let names = i.inputs.iter().chain(std::iter::once(&i.output));
+        let names = i.inputs.iter().chain(&i.outputs);
         inputs
             .iter()
-            .chain(std::iter::once(&output))
+            .chain(outputs)
             .zip(names)
             .map(|(&(d, ndim), n)| {
                 Ok(k::KernelArg {
@@ -325,7 +351,7 @@ impl WgslKernel {
             op: "wgsl_kernel",
             msg: e.to_string(),
         };
-        let args = self.args(&spec.inputs, spec.output)?;
+        let args = self.args(&spec.inputs, &spec.outputs)?;
         let template = template_args(&launch.template);
         let src = self
             .source_spec(&args, &template, spec.workgroup)
@@ -361,12 +387,16 @@ fn template_args(t: &[(String, Template)]) -> Vec<(&str, k::TemplateArg)> {
         .collect()
 }
 
-/// One call of a [`WgslKernel`], as a custom primitive.
+/// Buffers of outputs 1.. written by a kernel call, until their nodes take them.
+type Extra = Arc<Mutex<Vec<Option<GpuBuffer>>>>;
+
+/// One call of a [`WgslKernel`], as a custom primitive: output 0 is its own.
 #[derive(Debug)]
 struct KernelCall {
     kernel: WgslKernel,
     source: Arc<str>,
     launch: Launch,
+    extra: Extra,
 }
 
 impl CustomPrimitive for KernelCall {
@@ -377,20 +407,21 @@ impl CustomPrimitive for KernelCall {
     fn eval_webgpu(&self, gpu: &mut GpuContext<'_>) -> Result<()> {
         let ev = gpu.get::<CustomEval>()?;
         let kn = &self.kernel;
+        let l = &self.launch;
         let pipe = ev.pipeline(&k::UserModule {
             label: &kn.inner.name,
             source: &self.source,
             entry: "wmx_main",
-            outputs: 1,
+            outputs: l.outputs.len(),
             inputs: kn.inner.inputs.len(),
         })?;
-        let l = &self.launch;
         let ins: Vec<(DType, usize)> = ev
             .inputs()
             .iter()
             .map(|x| (x.dtype, x.layout.ndim()))
             .collect();
-        let args = kn.args(&ins, (l.output_dtype, l.output_shape.len()))?;
+        let outs: Vec<(DType, usize)> = l.outputs.iter().map(|(s, d)| (*d, s.len())).collect();
+        let args = kn.args(&ins, &outs)?;
         let template = template_args(&l.template);
         let src = kn.source_spec(&args, &template, l.workgroup);
         let views: Vec<(usize, &[usize], &[isize])> = ev
@@ -398,13 +429,52 @@ impl CustomPrimitive for KernelCall {
             .iter()
             .map(|x| (x.layout.offset, &x.layout.shape[..], &x.layout.strides[..]))
             .collect();
+        let shapes: Vec<&[usize]> = l.outputs.iter().map(|(s, _)| &s[..]).collect();
         let max = ev.kernels().caps().max_workgroups_per_dim;
-        let (params, groups) = src
-            .launch(l.grid, &views, &[&l.output_shape], max)
-            .map_err(kerr)?;
+        let (params, groups) = src.launch(l.grid, &views, &shapes, max).map_err(kerr)?;
+        let mut extra = Vec::new();
         let mut bufs = vec![ev.output().buffer.clone()];
+        for (shape, dtype) in &l.outputs[1..] {
+            let (b, g) = ev.alloc(shape, *dtype)?;
+            extra.push(Some(b));
+            bufs.push(g);
+        }
         bufs.extend(ev.inputs().iter().map(|x| x.buffer.clone()));
         let refs: Vec<&wgpu::Buffer> = bufs.iter().collect();
-        ev.dispatch(&pipe, &refs, &params, groups)
+        ev.dispatch(&pipe, &refs, &params, groups)?;
+        *self.extra.lock().unwrap() = extra;
+        Ok(())
+    }
+}
+
+/// Output `index + 1` of a kernel call: the buffer the call wrote.
+#[derive(Debug)]
+struct Sibling {
+    name: String,
+    extra: Extra,
+    index: usize,
+}
+
+impl CustomPrimitive for Sibling {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn eval_webgpu(&self, gpu: &mut GpuContext<'_>) -> Result<()> {
+        let ev = gpu.get::<CustomEval>()?;
+        let taken = self
+            .extra
+            .lock()
+            .unwrap()
+            .get_mut(self.index)
+            .and_then(Option::take);
+        let b = taken.ok_or_else(|| Error::Invalid {
+            op: "wgsl_kernel",
+            msg: format!(
+                "{}: the kernel's call did not produce this output",
+                self.name
+            ),
+        })?;
+        ev.set_output(b)
     }
 }

@@ -89,6 +89,15 @@ impl GpuBuffer {
     }
 }
 
+impl std::fmt::Debug for GpuBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuBuffer")
+            .field("bytes", &self.bytes)
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
 impl Drop for GpuBuffer {
     fn drop(&mut self) {
         let gpu = self
@@ -265,19 +274,7 @@ impl WebGpuBackend {
 
     /// A fresh output buffer of `n` elements of `dtype`.
     fn output(&self, n: usize, dtype: DType) -> Result<(GpuBuffer, wgpu::Buffer)> {
-        let bytes = (n * dtype.size()) as u64;
-        let g = self.shared.pool().take(bytes, true).map_err(kerr)?;
-        Ok((
-            GpuBuffer {
-                shared: self.shared.clone(),
-                bytes,
-                data: Arc::new(Mutex::new(Data {
-                    gpu: Some(g.clone()),
-                    host: None,
-                })),
-            },
-            g,
-        ))
+        new_output(&self.shared, n, dtype)
     }
 
     /// Records one kernel producing a fresh output of `shape`/`dtype`.
@@ -830,6 +827,27 @@ impl WebGpuBackend {
         b.data.lock().unwrap().host = Some(host.clone());
         host
     }
+}
+
+/// A fresh buffer of `n` elements of `dtype` from the pool (not zeroed).
+pub(crate) fn new_output(
+    shared: &Arc<Shared>,
+    n: usize,
+    dtype: DType,
+) -> Result<(GpuBuffer, wgpu::Buffer)> {
+    let bytes = (n * dtype.size()) as u64;
+    let g = shared.pool().take(bytes, true).map_err(kerr)?;
+    Ok((
+        GpuBuffer {
+            shared: shared.clone(),
+            bytes,
+            data: Arc::new(Mutex::new(Data {
+                gpu: Some(g.clone()),
+                host: None,
+            })),
+        },
+        g,
+    ))
 }
 
 // ---------------------------------------------------------------- public helpers

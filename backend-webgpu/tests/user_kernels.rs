@@ -22,7 +22,7 @@ fn scaled_exp() -> WgslKernel {
     WgslKernel::new(
         "scaled_exp",
         &["x", "b"],
-        "y",
+        &["y"],
         "let i = global_id.x;
          y[i] = exp(x[x_loc(i)]) * T(SCALE) + b[b_loc(i)];",
     )
@@ -52,7 +52,7 @@ fn kernel_reads_transposed_and_broadcast_views() {
         let launch = Launch::elementwise(&[c, r], DType::F32)
             .template("T", Template::DType(DType::F32))
             .template("SCALE", Template::Float(2.5));
-        let y = k.call(&[&xt, &bb], &launch).unwrap();
+        let y = k.call(&[&xt, &bb], &launch).unwrap().remove(0);
         assert_eq!(y.shape(), &[c, r]);
         close(&y.to_vec::<f32>().unwrap(), &want, 1e-6);
     }
@@ -73,7 +73,7 @@ fn kernel_reads_transposed_and_broadcast_views() {
     let launch = Launch::elementwise(&n, DType::F32)
         .template("T", Template::DType(DType::F32))
         .template("SCALE", Template::Float(1.0));
-    let y = scaled_exp().call(&[&xs2, &z], &launch).unwrap();
+    let y = scaled_exp().call(&[&xs2, &z], &launch).unwrap().remove(0);
     let want: Vec<f64> = xs2
         .to_vec::<f32>()
         .unwrap()
@@ -89,7 +89,7 @@ fn kernel_specialises_per_dtype_and_template() {
     let k = WgslKernel::new(
         "axpb",
         &["x"],
-        "y",
+        &["y"],
         "let i = global_id.x; y[i] = T(A) * x[i] + T(B);",
     );
     let xs = data(1000, 3);
@@ -99,7 +99,7 @@ fn kernel_specialises_per_dtype_and_template() {
             .template("T", Template::DType(d))
             .template("A", Template::Int(a))
             .template("B", Template::Int(1));
-        k.call(&[x], &l).unwrap()
+        k.call(&[x], &l).unwrap().remove(0)
     };
     let before = be.kernels().user_pipeline_count();
     let y = run(&x, DType::F32, 3);
@@ -138,10 +138,12 @@ fn kernel_grid_past_65535_workgroups() {
     let Some((dev, be)) = gpu() else { return };
     let wg = 64u32;
     let n = (be.kernels().caps().max_workgroups_per_dim as usize + 5) * wg as usize + 3;
-    let k = WgslKernel::new("iota", &[], "y", "y[global_id.x] = global_id.x * 3u;");
+    let k = WgslKernel::new("iota", &[], &["y"], "y[global_id.x] = global_id.x * 3u;");
     let mut l = Launch::elementwise(&[n], DType::U32);
     l.workgroup = [wg, 1, 1];
-    let y = wmx_core::with_device(&dev, || k.call(&[], &l)).unwrap();
+    let y = wmx_core::with_device(&dev, || k.call(&[], &l))
+        .unwrap()
+        .remove(0);
     let got = y.to_vec::<u32>().unwrap();
     assert_eq!(got.len(), n);
     for (i, g) in got.iter().enumerate() {
@@ -160,7 +162,7 @@ fn kernel_2d_grid_and_workgroup_memory() {
     let k = WgslKernel::new(
         "row_sum",
         &["x"],
-        "y",
+        &["y"],
         "let row = group_id.y;
          let live = row < grid.y;
          let r = min(row, grid.y - 1u);
@@ -175,13 +177,12 @@ fn kernel_2d_grid_and_workgroup_memory() {
     .header("var<workgroup> acc: array<f32, 64>;")
     .guard(false);
     let l = Launch {
-        output_shape: vec![rows],
-        output_dtype: DType::F32,
+        outputs: vec![(vec![rows], DType::F32)],
         grid: [64, rows as u32, 1],
         workgroup: [64, 1, 1],
         template: vec![],
     };
-    let y = k.call(&[&x], &l).unwrap();
+    let y = k.call(&[&x], &l).unwrap().remove(0);
     let want: Vec<f64> = (0..rows)
         .map(|r| xs[r * cols..(r + 1) * cols].iter().map(|v| *v as f64).sum())
         .collect();
@@ -197,7 +198,7 @@ fn invalid_kernels_fail_at_the_call_and_the_next_op_is_clean() {
     let bad = WgslKernel::new(
         "broken",
         &["x"],
-        "y",
+        &["y"],
         "y[global_id.x] = x[global_id.x] +* 1.0;",
     );
     let e = bad.call(&[&x], &l).unwrap_err().to_string();
@@ -207,7 +208,7 @@ fn invalid_kernels_fail_at_the_call_and_the_next_op_is_clean() {
     let bad = WgslKernel::new(
         "types",
         &["x"],
-        "y",
+        &["y"],
         "y[global_id.x] = x[global_id.x] + 1u;",
     );
     let e = bad.call(&[&x], &l).unwrap_err().to_string();
@@ -216,17 +217,17 @@ fn invalid_kernels_fail_at_the_call_and_the_next_op_is_clean() {
     let z = wmx_core::add(&x, &x).unwrap();
     assert_eq!(z.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
     // Bad calls: input count, names, dtypes, devices.
-    let k = WgslKernel::new("copy", &["x"], "y", "y[global_id.x] = x[global_id.x];");
+    let k = WgslKernel::new("copy", &["x"], &["y"], "y[global_id.x] = x[global_id.x];");
     let errs = [
         k.call(&[], &l).unwrap_err(),
         k.call(&[&x, &x], &l).unwrap_err(),
-        WgslKernel::new("n", &["x y"], "y", "")
+        WgslKernel::new("n", &["x y"], &["y"], "")
             .call(&[&x], &l)
             .unwrap_err(),
-        WgslKernel::new("n", &["x"], "x", "")
+        WgslKernel::new("n", &["x"], &["x"], "")
             .call(&[&x], &l)
             .unwrap_err(),
-        WgslKernel::new("n", &["wmx_p"], "y", "")
+        WgslKernel::new("n", &["wmx_p"], &["y"], "")
             .call(&[&x], &l)
             .unwrap_err(),
         k.call(&[&wmx_core::astype(&x, DType::Bool).unwrap()], &l)
@@ -258,7 +259,10 @@ fn invalid_kernels_fail_at_the_call_and_the_next_op_is_clean() {
     // A grid no dispatch can cover.
     let mut l2 = Launch::elementwise(&[3], DType::F32);
     l2.grid = [u32::MAX, u32::MAX, 1];
-    let e = k.call(&[&x], &l2).unwrap().eval().unwrap_err().to_string();
+    let e = k.call(&[&x], &l2).unwrap()[0]
+        .eval()
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("workgroups per dimension"), "{e}");
     assert_eq!(z.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
 }
@@ -266,13 +270,18 @@ fn invalid_kernels_fail_at_the_call_and_the_next_op_is_clean() {
 #[test]
 fn many_kernels_in_one_eval_share_one_submit() {
     let Some((dev, be)) = gpu() else { return };
-    let k = WgslKernel::new("inc", &["x"], "y", "y[global_id.x] = x[global_id.x] + 1.0;");
+    let k = WgslKernel::new(
+        "inc",
+        &["x"],
+        &["y"],
+        "y[global_id.x] = x[global_id.x] + 1.0;",
+    );
     let x = Array::from_slice_on(&data(4096, 5), &[4096], &dev).unwrap();
     x.eval().unwrap();
     let l = Launch::elementwise(&[4096], DType::F32);
     let mut y = x.clone();
     for _ in 0..50 {
-        y = k.call(&[&y], &l).unwrap();
+        y = k.call(&[&y], &l).unwrap().remove(0);
         y = wmx_core::multiply(&y, &wmx_core::scalar(1.0, DType::F32).unwrap()).unwrap();
     }
     dev.synchronize().unwrap();
@@ -333,4 +342,57 @@ fn custom_primitive_records_its_own_module() {
     // One dispatch, no submit of its own beyond the read's.
     let s1 = be.stats();
     assert_eq!(s1.submits - s0.submits, 1);
+}
+
+#[test]
+fn kernel_with_several_outputs() {
+    let Some((dev, be)) = gpu() else { return };
+    // One dispatch writes the rounded value (f32, same shape) and the index of each
+    // row's largest element (i32, one per row).
+    let (r, c) = (33, 17);
+    let xs = data(r * c, 6);
+    let x = Array::from_slice_on(&xs, &[r, c], &dev).unwrap();
+    let k = WgslKernel::new(
+        "round_and_argmax",
+        &["x"],
+        &["rounded", "best"],
+        "let row = global_id.x;
+         var b = 0u;
+         for (var j = 0u; j < x_shape(1u); j++) {
+             let v = x[x_loc(row * x_shape(1u) + j)];
+             rounded[row * x_shape(1u) + j] = round(v * 8.0) / 8.0;
+             if (v > x[x_loc(row * x_shape(1u) + b)]) { b = j; }
+         }
+         best[row] = i32(b);",
+    );
+    let l = Launch {
+        outputs: vec![(vec![r, c], DType::F32), (vec![r], DType::I32)],
+        grid: [r as u32, 1, 1],
+        workgroup: [32, 1, 1],
+        template: vec![],
+    };
+    let s0 = be.stats();
+    let outs = k.call(&[&x], &l).unwrap();
+    assert_eq!(outs.len(), 2);
+    assert_eq!((outs[1].shape(), outs[1].dtype()), (&[r][..], DType::I32));
+    // Reading the second output first evaluates the kernel once, for both.
+    let best = outs[1].to_vec::<i32>().unwrap();
+    let rounded = outs[0].to_vec::<f32>().unwrap();
+    assert_eq!(be.stats().dispatches - s0.dispatches, 1);
+    for i in 0..r {
+        let row = &xs[i * c..(i + 1) * c];
+        let want = (0..c).fold(0, |b, j| if row[j] > row[b] { j } else { b });
+        assert_eq!(best[i], want as i32, "row {i}");
+        for j in 0..c {
+            assert_eq!(rounded[i * c + j], (row[j] * 8.0).round_ties_even() / 8.0);
+        }
+    }
+    // A launch describing another number of outputs is refused at the call.
+    let e = k
+        .call(&[&x], &Launch::elementwise(&[r], DType::F32))
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("writes 2 outputs (rounded, best)"),
+        "{e}"
+    );
 }

@@ -3,7 +3,7 @@
 //! point, see `wmx_webgpu::WgslKernel`), `kernel.call(inputs, launch)` runs it
 //! lazily on the GPU.
 
-use crate::api::{JsResult, NdArray, lead, wrap};
+use crate::api::{JsResult, NdArray, lead};
 use crate::convert::{self as cv, err, is_nullish, js_err};
 use wasm_bindgen::prelude::*;
 use wmx_core::DType;
@@ -51,20 +51,21 @@ fn dims3(what: &str, v: &JsValue, default: [u32; 3]) -> JsResult<[u32; 3]> {
 #[wasm_bindgen(js_name = WgslKernel)]
 pub struct JsWgslKernel(WgslKernel);
 
-/// `wgslKernel({name, inputs: ["x", ...], output: "y", body, header?,
+/// `wgslKernel({name, inputs: ["x", ...], outputs: ["y", ...], body, header?,
 /// rowContiguous?, guard?})`: a kernel whose body sees each input `x` as
 /// `x: array<T>` with `x_shape(d)`, `x_stride(d)`, `x_offset()`, `x_size()`,
-/// `x_loc(i)`, the output `y` with `y_shape(d)`, `y_size()`, and `global_id`,
+/// `x_loc(i)`, each output `y` with `y_shape(d)`, `y_size()`, and `global_id`,
 /// `local_id`, `group_id`, `local_index`, `grid`. Invalid WGSL throws at `call`,
 /// with naga's message.
 #[wasm_bindgen(js_name = wgslKernel)]
 pub fn wgsl_kernel(spec: JsValue) -> JsResult<JsWgslKernel> {
     let name = string("name", &get(&spec, "name"))?;
     let inputs = strings("inputs", &get(&spec, "inputs"))?;
-    let output = string("output", &get(&spec, "output"))?;
+    let outputs = strings("outputs", &get(&spec, "outputs"))?;
     let body = string("body", &get(&spec, "body"))?;
-    let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
-    let mut k = WgslKernel::new(&name, &refs, &output, &body);
+    let ins: Vec<&str> = inputs.iter().map(String::as_str).collect();
+    let outs: Vec<&str> = outputs.iter().map(String::as_str).collect();
+    let mut k = WgslKernel::new(&name, &ins, &outs, &body);
     let header = get(&spec, "header");
     if !is_nullish(&header) {
         k = k.header(&string("header", &header)?);
@@ -78,14 +79,32 @@ pub fn wgsl_kernel(spec: JsValue) -> JsResult<JsWgslKernel> {
     Ok(JsWgslKernel(k))
 }
 
-/// `{shape, dtype?, grid?, workgroup?, template?}`: the output's shape and dtype
-/// (default f32), the threads (default one per output element) and workgroup size
+/// `{outputs: [{shape, dtype?}, ...] (or shape and dtype? for one output), grid?,
+/// workgroup?, template?}`: each output's shape and dtype (default f32), the
+/// threads (default one per element of the first output) and workgroup size
 /// (default 256), template parameters (`{T: "f32", N: 4, SCALE: 0.5, FAST: true}`:
 /// strings are dtypes, integers i32 constants, other numbers f32 ones).
 fn launch(v: &JsValue) -> JsResult<Launch> {
-    let shape = cv::shape("launch.shape", &get(v, "shape"))?;
-    let dtype = cv::dtype(&get(v, "dtype"), DType::F32)?;
+    let outs = get(v, "outputs");
+    let specs: Vec<JsValue> = if is_nullish(&outs) {
+        vec![v.clone()]
+    } else if js_sys::Array::is_array(&outs) {
+        js_sys::Array::from(&outs).iter().collect()
+    } else {
+        return Err(js_err(
+            "launch.outputs: expected an array of {shape, dtype}",
+        ));
+    };
+    let mut outputs = Vec::new();
+    for o in &specs {
+        let shape = cv::shape("launch shape", &get(o, "shape"))?;
+        outputs.push((shape, cv::dtype(&get(o, "dtype"), DType::F32)?));
+    }
+    let Some((shape, dtype)) = outputs.first().cloned() else {
+        return Err(js_err("launch.outputs: at least one output"));
+    };
     let mut l = Launch::elementwise(&shape, dtype);
+    l.outputs = outputs;
     l.grid = dims3("launch.grid", &get(v, "grid"), l.grid)?;
     l.workgroup = dims3("launch.workgroup", &get(v, "workgroup"), l.workgroup)?;
     let t = get(v, "template");
@@ -121,11 +140,16 @@ fn inputs(v: &JsValue) -> JsResult<Vec<wmx_core::Array>> {
 
 #[wasm_bindgen(js_class = WgslKernel)]
 impl JsWgslKernel {
-    /// Runs the kernel on `inputs` (lazily, on their WebGPU device).
-    pub fn call(&self, inputs_: JsValue, launch_: JsValue) -> JsResult<NdArray> {
+    /// Runs the kernel on `inputs` (lazily, on their WebGPU device): an array of
+    /// its outputs.
+    pub fn call(&self, inputs_: JsValue, launch_: JsValue) -> JsResult<js_sys::Array> {
         let xs = inputs(&inputs_)?;
         let refs: Vec<&wmx_core::Array> = xs.iter().collect();
-        wrap(self.0.call(&refs, &launch(&launch_)?))
+        let outs = self.0.call(&refs, &launch(&launch_)?).map_err(err)?;
+        Ok(outs
+            .into_iter()
+            .map(|a| JsValue::from(NdArray::wrap(a)))
+            .collect())
     }
 
     /// The generated WGSL for these inputs and launch, for reading and debugging.

@@ -1071,7 +1071,7 @@ async fn user_wgsl_kernels() {
     let k = wmx::wgsl_kernel(obj(&[
         ("name", "scaled_exp".into()),
         ("inputs", names(&["x", "b"])),
-        ("output", "y".into()),
+        ("outputs", names(&["y"])),
         (
             "body",
             "let i = global_id.x; y[i] = exp(x[x_loc(i)]) * T(SCALE) + b[b_loc(i)];".into(),
@@ -1094,7 +1094,7 @@ async fn user_wgsl_kernels() {
         ),
     ]);
     let inputs: JsValue = js_sys::Array::of2(&xt, &bb).into();
-    let y = v(k.call(inputs.clone(), launch.clone()).unwrap());
+    let y = k.call(inputs.clone(), launch.clone()).unwrap().get(0);
     let got = read(&y).await;
     for (idx, g) in got.iter().enumerate() {
         let (j, i) = (idx / r, idx % r);
@@ -1109,11 +1109,46 @@ async fn user_wgsl_kernels() {
         src.contains("fn x_loc") && src.contains("const SCALE: f32 = 2.5;"),
         "{src}"
     );
+    // Two outputs of different dtypes from one dispatch.
+    let two = wmx::wgsl_kernel(obj(&[
+        ("name", "split_parts".into()),
+        ("inputs", names(&["x"])),
+        ("outputs", names(&["whole", "sgn"])),
+        (
+            "body",
+            "let i = global_id.x; let v = x[i]; whole[i] = trunc(v); sgn[i] = i32(sign(v));".into(),
+        ),
+    ]))
+    .unwrap();
+    let outs_spec: JsValue = js_sys::Array::of2(
+        &obj(&[("shape", shape(&[r, c]))]),
+        &obj(&[("shape", shape(&[r, c])), ("dtype", "i32".into())]),
+    )
+    .into();
+    let outs = two
+        .call(
+            js_sys::Array::of1(&x).into(),
+            obj(&[("outputs", outs_spec)]),
+        )
+        .unwrap();
+    let (whole, sign) = (read(&outs.get(0)).await, read(&outs.get(1)).await);
+    for (i, v) in xs.iter().enumerate() {
+        let f = *v as f32;
+        assert_eq!(whole[i], f.trunc() as f64, "whole {i}");
+        let sg = if f > 0.0 {
+            1.0
+        } else if f < 0.0 {
+            -1.0
+        } else {
+            0.0
+        };
+        assert_eq!(sign[i], sg, "sign {i}");
+    }
     // Invalid WGSL throws at the call with naga's message; the next op is clean.
     let bad = wmx::wgsl_kernel(obj(&[
         ("name", "broken".into()),
         ("inputs", names(&["x"])),
-        ("output", "y".into()),
+        ("outputs", names(&["y"])),
         ("body", "y[global_id.x] = x[global_id.x] +* 1.0;".into()),
     ]))
     .unwrap();
