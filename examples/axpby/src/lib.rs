@@ -151,8 +151,10 @@ impl CustomPrimitive for Axpby {
     }
 }
 
+/// `a * s`, the scalar made on `a`'s device in `dtype`.
 fn scale(a: &Array, s: f64, dtype: DType) -> Result<Array> {
-    wmx::multiply(a, &wmx::scalar(s, dtype)?)
+    let s = wmx::with_device(a.device(), || wmx::scalar(s, dtype))?;
+    wmx::multiply(a, &s)
 }
 
 fn not_float(d: DType) -> Error {

@@ -68,9 +68,10 @@ fn check(what: &str, x: &Array, y: &Array, ulp: f64) {
         .map(|(x, y)| (A * x).abs() + (B * y).abs())
         .collect();
     close(what, &read(&z), &want, &mag, ulp);
+    let on = |v: f64| wmx::with_device(x.device(), || wmx::scalar(v, z.dtype())).unwrap();
     let composed = wmx::add(
-        &wmx::multiply(x, &wmx::scalar(A, z.dtype()).unwrap()).unwrap(),
-        &wmx::multiply(y, &wmx::scalar(B, z.dtype()).unwrap()).unwrap(),
+        &wmx::multiply(x, &on(A)).unwrap(),
+        &wmx::multiply(y, &on(B)).unwrap(),
     )
     .unwrap();
     close(

@@ -68,7 +68,7 @@ impl CustomPrimitive for Cube {
         Ok(())
     }
     fn eval_webgpu(&self, gpu: &mut GpuContext<'_>) -> Result<()> {
-        let ev = gpu.get::<::wmx::webgpu::CustomEval>()?;
+        let ev = gpu.get::<wmx_webgpu::CustomEval>()?;
         let x = ev.inputs()[0].clone();
         if x.dtype != DType::F32 {
             return Err(wmx::Error::invalid(
@@ -76,7 +76,7 @@ impl CustomPrimitive for Cube {
                 format!("takes f32, not {}", x.dtype),
             ));
         }
-        let pipe = ev.pipeline(&::wmx::webgpu::UserModule {
+        let pipe = ev.pipeline(&wmx_webgpu::UserModule {
             label: "cube",
             source: CUBE_WGSL,
             entry: "main",

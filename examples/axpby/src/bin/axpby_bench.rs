@@ -8,9 +8,11 @@
 use std::time::Instant;
 use wmx::{Array, DType, Device, Result};
 
+/// `alpha * x + beta * y` from three ops, the scalars on `x`'s device.
 fn composed(x: &Array, y: &Array, a: f64, b: f64) -> Result<Array> {
-    let a = wmx::scalar(a, x.dtype())?;
-    let b = wmx::scalar(b, x.dtype())?;
+    let (a, b) = wmx::with_device(x.device(), || {
+        Ok((wmx::scalar(a, x.dtype())?, wmx::scalar(b, x.dtype())?))
+    })?;
     wmx::add(&wmx::multiply(x, &a)?, &wmx::multiply(y, &b)?)
 }
 
