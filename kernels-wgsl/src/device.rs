@@ -220,7 +220,7 @@ pub(crate) struct Inner {
     /// Bind group layouts by (outputs, inputs).
     layouts: Mutex<HashMap<(usize, usize), wgpu::BindGroupLayout>>,
     /// Pipelines of users' modules (see [`Kernels::user_pipeline`]).
-    pub(crate) user_pipes: Mutex<FxMap<crate::user::UserKey, Arc<Pipe>>>,
+    pub(crate) user_pipes: Mutex<FxMap<crate::user::UserKey, crate::user::UserEntry>>,
     /// Two scratch buffers for multi-pass reductions (a dispatch cannot read and write
     /// one buffer, so a pass reading one writes the other).
     scratch: Mutex<[Option<wgpu::Buffer>; 2]>,

@@ -33,13 +33,28 @@ pub struct UserModule<'a> {
 }
 
 /// Cache key of a user pipeline: the module is compiled once per source, entry
-/// point and binding counts.
+/// point and binding counts. The source enters as a hash (looked up per dispatch,
+/// it would otherwise be copied and hashed whole twice); the cached entry keeps the
+/// source to compare on a hit.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct UserKey {
-    source: String,
+    source_hash: u64,
     entry: String,
     outputs: usize,
     inputs: usize,
+}
+
+/// A cached user pipeline and the source it was compiled from.
+pub(crate) struct UserEntry {
+    source: Box<str>,
+    pipe: Arc<Pipe>,
+}
+
+fn source_hash(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    s.hash(&mut h);
+    h.finish()
 }
 
 /// A compiled user module, ready to record with [`Batch::dispatch_user`]. Cheap to
@@ -99,17 +114,29 @@ impl Kernels {
             )));
         }
         let key = UserKey {
-            source: m.source.to_string(),
+            source_hash: source_hash(m.source),
             entry: m.entry.to_string(),
             outputs: m.outputs,
             inputs: m.inputs,
         };
-        let cached = self.inner.user_pipes.lock().unwrap().get(&key).cloned();
+        let cached = self
+            .inner
+            .user_pipes
+            .lock()
+            .unwrap()
+            .get(&key)
+            .filter(|e| &*e.source == m.source)
+            .map(|e| e.pipe.clone());
         let pipe = match cached {
             Some(p) => p,
             None => {
                 let p = Arc::new(self.compile_user(m)?);
-                self.inner.user_pipes.lock().unwrap().insert(key, p.clone());
+                let entry = UserEntry {
+                    source: m.source.into(),
+                    pipe: p.clone(),
+                };
+                // On a hash collision the newer source takes the slot.
+                self.inner.user_pipes.lock().unwrap().insert(key, entry);
                 p
             }
         };

@@ -614,9 +614,14 @@ impl Backend for CpuBackend {
         dtype: DType,
     ) -> Result<CpuBuffer> {
         let bytes = crate::layout::numel(shape) * dtype.size();
-        // Zeroed on every core: a single-threaded fill costs as much as the op.
+        // Large outputs are zeroed on every core (one thread's fill costs as much
+        // as the op); small ones on this thread (spawning costs more than filling).
         let mut buffer = CpuBuffer::uninit(bytes);
-        par_chunks(buffer.bytes_mut(), |_, c| c.fill(0));
+        if bytes >= 8 << 20 {
+            par_chunks(buffer.bytes_mut(), |_, c| c.fill(0));
+        } else {
+            buffer.bytes_mut().fill(0);
+        }
         let mut out = crate::CpuOutput {
             buffer: &mut buffer,
             shape,

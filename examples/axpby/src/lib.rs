@@ -71,10 +71,10 @@ impl CustomPrimitive for Axpby {
         // Four elements per load where sizes and offsets allow it.
         let vec4 = contiguous && n % 4 == 0 && x.layout.offset % 4 == 0 && y.layout.offset % 4 == 0;
         let w = if vec4 { 4 } else { 1 };
-        let source = gpu_source(out.dtype, vec4)?;
+        let source = cached_source(out.dtype, vec4)?;
         let pipe = ev.pipeline(&UserModule {
             label: "axpby",
-            source: &source,
+            source,
             entry: if contiguous {
                 "axpby_contiguous"
             } else {
@@ -200,6 +200,22 @@ pub fn gpu_source(dtype: DType, vec4: bool) -> Result<String> {
         "{enable}alias T = {t};\nalias E = {e};\nalias F = {f};\n{}",
         include_str!("axpby.wgsl")
     ))
+}
+
+/// [`gpu_source`], made once per specialisation (an eval then costs no formatting).
+fn cached_source(dtype: DType, vec4: bool) -> Result<&'static str> {
+    use std::sync::OnceLock;
+    static SOURCES: [OnceLock<String>; 4] = [const { OnceLock::new() }; 4];
+    let slot = match dtype {
+        DType::F32 => 0,
+        DType::F16 => 2,
+        _ => return gpu_source(dtype, vec4).map(|_| ""), // the Err naming the dtype
+    } + vec4 as usize;
+    if let Some(s) = SOURCES[slot].get() {
+        return Ok(s);
+    }
+    let s = gpu_source(dtype, vec4)?;
+    Ok(SOURCES[slot].get_or_init(|| s))
 }
 
 /// The CPU code: a fast path for contiguous f32 and f16, and a general strided
