@@ -287,6 +287,7 @@ impl WebGpuBackend {
         self.check()?;
         let kd = kdtype(dtype)?;
         let n = shape.iter().product();
+        fits_kernels("output", shape, &[], 0)?;
         let (out, g) = self.output(n, dtype)?;
         let mut batch = self.batch.lock().unwrap();
         if n > 0 {
@@ -396,6 +397,8 @@ impl WebGpuBackend {
     }
 
     fn input<'a>(&self, v: &View<'a, GpuBuffer>) -> Result<In<'a>> {
+        let l = v.layout;
+        fits_kernels("input", &l.shape, &l.strides, l.offset)?;
         Ok(In {
             buf: self.gpu(v.buffer)?,
             dtype: kdtype(v.dtype)?,
@@ -827,6 +830,27 @@ impl WebGpuBackend {
         b.data.lock().unwrap().host = Some(host.clone());
         host
     }
+}
+
+/// The kernels index with 32-bit words (counts, shapes, offsets; strides as i32):
+/// a view past them is an `Err`, never a wrong answer. Broadcast views reach such
+/// counts with no memory at all; a dense array that large exceeds every adapter's
+/// binding limit anyway.
+fn fits_kernels(what: &str, shape: &[usize], strides: &[isize], offset: usize) -> Result<()> {
+    if shape.contains(&0) {
+        return Ok(()); // nothing is read or written
+    }
+    let lim = i32::MAX as usize;
+    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    if n.is_none_or(|n| n > lim) || offset > lim || strides.iter().any(|s| s.unsigned_abs() > lim) {
+        return Err(Error::OutOfRange {
+            op: "webgpu",
+            msg: format!(
+                "an {what} of shape {shape:?} (strides {strides:?}, offset {offset}) exceeds the GPU kernels' 32-bit indexing (2^31 - 1 elements); compute it in parts or on the CPU"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// A fresh buffer of `n` elements of `dtype` from the pool (not zeroed).

@@ -113,7 +113,7 @@ impl Array {
         shape: &[usize],
         device: &Device,
     ) -> Result<Array> {
-        if numel(shape) != data.len() {
+        if crate::layout::checked_numel("from_slice", shape, T::DTYPE)? != data.len() {
             return Err(Error::invalid(
                 "from_slice",
                 format!("{} values do not fill shape {shape:?}", data.len()),
@@ -136,7 +136,7 @@ impl Array {
         dtype: DType,
         device: &Device,
     ) -> Result<Array> {
-        if bytes.len() != numel(shape) * dtype.size() {
+        if bytes.len() != crate::layout::checked_numel("from_bytes", shape, dtype)? * dtype.size() {
             return Err(Error::invalid(
                 "from_bytes",
                 format!(
@@ -145,6 +145,14 @@ impl Array {
                     numel(shape) * dtype.size()
                 ),
             ));
+        }
+        if dtype == DType::Bool {
+            if let Some(i) = bytes.iter().position(|&b| b > 1) {
+                return Err(Error::invalid(
+                    "from_bytes",
+                    format!("bool byte {i} is {}; bools are 0 or 1", bytes[i]),
+                ));
+            }
         }
         device.check_dtype(dtype)?;
         let buf = device.backend().from_host(bytes, dtype)?;

@@ -191,12 +191,7 @@ pub fn custom(
     for x in inputs {
         device.check_dtype(x.dtype())?;
     }
-    if shape.iter().any(|&d| d > isize::MAX as usize) {
-        return Err(Error::invalid(
-            "custom",
-            format!("shape {shape:?} too large"),
-        ));
-    }
+    crate::layout::checked_numel("custom", shape, dtype)?;
     Ok(Array::from_op(
         Primitive::Custom(prim),
         inputs.to_vec(),

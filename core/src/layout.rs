@@ -4,7 +4,7 @@
 //! [`Layout`]; contiguity classification and dimension collapsing live here once,
 //! shared by every backend (MLX's `backend/common` idea).
 
-use crate::{Error, Result};
+use crate::{DType, Error, Result};
 
 /// Where the elements of an array live in its buffer, in elements.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -23,13 +23,33 @@ pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// The element count of `shape`, or an `Err` naming it when the count, or its size
+/// in bytes as `dtype`, exceeds `isize::MAX` (the most one allocation can hold,
+/// and what strides and offsets can address). Every shape an array takes passes here.
+pub fn checked_numel(op: &'static str, shape: &[usize], dtype: DType) -> Result<usize> {
+    if shape.contains(&0) {
+        return Ok(0);
+    }
+    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    let bytes = n.and_then(|n| n.checked_mul(dtype.size()));
+    match (n, bytes) {
+        (Some(n), Some(b)) if b <= isize::MAX as usize => Ok(n),
+        _ => Err(Error::OutOfRange {
+            op,
+            msg: format!("shape {shape:?} of {dtype} holds more than isize::MAX bytes"),
+        }),
+    }
+}
+
 /// Row-major strides of a shape.
 pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![0isize; shape.len()];
     let mut acc = 1isize;
     for i in (0..shape.len()).rev() {
         strides[i] = acc;
-        acc *= shape[i].max(1) as isize;
+        // Saturating: a shape with a zero dimension may have huge others (its
+        // strides are never used); any other shape passed `checked_numel`.
+        acc = acc.saturating_mul(shape[i].max(1) as isize);
     }
     strides
 }

@@ -101,6 +101,7 @@ macro_rules! for_each_case {
             grad_index,
             custom_primitive_in_transforms,
             custom_function_rules,
+            huge_shapes_and_hostile_arguments,
             random_matches_mlx,
             random_distributions,
             random_errors,

@@ -68,6 +68,7 @@ pub(crate) fn node(
     dtype: DType,
     device: Device,
 ) -> Result<Array> {
+    crate::layout::checked_numel(prim_name(&prim), shape, dtype)?;
     device.check_dtype(dtype)?;
     for i in &inputs {
         if i.dtype() != dtype {
@@ -81,6 +82,18 @@ pub(crate) fn node(
         dtype,
         device,
     ))
+}
+
+/// A short name of a primitive's family, for errors raised where its node is made.
+fn prim_name(p: &Primitive) -> &'static str {
+    match p {
+        Primitive::Generate(_) => "creation",
+        Primitive::Copy => "astype",
+        Primitive::Unary(op) => op.name(),
+        Primitive::Binary(op) => op.name(),
+        Primitive::Reduce { op, .. } => op.name(),
+        _ => "op",
+    }
 }
 
 /// A view node: same buffer as `x`, new layout.
@@ -384,6 +397,7 @@ pub fn broadcast_to(x: &Array, shape: &[usize]) -> Result<Array> {
         return Ok(x.clone());
     }
     let b = broadcast_shapes("broadcast_to", x.shape(), shape)?;
+    crate::layout::checked_numel("broadcast_to", shape, x.dtype())?;
     if b != shape {
         return Err(Error::ShapeMismatch {
             op: "broadcast_to",
@@ -451,12 +465,15 @@ impl Slice {
                 self.stop.map_or(-1, |s| clamp(norm(s), -1, n - 1)),
             )
         };
-        let count = if step > 0 {
-            (stop - start + step - 1).max(0) / step
+        // Without `+ step - 1`, which overflows for steps near isize::MAX.
+        let count = if step > 0 && stop > start {
+            (stop - start - 1) as usize / step as usize + 1
+        } else if step < 0 && start > stop {
+            (start - stop - 1) as usize / step.unsigned_abs() + 1
         } else {
-            (start - stop - step - 1).max(0) / (-step)
+            0
         };
-        (start, count as usize)
+        (start, count)
     }
 }
 
@@ -490,9 +507,11 @@ fn resolve_slices(
             return Err(Error::invalid(op, format!("step 0 on axis {i}")));
         }
         let (start, count) = s.resolve(len);
-        // An empty region has no first element: any in-bounds start will do.
+        // An empty region has no first element: any in-bounds start will do. With
+        // at most one element the step is never taken: 1 keeps stride arithmetic
+        // (stride * step) from overflowing for steps near isize::MAX.
         starts.push(if count > 0 { start as usize } else { 0 });
-        steps.push(s.step);
+        steps.push(if count > 1 { s.step } else { 1 });
         counts.push(count);
     }
     Ok((starts, steps, counts))
@@ -602,11 +621,17 @@ pub fn reshape(x: &Array, shape: &[isize]) -> Result<Array> {
     for (i, &d) in shape.iter().enumerate() {
         match d {
             -1 if infer.is_none() => infer = Some(i),
-            d if d >= 0 => known *= d as usize,
+            d if d >= 0 => known = known.saturating_mul(d as usize),
             _ => return Err(Error::invalid("reshape", format!("bad shape {shape:?}"))),
         }
     }
     let mut new: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
+    // The known dimensions' product must not wrap (it could then match `n`).
+    let mut sized = new.clone();
+    if let Some(i) = infer {
+        sized[i] = 1;
+    }
+    crate::layout::checked_numel("reshape", &sized, x.dtype())?;
     if let Some(i) = infer {
         if known == 0 || !n.is_multiple_of(known) {
             return Err(Error::invalid(
