@@ -48,16 +48,65 @@ impl State {
 
 impl Drop for Node {
     // Dropping a long pending chain recursively would overflow the stack: unlink
-    // inputs into a work list and drop nodes one at a time instead.
+    // inputs into a work list and drop nodes one at a time instead. Custom
+    // primitives may hold arrays of their own (a chain can run through them), so
+    // they are dropped last, by the outermost drop on this thread, in a loop.
     fn drop(&mut self) {
-        let mut stack = take_inputs(self.state.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let mut customs: Vec<Primitive> = take_custom(st).into_iter().collect();
+        let mut stack = take_inputs(st);
         while let Some(a) = stack.pop() {
             if let Some(mut node) = Arc::into_inner(a.0) {
                 let st = node.state.get_mut().unwrap_or_else(|e| e.into_inner());
+                customs.extend(take_custom(st));
                 stack.extend(take_inputs(st));
             }
         }
+        if !customs.is_empty() {
+            drop_customs(customs);
+        }
     }
+}
+
+thread_local! {
+    /// Custom primitives waiting to be dropped by the outermost `Node::drop`.
+    static DEFERRED: std::cell::RefCell<Option<Vec<Primitive>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Drops custom primitives without recursing: a drop already running on this
+/// thread takes them over; otherwise this one drains what they defer in turn.
+fn drop_customs(customs: Vec<Primitive>) {
+    let deferred = DEFERRED.try_with(|d| match &mut *d.borrow_mut() {
+        Some(q) => {
+            q.extend(customs);
+            None
+        }
+        slot @ None => {
+            *slot = Some(Vec::new());
+            Some(customs)
+        }
+    });
+    let Ok(Some(mut batch)) = deferred else {
+        return; // handed over (or the thread is ending: dropped here, as usual)
+    };
+    loop {
+        drop(std::mem::take(&mut batch));
+        batch = DEFERRED.with(|d| std::mem::take(d.borrow_mut().as_mut().expect("set above")));
+        if batch.is_empty() {
+            break;
+        }
+    }
+    DEFERRED.with(|d| *d.borrow_mut() = None);
+}
+
+/// A custom primitive taken out of a node being dropped (plain data stays).
+fn take_custom(st: &mut State) -> Option<Primitive> {
+    let prim = match st {
+        State::Pending { prim, .. } => prim,
+        State::Ready { kept: Some(k), .. } => &mut k.0,
+        State::Ready { kept: None, .. } => return None,
+    };
+    matches!(prim, Primitive::Custom(_)).then(|| std::mem::replace(prim, Primitive::Copy))
 }
 
 fn take_inputs(st: &mut State) -> Vec<Array> {
@@ -390,53 +439,69 @@ impl fmt::Display for Array {
                 _ => format!("{v}"),
             }
         };
-        fn rec(
+        // Iterative (one frame per open bracket on a heap stack): an array of
+        // 200 000 dimensions must not overflow the thread's stack.
+        fn nested(
             f: &mut fmt::Formatter<'_>,
             shape: &[usize],
             vals: &[f64],
-            depth: usize,
+            indent: usize,
             one: &dyn Fn(f64) -> String,
         ) -> fmt::Result {
             if shape.is_empty() {
                 return f.write_str(&one(vals[0]));
             }
-            let n = shape[0];
-            let inner: usize = shape[1..].iter().product();
-            f.write_str("[")?;
-            let show: Vec<usize> = if n > 6 {
-                (0..3).chain(n - 3..n).collect()
-            } else {
-                (0..n).collect()
-            };
-            for (k, &i) in show.iter().enumerate() {
-                if k > 0 {
-                    f.write_str(",")?;
-                    if shape.len() > 1 {
-                        write!(f, "\n{}", " ".repeat(depth + 1))?;
-                    } else {
-                        f.write_str(" ")?;
-                    }
-                }
-                if n > 6 && k == 3 {
-                    f.write_str("...,")?;
-                    if shape.len() > 1 {
-                        write!(f, "\n{}", " ".repeat(depth + 1))?;
-                    } else {
-                        f.write_str(" ")?;
-                    }
-                }
-                rec(
-                    f,
-                    &shape[1..],
-                    &vals[i * inner..(i + 1) * inner],
-                    depth + 1,
-                    one,
-                )?;
+            // Elements in one block below each depth.
+            let mut inner = vec![1usize; shape.len()];
+            for d in (0..shape.len() - 1).rev() {
+                inner[d] = inner[d + 1] * shape[d + 1];
             }
-            f.write_str("]")
+            let shown = |n: usize| -> Vec<usize> {
+                if n > 6 {
+                    (0..3).chain(n - 3..n).collect()
+                } else {
+                    (0..n).collect()
+                }
+            };
+            // (depth, first element of the block, indices shown, next one)
+            let mut stack = vec![(0usize, 0usize, shown(shape[0]), 0usize)];
+            f.write_str("[")?;
+            while let Some((depth, base, show, k)) = stack.last_mut() {
+                let (depth, base) = (*depth, *base);
+                if *k == show.len() {
+                    f.write_str("]")?;
+                    stack.pop();
+                    continue;
+                }
+                let (i, pos) = (show[*k], *k);
+                *k += 1;
+                let sep = |f: &mut fmt::Formatter<'_>| {
+                    if depth + 1 < shape.len() {
+                        write!(f, "\n{}", " ".repeat(indent + depth + 1))
+                    } else {
+                        f.write_str(" ")
+                    }
+                };
+                if pos > 0 {
+                    f.write_str(",")?;
+                    sep(f)?;
+                }
+                if shape[depth] > 6 && pos == 3 {
+                    f.write_str("...,")?;
+                    sep(f)?;
+                }
+                let at = base + i * inner[depth];
+                if depth + 1 == shape.len() {
+                    f.write_str(&one(vals[at]))?;
+                } else {
+                    f.write_str("[")?;
+                    stack.push((depth + 1, at, shown(shape[depth + 1]), 0));
+                }
+            }
+            Ok(())
         }
         f.write_str("array(")?;
-        rec(f, self.shape(), &values, 6, &fmt_one)?;
+        nested(f, self.shape(), &values, 6, &fmt_one)?;
         write!(f, ", dtype={dtype})")
     }
 }

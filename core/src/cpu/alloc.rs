@@ -29,7 +29,7 @@ fn cache() -> std::sync::MutexGuard<'static, Cache> {
 /// callers overwrite every byte they use.
 pub fn take(len: usize) -> Vec<u64> {
     if len < MIN_CACHED {
-        return vec![0; len.div_ceil(8)];
+        return zeroed_words(len.div_ceil(8));
     }
     let words = size_class(len as u64) as usize / 8;
     let mut c = cache();
@@ -38,7 +38,7 @@ pub fn take(len: usize) -> Vec<u64> {
         return v;
     }
     drop(c);
-    vec![0; words]
+    zeroed_words(words)
 }
 
 /// Returns a buffer's words to the cache (dropped if the cache is full).
@@ -59,4 +59,66 @@ pub fn clear() {
     let mut c = cache();
     c.free.clear();
     c.bytes = 0;
+}
+
+/// What an allocation that failed unwinds with: not a panic (no hook runs), caught
+/// by [`catching_oom`] around each node's computation and turned into an `Err`.
+pub(crate) struct OutOfMemory {
+    bytes: usize,
+}
+
+/// `words` zeroed words, or an [`OutOfMemory`] unwind where `vec![0; words]` would
+/// abort the process.
+fn zeroed_words(words: usize) -> Vec<u64> {
+    if words == 0 {
+        return Vec::new();
+    }
+    let oom = || -> ! {
+        std::panic::resume_unwind(Box::new(OutOfMemory {
+            bytes: words.saturating_mul(8),
+        }))
+    };
+    let Ok(layout) = std::alloc::Layout::array::<u64>(words) else {
+        oom()
+    };
+    // SAFETY: `layout` has a nonzero size; a non-null result holds `words` zeroed
+    // u64s allocated with exactly the layout `Vec<u64>` frees with.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout) as *mut u64;
+        if p.is_null() {
+            oom()
+        }
+        Vec::from_raw_parts(p, words, words)
+    }
+}
+
+/// `vec![value; n]` for scratch space as large as an op's output: an
+/// [`OutOfMemory`] unwind where the allocation fails.
+pub(crate) fn filled<T: Clone>(n: usize, value: T) -> Vec<T> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        std::panic::resume_unwind(Box::new(OutOfMemory {
+            bytes: n.saturating_mul(std::mem::size_of::<T>()),
+        }));
+    }
+    v.resize(n, value);
+    v
+}
+
+/// Runs `f`, turning a host allocation that failed inside it into an `Err` with
+/// the byte count (other panics go on unwinding).
+pub(crate) fn catching_oom<T>(
+    device: &crate::Device,
+    f: impl FnOnce() -> crate::Result<T>,
+) -> crate::Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => match p.downcast::<OutOfMemory>() {
+            Ok(o) => Err(crate::Error::Backend {
+                backend: device.to_string(),
+                msg: format!("out of memory: {} bytes could not be allocated", o.bytes),
+            }),
+            Err(p) => std::panic::resume_unwind(p),
+        },
+    }
 }

@@ -4,7 +4,7 @@
 //! compiler) and a strided path with contiguous dims collapsed; broadcast inputs
 //! are read through zero strides, never materialised.
 
-mod alloc;
+pub(crate) mod alloc;
 mod index;
 mod matmul;
 mod norm;
@@ -522,7 +522,15 @@ impl Backend for CpuBackend {
         Ok(CpuBuffer::from_bytes(&bytes))
     }
     fn read(&self, buffer: &CpuBuffer) -> Result<Arc<Vec<u8>>> {
-        Ok(Arc::new(buffer.bytes().to_vec()))
+        let b = buffer.bytes();
+        let mut copy = Vec::new();
+        copy.try_reserve_exact(b.len())
+            .map_err(|_| crate::Error::Backend {
+                backend: "cpu".into(),
+                msg: format!("out of memory: {} bytes could not be allocated", b.len()),
+            })?;
+        copy.extend_from_slice(b);
+        Ok(Arc::new(copy))
     }
     fn read_async(&self, buffer: &CpuBuffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>> {
         let r = self.read(buffer);

@@ -58,7 +58,7 @@ fn reduce_typed<I: Store, O: Store>(
         ReduceOp::Max => I::Acc::LOWEST,
         ReduceOp::Min => I::Acc::HIGHEST,
     };
-    let mut acc = vec![init; n_out];
+    let mut acc = super::alloc::filled(n_out, init);
     macro_rules! fold {
         (|$a:ident, $v:ident| $e:expr) => {
             strided::walk::<2>(&l.shape, [&l.strides, &ostr], [l.offset, 0], |[i, j]| {
@@ -118,8 +118,8 @@ fn arg_typed<I: Store>(
     let ostr = out_strides(&l.shape, &[axis]);
     // Position along the axis: stride 1 there, 0 elsewhere.
     let pstr: Vec<isize> = (0..l.ndim()).map(|i| (i == axis) as isize).collect();
-    let mut best: Vec<Option<I::Acc>> = vec![None; n_out];
-    let mut idx = vec![0u32; n_out];
+    let mut best: Vec<Option<I::Acc>> = super::alloc::filled(n_out, None);
+    let mut idx = super::alloc::filled(n_out, 0u32);
     // Input order visits each output's candidates in increasing position, so a
     // strict comparison keeps the first extreme and the first NaN.
     strided::walk::<3>(

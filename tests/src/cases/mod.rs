@@ -2462,10 +2462,26 @@ pub fn display_format(dev: &Device) {
             "array([0, 1, 2, ..., 7, 8, 9], dtype=u8)",
         ),
         (mk(&[], DType::F32, &[0]), "array([], dtype=f32)"),
+        (
+            mk(&ints(&(0..28).collect::<Vec<_>>()), DType::I32, &[2, 7, 2]),
+            "array([[[0, 1],\n        [2, 3],\n        [4, 5],\n        ...,\n        [8, 9],\n        [10, 11],\n        [12, 13]],\n       [[14, 15],\n        [16, 17],\n        [18, 19],\n        ...,\n        [22, 23],\n        [24, 25],\n        [26, 27]]], dtype=i32)",
+        ),
     ];
     for (a, want) in cases {
         assert_eq!(format!("{a}"), want, "Display of {a:?}");
     }
+    // 200 000 dimensions print without overflowing the stack.
+    let deep = mk(&ints(&[5]), DType::I32, &vec![1; 200_000]);
+    let text = format!("{deep}");
+    assert_eq!(
+        text.len(),
+        "array(".len() + 2 * 200_000 + 1 + ", dtype=i32)".len()
+    );
+    assert!(
+        text.starts_with("array([[[") && text.contains("[5]"),
+        "{}",
+        &text[..40]
+    );
     let p = ok("exp", wmx::exp(&mk(&[f(0.0)], DType::F32, &[1])));
     let dbg = format!("{p:?}");
     assert!(
