@@ -77,7 +77,14 @@ impl Pool {
                     self.order.retain(|(_, o)| o != &b);
                     b
                 }
-                None => self.kernels.create_buffer(class, Some("wmx"))?,
+                None => match self.kernels.create_buffer(class, Some("wmx")) {
+                    // Cached free buffers hold memory: give it back and try again.
+                    Err(k::Error::OutOfMemory { .. }) if self.cached > 0 => {
+                        self.clear();
+                        self.kernels.create_buffer(class, Some("wmx"))?
+                    }
+                    r => r?,
+                },
             },
         };
         self.stats.active_bytes += class;

@@ -573,17 +573,30 @@ impl Kernels {
     /// Creates a `STORAGE | COPY_SRC | COPY_DST` buffer. The size is rounded up to a
     /// multiple of 16 bytes (at least 16) so the vec4 kernels can read whole vectors;
     /// sizes over the device's buffer or binding limit give [`Error::BufferTooLarge`].
+    /// Natively an allocation the device refuses is [`Error::OutOfMemory`] here,
+    /// never an invalid buffer handed on (in the browser the error arrives later).
     pub fn create_buffer(&self, bytes: u64, label: Option<&str>) -> Result<wgpu::Buffer> {
         let size = bytes.max(16).div_ceil(16) * 16;
         self.check_size(size)?;
-        Ok(self.inner.device.create_buffer(&wgpu::BufferDescriptor {
+        #[cfg(not(target_arch = "wasm32"))]
+        let scope = self
+            .inner
+            .device
+            .push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let b = self.inner.device.create_buffer(&wgpu::BufferDescriptor {
             label,
             size,
             usage: wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
-        }))
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        if pollster::block_on(scope.pop()).is_some() {
+            b.destroy();
+            return Err(Error::OutOfMemory { bytes: size });
+        }
+        Ok(b)
     }
 
     /// Creates a buffer holding `bytes` (host layout = device layout, no conversion).

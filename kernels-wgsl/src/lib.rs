@@ -99,6 +99,12 @@ pub enum Error {
     /// Mapping a buffer for readback failed.
     #[error("buffer readback failed: {0}")]
     Map(String),
+    /// The device could not allocate a buffer.
+    #[error("GPU out of memory: a buffer of {bytes} bytes could not be allocated")]
+    OutOfMemory {
+        /// The buffer's size.
+        bytes: u64,
+    },
     /// wgpu reported a validation error.
     #[error("wgpu validation error: {0}")]
     Validation(String),
