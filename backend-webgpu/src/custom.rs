@@ -150,7 +150,7 @@ impl WebGpuBackend {
             })
             .collect::<Result<Vec<_>>>()?;
         let (out, g) = new_output(&self.shared, wmx_core::layout::numel(shape), dtype)?;
-        let mut batch = self.batch.lock().unwrap();
+        let mut batch = self.lock_batch();
         let before = batch.len();
         let mut ev = CustomEval {
             kernels: self.kernels.clone(),

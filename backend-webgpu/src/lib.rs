@@ -211,6 +211,12 @@ impl WebGpuBackend {
         &self.kernels
     }
 
+    /// The batch being recorded. A panic while it was held (a bug, or user code)
+    /// leaves it usable: later ops must not all fail on a poisoned lock.
+    fn lock_batch(&self) -> std::sync::MutexGuard<'_, k::Batch> {
+        self.batch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Counters and memory figures.
     pub fn stats(&self) -> Stats {
         self.shared.stats()
@@ -232,7 +238,7 @@ impl WebGpuBackend {
                     .into(),
             });
         }
-        self.batch.lock().unwrap().write_timestamp(set, index);
+        self.lock_batch().write_timestamp(set, index);
         Ok(())
     }
 
@@ -286,10 +292,10 @@ impl WebGpuBackend {
     ) -> Result<GpuBuffer> {
         self.check()?;
         let kd = kdtype(dtype)?;
-        let n = shape.iter().product();
+        let n = wmx_core::layout::numel(shape);
         fits_kernels("output", shape, &[], 0)?;
         let (out, g) = self.output(n, dtype)?;
-        let mut batch = self.batch.lock().unwrap();
+        let mut batch = self.lock_batch();
         if n > 0 {
             let c = k::Contig {
                 buffer: &g,
@@ -352,7 +358,7 @@ impl WebGpuBackend {
     }
 
     fn flush_now(&self) -> Result<()> {
-        let mut batch = self.batch.lock().unwrap();
+        let mut batch = self.lock_batch();
         self.submit(&mut batch)
     }
 }
@@ -500,7 +506,7 @@ impl Backend for WebGpuBackend {
     }
 
     fn flush(&self) -> Result<()> {
-        let mut batch = self.batch.lock().unwrap();
+        let mut batch = self.lock_batch();
         if batch.is_empty() {
             // Nothing to submit, but work done outside the batch (a custom
             // primitive's own dispatches) may have failed.

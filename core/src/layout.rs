@@ -18,8 +18,12 @@ pub struct Layout {
     pub offset: usize,
 }
 
-/// Number of elements of a shape.
+/// Number of elements of a shape. (A zero dimension first: the others may be huge,
+/// their product past usize; every other shape passed [`checked_numel`].)
 pub fn numel(shape: &[usize]) -> usize {
+    if shape.contains(&0) {
+        return 0;
+    }
     shape.iter().product()
 }
 
@@ -138,6 +142,9 @@ impl Layout {
 
     /// True when the elements are row-major and dense (size-1 dims ignored).
     pub fn is_row_contiguous(&self) -> bool {
+        if self.shape.contains(&0) {
+            return true; // no elements (the other dimensions may be huge)
+        }
         let mut expected = 1isize;
         for i in (0..self.ndim()).rev() {
             if self.shape[i] == 1 {

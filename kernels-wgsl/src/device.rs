@@ -100,7 +100,7 @@ pub struct Contig<'a> {
 
 impl Contig<'_> {
     pub(crate) fn numel(&self) -> usize {
-        self.shape.iter().product()
+        crate::layout::numel(self.shape)
     }
 }
 

@@ -37,7 +37,7 @@ pub(crate) fn check_view(x: &Strided, what: &str) -> Result<u64> {
             x.strides.len()
         )));
     }
-    let n: usize = x.shape.iter().product();
+    let n = numel(x.shape);
     if n == 0 {
         return Ok(0);
     }
@@ -95,10 +95,11 @@ pub(crate) fn collapse(shape: &[usize], strides: &[&[isize]]) -> (Vec<usize>, Ve
             && strides
                 .iter()
                 .zip(&st)
-                .all(|(s, out)| out[out.len() - 1] == s[d] * shape[d] as isize);
+                .all(|(s, out)| out[out.len() - 1] == s[d].wrapping_mul(shape[d] as isize));
         if merge {
+            // Saturating: an empty view may have huge other dims (nothing is read).
             let last = sh.len() - 1;
-            sh[last] *= shape[d];
+            sh[last] = sh[last].saturating_mul(shape[d]);
             for (s, out) in strides.iter().zip(st.iter_mut()) {
                 let l = out.len() - 1;
                 out[l] = s[d];
@@ -111,4 +112,13 @@ pub(crate) fn collapse(shape: &[usize], strides: &[&[isize]]) -> (Vec<usize>, Ve
         }
     }
     (sh, st)
+}
+
+/// Elements of a shape, a zero dimension first (the others may then be huge).
+pub(crate) fn numel(shape: &[usize]) -> usize {
+    if shape.contains(&0) {
+        0
+    } else {
+        shape.iter().product()
+    }
 }

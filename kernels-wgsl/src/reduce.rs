@@ -54,8 +54,8 @@ impl Plan {
         let (shape_k, stride_k) = pick(false);
         let (shape_r, stride_r) = pick(true);
         Plan {
-            k: shape_k.iter().product::<usize>() as u64,
-            r: shape_r.iter().product::<usize>() as u64,
+            k: crate::layout::numel(&shape_k) as u64,
+            r: crate::layout::numel(&shape_r) as u64,
             shape_k,
             stride_k,
             shape_r,

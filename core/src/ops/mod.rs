@@ -450,7 +450,8 @@ impl Slice {
 
     /// (first index, count) over an axis of `len`, Python's `slice.indices`.
     fn resolve(&self, len: usize) -> (isize, usize) {
-        let n = len as isize;
+        // Past isize::MAX only in an empty array (another dimension is 0).
+        let n = len.min(isize::MAX as usize) as isize;
         let step = self.step;
         let clamp = |v: isize, lo: isize, hi: isize| v.max(lo).min(hi);
         let norm = |v: isize| if v < 0 { v + n } else { v };
@@ -527,10 +528,13 @@ pub(crate) fn slice_region(
 ) -> Array {
     let l = x.layout();
     let mut out = l.clone();
+    // Wrapping: exact for regions with elements (they lie inside `x`); an empty
+    // array may have huge dims and strides, and its offset is reset below.
     for i in 0..x.ndim() {
         out.shape[i] = counts[i];
-        out.strides[i] = l.strides[i] * steps[i];
-        out.offset = (out.offset as isize + starts[i] as isize * l.strides[i]) as usize;
+        out.strides[i] = l.strides[i].wrapping_mul(steps[i]);
+        let step = (starts[i] as isize).wrapping_mul(l.strides[i]);
+        out.offset = (out.offset as isize).wrapping_add(step) as usize;
     }
     if out.numel() == 0 {
         // No element is read: keep the offset inside any buffer (an empty input's
@@ -540,7 +544,11 @@ pub(crate) fn slice_region(
     let spec = (0..x.ndim())
         .map(|i| {
             let a = starts[i] as isize;
-            (a, a + counts[i] as isize * steps[i], steps[i])
+            (
+                a,
+                a.wrapping_add((counts[i] as isize).wrapping_mul(steps[i])),
+                steps[i],
+            )
         })
         .collect();
     view(x, ViewOp::Slice(spec), out)

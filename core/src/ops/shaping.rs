@@ -25,7 +25,7 @@ pub fn concatenate(xs: &[&Array], axis: isize) -> Result<Array> {
     }
     let ax = normalize_axis("concatenate", axis, nd)?;
     let mut dtype = first.dtype();
-    let mut len = 0;
+    let mut len = 0usize;
     for x in xs {
         let same_off_axis =
             x.ndim() == nd && (0..nd).all(|d| d == ax || x.shape()[d] == first.shape()[d]);
@@ -37,7 +37,12 @@ pub fn concatenate(xs: &[&Array], axis: isize) -> Result<Array> {
             });
         }
         dtype = DType::promote(dtype, x.dtype());
-        len += x.shape()[ax];
+        len = len
+            .checked_add(x.shape()[ax])
+            .ok_or_else(|| Error::OutOfRange {
+                op: "concatenate",
+                msg: format!("axis {ax} of the result is longer than usize::MAX"),
+            })?;
     }
     let inputs: Vec<Array> = xs.iter().map(|x| astype(x, dtype)).collect::<Result<_>>()?;
     let mut shape = first.shape().to_vec();
@@ -145,8 +150,19 @@ pub fn pad(x: &Array, widths: &[(usize, usize)], mode: PadMode) -> Result<Array>
         }
     };
     let shape: Vec<usize> = (0..nd)
-        .map(|d| x.shape()[d] + widths[d].0 + widths[d].1)
-        .collect();
+        .map(|d| {
+            let s = x.shape()[d]
+                .checked_add(widths[d].0)?
+                .checked_add(widths[d].1)?;
+            // Edge and reflect gather with i32 indices along each axis.
+            (matches!(mode, PadMode::Constant(_)) || s <= i32::MAX as usize).then_some(s)
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| Error::OutOfRange {
+            op: "pad",
+            msg: format!("{:?} padded by {widths:?} overflows", x.shape()),
+        })?;
+    crate::layout::checked_numel("pad", &shape, x.dtype())?;
     match mode {
         PadMode::Constant(v) => {
             let starts: Vec<usize> = widths.iter().map(|w| w.0).collect();
