@@ -19,3 +19,37 @@ pub fn device(open: fn() -> wmx_core::Result<Device>) -> Option<Device> {
         }
     }
 }
+
+/// The CPU, and the GPU when one opens (see [`device`]).
+pub fn devices() -> Vec<Device> {
+    let mut v = vec![Device::cpu()];
+    v.extend(device(wmx_webgpu::open));
+    v
+}
+
+/// Runs the test `name` of this test binary again in a child process under
+/// `ulimit -v limit_kib`, with `marker` set in its environment (the test runs its
+/// checks when it sees it); fails unless the child succeeds and prints `done`.
+/// Out-of-memory tests use it, so the machine running them is never at risk.
+pub fn in_memory_limited_child(name: &str, marker: &str, limit_kib: u64, done: &str) {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {limit_kib} && exec \"$0\" --exact {name} --nocapture --test-threads=1"
+        ))
+        .arg(&exe)
+        .env(marker, "1")
+        .output()
+        .expect("sh runs");
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "child failed ({:?}):\n{o}\n{e}",
+        out.status
+    );
+    assert!(o.contains(done), "{o}\n{e}");
+}

@@ -8,11 +8,7 @@ use proptest::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use wmx_core::{self as wmx, Array, DType, Device, Slice};
 
-fn devices() -> Vec<Device> {
-    let mut v = vec![Device::cpu()];
-    v.extend(wmx_tests::gpu::device(wmx_webgpu::open));
-    v
-}
+use wmx_tests::gpu::devices;
 
 fn config() -> ProptestConfig {
     let cases = std::env::var("WMX_PROPTEST_CASES")

@@ -1,39 +1,38 @@
-//! A host allocation that fails is an `Err` with the byte count at the op, never
-//! an abort; other arrays stay readable and later allocations work. The checks run
-//! in a child process under `ulimit -v`, so the machine is never at risk.
+//! Out of memory is an `Err` with the byte count at the op, never an abort or an
+//! invalid buffer reused: on the host (CPU backend) and on the GPU (lavapipe, whose
+//! device memory is host memory). Earlier arrays stay readable and the same
+//! allocation works again once arrays are dropped. The checks run in child
+//! processes under `ulimit -v`, so the machine is never at risk.
 
-use std::process::Command;
 use wmx_core::{self as wmx, Array, DType, Device};
-
-const CHILD: &str = "WMX_OOM_CHILD";
-/// The child's address-space limit, in KiB (3 GiB).
-const LIMIT_KIB: u64 = 3 << 20;
+use wmx_tests::gpu::in_memory_limited_child;
 
 #[test]
 fn cpu_allocation_failure_is_an_error() {
-    if std::env::var(CHILD).is_ok() {
+    if std::env::var("WMX_OOM_CHILD").is_ok() {
         return child();
     }
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v {LIMIT_KIB} && exec \"$0\" --exact cpu_allocation_failure_is_an_error --nocapture --test-threads=1"
-        ))
-        .arg(&exe)
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
-    let (o, e) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    // 3 GiB of address space.
+    in_memory_limited_child(
+        "cpu_allocation_failure_is_an_error",
+        "WMX_OOM_CHILD",
+        3 << 20,
+        "out-of-memory checks passed",
     );
-    assert!(
-        out.status.success(),
-        "child failed ({:?}):\n{o}\n{e}",
-        out.status
+}
+
+#[test]
+fn gpu_out_of_memory_is_an_error_and_recovers() {
+    if std::env::var("WMX_GPU_OOM_CHILD").is_ok() {
+        return gpu_child();
+    }
+    // 3 GiB of address space: lavapipe itself takes ~1.5.
+    in_memory_limited_child(
+        "gpu_out_of_memory_is_an_error_and_recovers",
+        "WMX_GPU_OOM_CHILD",
+        3 << 20,
+        "gpu out-of-memory checks passed",
     );
-    assert!(o.contains("out-of-memory checks passed"), "{o}\n{e}");
 }
 
 fn child() {
@@ -71,4 +70,57 @@ fn child() {
     let s = wmx::sum(&on(&|| wmx::ones(&[1 << 20], DType::F32)), None, false).unwrap();
     assert_eq!(s.item::<f32>().unwrap(), (1 << 20) as f32);
     println!("out-of-memory checks passed");
+}
+
+fn gpu_child() {
+    let Some(dev) = wmx_tests::gpu::device(wmx_webgpu::open) else {
+        return;
+    };
+    let be = wmx_webgpu::backend(&dev).expect("a WebGPU device");
+    let first = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
+    let first = wmx_core::exp(&first).unwrap();
+    first.eval().unwrap();
+    // 96 MiB arrays until the device refuses one (the limit allows ~15).
+    let n = 24 << 20;
+    let mut held = Vec::new();
+    let err = loop {
+        assert!(
+            held.len() < 200,
+            "no out-of-memory error after {} arrays",
+            held.len()
+        );
+        let a = wmx_core::with_device(&dev, || wmx_core::full(&[n], held.len() as f64, DType::F32))
+            .unwrap();
+        match a.eval() {
+            Ok(()) => held.push(a),
+            Err(e) => break e.to_string(),
+        }
+    };
+    println!("refused after {} arrays: {err}", held.len());
+    assert!(err.contains("out of memory"), "{err}");
+    assert!(err.contains(&format!("{} bytes", n * 4)), "{err}");
+    // Earlier results are intact.
+    assert_eq!(first.to_vec::<f32>().unwrap()[1], 2.0f32.exp());
+    let last = held.last().unwrap();
+    let k = held.len() - 1;
+    let s = wmx_core::sum(
+        &wmx_core::slice(last, &[wmx_core::Slice::range(0, 4)]).unwrap(),
+        None,
+        false,
+    )
+    .unwrap();
+    assert_eq!(s.item::<f32>().unwrap(), 4.0 * k as f32);
+    // Dropping arrays frees their memory: the same allocation works again.
+    held.truncate(held.len() / 2);
+    be.clear_cache();
+    let again = wmx_core::with_device(&dev, || wmx_core::full(&[n], 7.0, DType::F32)).unwrap();
+    again.eval().unwrap();
+    let s = wmx_core::sum(
+        &wmx_core::slice(&again, &[wmx_core::Slice::range(0, 8)]).unwrap(),
+        None,
+        false,
+    )
+    .unwrap();
+    assert_eq!(s.item::<f32>().unwrap(), 56.0);
+    println!("gpu out-of-memory checks passed");
 }

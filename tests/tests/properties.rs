@@ -4,15 +4,9 @@
 //! `WMX_PROPTEST_CASES` overrides the number of cases per property.
 
 use proptest::prelude::*;
-use wmx_core::Device;
 use wmx_tests::props;
 
-/// The CPU, and the GPU when one opens.
-fn devices() -> Vec<Device> {
-    let mut v = vec![Device::cpu()];
-    v.extend(wmx_tests::gpu::device(wmx_webgpu::open));
-    v
-}
+use wmx_tests::gpu::devices;
 
 fn config() -> ProptestConfig {
     let cases = std::env::var("WMX_PROPTEST_CASES")
