@@ -34,6 +34,9 @@ pub struct Launch {
     pub workgroup: [u32; 3],
     /// Template parameters by name.
     pub template: Vec<(String, Template)>,
+    /// A value every output holds before the kernel runs (else their contents
+    /// are unspecified until written): the start of an accumulation.
+    pub init_value: Option<f64>,
 }
 
 impl Launch {
@@ -46,11 +49,17 @@ impl Launch {
             grid: [u32::try_from(n).unwrap_or(u32::MAX), 1, 1],
             workgroup: [256, 1, 1],
             template: Vec::new(),
+            init_value: None,
         }
     }
     /// Adds an output (after those already there).
     pub fn output(mut self, shape: &[usize], dtype: DType) -> Launch {
         self.outputs.push((shape.to_vec(), dtype));
+        self
+    }
+    /// Fills every output with `value` before the kernel runs.
+    pub fn init_value(mut self, value: f64) -> Launch {
+        self.init_value = Some(value);
         self
     }
     /// Adds a template parameter.
@@ -98,6 +107,7 @@ struct Inner {
     header: String,
     row_contiguous: bool,
     guard: bool,
+    atomic_outputs: bool,
     /// Validated sources by specialisation.
     sources: Mutex<HashMap<Spec, Arc<str>>>,
 }
@@ -128,6 +138,7 @@ impl WgslKernel {
                 header: String::new(),
                 row_contiguous: true,
                 guard: true,
+                atomic_outputs: false,
                 sources: Mutex::new(HashMap::new()),
             }),
         }
@@ -143,6 +154,7 @@ impl WgslKernel {
             header: i.header.clone(),
             row_contiguous: i.row_contiguous,
             guard: i.guard,
+            atomic_outputs: i.atomic_outputs,
             sources: Mutex::new(HashMap::new()),
         };
         f(&mut inner);
@@ -167,6 +179,13 @@ impl WgslKernel {
     /// it off for a body with barriers, and compare `global_id` with `grid` there.
     pub fn guard(self, on: bool) -> WgslKernel {
         self.with(|i| i.guard = on)
+    }
+
+    /// Whether outputs are `array<atomic<T>>` (i32 or u32) for bodies that
+    /// accumulate with `atomicAdd`, `atomicMax`, ... (default `false`; MLX's
+    /// `atomic_outputs`). Usually with [`Launch::init_value`].
+    pub fn atomic_outputs(self, on: bool) -> WgslKernel {
+        self.with(|i| i.atomic_outputs = on)
     }
 
     /// The kernel's name.
@@ -310,6 +329,7 @@ impl WgslKernel {
             template,
             workgroup,
             guard: i.guard,
+            atomic_outputs: i.atomic_outputs,
         }
     }
 
@@ -439,6 +459,11 @@ impl CustomPrimitive for KernelCall {
             extra.push(Some(b));
             bufs.push(g);
         }
+        if let Some(v) = l.init_value {
+            for (b, (shape, dtype)) in bufs.iter().zip(&l.outputs) {
+                fill(ev, b, wmx_core::layout::numel(shape), *dtype, v)?;
+            }
+        }
         bufs.extend(ev.inputs().iter().map(|x| x.buffer.clone()));
         let refs: Vec<&wgpu::Buffer> = bufs.iter().collect();
         ev.dispatch(&pipe, &refs, &params, groups)?;
@@ -477,4 +502,49 @@ impl CustomPrimitive for Sibling {
         })?;
         ev.set_output(b)
     }
+}
+
+/// Fills the first `n` elements of `dtype` in `b` with `value`, as u32 words
+/// holding its bits (two copies for 16-bit types), recorded into the batch.
+fn fill(ev: &mut CustomEval, b: &wgpu::Buffer, n: usize, dtype: DType, value: f64) -> Result<()> {
+    const FILL: &str = "@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) w: vec3<u32>) {
+    let i = g.x + g.y * w.x * 256u;
+    if (i < p[0]) { out[i] = p[1]; }
+}";
+    let bits = match dtype {
+        DType::F32 => (value as f32).to_bits(),
+        DType::I32 => value as i32 as u32,
+        DType::U32 => value as u32,
+        DType::F16 => {
+            let h = wmx_core::f16::from_f64(value).to_bits() as u32;
+            h | h << 16
+        }
+        d => {
+            return Err(Error::invalid(
+                "wgsl_kernel",
+                format!("init_value for a {d} output"),
+            ));
+        }
+    };
+    let words = (n * dtype.size()).div_ceil(4);
+    let pipe = ev.pipeline(&k::UserModule {
+        label: "wmx_fill",
+        source: FILL,
+        entry: "main",
+        outputs: 1,
+        inputs: 0,
+    })?;
+    let groups = words.div_ceil(256) as u64;
+    let max = ev.kernels().caps().max_workgroups_per_dim as u64;
+    let gx = groups.clamp(1, max);
+    let gy = groups.div_ceil(gx);
+    ev.dispatch(
+        &pipe,
+        &[b],
+        &[words as u32, bits],
+        [gx as u32, gy as u32, 1],
+    )
 }

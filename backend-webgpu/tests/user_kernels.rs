@@ -181,6 +181,7 @@ fn kernel_2d_grid_and_workgroup_memory() {
         grid: [64, rows as u32, 1],
         workgroup: [64, 1, 1],
         template: vec![],
+        init_value: None,
     };
     let y = k.call(&[&x], &l).unwrap().remove(0);
     let want: Vec<f64> = (0..rows)
@@ -370,6 +371,7 @@ fn kernel_with_several_outputs() {
         grid: [r as u32, 1, 1],
         workgroup: [32, 1, 1],
         template: vec![],
+        init_value: None,
     };
     let s0 = be.stats();
     let outs = k.call(&[&x], &l).unwrap();
@@ -395,4 +397,66 @@ fn kernel_with_several_outputs() {
         e.to_string().contains("writes 2 outputs (rounded, best)"),
         "{e}"
     );
+}
+
+#[test]
+fn atomic_outputs_and_init_value() {
+    let Some((dev, _be)) = gpu() else { return };
+    // A histogram of 20 000 values into 37 bins, accumulated with atomicAdd onto
+    // an output that starts at 5.
+    let xs: Vec<u32> = (0..20_000u32)
+        .map(|i| i.wrapping_mul(2654435761) >> 7)
+        .collect();
+    let x = Array::from_slice_on(&xs, &[xs.len()], &dev).unwrap();
+    let k = WgslKernel::new(
+        "histogram",
+        &["x"],
+        &["hist"],
+        "atomicAdd(&hist[x[global_id.x] % hist_size()], 1i);",
+    )
+    .atomic_outputs(true);
+    let mut l = Launch::elementwise(&[37], DType::I32).init_value(5.0);
+    l.grid = [xs.len() as u32, 1, 1];
+    let h = k
+        .call(&[&x], &l)
+        .unwrap()
+        .remove(0)
+        .to_vec::<i32>()
+        .unwrap();
+    let mut want = vec![5i32; 37];
+    for v in &xs {
+        want[(*v % 37) as usize] += 1;
+    }
+    assert_eq!(h, want);
+    // init_value alone, on f32 and f16 outputs the body writes only in part.
+    let part = WgslKernel::new(
+        "part",
+        &[],
+        &["y"],
+        "if (global_id.x % 3u == 0u) { y[global_id.x] = T(1); }",
+    );
+    for d in [DType::F32, DType::F16] {
+        if dev.check_dtype(d).is_err() {
+            continue;
+        }
+        let l = Launch::elementwise(&[10], d)
+            .init_value(-2.5)
+            .template("T", Template::DType(d));
+        let y = wmx_core::with_device(&dev, || part.call(&[], &l))
+            .unwrap()
+            .remove(0);
+        let y = wmx_core::astype(&y, DType::F32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let want: Vec<f32> = (0..10)
+            .map(|i| if i % 3 == 0 { 1.0 } else { -2.5 })
+            .collect();
+        assert_eq!(y, want, "{d}");
+    }
+    // Atomics on a float output are refused at the call.
+    let e = k
+        .call(&[&x], &Launch::elementwise(&[37], DType::F32))
+        .unwrap_err();
+    assert!(e.to_string().contains("atomics are i32 or u32"), "{e}");
 }

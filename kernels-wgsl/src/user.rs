@@ -298,6 +298,9 @@ pub struct KernelSource<'a> {
     pub workgroup: [u32; 3],
     /// Whether threads past `grid` return before the body.
     pub guard: bool,
+    /// Outputs declared `array<atomic<T>>` (i32 or u32 only: WGSL has no float
+    /// atomics), for bodies that accumulate with `atomicAdd` and friends.
+    pub atomic_outputs: bool,
 }
 
 /// Words of the generated kernels' parameters before the arrays' own.
@@ -391,9 +394,20 @@ impl KernelSource<'_> {
             let ty = wgsl_type(k, n, a.dtype)?;
             f16 |= a.dtype == DType::F16;
             let access = if out { "read_write" } else { "read" };
+            let elem = if out && self.atomic_outputs {
+                if !matches!(a.dtype, DType::I32 | DType::U32) {
+                    return Err(Error::Shape(format!(
+                        "{k}: atomic output `{n}` is {}; WGSL atomics are i32 or u32",
+                        a.dtype.name()
+                    )));
+                }
+                format!("atomic<{ty}>")
+            } else {
+                ty.to_string()
+            };
             let _ = writeln!(
                 decls,
-                "@group(0) @binding({}) var<storage, {access}> {n}: array<{ty}>;",
+                "@group(0) @binding({}) var<storage, {access}> {n}: array<{elem}>;",
                 b + 1
             );
             let _ = writeln!(decls, "const {n}_ndim: u32 = {nd}u;");

@@ -421,6 +421,7 @@ fn generated_user_kernels_translate() {
                     template: &template,
                     workgroup: [64, 2, 1],
                     guard,
+                    atomic_outputs: false,
                 };
                 let src = k.wgsl().unwrap();
                 check_source(&src, "wmx_main", target, false, &[])
@@ -452,6 +453,7 @@ fn generated_user_kernels_translate() {
         template: &[],
         workgroup: [64, 1, 1],
         guard,
+        atomic_outputs: false,
     };
     check_source(&mk(false).wgsl().unwrap(), "wmx_main", target, false, &[]).unwrap();
     // Names and dtypes the generator refuses.
@@ -467,5 +469,40 @@ fn generated_user_kernels_translate() {
     .wgsl()
     .unwrap_err();
     assert!(e.to_string().contains("bf16"), "{e}");
+    // Atomic outputs: an i32 histogram validates and translates; f32 is refused.
+    let ins = [KernelArg {
+        name: "x",
+        dtype: DType::U32,
+        ndim: 1,
+    }];
+    let outs = [KernelArg {
+        name: "hist",
+        dtype: DType::I32,
+        ndim: 1,
+    }];
+    let hist = KernelSource {
+        name: "hist",
+        header: "",
+        body: "atomicAdd(&hist[x[global_id.x] % hist_size()], 1i);",
+        inputs: &ins,
+        outputs: &outs,
+        template: &[],
+        workgroup: [64, 1, 1],
+        guard: true,
+        atomic_outputs: true,
+    };
+    check_source(&hist.wgsl().unwrap(), "wmx_main", target, false, &[]).unwrap();
+    let outs = [KernelArg {
+        name: "hist",
+        dtype: DType::F32,
+        ndim: 1,
+    }];
+    let e = KernelSource {
+        outputs: &outs,
+        ..hist
+    }
+    .wgsl()
+    .unwrap_err();
+    assert!(e.to_string().contains("atomics are i32 or u32"), "{e}");
     eprintln!("{n} generated user modules validated and translated");
 }

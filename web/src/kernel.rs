@@ -52,7 +52,7 @@ fn dims3(what: &str, v: &JsValue, default: [u32; 3]) -> JsResult<[u32; 3]> {
 pub struct JsWgslKernel(WgslKernel);
 
 /// `wgslKernel({name, inputs: ["x", ...], outputs: ["y", ...], body, header?,
-/// rowContiguous?, guard?})`: a kernel whose body sees each input `x` as
+/// rowContiguous?, guard?, atomicOutputs?})`: a kernel whose body sees each input `x` as
 /// `x: array<T>` with `x_shape(d)`, `x_stride(d)`, `x_offset()`, `x_size()`,
 /// `x_loc(i)`, each output `y` with `y_shape(d)`, `y_size()`, and `global_id`,
 /// `local_id`, `group_id`, `local_index`, `grid`. Invalid WGSL throws at `call`,
@@ -76,11 +76,14 @@ pub fn wgsl_kernel(spec: JsValue) -> JsResult<JsWgslKernel> {
     if let Some(b) = get(&spec, "guard").as_bool() {
         k = k.guard(b);
     }
+    if let Some(b) = get(&spec, "atomicOutputs").as_bool() {
+        k = k.atomic_outputs(b);
+    }
     Ok(JsWgslKernel(k))
 }
 
 /// `{outputs: [{shape, dtype?}, ...] (or shape and dtype? for one output), grid?,
-/// workgroup?, template?}`: each output's shape and dtype (default f32), the
+/// workgroup?, template?, initValue?}`: each output's shape and dtype (default f32), the
 /// threads (default one per element of the first output) and workgroup size
 /// (default 256), template parameters (`{T: "f32", N: 4, SCALE: 0.5, FAST: true}`:
 /// strings are dtypes, integers i32 constants, other numbers f32 ones).
@@ -107,6 +110,7 @@ fn launch(v: &JsValue) -> JsResult<Launch> {
     l.outputs = outputs;
     l.grid = dims3("launch.grid", &get(v, "grid"), l.grid)?;
     l.workgroup = dims3("launch.workgroup", &get(v, "workgroup"), l.workgroup)?;
+    l.init_value = cv::opt_f64("launch.initValue", &get(v, "initValue"))?;
     let t = get(v, "template");
     if !is_nullish(&t) {
         let obj = js_sys::Object::from(t);
