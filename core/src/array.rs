@@ -313,7 +313,8 @@ impl Array {
         self.eval()?;
         let buf = self.buffer().expect("evaluated");
         let bytes = self.0.device.backend().read(&buf)?;
-        Ok(gather_bytes(&bytes, self.layout(), self.dtype().size()))
+        let esize = self.dtype().size();
+        host(self, || Ok(gather_bytes(&bytes, self.layout(), esize)))
     }
 
     /// Like [`Array::to_bytes`], without blocking (works on wasm).
@@ -321,25 +322,28 @@ impl Array {
         self.eval()?;
         let buf = self.buffer().expect("evaluated");
         let bytes = self.0.device.backend().read_async(&buf).await?;
-        Ok(gather_bytes(&bytes, self.layout(), self.dtype().size()))
+        let esize = self.dtype().size();
+        host(self, || Ok(gather_bytes(&bytes, self.layout(), esize)))
     }
 
     /// The elements in row-major order. `T` must match the dtype. Evaluates first.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_read::<T>("to_vec")?;
-        Ok(decode(&self.to_bytes()?))
+        let bytes = self.to_bytes()?;
+        host(self, || Ok(decode(&bytes)))
     }
 
     /// Like [`Array::to_vec`], without blocking (works on wasm).
     pub async fn to_vec_async<T: Element>(&self) -> Result<Vec<T>> {
         self.check_read::<T>("to_vec_async")?;
-        Ok(decode(&self.to_bytes_async().await?))
+        let bytes = self.to_bytes_async().await?;
+        host(self, || Ok(decode(&bytes)))
     }
 
     /// Every element converted to f64 (any dtype).
     pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
         let bytes = self.to_bytes()?;
-        Ok(bytes_to_f64(&bytes, self.dtype()))
+        host(self, || Ok(bytes_to_f64(&bytes, self.dtype())))
     }
 
     /// The single element of a one-element array.
@@ -358,16 +362,26 @@ impl Array {
     }
 }
 
+/// A host-side copy or conversion of `a`'s data: an allocation that fails is an
+/// `Err` with the byte count, not an abort.
+fn host<T>(a: &Array, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    crate::cpu::alloc::catching_oom(a.device(), f)
+}
+
 /// Decodes little-endian bytes of `T`.
 pub(crate) fn decode<T: Element>(bytes: &[u8]) -> Vec<T> {
-    bytes.chunks_exact(T::DTYPE.size()).map(T::read).collect()
+    let mut v = crate::cpu::alloc::with_capacity(bytes.len() / T::DTYPE.size());
+    v.extend(bytes.chunks_exact(T::DTYPE.size()).map(T::read));
+    v
 }
 
 /// Converts bytes of `dtype` to f64 values.
 pub(crate) fn bytes_to_f64(bytes: &[u8], dtype: DType) -> Vec<f64> {
     use half::{bf16, f16};
     fn conv<T: Element>(b: &[u8]) -> Vec<f64> {
-        decode::<T>(b).into_iter().map(T::to_f64).collect()
+        let mut v = crate::cpu::alloc::with_capacity(b.len() / T::DTYPE.size());
+        v.extend(b.chunks_exact(T::DTYPE.size()).map(|c| T::read(c).to_f64()));
+        v
     }
     match dtype {
         DType::Bool => conv::<bool>(bytes),
@@ -387,11 +401,12 @@ pub(crate) fn gather_bytes(bytes: &[u8], layout: &Layout, esize: usize) -> Vec<u
     if n == 0 {
         return Vec::new();
     }
+    let mut out = crate::cpu::alloc::with_capacity(n.saturating_mul(esize));
     if layout.is_row_contiguous() {
         let start = layout.offset * esize;
-        return bytes[start..start + n * esize].to_vec();
+        out.extend_from_slice(&bytes[start..start + n * esize]);
+        return out;
     }
-    let mut out = Vec::with_capacity(n * esize);
     crate::cpu::strided::for_each_index(&layout.shape, &layout.strides, layout.offset, |i| {
         let s = i * esize;
         out.extend_from_slice(&bytes[s..s + esize]);

@@ -65,6 +65,19 @@ fn child() {
         assert!(e.contains(&format!("{bytes} bytes")), "{what}: {e}");
         assert!(!a.is_evaluated(), "{what}");
     }
+    // Reading a view of 2^32 elements copies 16 GiB to the host: an Err too, and
+    // printing it says so.
+    let wide = wmx::broadcast_to(&on(&|| wmx::ones(&[1], DType::F32)), &[1 << 32]).unwrap();
+    let e = wide.to_vec::<f32>().unwrap_err().to_string();
+    assert!(
+        e.contains("out of memory") && e.contains("17179869184 bytes"),
+        "{e}"
+    );
+    let shown = format!("{wide}");
+    assert!(
+        shown.contains("<error:") && shown.contains("out of memory"),
+        "{shown}"
+    );
     // What existed stays readable; ordinary work goes on.
     assert_eq!(kept.to_vec::<f32>().unwrap()[999], 999.0);
     let s = wmx::sum(&on(&|| wmx::ones(&[1 << 20], DType::F32)), None, false).unwrap();

@@ -105,6 +105,18 @@ pub(crate) fn filled<T: Clone>(n: usize, value: T) -> Vec<T> {
     v
 }
 
+/// `Vec::with_capacity(n)` for host copies as large as an array: an
+/// [`OutOfMemory`] unwind where the allocation fails.
+pub(crate) fn with_capacity<T>(n: usize) -> Vec<T> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        std::panic::resume_unwind(Box::new(OutOfMemory {
+            bytes: n.saturating_mul(std::mem::size_of::<T>()),
+        }));
+    }
+    v
+}
+
 /// Runs `f`, turning a host allocation that failed inside it into an `Err` with
 /// the byte count (other panics go on unwinding).
 pub(crate) fn catching_oom<T>(
