@@ -537,14 +537,9 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) w:
         outputs: 1,
         inputs: 0,
     })?;
-    let groups = words.div_ceil(256) as u64;
-    let max = ev.kernels().caps().max_workgroups_per_dim as u64;
-    let gx = groups.clamp(1, max);
-    let gy = groups.div_ceil(gx);
-    ev.dispatch(
-        &pipe,
-        &[b],
-        &[words as u32, bits],
-        [gx as u32, gy as u32, 1],
-    )
+    let groups = ev
+        .kernels()
+        .grid(words.div_ceil(256) as u64)
+        .map_err(kerr)?;
+    ev.dispatch(&pipe, &[b], &[words as u32, bits], groups)
 }

@@ -819,13 +819,21 @@ impl Kernels {
         Ok(b)
     }
 
-    /// Workgroup grid for `groups` workgroups: 2-D when over the per-dimension limit.
-    pub(crate) fn grid(&self, groups: u64) -> [u32; 2] {
+    /// The dispatch for `groups` workgroups of a 1-D launch: `[gx, gy, 1]`, 2-D
+    /// past the per-dimension limit (a kernel computes its index as
+    /// `id.x + id.y * num_workgroups.x * workgroup size` and checks it against its
+    /// count, since `gx * gy` may exceed `groups`). An `Err` past the limit squared.
+    pub fn grid(&self, groups: u64) -> Result<[u32; 3]> {
         let m = self.inner.caps.max_workgroups_per_dim as u64;
         let groups = groups.max(1);
         let gx = groups.min(m);
-        let gy = groups.div_ceil(gx).min(m);
-        [gx as u32, gy as u32]
+        let gy = groups.div_ceil(gx);
+        if gy > m {
+            return Err(Error::Shape(format!(
+                "{groups} workgroups exceed the device's {m} x {m}"
+            )));
+        }
+        Ok([gx as u32, gy as u32, 1])
     }
 
     pub(crate) fn wg(&self) -> u32 {
@@ -841,7 +849,7 @@ impl Kernels {
         groups: u64,
     ) -> Result<()> {
         let pipe = self.pipeline(spec)?;
-        let [gx, gy] = self.grid(groups);
+        let groups = self.grid(groups)?;
         let mut bound: Bound = Default::default();
         for (slot, buf) in bound.iter_mut().zip(buffers) {
             *slot = Some(buf);
@@ -850,7 +858,7 @@ impl Kernels {
             pipe,
             buffers: bound,
             params,
-            groups: [gx, gy, 1],
+            groups,
         });
         Ok(())
     }
@@ -1201,7 +1209,9 @@ impl Kernels {
             let mut pass = enc.begin_compute_pass(&Default::default());
             pass.set_pipeline(&pipeline);
             pass.set_bind_group(0, &bg, &[]);
-            let groups = self.grid((inputs.len() as u64).div_ceil(64));
+            let Ok(groups) = self.grid((inputs.len() as u64).div_ceil(64)) else {
+                return false;
+            };
             // The shader's row pitch (4194240 = 65535 * 64) assumes 65535 per row.
             if groups[1] > 1 && groups[0] != 65535 {
                 return false;

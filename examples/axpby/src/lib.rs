@@ -104,21 +104,11 @@ impl CustomPrimitive for Axpby {
         // contiguous path; x folds into y past the per-dimension limit.
         let per_thread = if contiguous { 4 } else { 1 };
         let groups = (n / w).div_ceil(256 * per_thread) as u64;
-        let max = ev.kernels().caps().max_workgroups_per_dim as u64;
-        let gx = groups.clamp(1, max);
-        let gy = groups.div_ceil(gx);
-        if gy > max {
-            return Err(Error::invalid(
-                "axpby",
-                format!("{n} elements need too many workgroups"),
-            ));
-        }
-        ev.dispatch(
-            &pipe,
-            &[&out.buffer, &x.buffer, &y.buffer],
-            &p,
-            [gx as u32, gy as u32, 1],
-        )
+        let groups = ev
+            .kernels()
+            .grid(groups)
+            .map_err(|e| Error::invalid("axpby", e.to_string()))?;
+        ev.dispatch(&pipe, &[&out.buffer, &x.buffer, &y.buffer], &p, groups)
     }
 
     fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {
