@@ -29,6 +29,7 @@
 //! share a pending node may both compute it (the first result is kept).
 
 mod custom;
+mod fused;
 mod kernel;
 mod pool;
 
@@ -524,6 +525,46 @@ impl Backend for WebGpuBackend {
         // Native validation errors arrive synchronously; in the browser they arrive
         // later and are reported by the next check (at the latest the read's).
         self.check()
+    }
+    fn commit(&self) -> Result<()> {
+        self.flush_now()
+    }
+    fn fusion_limit(&self) -> Option<usize> {
+        // The output takes one of the bindings a kernel may have.
+        Some(self.kernels.max_user_buffers().saturating_sub(1).max(1))
+    }
+    fn fused(
+        &self,
+        kernel: &wmx_core::FusedKernel,
+        inputs: &[View<'_, GpuBuffer>],
+        out: DType,
+    ) -> Result<GpuBuffer> {
+        let spec = fused::spec(kernel)?;
+        let ins: Vec<In<'_>> = inputs
+            .iter()
+            .map(|v| self.input(v))
+            .collect::<Result<_>>()?;
+        let shape = inputs
+            .first()
+            .map(|v| v.layout.shape.clone())
+            .unwrap_or_default();
+        self.record(&shape, out, |b, o| {
+            let strided: Vec<k::Strided<'_>> = ins.iter().map(In::strided).collect();
+            let refs: Vec<&k::Strided<'_>> = strided.iter().collect();
+            self.kernels.fused(b, &spec, &refs, o)
+        })
+    }
+    fn fused_source(
+        &self,
+        kernel: &wmx_core::FusedKernel,
+        inputs: &[(DType, Layout)],
+    ) -> Option<String> {
+        let spec = fused::spec(kernel).ok()?;
+        let layouts: Vec<(&[usize], &[isize])> = inputs
+            .iter()
+            .map(|(_, l)| (&l.shape[..], &l.strides[..]))
+            .collect();
+        self.kernels.fused_wgsl(&spec, &layouts).ok()
     }
     fn synchronize(&self) -> Result<()> {
         self.flush_now()?;

@@ -2,8 +2,8 @@
 //! buffer type. [`DynBackend`] is its type-erased form that [`crate::Device`] holds.
 
 use crate::{
-    ArgReduceOp, BinaryOp, CustomPrimitive, DType, Error, Generator, Layout, NormOp, ReduceOp,
-    Result, ScatterOp, UnaryOp,
+    ArgReduceOp, BinaryOp, CustomPrimitive, DType, Error, FusedKernel, Generator, Layout, NormOp,
+    ReduceOp, Result, ScatterOp, UnaryOp,
 };
 use futures::future::BoxFuture;
 use std::any::Any;
@@ -68,6 +68,37 @@ pub trait Backend: Send + Sync + 'static {
     /// yet, e.g. raised by a custom primitive's own use of the device; eval calls it
     /// after every custom primitive so the error belongs to that op.
     fn check_errors(&self) -> Result<()>;
+    /// Submits recorded work now, where [`Backend::flush`] may keep recording while
+    /// the device is busy ([`crate::async_eval`]).
+    fn commit(&self) -> Result<()> {
+        self.flush()
+    }
+
+    /// Most distinct buffers one fused kernel may read; `None` when this backend
+    /// does not run [`FusedKernel`]s (compile then replays plain ops).
+    fn fusion_limit(&self) -> Option<usize> {
+        None
+    }
+    /// Computes a fused kernel: `inputs` have the output's shape (views read in
+    /// place); the output has the last step's dtype `out`.
+    fn fused(
+        &self,
+        kernel: &FusedKernel,
+        inputs: &[View<'_, Self::Buffer>],
+        out: DType,
+    ) -> Result<Self::Buffer> {
+        let _ = (kernel, inputs, out);
+        Err(Error::invalid(
+            "fused",
+            format!("{} does not run fused kernels", self.name()),
+        ))
+    }
+    /// The source this backend generates for `kernel` on inputs of these dtypes
+    /// and layouts (for [`crate::Compiled::report`]).
+    fn fused_source(&self, kernel: &FusedKernel, inputs: &[(DType, Layout)]) -> Option<String> {
+        let _ = (kernel, inputs);
+        None
+    }
 
     /// Runs a custom primitive's code for this backend (its `eval_cpu`,
     /// `eval_webgpu`, ...), producing the output of `shape` and `dtype`.
@@ -301,6 +332,10 @@ pub trait DynBackend: Send + Sync + 'static {
         shape: &[usize],
         dtype: DType,
     ) -> Result<Buffer>;
+    fn commit(&self) -> Result<()>;
+    fn fusion_limit(&self) -> Option<usize>;
+    fn fused(&self, kernel: &FusedKernel, inputs: &[DynView<'_>], out: DType) -> Result<Buffer>;
+    fn fused_source(&self, kernel: &FusedKernel, inputs: &[(DType, Layout)]) -> Option<String>;
 }
 
 fn foreign(name: String) -> Error {
@@ -311,6 +346,22 @@ fn foreign(name: String) -> Error {
 }
 
 impl<B: Backend> DynBackend for B {
+    fn commit(&self) -> Result<()> {
+        Backend::commit(self)
+    }
+    fn fusion_limit(&self) -> Option<usize> {
+        Backend::fusion_limit(self)
+    }
+    fn fused(&self, kernel: &FusedKernel, inputs: &[DynView<'_>], out: DType) -> Result<Buffer> {
+        let ins: Vec<View<'_, B::Buffer>> = inputs
+            .iter()
+            .map(|v| typed::<B>(self, v))
+            .collect::<Result<_>>()?;
+        Ok(Buffer::new(Backend::fused(self, kernel, &ins, out)?))
+    }
+    fn fused_source(&self, kernel: &FusedKernel, inputs: &[(DType, Layout)]) -> Option<String> {
+        Backend::fused_source(self, kernel, inputs)
+    }
     fn name(&self) -> String {
         Backend::name(self)
     }

@@ -11,9 +11,15 @@ use rustc_hash::FxHashMap;
 /// to it, its buffer goes back then). Every device used is flushed once at the end.
 /// On error, nodes computed so far keep their data and the rest stay pending.
 pub fn eval(outputs: &[Array]) -> Result<()> {
+    if let Err(e) = crate::compile::env_mode() {
+        return Err(e.clone());
+    }
     let (order, index) = topo_order(outputs);
     if order.is_empty() {
         return Ok(());
+    }
+    if crate::compile::compiling() && order.iter().any(|(n, _)| n.is_traced()) {
+        return Err(crate::compile::evaluated_while_compiling());
     }
     // Pending consumers of each node within this eval; outputs are never released.
     let mut uses = vec![0usize; order.len()];
@@ -178,6 +184,17 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
                 inclusive,
             } => be.scan(*op, v(0), *axis, *reverse, *inclusive)?,
             Primitive::Scatter { op, axis } => be.scatter(*op, v(0), v(1), v(2), *axis)?,
+            Primitive::Fused(k) => {
+                let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();
+                if be.fusion_limit().is_some() {
+                    be.fused(k, &views, node.dtype())?
+                } else {
+                    return Err(crate::Error::invalid(
+                        "fused",
+                        format!("{} does not run fused kernels", device.name()),
+                    ));
+                }
+            }
             Primitive::Custom(c) => match crate::transforms::CustomNode::forwarded(&**c) {
                 // A custom function's output: the output of its body, as a view is.
                 Some(k) => bufs[k].clone(),

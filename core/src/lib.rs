@@ -14,6 +14,7 @@
 
 mod array;
 pub mod backend;
+pub mod compile;
 pub mod cpu;
 mod custom;
 mod device;
@@ -28,6 +29,10 @@ pub mod transforms;
 
 pub use array::Array;
 pub use backend::{Backend, Buffer, DeviceKind, DynBackend, View};
+pub use compile::{
+    CompileReport, Compiled, FusedKernel, FusedOp, FusedReport, FusedStep, Mode, async_eval,
+    compile, mode, set_mode, synchronize, with_mode,
+};
 pub use custom::{CpuOutput, CustomPrimitive, GpuContext, custom};
 pub use device::{
     Device, GpuFactory, default_device, gpu_backend_registered, register_gpu_backend,

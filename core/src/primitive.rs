@@ -349,4 +349,7 @@ pub enum Primitive {
     RandomBits,
     /// A primitive defined outside core.
     Custom(Arc<dyn CustomPrimitive>),
+    /// An elementwise subgraph computed in one pass (made by [`crate::compile`]):
+    /// inputs of the output's shape, read in place.
+    Fused(Arc<crate::FusedKernel>),
 }

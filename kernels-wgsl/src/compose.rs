@@ -9,11 +9,11 @@ use crate::{Error, Result};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
-const COMMON: &str = include_str!("wgsl/common.wgsl");
-const WORDS: &str = include_str!("wgsl/words.wgsl");
+pub(crate) const COMMON: &str = include_str!("wgsl/common.wgsl");
+pub(crate) const WORDS: &str = include_str!("wgsl/words.wgsl");
 const ELEMENTWISE: &str = include_str!("wgsl/elementwise.wgsl");
-const BINARY: &str = include_str!("wgsl/binary.wgsl");
-const UNARY: &str = include_str!("wgsl/unary.wgsl");
+pub(crate) const BINARY: &str = include_str!("wgsl/binary.wgsl");
+pub(crate) const UNARY: &str = include_str!("wgsl/unary.wgsl");
 const COPY: &str = include_str!("wgsl/copy.wgsl");
 const REDUCE: &str = include_str!("wgsl/reduce.wgsl");
 const SLICE_UPDATE: &str = include_str!("wgsl/slice_update.wgsl");
@@ -313,6 +313,22 @@ impl ModuleSpec {
     }
 }
 
+/// f16 element <-> f32 helpers: by the hardware where the device probe passed
+/// (`Target::f16`), else by hand (exact everywhere).
+pub(crate) fn f16_helpers(hw: bool) -> &'static str {
+    if hw {
+        "fn ex_f16(w: u32, j: u32) -> f32 { let h = unpack2x16float(w); return select(h.x, h.y, j != 0u); }\n\
+         fn st_f16(v: f32) -> u32 { return pack2x16float(vec2<f32>(v, 0.0)); }\n\
+         fn x2_f16(w: u32) -> vec2<f32> { return unpack2x16float(w); }\n\
+         fn st2_f16(v: vec2<f32>) -> u32 { return pack2x16float(v); }\n"
+    } else {
+        "fn ex_f16(w: u32, j: u32) -> f32 { return f16_val((w >> (j << 4u)) & 0xffffu); }\n\
+         fn st_f16(v: f32) -> u32 { return f16_bits(v); }\n\
+         fn x2_f16(w: u32) -> vec2<f32> { return vec2<f32>(f16_val(w & 0xffffu), f16_val(w >> 16u)); }\n\
+         fn st2_f16(v: vec2<f32>) -> u32 { return f16_bits(v.x) | (f16_bits(v.y) << 16u); }\n"
+    }
+}
+
 fn ex_name(d: DType, raw: bool) -> &'static str {
     if raw {
         match d.size() {
@@ -484,23 +500,7 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
         }
     }
     if uses_f16 {
-        // f16 element <-> f32: by hand (exact everywhere) or by the hardware where
-        // the device probe passed (Target::f16).
-        if t.f16 {
-            p.push_str(
-                "fn ex_f16(w: u32, j: u32) -> f32 { let h = unpack2x16float(w); return select(h.x, h.y, j != 0u); }\n\
-                 fn st_f16(v: f32) -> u32 { return pack2x16float(vec2<f32>(v, 0.0)); }\n\
-                 fn x2_f16(w: u32) -> vec2<f32> { return unpack2x16float(w); }\n\
-                 fn st2_f16(v: vec2<f32>) -> u32 { return pack2x16float(v); }\n",
-            );
-        } else {
-            p.push_str(
-                "fn ex_f16(w: u32, j: u32) -> f32 { return f16_val((w >> (j << 4u)) & 0xffffu); }\n\
-                 fn st_f16(v: f32) -> u32 { return f16_bits(v); }\n\
-                 fn x2_f16(w: u32) -> vec2<f32> { return vec2<f32>(f16_val(w & 0xffffu), f16_val(w >> 16u)); }\n\
-                 fn st2_f16(v: vec2<f32>) -> u32 { return f16_bits(v.x) | (f16_bits(v.y) << 16u); }\n",
-            );
-        }
+        p.push_str(f16_helpers(t.f16));
     }
     let undefined = |d: DType| Error::OpNotDefined {
         op: spec.op.to_string(),
@@ -1050,7 +1050,7 @@ fn idents(s: &str) -> impl Iterator<Item = &str> {
 
 /// Keeps the non-function items of `body` and the functions reachable from `entry`
 /// (through the prelude's functions too).
-fn tree_shake(prelude: &str, body: &str, entry: &str) -> String {
+pub(crate) fn tree_shake(prelude: &str, body: &str, entry: &str) -> String {
     let body_items = items(body);
     let prelude_items = items(prelude);
     let mut fns: HashMap<&str, &str> = HashMap::new();

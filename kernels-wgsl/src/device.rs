@@ -221,6 +221,8 @@ pub(crate) struct Inner {
     layouts: Mutex<HashMap<(usize, usize), wgpu::BindGroupLayout>>,
     /// Pipelines of users' modules (see [`Kernels::user_pipeline`]).
     pub(crate) user_pipes: Mutex<FxMap<crate::user::UserKey, crate::user::UserEntry>>,
+    /// Pipelines of fused kernels (see [`Kernels::fused`]).
+    pub(crate) fused_pipes: Mutex<FxMap<crate::fused::FusedKey, Arc<Pipe>>>,
     /// Two scratch buffers for multi-pass reductions (a dispatch cannot read and write
     /// one buffer, so a pass reading one writes the other).
     scratch: Mutex<[Option<wgpu::Buffer>; 2]>,
@@ -481,6 +483,7 @@ impl Kernels {
                 pipelines: Mutex::new(PipeCache::default()),
                 layouts: Mutex::new(HashMap::new()),
                 user_pipes: Mutex::new(FxMap::default()),
+                fused_pipes: Mutex::new(FxMap::default()),
                 scratch: Mutex::new([None, None]),
                 dummy,
                 submit: Mutex::new(SubmitState::default()),

@@ -27,6 +27,7 @@ mod compose;
 mod device;
 mod dtype;
 mod elementwise;
+mod fused;
 mod index;
 mod layout;
 mod matmul;
@@ -40,6 +41,7 @@ mod user;
 pub use compose::{Family, ModuleSpec, Target, Variant, compose, module_specs};
 pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided};
 pub use dtype::DType;
+pub use fused::{FusedOp, FusedSpec, FusedStep, InputRead};
 pub use index::gather_fill_bits;
 pub use matmul::TILES;
 pub use ops::{

@@ -75,7 +75,7 @@ pub(crate) fn node(
             device.check_dtype(i.dtype())?;
         }
     }
-    Ok(Array::from_op(
+    crate::compile::made(Array::from_op(
         prim,
         inputs,
         Layout::contiguous(shape),

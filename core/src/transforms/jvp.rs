@@ -144,6 +144,16 @@ pub(super) fn rule(e: &Entry, t: &[Option<Array>]) -> Result<Option<Array>> {
             Some(o::scatter_node(*op, &base, &x[1], &upd, *axis)?)
         }
         Primitive::Custom(c) => c.jvp(x, y, t)?,
+        Primitive::Fused(k) => {
+            let (floats, f) = super::fused_fn(k, x);
+            let primals: Vec<Array> = floats.iter().map(|&i| x[i].clone()).collect();
+            let tangents: Vec<Array> = floats
+                .iter()
+                .map(|&i| t[i].clone().map_or_else(|| o::zeros_like(&x[i]), Ok))
+                .collect::<Result<_>>()?;
+            let (_, ty) = crate::jvp(f, &primals, &tangents)?;
+            ty.into_iter().next()
+        }
     })
 }
 

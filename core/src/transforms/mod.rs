@@ -51,12 +51,12 @@ impl Drop for Tracing {
     }
 }
 
-fn key(a: &Array) -> *const () {
+pub(crate) fn key(a: &Array) -> *const () {
     std::sync::Arc::as_ptr(&a.0) as *const ()
 }
 
 /// Calls `f` on fresh tracers for `inputs`; returns the tracers and the outputs.
-fn trace(
+pub(crate) fn trace(
     f: impl FnOnce(&[Array]) -> Result<Vec<Array>>,
     inputs: &[Array],
 ) -> Result<(Vec<Array>, Vec<Array>)> {
@@ -78,15 +78,18 @@ fn trace(
 }
 
 /// One node between the sources and the outputs, with how it was made.
-struct Entry {
-    node: Array,
-    prim: Primitive,
-    inputs: Vec<Array>,
+pub(crate) struct Entry {
+    pub(crate) node: Array,
+    pub(crate) prim: Primitive,
+    pub(crate) inputs: Vec<Array>,
 }
 
 /// The nodes that depend on a source and lead to an output, inputs first, and the
 /// set of every node that depends on a source (the sources included).
-fn active_graph(outputs: &[Array], sources: &[Array]) -> (Vec<Entry>, FxHashSet<*const ()>) {
+pub(crate) fn active_graph(
+    outputs: &[Array],
+    sources: &[Array],
+) -> (Vec<Entry>, FxHashSet<*const ()>) {
     let mut active: FxHashSet<*const ()> = sources.iter().map(key).collect();
     let mut seen: FxHashSet<*const ()> = active.clone();
     let mut order = Vec::new();
@@ -121,6 +124,24 @@ fn active_graph(outputs: &[Array], sources: &[Array]) -> (Vec<Entry>, FxHashSet<
         }
     }
     (order, active)
+}
+
+/// A fused kernel as a function of its float inputs (the others held fixed), for
+/// its rules: each transform differentiates the kernel's plain-op expansion.
+fn fused_fn<'a>(
+    k: &'a crate::FusedKernel,
+    x: &'a [Array],
+) -> (Vec<usize>, impl Fn(&[Array]) -> Result<Vec<Array>> + 'a) {
+    let floats: Vec<usize> = (0..x.len()).filter(|&i| x[i].dtype().is_float()).collect();
+    let at = floats.clone();
+    let f = move |xs: &[Array]| {
+        let mut all = x.to_vec();
+        for (j, &i) in at.iter().enumerate() {
+            all[i] = xs[j].clone();
+        }
+        Ok(vec![k.expand(&all)?])
+    };
+    (floats, f)
 }
 
 fn check_float(op: &'static str, what: &str, x: &Array) -> Result<()> {

@@ -176,6 +176,16 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
             }
             g
         }
+        Primitive::Fused(k) => {
+            let (floats, f) = super::fused_fn(k, x);
+            let primals: Vec<Array> = floats.iter().map(|&i| x[i].clone()).collect();
+            let (_, g) = crate::vjp(f, &primals, std::slice::from_ref(ct))?;
+            let mut out = vec![None; x.len()];
+            for (j, &i) in floats.iter().enumerate() {
+                out[i] = want[i].then(|| g[j].clone());
+            }
+            out
+        }
     })
 }
 

@@ -163,6 +163,10 @@ fn rule(e: &Entry, ins: &[(Array, bool)], b: usize) -> Result<Array> {
         Primitive::Binary(op) => o::binary(*op, x0, &ins[1].0)?,
         Primitive::Select => o::where_(x0, &ins[1].0, &ins[2].0)?,
         Primitive::Axpby { alpha, beta } => o::axpby(x0, &ins[1].0, *alpha, *beta)?,
+        Primitive::Fused(k) => {
+            let xs: Vec<Array> = ins.iter().map(|(x, _)| x.clone()).collect();
+            k.expand(&xs)?
+        }
         Primitive::Copy => {
             // Same dtype and device: the copy was for contiguity; keep it a copy.
             let moved = x0.to_device(y.device())?;

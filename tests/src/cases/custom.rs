@@ -34,6 +34,28 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     y[i] = v * v * v;
 }";
 
+/// A primitive whose code fails on every backend (for error-reporting tests).
+#[derive(Debug)]
+pub(crate) struct Failing;
+
+impl CustomPrimitive for Failing {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn eval_cpu(&self, _: &[View<'_, CpuBuffer>], _: &mut CpuOutput<'_>) -> Result<()> {
+        Err(wmx::Error::invalid(
+            "failing primitive",
+            "fails when computed",
+        ))
+    }
+    fn eval_webgpu(&self, _: &mut GpuContext<'_>) -> Result<()> {
+        Err(wmx::Error::invalid(
+            "failing primitive",
+            "fails when computed",
+        ))
+    }
+}
+
 fn cube(x: &Array) -> Result<Array> {
     wmx::custom(
         Arc::new(Cube),

@@ -2734,6 +2734,7 @@ pub fn device_dtype_support(dev: &Device) {
     }
 }
 
+mod compile;
 mod custom;
 mod index;
 mod linalg;
@@ -2743,6 +2744,7 @@ mod robust;
 mod scan;
 mod sort;
 mod transforms;
+pub use compile::*;
 pub use custom::*;
 pub use index::*;
 pub use linalg::*;

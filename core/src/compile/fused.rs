@@ -1,0 +1,110 @@
+//! [`FusedKernel`]: an elementwise subgraph that a backend computes in one pass
+//! ([`crate::Primitive::Fused`]), and its expansion back into plain ops (the
+//! transforms' rules and backends without fusion use it).
+
+use crate::{Array, BinaryOp, DType, Error, Generator, Primitive, Result, UnaryOp, ops as o};
+
+/// One operation of a [`FusedKernel`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum FusedOp {
+    /// A unary op (argument of the step's input dtype, see [`UnaryOp::kind`]).
+    Unary(UnaryOp),
+    /// A binary op on two arguments of one dtype.
+    Binary(BinaryOp),
+    /// `args[0] ? args[1] : args[2]` (a bool condition).
+    Select,
+    /// The argument converted to the step's dtype (the cast rules of `astype`).
+    Cast,
+    /// `alpha * args[0] + beta * args[1]`.
+    Axpby {
+        /// Scale of the first argument.
+        alpha: f64,
+        /// Scale of the second.
+        beta: f64,
+    },
+    /// A constant (no arguments), converted to the step's dtype as `full` does.
+    Const(f64),
+}
+
+/// One step: `op` applied to earlier values, giving a value of `dtype`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusedStep {
+    /// The operation.
+    pub op: FusedOp,
+    /// Value indices: `0..inputs.len()` are the kernel's inputs, `inputs.len() + k`
+    /// is step `k`'s result.
+    pub args: Vec<usize>,
+    /// The result's dtype.
+    pub dtype: DType,
+}
+
+/// An elementwise subgraph computed in one pass: every input has the output's
+/// shape (broadcast and strided views are read in place), the steps run per
+/// element, and the last step is the output. Intermediate values are rounded to
+/// their dtype as separate kernels would store them, so the result is the one the
+/// unfused ops give (up to the multiply-add contraction a GPU compiler may apply
+/// inside one kernel).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusedKernel {
+    /// The inputs' dtypes.
+    pub inputs: Vec<DType>,
+    /// The steps, in order.
+    pub steps: Vec<FusedStep>,
+}
+
+impl FusedKernel {
+    /// The output's dtype.
+    pub fn dtype(&self) -> DType {
+        self.steps.last().map(|s| s.dtype).unwrap_or(DType::F32)
+    }
+
+    /// The kernel built from plain ops on `inputs` (lazy; the same values).
+    pub fn expand(&self, inputs: &[Array]) -> Result<Array> {
+        if inputs.len() != self.inputs.len() {
+            return Err(Error::invalid(
+                "fused",
+                format!(
+                    "kernel takes {} inputs, got {}",
+                    self.inputs.len(),
+                    inputs.len()
+                ),
+            ));
+        }
+        let Some(first) = inputs.first() else {
+            return Err(Error::invalid("fused", "a kernel without inputs"));
+        };
+        let shape = first.shape().to_vec();
+        let device = first.device().clone();
+        let mut vals: Vec<Array> = inputs.to_vec();
+        for s in &self.steps {
+            let a = |i: usize| &vals[s.args[i]];
+            let v = match &s.op {
+                FusedOp::Unary(op) => o::unary(*op, a(0))?,
+                FusedOp::Binary(op) => o::binary(*op, a(0), a(1))?,
+                FusedOp::Select => o::where_(a(0), a(1), a(2))?,
+                FusedOp::Cast => o::astype(a(0), s.dtype)?,
+                FusedOp::Axpby { alpha, beta } => o::axpby(a(0), a(1), *alpha, *beta)?,
+                FusedOp::Const(v) => o::broadcast_to(
+                    &o::node(
+                        Primitive::Generate(Generator::Fill(*v)),
+                        vec![],
+                        &[],
+                        s.dtype,
+                        device.clone(),
+                    )?,
+                    &shape,
+                )?,
+            };
+            if v.dtype() != s.dtype {
+                return Err(Error::invalid(
+                    "fused",
+                    format!("step {:?} gives {}, recorded {}", s.op, v.dtype(), s.dtype),
+                ));
+            }
+            vals.push(v);
+        }
+        vals.pop()
+            .filter(|_| !self.steps.is_empty())
+            .ok_or_else(|| Error::invalid("fused", "a kernel without steps"))
+    }
+}

@@ -1,0 +1,478 @@
+//! A traced function as a program: its steps (primitives on inputs, constants and
+//! earlier steps), simplified (common subexpressions merged, dead steps dropped),
+//! planned (elementwise subgraphs grouped into [`FusedKernel`]s on backends that
+//! fuse) and replayed on new inputs.
+
+use super::fused::{FusedKernel, FusedOp, FusedStep};
+use crate::transforms::{active_graph, key, trace};
+use crate::{Array, DType, Device, Error, Generator, Layout, Primitive, Result, ViewOp};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::sync::Arc;
+
+/// Where a step's input comes from.
+#[derive(Clone)]
+pub(crate) enum Src {
+    /// Argument `i` of the call.
+    Input(usize),
+    /// An array that does not depend on the arguments (captured, or made inside
+    /// the function from nothing): kept, and computed once.
+    Const(Array),
+    /// An earlier step.
+    Step(usize),
+}
+
+impl Src {
+    fn id(&self) -> (u8, usize) {
+        match self {
+            Src::Input(i) => (0, *i),
+            Src::Const(a) => (1, key(a) as usize),
+            Src::Step(k) => (2, *k),
+        }
+    }
+}
+
+pub(crate) struct Step {
+    prim: Primitive,
+    inputs: Vec<Src>,
+    layout: Layout,
+    dtype: DType,
+}
+
+/// What the plan makes of a step at replay.
+#[derive(Clone)]
+pub(crate) enum Role {
+    /// Its own node, as traced.
+    Plain,
+    /// Computed inside the fused kernel of a later step: no node.
+    Member,
+    /// The output of a fused kernel reading `leaves`.
+    Root(Arc<FusedKernel>, Vec<Src>),
+}
+
+/// A traced, simplified and planned function.
+pub(crate) struct Program {
+    pub(crate) device: Device,
+    steps: Vec<Step>,
+    roles: Vec<Role>,
+    outputs: Vec<Src>,
+    /// Offsets of the traced arguments: views of an argument at another offset
+    /// shift by the difference.
+    offsets: Vec<usize>,
+    /// Dtypes of the arguments.
+    in_dtypes: Vec<DType>,
+    /// Steps in the trace, before simplification.
+    pub(crate) traced_steps: usize,
+}
+
+impl Program {
+    /// Traces `f` on `inputs` (all on `device`) and simplifies the graph.
+    pub(crate) fn trace(
+        f: &dyn Fn(&[Array]) -> Result<Vec<Array>>,
+        inputs: &[Array],
+        device: &Device,
+    ) -> Result<Program> {
+        let (tracers, outputs) = trace(f, inputs)?;
+        let (entries, _) = active_graph(&outputs, &tracers);
+        let mut map: FxHashMap<*const (), Src> = FxHashMap::default();
+        for (i, t) in tracers.iter().enumerate() {
+            map.insert(key(t), Src::Input(i));
+        }
+        let src = |map: &FxHashMap<*const (), Src>, a: &Array| {
+            map.get(&key(a))
+                .cloned()
+                .unwrap_or_else(|| Src::Const(a.clone()))
+        };
+        let mut steps = Vec::with_capacity(entries.len());
+        for e in entries {
+            if e.node.is_evaluated() {
+                return Err(super::evaluated_while_compiling());
+            }
+            if e.node.device() != device {
+                return Err(Error::invalid(
+                    "compile",
+                    format!(
+                        "the function moved data to {} (arguments on {}): compiled \
+                         functions run on one device",
+                        e.node.device().name(),
+                        device.name()
+                    ),
+                ));
+            }
+            let inputs = e.inputs.iter().map(|a| src(&map, a)).collect();
+            map.insert(key(&e.node), Src::Step(steps.len()));
+            steps.push(Step {
+                prim: e.prim,
+                inputs,
+                layout: e.node.layout().clone(),
+                dtype: e.node.dtype(),
+            });
+        }
+        let outputs = outputs.iter().map(|a| src(&map, a)).collect();
+        let traced_steps = steps.len();
+        let mut p = Program {
+            device: device.clone(),
+            roles: Vec::new(),
+            steps,
+            outputs,
+            offsets: inputs.iter().map(|x| x.layout().offset).collect(),
+            in_dtypes: inputs.iter().map(Array::dtype).collect(),
+            traced_steps,
+        };
+        p.simplify();
+        p.roles = match device.backend().fusion_limit() {
+            Some(limit) => p.plan(limit),
+            None => vec![Role::Plain; p.steps.len()],
+        };
+        Ok(p)
+    }
+
+    /// Merges steps that compute the same thing from the same sources, then drops
+    /// the steps no output needs.
+    fn simplify(&mut self) {
+        let mut seen: FxHashMap<String, usize> = FxHashMap::default();
+        let mut remap: Vec<usize> = Vec::with_capacity(self.steps.len());
+        let fix = |s: &mut Src, remap: &[usize]| {
+            if let Src::Step(k) = s {
+                *k = remap[*k];
+            }
+        };
+        for k in 0..self.steps.len() {
+            for s in &mut self.steps[k].inputs {
+                fix(s, &remap);
+            }
+            let st = &self.steps[k];
+            // A custom primitive may not be a pure function of its inputs.
+            let pure = !matches!(st.prim, Primitive::Custom(_));
+            let sig = pure.then(|| {
+                let ids: Vec<(u8, usize)> = st.inputs.iter().map(Src::id).collect();
+                format!("{:?}|{ids:?}|{}|{:?}", st.prim, st.dtype, st.layout)
+            });
+            let target = match sig {
+                Some(sig) => *seen.entry(sig).or_insert(k),
+                None => k,
+            };
+            remap.push(target);
+        }
+        for o in &mut self.outputs {
+            fix(o, &remap);
+        }
+        // Keep what the outputs reach (inputs come before consumers).
+        let mut live = vec![false; self.steps.len()];
+        for o in &self.outputs {
+            if let Src::Step(k) = o {
+                live[*k] = true;
+            }
+        }
+        for k in (0..self.steps.len()).rev() {
+            if live[k] {
+                for s in &self.steps[k].inputs {
+                    if let Src::Step(j) = s {
+                        live[*j] = true;
+                    }
+                }
+            }
+        }
+        let mut new_index = vec![usize::MAX; self.steps.len()];
+        let mut kept = Vec::new();
+        for (k, st) in std::mem::take(&mut self.steps).into_iter().enumerate() {
+            if live[k] {
+                new_index[k] = kept.len();
+                kept.push(st);
+            }
+        }
+        for st in &mut kept {
+            for s in &mut st.inputs {
+                if let Src::Step(j) = s {
+                    *j = new_index[*j];
+                }
+            }
+        }
+        for o in &mut self.outputs {
+            if let Src::Step(j) = o {
+                *j = new_index[*j];
+            }
+        }
+        self.steps = kept;
+    }
+
+    /// Groups elementwise steps into fused kernels reading at most `limit` buffers:
+    /// walking from the outputs back, a step joins the group of its consumers when
+    /// all of them are in one group of its shape and it is not an output itself
+    /// (then nothing outside the group needs its value).
+    fn plan(&self, limit: usize) -> Vec<Role> {
+        let n = self.steps.len();
+        let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (k, st) in self.steps.iter().enumerate() {
+            for s in &st.inputs {
+                if let Src::Step(j) = s {
+                    consumers[*j].push(k);
+                }
+            }
+        }
+        let mut is_output = vec![false; n];
+        for o in &self.outputs {
+            if let Src::Step(k) = o {
+                is_output[*k] = true;
+            }
+        }
+        let fusable = |k: usize| {
+            matches!(
+                self.steps[k].prim,
+                Primitive::Unary(_)
+                    | Primitive::Binary(_)
+                    | Primitive::Select
+                    | Primitive::Copy
+                    | Primitive::Axpby { .. }
+            )
+        };
+        let mut group: Vec<Option<usize>> = vec![None; n];
+        let mut leaves: FxHashMap<usize, Vec<Src>> = FxHashMap::default();
+        let mut members: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
+        for k in (0..n).rev() {
+            if !fusable(k) {
+                continue;
+            }
+            let st = &self.steps[k];
+            let joined = (|| {
+                if is_output[k] || consumers[k].is_empty() {
+                    return None;
+                }
+                let g = group[consumers[k][0]]?;
+                if consumers[k].iter().any(|c| group[*c] != Some(g))
+                    || self.steps[g].layout.shape != st.layout.shape
+                {
+                    return None;
+                }
+                let mut l: Vec<Src> = leaves[&g]
+                    .iter()
+                    .filter(|s| !matches!(s, Src::Step(j) if *j == k))
+                    .cloned()
+                    .collect();
+                push_unique(&mut l, &st.inputs);
+                (self.buffers(&l) <= limit).then_some((g, l))
+            })();
+            match joined {
+                Some((g, l)) => {
+                    group[k] = Some(g);
+                    leaves.insert(g, l);
+                    members.get_mut(&g).expect("root made first").push(k);
+                }
+                None => {
+                    group[k] = Some(k);
+                    let mut l = Vec::new();
+                    push_unique(&mut l, &st.inputs);
+                    leaves.insert(k, l);
+                    members.insert(k, vec![k]);
+                }
+            }
+        }
+        let mut roles = vec![Role::Plain; n];
+        for (root, mut ms) in members {
+            if ms.len() < 2 {
+                continue; // one op: the library's own kernel
+            }
+            ms.sort_unstable();
+            let kernel = self.kernel(&ms);
+            if kernel.0.inputs.is_empty() {
+                continue; // constants only: nothing to give the kernel its shape
+            }
+            for &m in &ms {
+                roles[m] = Role::Member;
+            }
+            roles[root] = Role::Root(Arc::new(kernel.0), kernel.1);
+        }
+        roles
+    }
+
+    /// The fused kernel of a group (`members` ascending, the root last) and the
+    /// sources of its inputs; constants of `full` become steps.
+    fn kernel(&self, members: &[usize]) -> (FusedKernel, Vec<Src>) {
+        let mut leaves: Vec<Src> = Vec::new();
+        let mut consts: Vec<(Src, f64, DType)> = Vec::new();
+        for &m in members {
+            for s in &self.steps[m].inputs {
+                let ours = matches!(s, Src::Step(j) if members.contains(j));
+                let known = leaves.iter().chain(consts.iter().map(|c| &c.0));
+                if ours || known.clone().any(|l| l.id() == s.id()) {
+                    continue;
+                }
+                match fill_value(s) {
+                    Some((v, d)) => consts.push((s.clone(), v, d)),
+                    None => leaves.push(s.clone()),
+                }
+            }
+        }
+        let n_in = leaves.len();
+        let mut value: FxHashMap<(u8, usize), usize> = FxHashMap::default();
+        for (i, l) in leaves.iter().enumerate() {
+            value.insert(l.id(), i);
+        }
+        let mut steps = Vec::new();
+        for (s, v, d) in &consts {
+            value.insert(s.id(), n_in + steps.len());
+            steps.push(FusedStep {
+                op: FusedOp::Const(*v),
+                args: vec![],
+                dtype: *d,
+            });
+        }
+        for &m in members {
+            let st = &self.steps[m];
+            let op = match &st.prim {
+                Primitive::Unary(op) => FusedOp::Unary(*op),
+                Primitive::Binary(op) => FusedOp::Binary(*op),
+                Primitive::Select => FusedOp::Select,
+                Primitive::Copy => FusedOp::Cast,
+                Primitive::Axpby { alpha, beta } => FusedOp::Axpby {
+                    alpha: *alpha,
+                    beta: *beta,
+                },
+                _ => unreachable!("only elementwise steps are grouped"),
+            };
+            let args = st.inputs.iter().map(|s| value[&s.id()]).collect();
+            value.insert(Src::Step(m).id(), n_in + steps.len());
+            steps.push(FusedStep {
+                op,
+                args,
+                dtype: st.dtype,
+            });
+        }
+        let inputs = leaves.iter().map(|l| self.src_dtype(l)).collect();
+        (FusedKernel { inputs, steps }, leaves)
+    }
+
+    fn src_dtype(&self, s: &Src) -> DType {
+        match s {
+            Src::Input(i) => self.in_dtypes[*i],
+            Src::Const(a) => a.dtype(),
+            Src::Step(k) => self.steps[*k].dtype,
+        }
+    }
+
+    /// Distinct buffers the sources read (views share their base's buffer; `full`
+    /// constants read none).
+    fn buffers(&self, srcs: &[Src]) -> usize {
+        let mut set: FxHashSet<(u8, usize)> = FxHashSet::default();
+        for s in srcs {
+            if fill_value(s).is_some() {
+                continue;
+            }
+            let mut s = s.clone();
+            while let Src::Step(k) = s {
+                match &self.steps[k].prim {
+                    Primitive::View(_) => s = self.steps[k].inputs[0].clone(),
+                    _ => break,
+                }
+            }
+            set.insert(s.id());
+        }
+        set.len()
+    }
+
+    /// The function's outputs for `inputs` (same signature as the trace): new lazy
+    /// nodes, fused kernels where planned.
+    pub(crate) fn replay(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        let mut vals: Vec<Option<(Array, isize)>> = Vec::with_capacity(self.steps.len());
+        let get = |vals: &[Option<(Array, isize)>], s: &Src| -> (Array, isize) {
+            match s {
+                Src::Input(i) => {
+                    let x = &inputs[*i];
+                    let d = x.layout().offset as isize - self.offsets[*i] as isize;
+                    (x.clone(), d)
+                }
+                Src::Const(a) => (a.clone(), 0),
+                Src::Step(k) => vals[*k].clone().expect("a member has no outside consumer"),
+            }
+        };
+        for (st, role) in self.steps.iter().zip(&self.roles) {
+            let made = match role {
+                Role::Member => None,
+                Role::Root(kernel, leaves) => {
+                    let ins: Vec<Array> = leaves.iter().map(|l| get(&vals, l).0).collect();
+                    let node = Array::from_op(
+                        Primitive::Fused(kernel.clone()),
+                        ins,
+                        Layout::contiguous(&st.layout.shape),
+                        st.dtype,
+                        self.device.clone(),
+                    );
+                    Some((node, 0))
+                }
+                Role::Plain => {
+                    let ins: Vec<(Array, isize)> =
+                        st.inputs.iter().map(|s| get(&vals, s)).collect();
+                    let delta = match st.prim {
+                        Primitive::View(_) => ins[0].1,
+                        _ => 0,
+                    };
+                    let mut layout = st.layout.clone();
+                    layout.offset = (layout.offset as isize + delta) as usize;
+                    let node = Array::from_op(
+                        st.prim.clone(),
+                        ins.into_iter().map(|(a, _)| a).collect(),
+                        layout,
+                        st.dtype,
+                        self.device.clone(),
+                    );
+                    Some((node, delta))
+                }
+            };
+            vals.push(made);
+        }
+        Ok(self.outputs.iter().map(|o| get(&vals, o).0).collect())
+    }
+
+    /// Nodes a replay makes (fused kernels count once).
+    pub(crate) fn nodes(&self) -> usize {
+        self.roles
+            .iter()
+            .filter(|r| !matches!(r, Role::Member))
+            .count()
+    }
+
+    /// The fused kernels with their inputs' dtypes and layouts for `inputs`.
+    pub(crate) fn fused(&self, inputs: &[Array]) -> Vec<(Arc<FusedKernel>, Vec<Array>)> {
+        let Ok(outs) = self.replay(inputs) else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        let mut seen = FxHashSet::default();
+        let mut stack = outs;
+        while let Some(a) = stack.pop() {
+            if !seen.insert(key(&a)) {
+                continue;
+            }
+            if let Some((p, ins)) = a.tape() {
+                if let Primitive::Fused(k) = p {
+                    found.push((k.clone(), ins.clone()));
+                }
+                stack.extend(ins);
+            }
+        }
+        found.reverse();
+        found
+    }
+}
+
+fn push_unique(list: &mut Vec<Src>, srcs: &[Src]) {
+    for s in srcs {
+        if !list.iter().any(|l| l.id() == s.id()) {
+            list.push(s.clone());
+        }
+    }
+}
+
+/// The value and dtype of a constant made by `full` (seen through views).
+fn fill_value(s: &Src) -> Option<(f64, DType)> {
+    let Src::Const(a) = s else { return None };
+    let dtype = a.dtype();
+    let mut a = a.clone();
+    loop {
+        let (p, ins) = a.tape()?;
+        match p {
+            Primitive::Generate(Generator::Fill(v)) => return Some((v, dtype)),
+            Primitive::View(ViewOp::Broadcast | ViewOp::Reshape) => a = ins[0].clone(),
+            _ => return None,
+        }
+    }
+}

@@ -1,0 +1,486 @@
+//! Fused elementwise kernels: a chain of unary, binary, select, cast and axpby
+//! steps computed per element in one generated module ([`Kernels::fused`]). Each
+//! step calls the same function the single-op kernel would (`exp_f32`,
+//! `add_i32`, the cast rules) and rounds its result to its dtype as a store would,
+//! so the fused result equals the unfused chain's (up to the multiply-add
+//! contraction the compiler may apply within one kernel).
+
+use crate::compose::{BINARY, COMMON, UNARY, WORDS, f16_helpers, tree_shake};
+use crate::device::{Batch, Contig, Strided};
+use crate::dtype::DType;
+use crate::elementwise::MAX_GROUPS;
+use crate::layout::{check_out, check_view};
+use crate::ops::{self, BINARY_OPS, UNARY_OPS};
+use crate::{Error, Kernels, Result};
+use std::fmt::Write;
+
+/// One step of a [`FusedSpec`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum FusedOp {
+    /// A unary op from [`crate::UNARY_OPS`] on the argument's dtype.
+    Unary(&'static str),
+    /// A binary op from [`crate::BINARY_OPS`] on two arguments of one dtype.
+    Binary(&'static str),
+    /// `args[0] != 0 ? args[1] : args[2]` (a bool condition).
+    Select,
+    /// The argument converted to the step's dtype (the library's cast rules).
+    Cast,
+    /// `alpha * args[0] + beta * args[1]` (f32 bits of alpha and beta).
+    Axpby(u32, u32),
+    /// A constant: the value `full` would store, as f64 bits.
+    Const(u64),
+}
+
+/// A step: `op` on earlier values, giving a value of `dtype`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FusedStep {
+    /// The operation.
+    pub op: FusedOp,
+    /// Value indices: inputs first, then steps.
+    pub args: Vec<u32>,
+    /// The result's dtype.
+    pub dtype: DType,
+}
+
+/// A fused elementwise kernel: inputs of the output's shape and the steps; the
+/// last step is the output.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FusedSpec {
+    /// The inputs' dtypes.
+    pub inputs: Vec<DType>,
+    /// The steps.
+    pub steps: Vec<FusedStep>,
+}
+
+/// How the kernel reads one input, from its strides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InputRead {
+    /// One element for all (every stride of an extent above 1 is zero).
+    Scalar,
+    /// Row-major with the output: element `offset + i`.
+    Dense,
+    /// Any other strides: the index is computed from the shape.
+    Strided,
+}
+
+/// Cache key of a fused pipeline.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct FusedKey {
+    spec: FusedSpec,
+    reads: Vec<InputRead>,
+    /// The binding each input reads.
+    bind: Vec<u8>,
+}
+
+fn read_of(shape: &[usize], strides: &[isize]) -> InputRead {
+    let (mut scalar, mut dense, mut expect) = (true, true, 1isize);
+    for (&d, &s) in shape.iter().zip(strides).rev() {
+        if d == 1 {
+            continue;
+        }
+        scalar &= s == 0;
+        dense &= s == expect;
+        expect = expect.wrapping_mul(d as isize);
+    }
+    match (scalar, dense) {
+        (true, _) => InputRead::Scalar,
+        (_, true) => InputRead::Dense,
+        _ => InputRead::Strided,
+    }
+}
+
+impl FusedSpec {
+    /// The dtype of value `v`.
+    fn dtype_of(&self, v: u32) -> Result<DType> {
+        let v = v as usize;
+        let n = self.inputs.len();
+        if v < n {
+            return Ok(self.inputs[v]);
+        }
+        self.steps
+            .get(v - n)
+            .map(|s| s.dtype)
+            .ok_or_else(|| Error::Shape(format!("fused: value {v} does not exist")))
+    }
+
+    /// The output's dtype.
+    pub fn output(&self) -> Result<DType> {
+        self.steps
+            .last()
+            .map(|s| s.dtype)
+            .ok_or_else(|| Error::Shape("fused: a kernel without steps".into()))
+    }
+
+    /// The WGSL function of step `k` (`fn s{k}(a, b, c) -> C`), after checking its
+    /// op and dtypes.
+    fn step_fn(&self, k: usize) -> Result<String> {
+        let s = &self.steps[k];
+        let n = self.inputs.len();
+        for &a in &s.args {
+            if a as usize >= n + k {
+                return Err(Error::Shape(format!(
+                    "fused step {k} reads value {a}, not computed before it"
+                )));
+            }
+        }
+        let want = |m: usize| -> Result<()> {
+            if s.args.len() == m {
+                Ok(())
+            } else {
+                Err(Error::Shape(format!(
+                    "fused step {k} ({:?}) takes {m} arguments, got {}",
+                    s.op,
+                    s.args.len()
+                )))
+            }
+        };
+        let d = |i: usize| self.dtype_of(s.args[i]);
+        let undefined = |op: &str, d: DType| Error::OpNotDefined {
+            op: op.to_string(),
+            dtype: d.name(),
+        };
+        let mismatch = |what: &str| {
+            Error::Shape(format!(
+                "fused step {k} ({:?}): {what}, output {}",
+                s.op, s.dtype
+            ))
+        };
+        let co = s.dtype.ct().wgsl();
+        Ok(match &s.op {
+            FusedOp::Unary(op) => {
+                want(1)?;
+                let op = ops::lookup(UNARY_OPS, "unary", op)?;
+                let a = d(0)?;
+                if !ops::unary_op_supports(op, a) {
+                    return Err(undefined(op, a));
+                }
+                let out = if ops::unary_outputs_bool(op) {
+                    DType::Bool
+                } else {
+                    a
+                };
+                if out != s.dtype {
+                    return Err(mismatch(&format!("input {a}")));
+                }
+                format!(
+                    "fn s{k}(a: {}) -> {co} {{ return {}; }}",
+                    a.ct().wgsl(),
+                    ops::unary_expr(op, a, UNARY)
+                )
+            }
+            FusedOp::Binary(op) => {
+                want(2)?;
+                let op = ops::lookup(BINARY_OPS, "binary", op)?;
+                let (a, b) = (d(0)?, d(1)?);
+                if a != b {
+                    return Err(mismatch(&format!("inputs {a} and {b}")));
+                }
+                if !ops::binary_op_supports(op, a) {
+                    return Err(undefined(op, a));
+                }
+                let out = if ops::binary_outputs_bool(op) {
+                    DType::Bool
+                } else {
+                    a
+                };
+                if out != s.dtype {
+                    return Err(mismatch(&format!("inputs {a}")));
+                }
+                let ct = a.ct().wgsl();
+                format!(
+                    "fn s{k}(a: {ct}, b: {ct}) -> {co} {{ return {}; }}",
+                    ops::binary_expr(op, a.ct())
+                )
+            }
+            FusedOp::Select => {
+                want(3)?;
+                let (c, x, y) = (d(0)?, d(1)?, d(2)?);
+                if c != DType::Bool || x != y || x != s.dtype {
+                    return Err(mismatch(&format!("inputs {c}, {x}, {y}")));
+                }
+                format!(
+                    "fn s{k}(a: u32, b: {co}, c: {co}) -> {co} {{ return select(c, b, a != 0u); }}"
+                )
+            }
+            FusedOp::Cast => {
+                want(1)?;
+                let a = d(0)?;
+                format!(
+                    "fn s{k}(a: {}) -> {co} {{ return {}; }}",
+                    a.ct().wgsl(),
+                    ops::cast_expr(a, s.dtype)
+                )
+            }
+            FusedOp::Axpby(alpha, beta) => {
+                want(2)?;
+                let (a, b) = (d(0)?, d(1)?);
+                if !a.is_float() || a != b || a != s.dtype {
+                    return Err(undefined("axpby", a));
+                }
+                format!(
+                    "fn s{k}(a: f32, b: f32) -> f32 {{ return bitcast<f32>({alpha}u) * a + bitcast<f32>({beta}u) * b; }}"
+                )
+            }
+            FusedOp::Const(bits) => {
+                want(0)?;
+                let v = crate::elementwise::scalar_bits(f64::from_bits(*bits), s.dtype);
+                format!(
+                    "fn s{k}() -> {co} {{ return ex_{}({v}u, 0u); }}",
+                    s.dtype.storage()
+                )
+            }
+        })
+    }
+}
+
+/// Rounds a compute value to its dtype, as storing and loading it would.
+fn round(d: DType, e: &str) -> String {
+    if d.size() == 4 {
+        e.to_string()
+    } else {
+        format!("ex_{0}(st_{0}({e}), 0u)", d.storage())
+    }
+}
+
+/// The module for `spec` reading inputs as `reads` through bindings `bind` (input
+/// `i` reads binding `2 + bind[i]`; views of one buffer share a binding).
+pub(crate) fn fused_source(
+    spec: &FusedSpec,
+    reads: &[InputRead],
+    bind: &[u8],
+    f16_hw: bool,
+) -> Result<String> {
+    let out = spec.output()?;
+    let mut p = String::from("// ---- generated prelude (fused kernel) ----\n");
+    p.push_str("@group(0) @binding(0) var<storage, read> P: array<u32>;\n");
+    p.push_str("@group(0) @binding(1) var<storage, read_write> O: array<u32>;\n");
+    let nb = bind.iter().map(|b| *b as usize + 1).max().unwrap_or(0);
+    for b in 0..nb {
+        writeln!(
+            p,
+            "@group(0) @binding({}) var<storage, read> I{b}: array<u32>;",
+            b + 2
+        )
+        .unwrap();
+    }
+    writeln!(p, "const LO: u32 = {}u;", out.log_epw()).unwrap();
+    let uses_f16 =
+        spec.inputs.contains(&DType::F16) || spec.steps.iter().any(|s| s.dtype == DType::F16);
+    if uses_f16 {
+        p.push_str(f16_helpers(f16_hw));
+    }
+    // Parameters: [n, rank, shape[rank], then per input: offset, strides[rank]].
+    p.push_str(
+        "fn sidx(i: u32, base: u32) -> u32 {\n    let rank = P[1];\n    var r = i;\n    var off = P[base];\n    \
+         for (var d = rank; d > 0u; d--) {\n        let e = P[1u + d];\n        \
+         off += (r % e) * P[base + d];\n        r = r / e;\n    }\n    return off;\n}\n",
+    );
+    for (i, d) in spec.inputs.iter().enumerate() {
+        let l = d.log_epw();
+        let mask = (1u32 << l) - 1;
+        let b = bind[i];
+        writeln!(
+            p,
+            "fn ld{i}(e: u32) -> {} {{ return ex_{}(I{b}[e >> {l}u], e & {mask}u); }}",
+            d.ct().wgsl(),
+            d.storage()
+        )
+        .unwrap();
+    }
+    for k in 0..spec.steps.len() {
+        p.push_str(&spec.step_fn(k)?);
+        p.push('\n');
+    }
+    // The value of element i.
+    writeln!(p, "fn value(i: u32) -> {} {{", out.ct().wgsl()).unwrap();
+    p.push_str("    let rank = P[1];\n");
+    let n_in = spec.inputs.len();
+    for (i, r) in reads.iter().enumerate() {
+        let base = format!("2u + rank + {i}u * (rank + 1u)");
+        let idx = match r {
+            InputRead::Scalar => format!("P[{base}]"),
+            InputRead::Dense => format!("P[{base}] + i"),
+            InputRead::Strided => format!("sidx(i, {base})"),
+        };
+        writeln!(p, "    let v{i} = ld{i}({idx});").unwrap();
+    }
+    for (k, s) in spec.steps.iter().enumerate() {
+        let args: Vec<String> = s.args.iter().map(|a| format!("v{a}")).collect();
+        let call = format!("s{k}({})", args.join(", "));
+        writeln!(p, "    let v{} = {};", n_in + k, round(s.dtype, &call)).unwrap();
+    }
+    writeln!(p, "    return v{};\n}}", n_in + spec.steps.len() - 1).unwrap();
+    writeln!(
+        p,
+        "fn st_o(v: {}) -> u32 {{ return st_{}(v); }}",
+        out.ct().wgsl(),
+        out.storage()
+    )
+    .unwrap();
+    // One invocation per output word: packed outputs never share a word.
+    p.push_str(
+        "@compute @workgroup_size(WG)\n\
+         fn fused(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,\n         \
+         @builtin(num_workgroups) nwg: vec3<u32>) {\n    \
+         let n = P[0];\n    \
+         let nw = (n + EPO - 1u) / EPO;\n    \
+         for (var w = thread_index(lid, wid, nwg); w < nw; w += thread_count(nwg)) {\n        \
+         let i0 = w * EPO;\n        \
+         var word = 0u;\n        \
+         if (EPO > 1u && i0 + EPO > n) { word = O[w]; }\n        \
+         for (var j = 0u; j < EPO; j++) {\n            \
+         if (i0 + j < n) { word = put(word, j, st_o(value(i0 + j))); }\n        \
+         }\n        \
+         O[w] = word;\n    \
+         }\n}\n",
+    );
+    let body = [COMMON, WORDS, UNARY, BINARY].concat();
+    let shaken = tree_shake(&p, &body, "fused");
+    Ok(format!("{p}{shaken}"))
+}
+
+impl Kernels {
+    /// Records `out = spec(inputs)`: every input has `out`'s shape (broadcast
+    /// through zero strides, any other strides read in place).
+    pub fn fused(
+        &self,
+        b: &mut Batch,
+        spec: &FusedSpec,
+        inputs: &[&Strided],
+        out: &Contig,
+    ) -> Result<()> {
+        if inputs.len() != spec.inputs.len() {
+            return Err(Error::Shape(format!(
+                "fused: {} inputs for a kernel of {}",
+                inputs.len(),
+                spec.inputs.len()
+            )));
+        }
+        let od = spec.output()?;
+        if od != out.dtype {
+            return Err(Error::Shape(format!(
+                "fused: the kernel gives {od}, the output is {}",
+                out.dtype
+            )));
+        }
+        self.check_dtype(od)?;
+        for (x, d) in inputs.iter().zip(&spec.inputs) {
+            self.check_dtype(x.dtype)?;
+            if x.dtype != *d || x.shape != out.shape {
+                return Err(Error::Shape(format!(
+                    "fused: input {:?} of {}, the kernel wants {d} of {:?}",
+                    x.shape, x.dtype, out.shape
+                )));
+            }
+            check_view(x, "fused input")?;
+        }
+        check_out(out)?;
+        let (key, buffers) = self.fused_key(spec, inputs)?;
+        if buffers.len() + 1 > self.max_user_buffers() {
+            return Err(Error::Shape(format!(
+                "fused: {} input buffers exceed the {} a kernel can bind here",
+                buffers.len(),
+                self.max_user_buffers() - 1
+            )));
+        }
+        let n = out.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        if buffers.iter().any(|x| x == out.buffer) {
+            return Err(Error::Shape(
+                "fused: an input shares the output buffer".into(),
+            ));
+        }
+        let pipe = self.fused_pipeline(&key, buffers.len())?;
+        let rank = out.shape.len();
+        let mut params = Vec::with_capacity(2 + rank + inputs.len() * (rank + 1));
+        params.extend([n as u32, rank as u32]);
+        params.extend(out.shape.iter().map(|d| *d as u32));
+        for x in inputs {
+            params.push(x.offset as u32);
+            params.extend(x.strides.iter().map(|s| *s as i32 as u32));
+        }
+        let words = n.div_ceil(od.epw()) as u64;
+        let groups = self.grid(words.div_ceil(self.wg() as u64).min(MAX_GROUPS))?;
+        let mut bound: crate::device::Bound = Default::default();
+        bound[0] = Some(out.buffer.clone());
+        for (slot, buf) in bound[1..].iter_mut().zip(buffers) {
+            *slot = Some(buf);
+        }
+        b.dispatches.push(crate::device::Dispatch {
+            pipe,
+            buffers: bound,
+            params,
+            groups,
+        });
+        Ok(())
+    }
+
+    /// The generated WGSL of `spec` for inputs with these shapes and strides
+    /// (views of one buffer are assumed distinct here).
+    pub fn fused_wgsl(&self, spec: &FusedSpec, layouts: &[(&[usize], &[isize])]) -> Result<String> {
+        let reads: Vec<InputRead> = layouts.iter().map(|(s, st)| read_of(s, st)).collect();
+        let bind: Vec<u8> = (0..layouts.len() as u8).collect();
+        fused_source(spec, &reads, &bind, self.inner.target.f16)
+    }
+
+    fn fused_key(
+        &self,
+        spec: &FusedSpec,
+        inputs: &[&Strided],
+    ) -> Result<(FusedKey, Vec<wgpu::Buffer>)> {
+        let mut buffers: Vec<wgpu::Buffer> = Vec::new();
+        let mut bind = Vec::with_capacity(inputs.len());
+        for x in inputs {
+            let b = match buffers.iter().position(|b| b == x.buffer) {
+                Some(b) => b,
+                None => {
+                    buffers.push(x.buffer.clone());
+                    buffers.len() - 1
+                }
+            };
+            bind.push(b as u8);
+        }
+        let reads = inputs.iter().map(|x| read_of(x.shape, x.strides)).collect();
+        Ok((
+            FusedKey {
+                spec: spec.clone(),
+                reads,
+                bind,
+            },
+            buffers,
+        ))
+    }
+
+    fn fused_pipeline(
+        &self,
+        key: &FusedKey,
+        buffers: usize,
+    ) -> Result<std::sync::Arc<crate::device::Pipe>> {
+        if let Some(p) = self.inner.fused_pipes.lock().unwrap().get(key) {
+            return Ok(p.clone());
+        }
+        let src = fused_source(&key.spec, &key.reads, &key.bind, self.inner.target.f16)?;
+        let pipe = std::sync::Arc::new(self.compile_module(
+            "wmx fused",
+            &src,
+            "fused",
+            1,
+            buffers,
+            true,
+        )?);
+        let mut cache = self.inner.fused_pipes.lock().unwrap();
+        // A long-running program that compiles many shapes: start over past a bound.
+        if cache.len() >= 4096 {
+            cache.clear();
+        }
+        cache.insert(key.clone(), pipe.clone());
+        Ok(pipe)
+    }
+
+    /// Number of compiled fused pipelines.
+    pub fn fused_pipeline_count(&self) -> usize {
+        self.inner.fused_pipes.lock().unwrap().len()
+    }
+}

@@ -1,0 +1,367 @@
+//! Compiled functions and execution modes on every backend: compiled results equal
+//! the uncompiled ones (which the other cases check against references) and an
+//! f64 reference; the trace cache; errors; eager mode and async_eval.
+
+use super::{expect_err, ok};
+use crate::rng::{Domain, Rng, values};
+use crate::val::{Val, make_ok, read_ok, ulp};
+use std::sync::Arc;
+use wmx_core::{self as wmx, Array, DType, Device, Mode, Result, Slice};
+
+type Func = Arc<dyn Fn(&[Array]) -> Result<Vec<Array>> + Send + Sync>;
+
+/// Compiled and uncompiled results of `f` on `args`: equal bits, except floats
+/// may differ by `ulps` units in the last place (a GPU compiler may contract a
+/// multiply and an add inside one fused kernel).
+fn check_same(what: &str, f: &Func, args: &[Array], ulps: f64) {
+    check_same_at(what, f, args, ulps, 0.0)
+}
+
+/// As [`check_same`], the tolerance at the magnitude `scale` at least (values
+/// that cancel keep the absolute error of their larger operands).
+fn check_same_at(what: &str, f: &Func, args: &[Array], ulps: f64, scale: f64) {
+    let g = f.clone();
+    let compiled = wmx::compile(move |a: &[Array]| g(a));
+    let plain = ok(&format!("{what}: uncompiled"), f(args));
+    let fused = ok(&format!("{what}: compiled"), compiled.call(args));
+    assert_eq!(plain.len(), fused.len(), "{what}: number of outputs");
+    for (k, (p, c)) in plain.iter().zip(&fused).enumerate() {
+        assert_eq!(p.shape(), c.shape(), "{what}: output {k} shape");
+        assert_eq!(p.dtype(), c.dtype(), "{what}: output {k} dtype");
+        let (pv, cv) = (read_ok(p, what), read_ok(c, what));
+        for (i, (a, b)) in pv.iter().zip(&cv).enumerate() {
+            let fine = match (a, b) {
+                (Val::F(x), Val::F(y)) => {
+                    a.same(*b)
+                        || (x.is_finite()
+                            && y.is_finite()
+                            && (x - y).abs()
+                                <= ulps * ulp(p.dtype(), x.abs().max(y.abs()).max(scale)))
+                }
+                _ => a.same(*b),
+            };
+            assert!(
+                fine,
+                "{what}: output {k} element {i}: compiled {b:?}, uncompiled {a:?}"
+            );
+        }
+    }
+    // A second call replays the trace: same results, no new trace.
+    let again = ok(&format!("{what}: replay"), compiled.call(args));
+    for (k, (c, r)) in fused.iter().zip(&again).enumerate() {
+        let (cv, rv) = (read_ok(c, what), read_ok(r, what));
+        assert!(
+            cv.iter().zip(&rv).all(|(a, b)| a.same(*b)),
+            "{what}: output {k} differs between the first call and the replay"
+        );
+    }
+    assert_eq!(compiled.traces(), 1, "{what}: the replay traced again");
+}
+
+fn arr(dev: &Device, rng: &mut Rng, dt: DType, shape: &[usize], lo: f64, hi: f64) -> Array {
+    let n = shape.iter().product();
+    make_ok(dev, dt, &values(rng, dt, n, Domain::Range(lo, hi)), shape)
+}
+
+/// GELU written out with scalar constants, the 10-op chain.
+fn gelu(x: &Array) -> Result<Array> {
+    let x3 = wmx::multiply(&wmx::multiply(x, x)?, x)?;
+    let inner = &(x + &(&x3 * 0.044715)) * 0.797_884_560_802_865_4;
+    Ok(&(x * 0.5) * &(&wmx::tanh(&inner)? + 1.0))
+}
+
+/// Compiled elementwise graphs equal uncompiled ones: float chains in f32, f16
+/// and bf16, integers, u8 wrapping, bool logic, casts, broadcasts, transposed and
+/// sliced arguments, shared nodes, outputs in the middle of the graph, views of
+/// intermediates, a reduction consumer; and GELU against an f64 reference.
+pub fn compile_matches_uncompiled(dev: &Device) {
+    let mut rng = Rng::new(1501);
+    let g: Func = Arc::new(|a: &[Array]| Ok(vec![gelu(&a[0])?]));
+    for dt in [DType::F32, DType::F16, DType::BF16] {
+        if !super::supported(dev, dt) {
+            continue;
+        }
+        for n in [1usize, 7, 1000, 4099] {
+            let x = arr(dev, &mut rng, dt, &[n], -4.0, 4.0);
+            check_same_at(
+                &format!("gelu {dt} [{n}]"),
+                &g,
+                std::slice::from_ref(&x),
+                4.0,
+                4.0,
+            );
+        }
+    }
+    // GELU against f64 on the host (f32 tolerance: a few ulp through 10 ops).
+    let xs: Vec<f32> = (0..777).map(|i| (i as f32 - 388.0) / 97.0).collect();
+    let x = ok("x", Array::from_slice_on(&xs, &[777], dev));
+    let y = ok(
+        "gelu",
+        wmx::compile(|a: &[Array]| Ok(vec![gelu(&a[0])?])).call1(&x),
+    );
+    let got = ok("read", y.to_vec::<f32>());
+    for (v, gv) in xs.iter().zip(&got) {
+        let v = *v as f64;
+        let want = 0.5 * v * (1.0 + (0.7978845608028654 * (v + 0.044715 * v * v * v)).tanh());
+        assert!(
+            (*gv as f64 - want).abs() <= 2e-6 * (1.0 + want.abs()),
+            "compiled gelu({v}) = {gv}, f64 {want}"
+        );
+    }
+
+    // Two float inputs (one broadcast), an int input; outputs in the middle.
+    let mixed: Func = Arc::new(|a: &[Array]| {
+        let (x, b, c) = (&a[0], &a[1], &a[2]);
+        let xb = wmx::multiply(x, b)?;
+        let e = wmx::exp(&wmx::negative(&wmx::abs(x)?)?)?;
+        let sel = wmx::where_(&wmx::greater(x, b)?, &xb, &e)?;
+        let ints = wmx::add(
+            &(c * 3.0),
+            &wmx::astype(&wmx::greater(c, &(c * 0.0))?, DType::I32)?,
+        )?;
+        let ss = wmx::sum(&wmx::square(&wmx::subtract(x, b)?)?, Some(&[1]), false)?;
+        Ok(vec![sel, xb, ints, ss])
+    });
+    let x = arr(dev, &mut rng, DType::F32, &[9, 70], -3.0, 3.0);
+    let b = arr(dev, &mut rng, DType::F32, &[70], -3.0, 3.0);
+    let c = arr(dev, &mut rng, DType::I32, &[9, 70], -1000.0, 1000.0);
+    check_same_at("mixed graph", &mixed, &[x.clone(), b.clone(), c], 2.0, 9.0);
+
+    // Views: a transposed and a sliced argument, and a view of an intermediate.
+    let views: Func = Arc::new(|a: &[Array]| {
+        let t = wmx::transpose(&a[0], None)?;
+        let s = a[1].slice(&[Slice::new(None, None, 2), Slice::ALL])?;
+        let u = wmx::sin(&wmx::add(&t, &s)?)?;
+        let r = wmx::reshape(&u, &[-1])?;
+        Ok(vec![wmx::multiply(&r, &wmx::cos(&r)?)?])
+    });
+    let a0 = arr(dev, &mut rng, DType::F32, &[33, 17], -2.0, 2.0);
+    let a1 = arr(dev, &mut rng, DType::F32, &[34, 33], -2.0, 2.0);
+    check_same_at("views", &views, &[a0, a1], 2.0, 4.0);
+
+    // u8 arithmetic wraps at every step; bool logic; casts through f16 round.
+    let small: Func = Arc::new(|a: &[Array]| {
+        let u = &a[0];
+        let w = wmx::multiply(&wmx::add(u, u)?, &(u * 3.0))?;
+        let m = wmx::logical_and(
+            &wmx::greater(&w, &(u * 0.0))?,
+            &wmx::less(u, &(&(u * 0.0) + 100.0))?,
+        )?;
+        let h = wmx::astype(
+            &wmx::astype(&wmx::sqrt(&wmx::astype(u, DType::F32)?)?, DType::F16)?,
+            DType::F32,
+        )?;
+        Ok(vec![w, m, h])
+    });
+    if super::supported(dev, DType::F16) {
+        let u = arr(dev, &mut rng, DType::U8, &[4097], 0.0, 255.0);
+        check_same("u8, bool, f16 casts", &small, &[u], 0.0);
+    }
+
+    // The same subexpression twice (merged), axpby, a scalar-only constant chain.
+    let shared: Func = Arc::new(|a: &[Array]| {
+        let (x, y) = (&a[0], &a[1]);
+        let e1 = wmx::exp(x)?;
+        let e2 = wmx::exp(x)?;
+        let z = wmx::axpby(&wmx::add(&e1, &e2)?, y, 0.25, -1.5)?;
+        Ok(vec![wmx::maximum(
+            &z,
+            &(&wmx::full(&[], 2.0, DType::F32)? * 0.5),
+        )?])
+    });
+    let x = arr(dev, &mut rng, DType::F32, &[3, 5, 7], -2.0, 2.0);
+    let y = arr(dev, &mut rng, DType::F32, &[3, 5, 7], -2.0, 2.0);
+    check_same_at("shared and axpby", &shared, &[x, y], 2.0, 16.0);
+
+    // Empty arguments and a scalar.
+    let e = arr(dev, &mut rng, DType::F32, &[0, 3], -1.0, 1.0);
+    check_same("empty", &g, &[e], 0.0);
+    let s = arr(dev, &mut rng, DType::F32, &[], -1.0, 1.0);
+    check_same_at("scalar", &g, &[s], 4.0, 1.0);
+}
+
+/// The trace cache: a hit per signature, a new trace per shape or dtype or
+/// strides, views at other offsets replayed shifted, the bound evicting.
+pub fn compile_cache(dev: &Device) {
+    let mut rng = Rng::new(1502);
+    let f = wmx::compile(|a: &[Array]| Ok(vec![wmx::tanh(&(&a[0] * 2.0))?])).cache_limit(3);
+    let x = arr(dev, &mut rng, DType::F32, &[8, 8], -1.0, 1.0);
+    let want = |x: &Array| read_ok(&ok("tanh", wmx::tanh(&(x * 2.0))), "want");
+    let same = |what: &str, got: &Array, want: Vec<Val>| {
+        let g = read_ok(got, what);
+        assert!(
+            g.iter().zip(&want).all(|(a, b)| a.same(*b)) && g.len() == want.len(),
+            "{what}: compiled results differ"
+        );
+    };
+    for _ in 0..3 {
+        same("same signature", &ok("call", f.call1(&x)), want(&x));
+    }
+    assert_eq!(f.traces(), 1, "three calls with one signature trace once");
+    // Rows of a bigger array: same shape and strides at other offsets.
+    let big = arr(dev, &mut rng, DType::F32, &[5, 8, 8], -1.0, 1.0);
+    for i in 0..5 {
+        let row = ok(
+            "row",
+            big.slice(&[
+                Slice::range(i as isize, i as isize + 1),
+                Slice::ALL,
+                Slice::ALL,
+            ]),
+        );
+        let row = ok("squeeze", wmx::reshape(&row, &[8, 8]));
+        same(&format!("row {i}"), &ok("call", f.call1(&row)), want(&row));
+    }
+    assert_eq!(f.traces(), 1, "views at other offsets replay the trace");
+    let xt = ok("t", x.t());
+    same("transposed", &ok("call", f.call1(&xt)), want(&xt));
+    assert_eq!(f.traces(), 2, "other strides trace again");
+    let y = arr(dev, &mut rng, DType::F32, &[3], -1.0, 1.0);
+    same("new shape", &ok("call", f.call1(&y)), want(&y));
+    assert_eq!(f.traces(), 3);
+    if super::supported(dev, DType::BF16) {
+        let h = arr(dev, &mut rng, DType::BF16, &[3], -1.0, 1.0);
+        same("new dtype", &ok("call", f.call1(&h)), want(&h));
+        assert_eq!(f.traces(), 4);
+    }
+    for n in 10..40 {
+        let z = arr(dev, &mut rng, DType::F32, &[n], -1.0, 1.0);
+        same("many shapes", &ok("call", f.call1(&z)), want(&z));
+    }
+    assert!(f.cache_len() <= 3, "cache grew to {}", f.cache_len());
+    // The most recent signature is still cached; an evicted one traces again.
+    let t = f.traces();
+    let z = arr(dev, &mut rng, DType::F32, &[39], -1.0, 1.0);
+    ok("call", f.call1(&z));
+    assert_eq!(f.traces(), t, "the last signature was evicted");
+    ok("call", f.call1(&x));
+    assert_eq!(
+        f.traces(),
+        t + 1,
+        "an evicted signature did not trace again"
+    );
+}
+
+/// What compile reports and refuses: fused kernels on a backend that fuses (their
+/// WGSL), none on the CPU; a function that reads data while traced, arguments on
+/// two devices, and the function's own errors are `Err`s.
+pub fn compile_report_and_errors(dev: &Device) {
+    let mut rng = Rng::new(1503);
+    let x = arr(dev, &mut rng, DType::F32, &[64], -1.0, 1.0);
+    let f = wmx::compile(|a: &[Array]| Ok(vec![gelu(&a[0])?]));
+    let r = ok("report", f.report(std::slice::from_ref(&x)));
+    assert!(r.traced_ops >= 9, "gelu traced {} ops", r.traced_ops);
+    if dev.backend().fusion_limit().is_some() {
+        assert_eq!(r.kernels.len(), 1, "gelu fuses into one kernel: {r:?}");
+        assert_eq!(r.nodes, 1, "one node per call: {r:?}");
+        let src = r.kernels[0].source.as_deref().expect("WGSL source");
+        assert!(
+            src.contains("fn fused") && src.contains("tanh_f32"),
+            "{src}"
+        );
+        assert!(r.kernels[0].kernel.steps.len() >= 9);
+    } else {
+        assert!(r.kernels.is_empty(), "the CPU replays plain ops");
+        assert!(r.nodes <= r.traced_ops);
+    }
+    let reads = wmx::compile(|a: &[Array]| {
+        let s = wmx::sum(&a[0], None, false)?.item::<f32>()?;
+        Ok(vec![&a[0] * s as f64])
+    });
+    expect_err(
+        "item inside compile",
+        reads.call(std::slice::from_ref(&x)),
+        &["compile", "uncompiled"],
+    );
+    let fails =
+        wmx::compile(|a: &[Array]| Ok(vec![wmx::add(&a[0], &wmx::ones(&[3], DType::F32)?)?]));
+    expect_err(
+        "shape error inside",
+        fails.call(std::slice::from_ref(&x)),
+        &["[64]", "[3]"],
+    );
+    if dev != &Device::cpu() {
+        let c = ok("cpu x", Array::from_slice(&[1.0f32], &[1]));
+        let c = ok("cpu", c.to_device(&Device::cpu()));
+        expect_err("two devices", f.call(&[x.clone(), c]), &["one device"]);
+    }
+    // Transforms see through compiled functions (and compile traces transforms).
+    let g = ok(
+        "grad of compiled",
+        wmx::grad(
+            |a: &[Array]| Ok(vec![wmx::sum(&f.call1(&a[0])?, None, false)?]),
+            &[0],
+        )(std::slice::from_ref(&x)),
+    );
+    let want = ok(
+        "grad",
+        wmx::grad(
+            |a: &[Array]| Ok(vec![wmx::sum(&gelu(&a[0])?, None, false)?]),
+            &[0],
+        )(std::slice::from_ref(&x)),
+    );
+    let (gv, wv) = (read_ok(&g[0], "g"), read_ok(&want[0], "want"));
+    assert!(
+        gv.iter().zip(&wv).all(|(a, b)| a.same(*b)),
+        "grad through compile"
+    );
+    let cg = wmx::compile(|a: &[Array]| {
+        wmx::grad(
+            |b: &[Array]| Ok(vec![wmx::sum(&gelu(&b[0])?, None, false)?]),
+            &[0],
+        )(a)
+    });
+    let cgv = read_ok(&ok("compiled grad", cg.call1(&x)), "cg");
+    assert!(
+        cgv.iter()
+            .zip(&wv)
+            .all(|(a, b)| (a.f() - b.f()).abs() <= 4.0 * ulp(DType::F32, b.f().abs()) + 1e-7),
+        "compiled grad differs"
+    );
+}
+
+/// Eager mode returns an error from the op that caused it (lazy: from eval);
+/// async_eval then a read gives eval's bytes; an eager compiled function runs op
+/// by op.
+pub fn modes_and_async_eval(dev: &Device) {
+    let mut rng = Rng::new(1504);
+    let x = arr(dev, &mut rng, DType::F32, &[1000], -1.0, 1.0);
+    let lazy = wmx::with_mode(Mode::Lazy, || {
+        let y = wmx::exp(&x)?;
+        Ok::<_, wmx::Error>(y.is_evaluated())
+    });
+    assert!(!ok("lazy", lazy), "lazy mode computed an op");
+    let eager = wmx::with_mode(Mode::Eager, || {
+        let y = wmx::exp(&x)?;
+        Ok::<_, wmx::Error>(y.is_evaluated())
+    });
+    assert!(ok("eager", eager), "eager mode left an op pending");
+    // A primitive that fails when computed: eager reports it at the op.
+    let bad = Arc::new(super::custom::Failing);
+    let r = wmx::with_mode(Mode::Eager, || {
+        wmx::custom(bad.clone(), std::slice::from_ref(&x), &[1000], DType::F32)
+    });
+    expect_err("eager custom failure", r, &["failing primitive"]);
+    let r = wmx::with_mode(Mode::Lazy, || {
+        wmx::custom(bad.clone(), std::slice::from_ref(&x), &[1000], DType::F32)
+    });
+    let y = ok("lazy custom is made", r);
+    expect_err(
+        "lazy custom failure at eval",
+        y.eval(),
+        &["failing primitive"],
+    );
+    // async_eval, then read: the same bytes as eval.
+    let a = ok("a", wmx::sin(&(&x * 3.0)));
+    let b = ok("b", wmx::sin(&(&x * 3.0)));
+    ok("async_eval", wmx::async_eval(std::slice::from_ref(&a)));
+    ok("eval", b.eval());
+    ok("synchronize", dev.synchronize());
+    assert_eq!(ok("a", a.to_bytes()), ok("b", b.to_bytes()));
+    ok("synchronize default", wmx::synchronize());
+    // An eager compiled function runs uncompiled.
+    let f = wmx::compile(|a: &[Array]| Ok(vec![wmx::exp(&a[0])?])).mode(Mode::Eager);
+    let y = ok("eager compiled", f.call1(&x));
+    assert!(y.is_evaluated() && f.traces() == 0);
+    assert!(Mode::parse("fast").is_err() && Mode::parse(" Eager ").ok() == Some(Mode::Eager));
+}
