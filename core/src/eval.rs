@@ -14,12 +14,21 @@ pub fn eval(outputs: &[Array]) -> Result<()> {
     if let Err(e) = crate::compile::env_mode() {
         return Err(e.clone());
     }
-    let (order, index) = topo_order(outputs);
+    let (mut order, mut index) = topo_order(outputs);
     if order.is_empty() {
         return Ok(());
     }
     if crate::compile::compiling() && order.iter().any(|(n, _)| n.is_traced()) {
         return Err(crate::compile::evaluated_while_compiling());
+    }
+    // Compiled mode: fuse the pending elementwise chains, then walk the new graph.
+    if order.len() > 1
+        && crate::compile::mode() == crate::Mode::Compiled
+        && !crate::transforms::tracing()
+        && crate::compile::fuse_pending(&order)
+    {
+        drop((order, index));
+        (order, index) = topo_order(outputs);
     }
     // Pending consumers of each node within this eval; outputs are never released.
     let mut uses = vec![0usize; order.len()];

@@ -31,7 +31,7 @@ pub use array::Array;
 pub use backend::{Backend, Buffer, DeviceKind, DynBackend, View};
 pub use compile::{
     CompileReport, Compiled, FusedKernel, FusedOp, FusedReport, FusedStep, Mode, async_eval,
-    compile, mode, set_mode, synchronize, with_mode,
+    compile, fused_at_eval, mode, set_mode, synchronize, with_mode,
 };
 pub use custom::{CpuOutput, CustomPrimitive, GpuContext, custom};
 pub use device::{

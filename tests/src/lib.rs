@@ -105,6 +105,7 @@ macro_rules! for_each_case {
             compile_cache,
             compile_report_and_errors,
             modes_and_async_eval,
+            compiled_mode_fuses_eval,
             huge_shapes_and_hostile_arguments,
             random_matches_mlx,
             random_distributions,

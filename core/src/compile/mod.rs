@@ -24,6 +24,7 @@ pub use fused::{FusedKernel, FusedOp, FusedStep};
 
 use crate::{Array, DType, Device, Error, Result};
 use program::Program;
+pub(crate) use program::fuse_pending;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -140,6 +141,16 @@ pub fn with_mode<R>(mode: Mode, f: impl FnOnce() -> R) -> R {
     }
     let _restore = Restore(SCOPED.with(|s| s.replace(Some(mode))));
     f()
+}
+
+/// Fused kernels compiled mode has made at eval, in this process.
+static FUSED_IN_EVAL: AtomicUsize = AtomicUsize::new(0);
+
+/// How many fused kernels [`Mode::Compiled`] has made at eval so far in this
+/// process (for inspection and tests; a [`Compiled`] function reports its own
+/// with [`Compiled::report`]).
+pub fn fused_at_eval() -> usize {
+    FUSED_IN_EVAL.load(Ordering::Relaxed)
 }
 
 /// A new node as an op returns it: computed now in eager mode (not while a

@@ -4,6 +4,7 @@
 //! fuse) and replayed on new inputs.
 
 use super::fused::{FusedKernel, FusedOp, FusedStep};
+use crate::array::State;
 use crate::transforms::{active_graph, key, trace};
 use crate::{Array, DType, Device, Error, Generator, Layout, Primitive, Result, ViewOp};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -296,7 +297,7 @@ impl Program {
                 if ours || known.clone().any(|l| l.id() == s.id()) {
                     continue;
                 }
-                match fill_value(s) {
+                match self.fill_value(s) {
                     Some((v, d)) => consts.push((s.clone(), v, d)),
                     None => leaves.push(s.clone()),
                 }
@@ -354,7 +355,7 @@ impl Program {
     fn buffers(&self, srcs: &[Src]) -> usize {
         let mut set: FxHashSet<(u8, usize)> = FxHashSet::default();
         for s in srcs {
-            if fill_value(s).is_some() {
+            if self.fill_value(s).is_some() {
                 continue;
             }
             let mut s = s.clone();
@@ -462,17 +463,119 @@ fn push_unique(list: &mut Vec<Src>, srcs: &[Src]) {
     }
 }
 
-/// The value and dtype of a constant made by `full` (seen through views).
-fn fill_value(s: &Src) -> Option<(f64, DType)> {
-    let Src::Const(a) = s else { return None };
-    let dtype = a.dtype();
-    let mut a = a.clone();
-    loop {
-        let (p, ins) = a.tape()?;
-        match p {
-            Primitive::Generate(Generator::Fill(v)) => return Some((v, dtype)),
-            Primitive::View(ViewOp::Broadcast | ViewOp::Reshape) => a = ins[0].clone(),
-            _ => return None,
+impl Program {
+    /// The value and dtype of a constant made by `full` (seen through views).
+    fn fill_value(&self, s: &Src) -> Option<(f64, DType)> {
+        let mut s = s.clone();
+        let dtype = match &s {
+            Src::Input(_) => return None,
+            Src::Const(a) => a.dtype(),
+            Src::Step(k) => self.steps[*k].dtype,
+        };
+        loop {
+            let (p, next) = match &s {
+                Src::Input(_) => return None,
+                Src::Const(a) => {
+                    let (p, ins) = a.tape()?;
+                    (p, ins.first().map(|a| Src::Const(a.clone())))
+                }
+                Src::Step(k) => {
+                    let st = &self.steps[*k];
+                    (st.prim.clone(), st.inputs.first().cloned())
+                }
+            };
+            match p {
+                Primitive::Generate(Generator::Fill(v)) => return Some((v, dtype)),
+                Primitive::View(ViewOp::Broadcast | ViewOp::Reshape) => s = next?,
+                _ => return None,
+            }
         }
     }
+}
+
+/// Compiled mode: rewrites the pending graph `order` (inputs before consumers, as
+/// eval walks it, each node with a clone of its inputs) so the root of each
+/// planned elementwise group computes the group's fused kernel. Nodes held
+/// outside the graph (by the caller, or by pending nodes eval does not compute)
+/// keep their values. Returns whether a node changed.
+pub(crate) fn fuse_pending(order: &[(Array, Vec<Array>)]) -> bool {
+    let Some(device) = order.first().map(|(n, _)| n.device().clone()) else {
+        return false;
+    };
+    if order.iter().any(|(n, _)| n.device() != &device) {
+        return false;
+    }
+    let Some(limit) = device.backend().fusion_limit() else {
+        return false;
+    };
+    let index: FxHashMap<*const (), usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, (n, _))| (key(n), i))
+        .collect();
+    let mut uses = vec![0usize; order.len()];
+    for (_, ins) in order {
+        for i in ins {
+            if let Some(&j) = index.get(&key(i)) {
+                uses[j] += 1;
+            }
+        }
+    }
+    let mut steps = Vec::with_capacity(order.len());
+    let mut outputs = Vec::new();
+    for (k, (node, ins)) in order.iter().enumerate() {
+        // Handles: this entry, and per use the consumer's inputs and eval's copy.
+        if std::sync::Arc::strong_count(&node.0) > 1 + 2 * uses[k] {
+            outputs.push(Src::Step(k));
+        }
+        let Some((prim, _)) = node.tape() else {
+            return false; // computed meanwhile (another thread)
+        };
+        let inputs = ins
+            .iter()
+            .map(|a| match index.get(&key(a)) {
+                Some(&j) => Src::Step(j),
+                None => Src::Const(a.clone()),
+            })
+            .collect();
+        steps.push(Step {
+            prim,
+            inputs,
+            layout: node.layout().clone(),
+            dtype: node.dtype(),
+        });
+    }
+    let p = Program {
+        device,
+        traced_steps: steps.len(),
+        steps,
+        roles: Vec::new(),
+        outputs,
+        offsets: Vec::new(),
+        in_dtypes: Vec::new(),
+    };
+    let mut changed = false;
+    for (k, role) in p.plan(limit).into_iter().enumerate() {
+        let Role::Root(kernel, leaves) = role else {
+            continue;
+        };
+        let inputs: Vec<Array> = leaves
+            .iter()
+            .map(|l| match l {
+                Src::Step(j) => order[*j].0.clone(),
+                Src::Const(a) => a.clone(),
+                Src::Input(_) => unreachable!("a pending graph has no arguments"),
+            })
+            .collect();
+        let mut st = order[k].0.lock();
+        if let State::Pending { .. } = &*st {
+            *st = State::Pending {
+                prim: Primitive::Fused(kernel),
+                inputs,
+            };
+            super::FUSED_IN_EVAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            changed = true;
+        }
+    }
+    changed
 }

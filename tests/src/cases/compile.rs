@@ -365,3 +365,45 @@ pub fn modes_and_async_eval(dev: &Device) {
     assert!(y.is_evaluated() && f.traces() == 0);
     assert!(Mode::parse("fast").is_err() && Mode::parse(" Eager ").ok() == Some(Mode::Eager));
 }
+
+/// Compiled mode: eval fuses the pending elementwise chains; values held by the
+/// caller, or needed by pending nodes not evaluated yet, are still computed.
+pub fn compiled_mode_fuses_eval(dev: &Device) {
+    let mut rng = Rng::new(1505);
+    let x = arr(dev, &mut rng, DType::F32, &[3, 1000], -2.0, 2.0);
+    let y = arr(dev, &mut rng, DType::F32, &[1000], -2.0, 2.0);
+    let build = || -> Result<(Array, Array, Array, Array)> {
+        let h = wmx::multiply(&x, &y)?; // held
+        let z = wmx::add(&gelu(&h)?, &y)?;
+        let s = wmx::add(&x, &y)?; // consumed by w, which is not evaluated with z2
+        let z2 = wmx::sin(&wmx::exp(&s)?)?;
+        let w = wmx::cos(&s)?;
+        let _ = &z2;
+        Ok((h, z, w, z2))
+    };
+    let (h0, z0, w0, z20) = ok("lazy", build());
+    ok("lazy eval", wmx::eval(&[z0.clone(), z20.clone()]));
+    let before = wmx::fused_at_eval();
+    let (h1, z1, w1, z21) = ok("compiled", wmx::with_mode(Mode::Compiled, build));
+    ok(
+        "compiled eval",
+        wmx::with_mode(Mode::Compiled, || wmx::eval(&[z1.clone(), z21.clone()])),
+    );
+    if dev.backend().fusion_limit().is_some() {
+        assert!(wmx::fused_at_eval() > before, "compiled mode fused nothing");
+    }
+    for (what, a, b) in [
+        ("h", &h0, &h1),
+        ("z", &z0, &z1),
+        ("w", &w0, &w1),
+        ("z2", &z20, &z21),
+    ] {
+        let (av, bv) = (read_ok(a, what), read_ok(b, what));
+        assert!(
+            av.iter()
+                .zip(&bv)
+                .all(|(p, q)| (p.f() - q.f()).abs() <= 4.0 * ulp(DType::F32, p.f().abs().max(8.0))),
+            "compiled mode {what} differs from lazy"
+        );
+    }
+}
