@@ -27,7 +27,9 @@
 //!   `broadcastTo`, `expandDims`, `squeeze`, `flatten`; `astype(dtype)`, `contiguous`;
 //! - reading: `await a.data()` (Float32Array, Int32Array, Uint32Array, Uint8Array,
 //!   Uint16Array with f16/bf16 bits), `await a.item()`, `a.shape`, `a.dtype`, `a.size`,
-//!   `a.device`, `await a.toDevice("cpu")`; `a.free()`/`a.dispose()`.
+//!   `a.device`, `await a.toDevice("cpu")`; `a.free()`/`a.dispose()`;
+//! - compiled functions: `compile(fn)` then `f.call([x, ...])` (fused kernels on
+//!   WebGPU), `f.report([x, ...])`; `setMode("lazy" | "eager" | "compiled")`.
 //!
 //! Nothing blocks: reads (`data`, `item`, `toDevice`, `synchronize`) are async. An op
 //! mixing devices must read its inputs from the GPU first (`toDevice`): a blocking
@@ -40,6 +42,8 @@ mod api;
 #[cfg(target_arch = "wasm32")]
 mod blocks;
 #[cfg(target_arch = "wasm32")]
+mod compile;
+#[cfg(target_arch = "wasm32")]
 mod convert;
 #[cfg(target_arch = "wasm32")]
 mod kernel;
@@ -48,5 +52,7 @@ mod kernel;
 pub use api::*;
 #[cfg(target_arch = "wasm32")]
 pub use blocks::*;
+#[cfg(target_arch = "wasm32")]
+pub use compile::*;
 #[cfg(target_arch = "wasm32")]
 pub use kernel::*;

@@ -1165,3 +1165,69 @@ async fn user_wgsl_kernels() {
     let want: Vec<f64> = xs.iter().map(|v| 2.0 * (*v as f32) as f64).collect();
     assert_eq!(read(&z).await, want);
 }
+
+#[wasm_bindgen_test]
+async fn compiled_functions() {
+    gpu().await;
+    // tanh-GELU written out in JS, compiled: one fused kernel, the values of the
+    // uncompiled function (within the multiply-add contraction a GPU compiler may
+    // apply inside one kernel) and of f64.
+    let body = "return x.multiply(x).multiply(x).multiply(0.044715).add(x).multiply(0.7978845608)\
+                .tanh().add(1).multiply(x).multiply(0.5);";
+    let gelu = js_sys::Function::new_with_args("x", body);
+    let f = wmx::compile(gelu.clone());
+    let xs: Vec<f64> = (0..1000).map(|i| i as f64 / 125.0 - 4.0).collect();
+    let x = typed(&xs, &[1000], "f32");
+    let args: JsValue = js_sys::Array::of1(&x).into();
+    let y = f.call(args.clone()).unwrap().get(0);
+    let plain = gelu.call1(&JsValue::NULL, &x).unwrap();
+    let (got, want) = (read(&y).await, read(&plain).await);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let v = xs[i] as f32 as f64;
+        let exact = 0.5 * v * (1.0 + (0.7978845608 * (v + 0.044715 * v * v * v)).tanh());
+        assert!(
+            (g - w).abs() <= 4e-6 * 4.0,
+            "{i}: compiled {g}, uncompiled {w}"
+        );
+        assert!(
+            (g - exact).abs() <= 2e-6 * (1.0 + exact.abs()),
+            "{i}: {g} vs f64 {exact}"
+        );
+    }
+    let report = f.report(args.clone()).unwrap();
+    let kernels = js_sys::Array::from(&get(&report, "kernels"));
+    assert_eq!(kernels.length(), 1, "one fused kernel");
+    let src = kernels.get(0).as_string().unwrap();
+    assert!(
+        src.contains("fn fused") && src.contains("tanh_f32"),
+        "{src}"
+    );
+    assert_eq!(f.traces(), 1);
+    // Two results, a broadcast argument, and a JS error surfacing as one.
+    let two = wmx::compile(js_sys::Function::new_with_args(
+        "a, b",
+        "const s = a.add(b); return [s.exp(), s.multiply(s).sum()];",
+    ));
+    let b = typed(&[0.5, -0.25], &[2, 1], "f32");
+    let a = typed(&[1.0, 2.0, 3.0], &[3], "f32");
+    let outs = two.call(js_sys::Array::of2(&a, &b).into()).unwrap();
+    let e = read(&outs.get(0)).await;
+    let s = read(&outs.get(1)).await;
+    let sums: Vec<f64> = [0.5, -0.25]
+        .iter()
+        .flat_map(|bv| [1.0, 2.0, 3.0].map(|av: f64| av + bv))
+        .collect();
+    for (g, w) in e.iter().zip(&sums) {
+        assert!((g - w.exp()).abs() <= 1e-5 * w.exp(), "{g} vs {}", w.exp());
+    }
+    let sq: f64 = sums.iter().map(|v| v * v).sum();
+    assert!((s[0] - sq).abs() <= 1e-5 * sq);
+    let bad = wmx::compile(js_sys::Function::new_with_args(
+        "x",
+        "throw new Error('no');",
+    ));
+    assert!(bad.call(js_sys::Array::of1(&x).into()).is_err());
+    wmx::set_mode("eager").unwrap();
+    assert!(wmx::set_mode("fast").is_err());
+    wmx::set_mode("lazy").unwrap();
+}

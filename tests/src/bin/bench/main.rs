@@ -188,17 +188,30 @@ enum Op {
     GeluSum,
     /// The gradient of `sum(gelu(x))` w.r.t. x (wmx path only).
     GradGeluSum,
+    /// `torch_ref.py`'s `gelu10`: tanh-GELU written out as 9 elementwise ops, lazy
+    /// (9 kernels; wmx path only).
+    Gelu10,
+    /// `gelu10` through `wmx::compile` (one fused kernel; wmx path only).
+    Gelu10Compiled,
+    /// `gelu_sum` through `wmx::compile` (wmx path only).
+    GeluSumCompiled,
 }
 
 /// Ops that only the wmx path runs (transforms have no kernels-path equivalent).
 fn wmx_only(op: Op) -> bool {
     matches!(
         op,
-        Op::SumAxpby | Op::GradSumAxpby | Op::GeluSum | Op::GradGeluSum
+        Op::SumAxpby
+            | Op::GradSumAxpby
+            | Op::GeluSum
+            | Op::GradGeluSum
+            | Op::Gelu10
+            | Op::Gelu10Compiled
+            | Op::GeluSumCompiled
     )
 }
 
-const OPS: [Op; 16] = [
+const OPS: [Op; 19] = [
     Op::Copy,
     Op::CopyBuffer,
     Op::Add,
@@ -215,6 +228,9 @@ const OPS: [Op; 16] = [
     Op::GradSumAxpby,
     Op::GeluSum,
     Op::GradGeluSum,
+    Op::Gelu10,
+    Op::Gelu10Compiled,
+    Op::GeluSumCompiled,
 ];
 
 /// Offset (elements) of the view `copy` reads on the wmx path: a sliced view is
@@ -242,6 +258,9 @@ impl Op {
             Op::GradSumAxpby => "grad_sum_axpby",
             Op::GeluSum => "gelu_sum",
             Op::GradGeluSum => "grad_gelu_sum",
+            Op::Gelu10 => "gelu10",
+            Op::Gelu10Compiled => "gelu10_compiled",
+            Op::GeluSumCompiled => "gelu_sum_compiled",
         }
     }
 
@@ -251,7 +270,13 @@ impl Op {
         match self {
             Op::Copy | Op::CopyBuffer | Op::Exp => 2.0 * n,
             Op::Add | Op::AddSubmitEach | Op::Multiply | Op::Axpby | Op::AxpbyComposed => 3.0 * n,
-            Op::SumAll | Op::SumLast | Op::SumFirst | Op::ArgmaxLast | Op::GeluSum => n,
+            Op::SumAll
+            | Op::SumLast
+            | Op::SumFirst
+            | Op::ArgmaxLast
+            | Op::GeluSum
+            | Op::GeluSumCompiled => n,
+            Op::Gelu10 | Op::Gelu10Compiled => 2.0 * n,
             // Read x and y / write both gradients; read x, write its gradient.
             Op::SumAxpby | Op::GradSumAxpby | Op::GradGeluSum => 2.0 * n,
         }
@@ -403,7 +428,15 @@ fn reference(op: Op, x: &[f64], y: &[f64], dtype: DType) -> Expect {
                 .sum(),
         )]),
         Op::GradSumAxpby => ew(vec![ALPHA; n]),
-        Op::GeluSum => {
+        Op::Gelu10 | Op::Gelu10Compiled => {
+            let mut e = ew(x.iter().map(|&v| gelu(v).0).collect());
+            if f16 {
+                // Nine f16 roundings.
+                e.tol = e.want.iter().map(|w| 1e-2 * w.abs() + 2e-3).collect();
+            }
+            e
+        }
+        Op::GeluSum | Op::GeluSumCompiled => {
             let mut e = sums(vec![(
                 x.iter().map(|&v| gelu(v).0).sum(),
                 x.iter().map(|&v| gelu(v).0.abs()).sum(),
@@ -581,6 +614,21 @@ struct WmxCase {
     x: Array,
     y: Array,
     m: Array,
+    gelu10: wmx::Compiled,
+    gelu_sum: wmx::Compiled,
+}
+
+/// `torch_ref.py`'s `gelu10`, op for op.
+fn gelu10(x: &Array) -> wmx::Result<Array> {
+    let u = wmx::multiply(x, x)?;
+    let u = wmx::multiply(&u, x)?;
+    let u = &u * 0.044715;
+    let u = wmx::add(&u, x)?;
+    let u = &u * 0.7978845608;
+    let u = wmx::tanh(&u)?;
+    let u = &u + 1.0;
+    let u = wmx::multiply(&u, x)?;
+    Ok(&u * 0.5)
 }
 
 /// `sum(gelu(x))` as a user writes it: nine elementwise ops and a sum, accumulated
@@ -607,6 +655,9 @@ fn wmx_build(op: Op, c: &WmxCase) -> wmx::Result<Vec<Array>> {
         Op::GradSumAxpby => wmx::grad(sum_axpby, &[0, 1])(&[c.x.clone(), c.y.clone()])?,
         Op::GeluSum => vec![gelu_sum(&c.x)?],
         Op::GradGeluSum => vec![wmx::grad1(gelu_sum)(&c.x)?],
+        Op::Gelu10 => vec![gelu10(&c.x)?],
+        Op::Gelu10Compiled => c.gelu10.call(std::slice::from_ref(&c.x))?,
+        Op::GeluSumCompiled => c.gelu_sum.call(std::slice::from_ref(&c.x))?,
         op => vec![wmx_build_one(op, c)?],
     })
 }
@@ -646,7 +697,13 @@ fn bench_wmx(
     let y = Array::from_bytes_on(data.1.bytes.clone(), &shape, dtype, dev).map_err(err)?;
     let r = rows_for(n);
     let m = x.reshape(&[r as isize, (n / r) as isize]).map_err(err)?;
-    let c = WmxCase { x, y, m };
+    let c = WmxCase {
+        x,
+        y,
+        m,
+        gelu10: wmx::compile(|a: &[Array]| Ok(vec![gelu10(&a[0])?])),
+        gelu_sum: wmx::compile(|a: &[Array]| Ok(vec![gelu_sum(&a[0])?])),
+    };
     let iters = iters_for(n, o.smoke);
     for op in selected(o) {
         if matches!(op, Op::CopyBuffer | Op::AddSubmitEach) {
@@ -892,7 +949,13 @@ fn k_record(
         Op::SumFirst => kern.reduce(b, "sum", &m, &[0], &out(&c.out, d, &[cols])),
         Op::ArgmaxLast => kern.arg_reduce(b, "argmax", &m, 1, &out(&c.out, k::DType::U32, &[rows])),
         Op::CopyBuffer => unreachable!("not a kernel"),
-        Op::SumAxpby | Op::GradSumAxpby | Op::GeluSum | Op::GradGeluSum => {
+        Op::SumAxpby
+        | Op::GradSumAxpby
+        | Op::GeluSum
+        | Op::GradGeluSum
+        | Op::Gelu10
+        | Op::Gelu10Compiled
+        | Op::GeluSumCompiled => {
             unreachable!("wmx path only")
         }
     }
@@ -1029,7 +1092,14 @@ fn bench_kernels(
 /// A lazy chain of `len` dependent elementwise ops on 4096-element f32 arrays
 /// (alternately `+ y` and `* z`), built and evaluated once: CPU µs per op for the
 /// graph build and for eval (record + submit), and the GPU time (wait after submit).
-fn bench_chain(dev: &Device, len: usize, reps: usize, rows: &mut Vec<Row>) -> Res<()> {
+/// `compiled`: the chain is a `wmx::compile`d function, called (replayed) per build.
+fn bench_chain(
+    dev: &Device,
+    len: usize,
+    reps: usize,
+    compiled: bool,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
     const N: usize = 4096;
     let xs = random(N, 11);
     let ys = random(N, 12);
@@ -1047,24 +1117,39 @@ fn bench_chain(dev: &Device, len: usize, reps: usize, rows: &mut Vec<Row>) -> Re
             };
         }
     }
-    let build = || -> Res<Array> {
-        let mut a = x.clone();
+    let chain = move |a: &[Array]| -> wmx::Result<Vec<Array>> {
+        let mut r = a[0].clone();
         for i in 0..len {
-            a = if i % 2 == 0 {
-                wmx::add(&a, &y)
+            r = if i % 2 == 0 {
+                wmx::add(&r, &a[1])
             } else {
-                wmx::multiply(&a, &z)
-            }
-            .map_err(err)?;
+                wmx::multiply(&r, &a[2])
+            }?;
         }
-        Ok(a)
+        Ok(vec![r])
+    };
+    let f = wmx::compile(chain);
+    let args = [x, y, z];
+    let build = || -> Res<Array> {
+        let mut out = if compiled {
+            f.call(&args)
+        } else {
+            chain(&args)
+        }
+        .map_err(err)?;
+        Ok(out.remove(0))
+    };
+    let name = if compiled {
+        format!("lazy_chain_{len}_compiled")
+    } else {
+        format!("lazy_chain_{len}")
     };
     // Warm-up (uploads, pipelines) and check.
     let a = build()?;
     let got = a.to_vec_f64().map_err(err)?;
     let tol: Vec<f64> = want.iter().map(|w| 1e-4 * w.abs() + 1e-4).collect();
     check(
-        &format!("lazy chain of {len} ops"),
+        &name,
         &got,
         &Expect {
             want,
@@ -1105,7 +1190,7 @@ fn bench_chain(dev: &Device, len: usize, reps: usize, rows: &mut Vec<Row>) -> Re
         _ => String::new(),
     };
     println!(
-        "lazy chain of {len} ops on {N} f32: build {b:.2} us/op + eval {e:.2} us/op = \
+        "{name} on {N} f32: build {b:.2} us/op + eval {e:.2} us/op = \
          {:.2} us of CPU per op; GPU wait after submit {w:.2} us/op{per_eval}",
         b + e
     );
@@ -1115,7 +1200,7 @@ fn bench_chain(dev: &Device, len: usize, reps: usize, rows: &mut Vec<Row>) -> Re
     }
     rows.push(Row {
         path: "wmx",
-        op: format!("lazy_chain_{len}"),
+        op: name,
         dtype: DType::F32,
         n: N,
         ms: (b + e) * len as f64 / 1e3,
@@ -1244,7 +1329,8 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         }
     }
     if o.chain > 0 && !o.linalg && !o.blocks && o.paths.iter().any(|p| p == "wmx") {
-        bench_chain(&dev, o.chain, o.reps, &mut rows)?;
+        bench_chain(&dev, o.chain, o.reps, false, &mut rows)?;
+        bench_chain(&dev, o.chain, o.reps, true, &mut rows)?;
     }
     if let Some(path) = &o.json {
         std::fs::write(path, to_json(&rows, &dev.name())).map_err(|e| format!("{path}: {e}"))?;
