@@ -544,14 +544,26 @@ impl Backend for WebGpuBackend {
             .iter()
             .map(|v| self.input(v))
             .collect::<Result<_>>()?;
-        let shape = inputs
-            .first()
-            .map(|v| v.layout.shape.clone())
-            .unwrap_or_default();
-        self.record(&shape, out, |b, o| {
+        let Some(first) = inputs.first() else {
+            return Err(Error::invalid("fused", "a kernel without inputs"));
+        };
+        let shape = &first.layout.shape;
+        let out_shape: Vec<usize> = match &kernel.reduce {
+            None => shape.clone(),
+            Some((_, axes)) => (0..shape.len())
+                .filter(|d| !axes.contains(d))
+                .map(|d| shape[d])
+                .collect(),
+        };
+        self.record(&out_shape, out, |b, o| {
             let strided: Vec<k::Strided<'_>> = ins.iter().map(In::strided).collect();
             let refs: Vec<&k::Strided<'_>> = strided.iter().collect();
-            self.kernels.fused(b, &spec, &refs, o)
+            match &kernel.reduce {
+                None => self.kernels.fused(b, &spec, &refs, o),
+                Some((op, axes)) => self
+                    .kernels
+                    .fused_reduce(b, op.name(), &spec, &refs, axes, o),
+            }
         })
     }
     fn fused_source(
@@ -564,7 +576,15 @@ impl Backend for WebGpuBackend {
             .iter()
             .map(|(_, l)| (&l.shape[..], &l.strides[..]))
             .collect();
-        self.kernels.fused_wgsl(&spec, &layouts).ok()
+        let src = self.kernels.fused_wgsl(&spec, &layouts).ok()?;
+        Some(match &kernel.reduce {
+            None => src,
+            Some((op, axes)) => format!(
+                "// Reduced ({op} over axes {axes:?}): the reduction's first pass calls \
+                 `value(i)` below for each element it reads; the elementwise result is \
+                 never stored.\n{src}"
+            ),
+        })
     }
     fn synchronize(&self) -> Result<()> {
         self.flush_now()?;

@@ -344,11 +344,25 @@ fn ex_name(d: DType, raw: bool) -> &'static str {
 /// Composes the final WGSL source of a module, or fails if the op is unknown or not
 /// defined for the dtypes.
 pub fn compose(spec: &ModuleSpec) -> Result<String> {
+    compose_with(spec, None)
+}
+
+/// Input `a` of a module computed by other code rather than read from binding 2:
+/// `code` declares its bindings and defines `ld_a(i)` for element `i` of a
+/// row-major input (a fused prologue); `f16`: it needs the f16 conversions.
+pub(crate) struct InputCode<'a> {
+    pub(crate) code: &'a str,
+    pub(crate) f16: bool,
+}
+
+/// [`compose`], with input `a` given by `input_a` where set (general variants).
+pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) -> Result<String> {
     let mut p = String::new();
     let t = &spec.target;
     let reduce = matches!(spec.family, Family::Reduce | Family::ArgReduce);
     let raw = spec.raw_bits();
-    let uses_f16 = !raw && (spec.inputs.contains(&DType::F16) || spec.output == DType::F16);
+    let uses_f16 = input_a.as_ref().is_some_and(|c| c.f16)
+        || !raw && (spec.inputs.contains(&DType::F16) || spec.output == DType::F16);
     if reduce && t.subgroups && t.subgroup_directive {
         p.push_str("enable subgroups;\n");
     }
@@ -400,6 +414,13 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     for (k, d) in spec.inputs.iter().enumerate() {
         let l = letters[k];
         let up = l.to_ascii_uppercase();
+        if let (0, Some(c)) = (k, &input_a) {
+            let ct = if raw { Ct::U32 } else { d.ct() };
+            writeln!(p, "alias CA = {};", ct.wgsl()).unwrap();
+            writeln!(p, "const LA: u32 = {}u;", d.log_epw()).unwrap();
+            p.push_str(c.code);
+            continue;
+        }
         let aliased = spec.alias & (1 << k) != 0;
         // Bindings are IA, IB, IC: A, B and C are the cooperative-matrix roles.
         let src = if aliased {
@@ -809,6 +830,20 @@ pub fn compose(spec: &ModuleSpec) -> Result<String> {
     }
     if spec.family == Family::Select || spec.family == Family::Copy {
         // Input dtype checks done above; the output binding is any dtype.
+    }
+    if input_a.is_some() {
+        // The prologue's steps call the op functions and round through the stores.
+        if !files.contains(&WORDS) {
+            if reduce {
+                p.push_str("const LO: u32 = 2u; // the words helpers' (unused here)\n");
+            }
+            files.push(WORDS);
+        }
+        for f in [UNARY, BINARY] {
+            if !files.contains(&f) {
+                files.push(f);
+            }
+        }
     }
     p.push_str("// ---- end of prelude ----\n");
     let body: String = files.concat();

@@ -5,7 +5,9 @@
 //! so the fused result equals the unfused chain's (up to the multiply-add
 //! contraction the compiler may apply within one kernel).
 
-use crate::compose::{BINARY, COMMON, UNARY, WORDS, f16_helpers, tree_shake};
+use crate::compose::{
+    BINARY, COMMON, InputCode, ModuleSpec, UNARY, WORDS, compose_with, f16_helpers, tree_shake,
+};
 use crate::device::{Batch, Contig, Strided};
 use crate::dtype::DType;
 use crate::elementwise::MAX_GROUPS;
@@ -63,6 +65,14 @@ pub enum InputRead {
     Strided,
 }
 
+/// A fused kernel feeding a reduction ([`Kernels::fused_reduce`]).
+pub(crate) struct Prologue<'a> {
+    pub(crate) key: FusedKey,
+    pub(crate) buffers: &'a [wgpu::Buffer],
+    pub(crate) shape: &'a [usize],
+    pub(crate) inputs: &'a [&'a Strided<'a>],
+}
+
 /// Cache key of a fused pipeline.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct FusedKey {
@@ -70,6 +80,9 @@ pub(crate) struct FusedKey {
     reads: Vec<InputRead>,
     /// The binding each input reads.
     bind: Vec<u8>,
+    /// A reduction reading the kernel's values (its first pass, and where its
+    /// parameters end: the prologue's start there).
+    pub(crate) reduce: Option<(ModuleSpec, usize)>,
 }
 
 fn read_of(shape: &[usize], strides: &[isize]) -> InputRead {
@@ -242,18 +255,23 @@ fn round(d: DType, e: &str) -> String {
     }
 }
 
-/// The module for `spec` reading inputs as `reads` through bindings `bind` (input
-/// `i` reads binding `2 + bind[i]`; views of one buffer share a binding).
-pub(crate) fn fused_source(
+/// Uses f16 anywhere (its conversions must be in the module).
+fn uses_f16(spec: &FusedSpec) -> bool {
+    spec.inputs.contains(&DType::F16) || spec.steps.iter().any(|s| s.dtype == DType::F16)
+}
+
+/// The prelude computing the kernel's value at row-major element `i`: the input
+/// bindings (input `i` reads binding `2 + bind[i]`; views of one buffer share one),
+/// the loads, one function per step, and `fn value(i)`. Its parameters start at
+/// `P[FB]`: `[n, rank, shape[rank], then per input: offset, strides[rank]]`.
+pub(crate) fn value_prelude(
     spec: &FusedSpec,
     reads: &[InputRead],
     bind: &[u8],
-    f16_hw: bool,
+    base: usize,
 ) -> Result<String> {
     let out = spec.output()?;
-    let mut p = String::from("// ---- generated prelude (fused kernel) ----\n");
-    p.push_str("@group(0) @binding(0) var<storage, read> P: array<u32>;\n");
-    p.push_str("@group(0) @binding(1) var<storage, read_write> O: array<u32>;\n");
+    let mut p = String::new();
     let nb = bind.iter().map(|b| *b as usize + 1).max().unwrap_or(0);
     for b in 0..nb {
         writeln!(
@@ -263,16 +281,10 @@ pub(crate) fn fused_source(
         )
         .unwrap();
     }
-    writeln!(p, "const LO: u32 = {}u;", out.log_epw()).unwrap();
-    let uses_f16 =
-        spec.inputs.contains(&DType::F16) || spec.steps.iter().any(|s| s.dtype == DType::F16);
-    if uses_f16 {
-        p.push_str(f16_helpers(f16_hw));
-    }
-    // Parameters: [n, rank, shape[rank], then per input: offset, strides[rank]].
+    writeln!(p, "const FB: u32 = {base}u;").unwrap();
     p.push_str(
-        "fn sidx(i: u32, base: u32) -> u32 {\n    let rank = P[1];\n    var r = i;\n    var off = P[base];\n    \
-         for (var d = rank; d > 0u; d--) {\n        let e = P[1u + d];\n        \
+        "fn sidx(i: u32, base: u32) -> u32 {\n    let rank = P[FB + 1u];\n    var r = i;\n    var off = P[base];\n    \
+         for (var d = rank; d > 0u; d--) {\n        let e = P[FB + 1u + d];\n        \
          off += (r % e) * P[base + d];\n        r = r / e;\n    }\n    return off;\n}\n",
     );
     for (i, d) in spec.inputs.iter().enumerate() {
@@ -291,16 +303,15 @@ pub(crate) fn fused_source(
         p.push_str(&spec.step_fn(k)?);
         p.push('\n');
     }
-    // The value of element i.
     writeln!(p, "fn value(i: u32) -> {} {{", out.ct().wgsl()).unwrap();
-    p.push_str("    let rank = P[1];\n");
+    p.push_str("    let rank = P[FB + 1u];\n");
     let n_in = spec.inputs.len();
     for (i, r) in reads.iter().enumerate() {
-        let base = format!("2u + rank + {i}u * (rank + 1u)");
+        let at = format!("FB + 2u + rank + {i}u * (rank + 1u)");
         let idx = match r {
-            InputRead::Scalar => format!("P[{base}]"),
-            InputRead::Dense => format!("P[{base}] + i"),
-            InputRead::Strided => format!("sidx(i, {base})"),
+            InputRead::Scalar => format!("P[{at}]"),
+            InputRead::Dense => format!("P[{at}] + i"),
+            InputRead::Strided => format!("sidx(i, {at})"),
         };
         writeln!(p, "    let v{i} = ld{i}({idx});").unwrap();
     }
@@ -310,6 +321,75 @@ pub(crate) fn fused_source(
         writeln!(p, "    let v{} = {};", n_in + k, round(s.dtype, &call)).unwrap();
     }
     writeln!(p, "    return v{};\n}}", n_in + spec.steps.len() - 1).unwrap();
+    Ok(p)
+}
+
+/// The parameters of [`value_prelude`] for `inputs` of `shape`.
+pub(crate) fn value_params(shape: &[usize], inputs: &[&Strided], params: &mut Vec<u32>) {
+    let n = crate::layout::numel(shape);
+    params.extend([n as u32, shape.len() as u32]);
+    params.extend(shape.iter().map(|d| *d as u32));
+    for x in inputs {
+        params.push(x.offset as u32);
+        params.extend(x.strides.iter().map(|s| *s as i32 as u32));
+    }
+}
+
+/// The module of a fused kernel: `spec` reading its inputs as `reads` through
+/// bindings `bind`, either elementwise (entry point `fused`) or as the first pass
+/// of the reduction module `reduce` whose own parameters end at word `.1` (its
+/// entry point; its input `a` is the kernel's value).
+pub fn compose_module(
+    spec: &FusedSpec,
+    reads: &[InputRead],
+    bind: &[u8],
+    reduce: Option<(&ModuleSpec, usize)>,
+    target: crate::Target,
+) -> Result<String> {
+    if reads.len() != spec.inputs.len() || bind.len() != spec.inputs.len() {
+        return Err(Error::Shape(format!(
+            "fused: {} reads and {} bindings for {} inputs",
+            reads.len(),
+            bind.len(),
+            spec.inputs.len()
+        )));
+    }
+    let Some((m, base)) = reduce else {
+        return fused_source(spec, reads, bind, target.f16);
+    };
+    if m.family != crate::Family::Reduce || m.inputs.first() != Some(&spec.output()?) {
+        return Err(Error::Shape(format!(
+            "fused: {:?} of {:?} cannot read a kernel giving {}",
+            m.family,
+            m.inputs,
+            spec.output()?
+        )));
+    }
+    let mut code = value_prelude(spec, reads, bind, base)?;
+    code.push_str("fn ld_a(i: u32) -> CA { return value(i); }\n");
+    let input = InputCode {
+        code: &code,
+        f16: uses_f16(spec),
+    };
+    compose_with(m, Some(input))
+}
+
+/// The elementwise module for `spec` reading inputs as `reads` through `bind`.
+fn fused_source(
+    spec: &FusedSpec,
+    reads: &[InputRead],
+    bind: &[u8],
+    f16_hw: bool,
+) -> Result<String> {
+    let out = spec.output()?;
+    let mut p = String::from("// ---- generated prelude (fused kernel) ----\n");
+    p.push_str("@group(0) @binding(0) var<storage, read> P: array<u32>;\n");
+    p.push_str("@group(0) @binding(1) var<storage, read_write> O: array<u32>;\n");
+    writeln!(p, "const LO: u32 = {}u;", out.log_epw()).unwrap();
+    if uses_f16(spec) {
+        p.push_str(f16_helpers(f16_hw));
+    }
+    p.push_str(&value_prelude(spec, reads, bind, 0)?);
     writeln!(
         p,
         "fn st_o(v: {}) -> u32 {{ return st_{}(v); }}",
@@ -349,13 +429,6 @@ impl Kernels {
         inputs: &[&Strided],
         out: &Contig,
     ) -> Result<()> {
-        if inputs.len() != spec.inputs.len() {
-            return Err(Error::Shape(format!(
-                "fused: {} inputs for a kernel of {}",
-                inputs.len(),
-                spec.inputs.len()
-            )));
-        }
         let od = spec.output()?;
         if od != out.dtype {
             return Err(Error::Shape(format!(
@@ -364,16 +437,7 @@ impl Kernels {
             )));
         }
         self.check_dtype(od)?;
-        for (x, d) in inputs.iter().zip(&spec.inputs) {
-            self.check_dtype(x.dtype)?;
-            if x.dtype != *d || x.shape != out.shape {
-                return Err(Error::Shape(format!(
-                    "fused: input {:?} of {}, the kernel wants {d} of {:?}",
-                    x.shape, x.dtype, out.shape
-                )));
-            }
-            check_view(x, "fused input")?;
-        }
+        self.check_inputs(spec, inputs, out.shape)?;
         check_out(out)?;
         let (key, buffers) = self.fused_key(spec, inputs)?;
         if buffers.len() + 1 > self.max_user_buffers() {
@@ -393,14 +457,8 @@ impl Kernels {
             ));
         }
         let pipe = self.fused_pipeline(&key, buffers.len())?;
-        let rank = out.shape.len();
-        let mut params = Vec::with_capacity(2 + rank + inputs.len() * (rank + 1));
-        params.extend([n as u32, rank as u32]);
-        params.extend(out.shape.iter().map(|d| *d as u32));
-        for x in inputs {
-            params.push(x.offset as u32);
-            params.extend(x.strides.iter().map(|s| *s as i32 as u32));
-        }
+        let mut params = Vec::new();
+        value_params(out.shape, inputs, &mut params);
         let words = n.div_ceil(od.epw()) as u64;
         let groups = self.grid(words.div_ceil(self.wg() as u64).min(MAX_GROUPS))?;
         let mut bound: crate::device::Bound = Default::default();
@@ -414,6 +472,84 @@ impl Kernels {
             params,
             groups,
         });
+        Ok(())
+    }
+
+    /// Records `out = reduce(op, spec(inputs), axes)` (an op from
+    /// [`crate::REDUCE_OPS`], `axes` sorted and unique, `out` of the kept dims and
+    /// the op's output dtype): the reduction's first pass computes the kernel's
+    /// values as it reads them, so the elementwise result is never stored. Every
+    /// input has one shape (broadcast through zero strides).
+    #[allow(clippy::too_many_arguments)]
+    pub fn fused_reduce(
+        &self,
+        b: &mut Batch,
+        op: &str,
+        spec: &FusedSpec,
+        inputs: &[&Strided],
+        axes: &[usize],
+        out: &Contig,
+    ) -> Result<()> {
+        let d = spec.output()?;
+        let Some(first) = inputs.first() else {
+            return Err(Error::Shape("fused_reduce: a kernel without inputs".into()));
+        };
+        let shape = first.shape;
+        self.check_inputs(spec, inputs, shape)?;
+        let (key, buffers) = self.fused_key(spec, inputs)?;
+        if buffers.len() + 1 > self.max_user_buffers() {
+            return Err(Error::Shape(format!(
+                "fused_reduce: {} input buffers exceed the {} a kernel can bind here",
+                buffers.len(),
+                self.max_user_buffers() - 1
+            )));
+        }
+        if buffers.iter().any(|x| x == out.buffer) {
+            return Err(Error::Shape(
+                "fused_reduce: an input shares the output buffer".into(),
+            ));
+        }
+        if out.numel() == 0 || crate::layout::numel(shape) == 0 {
+            // Nothing may run: still validate the steps.
+            let n = inputs.len();
+            fused_source(spec, &vec![InputRead::Dense; n], &vec![0; n], false)?;
+        }
+        let strides = crate::layout::contiguous_strides(shape);
+        let x = Strided {
+            buffer: out.buffer,
+            dtype: d,
+            shape,
+            strides: &strides,
+            offset: 0,
+        };
+        let pro = Prologue {
+            key,
+            buffers: &buffers,
+            shape,
+            inputs,
+        };
+        self.reduce_with(b, op, &x, axes, out, Some(&pro))
+    }
+
+    /// Inputs of the kernel's dtypes, all of `shape`, inside their buffers.
+    fn check_inputs(&self, spec: &FusedSpec, inputs: &[&Strided], shape: &[usize]) -> Result<()> {
+        if inputs.len() != spec.inputs.len() {
+            return Err(Error::Shape(format!(
+                "fused: {} inputs for a kernel of {}",
+                inputs.len(),
+                spec.inputs.len()
+            )));
+        }
+        for (x, d) in inputs.iter().zip(&spec.inputs) {
+            self.check_dtype(x.dtype)?;
+            if x.dtype != *d || x.shape != shape {
+                return Err(Error::Shape(format!(
+                    "fused: input {:?} of {}, the kernel wants {d} of {:?}",
+                    x.shape, x.dtype, shape
+                )));
+            }
+            check_view(x, "fused input")?;
+        }
         Ok(())
     }
 
@@ -448,12 +584,13 @@ impl Kernels {
                 spec: spec.clone(),
                 reads,
                 bind,
+                reduce: None,
             },
             buffers,
         ))
     }
 
-    fn fused_pipeline(
+    pub(crate) fn fused_pipeline(
         &self,
         key: &FusedKey,
         buffers: usize,
@@ -461,13 +598,16 @@ impl Kernels {
         if let Some(p) = self.inner.fused_pipes.lock().unwrap().get(key) {
             return Ok(p.clone());
         }
-        let src = fused_source(&key.spec, &key.reads, &key.bind, self.inner.target.f16)?;
+        let reduce = key.reduce.as_ref().map(|(m, base)| (m, *base));
+        let src = compose_module(&key.spec, &key.reads, &key.bind, reduce, self.inner.target)?;
+        let entry = reduce.map_or("fused", |(m, _)| m.entry_point());
+        let wg = [("WG", self.wg() as f64)];
         let pipe = std::sync::Arc::new(self.compile_module(
             "wmx fused",
             &src,
-            "fused",
-            1,
-            buffers,
+            entry,
+            (1, buffers),
+            &wg,
             true,
         )?);
         let mut cache = self.inner.fused_pipes.lock().unwrap();

@@ -41,7 +41,7 @@ mod user;
 pub use compose::{Family, ModuleSpec, Target, Variant, compose, module_specs};
 pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided};
 pub use dtype::DType;
-pub use fused::{FusedOp, FusedSpec, FusedStep, InputRead};
+pub use fused::{FusedOp, FusedSpec, FusedStep, InputRead, compose_module as compose_fused};
 pub use index::gather_fill_bits;
 pub use matmul::TILES;
 pub use ops::{

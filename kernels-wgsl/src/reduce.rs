@@ -9,9 +9,10 @@
 //! Kernels write 32-bit accumulators; packed output dtypes (bool, u8, f16, bf16) get
 //! a final cast pass from a scratch buffer.
 
-use crate::compose::{Family, Variant};
+use crate::compose::{Family, ModuleSpec, Variant};
 use crate::device::{Batch, Contig, Kernels, Strided};
 use crate::dtype::DType;
+use crate::fused::Prologue;
 use crate::layout::{check_out, check_view, collapse};
 use crate::ops::{self, ARG_REDUCE_OPS, REDUCE_OPS};
 use crate::{Error, Result};
@@ -139,6 +140,21 @@ impl Kernels {
         axes: &[usize],
         out: &Contig,
     ) -> Result<()> {
+        self.reduce_with(b, op, x, axes, out, None)
+    }
+
+    /// [`Kernels::reduce`]; with a prologue, `x` is the prologue's row-major
+    /// output (its buffer is never bound) and the first pass computes each element
+    /// as it reads it.
+    pub(crate) fn reduce_with(
+        &self,
+        b: &mut Batch,
+        op: &str,
+        x: &Strided,
+        axes: &[usize],
+        out: &Contig,
+        pro: Option<&Prologue<'_>>,
+    ) -> Result<()> {
         let op = ops::lookup(REDUCE_OPS, "reduce", op)?;
         self.check_dtype(x.dtype)?;
         let want = ops::reduce_output_dtype(op, x.dtype).expect("reduce op in table");
@@ -149,7 +165,7 @@ impl Kernels {
             )));
         }
         let reduced = axes_mask(x, axes)?;
-        let plan = self.prepare(x, &reduced, out)?;
+        let plan = self.prepare(x, &reduced, out, pro.is_some())?;
         if plan.k == 0 {
             return Ok(());
         }
@@ -179,7 +195,7 @@ impl Kernels {
             self.spec(Family::Reduce, op, vec![input], output, variant, 0)
         };
         if plan.rows() {
-            let rows = if plan.vec_rows(x) {
+            let rows = if pro.is_none() && plan.vec_rows(x) {
                 Variant::RowsVec
             } else {
                 Variant::Rows
@@ -196,22 +212,24 @@ impl Kernels {
             let s = plan.r.div_ceil(chunk).max(1);
             if s == 1 {
                 let params = plan.params(1, plan.r.max(1), x.offset, 0);
-                self.record(
+                self.first_pass(
                     b,
                     &spec(x.dtype, rows, final_out),
                     [target.clone(), x.buffer.clone()],
                     params,
                     plan.k,
+                    pro,
                 )?;
             } else {
                 let partial = self.scratch(0, plan.k * s * 4)?;
                 let params = plan.params(s, chunk, x.offset, 0);
-                self.record(
+                self.first_pass(
                     b,
                     &spec(x.dtype, rows, acc),
                     [partial.clone(), x.buffer.clone()],
                     params,
                     plan.k * s,
+                    pro,
                 )?;
                 // Second pass: rows of the [K, S] partials (contiguous, in a scratch
                 // buffer of a power-of-two size: vec4 loads).
@@ -232,7 +250,7 @@ impl Kernels {
                     plan.k,
                 )?;
             }
-        } else if plan.vec_cols(x) {
+        } else if pro.is_none() && plan.vec_cols(x) {
             let params = plan.params(1, plan.r, x.offset, 0);
             let per_group = TXV * 4 * x.dtype.epw() as u64;
             self.record(
@@ -244,12 +262,13 @@ impl Kernels {
             )?;
         } else {
             let params = plan.params(1, plan.r, x.offset, 0);
-            self.record(
+            self.first_pass(
                 b,
                 &spec(x.dtype, Variant::Cols, acc),
                 [target.clone(), x.buffer.clone()],
                 params,
                 plan.k.div_ceil(TX),
+                pro,
             )?;
         }
         if !direct {
@@ -294,7 +313,7 @@ impl Kernels {
             )));
         }
         let reduced = axes_mask(x, &[axis])?;
-        let mut plan = self.prepare(x, &reduced, out)?;
+        let mut plan = self.prepare(x, &reduced, out, false)?;
         if plan.k == 0 {
             return Ok(());
         }
@@ -326,10 +345,19 @@ impl Kernels {
         )
     }
 
-    fn prepare(&self, x: &Strided, reduced: &[bool], out: &Contig) -> Result<Plan> {
-        check_view(x, "reduce input")?;
+    /// Checks and the plan; `virtual_x`: `x` is a prologue's output, not in a buffer.
+    fn prepare(
+        &self,
+        x: &Strided,
+        reduced: &[bool],
+        out: &Contig,
+        virtual_x: bool,
+    ) -> Result<Plan> {
+        if !virtual_x {
+            check_view(x, "reduce input")?;
+        }
         check_out(out)?;
-        if x.buffer == out.buffer {
+        if !virtual_x && x.buffer == out.buffer {
             return Err(Error::Shape(
                 "reduction output shares the input buffer".into(),
             ));
@@ -347,6 +375,43 @@ impl Kernels {
             )));
         }
         Ok(Plan::new(x, reduced))
+    }
+}
+
+impl Kernels {
+    /// Records a reduction's first pass: the plain module reading `buffers[1]`, or
+    /// with a prologue the fused module reading the prologue's inputs.
+    fn first_pass(
+        &self,
+        b: &mut Batch,
+        spec: &ModuleSpec,
+        buffers: [wgpu::Buffer; 2],
+        mut params: Vec<u32>,
+        groups: u64,
+        pro: Option<&Prologue<'_>>,
+    ) -> Result<()> {
+        let Some(pro) = pro else {
+            return self.record(b, spec, buffers, params, groups);
+        };
+        let base = params.len();
+        crate::fused::value_params(pro.shape, pro.inputs, &mut params);
+        let mut key = pro.key.clone();
+        key.reduce = Some((spec.clone(), base));
+        let pipe = self.fused_pipeline(&key, pro.buffers.len())?;
+        let groups = self.grid(groups)?;
+        let [target, _] = buffers;
+        let mut bound: crate::device::Bound = Default::default();
+        bound[0] = Some(target);
+        for (slot, buf) in bound[1..].iter_mut().zip(pro.buffers) {
+            *slot = Some(buf.clone());
+        }
+        b.dispatches.push(crate::device::Dispatch {
+            pipe,
+            buffers: bound,
+            params,
+            groups,
+        });
+        Ok(())
     }
 }
 

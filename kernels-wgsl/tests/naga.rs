@@ -506,3 +506,170 @@ fn generated_user_kernels_translate() {
     assert!(e.to_string().contains("atomics are i32 or u32"), "{e}");
     eprintln!("{n} generated user modules validated and translated");
 }
+
+/// A fused kernel of every unary and binary op defined for `d` (each step reads the
+/// inputs, so no chain overflows anything), a select, casts through every dtype, an
+/// axpby for floats and a constant; one output of `d`.
+fn fused_all_ops(d: DType) -> wmx_kernels::FusedSpec {
+    use wmx_kernels::{FusedOp as O, FusedStep as S};
+    let mut steps: Vec<S> = Vec::new();
+    let step = |op, args: Vec<u32>, dtype| S { op, args, dtype };
+    let bool_of = |steps: &mut Vec<S>| {
+        steps.push(step(O::Binary("less"), vec![0, 1], DType::Bool));
+        2 + steps.len() as u32 - 1
+    };
+    let c = bool_of(&mut steps);
+    for op in UNARY_OPS.iter().filter(|o| unary_op_supports(o, d)) {
+        let out = if matches!(*op, "logical_not" | "isnan" | "isinf") {
+            DType::Bool
+        } else {
+            d
+        };
+        steps.push(step(O::Unary(op), vec![0], out));
+    }
+    for op in BINARY_OPS.iter().filter(|o| binary_op_supports(o, d)) {
+        let cmp = matches!(
+            *op,
+            "equal"
+                | "not_equal"
+                | "less"
+                | "less_equal"
+                | "greater"
+                | "greater_equal"
+                | "logical_and"
+                | "logical_or"
+        );
+        steps.push(step(
+            O::Binary(op),
+            vec![0, 1],
+            if cmp { DType::Bool } else { d },
+        ));
+    }
+    for t in [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::U32,
+        DType::U8,
+        DType::Bool,
+    ] {
+        steps.push(step(O::Cast, vec![0], t));
+    }
+    if d.is_float() {
+        steps.push(step(
+            O::Axpby(2.0f32.to_bits(), 0.5f32.to_bits()),
+            vec![0, 1],
+            d,
+        ));
+    }
+    steps.push(step(O::Const(1.5f64.to_bits()), vec![], d));
+    let k = 2 + steps.len() as u32 - 1;
+    steps.push(step(O::Select, vec![c, 0, k], d));
+    wmx_kernels::FusedSpec {
+        inputs: vec![d, d],
+        steps,
+    }
+}
+
+#[test]
+fn fused_modules_validate_and_translate() {
+    use wmx_kernels::{InputRead, compose_fused};
+    for target in [
+        Target::default(),
+        Target {
+            f16: true,
+            subgroups: true,
+            ..Target::default()
+        },
+    ] {
+        for d in [
+            DType::F32,
+            DType::F16,
+            DType::BF16,
+            DType::I32,
+            DType::U32,
+            DType::U8,
+        ] {
+            let spec = fused_all_ops(d);
+            let reads = [InputRead::Dense, InputRead::Strided];
+            let src = compose_fused(&spec, &reads, &[0, 1], None, target)
+                .unwrap_or_else(|e| panic!("fused {d}: {e}"));
+            check_source(&src, "fused", target, false, &[("WG", 256.0)])
+                .unwrap_or_else(|e| panic!("fused {d}: {e}"));
+            // As a reduction's prologue (both inputs views of one buffer).
+            for (op, variant) in [
+                ("sum", Variant::Rows),
+                ("max", Variant::Cols),
+                ("any", Variant::Rows),
+            ] {
+                let acc = match d {
+                    _ if op == "any" => DType::U32,
+                    DType::F32 | DType::F16 | DType::BF16 => DType::F32,
+                    DType::I32 => DType::I32,
+                    _ => DType::U32,
+                };
+                let m = ModuleSpec {
+                    family: Family::Reduce,
+                    op,
+                    inputs: vec![d],
+                    output: acc,
+                    variant,
+                    alias: 0,
+                    target,
+                };
+                let src = compose_fused(
+                    &spec,
+                    &[InputRead::Scalar, InputRead::Dense],
+                    &[0, 0],
+                    Some((&m, 12)),
+                    target,
+                )
+                .unwrap_or_else(|e| panic!("fused {op} {d}: {e}"));
+                check_source(&src, m.entry_point(), target, false, &m.constants())
+                    .unwrap_or_else(|e| panic!("fused {op} {d}: {e}"));
+            }
+        }
+    }
+    // Bad programs are errors, not modules.
+    use wmx_kernels::{FusedOp, FusedSpec, FusedStep};
+    let bad = |steps: Vec<FusedStep>| {
+        compose_fused(
+            &FusedSpec {
+                inputs: vec![DType::F32],
+                steps,
+            },
+            &[InputRead::Dense],
+            &[0],
+            None,
+            Target::default(),
+        )
+    };
+    let s = |op, args: Vec<u32>, dtype| FusedStep { op, args, dtype };
+    assert!(bad(vec![]).is_err(), "no steps");
+    assert!(
+        bad(vec![s(FusedOp::Unary("exp"), vec![3], DType::F32)]).is_err(),
+        "reads the future"
+    );
+    assert!(
+        bad(vec![s(FusedOp::Unary("nope"), vec![0], DType::F32)]).is_err(),
+        "unknown op"
+    );
+    assert!(
+        bad(vec![s(FusedOp::Unary("exp"), vec![0], DType::I32)]).is_err(),
+        "wrong output dtype"
+    );
+    assert!(
+        bad(vec![s(FusedOp::Binary("add"), vec![0], DType::F32)]).is_err(),
+        "arity"
+    );
+    assert!(
+        bad(vec![s(
+            FusedOp::Binary("bitwise_and"),
+            vec![0, 0],
+            DType::F32
+        )])
+        .is_err(),
+        "float bitwise"
+    );
+}

@@ -2,7 +2,9 @@
 //! ([`crate::Primitive::Fused`]), and its expansion back into plain ops (the
 //! transforms' rules and backends without fusion use it).
 
-use crate::{Array, BinaryOp, DType, Error, Generator, Primitive, Result, UnaryOp, ops as o};
+use crate::{
+    Array, BinaryOp, DType, Error, Generator, Primitive, ReduceOp, Result, UnaryOp, ops as o,
+};
 
 /// One operation of a [`FusedKernel`].
 #[derive(Debug, Clone, PartialEq)]
@@ -38,9 +40,10 @@ pub struct FusedStep {
     pub dtype: DType,
 }
 
-/// An elementwise subgraph computed in one pass: every input has the output's
-/// shape (broadcast and strided views are read in place), the steps run per
-/// element, and the last step is the output. Intermediate values are rounded to
+/// An elementwise subgraph computed in one pass: every input has one shape
+/// (broadcast and strided views are read in place), the steps run per element,
+/// and the last step is the output, or with `reduce` the reduction of the last
+/// step's values (which are then never stored). Intermediate values are rounded to
 /// their dtype as separate kernels would store them, so the result is the one the
 /// unfused ops give (up to the multiply-add contraction a GPU compiler may apply
 /// inside one kernel).
@@ -50,12 +53,18 @@ pub struct FusedKernel {
     pub inputs: Vec<DType>,
     /// The steps, in order.
     pub steps: Vec<FusedStep>,
+    /// A reduction of the last step over these axes (sorted, unique).
+    pub reduce: Option<(ReduceOp, Vec<usize>)>,
 }
 
 impl FusedKernel {
     /// The output's dtype.
     pub fn dtype(&self) -> DType {
-        self.steps.last().map(|s| s.dtype).unwrap_or(DType::F32)
+        let d = self.steps.last().map(|s| s.dtype).unwrap_or(DType::F32);
+        match &self.reduce {
+            Some((op, _)) => op.out_dtype(d),
+            None => d,
+        }
     }
 
     /// The kernel built from plain ops on `inputs` (lazy; the same values).
@@ -103,8 +112,16 @@ impl FusedKernel {
             }
             vals.push(v);
         }
-        vals.pop()
+        let last = vals
+            .pop()
             .filter(|_| !self.steps.is_empty())
-            .ok_or_else(|| Error::invalid("fused", "a kernel without steps"))
+            .ok_or_else(|| Error::invalid("fused", "a kernel without steps"))?;
+        match &self.reduce {
+            None => Ok(last),
+            Some((op, axes)) => {
+                let ax: Vec<isize> = axes.iter().map(|&a| a as isize).collect();
+                o::reduce(*op, &last, Some(&ax), false)
+            }
+        }
     }
 }

@@ -229,18 +229,30 @@ impl Program {
         let mut group: Vec<Option<usize>> = vec![None; n];
         let mut leaves: FxHashMap<usize, Vec<Src>> = FxHashMap::default();
         let mut members: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
+        // Each group's elementwise shape (a reduction's: its input's).
+        let mut eshape: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
         for k in (0..n).rev() {
+            let st = &self.steps[k];
+            if let Primitive::Reduce { .. } = st.prim {
+                // A reduction roots a group: its elementwise producer may join it.
+                if let Src::Step(j) = &st.inputs[0] {
+                    group[k] = Some(k);
+                    leaves.insert(k, st.inputs.clone());
+                    members.insert(k, vec![k]);
+                    eshape.insert(k, self.steps[*j].layout.shape.clone());
+                }
+                continue;
+            }
             if !fusable(k) {
                 continue;
             }
-            let st = &self.steps[k];
             let joined = (|| {
                 if is_output[k] || consumers[k].is_empty() {
                     return None;
                 }
                 let g = group[consumers[k][0]]?;
                 if consumers[k].iter().any(|c| group[*c] != Some(g))
-                    || self.steps[g].layout.shape != st.layout.shape
+                    || eshape[&g] != st.layout.shape
                 {
                     return None;
                 }
@@ -264,6 +276,7 @@ impl Program {
                     push_unique(&mut l, &st.inputs);
                     leaves.insert(k, l);
                     members.insert(k, vec![k]);
+                    eshape.insert(k, st.layout.shape.clone());
                 }
             }
         }
@@ -285,9 +298,19 @@ impl Program {
         roles
     }
 
-    /// The fused kernel of a group (`members` ascending, the root last) and the
-    /// sources of its inputs; constants of `full` become steps.
+    /// The fused kernel of a group (`members` ascending, the root last: a
+    /// reduction becomes the kernel's epilogue) and the sources of its inputs;
+    /// constants of `full` become steps.
     fn kernel(&self, members: &[usize]) -> (FusedKernel, Vec<Src>) {
+        let (members, reduce) = match members.split_last() {
+            Some((&root, rest)) => match &self.steps[root].prim {
+                // Its input is the last elementwise member (every other member
+                // feeds it), so the kernel's last step.
+                Primitive::Reduce { op, axes } => (rest, Some((*op, axes.clone()))),
+                _ => (members, None),
+            },
+            None => (members, None),
+        };
         let mut leaves: Vec<Src> = Vec::new();
         let mut consts: Vec<(Src, f64, DType)> = Vec::new();
         for &m in members {
@@ -339,7 +362,14 @@ impl Program {
             });
         }
         let inputs = leaves.iter().map(|l| self.src_dtype(l)).collect();
-        (FusedKernel { inputs, steps }, leaves)
+        (
+            FusedKernel {
+                inputs,
+                steps,
+                reduce,
+            },
+            leaves,
+        )
     }
 
     fn src_dtype(&self, s: &Src) -> DType {

@@ -164,6 +164,11 @@ fn rule(e: &Entry, ins: &[(Array, bool)], b: usize) -> Result<Array> {
         Primitive::Select => o::where_(x0, &ins[1].0, &ins[2].0)?,
         Primitive::Axpby { alpha, beta } => o::axpby(x0, &ins[1].0, *alpha, *beta)?,
         Primitive::Fused(k) => {
+            // Elementwise over the batch axis; a reduction's axes move past it.
+            let mut k = (**k).clone();
+            if let Some((_, axes)) = &mut k.reduce {
+                axes.iter_mut().for_each(|a| *a += 1);
+            }
             let xs: Vec<Array> = ins.iter().map(|(x, _)| x.clone()).collect();
             k.expand(&xs)?
         }

@@ -173,6 +173,42 @@ pub fn compile_matches_uncompiled(dev: &Device) {
     let y = arr(dev, &mut rng, DType::F32, &[3, 5, 7], -2.0, 2.0);
     check_same_at("shared and axpby", &shared, &[x, y], 2.0, 16.0);
 
+    // Reductions of elementwise chains (fused into the reduction's first pass):
+    // rows, columns, all, several ops, f16 values summed, a broadcast operand.
+    let reds: Func = Arc::new(|a: &[Array]| {
+        let (x, b) = (&a[0], &a[1]);
+        let d = wmx::square(&wmx::subtract(x, b)?)?;
+        Ok(vec![
+            wmx::sum(&d, Some(&[1]), false)?,
+            wmx::max(&wmx::tanh(&wmx::multiply(x, b)?)?, Some(&[0]), false)?,
+            wmx::any(
+                &wmx::greater(&wmx::abs(x)?, &(&wmx::abs(b)? * 1.9))?,
+                None,
+                false,
+            )?,
+            wmx::mean(&wmx::exp(&wmx::negative(&wmx::abs(x)?)?)?, None, false)?,
+            wmx::prod(
+                &wmx::add(&(x * 0.01), &(&wmx::ones_like(x)? * 1.0))?,
+                Some(&[0, 1]),
+                true,
+            )?,
+        ])
+    });
+    for (dt, n) in [(DType::F32, 70), (DType::F32, 5000), (DType::F16, 300)] {
+        if !super::supported(dev, dt) {
+            continue;
+        }
+        let x = arr(dev, &mut rng, dt, &[9, n], -2.0, 2.0);
+        let b = arr(dev, &mut rng, dt, &[n], -2.0, 2.0);
+        check_same_at(
+            &format!("reductions {dt} [9, {n}]"),
+            &reds,
+            &[x, b],
+            4.0,
+            4.0 * n as f64,
+        );
+    }
+
     // Empty arguments and a scalar.
     let e = arr(dev, &mut rng, DType::F32, &[0, 3], -1.0, 1.0);
     check_same("empty", &g, &[e], 0.0);
@@ -263,6 +299,18 @@ pub fn compile_report_and_errors(dev: &Device) {
     } else {
         assert!(r.kernels.is_empty(), "the CPU replays plain ops");
         assert!(r.nodes <= r.traced_ops);
+    }
+    // A reduction of an elementwise chain: one kernel on a backend that fuses.
+    let gs = wmx::compile(|a: &[Array]| Ok(vec![wmx::sum(&gelu(&a[0])?, None, false)?]));
+    let r = ok("report", gs.report(std::slice::from_ref(&x)));
+    if dev.backend().fusion_limit().is_some() {
+        assert_eq!(r.nodes, 1, "sum(gelu) is one node: {r:?}");
+        assert!(r.kernels[0].kernel.reduce.is_some(), "{r:?}");
+        let src = r.kernels[0].source.as_deref().expect("WGSL source");
+        assert!(
+            src.contains("fn value") && src.contains("Reduced (sum"),
+            "{src}"
+        );
     }
     let reads = wmx::compile(|a: &[Array]| {
         let s = wmx::sum(&a[0], None, false)?.item::<f32>()?;
