@@ -200,6 +200,7 @@ pub struct Compiled {
     f: Arc<Function>,
     mode: Option<Mode>,
     limit: usize,
+    shapeless: bool,
     /// Most recently used first.
     cache: Mutex<Vec<(Signature, Arc<Program>)>>,
     traces: AtomicUsize,
@@ -242,6 +243,7 @@ where
         f: Arc::new(f),
         mode: None,
         limit: 64,
+        shapeless: false,
         cache: Mutex::new(Vec::new()),
         traces: AtomicUsize::new(0),
     }
@@ -275,6 +277,14 @@ impl Compiled {
         self
     }
 
+    /// Re-uses a trace for arguments of other shapes where that is sound (MLX's
+    /// `shapeless`): when the function is purely elementwise on arguments of one
+    /// shape, with scalar constants; other functions still trace per shape.
+    pub fn shapeless(mut self, on: bool) -> Compiled {
+        self.shapeless = on;
+        self
+    }
+
     /// Keeps at most `n` traces (least recently used evicted first; default 64).
     pub fn cache_limit(mut self, n: usize) -> Compiled {
         self.limit = n.max(1);
@@ -289,8 +299,8 @@ impl Compiled {
         if mode == Mode::Eager || crate::transforms::tracing() {
             return with_mode(mode, || (self.f)(inputs));
         }
-        let p = self.program(inputs)?;
-        p.replay(inputs)
+        let (p, shape) = self.program(inputs)?;
+        p.replay(inputs, shape.as_deref())
     }
 
     /// Like [`call`](Self::call) for a function of one argument and one result.
@@ -308,7 +318,7 @@ impl Compiled {
     /// What compiling does for `inputs`' signature (tracing it if needed): op
     /// counts before and after, and each fused kernel with its generated source.
     pub fn report(&self, inputs: &[Array]) -> Result<CompileReport> {
-        let p = self.program(inputs)?;
+        let (p, _) = self.program(inputs)?;
         let device = p.device.clone();
         let kernels = p
             .fused(inputs)
@@ -339,7 +349,9 @@ impl Compiled {
         self.traces.load(Ordering::Relaxed)
     }
 
-    fn program(&self, inputs: &[Array]) -> Result<Arc<Program>> {
+    /// The program for `inputs`, and the shape to replay it at when it was traced
+    /// for another (shapeless).
+    fn program(&self, inputs: &[Array]) -> Result<(Arc<Program>, Option<Vec<usize>>)> {
         let device = match inputs.first() {
             Some(x) => x.device().clone(),
             None => crate::default_device()?,
@@ -367,7 +379,24 @@ impl Compiled {
                 let hit = cache.remove(i);
                 let p = hit.1.clone();
                 cache.insert(0, hit);
-                return Ok(p);
+                return Ok((p, None));
+            }
+            let one_shape = inputs.iter().all(|x| x.shape() == inputs[0].shape());
+            if self.shapeless && one_shape && !inputs.is_empty() {
+                let same_types = |s: &Signature| {
+                    s.device == sig.device
+                        && s.args.len() == sig.args.len()
+                        && s.args.iter().zip(&sig.args).all(|(a, b)| a.2 == b.2)
+                };
+                if let Some(i) = cache
+                    .iter()
+                    .position(|(s, p)| same_types(s) && p.shape_free())
+                {
+                    let hit = cache.remove(i);
+                    let p = hit.1.clone();
+                    cache.insert(0, hit);
+                    return Ok((p, Some(inputs[0].shape().to_vec())));
+                }
             }
         }
         // Traced outside the lock: the function may call other compiled functions.
@@ -378,6 +407,6 @@ impl Compiled {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache.insert(0, (sig, p.clone()));
         cache.truncate(self.limit);
-        Ok(p)
+        Ok((p, None))
     }
 }

@@ -61,6 +61,10 @@ pub(crate) struct Program {
     offsets: Vec<usize>,
     /// Dtypes of the arguments.
     in_dtypes: Vec<DType>,
+    /// Shapes of the traced arguments.
+    in_shapes: Vec<Vec<usize>>,
+    /// See [`Program::shape_free`].
+    free: bool,
     /// Steps in the trace, before simplification.
     pub(crate) traced_steps: usize,
 }
@@ -117,9 +121,12 @@ impl Program {
             outputs,
             offsets: inputs.iter().map(|x| x.layout().offset).collect(),
             in_dtypes: inputs.iter().map(Array::dtype).collect(),
+            in_shapes: inputs.iter().map(|x| x.shape().to_vec()).collect(),
+            free: false,
             traced_steps,
         };
         p.simplify();
+        p.free = p.compute_shape_free();
         p.roles = match device.backend().fusion_limit() {
             Some(limit) => p.plan(limit),
             None => vec![Role::Plain; p.steps.len()],
@@ -400,20 +407,72 @@ impl Program {
         set.len()
     }
 
-    /// The function's outputs for `inputs` (same signature as the trace): new lazy
-    /// nodes, fused kernels where planned.
-    pub(crate) fn replay(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+    /// Whether a replay may take arguments of another shape ([`Program::replay`]
+    /// with a shape): every argument and step has one shape, every step is
+    /// elementwise, and every constant is a scalar broadcast to that shape.
+    pub(crate) fn shape_free(&self) -> bool {
+        self.free
+    }
+
+    fn compute_shape_free(&self) -> bool {
+        let Some(s) = self.in_shapes.first() else {
+            return false;
+        };
+        self.in_shapes.iter().all(|x| x == s)
+            && self.outputs.iter().all(|o| !matches!(o, Src::Const(_)))
+            && self.steps.iter().all(|st| {
+                st.layout.shape == *s
+                    && matches!(
+                        st.prim,
+                        Primitive::Unary(_)
+                            | Primitive::Binary(_)
+                            | Primitive::Select
+                            | Primitive::Copy
+                            | Primitive::Axpby { .. }
+                    )
+                    && st.inputs.iter().all(|i| match i {
+                        Src::Const(a) => a.shape() == &s[..] && scalar_base(a).is_some(),
+                        _ => true,
+                    })
+            })
+    }
+
+    /// The function's outputs for `inputs`: new lazy nodes, fused kernels where
+    /// planned. Same signature as the trace, or with `shape` (a
+    /// [`Program::shape_free`] program) arguments of that one shape.
+    pub(crate) fn replay(&self, inputs: &[Array], shape: Option<&[usize]>) -> Result<Vec<Array>> {
         let mut vals: Vec<Option<(Array, isize)>> = Vec::with_capacity(self.steps.len());
+        // Constants of a shapeless replay: their scalar broadcast to the new shape.
+        let mut consts: FxHashMap<*const (), Array> = FxHashMap::default();
+        if let Some(s) = shape {
+            for st in &self.steps {
+                for i in &st.inputs {
+                    if let Src::Const(a) = i {
+                        if let std::collections::hash_map::Entry::Vacant(v) = consts.entry(key(a)) {
+                            let base = scalar_base(a).expect("checked by shape_free");
+                            v.insert(crate::ops::broadcast_to(
+                                &crate::ops::reshape(&base, &[])?,
+                                s,
+                            )?);
+                        }
+                    }
+                }
+            }
+        }
         let get = |vals: &[Option<(Array, isize)>], s: &Src| -> (Array, isize) {
             match s {
                 Src::Input(i) => {
                     let x = &inputs[*i];
                     let d = x.layout().offset as isize - self.offsets[*i] as isize;
-                    (x.clone(), d)
+                    (x.clone(), if shape.is_some() { 0 } else { d })
                 }
-                Src::Const(a) => (a.clone(), 0),
+                Src::Const(a) => (consts.get(&key(a)).unwrap_or(a).clone(), 0),
                 Src::Step(k) => vals[*k].clone().expect("a member has no outside consumer"),
             }
+        };
+        let layout_of = |st: &Step| match shape {
+            Some(s) => Layout::contiguous(s),
+            None => st.layout.clone(),
         };
         for (st, role) in self.steps.iter().zip(&self.roles) {
             let made = match role {
@@ -423,7 +482,7 @@ impl Program {
                     let node = Array::from_op(
                         Primitive::Fused(kernel.clone()),
                         ins,
-                        Layout::contiguous(&st.layout.shape),
+                        Layout::contiguous(&layout_of(st).shape),
                         st.dtype,
                         self.device.clone(),
                     );
@@ -436,7 +495,7 @@ impl Program {
                         Primitive::View(_) => ins[0].1,
                         _ => 0,
                     };
-                    let mut layout = st.layout.clone();
+                    let mut layout = layout_of(st);
                     layout.offset = (layout.offset as isize + delta) as usize;
                     let node = Array::from_op(
                         st.prim.clone(),
@@ -463,7 +522,7 @@ impl Program {
 
     /// The fused kernels with their inputs' dtypes and layouts for `inputs`.
     pub(crate) fn fused(&self, inputs: &[Array]) -> Vec<(Arc<FusedKernel>, Vec<Array>)> {
-        let Ok(outs) = self.replay(inputs) else {
+        let Ok(outs) = self.replay(inputs, None) else {
             return Vec::new();
         };
         let mut found = Vec::new();
@@ -482,6 +541,20 @@ impl Program {
         }
         found.reverse();
         found
+    }
+}
+
+/// The one-element array `a` broadcasts (through broadcast and reshape views).
+fn scalar_base(a: &Array) -> Option<Array> {
+    let mut a = a.clone();
+    loop {
+        if a.size() == 1 {
+            return Some(a);
+        }
+        match a.tape()? {
+            (Primitive::View(ViewOp::Broadcast | ViewOp::Reshape), ins) => a = ins[0].clone(),
+            _ => return None,
+        }
     }
 }
 
@@ -583,6 +656,8 @@ pub(crate) fn fuse_pending(order: &[(Array, Vec<Array>)]) -> bool {
         outputs,
         offsets: Vec::new(),
         in_dtypes: Vec::new(),
+        in_shapes: Vec::new(),
+        free: false,
     };
     let mut changed = false;
     for (k, role) in p.plan(limit).into_iter().enumerate() {

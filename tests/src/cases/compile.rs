@@ -276,6 +276,58 @@ pub fn compile_cache(dev: &Device) {
         t + 1,
         "an evicted signature did not trace again"
     );
+
+    // Shapeless: an elementwise function of one-shape arguments traces once for
+    // every shape; one with a reduction still traces per shape.
+    let g = wmx::compile(|a: &[Array]| Ok(vec![gelu(&a[0])?, wmx::maximum(&a[0], &a[1])?]))
+        .shapeless(true);
+    for s in [
+        vec![8usize],
+        vec![100],
+        vec![3, 7],
+        vec![],
+        vec![0, 4],
+        vec![2, 3, 5],
+    ] {
+        let a = arr(dev, &mut rng, DType::F32, &s, -3.0, 3.0);
+        let b = arr(dev, &mut rng, DType::F32, &s, -3.0, 3.0);
+        let got = ok("shapeless", g.call(&[a.clone(), b.clone()]));
+        assert_eq!(got[0].shape(), &s[..]);
+        let want = [ok("gelu", gelu(&a)), ok("max", wmx::maximum(&a, &b))];
+        for (k, (gv, wv)) in got.iter().zip(&want).enumerate() {
+            let (gv, wv) = (read_ok(gv, "g"), read_ok(wv, "w"));
+            assert!(
+                gv.len() == wv.len()
+                    && gv
+                        .iter()
+                        .zip(&wv)
+                        .all(|(p, q)| (p.f() - q.f()).abs() <= 4.0 * ulp(DType::F32, 4.0)),
+                "shapeless output {k} at {s:?}"
+            );
+        }
+    }
+    assert_eq!(g.traces(), 1, "shapeless elementwise traced again");
+    if super::supported(dev, DType::BF16) {
+        let h = arr(dev, &mut rng, DType::BF16, &[5], -1.0, 1.0);
+        ok("bf16", g.call(&[h.clone(), h]));
+        assert_eq!(g.traces(), 2, "a new dtype traces");
+    }
+    let bc = wmx::compile(|a: &[Array]| Ok(vec![wmx::add(&a[0], &wmx::sum(&a[0], None, false)?)?]))
+        .shapeless(true);
+    for n in [4usize, 5, 6] {
+        let a = arr(dev, &mut rng, DType::F32, &[n], -1.0, 1.0);
+        let got = read_ok(&ok("call", bc.call1(&a)), "bc");
+        let want = read_ok(
+            &ok("want", wmx::add(&a, &ok("sum", wmx::sum(&a, None, false)))),
+            "w",
+        );
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(p, q)| (p.f() - q.f()).abs() <= 1e-5)
+        );
+    }
+    assert_eq!(bc.traces(), 3, "a reduction is not shapeless");
 }
 
 /// What compile reports and refuses: fused kernels on a backend that fuses (their
