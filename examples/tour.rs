@@ -65,6 +65,17 @@ fn main() -> Result<()> {
     let xc = Array::from_slice_on(&xs, &[rows, cols], &cpu)?;
     let yc = Array::from_slice_on(&ys, &[rows, cols], &cpu)?;
 
+    // tanh-GELU written out: 9 elementwise ops; compiled, one kernel on the GPU.
+    fn gelu(x: &Array) -> Result<Array> {
+        let inner = &(x + &(&(&(x * x) * x) * 0.044715)) * 0.7978845608;
+        Ok(&(x * 0.5) * &(&wmx::tanh(&inner)? + 1.0))
+    }
+    let gelu_c = std::sync::Arc::new(wmx::compile(|a: &[Array]| Ok(vec![gelu(&a[0])?])));
+    let dot_c = std::sync::Arc::new(wmx::compile(|a: &[Array]| {
+        Ok(vec![wmx::sum(&wmx::multiply(&a[0], &a[1])?, None, false)?])
+    }));
+    let g2 = gelu_c.clone();
+    let d2 = dot_c.clone();
     type Case<'a> = (&'a str, f64, Box<dyn Fn(&Array, &Array) -> Result<Array>>);
     let cases: Vec<Case> = vec![
         (
@@ -102,6 +113,13 @@ fn main() -> Result<()> {
             4.0,
             Box::new(|x, _| wmx::argmax(x, -1, false)),
         ),
+        ("gelu, 9 ops", 8.0, Box::new(|x, _| gelu(x))),
+        ("gelu, compiled", 8.0, Box::new(move |x, _| g2.call1(x))),
+        (
+            "sum(x*y), compiled",
+            8.0,
+            Box::new(move |x, y| Ok(d2.call(&[x.clone(), y.clone()])?.remove(0))),
+        ),
         (
             "mean of x*y (transposed y)",
             8.0,
@@ -133,6 +151,15 @@ fn main() -> Result<()> {
             });
         }
     }
+
+    let report = gelu_c.report(std::slice::from_ref(&x))?;
+    println!(
+        "\ncompiled gelu: {} ops traced, {} node(s) per call, {} fused kernel(s)",
+        report.traced_ops,
+        report.nodes,
+        report.kernels.len()
+    );
+    let _ = dot_c;
 
     let small = Array::from_slice_on(&xs[..6], &[2, 3], &device)?;
     println!("\nx[:2, :3] =\n{small}");
