@@ -852,6 +852,19 @@ impl Kernels {
         groups: u64,
     ) -> Result<()> {
         let pipe = self.pipeline(spec)?;
+        self.record_pipe(b, pipe, buffers, params, groups)
+    }
+
+    /// Records `pipe` over `groups` workgroups (folded into a 2-D grid) with
+    /// `buffers` bound from binding 1 (outputs, then inputs).
+    pub(crate) fn record_pipe(
+        &self,
+        b: &mut Batch,
+        pipe: Arc<Pipe>,
+        buffers: impl IntoIterator<Item = wgpu::Buffer>,
+        params: Vec<u32>,
+        groups: u64,
+    ) -> Result<()> {
         let groups = self.grid(groups)?;
         let mut bound: Bound = Default::default();
         for (slot, buf) in bound.iter_mut().zip(buffers) {

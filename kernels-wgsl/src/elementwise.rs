@@ -461,7 +461,7 @@ impl Kernels {
 /// `Some(true)` if every stride over a dim longer than 1 is zero (a broadcast
 /// scalar), `Some(false)` if the view is row-major contiguous over those dims, `None`
 /// otherwise (the caller collapses dims).
-fn dense_or_scalar(shape: &[usize], strides: &[isize]) -> Option<bool> {
+pub(crate) fn dense_or_scalar(shape: &[usize], strides: &[isize]) -> Option<bool> {
     let (mut scalar, mut dense, mut expect) = (true, true, 1isize);
     for (&d, &s) in shape.iter().zip(strides).rev() {
         if d == 1 {

@@ -86,19 +86,10 @@ pub(crate) struct FusedKey {
 }
 
 fn read_of(shape: &[usize], strides: &[isize]) -> InputRead {
-    let (mut scalar, mut dense, mut expect) = (true, true, 1isize);
-    for (&d, &s) in shape.iter().zip(strides).rev() {
-        if d == 1 {
-            continue;
-        }
-        scalar &= s == 0;
-        dense &= s == expect;
-        expect = expect.wrapping_mul(d as isize);
-    }
-    match (scalar, dense) {
-        (true, _) => InputRead::Scalar,
-        (_, true) => InputRead::Dense,
-        _ => InputRead::Strided,
+    match crate::elementwise::dense_or_scalar(shape, strides) {
+        Some(true) => InputRead::Scalar,
+        Some(false) => InputRead::Dense,
+        None => InputRead::Strided,
     }
 }
 
@@ -460,19 +451,9 @@ impl Kernels {
         let mut params = Vec::new();
         value_params(out.shape, inputs, &mut params);
         let words = n.div_ceil(od.epw()) as u64;
-        let groups = self.grid(words.div_ceil(self.wg() as u64).min(MAX_GROUPS))?;
-        let mut bound: crate::device::Bound = Default::default();
-        bound[0] = Some(out.buffer.clone());
-        for (slot, buf) in bound[1..].iter_mut().zip(buffers) {
-            *slot = Some(buf);
-        }
-        b.dispatches.push(crate::device::Dispatch {
-            pipe,
-            buffers: bound,
-            params,
-            groups,
-        });
-        Ok(())
+        let groups = words.div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        let bound = std::iter::once(out.buffer.clone()).chain(buffers);
+        self.record_pipe(b, pipe, bound, params, groups)
     }
 
     /// Records `out = reduce(op, spec(inputs), axes)` (an op from

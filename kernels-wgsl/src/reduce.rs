@@ -398,20 +398,9 @@ impl Kernels {
         let mut key = pro.key.clone();
         key.reduce = Some((spec.clone(), base));
         let pipe = self.fused_pipeline(&key, pro.buffers.len())?;
-        let groups = self.grid(groups)?;
         let [target, _] = buffers;
-        let mut bound: crate::device::Bound = Default::default();
-        bound[0] = Some(target);
-        for (slot, buf) in bound[1..].iter_mut().zip(pro.buffers) {
-            *slot = Some(buf.clone());
-        }
-        b.dispatches.push(crate::device::Dispatch {
-            pipe,
-            buffers: bound,
-            params,
-            groups,
-        });
-        Ok(())
+        let bound = std::iter::once(target).chain(pro.buffers.iter().cloned());
+        self.record_pipe(b, pipe, bound, params, groups)
     }
 }
 

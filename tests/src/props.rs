@@ -414,3 +414,11 @@ pub fn grad_on_views_and_broadcasts(dev: &Device, sa: &[usize], sb: &[usize], se
         }
     }
 }
+
+/// Cases per property: `WMX_PROPTEST_CASES`, else `default`.
+pub fn cases(default: u32) -> u32 {
+    std::env::var("WMX_PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}

@@ -14,12 +14,8 @@ use wmx_tests::rng::Rng;
 use wmx_tests::val::{Val, read_ok, ulp};
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("WMX_PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(48);
     ProptestConfig {
-        cases,
+        cases: wmx_tests::props::cases(48),
         failure_persistence: None,
         ..ProptestConfig::default()
     }

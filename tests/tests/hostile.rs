@@ -11,12 +11,8 @@ use wmx_core::{self as wmx, Array, DType, Device, Slice};
 use wmx_tests::gpu::devices;
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("WMX_PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(512);
     ProptestConfig {
-        cases,
+        cases: wmx_tests::props::cases(512),
         failure_persistence: None,
         ..ProptestConfig::default()
     }

@@ -9,12 +9,8 @@ use wmx_tests::props;
 use wmx_tests::gpu::devices;
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("WMX_PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(96);
     ProptestConfig {
-        cases,
+        cases: wmx_tests::props::cases(96),
         failure_persistence: None,
         ..ProptestConfig::default()
     }
