@@ -2,8 +2,7 @@
 //! exclusive, forwards or reversed (the `Scan` primitive), with their derivatives.
 
 use super::{
-    binary, broadcast_to, concat_node, node, op_device, reshape_exact, slice_region, where_,
-    zeros_like,
+    binary, broadcast_to, node, op_device, reshape_exact, slice_region, where_, zeros_like,
 };
 use crate::{Array, BinaryOp, DType, Error, Generator, Primitive, ReduceOp, Result};
 
@@ -68,35 +67,55 @@ pub(crate) fn scan_node(
     node(prim, vec![x.clone()], x.shape(), op.out_dtype(x.dtype()), d)
 }
 
-/// `a` moved one place along `axis` towards the end (`later`) or the start, the
-/// vacated element zero: the step between inclusive and exclusive scans.
+/// `a` moved one place along `axis`: towards the end (`later`; a zero enters at
+/// the start) or towards the start.
 fn shift(a: &Array, axis: usize, later: bool) -> Result<Array> {
+    shift_by(a, axis, later, 1, 0.0)
+}
+
+/// `a` moved `by` places along `axis` (towards the end when `later`), `fill`
+/// entering; the shape is kept.
+fn shift_by(a: &Array, axis: usize, later: bool, by: usize, fill: f64) -> Result<Array> {
     let n = a.shape()[axis];
-    if n == 0 {
+    let by = by.min(n);
+    if by == 0 {
         return Ok(a.clone());
     }
-    let mut one = a.shape().to_vec();
-    one[axis] = 1;
-    let zero = broadcast_to(
-        &zeros_like(&slice_region(
-            a,
-            &vec![0; a.ndim()],
-            &vec![1; a.ndim()],
-            &one,
-        ))?,
-        &one,
-    )?;
+    let mut widths = vec![(0, 0); a.ndim()];
+    widths[axis] = if later { (by, 0) } else { (0, by) };
+    let padded = super::pad(a, &widths, super::PadMode::Constant(fill))?;
     let mut starts = vec![0; a.ndim()];
-    let mut counts = a.shape().to_vec();
-    counts[axis] = n - 1;
-    let steps = vec![1; a.ndim()];
-    let parts = if later {
-        vec![zero, slice_region(a, &starts, &steps, &counts)]
+    if !later {
+        starts[axis] = by;
+    }
+    Ok(slice_region(
+        &padded,
+        &starts,
+        &vec![1; a.ndim()],
+        a.shape(),
+    ))
+}
+
+/// Cumulative product as log2(n) multiplies of shifted copies (Hillis–Steele) in
+/// plain ops: the transforms differentiate it exactly, zeros included (a rule by
+/// division by `x` would not be), so cumprod's jvp and vjp go through it.
+fn cumprod_composed(x: &Array, axis: usize, reverse: bool, inclusive: bool) -> Result<Array> {
+    let n = x.shape()[axis];
+    let mut y = x.clone();
+    let mut d = 1;
+    while d < n {
+        y = binary(
+            BinaryOp::Multiply,
+            &y,
+            &shift_by(&y, axis, !reverse, d, 1.0)?,
+        )?;
+        d *= 2;
+    }
+    if inclusive {
+        Ok(y)
     } else {
-        starts[axis] = 1;
-        vec![slice_region(a, &starts, &steps, &counts), zero]
-    };
-    concat_node(parts, axis, a.shape())
+        shift_by(&y, axis, !reverse, 1, 1.0)
+    }
 }
 
 /// For max/min: the index along `axis` of the element each inclusive running
@@ -139,7 +158,7 @@ fn running_source(x: &Array, y: &Array, axis: usize, reverse: bool) -> Result<Ar
 fn no_rule(op: ReduceOp, rule: &str) -> Error {
     Error::invalid(
         "transform",
-        format!("cumulative {op} has no {rule} rule yet (cumsum, cummax and cummin have)"),
+        format!("cumulative {op} has no {rule} rule (all and any are not scans)"),
     )
 }
 
@@ -168,6 +187,11 @@ pub(crate) fn scan_jvp(
             } else {
                 shift(&ti, axis, !reverse)
             }
+        }
+        ReduceOp::Prod => {
+            let f = |a: &[Array]| Ok(vec![cumprod_composed(&a[0], axis, reverse, inclusive)?]);
+            let (_, ty) = crate::jvp(f, std::slice::from_ref(x), std::slice::from_ref(t))?;
+            Ok(ty[0].clone())
         }
         _ => Err(no_rule(op, "jvp")),
     }
@@ -198,6 +222,11 @@ pub(crate) fn scan_vjp(
             };
             let src = running_source(x, &yi, axis, reverse)?;
             super::index::scatter_node(crate::ScatterOp::Add, &zeros_like(x)?, &src, &ci, axis)
+        }
+        ReduceOp::Prod => {
+            let f = |a: &[Array]| Ok(vec![cumprod_composed(&a[0], axis, reverse, inclusive)?]);
+            let (_, g) = crate::vjp(f, std::slice::from_ref(x), std::slice::from_ref(ct))?;
+            Ok(g[0].clone())
         }
         _ => Err(no_rule(op, "vjp")),
     }

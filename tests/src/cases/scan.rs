@@ -257,8 +257,8 @@ pub fn scan_values(dev: &Device) {
 }
 
 /// Derivatives of cumsum, cummax and cummin (inclusive and exclusive, both
-/// directions) against host loops; vmap against a loop; cumprod's missing rule is
-/// an error naming it.
+/// directions) against host loops; cumprod's against f64 sums of products (zeros
+/// included); vmap against a loop.
 pub fn grad_scan(dev: &Device) {
     let mut rng = Rng::new(0x5cb);
     let n = 9;
@@ -403,19 +403,69 @@ pub fn grad_scan(dev: &Device) {
         ok(what, wmx::cumsum(&x, Some(0), true, false)).to_vec(),
     );
     assert_eq!(got, direct, "{what}");
-    super::expect_err(
-        "grad of cumprod",
-        wmx::vjp(
-            |a: &[Array]| {
-                Ok(vec![wmx::sum(
-                    &wmx::cumprod(&a[0], None, false, true)?,
-                    None,
-                    false,
-                )?])
-            },
-            std::slice::from_ref(&x),
-            std::slice::from_ref(&one),
-        ),
-        &["cumulative prod", "vjp"],
-    );
+    // cumprod: vjp and jvp against f64 host sums of products, with zeros (one and
+    // two in a row) where a rule dividing by x would fail.
+    let mut ps = xs.clone();
+    ps[3] = 0.0;
+    ps[n + 5] = 0.0;
+    ps[n + 6] = 0.0;
+    let px = ok("px", Array::from_slice_on(&ps, &[2, n], dev));
+    for (reverse, inclusive) in [(false, true), (true, true), (false, false), (true, false)] {
+        let what = format!("cumprod derivatives (reverse {reverse}, inclusive {inclusive})");
+        // The inputs whose product makes output p (row-local positions).
+        let window = |p: usize| -> Vec<usize> {
+            match (reverse, inclusive) {
+                (false, true) => (0..=p).collect(),
+                (false, false) => (0..p).collect(),
+                (true, true) => (p..n).collect(),
+                (true, false) => (p + 1..n).collect(),
+            }
+        };
+        // d y[r, p] / d x[r, q].
+        let dy = |r: usize, p: usize, q: usize| -> f64 {
+            let w = window(p);
+            if !w.contains(&q) {
+                return 0.0;
+            }
+            w.iter()
+                .filter(|&&k| k != q)
+                .map(|&k| ps[r * n + k] as f64)
+                .product()
+        };
+        let f = |a: &[Array]| -> Result<Vec<Array>> {
+            let c = wmx::cumprod(&a[0], Some(1), reverse, inclusive)?;
+            Ok(vec![wmx::sum(&wmx::multiply(&c, &w)?, None, false)?])
+        };
+        let (_, g) = ok(
+            &what,
+            wmx::vjp(f, std::slice::from_ref(&px), std::slice::from_ref(&one)),
+        );
+        let g: Vec<f32> = ok(&what, g[0].to_vec());
+        let (_, t) = ok(
+            &what,
+            wmx::jvp(
+                |a: &[Array]| Ok(vec![wmx::cumprod(&a[0], Some(1), reverse, inclusive)?]),
+                std::slice::from_ref(&px),
+                std::slice::from_ref(&w),
+            ),
+        );
+        let t: Vec<f32> = ok(&what, t[0].to_vec());
+        for r in 0..2 {
+            for q in 0..n {
+                let want: f64 = (0..n).map(|p| ws[r * n + p] as f64 * dy(r, p, q)).sum();
+                let got = g[r * n + q] as f64;
+                assert!(
+                    (got - want).abs() < 1e-4 * (1.0 + want.abs()),
+                    "vjp {what}: [{r}, {q}]: got {got}, want {want}"
+                );
+                let p = q;
+                let want: f64 = (0..n).map(|q| ws[r * n + q] as f64 * dy(r, p, q)).sum();
+                let got = t[r * n + p] as f64;
+                assert!(
+                    (got - want).abs() < 1e-4 * (1.0 + want.abs()),
+                    "jvp {what}: [{r}, {p}]: got {got}, want {want}"
+                );
+            }
+        }
+    }
 }
