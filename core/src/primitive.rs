@@ -81,6 +81,8 @@ op_table! {
         Sigmoid => "sigmoid", FloatMath;
         /// The error function.
         Erf => "erf", FloatMath;
+        /// The inverse of erf on (-1, 1) (±inf at ±1, NaN outside).
+        Erfinv => "erfinv", FloatMath;
         /// Round down.
         Floor => "floor", Arith;
         /// Round up.
@@ -349,7 +351,7 @@ pub enum Primitive {
     RandomBits,
     /// A primitive defined outside core.
     Custom(Arc<dyn CustomPrimitive>),
-    /// An elementwise subgraph computed in one pass (made by [`crate::compile`]):
+    /// An elementwise subgraph computed in one pass (made by [`crate::compile()`]):
     /// inputs of the output's shape, read in place.
     Fused(Arc<crate::FusedKernel>),
 }

@@ -14,7 +14,8 @@
 //!
 //! [`normal`] uses Box–Muller on two uniform draws (MLX uses the inverse error
 //! function, so normal values differ from MLX's for the same key); [`categorical`]
-//! is the Gumbel-max trick, as in MLX.
+//! is the Gumbel-max trick, as in MLX; [`truncated_normal`] maps uniform draws by
+//! the inverse error function ([`crate::erfinv`]), as MLX does.
 
 use crate::ops::{self as o, node, op_device};
 use crate::{Array, DType, Error, Primitive, Result};
@@ -137,6 +138,48 @@ fn below(x: f64, dtype: DType) -> f64 {
 fn unit(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
     check_key("random::bits", key)?;
     bits_node(key, shape, dtype)
+}
+
+/// Standard normal samples truncated to `[lower, upper]` (MLX's
+/// `truncated_normal`): uniform draws on `(erf(lower/√2), erf(upper/√2))` mapped
+/// by `√2 erfinv` (in f32), clipped to the bounds, cast to float `dtype`. Bounds may
+/// be infinite; both far in one tail (where f32's erf cannot tell them apart, past
+/// about 5) give samples at the nearer bound's end of the interval.
+pub fn truncated_normal(
+    key: &Array,
+    lower: f64,
+    upper: f64,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<Array> {
+    if !dtype.is_float() {
+        return Err(Error::UnsupportedDType {
+            op: "random::truncated_normal",
+            dtype,
+        });
+    }
+    if lower.partial_cmp(&upper) != Some(std::cmp::Ordering::Less) {
+        return Err(Error::invalid(
+            "random::truncated_normal",
+            format!("empty range [{lower}, {upper}]"),
+        ));
+    }
+    let s2 = std::f64::consts::SQRT_2;
+    // Inside (-1, 1): erfinv(±1) is ±inf, which a draw at the end would give.
+    let edge = 1.0 - f64::from(f32::EPSILON) / 2.0;
+    let a = libm::erf(lower / s2).max(-edge);
+    let b = libm::erf(upper / s2).min(edge);
+    let u = if a < b {
+        uniform(key, shape, a, b, DType::F32)?
+    } else {
+        crate::with_device(key.device(), || o::full(shape, a, DType::F32))?
+    };
+    let z = o::multiply(&o::erfinv(&u)?, &constant(key, s2, DType::F32)?)?;
+    let z = o::maximum(
+        &o::minimum(&z, &constant(key, upper, DType::F32)?)?,
+        &constant(key, lower, DType::F32)?,
+    )?;
+    o::astype(&z, dtype)
 }
 
 /// Normal samples `loc + scale * z` of `shape` and float `dtype`, `z` from the

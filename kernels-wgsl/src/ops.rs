@@ -49,6 +49,7 @@ pub const UNARY_OPS: &[&str] = &[
     "tanh",
     "sigmoid",
     "erf",
+    "erfinv",
     "floor",
     "ceil",
     "round",
@@ -121,6 +122,7 @@ fn unary_float_only(op: &str) -> bool {
             | "tanh"
             | "sigmoid"
             | "erf"
+            | "erfinv"
     )
 }
 

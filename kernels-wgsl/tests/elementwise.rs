@@ -213,6 +213,26 @@ fn ref_binary(op: &str, d: DType, a: f64, b: f64) -> f64 {
     wrap(r, d)
 }
 
+/// The inverse of [`erf64`] by bisection (NaN outside [-1, 1]).
+fn erfinv64(x: f64) -> f64 {
+    if x.is_nan() || x.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if x.abs() == 1.0 || x == 0.0 {
+        return x * if x == 0.0 { 1.0 } else { f64::INFINITY };
+    }
+    let (mut lo, mut hi) = (-6.0f64, 6.0f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if erf64(mid) < x {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
 /// erf in f64: Taylor series below 3, asymptotic erfc series from 3 to 6, else +-1.
 fn erf64(x: f64) -> f64 {
     if x.is_nan() {
@@ -289,6 +309,7 @@ fn ref_unary(op: &str, d: DType, a: f64) -> f64 {
         "tanh" => a.tanh(),
         "sigmoid" => 1.0 / (1.0 + (-a).exp()),
         "erf" => erf64(a),
+        "erfinv" => erfinv64(a),
         "floor" => a.floor(),
         "ceil" => a.ceil(),
         "round" => a.round_ties_even(),
@@ -305,7 +326,7 @@ fn tol(op: &str, d: DType) -> (f64, f64) {
     let (a, r) = match op {
         "tan" => (1e-5, 1e-4),
         "sin" | "cos" | "exp" | "expm1" | "log" | "log1p" | "log2" | "tanh" | "sigmoid" | "erf"
-        | "power" | "arctan2" | "sqrt" | "rsqrt" => (1e-6, 1e-5),
+        | "erfinv" | "power" | "arctan2" | "sqrt" | "rsqrt" => (1e-6, 1e-5),
         _ => (0.0, 0.0),
     };
     (a, r + ulp(d))
@@ -316,6 +337,7 @@ fn unary_data(op: &str) -> Data {
         "exp" | "expm1" => Data::Range(-20.0, 20.0),
         "sin" | "cos" | "tan" => Data::Range(-10.0, 10.0),
         "tanh" | "sigmoid" | "erf" => Data::Range(-12.0, 12.0),
+        "erfinv" => Data::Range(-1.1, 1.1),
         "sqrt" | "rsqrt" | "log" | "log2" => Data::Range(-1.0, 30.0),
         "log1p" => Data::Range(-1.5, 5.0),
         _ => Data::Eighths,

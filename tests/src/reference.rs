@@ -30,7 +30,7 @@ pub fn unary_rule(name: &str) -> Rule {
     match name {
         "negative" | "abs" | "sign" | "square" | "floor" | "ceil" | "round" => Rule::Same,
         "sqrt" | "rsqrt" | "exp" | "expm1" | "log" | "log1p" | "log2" | "sin" | "cos" | "tan"
-        | "tanh" | "sigmoid" | "erf" => Rule::Float,
+        | "tanh" | "sigmoid" | "erf" | "erfinv" => Rule::Float,
         "logical_not" => Rule::Logical,
         "isnan" | "isinf" => Rule::Predicate,
         _ => panic!("no reference for unary op {name:?}: add it to wmx-tests/src/reference.rs"),
@@ -130,6 +130,7 @@ pub fn unary(name: &str, dt: DType, x: Val) -> Val {
             "tanh" => v.tanh(),
             "sigmoid" => 1.0 / (1.0 + (-v).exp()),
             "erf" => erf(v),
+            "erfinv" => erfinv(v),
             _ => unreachable!("{name}"),
         }),
     }
@@ -265,6 +266,27 @@ pub fn int_pow(dt: DType, x: i128, y: i128) -> i128 {
         e >>= 1;
     }
     acc
+}
+
+/// The inverse of [`erf`] by bisection (NaN outside [-1, 1], ±inf at ±1): slow and
+/// independent of any approximation of erfinv.
+pub fn erfinv(x: f64) -> f64 {
+    if x.is_nan() || x.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if x.abs() == 1.0 {
+        return x * f64::INFINITY;
+    }
+    let (mut lo, mut hi) = (-7.0f64, 7.0f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if erf(mid) < x {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    if x == 0.0 { x } else { 0.5 * (lo + hi) }
 }
 
 /// The error function in f64: Maclaurin series below 2.5, a continued fraction

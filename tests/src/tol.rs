@@ -15,7 +15,7 @@
 //! | `Exact` | moves, casts, compares, neg/abs/sign/floor/ceil/round, max/min, where | 0 | 0 |
 //! | `Arith` | add, subtract, multiply, square, remainder, axpby | 1 ulp | 1 ulp (f32 compute, then rounding) |
 //! | `Divide` | divide, floor_divide, rsqrt, sqrt | 3 ulp | 1 ulp |
-//! | `Transcendental` | exp, expm1, log, log1p, log2, sin, cos, tan, tanh, sigmoid, erf, arctan2 | 4 ulp + 2^-21 abs | 1 ulp + 2^-21 abs |
+//! | `Transcendental` | exp, expm1, log, log1p, log2, sin, cos, tan, tanh, sigmoid, erf, erfinv, arctan2 | 4 ulp + 2^-21 abs | 1 ulp + 2^-21 abs |
 //! | `Power` | power | 8 ulp + 1 ulp per unit of \|log2 result\| | 1 ulp |
 //! | `Composite` | mean, var, logsumexp (several rounded steps) | 8 ulp + 1e-6·scale | 3 ulp + 2^-11·scale (f16) / 2^-8·scale (bf16) |
 //! | `Sum` | sum, prod (any order of accumulation) | 1 ulp + 1e-5·Σ\|x\| | 1 ulp + 2^-20·Σ\|x\| (f32 accumulation) |
@@ -112,7 +112,7 @@ pub fn class_of(name: &str) -> Class {
         "add" | "subtract" | "multiply" | "square" | "remainder" => Class::Arith,
         "divide" | "floor_divide" | "sqrt" | "rsqrt" => Class::Divide,
         "exp" | "expm1" | "log" | "log1p" | "log2" | "sin" | "cos" | "tan" | "tanh" | "sigmoid"
-        | "erf" | "arctan2" => Class::Transcendental,
+        | "erf" | "erfinv" | "arctan2" => Class::Transcendental,
         "power" => Class::Power,
         _ => Class::Exact,
     }

@@ -635,7 +635,7 @@ macro_rules! unary_api {
 unary_api!(negative => "negative", abs => "abs", sign => "sign", square => "square",
     sqrt => "sqrt", rsqrt => "rsqrt", exp => "exp", expm1 => "expm1", log => "log",
     log1p => "log1p", log2 => "log2", sin => "sin", cos => "cos", tan => "tan",
-    tanh => "tanh", sigmoid => "sigmoid", erf => "erf", floor => "floor", ceil => "ceil",
+    tanh => "tanh", sigmoid => "sigmoid", erf => "erf", erfinv => "erfinv", floor => "floor", ceil => "ceil",
     round => "round", logical_not => "logicalNot", isnan => "isnan", isinf => "isinf");
 
 macro_rules! binary_api {

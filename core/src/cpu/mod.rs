@@ -216,6 +216,12 @@ macro_rules! unary_fn {
                 }
                 $body
             }
+            UnaryOp::Erfinv => {
+                fn $f<C: Compute>(x: C) -> C {
+                    x.erfinv()
+                }
+                $body
+            }
             UnaryOp::Floor => {
                 fn $f<C: Compute>(x: C) -> C {
                     x.floor()

@@ -142,6 +142,7 @@ pub trait Compute: Copy + PartialOrd + Send + Sync + 'static {
     fn tanh(self) -> Self;
     fn sigmoid(self) -> Self;
     fn erf(self) -> Self;
+    fn erfinv(self) -> Self;
     fn floor(self) -> Self;
     fn ceil(self) -> Self;
     fn round(self) -> Self;
@@ -261,6 +262,9 @@ impl Compute for f32 {
     }
     fn erf(self) -> Self {
         libm::erff(self)
+    }
+    fn erfinv(self) -> Self {
+        erfinv(self as f64) as f32
     }
     fn floor(self) -> Self {
         f32::floor(self)
@@ -420,6 +424,9 @@ macro_rules! int_compute {
             }
             fn erf(self) -> Self {
                 <Self as Compute>::from_f64(libm::erf(self as f64))
+            }
+            fn erfinv(self) -> Self {
+                <Self as Compute>::from_f64(erfinv(self as f64))
             }
             fn floor(self) -> Self {
                 self
@@ -611,6 +618,69 @@ macro_rules! with_store {
     }};
 }
 pub(crate) use with_store;
+
+/// The inverse error function in f64: Giles' approximation ("Approximating the
+/// erfinv function", GPU Computing Gems, 2011) refined by Newton steps on erf, or
+/// on erfc past 0.5 where `erf(y) - x` would cancel (`1 - |x|` is exact there).
+pub(crate) fn erfinv(x: f64) -> f64 {
+    if x.is_nan() || x.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if x.abs() == 1.0 {
+        return x * f64::INFINITY;
+    }
+    if x == 0.0 {
+        return x;
+    }
+    let a = x.abs();
+    let w = -((1.0 - a) * (1.0 + a)).ln();
+    let mut y = if w < 5.0 {
+        let w = w - 2.5;
+        let mut p = 2.810_226_36e-08;
+        for c in [
+            3.432_739_39e-07,
+            -3.523_387_7e-06,
+            -4.391_506_54e-06,
+            0.000_218_580_87,
+            -0.001_253_725_03,
+            -0.004_177_681_64,
+            0.246_640_727,
+            1.501_409_41,
+        ] {
+            p = c + p * w;
+        }
+        p * a
+    } else {
+        let w = w.sqrt() - 3.0;
+        let mut p = -0.000_200_214_257;
+        for c in [
+            0.000_100_950_558,
+            0.001_349_343_22,
+            -0.003_673_428_44,
+            0.005_739_507_73,
+            -0.007_622_461_3,
+            0.009_438_870_47,
+            1.001_674_06,
+            2.832_976_82,
+        ] {
+            p = c + p * w;
+        }
+        p * a
+    };
+    for _ in 0..3 {
+        let r = if a > 0.5 {
+            (1.0 - a) - libm::erfc(y)
+        } else {
+            libm::erf(y) - a
+        };
+        let d = std::f64::consts::FRAC_2_SQRT_PI * (-y * y).exp();
+        if d == 0.0 {
+            break;
+        }
+        y -= r / d;
+    }
+    y.copysign(x)
+}
 
 #[cfg(test)]
 mod tests {

@@ -285,7 +285,7 @@ macro_rules! unary_fns {
 }
 unary_fns!(negative => Negative, abs => Abs, sign => Sign, square => Square, sqrt => Sqrt,
     rsqrt => Rsqrt, exp => Exp, expm1 => Expm1, log => Log, log1p => Log1p, log2 => Log2,
-    sin => Sin, cos => Cos, tan => Tan, tanh => Tanh, sigmoid => Sigmoid, erf => Erf,
+    sin => Sin, cos => Cos, tan => Tan, tanh => Tanh, sigmoid => Sigmoid, erf => Erf, erfinv => Erfinv,
     floor => Floor, ceil => Ceil, round => Round, logical_not => LogicalNot, isnan => IsNan,
     isinf => IsInf);
 

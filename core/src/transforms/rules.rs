@@ -67,6 +67,11 @@ pub(super) fn unary(op: UnaryOp, x: &Array, y: &Array) -> Result<Partial> {
             &c(x, std::f64::consts::FRAC_2_SQRT_PI)?,
             &o::exp(&o::negative(&o::square(x)?)?)?,
         )?),
+        // sqrt(pi)/2 * exp(y^2)
+        Erfinv => Scale(o::multiply(
+            &c(y, 0.886_226_925_452_758)?,
+            &o::exp(&o::square(y)?)?,
+        )?),
     })
 }
 

@@ -220,6 +220,40 @@ fn erf_f32(a: f32) -> f32 {
     let r = 1.0 - poly * exp_acc(-x * x);
     return select(-r, r, a > 0.0);
 }
+// erfinv: Giles' single-precision approximation ("Approximating the erfinv
+// function", 2011) on w = -log((1 - x)(1 + x)), with the accurate log.
+fn erfinv_f32(a: f32) -> f32 {
+    let x = abs(a);
+    if (isnan_f(a) || x > 1.0) { return nan_f(); }
+    if (x == 1.0) { return select(-inf_f(), inf_f(), a > 0.0); }
+    if (a == 0.0) { return a; }
+    var w = -log_f32((1.0 - x) * (1.0 + x));
+    var p: f32;
+    if (w < 5.0) {
+        w = w - 2.5;
+        p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * w;
+        p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w;
+        p = 0.00021858087 + p * w;
+        p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w;
+        p = 0.246640727 + p * w;
+        p = 1.50140941 + p * w;
+    } else {
+        w = sqrt(w) - 3.0;
+        p = -0.000200214257;
+        p = 0.000100950558 + p * w;
+        p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w;
+        p = 0.00573950773 + p * w;
+        p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w;
+        p = 1.00167406 + p * w;
+        p = 2.83297682 + p * w;
+    }
+    return p * a;
+}
 fn floor_f32(a: f32) -> f32 { return floor(a); }
 fn floor_i32(a: i32) -> i32 { return a; }
 fn floor_u32(a: u32) -> u32 { return a; }

@@ -109,6 +109,12 @@ fn unary_inputs(rng: &mut Rng, name: &str, dt: DType, n: usize) -> Vec<Val> {
                 "sin" | "cos" => rng.uniform(-10.0, 10.0),
                 "tan" => rng.uniform(-1.5, 1.5),
                 "tanh" | "sigmoid" | "erf" => rng.uniform(-8.0, 8.0),
+                // Near ±1 (the tails) a third of the time.
+                "erfinv" if rng.chance(0.35) => {
+                    let s = if rng.chance(0.5) { -1.0 } else { 1.0 };
+                    s * (1.0 - 2f64.powf(-rng.uniform(1.0, 24.0)))
+                }
+                "erfinv" => rng.uniform(-1.0, 1.0),
                 _ => return_any(rng, dt),
             };
             Val::F(round_to(dt, x))

@@ -185,6 +185,48 @@ pub fn random_distributions(dev: &Device) {
             "{what}: {within} within one sigma"
         );
     }
+    // Truncated normals: inside the bounds, with the truncated distribution's mean
+    // and variance (from the normal density and erf in f64).
+    for (lo, hi) in [
+        (-1.0f64, 2.0f64),
+        (0.5, 3.0),
+        (f64::NEG_INFINITY, -0.5),
+        (-2.0, 2.0),
+    ] {
+        let what = format!("truncated_normal [{lo}, {hi}]");
+        let z = ok(
+            &what,
+            ok(
+                &what,
+                random::truncated_normal(&k1, lo, hi, &[n], DType::F32),
+            )
+            .to_vec_f64(),
+        );
+        assert!(
+            z.iter().all(|&x| x.is_finite() && x >= lo && x <= hi),
+            "{what}: a sample outside the bounds"
+        );
+        let pdf = |x: f64| {
+            if x.is_finite() {
+                (-x * x / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt()
+            } else {
+                0.0
+            }
+        };
+        let cdf = |x: f64| 0.5 * (1.0 + crate::reference::erf(x / std::f64::consts::SQRT_2));
+        let xf = |x: f64| if x.is_finite() { x * pdf(x) } else { 0.0 };
+        let zmass = cdf(hi) - cdf(lo);
+        let mean = (pdf(lo) - pdf(hi)) / zmass;
+        let var = 1.0 + (xf(lo) - xf(hi)) / zmass - mean * mean;
+        let (m, v) = stats(&z);
+        // Four standard errors of the mean and (roughly) of the variance.
+        let se = (var / n as f64).sqrt();
+        assert!(
+            (m - mean).abs() < 4.0 * se
+                && (v - var).abs() < 4.0 * var * (2.0 / n as f64).sqrt() * 1.5,
+            "{what}: mean {m} (want {mean}), var {v} (want {var})"
+        );
+    }
     let what = "bernoulli";
     let b = ok(
         what,
@@ -258,6 +300,16 @@ pub fn random_errors(dev: &Device) {
         "normal of u8",
         random::normal(&key, &[4], 0.0, 1.0, DType::U8),
         &["random::normal", "u8"],
+    );
+    expect_err(
+        "truncated_normal of i32",
+        random::truncated_normal(&key, -1.0, 1.0, &[4], DType::I32),
+        &["random::truncated_normal", "i32"],
+    );
+    expect_err(
+        "truncated_normal empty",
+        random::truncated_normal(&key, 1.0, 1.0, &[4], DType::F32),
+        &["random::truncated_normal", "[1, 1]"],
     );
     expect_err(
         "randint of f32",

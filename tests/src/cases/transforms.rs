@@ -73,6 +73,10 @@ fn unary_ref(op: UnaryOp, x: f64) -> (f64, f64) {
         Tanh => (x.tanh(), 1.0 - x.tanh() * x.tanh()),
         Sigmoid => (s, s * (1.0 - s)),
         Erf => (erf(x), std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp()),
+        Erfinv => {
+            let y = crate::reference::erfinv(x);
+            (y, 0.886_226_925_452_758 * (y * y).exp())
+        }
         Floor => (x.floor(), 0.0),
         Ceil => (x.ceil(), 0.0),
         Round => (x.round_ties_even(), 0.0),
@@ -97,6 +101,7 @@ fn unary_domain(op: UnaryOp) -> (f64, f64) {
         Log1p => (-0.6, 3.0),
         Tan => (-1.2, 1.2),
         Erf => (-2.5, 2.5),
+        Erfinv => (-0.9, 0.9),
         _ => (-3.0, 3.0),
     }
 }
