@@ -15,6 +15,7 @@ use crate::{
 mod index;
 mod linalg;
 mod nn;
+mod operators;
 mod scan;
 mod shaping;
 mod sort;
@@ -278,10 +279,21 @@ pub fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
 }
 
 macro_rules! unary_fns {
-    ($($f:ident => $op:ident),* $(,)?) => {$(
-        #[doc = concat!("Elementwise `", stringify!($f), "` (see [`UnaryOp::", stringify!($op), "`]).")]
-        pub fn $f(x: &Array) -> Result<Array> { unary(UnaryOp::$op, x) }
-    )*};
+    ($($f:ident => $op:ident),* $(,)?) => {
+        $(
+            #[doc = concat!("Elementwise `", stringify!($f), "` (see [`UnaryOp::", stringify!($op), "`]).")]
+            pub fn $f(x: &Array) -> Result<Array> { unary(UnaryOp::$op, x) }
+        )*
+        impl Array {
+            $(
+                #[doc = concat!("See [`", stringify!($f), "()`].")]
+                pub fn $f(&self) -> Result<Array> { unary(UnaryOp::$op, self) }
+            )*
+        }
+        /// The unary functions' names (each also an `Array` method).
+        #[cfg(test)]
+        const UNARY_FNS: &[&str] = &[$(stringify!($f)),*];
+    };
 }
 unary_fns!(negative => Negative, abs => Abs, sign => Sign, square => Square, sqrt => Sqrt,
     rsqrt => Rsqrt, exp => Exp, expm1 => Expm1, log => Log, log1p => Log1p, log2 => Log2,
@@ -290,10 +302,21 @@ unary_fns!(negative => Negative, abs => Abs, sign => Sign, square => Square, sqr
     isinf => IsInf);
 
 macro_rules! binary_fns {
-    ($($f:ident => $op:ident),* $(,)?) => {$(
-        #[doc = concat!("Elementwise `", stringify!($f), "` with broadcasting (see [`BinaryOp::", stringify!($op), "`]).")]
-        pub fn $f(a: &Array, b: &Array) -> Result<Array> { binary(BinaryOp::$op, a, b) }
-    )*};
+    ($($f:ident => $op:ident),* $(,)?) => {
+        $(
+            #[doc = concat!("Elementwise `", stringify!($f), "` with broadcasting (see [`BinaryOp::", stringify!($op), "`]).")]
+            pub fn $f(a: &Array, b: &Array) -> Result<Array> { binary(BinaryOp::$op, a, b) }
+        )*
+        impl Array {
+            $(
+                #[doc = concat!("See [`", stringify!($f), "()`].")]
+                pub fn $f(&self, other: &Array) -> Result<Array> { binary(BinaryOp::$op, self, other) }
+            )*
+        }
+        /// The binary functions' names (each also an `Array` method).
+        #[cfg(test)]
+        const BINARY_FNS: &[&str] = &[$(stringify!($f)),*];
+    };
 }
 binary_fns!(add => Add, subtract => Subtract, multiply => Multiply, divide => Divide,
     floor_divide => FloorDivide, remainder => Remainder, power => Power, maximum => Maximum,
@@ -772,12 +795,22 @@ pub fn reduce(op: ReduceOp, x: &Array, axes: Option<&[isize]>, keepdims: bool) -
 }
 
 macro_rules! reduce_fns {
-    ($($f:ident => $op:ident),* $(,)?) => {$(
-        #[doc = concat!("`", stringify!($f), "` over `axes` (`None`: all); output dtype per [`ReduceOp::out_dtype`].")]
-        pub fn $f(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
-            reduce(ReduceOp::$op, x, axes, keepdims)
+    ($($f:ident => $op:ident),* $(,)?) => {
+        $(
+            #[doc = concat!("`", stringify!($f), "` over `axes` (`None`: all); output dtype per [`ReduceOp::out_dtype`].")]
+            pub fn $f(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+                reduce(ReduceOp::$op, x, axes, keepdims)
+            }
+        )*
+        impl Array {
+            $(
+                #[doc = concat!("See [`", stringify!($f), "()`].")]
+                pub fn $f(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+                    reduce(ReduceOp::$op, self, axes, keepdims)
+                }
+            )*
         }
-    )*};
+    };
 }
 reduce_fns!(sum => Sum, prod => Prod, max => Max, min => Min, all => All, any => Any);
 
@@ -834,6 +867,46 @@ pub fn var(x: &Array, axes: Option<&[isize]>, keepdims: bool, ddof: usize) -> Re
     // numpy: n - ddof <= 0 divides by zero (inf, or NaN for a zero sum).
     let n = (count(x, &ax) as f64 - ddof as f64).max(0.0);
     multiply(&ss, &scalar_like(&ss, 1.0 / n)?)
+}
+
+/// Standard deviation over `axes`: the square root of [`var`] (numpy's `std`).
+pub fn std(x: &Array, axes: Option<&[isize]>, keepdims: bool, ddof: usize) -> Result<Array> {
+    sqrt(&var(x, axes, keepdims, ddof)?)
+}
+
+/// Elementwise `|a - b| <= atol + rtol * |b|` with broadcasting (numpy's
+/// `isclose`); NaNs are equal when `equal_nan`. Integers compare as f32.
+pub fn isclose(a: &Array, b: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Result<Array> {
+    let dt = DType::promote(a.dtype(), b.dtype()).to_float();
+    let (a, b) = (astype(a, dt)?, astype(b, dt)?);
+    let tol = add(
+        &scalar_like(&b, atol)?,
+        &multiply(&scalar_like(&b, rtol)?, &abs(&b)?)?,
+    )?;
+    // Equal values first: inf == inf is close although inf - inf is NaN.
+    let close = logical_or(
+        &equal(&a, &b)?,
+        &less_equal(&abs(&subtract(&a, &b)?)?, &tol)?,
+    )?;
+    if equal_nan {
+        logical_or(&close, &logical_and(&isnan(&a)?, &isnan(&b)?)?)
+    } else {
+        Ok(close)
+    }
+}
+
+/// Whether every element is close ([`isclose`]); a 0-d bool array (lazy).
+pub fn allclose(a: &Array, b: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Result<Array> {
+    all(&isclose(a, b, rtol, atol, equal_nan)?, None, false)
+}
+
+/// Whether `a` and `b` have one shape and equal elements (numpy's `array_equal`;
+/// NaN is unequal): a 0-d bool array, false at once for different shapes.
+pub fn array_equal(a: &Array, b: &Array) -> Result<Array> {
+    if a.shape() != b.shape() {
+        return with_dev(a, || scalar(0.0, DType::Bool));
+    }
+    all(&equal(a, b)?, None, false)
 }
 
 /// `log(sum(exp(x)))` over `axes`, computed stably (max subtracted first).
@@ -905,21 +978,65 @@ impl Array {
     pub fn matmul(&self, other: &Array) -> Result<Array> {
         matmul(self, other)
     }
-    /// See [`sum`].
-    pub fn sum(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
-        sum(self, axes, keepdims)
-    }
     /// See [`mean`].
     pub fn mean(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
         mean(self, axes, keepdims)
     }
-    /// See [`max`].
-    pub fn max(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
-        max(self, axes, keepdims)
+    /// See [`var`].
+    pub fn var(&self, axes: Option<&[isize]>, keepdims: bool, ddof: usize) -> Result<Array> {
+        var(self, axes, keepdims, ddof)
     }
-    /// See [`min`].
-    pub fn min(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
-        min(self, axes, keepdims)
+    /// See [`std()`].
+    pub fn std(&self, axes: Option<&[isize]>, keepdims: bool, ddof: usize) -> Result<Array> {
+        std(self, axes, keepdims, ddof)
+    }
+    /// See [`logsumexp`].
+    pub fn logsumexp(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+        logsumexp(self, axes, keepdims)
+    }
+    /// See [`argmax`].
+    pub fn argmax(&self, axis: isize, keepdims: bool) -> Result<Array> {
+        argmax(self, axis, keepdims)
+    }
+    /// See [`argmin`].
+    pub fn argmin(&self, axis: isize, keepdims: bool) -> Result<Array> {
+        argmin(self, axis, keepdims)
+    }
+    /// See [`contiguous`].
+    pub fn contiguous(&self) -> Result<Array> {
+        contiguous(self)
+    }
+    /// See [`zeros_like`].
+    pub fn zeros_like(&self) -> Result<Array> {
+        zeros_like(self)
+    }
+    /// See [`ones_like`].
+    pub fn ones_like(&self) -> Result<Array> {
+        ones_like(self)
+    }
+    /// See [`full_like`].
+    pub fn full_like(&self, value: f64) -> Result<Array> {
+        full_like(self, value)
+    }
+    /// See [`expand_dims`].
+    pub fn expand_dims(&self, axis: isize) -> Result<Array> {
+        expand_dims(self, axis)
+    }
+    /// See [`squeeze`].
+    pub fn squeeze(&self, axes: Option<&[isize]>) -> Result<Array> {
+        squeeze(self, axes)
+    }
+    /// See [`isclose`].
+    pub fn isclose(&self, other: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Result<Array> {
+        isclose(self, other, rtol, atol, equal_nan)
+    }
+    /// See [`allclose`].
+    pub fn allclose(&self, other: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Result<Array> {
+        allclose(self, other, rtol, atol, equal_nan)
+    }
+    /// See [`array_equal`].
+    pub fn array_equal(&self, other: &Array) -> Result<Array> {
+        array_equal(self, other)
     }
     /// This array computed on `device` (a copy node there; data moves at eval).
     pub fn to_device(&self, device: &Device) -> Result<Array> {
@@ -936,60 +1053,22 @@ impl Array {
     }
 }
 
-// ---------------------------------------------------------------- operators
+#[cfg(test)]
+mod table_tests {
+    use crate::{BinaryOp, UnaryOp};
 
-macro_rules! operator {
-    ($tr:ident, $m:ident, $f:ident) => {
-        /// Operator form of the op of the same name.
-        ///
-        /// # Panics
-        /// If the shapes do not broadcast or the dtypes are invalid for the op; the
-        /// message names the shapes. Use the function form for a `Result`.
-        impl std::ops::$tr<&Array> for &Array {
-            type Output = Array;
-            fn $m(self, rhs: &Array) -> Array {
-                $f(self, rhs).unwrap_or_else(|e| {
-                    panic!(
-                        "{} of {:?} and {:?}: {e}",
-                        stringify!($f),
-                        self.shape(),
-                        rhs.shape()
-                    )
-                })
-            }
-        }
-        /// Operator form with a scalar of the array's dtype where it fits ([`scalar_like`]).
-        ///
-        /// # Panics
-        /// If the op is invalid for the dtype.
-        impl std::ops::$tr<f64> for &Array {
-            type Output = Array;
-            fn $m(self, rhs: f64) -> Array {
-                scalar_like(self, rhs)
-                    .and_then(|s| $f(self, &s))
-                    .unwrap_or_else(|e| {
-                        panic!("{} of {:?} and {rhs}: {e}", stringify!($f), self.shape())
-                    })
-            }
-        }
-    };
-}
-operator!(Add, add, add);
-operator!(Sub, sub, subtract);
-operator!(Mul, mul, multiply);
-operator!(Div, div, divide);
-operator!(Rem, rem, remainder);
-operator!(BitAnd, bitand, bitwise_and);
-operator!(BitOr, bitor, bitwise_or);
-operator!(BitXor, bitxor, bitwise_xor);
-
-/// `-x`.
-///
-/// # Panics
-/// Never for valid arrays (negative is defined for every dtype).
-impl std::ops::Neg for &Array {
-    type Output = Array;
-    fn neg(self) -> Array {
-        negative(self).unwrap_or_else(|e| panic!("negative of {:?}: {e}", self.shape()))
+    /// Every op of the tables has a function and a method of its own name.
+    #[test]
+    fn every_op_has_a_function_and_a_method() {
+        let mut want: Vec<&str> = UnaryOp::ALL.iter().map(|o| o.name()).collect();
+        let mut got = super::UNARY_FNS.to_vec();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "unary_fns! against UnaryOp::ALL");
+        let mut want: Vec<&str> = BinaryOp::ALL.iter().map(|o| o.name()).collect();
+        let mut got = super::BINARY_FNS.to_vec();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "binary_fns! against BinaryOp::ALL");
     }
 }
