@@ -184,7 +184,24 @@ pub fn custom(
 ) -> Result<Array> {
     let device = match (crate::device::scoped_device(), inputs.first()) {
         (Some(d), _) => d,
-        (None, Some(x)) => x.device().clone(),
+        (None, Some(x)) => {
+            let strict = !crate::device::implicit_moves_allowed();
+            if let Some(y) = inputs
+                .iter()
+                .find(|y| strict && y.device() != x.device())
+            {
+                return Err(crate::Error::invalid(
+                    "custom",
+                    format!(
+                        "{}: inputs on two devices ({} and {}): move one with to_device",
+                        prim.name(),
+                        x.device().name(),
+                        y.device().name()
+                    ),
+                ));
+            }
+            x.device().clone()
+        }
         (None, None) => crate::default_device()?,
     };
     device.check_dtype(dtype)?;

@@ -157,3 +157,46 @@ pub fn with_device<R>(device: &Device, f: impl FnOnce() -> R) -> R {
 pub(crate) fn scoped_device() -> Option<Device> {
     SCOPE.with(|s| s.borrow().last().cloned())
 }
+
+/// Implicit moves: an op whose inputs live on another device than the one it runs
+/// on reads them through the host at eval (allowed unless [`set_implicit_moves`]
+/// forbade it). Counted here, explicit `to_device` copies not included.
+static IMPLICIT_MOVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static IMPLICIT_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static FORBID_IMPLICIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Counts of implicit device moves in this process ([`implicit_moves`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Moves {
+    /// Inputs moved.
+    pub count: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+}
+
+/// Inputs moved between devices without `to_device` so far in this process (an
+/// op mixing a CPU and a GPU array reads the other through the host at eval).
+pub fn implicit_moves() -> Moves {
+    use std::sync::atomic::Ordering::Relaxed;
+    Moves {
+        count: IMPLICIT_MOVES.load(Relaxed),
+        bytes: IMPLICIT_BYTES.load(Relaxed),
+    }
+}
+
+/// Allows (the default) or forbids implicit moves for every thread: forbidden, an
+/// op on arrays of two devices is an `Err` naming both, unless it runs inside
+/// [`with_device`] (the device was asked for); `to_device` always moves.
+pub fn set_implicit_moves(allow: bool) {
+    FORBID_IMPLICIT.store(!allow, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub(crate) fn implicit_moves_allowed() -> bool {
+    !FORBID_IMPLICIT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+pub(crate) fn count_implicit_move(bytes: usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    IMPLICIT_MOVES.fetch_add(1, Relaxed);
+    IMPLICIT_BYTES.fetch_add(bytes as u64, Relaxed);
+}

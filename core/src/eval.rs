@@ -145,7 +145,12 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
     let be = device.backend();
     let bufs: Vec<Buffer> = inputs
         .iter()
-        .map(|a| input_buffer(a, device))
+        .map(|a| {
+            if a.device() != device && !matches!(prim, Primitive::Copy) {
+                crate::device::count_implicit_move(a.nbytes());
+            }
+            input_buffer(a, device)
+        })
         .collect::<Result<_>>()?;
     let v = |i: usize| DynView {
         buffer: &bufs[i],

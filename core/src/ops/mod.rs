@@ -70,6 +70,24 @@ pub(crate) fn node(
     device: Device,
 ) -> Result<Array> {
     crate::layout::checked_numel(prim_name(&prim), shape, dtype)?;
+    // Strict devices: inputs on another device move only when asked, by `to_device`
+    // (a copy node) or an op inside `with_device` (docs/SEMANTICS.md, "Devices").
+    if !crate::device::implicit_moves_allowed()
+        && !matches!(prim, Primitive::Copy)
+        && crate::device::scoped_device().is_none()
+    {
+        if let Some(x) = inputs.iter().find(|x| x.device() != &device) {
+            return Err(Error::invalid(
+                prim_name(&prim),
+                format!(
+                    "inputs on two devices ({} and {}): move one with to_device, or run \
+                     the op inside with_device",
+                    device.name(),
+                    x.device().name()
+                ),
+            ));
+        }
+    }
     device.check_dtype(dtype)?;
     for i in &inputs {
         if i.dtype() != dtype {

@@ -1,0 +1,50 @@
+//! The device-mixing rule (docs/SEMANTICS.md, "Devices"): an op on arrays of two
+//! devices runs on its first input's device and reads the others through the host,
+//! counted by `implicit_moves`; `set_implicit_moves(false)` makes that an `Err`
+//! naming both devices, except inside `with_device`; `to_device` always moves and
+//! is not counted. One test: the switch is process-wide. On lavapipe in CI; no
+//! adapter fails unless `WMX_ALLOW_NO_GPU=1`.
+
+use wmx_core::{self as wmx, Array, Device};
+
+#[test]
+fn implicit_moves_are_counted_or_refused() {
+    let Some(gpu) = wmx_tests::gpu::device(wmx_webgpu::open) else {
+        return;
+    };
+    let cpu = Device::cpu();
+    let a = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &gpu).unwrap();
+    let b = Array::from_slice_on(&[10.0f32, 20.0, 30.0], &[3], &cpu).unwrap();
+
+    // Allowed (the default): runs on a's device, b read through the host, counted.
+    let before = wmx::implicit_moves();
+    let s = wmx::add(&a, &b).unwrap();
+    assert_eq!(s.device(), &gpu);
+    assert_eq!(s.to_vec::<f32>().unwrap(), vec![11.0, 22.0, 33.0]);
+    let after = wmx::implicit_moves();
+    assert_eq!(after.count - before.count, 1, "one input moved");
+    assert_eq!(after.bytes - before.bytes, 12, "three f32 moved");
+    // An explicit move is not counted.
+    let m = wmx::add(&a, &b.to_device(&gpu).unwrap()).unwrap();
+    assert_eq!(m.to_vec::<f32>().unwrap(), vec![11.0, 22.0, 33.0]);
+    assert_eq!(wmx::implicit_moves(), after, "to_device is not implicit");
+
+    // Forbidden: an Err naming both devices, at the op.
+    wmx::set_implicit_moves(false);
+    let e = wmx::add(&a, &b).unwrap_err().to_string();
+    let e2 = wmx::where_(&wmx::greater(&b, &b).unwrap(), &b, &a)
+        .unwrap_err()
+        .to_string();
+    // Still fine: an explicit move, or the device asked for with with_device.
+    let ok1 = wmx::add(&a, &b.to_device(&gpu).unwrap()).map(|x| x.to_vec::<f32>());
+    let ok2 = wmx::with_device(&gpu, || wmx::add(&a, &b)).map(|x| x.to_vec::<f32>());
+    wmx::set_implicit_moves(true);
+    for msg in [&e, &e2] {
+        assert!(
+            msg.contains("two devices") && msg.contains("cpu") && msg.contains("webgpu"),
+            "{msg}"
+        );
+    }
+    assert_eq!(ok1.unwrap().unwrap(), vec![11.0, 22.0, 33.0]);
+    assert_eq!(ok2.unwrap().unwrap(), vec![11.0, 22.0, 33.0]);
+}
