@@ -340,6 +340,34 @@ impl Array {
         host(self, || Ok(decode(&bytes)))
     }
 
+    /// The elements in row-major order converted to `T` (any element type, or
+    /// f64) with the cast rules of [`astype`](crate::astype): `x.to_vec_as::<f64>()`,
+    /// `mask.to_vec_as::<f32>()`. Evaluates first.
+    pub fn to_vec_as<T: ReadAs>(&self) -> Result<Vec<T>> {
+        T::read_as(self)
+    }
+
+    /// The single element of a one-element array converted to `T` (see
+    /// [`Array::to_vec_as`]).
+    pub fn item_as<T: ReadAs>(&self) -> Result<T> {
+        self.check_one("item_as")?;
+        Ok(self.to_vec_as::<T>()?.remove(0))
+    }
+
+    fn check_one(&self, op: &'static str) -> Result<()> {
+        if self.size() != 1 {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "array of shape {:?} has {} elements, not 1",
+                    self.shape(),
+                    self.size()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Every element converted to f64 (any dtype).
     pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
         let bytes = self.to_bytes()?;
@@ -348,17 +376,27 @@ impl Array {
 
     /// The single element of a one-element array.
     pub fn item<T: Element>(&self) -> Result<T> {
-        if self.size() != 1 {
-            return Err(Error::invalid(
-                "item",
-                format!(
-                    "array of shape {:?} has {} elements, not 1",
-                    self.shape(),
-                    self.size()
-                ),
-            ));
-        }
+        self.check_one("item")?;
         Ok(self.to_vec::<T>()?[0])
+    }
+}
+
+/// Types a read can convert an array's elements to ([`Array::to_vec_as`]): every
+/// dtype's element type, and f64.
+pub trait ReadAs: Sized {
+    /// `a`'s elements converted to `Self`.
+    fn read_as(a: &Array) -> Result<Vec<Self>>;
+}
+
+impl<T: Element> ReadAs for T {
+    fn read_as(a: &Array) -> Result<Vec<T>> {
+        crate::astype(a, T::DTYPE)?.to_vec::<T>()
+    }
+}
+
+impl ReadAs for f64 {
+    fn read_as(a: &Array) -> Result<Vec<f64>> {
+        a.to_vec_f64()
     }
 }
 

@@ -186,10 +186,7 @@ pub fn custom(
         (Some(d), _) => d,
         (None, Some(x)) => {
             let strict = !crate::device::implicit_moves_allowed();
-            if let Some(y) = inputs
-                .iter()
-                .find(|y| strict && y.device() != x.device())
-            {
+            if let Some(y) = inputs.iter().find(|y| strict && y.device() != x.device()) {
                 return Err(crate::Error::invalid(
                     "custom",
                     format!(

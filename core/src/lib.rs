@@ -22,12 +22,13 @@ mod dtype;
 mod error;
 mod eval;
 pub mod layout;
+mod nested;
 pub mod ops;
 mod primitive;
 pub mod random;
 pub mod transforms;
 
-pub use array::Array;
+pub use array::{Array, ReadAs};
 pub use backend::{Backend, Buffer, DeviceKind, DynBackend, View};
 pub use compile::{
     CompileReport, Compiled, FusedKernel, FusedOp, FusedReport, FusedStep, Mode, async_eval,
@@ -43,6 +44,7 @@ pub use error::{Error, Result};
 pub use eval::eval;
 pub use half::{bf16, f16};
 pub use layout::Layout;
+pub use nested::{Nested, array};
 pub use ops::*;
 pub use primitive::{
     ArgReduceOp, BinaryOp, Generator, NormOp, OpKind, Primitive, ReduceOp, ScatterOp, UnaryOp,

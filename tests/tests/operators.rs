@@ -1,7 +1,8 @@
-//! Operators on arrays (CPU): every owned/borrowed form, scalars on either side in
-//! every scalar type, compound assignment and negation give the function forms'
-//! bits; methods generated from the op tables equal the functions; an invalid
-//! operator panics at the caller's line with the shapes in the message.
+//! The conveniences of the Rust API (CPU): every owned/borrowed form of the
+//! operators, scalars on either side, compound assignment and negation give the
+//! function forms' bits; methods generated from the op tables equal the functions;
+//! an invalid operator panics at the caller's line with the shapes in the message;
+//! converting reads follow the cast rules.
 
 use wmx_core::{self as wmx, Array, DType, Result};
 
@@ -216,4 +217,52 @@ fn an_invalid_operator_panics_at_the_callers_line() {
     );
     assert_eq!(l, scalar_line, "the panic points at the caller's line");
     assert!(msg.contains("bitwise_xor") && msg.contains("f32"), "{msg}");
+}
+
+#[test]
+fn converting_reads() {
+    let x = Array::from_slice(&[1.75f32, -2.5, 300.0, f32::NAN], &[4]).unwrap();
+    assert_eq!(
+        x.to_vec_as::<f64>().unwrap()[..3],
+        [1.75, -2.5, 300.0],
+        "f32 to f64 exactly"
+    );
+    // astype's rules: truncation toward zero, saturation, NaN to 0.
+    assert_eq!(x.to_vec_as::<i32>().unwrap(), vec![1, -2, 300, 0]);
+    assert_eq!(x.to_vec_as::<u8>().unwrap(), vec![1, 0, 255, 0]);
+    assert_eq!(x.to_vec_as::<bool>().unwrap(), vec![true, true, true, true]);
+    let m = Array::from_slice(&[true, false], &[2]).unwrap();
+    assert_eq!(m.to_vec_as::<f32>().unwrap(), vec![1.0, 0.0]);
+    let h = x.astype(DType::F16).unwrap();
+    assert_eq!(h.to_vec_as::<f64>().unwrap()[2], 300.0);
+    let one = Array::from_slice(&[7u32], &[1]).unwrap();
+    assert_eq!(one.item_as::<f64>().unwrap(), 7.0);
+    assert_eq!(one.item_as::<wmx::f16>().unwrap(), wmx::f16::from_f32(7.0));
+    let e = x.item_as::<f64>().unwrap_err().to_string();
+    assert!(e.contains("item_as") && e.contains("[4]"), "{e}");
+}
+
+#[test]
+fn nested_literals() {
+    let a = wmx::array(&[[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]]).unwrap();
+    assert_eq!(a.shape(), &[2, 3]);
+    assert_eq!(
+        a.to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    );
+    let v = wmx::array(&vec![vec![1i32, 2], vec![3, 4]]).unwrap();
+    assert_eq!((v.shape(), v.dtype()), (&[2usize, 2][..], DType::I32));
+    let s = wmx::array(&2.5f32).unwrap();
+    assert_eq!((s.shape(), s.item::<f32>().unwrap()), (&[][..], 2.5));
+    let c = wmx::array(&[[[true]]]).unwrap();
+    assert_eq!(c.shape(), &[1, 1, 1]);
+    let e = wmx::array(&vec![vec![1.0f32, 2.0], vec![3.0]])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("ragged") && e.contains("[1]") && e.contains("[2]"),
+        "{e}"
+    );
+    let empty: Vec<f32> = vec![];
+    assert_eq!(wmx::array(&empty).unwrap().shape(), &[0]);
 }
