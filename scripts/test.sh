@@ -23,6 +23,7 @@ step "fmt";    cargo fmt --all -- --check
 step "clippy (first run builds the workspace: about 3 min)"; cargo clippy --workspace --all-targets -q -- -D warnings
 step "tests (first run: about 8 min, building included; the GPU ones on lavapipe)"; cargo test --workspace --all-targets
 step "doctests"; cargo test --workspace --doc
+step "rustdoc, warnings as errors"; RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps
 step "example: logistic regression trained with value_and_grad, on the CPU and the GPU"
 # Built with the workspace's features, as the tests were (a plain `cargo run --example`
 # resolves the root package's features alone and rebuilds wgpu: 2.5 min).

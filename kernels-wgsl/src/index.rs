@@ -158,7 +158,7 @@ impl Kernels {
 
     /// `out[p] = x[p with p[axis] = indices[p]]` (`take_along_axis`): `x` and the
     /// integer `indices` (i32, u32 or u8) have `out`'s rank and extents off `axis`,
-    /// `indices` has `out`'s shape. Index rule in the [module docs](self).
+    /// `indices` has `out`'s shape. Index rule: negative indices count from the end; others out of range read [`crate::gather_fill_bits`] (gathers) or are dropped (scatters).
     pub fn gather(
         &self,
         b: &mut Batch,
@@ -209,7 +209,7 @@ impl Kernels {
     /// f32 and rounded after each addition). `indices` (i32, u32 or u8) and
     /// `updates` have one shape, equal to `base`'s (and `out`'s) off `axis`.
     /// Duplicate indices: one update wins (set) or all accumulate in an unspecified
-    /// order (add). Index rule in the [module docs](self).
+    /// order (add). Index rule: negative indices count from the end; others out of range read [`crate::gather_fill_bits`] (gathers) or are dropped (scatters).
     #[allow(clippy::too_many_arguments)]
     pub fn scatter(
         &self,

@@ -58,7 +58,7 @@ fn take_shape(x: &[usize], idx: &[usize], axis: usize) -> Vec<usize> {
 
 /// Elements of `x` at integer `indices` along `axis` (numpy's `take`); `None`
 /// indexes the flattened array. The result's shape is `x`'s with `axis` replaced by
-/// the indices' shape. Index rule in the [module docs](self).
+/// the indices' shape. Index rules: `docs/SEMANTICS.md` (Indexing).
 pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
     check_indices("take", indices)?;
     let (x, ax) = resolve("take", x, axis)?;
@@ -69,8 +69,8 @@ pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
 
 /// `out[p] = x[p with p[axis] = indices[p]]` (numpy's `take_along_axis`): `indices`
 /// has `x`'s rank, and the two broadcast against each other off `axis`; `None`
-/// indexes the flattened array with 1-D indices. Index rule in the [module
-/// docs](self).
+/// indexes the flattened array with 1-D indices. Index rules: `docs/SEMANTICS.md`
+/// (Indexing).
 pub fn take_along_axis(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
     check_indices("take_along_axis", indices)?;
     let (x, ax) = resolve("take_along_axis", x, axis)?;
@@ -175,7 +175,7 @@ fn scatter_take_form(
 /// inverse of [`take`] (`updates` has, or broadcasts to, the shape `take` would
 /// give, and is cast to `x`'s dtype). With duplicate indices one of the updates
 /// wins: the last on the CPU, an unspecified one on a GPU. Out-of-range indices
-/// are dropped (index rule in the [module docs](self)).
+/// are dropped (index rules: `docs/SEMANTICS.md`, Indexing).
 pub fn scatter(x: &Array, indices: &Array, updates: &Array, axis: isize) -> Result<Array> {
     scatter_take_form(ScatterOp::Set, x, indices, updates, axis)
 }
