@@ -53,3 +53,25 @@ pub use primitive::{
 pub use transforms::{
     CustomFunction, grad, grad1, jvp, value_and_grad, value_and_grad1, vjp, vmap, vmap1,
 };
+
+/// What most programs need, in one import: `use wmx::prelude::*;` brings the array
+/// type, dtypes, devices, errors, slicing, transforms, compile and the modes.
+///
+/// ```
+/// # use wmx_core as wmx;
+/// use wmx::prelude::*;
+/// let x = Array::from_slice(&[1.0f32, 2.0], &[2])?;
+/// let double = compile(|a: &[Array]| Ok(vec![&a[0] * 2.0]));
+/// assert_eq!(double.call1(&x)?.to_vec::<f32>()?, vec![2.0, 4.0]);
+/// let g = grad(|a: &[Array]| Ok(vec![(&a[0] * &a[0]).sum(None, false)?]), &[0])(&[x])?;
+/// assert_eq!(g[0].to_vec::<f32>()?, vec![2.0, 4.0]);
+/// # Ok::<(), Error>(())
+/// ```
+pub mod prelude {
+    pub use crate::ops::{PadMode, Slice};
+    pub use crate::{
+        Array, Compiled, DType, Device, Error, Mode, Result, async_eval, bf16, compile,
+        default_device, eval, f16, grad, jvp, random, synchronize, value_and_grad, vjp, vmap,
+        with_device, with_mode,
+    };
+}
