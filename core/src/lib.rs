@@ -21,6 +21,8 @@ mod device;
 mod dtype;
 mod error;
 mod eval;
+#[cfg(all(feature = "io", not(target_arch = "wasm32")))]
+pub mod io;
 pub mod layout;
 mod nested;
 pub mod ops;

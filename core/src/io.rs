@@ -1,0 +1,228 @@
+//! Loading and saving arrays: numpy's `.npy` and `.npz` (through `npyz`) and
+//! safetensors (through `safetensors`), every dtype wmx has. Loads go to the
+//! default device (`with_device` picks another).
+//!
+//! | dtype | `.npy`/`.npz` | safetensors |
+//! |---|---|---|
+//! | bool, u8, i32, u32, i64, f16, f32 | `|b1 |u1 <i4 <u4 <i8 <f2 <f4` (either byte order read) | BOOL U8 I32 U32 I64 F16 F32 |
+//! | bf16 | an `Err` (numpy has no bfloat16; use safetensors) | BF16 |
+//!
+//! Fortran-ordered `.npy` data loads as a transposed view (no copy).
+
+use crate::{Array, DType, Element, Error, Result, f16};
+use npyz::WriterBuilder;
+use std::io::{Read, Seek, Write};
+use std::path::Path;
+
+fn io_err(op: &'static str, path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::invalid(op, format!("{}: {e}", path.display()))
+}
+
+fn shape_u64(a: &Array) -> Vec<u64> {
+    a.shape().iter().map(|&d| d as u64).collect()
+}
+
+/// Writes `a` as one `.npy` stream (C order).
+fn write_npy<W: Write>(op: &'static str, path: &Path, a: &Array, w: W) -> Result<()> {
+    fn typed<T: Element + npyz::AutoSerialize, W: Write>(a: &Array, w: W) -> std::io::Result<()> {
+        let v: Vec<T> = a.to_vec::<T>().map_err(std::io::Error::other)?;
+        let mut out = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(&shape_u64(a))
+            .writer(w)
+            .begin_nd()?;
+        out.extend(v)?;
+        out.finish()
+    }
+    let r = match a.dtype() {
+        DType::Bool => typed::<bool, W>(a, w),
+        DType::U8 => typed::<u8, W>(a, w),
+        DType::I32 => typed::<i32, W>(a, w),
+        DType::U32 => typed::<u32, W>(a, w),
+        DType::I64 => typed::<i64, W>(a, w),
+        DType::F16 => typed::<f16, W>(a, w),
+        DType::F32 => typed::<f32, W>(a, w),
+        DType::BF16 => {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "{}: numpy has no bfloat16: save bf16 arrays with save_safetensors, or astype first",
+                    path.display()
+                ),
+            ));
+        }
+    };
+    r.map_err(|e| io_err(op, path, e))
+}
+
+/// Reads one `.npy` stream into an array on the default device.
+fn read_npy<R: Read>(op: &'static str, path: &Path, f: npyz::NpyFile<R>) -> Result<Array> {
+    let shape: Vec<usize> = f.shape().iter().map(|&d| d as usize).collect();
+    let fortran = f.order() == npyz::Order::Fortran;
+    // A plain type string such as `<f4`; records and subarrays have no wmx dtype.
+    let descr = match f.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => other.descr(),
+    };
+    fn typed<T: Element + npyz::Deserialize, R: Read>(
+        f: npyz::NpyFile<R>,
+    ) -> std::io::Result<Vec<T>> {
+        f.into_vec::<T>()
+    }
+    let kind = descr.trim_start_matches(['<', '>', '|', '=']);
+    // Fortran order: the data is the transpose's, row-major.
+    let stored: Vec<usize> = if fortran {
+        shape.iter().rev().copied().collect()
+    } else {
+        shape.clone()
+    };
+    let e = |e: std::io::Error| io_err(op, path, e);
+    let a = match kind {
+        "b1" => Array::from_slice(&typed::<bool, R>(f).map_err(e)?, &stored),
+        "u1" => Array::from_slice(&typed::<u8, R>(f).map_err(e)?, &stored),
+        "i4" => Array::from_slice(&typed::<i32, R>(f).map_err(e)?, &stored),
+        "u4" => Array::from_slice(&typed::<u32, R>(f).map_err(e)?, &stored),
+        "i8" => Array::from_slice(&typed::<i64, R>(f).map_err(e)?, &stored),
+        "f2" => Array::from_slice(&typed::<f16, R>(f).map_err(e)?, &stored),
+        "f4" => Array::from_slice(&typed::<f32, R>(f).map_err(e)?, &stored),
+        _ => {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "{}: numpy dtype {descr:?} has no wmx dtype (bool, uint8, int32, uint32, int64, float16, float32)",
+                    path.display()
+                ),
+            ));
+        }
+    }?;
+    if fortran && shape.len() > 1 {
+        crate::transpose(&a, None)
+    } else {
+        Ok(a)
+    }
+}
+
+/// Saves `a` to a `.npy` file (numpy's `np.save`).
+pub fn save_npy(path: impl AsRef<Path>, a: &Array) -> Result<()> {
+    let path = path.as_ref();
+    let file = std::fs::File::create(path).map_err(|e| io_err("save_npy", path, e))?;
+    write_npy("save_npy", path, a, std::io::BufWriter::new(file))
+}
+
+/// Loads a `.npy` file (numpy's `np.load`).
+pub fn load_npy(path: impl AsRef<Path>) -> Result<Array> {
+    let path = path.as_ref();
+    let file = std::fs::File::open(path).map_err(|e| io_err("load_npy", path, e))?;
+    let f = npyz::NpyFile::new(std::io::BufReader::new(file))
+        .map_err(|e| io_err("load_npy", path, e))?;
+    read_npy("load_npy", path, f)
+}
+
+/// Saves named arrays to a `.npz` archive (numpy's `np.savez`, uncompressed).
+pub fn save_npz(path: impl AsRef<Path>, arrays: &[(&str, &Array)]) -> Result<()> {
+    let path = path.as_ref();
+    let e = |e: std::io::Error| io_err("save_npz", path, e);
+    let file = std::fs::File::create(path).map_err(e)?;
+    let mut zip = zip::ZipWriter::new(std::io::BufWriter::new(file));
+    for (name, a) in arrays {
+        let opts =
+            zip::write::FileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        zip.start_file(format!("{name}.npy"), opts)
+            .map_err(|x| io_err("save_npz", path, x))?;
+        write_npy("save_npz", path, a, &mut zip)?;
+    }
+    zip.finish().map_err(|x| io_err("save_npz", path, x))?;
+    Ok(())
+}
+
+/// Loads every array of a `.npz` archive, by name (in the archive's order).
+pub fn load_npz(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> {
+    let path = path.as_ref();
+    let file = std::fs::File::open(path).map_err(|e| io_err("load_npz", path, e))?;
+    read_npz(path, std::io::BufReader::new(file))
+}
+
+fn read_npz<R: Read + Seek>(path: &Path, r: R) -> Result<Vec<(String, Array)>> {
+    let e = |e: &dyn std::fmt::Display| io_err("load_npz", path, e);
+    let mut zip = zip::ZipArchive::new(r).map_err(|x| e(&x))?;
+    let mut out = Vec::with_capacity(zip.len());
+    for i in 0..zip.len() {
+        let file = zip.by_index(i).map_err(|x| e(&x))?;
+        // np.savez names each member `<name>.npy`.
+        let Some(name) = file.name().strip_suffix(".npy").map(str::to_string) else {
+            continue;
+        };
+        let f = npyz::NpyFile::new(file).map_err(|x| e(&x))?;
+        out.push((name, read_npy("load_npz", path, f)?));
+    }
+    Ok(out)
+}
+
+fn st_dtype(d: DType) -> safetensors::Dtype {
+    use safetensors::Dtype as S;
+    match d {
+        DType::Bool => S::BOOL,
+        DType::U8 => S::U8,
+        DType::I32 => S::I32,
+        DType::U32 => S::U32,
+        DType::I64 => S::I64,
+        DType::F16 => S::F16,
+        DType::BF16 => S::BF16,
+        DType::F32 => S::F32,
+    }
+}
+
+/// Saves named arrays to a safetensors file.
+pub fn save_safetensors(path: impl AsRef<Path>, arrays: &[(&str, &Array)]) -> Result<()> {
+    let path = path.as_ref();
+    let data: Vec<(String, Vec<u8>, &Array)> = arrays
+        .iter()
+        .map(|(n, a)| Ok((n.to_string(), a.to_bytes()?, *a)))
+        .collect::<Result<_>>()?;
+    let views = data
+        .iter()
+        .map(|(n, bytes, a)| {
+            safetensors::tensor::TensorView::new(st_dtype(a.dtype()), a.shape().to_vec(), bytes)
+                .map(|v| (n.clone(), v))
+                .map_err(|e| io_err("save_safetensors", path, e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    safetensors::serialize_to_file(views, None, path)
+        .map_err(|e| io_err("save_safetensors", path, e))
+}
+
+/// Loads every tensor of a safetensors file, sorted by name.
+pub fn load_safetensors(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> {
+    use safetensors::Dtype as S;
+    let path = path.as_ref();
+    let e = |e: &dyn std::fmt::Display| io_err("load_safetensors", path, e);
+    let bytes = std::fs::read(path).map_err(|x| e(&x))?;
+    let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|x| e(&x))?;
+    let mut out = Vec::new();
+    for (name, v) in st.tensors() {
+        let dtype = match v.dtype() {
+            S::BOOL => DType::Bool,
+            S::U8 => DType::U8,
+            S::I32 => DType::I32,
+            S::U32 => DType::U32,
+            S::I64 => DType::I64,
+            S::F16 => DType::F16,
+            S::BF16 => DType::BF16,
+            S::F32 => DType::F32,
+            other => {
+                return Err(e(&format!(
+                    "tensor {name}: dtype {other:?} has no wmx dtype"
+                )));
+            }
+        };
+        let a = Array::from_bytes_on(
+            v.data().to_vec(),
+            v.shape(),
+            dtype,
+            &crate::default_device()?,
+        )?;
+        out.push((name, a));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
