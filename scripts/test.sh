@@ -31,6 +31,11 @@ cargo build -q --workspace --examples --bins
 examples=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/examples
 WMX_DEVICE=cpu "$examples/logistic_regression"
 "$examples/logistic_regression"
+step "examples: heat equation (compiled stencil), cross-entropy (grad, take_along_axis), column standardisation (files), least squares (matmul, grad), f16 on CPU and GPU; each against f64, on the CPU and the GPU"
+for ex in heat cross_entropy standardize linear_regression f16_check; do
+    WMX_DEVICE=cpu "$examples/$ex"
+    "$examples/$ex"
+done
 step "example: the axpby extension's benchmark (custom vs composed), quick, on the CPU and the GPU"
 "$examples/../axpby_bench" --quick
 step "type-check for Apple (Metal) and Windows (DX12) (about 2 min)"
