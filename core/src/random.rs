@@ -76,22 +76,33 @@ fn constant(key: &Array, v: f64, dtype: DType) -> Result<Array> {
     crate::with_device(key.device(), || o::scalar(v, dtype))
 }
 
+/// `Err` unless `dtype` is a float dtype (the continuous distributions).
+fn check_float(op: &'static str, dtype: DType) -> Result<()> {
+    if dtype.is_float() {
+        Ok(())
+    } else {
+        Err(Error::UnsupportedDType { op, dtype })
+    }
+}
+
+/// `Err` unless `lo < hi` (NaN bounds included); `close` ends the range as printed.
+fn check_range(op: &'static str, lo: f64, hi: f64, close: &str) -> Result<()> {
+    if lo.partial_cmp(&hi) == Some(std::cmp::Ordering::Less) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            op,
+            format!("empty range [{lo}, {hi}{close}"),
+        ))
+    }
+}
+
 /// Samples uniform on `[low, high)` of `shape` and float `dtype` (MLX's formula:
 /// `bits / (2^32 - 1)` in f32, capped below 1, cast to `dtype`, then
 /// `low + (high - low) * u` in `dtype`).
 pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Array> {
-    if !dtype.is_float() {
-        return Err(Error::UnsupportedDType {
-            op: "random::uniform",
-            dtype,
-        });
-    }
-    if low.partial_cmp(&high) != Some(std::cmp::Ordering::Less) {
-        return Err(Error::invalid(
-            "random::uniform",
-            format!("empty range [{low}, {high})"),
-        ));
-    }
+    check_float("random::uniform", dtype)?;
+    check_range("random::uniform", low, high, ")")?;
     let unit = unit(key, shape, dtype)?;
     if low == 0.0 && high == 1.0 {
         // `0 + 1 * u` is `u`, already below 1: the bits' pass alone.
@@ -152,18 +163,8 @@ pub fn truncated_normal(
     shape: &[usize],
     dtype: DType,
 ) -> Result<Array> {
-    if !dtype.is_float() {
-        return Err(Error::UnsupportedDType {
-            op: "random::truncated_normal",
-            dtype,
-        });
-    }
-    if lower.partial_cmp(&upper) != Some(std::cmp::Ordering::Less) {
-        return Err(Error::invalid(
-            "random::truncated_normal",
-            format!("empty range [{lower}, {upper}]"),
-        ));
-    }
+    check_float("random::truncated_normal", dtype)?;
+    check_range("random::truncated_normal", lower, upper, "]")?;
     let s2 = std::f64::consts::SQRT_2;
     // Inside (-1, 1): erfinv(±1) is ±inf, which a draw at the end would give.
     let edge = 1.0 - f64::from(f32::EPSILON) / 2.0;
@@ -185,12 +186,7 @@ pub fn truncated_normal(
 /// Normal samples `loc + scale * z` of `shape` and float `dtype`, `z` from the
 /// Box–Muller transform of two f32 uniform draws (computed in f32, then cast).
 pub fn normal(key: &Array, shape: &[usize], loc: f64, scale: f64, dtype: DType) -> Result<Array> {
-    if !dtype.is_float() {
-        return Err(Error::UnsupportedDType {
-            op: "random::normal",
-            dtype,
-        });
-    }
+    check_float("random::normal", dtype)?;
     let mut two = vec![2];
     two.extend_from_slice(shape);
     let u = unit(key, &two, DType::F32)?;

@@ -539,7 +539,7 @@ impl Kernels {
     pub fn fused_wgsl(&self, spec: &FusedSpec, layouts: &[(&[usize], &[isize])]) -> Result<String> {
         let reads: Vec<InputRead> = layouts.iter().map(|(s, st)| read_of(s, st)).collect();
         let bind: Vec<u8> = (0..layouts.len() as u8).collect();
-        fused_source(spec, &reads, &bind, self.inner.target.f16)
+        compose_module(spec, &reads, &bind, None, self.inner.target)
     }
 
     fn fused_key(
@@ -598,10 +598,5 @@ impl Kernels {
         }
         cache.insert(key.clone(), pipe.clone());
         Ok(pipe)
-    }
-
-    /// Number of compiled fused pipelines.
-    pub fn fused_pipeline_count(&self) -> usize {
-        self.inner.fused_pipes.lock().unwrap().len()
     }
 }

@@ -58,15 +58,6 @@ pub struct FusedKernel {
 }
 
 impl FusedKernel {
-    /// The output's dtype.
-    pub fn dtype(&self) -> DType {
-        let d = self.steps.last().map(|s| s.dtype).unwrap_or(DType::F32);
-        match &self.reduce {
-            Some((op, _)) => op.out_dtype(d),
-            None => d,
-        }
-    }
-
     /// The kernel built from plain ops on `inputs` (lazy; the same values).
     pub fn expand(&self, inputs: &[Array]) -> Result<Array> {
         if inputs.len() != self.inputs.len() {

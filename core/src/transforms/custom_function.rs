@@ -114,8 +114,7 @@ impl CustomFunction {
         let mut node_inputs = inputs.to_vec();
         node_inputs.extend(outs.iter().cloned());
         let fun = Arc::new(self.clone());
-        Ok(outs
-            .iter()
+        outs.iter()
             .enumerate()
             .map(|(i, y)| {
                 let node = Node {
@@ -124,15 +123,16 @@ impl CustomFunction {
                     outputs: outs.len(),
                     index: i,
                 };
-                Array::from_op(
+                // Eager mode computes it at once, as every op.
+                crate::compile::made(Array::from_op(
                     Primitive::Custom(Arc::new(node)),
                     node_inputs.clone(),
                     y.layout().clone(),
                     y.dtype(),
                     y.device().clone(),
-                )
+                ))
             })
-            .collect())
+            .collect()
     }
 }
 

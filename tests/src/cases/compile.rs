@@ -436,6 +436,19 @@ pub fn modes_and_async_eval(dev: &Device) {
         Ok::<_, wmx::Error>(y.is_evaluated())
     });
     assert!(ok("eager", eager), "eager mode left an op pending");
+    // A custom function's outputs are computed at once too.
+    let cf = wmx::CustomFunction::new(|a: &[Array]| Ok(vec![wmx::exp(&a[0])?]))
+        .vjp(|_, outs, ct| Ok(vec![Some(wmx::multiply(&outs[0], &ct[0])?)]));
+    let y = ok(
+        "eager custom function",
+        wmx::with_mode(Mode::Eager, || cf.call(std::slice::from_ref(&x))),
+    );
+    assert!(
+        y[0].is_evaluated(),
+        "eager mode left a custom function pending"
+    );
+    let y = ok("lazy custom function", cf.call(std::slice::from_ref(&x)));
+    assert!(!y[0].is_evaluated(), "lazy mode computed a custom function");
     // A primitive that fails when computed: eager reports it at the op.
     let bad = Arc::new(super::custom::Failing);
     let r = wmx::with_mode(Mode::Eager, || {
