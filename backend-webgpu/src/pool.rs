@@ -30,6 +30,8 @@ pub struct Stats {
     pub peak_bytes: u64,
     /// Bytes of free buffers kept for reuse.
     pub cached_bytes: u64,
+    /// GPU buffers created (pool misses).
+    pub buffers_created: u64,
 }
 
 /// Free buffers by size class. Buffers released while a batch is being recorded
@@ -77,7 +79,10 @@ impl Pool {
                     self.order.retain(|(_, o)| o != &b);
                     b
                 }
-                None => match self.kernels.create_buffer(class, Some("wmx")) {
+                None => match {
+                    self.stats.buffers_created += 1;
+                    self.kernels.create_buffer(class, Some("wmx"))
+                } {
                     // Cached free buffers hold memory: give it back and try again.
                     Err(k::Error::OutOfMemory { .. }) if self.cached > 0 => {
                         self.clear();

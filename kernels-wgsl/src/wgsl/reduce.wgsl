@@ -177,9 +177,26 @@ fn reduce_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
     if (valid) {
         let base = kept_base(k);
         let r1 = min(R, (s + 1u) * chunk);
-        for (var r = s * chunk + lid.x; r < r1; r += WG) {
+        // Four elements per iteration into four accumulators: four loads (or fused
+        // values, see fused.rs) in flight per invocation, not one.
+        var a1 = acc_init();
+        var a2 = acc_init();
+        var a3 = acc_init();
+        var r = s * chunk + lid.x;
+        for (; r + 3u * WG < r1; r += 4u * WG) {
+            let x0 = ld_a(base + red_off(r));
+            let x1 = ld_a(base + red_off(r + WG));
+            let x2 = ld_a(base + red_off(r + 2u * WG));
+            let x3 = ld_a(base + red_off(r + 3u * WG));
+            acc = combine(acc, acc_load(x0));
+            a1 = combine(a1, acc_load(x1));
+            a2 = combine(a2, acc_load(x2));
+            a3 = combine(a3, acc_load(x3));
+        }
+        for (; r < r1; r += WG) {
             acc = combine(acc, acc_load(ld_a(base + red_off(r))));
         }
+        acc = combine(combine(acc, a1), combine(a2, a3));
     }
     let res = wg_reduce(acc, lid.x);
     if (valid && lid.x == 0u) { O[P[7] + g] = st_acc(res); }

@@ -727,6 +727,8 @@ fn bench_wmx(
         // ahead and gaps on the GPU come from the submits themselves.
         let cpu_ms = std::cell::RefCell::new(Vec::new());
         let submits = std::cell::RefCell::new(Vec::new());
+        let submit_us = std::cell::RefCell::new(Vec::new());
+        let created = std::cell::RefCell::new(Vec::new());
         let gpu = wmx::webgpu::backend(dev);
         let measure = || -> Res<f64> {
             dev.synchronize().map_err(err)?;
@@ -734,7 +736,7 @@ fn bench_wmx(
                 (Some(s), Some(g)) => {
                     // In-stream stamps (like CUDA events): the first goes out with the
                     // first eval's submit, the second after the last eval's kernels.
-                    let before = g.stats().submits;
+                    let before = g.stats();
                     g.write_timestamp(&s.set, 0).map_err(err)?;
                     let t = Instant::now();
                     for _ in 0..iters {
@@ -747,7 +749,15 @@ fn bench_wmx(
                     dev.synchronize().map_err(err)?;
                     submits
                         .borrow_mut()
-                        .push((g.stats().submits - before) as f64 / iters as f64);
+                        .push((g.stats().submits - before.submits) as f64 / iters as f64);
+                    let after = g.stats();
+                    let subs = (after.submits - before.submits).max(1) as f64;
+                    submit_us
+                        .borrow_mut()
+                        .push((after.submit_ns - before.submit_ns) as f64 / 1e3 / subs);
+                    created.borrow_mut().push(
+                        (after.buffers_created - before.buffers_created) as f64 / iters as f64,
+                    );
                     s.elapsed_ms()?
                 }
                 _ => {
@@ -769,6 +779,10 @@ fn bench_wmx(
             last.extra.push(("cpu_ms", median(cpu)));
             last.extra
                 .push(("submits_per_launch", median(submits.into_inner())));
+            last.extra
+                .push(("us_per_submit", median(submit_us.into_inner())));
+            last.extra
+                .push(("created_per_launch", median(created.into_inner())));
         }
     }
     Ok(())
