@@ -21,13 +21,24 @@ fn main() -> wmx::Result<()> {
     let x = wmx::random::uniform(&key, &[1 << 16], -3.0, 3.0, dtype)?.to_device(&dev)?;
     let g = wmx::compile(|a: &[Array]| Ok(vec![gelu(&a[0])?]));
     let s = wmx::compile(|a: &[Array]| {
-        Ok(vec![wmx::sum(&wmx::astype(&gelu(&a[0])?, DType::F32)?, None, false)?])
+        Ok(vec![wmx::sum(
+            &wmx::astype(&gelu(&a[0])?, DType::F32)?,
+            None,
+            false,
+        )?])
     });
     for (name, f) in [("gelu", &g), ("sum(gelu)", &s)] {
         let r = f.report(std::slice::from_ref(&x))?;
-        println!("== {name}: {} ops traced, {} nodes per call", r.traced_ops, r.nodes);
+        println!(
+            "== {name}: {} ops traced, {} nodes per call",
+            r.traced_ops, r.nodes
+        );
         for k in &r.kernels {
-            println!("-- {:?}\n{}", k.kernel, k.source.as_deref().unwrap_or("(no source)"));
+            println!(
+                "-- {:?}\n{}",
+                k.kernel,
+                k.source.as_deref().unwrap_or("(no source)")
+            );
         }
     }
     Ok(())

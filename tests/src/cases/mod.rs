@@ -525,36 +525,44 @@ pub fn unary_special_values(dev: &Device) {
             &|_| xv.to_string(),
         );
     }
-    // tanh densely (its kernel selects between a series and exp: both sides of the
-    // switch at 0.35, the cap at 10, tiny and huge inputs): at most 3 ulps.
-    let mut xs: Vec<f64> = (0..40001)
-        .map(|i| round_to(DType::F32, -12.0 + 24.0 * i as f64 / 40000.0))
-        .collect();
-    for e in -40..40 {
-        for m in [1.0, 1.3, 1.7] {
-            xs.push(round_to(DType::F32, m * 2f64.powi(e)));
+    // tanh densely (its kernels select between a series and exp: both sides of the
+    // switch at 0.35, the cap at 10, tiny and huge inputs): at most 3 f32 ulps, and
+    // 1 ulp of f16/bf16 (their cheaper `tanh_narrow`).
+    for dt in [DType::F32, DType::F16, DType::BF16] {
+        if !supported(dev, dt) {
+            continue;
         }
+        let mut xs: Vec<f64> = (0..40001)
+            .map(|i| round_to(dt, -12.0 + 24.0 * i as f64 / 40000.0))
+            .collect();
+        for e in -40..40 {
+            for m in [1.0, 1.3, 1.7] {
+                xs.push(round_to(dt, m * 2f64.powi(e)));
+            }
+        }
+        for edge in [0.35f32, 10.0] {
+            let b = edge.to_bits();
+            xs.extend(
+                [b - 2, b - 1, b, b + 1, b + 2].map(|u| round_to(dt, f32::from_bits(u) as f64)),
+            );
+        }
+        let vals: Vec<Val> = xs.iter().map(|&x| f(x)).collect();
+        let a = make_ok(dev, dt, &vals, &[vals.len()]);
+        let got = read_ok(&ok("tanh sweep", wmx::tanh(&a)), "tanh sweep");
+        let want: Vec<Val> = xs.iter().map(|&x| r::unary("tanh", dt, f(x))).collect();
+        assert_close(
+            &format!("tanh sweep {dt}"),
+            dt,
+            &got,
+            &want,
+            Tol {
+                ulps: if dt == DType::F32 { 3.0 } else { 1.0 },
+                abs: 0.0,
+                log_ulps: 0.0,
+            },
+            &|i| xs[i].to_string(),
+        );
     }
-    for edge in [0.35f32, 10.0] {
-        let b = edge.to_bits();
-        xs.extend([b - 2, b - 1, b, b + 1, b + 2].map(|u| f32::from_bits(u) as f64));
-    }
-    let vals: Vec<Val> = xs.iter().map(|&x| f(x)).collect();
-    let a = make_ok(dev, DType::F32, &vals, &[vals.len()]);
-    let got = read_ok(&ok("tanh sweep", wmx::tanh(&a)), "tanh sweep");
-    let want: Vec<Val> = xs.iter().map(|&x| r::unary("tanh", DType::F32, f(x))).collect();
-    assert_close(
-        "tanh sweep",
-        DType::F32,
-        &got,
-        &want,
-        Tol {
-            ulps: 3.0,
-            abs: 0.0,
-            log_ulps: 0.0,
-        },
-        &|i| xs[i].to_string(),
-    );
 }
 
 /// Every binary op (from `BinaryOp::ALL`) on every pair of dtypes: promotion,
