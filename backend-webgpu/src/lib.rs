@@ -11,15 +11,19 @@
 //! costs nothing. [`Stats`] counts uploads, downloads, dispatches, submits and memory.
 //!
 //! # Execution
-//! Each family call records a dispatch into the backend's current batch; the
-//! batch is submitted once at the end of an eval (or when it grows past
-//! [`MAX_BATCH`] dispatches, or before a read). If the GPU is still busy with
-//! earlier work at the end of an eval, the batch stays open and the next evals
-//! add to it (each submit costs GPU time: wgpu's Vulkan queue chains submits on a
-//! semaphore). It is submitted by the first eval that finds the GPU idle, or that
-//! finds one submit running and the batch at least as long as that one (so the
-//! next batch is queued before the GPU runs dry, and batches double), by a read,
-//! by `synchronize`, or at `MAX_BATCH`; never more than one submit per eval.
+//! Each family call records a dispatch into the backend's current batch; an eval
+//! ends by submitting the batch or leaving it open for the next evals (`submit.rs`):
+//! - while the GPU is busy, the batch stays open (each submit costs GPU time too:
+//!   wgpu's Vulkan queue chains submits on a semaphore) until it is at least as long
+//!   as the one running, so the next batch is queued before the GPU runs dry;
+//! - when the GPU is idle, it is submitted unless the last submit ended less than
+//!   three times that submit's CPU cost ago (at most 250 µs): a stream of small evals
+//!   shares submits instead of paying 15–60 µs of CPU for each;
+//! - a read, `synchronize`, `async_eval` or [`MAX_BATCH`] dispatches submit at once;
+//! - on native targets a flusher thread submits a batch nobody picked up once the
+//!   GPU is idle and the spacing has passed, so work never waits for the next call.
+//!
+//! On wasm every eval submits (the browser schedules the GPU itself).
 //! Output buffers come from a pool of size classes (no zero-fill, no allocation in
 //! steady state).
 //!
@@ -32,11 +36,12 @@ mod custom;
 mod fused;
 mod kernel;
 mod pool;
+mod submit;
 
 use futures::future::BoxFuture;
 use pool::Shared;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use submit::Submitter;
 use wmx_core::{
     ArgReduceOp, Array, Backend, BinaryOp, DType, Device, DeviceKind, Error, Generator, Layout,
     ReduceOp, Result, UnaryOp, View,
@@ -117,13 +122,9 @@ impl Drop for GpuBuffer {
 pub struct WebGpuBackend {
     kernels: Kernels,
     shared: Arc<Shared>,
-    batch: Mutex<k::Batch>,
+    /// The batch being recorded and when it is submitted.
+    sub: Arc<Submitter>,
     name: String,
-    /// Submits not yet finished on the GPU (decremented by wgpu's completion
-    /// callbacks, which run inside `poll`).
-    in_flight: Arc<AtomicUsize>,
-    /// Dispatches in the last submit.
-    last_len: AtomicUsize,
 }
 
 fn kerr(e: k::Error) -> Error {
@@ -198,12 +199,10 @@ impl WebGpuBackend {
                 s.set_lost(format!("device lost ({reason:?}): {msg}"));
             });
         WebGpuBackend {
+            sub: Submitter::new(kernels.clone(), shared.clone()),
             kernels,
             shared,
-            batch: Mutex::new(k::Batch::default()),
             name,
-            in_flight: Arc::new(AtomicUsize::new(0)),
-            last_len: AtomicUsize::new(0),
         }
     }
 
@@ -215,7 +214,7 @@ impl WebGpuBackend {
     /// The batch being recorded. A panic while it was held (a bug, or user code)
     /// leaves it usable: later ops must not all fail on a poisoned lock.
     fn lock_batch(&self) -> std::sync::MutexGuard<'_, k::Batch> {
-        self.batch.lock().unwrap_or_else(|e| e.into_inner())
+        self.sub.lock_batch()
     }
 
     /// Counters and memory figures.
@@ -312,55 +311,15 @@ impl WebGpuBackend {
     }
 
     fn submit(&self, batch: &mut k::Batch) -> Result<()> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let b = std::mem::take(batch);
-        let len = b.len();
-        self.last_len.store(len, Ordering::Relaxed);
-        #[cfg(not(target_arch = "wasm32"))]
-        let t = std::time::Instant::now();
-        let submitted = self.kernels.submit(b).map_err(kerr);
-        #[cfg(not(target_arch = "wasm32"))]
-        let ns = t.elapsed().as_nanos() as u64;
-        #[cfg(target_arch = "wasm32")]
-        let ns = 0;
-        self.shared.count_submit(len, ns);
-        submitted?;
-        let in_flight = self.in_flight.clone();
-        in_flight.fetch_add(1, Ordering::AcqRel);
-        self.kernels.queue().on_submitted_work_done(move || {
-            in_flight.fetch_sub(1, Ordering::AcqRel);
-        });
-        self.shared.pool().batch_done();
+        self.sub.submit(batch).map_err(|msg| Error::Backend {
+            backend: self.name.clone(),
+            msg,
+        })?;
         self.check()
     }
 
-    /// Whether an eval that ends with `open` dispatches recorded should submit them
-    /// now: when the GPU is idle, or runs one submit no longer than this batch (it
-    /// is queued behind, so the GPU does not run dry). Always on wasm, where the
-    /// browser schedules submits itself.
-    fn submit_now(&self, open: usize) -> bool {
-        #[cfg(not(target_arch = "wasm32"))]
-        {
-            // Runs the completion callbacks of finished submits.
-            let _ = self.kernels.device().poll(wgpu::PollType::Poll);
-            match self.in_flight.load(Ordering::Acquire) {
-                0 => true,
-                1 => open >= self.last_len.load(Ordering::Relaxed),
-                _ => false,
-            }
-        }
-        #[cfg(target_arch = "wasm32")]
-        {
-            let _ = open;
-            true
-        }
-    }
-
     fn flush_now(&self) -> Result<()> {
-        let mut batch = self.lock_batch();
-        self.submit(&mut batch)
+        self.submit(&mut self.lock_batch())
     }
 }
 
@@ -507,19 +466,13 @@ impl Backend for WebGpuBackend {
     }
 
     fn flush(&self) -> Result<()> {
-        let mut batch = self.lock_batch();
-        if batch.is_empty() {
-            // Nothing to submit, but work done outside the batch (a custom
-            // primitive's own dispatches) may have failed.
-            return self.check();
-        }
-        // Each submit costs ~14 µs of GPU time on its own (wgpu's Vulkan queue chains
-        // submits on a semaphore), so while the GPU is busy keep recording (see the
-        // crate docs, "Execution"). At most one submit per eval either way.
-        if batch.len() < MAX_BATCH && !self.submit_now(batch.len()) {
-            return self.check();
-        }
-        self.submit(&mut batch)
+        // Submitted now or left open for later evals (see `submit.rs`); an empty
+        // batch still checks for errors of work done outside it (custom primitives).
+        self.sub.end_of_eval().map_err(|msg| Error::Backend {
+            backend: self.name.clone(),
+            msg,
+        })?;
+        self.check()
     }
     fn check_errors(&self) -> Result<()> {
         // Native validation errors arrive synchronously; in the browser they arrive

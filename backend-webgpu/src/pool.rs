@@ -79,14 +79,11 @@ impl Pool {
                     self.order.retain(|(_, o)| o != &b);
                     b
                 }
-                None => match {
-                    self.stats.buffers_created += 1;
-                    self.kernels.create_buffer(class, Some("wmx"))
-                } {
+                None => match self.create(class) {
                     // Cached free buffers hold memory: give it back and try again.
                     Err(k::Error::OutOfMemory { .. }) if self.cached > 0 => {
                         self.clear();
-                        self.kernels.create_buffer(class, Some("wmx"))?
+                        self.create(class)?
                     }
                     r => r?,
                 },
@@ -95,6 +92,11 @@ impl Pool {
         self.stats.active_bytes += class;
         self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.active_bytes);
         Ok(b)
+    }
+
+    fn create(&mut self, class: u64) -> k::Result<wgpu::Buffer> {
+        self.stats.buffers_created += 1;
+        self.kernels.create_buffer(class, Some("wmx"))
     }
 
     fn release(&mut self, b: wgpu::Buffer) {

@@ -447,3 +447,38 @@ fn custom_primitive_device_errors_and_panics_belong_to_that_op() {
         assert_eq!(x.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
     }
 }
+
+#[test]
+fn small_evals_share_submits_and_nothing_is_left_unsubmitted() {
+    let Some((dev, be)) = gpu() else { return };
+    let small = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
+    // A stream of tiny evals: after the first, most find the last submit too recent
+    // (within 3x its cost) and leave their dispatch for the next submit.
+    let s0 = be.stats();
+    let mut outs = Vec::new();
+    for i in 0..200 {
+        let r = wmx_core::add(&small, &wmx_core::scalar_like(&small, i as f64).unwrap()).unwrap();
+        r.eval().unwrap();
+        outs.push(r);
+    }
+    let s1 = be.stats();
+    assert!(
+        s1.submits - s0.submits < 200,
+        "200 tiny evals took a submit each: {s0:?} -> {s1:?}"
+    );
+    // Nobody evaluates, reads or syncs now: the flusher thread submits what is open
+    // (within MAX_DEFER of 250 µs once the GPU is idle; 100 ms allows a loaded
+    // machine), so the reads below find nothing left to submit.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let s2 = be.stats();
+    for (i, r) in outs.iter().enumerate() {
+        let f = i as f32;
+        assert_eq!(r.to_vec::<f32>().unwrap(), vec![1.0 + f, 2.0 + f, 3.0 + f]);
+    }
+    let s3 = be.stats();
+    assert_eq!(
+        (s3.submits, s3.dispatches),
+        (s2.submits, s2.dispatches),
+        "work was left unsubmitted until the reads: {s1:?} -> {s2:?} -> {s3:?}"
+    );
+}

@@ -1,0 +1,237 @@
+//! When recorded work is submitted (the crate docs' "Execution").
+//!
+//! A submit costs 15–60 µs of CPU on the H200's Vulkan driver (wgpu's encoding,
+//! `vkQueueSubmit`, the completion poll), while a kernel on 2^10–2^20 elements runs
+//! in 2–5 µs. Submitting at the end of every eval that finds the GPU idle therefore
+//! locked a stream of small evals into one submit each (the GPU is always idle again
+//! by the next eval): 20–60 µs per op against PyTorch's 6–8 µs. So an eval that finds
+//! the GPU idle submits only when the previous submit ended at least
+//! [`IDLE_SPACING`] times its cost ago (capped at [`MAX_DEFER`]); otherwise, and while
+//! the GPU is busy, the batch stays open for the next evals. On native targets a
+//! flusher thread submits a batch that nobody picks up (no further eval, read or
+//! sync) once the GPU runs dry and the spacing has passed, so an eval followed by
+//! unrelated CPU work still runs on the GPU meanwhile.
+
+use crate::pool::Shared;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+#[cfg(not(target_arch = "wasm32"))]
+use std::time::Instant;
+use wmx_kernels as k;
+
+/// An idle-GPU eval submits once the last submit ended this many times its own cost
+/// ago: submits then take at most about a quarter of a stream's CPU time.
+const IDLE_SPACING: u32 = 3;
+/// The longest an open batch waits for the spacing.
+const MAX_DEFER: Duration = Duration::from_micros(250);
+
+/// The batch being recorded and the state that decides when it is submitted.
+pub(crate) struct Submitter {
+    kernels: k::Kernels,
+    shared: Arc<Shared>,
+    batch: Mutex<k::Batch>,
+    in_flight: Arc<AtomicUsize>,
+    last_len: AtomicUsize,
+    #[cfg(not(target_arch = "wasm32"))]
+    pace: Mutex<Pace>,
+    #[cfg(not(target_arch = "wasm32"))]
+    flusher: std::sync::OnceLock<Arc<Signal>>,
+}
+
+/// When the last submit ended and what it cost.
+#[cfg(not(target_arch = "wasm32"))]
+#[derive(Clone, Copy)]
+struct Pace {
+    end: Option<Instant>,
+    cost: Duration,
+}
+
+/// Wakes the flusher thread: `Some(t)` asks it to submit the open batch from `t`
+/// on (once the GPU is idle); `stop` ends it.
+#[cfg(not(target_arch = "wasm32"))]
+#[derive(Default)]
+struct Signal {
+    at: Mutex<(Option<Instant>, bool)>,
+    cv: std::sync::Condvar,
+}
+
+impl Submitter {
+    pub(crate) fn new(kernels: k::Kernels, shared: Arc<Shared>) -> Arc<Submitter> {
+        Arc::new(Submitter {
+            kernels,
+            shared,
+            batch: Mutex::new(k::Batch::default()),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            last_len: AtomicUsize::new(0),
+            #[cfg(not(target_arch = "wasm32"))]
+            pace: Mutex::new(Pace {
+                end: None,
+                cost: Duration::ZERO,
+            }),
+            #[cfg(not(target_arch = "wasm32"))]
+            flusher: std::sync::OnceLock::new(),
+        })
+    }
+
+    pub(crate) fn lock_batch(&self) -> MutexGuard<'_, k::Batch> {
+        self.batch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Submits `batch` (if not empty); `Err` carries wgpu's message.
+    pub(crate) fn submit(&self, batch: &mut k::Batch) -> std::result::Result<(), String> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let b = std::mem::take(batch);
+        let len = b.len();
+        self.last_len.store(len, Ordering::Relaxed);
+        #[cfg(not(target_arch = "wasm32"))]
+        let t = Instant::now();
+        let submitted = self.kernels.submit(b);
+        #[cfg(not(target_arch = "wasm32"))]
+        let ns = {
+            let end = Instant::now();
+            let cost = end - t;
+            *self.pace.lock().unwrap_or_else(|e| e.into_inner()) = Pace {
+                end: Some(end),
+                cost,
+            };
+            cost.as_nanos() as u64
+        };
+        #[cfg(target_arch = "wasm32")]
+        let ns = 0;
+        self.shared.count_submit(len, ns);
+        submitted.map_err(|e| e.to_string())?;
+        let in_flight = self.in_flight.clone();
+        in_flight.fetch_add(1, Ordering::AcqRel);
+        self.kernels.queue().on_submitted_work_done(move || {
+            in_flight.fetch_sub(1, Ordering::AcqRel);
+        });
+        self.shared.pool().batch_done();
+        Ok(())
+    }
+
+    /// The end of an eval: submits the open batch if the policy says so (always on
+    /// wasm, where the browser schedules submits itself), else leaves it for later
+    /// evals or the flusher.
+    pub(crate) fn end_of_eval(self: &Arc<Self>) -> std::result::Result<(), String> {
+        let mut batch = self.lock_batch();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            if batch.len() < crate::MAX_BATCH {
+                if let Some(wait_until) = self.defer(batch.len()) {
+                    drop(batch);
+                    self.arm(wait_until);
+                    return Ok(());
+                }
+            }
+        }
+        self.submit(&mut batch)
+    }
+
+    /// `None`: submit now. `Some(t)`: keep the batch open; submit from `t` on if no
+    /// one else does. Now when the GPU is idle and the spacing has passed, or when it
+    /// runs one submit no longer than this batch (queued behind it, so the GPU does
+    /// not run dry; batches double).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn defer(&self, open: usize) -> Option<Instant> {
+        // Runs the completion callbacks of finished submits.
+        let _ = self.kernels.device().poll(wgpu::PollType::Poll);
+        let now = Instant::now();
+        let pace = *self.pace.lock().unwrap_or_else(|e| e.into_inner());
+        let spaced = match pace.end {
+            Some(end) => end + (pace.cost * IDLE_SPACING).min(MAX_DEFER),
+            None => now,
+        };
+        match self.in_flight.load(Ordering::Acquire) {
+            0 if now >= spaced => None,
+            0 => Some(spaced),
+            1 if open >= self.last_len.load(Ordering::Relaxed) => None,
+            _ => Some(spaced.max(now)),
+        }
+    }
+
+    /// Asks the flusher thread (started on first use) to submit the open batch from
+    /// `at` on, once the GPU is idle.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn arm(self: &Arc<Self>, at: Instant) {
+        let signal = self.flusher.get_or_init(|| {
+            let signal = Arc::new(Signal::default());
+            let (s, me) = (signal.clone(), Arc::downgrade(self));
+            let spawned = std::thread::Builder::new()
+                .name("wmx-webgpu flusher".into())
+                .spawn(move || flusher(&s, &me));
+            if spawned.is_err() {
+                // No thread: reads, syncs and later evals still submit the batch.
+                signal.at.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+            }
+            signal
+        });
+        let mut st = signal.at.lock().unwrap_or_else(|e| e.into_inner());
+        if st.0.is_none_or(|t| at < t) {
+            st.0 = Some(at);
+        }
+        signal.cv.notify_one();
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl Drop for Submitter {
+    fn drop(&mut self) {
+        if let Some(s) = self.flusher.get() {
+            s.at.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+            s.cv.notify_one();
+        }
+    }
+}
+
+/// The flusher thread: waits to be armed, sleeps until the time asked, then submits
+/// the open batch once no submit is in flight (checking after 20 µs, then less often). It touches
+/// the driver only while a batch is open, never in a blocking call, so a process
+/// that exits after its last read does not tear down the driver under it.
+#[cfg(not(target_arch = "wasm32"))]
+fn flusher(signal: &Signal, sub: &std::sync::Weak<Submitter>) {
+    loop {
+        let at = {
+            let mut st = signal.at.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if st.1 {
+                    return;
+                }
+                if let Some(at) = st.0.take() {
+                    break at;
+                }
+                st = signal.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        let now = Instant::now();
+        if at > now {
+            std::thread::sleep(at - now);
+        }
+        let mut nap = Duration::from_micros(20);
+        loop {
+            let Some(s) = sub.upgrade() else { return };
+            let _ = s.kernels.device().poll(wgpu::PollType::Poll);
+            let mut batch = s.lock_batch();
+            if batch.is_empty() {
+                break;
+            }
+            if s.in_flight.load(Ordering::Acquire) == 0 {
+                if let Err(msg) = s.submit(&mut batch) {
+                    // Surfaces as an Err from the backend's next call.
+                    s.shared.set_error(msg);
+                }
+                break;
+            }
+            drop(batch);
+            drop(s);
+            // A long kernel in flight: check less and less often (up to every 1 ms).
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(1));
+        }
+    }
+}
