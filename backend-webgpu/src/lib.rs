@@ -20,8 +20,9 @@
 //!   three times that submit's CPU cost ago (at most 250 µs): a stream of small evals
 //!   shares submits instead of paying 15–60 µs of CPU for each;
 //! - a read, `synchronize`, `async_eval` or [`MAX_BATCH`] dispatches submit at once;
-//! - on native targets a flusher thread submits a batch nobody picked up once the
-//!   GPU is idle and the spacing has passed, so work never waits for the next call.
+//! - on native targets a flusher thread submits a batch nobody picked up once evals
+//!   have stopped for 200 µs and the GPU is idle, so work never waits for the next
+//!   call.
 //!
 //! On wasm every eval submits (the browser schedules the GPU itself).
 //! Output buffers come from a pool of size classes (no zero-fill, no allocation in

@@ -21,10 +21,16 @@ use std::time::Instant;
 use wmx_kernels as k;
 
 /// An idle-GPU eval submits once the last submit ended this many times its own cost
-/// ago: submits then take at most about a quarter of a stream's CPU time.
+/// ago: submits then take at most about a quarter of a stream's CPU time (8x
+/// measured worse on the H200: longer waits, more of them left to the flusher).
 const IDLE_SPACING: u32 = 3;
 /// The longest an open batch waits for the spacing.
 const MAX_DEFER: Duration = Duration::from_micros(250);
+/// The flusher acts only after evals have stopped deferring for this long: while a
+/// stream of evals goes on, they submit themselves (a flusher submitting tiny batches
+/// in between measured slower, and its short batches shortened theirs).
+#[cfg(not(target_arch = "wasm32"))]
+const QUIET: Duration = Duration::from_micros(200);
 
 /// The batch being recorded and the state that decides when it is submitted.
 pub(crate) struct Submitter {
@@ -156,7 +162,8 @@ impl Submitter {
     }
 
     /// Asks the flusher thread (started on first use) to submit the open batch from
-    /// `at` on, once the GPU is idle.
+    /// `at` (or [`QUIET`] from now, whichever is later) on, once the GPU is idle; a
+    /// later call moves the time on.
     #[cfg(not(target_arch = "wasm32"))]
     fn arm(self: &Arc<Self>, at: Instant) {
         let signal = self.flusher.get_or_init(|| {
@@ -171,11 +178,17 @@ impl Submitter {
             }
             signal
         });
+        let at = at.max(Instant::now() + QUIET);
         let mut st = signal.at.lock().unwrap_or_else(|e| e.into_inner());
-        if st.0.is_none_or(|t| at < t) {
-            st.0 = Some(at);
+        match st.0 {
+            // The flusher sleeps until the earlier time, then finds this one.
+            Some(t) if t >= at => {}
+            Some(_) => st.0 = Some(at),
+            None => {
+                st.0 = Some(at);
+                signal.cv.notify_one();
+            }
         }
-        signal.cv.notify_one();
     }
 }
 
@@ -196,21 +209,29 @@ impl Drop for Submitter {
 #[cfg(not(target_arch = "wasm32"))]
 fn flusher(signal: &Signal, sub: &std::sync::Weak<Submitter>) {
     loop {
-        let at = {
+        // Sleep until the time asked, which later evals may move on.
+        {
             let mut st = signal.at.lock().unwrap_or_else(|e| e.into_inner());
             loop {
                 if st.1 {
                     return;
                 }
-                if let Some(at) = st.0.take() {
-                    break at;
+                match st.0 {
+                    Some(at) if at <= Instant::now() => {
+                        st.0 = None;
+                        break;
+                    }
+                    Some(at) => {
+                        let wait = at - Instant::now();
+                        st = signal
+                            .cv
+                            .wait_timeout(st, wait)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                    }
+                    None => st = signal.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
                 }
-                st = signal.cv.wait(st).unwrap_or_else(|e| e.into_inner());
             }
-        };
-        let now = Instant::now();
-        if at > now {
-            std::thread::sleep(at - now);
         }
         let mut nap = Duration::from_micros(20);
         loop {
