@@ -15,6 +15,7 @@
 use crate::pool::Shared;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+#[cfg(not(target_arch = "wasm32"))]
 use std::time::Duration;
 #[cfg(not(target_arch = "wasm32"))]
 use std::time::Instant;
@@ -23,8 +24,10 @@ use wmx_kernels as k;
 /// An idle-GPU eval submits once the last submit ended this many times its own cost
 /// ago: submits then take at most about a quarter of a stream's CPU time (8x
 /// measured worse on the H200: longer waits, more of them left to the flusher).
+#[cfg(not(target_arch = "wasm32"))]
 const IDLE_SPACING: u32 = 3;
 /// The longest an open batch waits for the spacing.
+#[cfg(not(target_arch = "wasm32"))]
 const MAX_DEFER: Duration = Duration::from_micros(250);
 /// The flusher acts only after evals have stopped deferring for this long: while a
 /// stream of evals goes on, they submit themselves (a flusher submitting tiny batches
