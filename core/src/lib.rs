@@ -24,6 +24,8 @@ mod eval;
 #[cfg(all(feature = "io", not(target_arch = "wasm32")))]
 pub mod io;
 pub mod layout;
+#[cfg(feature = "ndarray")]
+mod ndarray_interop;
 mod nested;
 pub mod ops;
 mod primitive;
