@@ -4,61 +4,37 @@
 //! 0-d and empty arrays, and the wrong element type as an `Err`.
 
 use ndarray::{ArrayD, IxDyn, s};
-use wmx_core::{Array, DType, bf16, f16};
+use wmx_core::{Array, DType, Device, Element, bf16, f16};
 use wmx_tests::gpu::devices;
+
+/// `a` to an array on `dev` with `T`'s dtype and back, unchanged.
+fn round_trip<T: Element, D: ndarray::Dimension>(a: ndarray::Array<T, D>, dev: &Device) {
+    let x = Array::from_ndarray_on(&a, dev).unwrap();
+    assert_eq!((x.shape(), x.dtype()), (a.shape(), T::DTYPE));
+    assert_eq!(x.to_ndarray::<T>().unwrap(), a.into_dyn());
+}
 
 #[test]
 fn round_trips_every_dtype() {
     for dev in devices() {
-        let f = ndarray::Array::from_shape_fn((3, 4), |(i, j)| i as f32 * 10.0 - j as f32 * 0.25);
-        let x = Array::from_ndarray_on(&f, &dev).unwrap();
-        assert_eq!((x.shape(), x.dtype()), (&[3usize, 4][..], DType::F32));
-        assert_eq!(x.to_ndarray::<f32>().unwrap(), f.clone().into_dyn());
-
-        let i =
-            ndarray::Array::from_shape_fn((2, 3, 2), |(a, b, c)| (a * 6 + b * 2 + c) as i32 - 5);
-        let y = Array::from_ndarray_on(&i, &dev).unwrap();
-        assert_eq!(y.to_ndarray::<i32>().unwrap(), i.into_dyn());
-
-        let u = ndarray::arr1(&[0u8, 7, 255]);
-        assert_eq!(
-            Array::from_ndarray_on(&u, &dev)
-                .unwrap()
-                .to_ndarray::<u8>()
-                .unwrap(),
-            u.into_dyn()
+        round_trip(
+            ndarray::Array::from_shape_fn((3, 4), |(i, j)| i as f32 * 10.0 - j as f32 * 0.25),
+            &dev,
         );
-        let u32s = ndarray::arr1(&[0u32, 7, u32::MAX]);
-        assert_eq!(
-            Array::from_ndarray_on(&u32s, &dev)
-                .unwrap()
-                .to_ndarray::<u32>()
-                .unwrap(),
-            u32s.into_dyn()
+        round_trip(
+            ndarray::Array::from_shape_fn((2, 3, 2), |(a, b, c)| (a * 6 + b * 2 + c) as i32 - 5),
+            &dev,
         );
-        let b = ndarray::arr2(&[[true, false], [false, true]]);
-        assert_eq!(
-            Array::from_ndarray_on(&b, &dev)
-                .unwrap()
-                .to_ndarray::<bool>()
-                .unwrap(),
-            b.into_dyn()
+        round_trip(ndarray::arr1(&[0u8, 7, 255]), &dev);
+        round_trip(ndarray::arr1(&[0u32, 7, u32::MAX]), &dev);
+        round_trip(ndarray::arr2(&[[true, false], [false, true]]), &dev);
+        round_trip(
+            ndarray::arr1(&[f16::from_f32(0.1), f16::from_f32(-2.5), f16::INFINITY]),
+            &dev,
         );
-        let h = ndarray::arr1(&[f16::from_f32(0.1), f16::from_f32(-2.5), f16::INFINITY]);
-        assert_eq!(
-            Array::from_ndarray_on(&h, &dev)
-                .unwrap()
-                .to_ndarray::<f16>()
-                .unwrap(),
-            h.into_dyn()
-        );
-        let bh = ndarray::arr1(&[bf16::from_f32(0.1), bf16::from_f32(-3e38)]);
-        assert_eq!(
-            Array::from_ndarray_on(&bh, &dev)
-                .unwrap()
-                .to_ndarray::<bf16>()
-                .unwrap(),
-            bh.into_dyn()
+        round_trip(
+            ndarray::arr1(&[bf16::from_f32(0.1), bf16::from_f32(-3e38)]),
+            &dev,
         );
     }
 }
