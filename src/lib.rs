@@ -19,8 +19,53 @@
 //! `WMX_DEVICE=cpu|gpu` forces one, [`with_device`] overrides it for a scope.
 //! Every op returns [`Result`]; operators (`&a + &b`) panic with the shapes in
 //! the message instead.
+//!
+//! The crate root is the user's API: arrays, dtypes, devices, every op, the
+//! transforms, compile and the modes. Implementing a backend goes through
+//! [`backend`]; extending wmx with your own primitives and kernels through [`ext`].
+//!
+//! ```compile_fail
+//! use wmx::Backend; // not at the root: `wmx::backend::Backend`
+//! ```
+//! ```compile_fail
+//! use wmx::CustomPrimitive; // not at the root: `wmx::ext::CustomPrimitive`
+//! ```
+//! ```
+//! use wmx::{backend::Backend, ext::CustomPrimitive};
+//! ```
 
-pub use wmx_core::*;
+/// Loading and saving `.npy`, `.npz` and safetensors files (feature `io`).
+#[cfg(all(feature = "io", not(target_arch = "wasm32")))]
+pub use wmx_core::io;
+pub use wmx_core::ops::*;
+pub use wmx_core::{
+    ArgReduceOp, Array, BinaryOp, CompileReport, Compiled, CustomFunction, DType, Device,
+    DeviceKind, Element, Error, FusedReport, Mode, Moves, Nested, NormOp, ReadAs, ReduceOp, Result,
+    ScatterOp, UnaryOp, array, async_eval, bf16, compile, default_device, eval, f16, fused_at_eval,
+    grad, grad1, implicit_moves, jvp, mode, ops, prelude, random, set_default_device,
+    set_implicit_moves, set_mode, synchronize, transforms, value_and_grad, value_and_grad1, vjp,
+    vmap, vmap1, with_device, with_mode,
+};
+
+/// For backend implementers: the [`Backend`](backend::Backend) trait and its buffer
+/// and view types, layouts, the CPU backend, and registering a GPU backend.
+pub mod backend {
+    pub use wmx_core::{
+        Backend, Buffer, DynBackend, GpuFactory, Layout, View, cpu, gpu_backend_registered, layout,
+        register_gpu_backend,
+    };
+}
+
+/// For extending wmx: custom primitives with their own CPU and GPU code
+/// ([`custom`](ext::custom), [`CustomPrimitive`](ext::CustomPrimitive); guide in
+/// `docs/EXTENDING.md`), the CPU helpers they use, and the graph's primitives as
+/// transforms and compile see them.
+pub mod ext {
+    pub use wmx_core::{
+        CpuOutput, CustomPrimitive, FusedKernel, FusedOp, FusedStep, Generator, GpuContext, Layout,
+        OpKind, Primitive, View, ViewOp, cpu, custom, layout,
+    };
+}
 
 /// The WebGPU backend: buffer states, statistics, adapter information.
 #[cfg(feature = "webgpu")]

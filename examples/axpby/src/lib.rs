@@ -13,11 +13,10 @@
 //! ```
 
 use std::sync::Arc;
-use wmx::cpu::{CpuBuffer, par_chunks};
+use wmx::ext::cpu::{CpuBuffer, par_chunks};
+use wmx::ext::{CpuOutput, CustomPrimitive, GpuContext, Layout, View};
 use wmx::webgpu::{CustomEval, UserModule};
-use wmx::{
-    Array, CpuOutput, CustomPrimitive, DType, Error, GpuContext, Layout, Result, View, bf16, f16,
-};
+use wmx::{Array, DType, Error, Result, bf16, f16};
 
 /// Scales and sums two arrays elementwise: `alpha * x + beta * y`, in one pass.
 ///
@@ -26,11 +25,11 @@ use wmx::{
 /// differentiates and batches (`grad`, `jvp`, `vmap`) like any op.
 pub fn axpby(x: &Array, y: &Array, alpha: f64, beta: f64) -> Result<Array> {
     let dtype = DType::promote(x.dtype(), y.dtype()).to_float();
-    let shape = wmx::layout::broadcast_shapes("axpby", x.shape(), y.shape())?;
+    let shape = wmx::ext::layout::broadcast_shapes("axpby", x.shape(), y.shape())?;
     // Both inputs take the output's dtype and shape (broadcasting is a view).
     let x = wmx::broadcast_to(&wmx::astype(x, dtype)?, &shape)?;
     let y = wmx::broadcast_to(&wmx::astype(y, dtype)?, &shape)?;
-    wmx::custom(Arc::new(Axpby { alpha, beta }), &[x, y], &shape, dtype)
+    wmx::ext::custom(Arc::new(Axpby { alpha, beta }), &[x, y], &shape, dtype)
 }
 
 /// The primitive: its parameters, its code per backend and its transform rules.

@@ -1,7 +1,8 @@
 //! The Axpby extension on the CPU and on WebGPU (lavapipe in CI) against f64
 //! references and the composed `alpha * x + beta * y`.
 
-use wmx::{Array, CustomPrimitive, DType, Device, Slice, bf16, f16};
+use wmx::ext::CustomPrimitive;
+use wmx::{Array, DType, Device, Slice, bf16, f16};
 use wmx_axpby::{Axpby, axpby};
 
 const A: f64 = 1.75;
@@ -57,7 +58,7 @@ fn close(what: &str, got: &[f64], want: &[f64], mag: &[f64], ulp: f64) {
 /// `x` and `y` (any views) against the f64 formula and the composed ops.
 fn check(what: &str, x: &Array, y: &Array, ulp: f64) {
     let z = axpby(x, y, A, B).unwrap();
-    let shape = wmx::layout::broadcast_shapes("t", x.shape(), y.shape()).unwrap();
+    let shape = wmx::ext::layout::broadcast_shapes("t", x.shape(), y.shape()).unwrap();
     assert_eq!(z.shape(), &shape[..], "{what}");
     let xb = read(&wmx::broadcast_to(x, &shape).unwrap());
     let yb = read(&wmx::broadcast_to(y, &shape).unwrap());
