@@ -8,6 +8,11 @@
 //! | bf16 | an `Err` (numpy has no bfloat16; use safetensors) | BF16 |
 //!
 //! Fortran-ordered `.npy` data loads as a transposed view (no copy).
+//!
+//! `load_npy` and `load_safetensors` memory-map the file: its bytes are copied once,
+//! from the page cache straight into each array (little-endian `.npy` data without
+//! decoding), never first into a buffer of the whole file. The file must not be
+//! truncated while it loads (as with any memory map, that would fault).
 
 use crate::{Array, DType, Element, Error, Result, f16};
 use npyz::WriterBuilder;
@@ -112,10 +117,83 @@ pub fn save_npy(path: impl AsRef<Path>, a: &Array) -> Result<()> {
 /// Loads a `.npy` file (numpy's `np.load`).
 pub fn load_npy(path: impl AsRef<Path>) -> Result<Array> {
     let path = path.as_ref();
-    let file = std::fs::File::open(path).map_err(|e| io_err("load_npy", path, e))?;
-    let f = npyz::NpyFile::new(std::io::BufReader::new(file))
-        .map_err(|e| io_err("load_npy", path, e))?;
+    let map = map_file("load_npy", path)?;
+    let f = npyz::NpyFile::new(&map[..]).map_err(|e| io_err("load_npy", path, e))?;
+    if let Some(a) = npy_raw("load_npy", path, &f, &map)? {
+        return Ok(a);
+    }
     read_npy("load_npy", path, f)
+}
+
+/// The file's bytes, memory-mapped read-only.
+fn map_file(op: &'static str, path: &Path) -> Result<memmap2::Mmap> {
+    let file = std::fs::File::open(path).map_err(|e| io_err(op, path, e))?;
+    // SAFETY: a read-only private map, dropped before the load returns; its bytes are
+    // only copied. Another process truncating the file meanwhile would fault, as it
+    // would for any reader of a memory map (the module docs say so).
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io_err(op, path, e))
+}
+
+/// Little-endian (or byte-sized) data of a wmx dtype: the array made from the
+/// mapped bytes directly, without decoding. `None`: take the decoding path.
+fn npy_raw<R: Read>(
+    op: &'static str,
+    path: &Path,
+    f: &npyz::NpyFile<R>,
+    map: &[u8],
+) -> Result<Option<Array>> {
+    let npyz::DType::Plain(ts) = f.dtype() else {
+        return Ok(None);
+    };
+    let descr = ts.to_string();
+    let dtype = match descr.as_str() {
+        "|b1" => DType::Bool,
+        "|u1" => DType::U8,
+        "<i4" => DType::I32,
+        "<u4" => DType::U32,
+        "<i8" => DType::I64,
+        "<f2" => DType::F16,
+        "<f4" => DType::F32,
+        _ => return Ok(None),
+    };
+    // The header: magic (6 bytes), version (2), its length (2 bytes in version 1, 4
+    // after), then the header itself; the data follows.
+    let (start, hlen): (usize, usize) = match map.get(6) {
+        Some(1) if map.len() >= 10 => (10, u16::from_le_bytes([map[8], map[9]]) as usize),
+        Some(2 | 3) if map.len() >= 12 => (
+            12,
+            u32::from_le_bytes([map[8], map[9], map[10], map[11]]) as usize,
+        ),
+        _ => return Ok(None),
+    };
+    let shape: Vec<usize> = f.shape().iter().map(|&d| d as usize).collect();
+    let fortran = f.order() == npyz::Order::Fortran;
+    let stored: Vec<usize> = if fortran {
+        shape.iter().rev().copied().collect()
+    } else {
+        shape.clone()
+    };
+    let n = crate::layout::checked_numel(op, &stored, dtype)?;
+    let data = start
+        .checked_add(hlen)
+        .and_then(|b| Some((b, b.checked_add(n.checked_mul(dtype.size())?)?)))
+        .and_then(|(b, e)| map.get(b..e));
+    let Some(data) = data else {
+        return Err(io_err(
+            op,
+            path,
+            format!("the file ends before its {n} elements of {dtype}"),
+        ));
+    };
+    if dtype == DType::Bool && data.iter().any(|&b| b > 1) {
+        return Err(io_err(op, path, "bool data other than 0 and 1"));
+    }
+    let a = Array::from_bytes_on(data.to_vec(), &stored, dtype, &crate::default_device()?)?;
+    Ok(Some(if fortran && shape.len() > 1 {
+        crate::transpose(&a, None)?
+    } else {
+        a
+    }))
 }
 
 /// Saves named arrays to a `.npz` archive (numpy's `np.savez`, uncompressed).
@@ -196,7 +274,7 @@ pub fn load_safetensors(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> 
     use safetensors::Dtype as S;
     let path = path.as_ref();
     let e = |e: &dyn std::fmt::Display| io_err("load_safetensors", path, e);
-    let bytes = std::fs::read(path).map_err(|x| e(&x))?;
+    let bytes = map_file("load_safetensors", path)?;
     let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|x| e(&x))?;
     let mut out = Vec::new();
     for (name, v) in st.tensors() {

@@ -185,5 +185,26 @@ fn every_dtype_round_trips() {
     std::fs::write(&junk, b"not a safetensors file").unwrap();
     let e = io::load_safetensors(&junk).unwrap_err().to_string();
     assert!(e.contains("junk.safetensors"), "{e}");
+    // The memory-mapped loads: a truncated .npy (its data cut short, or cut inside the
+    // header), an empty file and bool bytes other than 0/1 are errors, never a read
+    // past the map or a panic.
+    let whole = std::fs::read(dir.join("f32.npy")).unwrap();
+    for (what, bytes) in [
+        ("data cut", &whole[..whole.len() - 3]),
+        ("header cut", &whole[..9]),
+        ("empty", &whole[..0]),
+    ] {
+        let cut = dir.join("cut.npy");
+        std::fs::write(&cut, bytes).unwrap();
+        let e = io::load_npy(&cut).unwrap_err().to_string();
+        assert!(e.contains("cut.npy"), "{what}: {e}");
+    }
+    let mut bools = std::fs::read(dir.join("bool.npy")).unwrap();
+    *bools.last_mut().unwrap() = 7;
+    std::fs::write(dir.join("bad_bool.npy"), &bools).unwrap();
+    let e = io::load_npy(dir.join("bad_bool.npy")).unwrap_err().to_string();
+    assert!(e.contains("bool"), "{e}");
+    std::fs::write(dir.join("empty.safetensors"), b"").unwrap();
+    assert!(io::load_safetensors(dir.join("empty.safetensors")).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
