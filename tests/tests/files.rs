@@ -202,7 +202,9 @@ fn every_dtype_round_trips() {
     let mut bools = std::fs::read(dir.join("bool.npy")).unwrap();
     *bools.last_mut().unwrap() = 7;
     std::fs::write(dir.join("bad_bool.npy"), &bools).unwrap();
-    let e = io::load_npy(dir.join("bad_bool.npy")).unwrap_err().to_string();
+    let e = io::load_npy(dir.join("bad_bool.npy"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("bool"), "{e}");
     std::fs::write(dir.join("empty.safetensors"), b"").unwrap();
     assert!(io::load_safetensors(dir.join("empty.safetensors")).is_err());
