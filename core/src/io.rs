@@ -60,8 +60,15 @@ fn write_npy<W: Write>(op: &'static str, path: &Path, a: &Array, w: W) -> Result
     r.map_err(|e| io_err(op, path, e))
 }
 
-/// Reads one `.npy` stream into an array on the default device.
-fn read_npy<R: Read>(op: &'static str, path: &Path, f: npyz::NpyFile<R>) -> Result<Array> {
+/// Reads one `.npy` stream into an array on the default device. `raw`: the whole
+/// stream's bytes where they are at hand (a memory map): little-endian data is then
+/// copied from them once, without decoding.
+fn read_npy<R: Read>(
+    op: &'static str,
+    path: &Path,
+    f: npyz::NpyFile<R>,
+    raw: Option<&[u8]>,
+) -> Result<Array> {
     let shape: Vec<usize> = f.shape().iter().map(|&d| d as usize).collect();
     let fortran = f.order() == npyz::Order::Fortran;
     // A plain type string such as `<f4`; records and subarrays have no wmx dtype.
@@ -69,27 +76,14 @@ fn read_npy<R: Read>(op: &'static str, path: &Path, f: npyz::NpyFile<R>) -> Resu
         npyz::DType::Plain(ts) => ts.to_string(),
         other => other.descr(),
     };
-    fn typed<T: Element + npyz::Deserialize, R: Read>(
-        f: npyz::NpyFile<R>,
-    ) -> std::io::Result<Vec<T>> {
-        f.into_vec::<T>()
-    }
-    let kind = descr.trim_start_matches(['<', '>', '|', '=']);
-    // Fortran order: the data is the transpose's, row-major.
-    let stored: Vec<usize> = if fortran {
-        shape.iter().rev().copied().collect()
-    } else {
-        shape.clone()
-    };
-    let e = |e: std::io::Error| io_err(op, path, e);
-    let a = match kind {
-        "b1" => Array::from_slice(&typed::<bool, R>(f).map_err(e)?, &stored),
-        "u1" => Array::from_slice(&typed::<u8, R>(f).map_err(e)?, &stored),
-        "i4" => Array::from_slice(&typed::<i32, R>(f).map_err(e)?, &stored),
-        "u4" => Array::from_slice(&typed::<u32, R>(f).map_err(e)?, &stored),
-        "i8" => Array::from_slice(&typed::<i64, R>(f).map_err(e)?, &stored),
-        "f2" => Array::from_slice(&typed::<f16, R>(f).map_err(e)?, &stored),
-        "f4" => Array::from_slice(&typed::<f32, R>(f).map_err(e)?, &stored),
+    let dtype = match descr.trim_start_matches(['<', '>', '|', '=']) {
+        "b1" => DType::Bool,
+        "u1" => DType::U8,
+        "i4" => DType::I32,
+        "u4" => DType::U32,
+        "i8" => DType::I64,
+        "f2" => DType::F16,
+        "f4" => DType::F32,
         _ => {
             return Err(Error::invalid(
                 op,
@@ -99,11 +93,63 @@ fn read_npy<R: Read>(op: &'static str, path: &Path, f: npyz::NpyFile<R>) -> Resu
                 ),
             ));
         }
-    }?;
+    };
+    // Fortran order: the data is the transpose's, row-major.
+    let stored: Vec<usize> = if fortran {
+        shape.iter().rev().copied().collect()
+    } else {
+        shape.clone()
+    };
+    let little = descr.starts_with(['<', '|']);
+    let a = match raw.filter(|_| little) {
+        Some(raw) => {
+            let n = crate::layout::checked_numel(op, &stored, dtype)?;
+            let data = npy_data_offset(raw)
+                .and_then(|b| Some((b, b.checked_add(n.checked_mul(dtype.size())?)?)))
+                .and_then(|(b, e)| raw.get(b..e))
+                .ok_or_else(|| {
+                    io_err(
+                        op,
+                        path,
+                        format!("the file ends before its {n} elements of {dtype}"),
+                    )
+                })?;
+            Array::from_bytes_on(data.to_vec(), &stored, dtype, &crate::default_device()?)
+                .map_err(|e| io_err(op, path, e))?
+        }
+        None => {
+            fn typed<T: Element + npyz::Deserialize, R: Read>(
+                f: npyz::NpyFile<R>,
+                stored: &[usize],
+            ) -> std::io::Result<Result<Array>> {
+                Ok(Array::from_slice(&f.into_vec::<T>()?, stored))
+            }
+            match dtype {
+                DType::Bool => typed::<bool, R>(f, &stored),
+                DType::U8 => typed::<u8, R>(f, &stored),
+                DType::I32 => typed::<i32, R>(f, &stored),
+                DType::U32 => typed::<u32, R>(f, &stored),
+                DType::I64 => typed::<i64, R>(f, &stored),
+                DType::F16 => typed::<f16, R>(f, &stored),
+                _ => typed::<f32, R>(f, &stored), // F32: the last of the dtypes above
+            }
+            .map_err(|e| io_err(op, path, e))??
+        }
+    };
     if fortran && shape.len() > 1 {
         crate::transpose(&a, None)
     } else {
         Ok(a)
+    }
+}
+
+/// Where a `.npy` stream's data starts: after the magic (6 bytes), the version (2),
+/// the header's length (2 bytes in version 1, 4 after) and the header.
+fn npy_data_offset(raw: &[u8]) -> Option<usize> {
+    match *raw.get(6)? {
+        1 => Some(10 + u16::from_le_bytes(raw.get(8..10)?.try_into().ok()?) as usize),
+        2 | 3 => 12usize.checked_add(u32::from_le_bytes(raw.get(8..12)?.try_into().ok()?) as usize),
+        _ => None,
     }
 }
 
@@ -119,10 +165,7 @@ pub fn load_npy(path: impl AsRef<Path>) -> Result<Array> {
     let path = path.as_ref();
     let map = map_file("load_npy", path)?;
     let f = npyz::NpyFile::new(&map[..]).map_err(|e| io_err("load_npy", path, e))?;
-    if let Some(a) = npy_raw("load_npy", path, &f, &map)? {
-        return Ok(a);
-    }
-    read_npy("load_npy", path, f)
+    read_npy("load_npy", path, f, Some(&map))
 }
 
 /// The file's bytes, memory-mapped read-only.
@@ -132,68 +175,6 @@ fn map_file(op: &'static str, path: &Path) -> Result<memmap2::Mmap> {
     // only copied. Another process truncating the file meanwhile would fault, as it
     // would for any reader of a memory map (the module docs say so).
     unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io_err(op, path, e))
-}
-
-/// Little-endian (or byte-sized) data of a wmx dtype: the array made from the
-/// mapped bytes directly, without decoding. `None`: take the decoding path.
-fn npy_raw<R: Read>(
-    op: &'static str,
-    path: &Path,
-    f: &npyz::NpyFile<R>,
-    map: &[u8],
-) -> Result<Option<Array>> {
-    let npyz::DType::Plain(ts) = f.dtype() else {
-        return Ok(None);
-    };
-    let descr = ts.to_string();
-    let dtype = match descr.as_str() {
-        "|b1" => DType::Bool,
-        "|u1" => DType::U8,
-        "<i4" => DType::I32,
-        "<u4" => DType::U32,
-        "<i8" => DType::I64,
-        "<f2" => DType::F16,
-        "<f4" => DType::F32,
-        _ => return Ok(None),
-    };
-    // The header: magic (6 bytes), version (2), its length (2 bytes in version 1, 4
-    // after), then the header itself; the data follows.
-    let (start, hlen): (usize, usize) = match map.get(6) {
-        Some(1) if map.len() >= 10 => (10, u16::from_le_bytes([map[8], map[9]]) as usize),
-        Some(2 | 3) if map.len() >= 12 => (
-            12,
-            u32::from_le_bytes([map[8], map[9], map[10], map[11]]) as usize,
-        ),
-        _ => return Ok(None),
-    };
-    let shape: Vec<usize> = f.shape().iter().map(|&d| d as usize).collect();
-    let fortran = f.order() == npyz::Order::Fortran;
-    let stored: Vec<usize> = if fortran {
-        shape.iter().rev().copied().collect()
-    } else {
-        shape.clone()
-    };
-    let n = crate::layout::checked_numel(op, &stored, dtype)?;
-    let data = start
-        .checked_add(hlen)
-        .and_then(|b| Some((b, b.checked_add(n.checked_mul(dtype.size())?)?)))
-        .and_then(|(b, e)| map.get(b..e));
-    let Some(data) = data else {
-        return Err(io_err(
-            op,
-            path,
-            format!("the file ends before its {n} elements of {dtype}"),
-        ));
-    };
-    if dtype == DType::Bool && data.iter().any(|&b| b > 1) {
-        return Err(io_err(op, path, "bool data other than 0 and 1"));
-    }
-    let a = Array::from_bytes_on(data.to_vec(), &stored, dtype, &crate::default_device()?)?;
-    Ok(Some(if fortran && shape.len() > 1 {
-        crate::transpose(&a, None)?
-    } else {
-        a
-    }))
 }
 
 /// Saves named arrays to a `.npz` archive (numpy's `np.savez`, uncompressed).
@@ -231,24 +212,25 @@ fn read_npz<R: Read + Seek>(path: &Path, r: R) -> Result<Vec<(String, Array)>> {
             continue;
         };
         let f = npyz::NpyFile::new(file).map_err(|x| e(&x))?;
-        out.push((name, read_npy("load_npz", path, f)?));
+        out.push((name, read_npy("load_npz", path, f, None)?));
     }
     Ok(out)
 }
 
-fn st_dtype(d: DType) -> safetensors::Dtype {
+/// wmx dtypes and their safetensors names, both ways.
+const ST_DTYPES: [(DType, safetensors::Dtype); 8] = {
     use safetensors::Dtype as S;
-    match d {
-        DType::Bool => S::BOOL,
-        DType::U8 => S::U8,
-        DType::I32 => S::I32,
-        DType::U32 => S::U32,
-        DType::I64 => S::I64,
-        DType::F16 => S::F16,
-        DType::BF16 => S::BF16,
-        DType::F32 => S::F32,
-    }
-}
+    [
+        (DType::Bool, S::BOOL),
+        (DType::U8, S::U8),
+        (DType::I32, S::I32),
+        (DType::U32, S::U32),
+        (DType::I64, S::I64),
+        (DType::F16, S::F16),
+        (DType::BF16, S::BF16),
+        (DType::F32, S::F32),
+    ]
+};
 
 /// Saves named arrays to a safetensors file.
 pub fn save_safetensors(path: impl AsRef<Path>, arrays: &[(&str, &Array)]) -> Result<()> {
@@ -260,7 +242,14 @@ pub fn save_safetensors(path: impl AsRef<Path>, arrays: &[(&str, &Array)]) -> Re
     let views = data
         .iter()
         .map(|(n, bytes, a)| {
-            safetensors::tensor::TensorView::new(st_dtype(a.dtype()), a.shape().to_vec(), bytes)
+            let Some(&(_, dtype)) = ST_DTYPES.iter().find(|p| p.0 == a.dtype()) else {
+                return Err(io_err(
+                    "save_safetensors",
+                    path,
+                    format!("{n}: no safetensors dtype"),
+                ));
+            };
+            safetensors::tensor::TensorView::new(dtype, a.shape().to_vec(), bytes)
                 .map(|v| (n.clone(), v))
                 .map_err(|e| io_err("save_safetensors", path, e))
         })
@@ -271,34 +260,20 @@ pub fn save_safetensors(path: impl AsRef<Path>, arrays: &[(&str, &Array)]) -> Re
 
 /// Loads every tensor of a safetensors file, sorted by name.
 pub fn load_safetensors(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> {
-    use safetensors::Dtype as S;
     let path = path.as_ref();
     let e = |e: &dyn std::fmt::Display| io_err("load_safetensors", path, e);
     let bytes = map_file("load_safetensors", path)?;
     let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|x| e(&x))?;
+    let device = crate::default_device()?;
     let mut out = Vec::new();
     for (name, v) in st.tensors() {
-        let dtype = match v.dtype() {
-            S::BOOL => DType::Bool,
-            S::U8 => DType::U8,
-            S::I32 => DType::I32,
-            S::U32 => DType::U32,
-            S::I64 => DType::I64,
-            S::F16 => DType::F16,
-            S::BF16 => DType::BF16,
-            S::F32 => DType::F32,
-            other => {
-                return Err(e(&format!(
-                    "tensor {name}: dtype {other:?} has no wmx dtype"
-                )));
-            }
+        let Some(&(dtype, _)) = ST_DTYPES.iter().find(|p| p.1 == v.dtype()) else {
+            return Err(e(&format!(
+                "tensor {name}: dtype {:?} has no wmx dtype",
+                v.dtype()
+            )));
         };
-        let a = Array::from_bytes_on(
-            v.data().to_vec(),
-            v.shape(),
-            dtype,
-            &crate::default_device()?,
-        )?;
+        let a = Array::from_bytes_on(v.data().to_vec(), v.shape(), dtype, &device)?;
         out.push((name, a));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
