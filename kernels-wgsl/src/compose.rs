@@ -26,6 +26,7 @@ const SCATTER: &str = include_str!("wgsl/scatter.wgsl");
 const RANDOM: &str = include_str!("wgsl/random.wgsl");
 const SCAN: &str = include_str!("wgsl/scan.wgsl");
 const SORT: &str = include_str!("wgsl/sort.wgsl");
+const RADIX: &str = include_str!("wgsl/radix.wgsl");
 
 /// Kernel family of a module.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -97,7 +98,7 @@ impl Family {
             (Family::Matmul | Family::Gemv, _) => n == 2 || n == 3,
             (Family::Norm, _) => (1..=3).contains(&n),
             (Family::Reduce, Variant::ScanBlocks) => n == 1 || n == 2,
-            (Family::Sort, _) => n <= 1,
+            (Family::Sort, _) => n <= 2,
             _ => n == self.arity(),
         }
     }
@@ -670,7 +671,8 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
             let ok = spec.output == DType::U32
                 && spec.variant == Variant::General
                 && match spec.op {
-                    "sort_init" => spec.inputs.len() == 1,
+                    "sort_init" | "radix_hist" => spec.inputs.len() == 1,
+                    "radix_scatter" => spec.inputs.len() == 2 && spec.inputs[1] == DType::U32,
                     "sort_global" | "sort_global2" | "sort_local" => spec.inputs.is_empty(),
                     "sort_finish" => spec.inputs[..] == [DType::U32],
                     _ => false,
@@ -681,7 +683,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
                     spec.op, spec.inputs, spec.output, spec.variant
                 )));
             }
-            if spec.op == "sort_init" {
+            if matches!(spec.op, "sort_init" | "radix_hist" | "radix_scatter") {
                 let key = match spec.inputs[0].ct() {
                     // NaN last (every NaN alike), -0 as +0, then sign-magnitude to
                     // an unsigned order.
@@ -693,7 +695,11 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
                 };
                 writeln!(p, "fn sort_key(v: CA) -> u32 {{ {key} }}").unwrap();
             }
-            files.push(SORT);
+            files.push(if spec.op.starts_with("radix") {
+                RADIX
+            } else {
+                SORT
+            });
         }
         Family::RandomBits => {
             if spec.inputs[..] != [DType::U32]
@@ -1227,6 +1233,14 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
             v.push(spec(Family::Sort, "sort_finish", vec![d], d, g));
         }
         v.push(spec(Family::Sort, "sort_init", vec![d], DType::U32, g));
+        v.push(spec(Family::Sort, "radix_hist", vec![d], DType::U32, g));
+        v.push(spec(
+            Family::Sort,
+            "radix_scatter",
+            vec![d, DType::U32],
+            DType::U32,
+            g,
+        ));
         for i in [DType::I32, DType::U32, DType::U8] {
             v.push(spec(
                 Family::Gather,

@@ -20,7 +20,7 @@ use crate::{Error, Result};
 const SCAN_K: u64 = 8;
 
 const REVERSE: u32 = 1;
-const EXCLUSIVE: u32 = 2;
+pub(crate) const EXCLUSIVE: u32 = 2;
 const CARRY: u32 = 4;
 const TOTALS: u32 = 8;
 
@@ -123,7 +123,7 @@ impl Kernels {
     /// Scans `rows` contiguous lines of `len` elements of `src` (buffer, dtype,
     /// element offset) into the accumulator buffer `dst`.
     #[allow(clippy::too_many_arguments)]
-    fn scan_rows(
+    pub(crate) fn scan_rows(
         &self,
         b: &mut Batch,
         op: &'static str,

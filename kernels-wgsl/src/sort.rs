@@ -1,8 +1,13 @@
-//! Stable argsort along the last axis: bitonic sort of (key, index) pairs, entirely
-//! on the device. Rows of `n` are padded to a power of two `P`; steps whose
-//! compare distance fits a block of 1024 pairs run in workgroup memory
-//! (`sort_local`), longer ones one pass each (`sort_global`): about
-//! about `log2(P/1024)^2 / 4` global passes for long rows (two steps per pass).
+//! Stable argsort along the last axis, entirely on the device, on (key, index)
+//! pairs whose u32 keys keep numpy's order.
+//!
+//! Rows shorter than [`RADIX_MIN`] take a bitonic sort: rows of `n` are padded to a
+//! power of two `P`; steps whose compare distance fits a block of 1024 pairs run in
+//! workgroup memory (`sort_local`), longer ones one pass each (`sort_global`): about
+//! `log2(P/1024)^2 / 4` global passes for long rows (two steps per pass). Longer
+//! rows take an LSD radix sort (radix.wgsl): eight passes of four bits, each a
+//! histogram per tile, a scan of the histograms and a stable scatter, so the work
+//! grows linearly with `n`.
 
 use crate::compose::{Family, Variant};
 use crate::device::{Batch, Contig, Kernels, Strided};
@@ -13,6 +18,13 @@ use crate::{Error, Result};
 
 /// Pairs per `sort_local` workgroup (SORT_BLOCK in sort.wgsl).
 const BLOCK: u64 = 1024;
+
+/// Rows at least this long take the radix sort (where its eight linear passes cost
+/// less than the bitonic sort's `log2(n)^2` steps), on workgroups of 256.
+pub const RADIX_MIN: usize = 1 << 14;
+/// Positions per radix tile (RADIX_TILE in radix.wgsl) and bits per pass.
+const TILE: usize = 1024;
+const BITS: u32 = 4;
 
 impl Kernels {
     /// `out` (u32, `x`'s shape) = for each row along the last axis of the row-major
@@ -36,6 +48,9 @@ impl Kernels {
         if n == 0 || rows == 0 {
             crate::compose::compose(&init)?;
             return Ok(());
+        }
+        if n >= RADIX_MIN && self.wg() == 256 {
+            return self.radix_argsort(b, x, rows, n, out);
         }
         let p2 = n.next_power_of_two() as u64;
         let total = rows as u64 * p2;
@@ -107,5 +122,81 @@ impl Kernels {
             params(0, 0, 0),
             spread(count),
         )
+    }
+}
+
+impl Kernels {
+    /// The radix path of [`Kernels::argsort`]: `rows` row-major rows of `n`.
+    fn radix_argsort(
+        &self,
+        b: &mut Batch,
+        x: &Strided,
+        rows: usize,
+        n: usize,
+        out: &Contig,
+    ) -> Result<()> {
+        let count = rows as u64 * n as u64;
+        if count * 2 > u32::MAX as u64 {
+            return Err(Error::Shape(format!(
+                "argsort: {rows} rows of {n} exceed 2^31 pairs"
+            )));
+        }
+        let tiles = n.div_ceil(TILE);
+        let groups = (rows * tiles) as u64;
+        let table = groups * (1 << BITS);
+        let counts = self.create_buffer(table * 4, Some("wmx radix counts"))?;
+        let offsets = self.create_buffer(table * 4, Some("wmx radix offsets"))?;
+        let pairs = [
+            self.create_buffer(count * 8, Some("wmx radix pairs"))?,
+            self.create_buffer(count * 8, Some("wmx radix pairs"))?,
+        ];
+        let g = Variant::General;
+        let hist = self.spec(Family::Sort, "radix_hist", vec![x.dtype], DType::U32, g, 0);
+        let inputs = vec![x.dtype, DType::U32];
+        let scatter = self.spec(Family::Sort, "radix_scatter", inputs, DType::U32, g, 0);
+        let passes = 32 / BITS;
+        for pass in 0..passes {
+            let (first, last) = (pass == 0, pass + 1 == passes);
+            let flags = u32::from(first) | (u32::from(last) << 1);
+            let params = vec![
+                rows as u32,
+                n as u32,
+                tiles as u32,
+                pass * BITS,
+                x.offset as u32,
+                flags,
+                0,
+                0,
+            ];
+            let src = if first {
+                x.buffer
+            } else {
+                &pairs[(pass as usize + 1) % 2]
+            };
+            let dst = if last {
+                out.buffer
+            } else {
+                &pairs[pass as usize % 2]
+            };
+            self.record(
+                b,
+                &hist,
+                [counts.clone(), src.clone()],
+                params.clone(),
+                groups,
+            )?;
+            self.scan_rows(
+                b,
+                "sum",
+                (&counts, DType::U32, 0),
+                rows,
+                tiles << BITS,
+                crate::scan::EXCLUSIVE,
+                &offsets,
+            )?;
+            let bufs = [dst.clone(), src.clone(), offsets.clone()];
+            self.record(b, &scatter, bufs, params, groups)?;
+        }
+        Ok(())
     }
 }

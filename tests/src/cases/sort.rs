@@ -102,8 +102,22 @@ pub fn sort_values(dev: &Device) {
         let got = u32s(&ok(&what, wmx::argsort(&xt, Some(1))), &what);
         assert_eq!(got, host_argsort(&t.data, 4), "{what}: transposed view");
     }
-    // Many short rows (several rows per GPU block) and one long row (global passes).
-    for (rows, n) in [(3000usize, 5usize), (1, 100_003), (2, 1500)] {
+    // Rows long enough for the GPU's radix sort (RADIX_MIN = 2^14), every dtype,
+    // with ties, NaN, -0 and infinities: the order, stability and index of each.
+    for dt in DType::ALL {
+        if !super::supported(dev, dt) {
+            continue;
+        }
+        let (rows, n) = (3, 20_011);
+        let what = format!("argsort of {rows} x {n} {dt}");
+        let v = tied(&mut rng, dt, rows * n);
+        let x = make_ok(dev, dt, &v, &[rows, n]);
+        let got = u32s(&ok(&what, wmx::argsort(&x, Some(1))), &what);
+        assert_eq!(got, host_argsort(&v, n), "{what}");
+    }
+    // Many short rows (several rows per GPU block), long rows (global passes, the
+    // radix sort; 300 001 needs more than one block to scan its digit counts).
+    for (rows, n) in [(3000usize, 5usize), (1, 100_003), (2, 1500), (1, 300_001)] {
         let what = format!("argsort of {rows} x {n} f32");
         let xs: Vec<f32> = (0..rows * n)
             .map(|_| (rng.int_in(-500, 500) as f32) * 0.25)
