@@ -230,6 +230,9 @@ pub(crate) struct Inner {
     pub(crate) dummy: wgpu::Buffer,
     /// Parameters buffer and bind groups reused by [`Kernels::submit`].
     submit: Mutex<SubmitState>,
+    /// Polls of a silent predecessor before a one-pass scan block computes its total
+    /// itself (see scan_onepass.wgsl).
+    pub(crate) scan_spins: std::sync::atomic::AtomicU32,
 }
 
 /// Bind groups kept by [`Kernels::submit`] (dropped wholesale past this many).
@@ -484,6 +487,7 @@ impl Kernels {
                 layouts: Mutex::new(HashMap::new()),
                 user_pipes: Mutex::new(FxMap::default()),
                 fused_pipes: Mutex::new(FxMap::default()),
+                scan_spins: std::sync::atomic::AtomicU32::new(crate::scan::LOOK_SPINS),
                 scratch: Mutex::new([None, None]),
                 dummy,
                 submit: Mutex::new(SubmitState::default()),
@@ -758,7 +762,7 @@ impl Kernels {
                 wgpu::ShaderRuntimeChecks::unchecked(),
             )
         };
-        let layout = self.layout(1, spec.input_bindings());
+        let layout = self.layout(spec.output_bindings(), spec.input_bindings());
         let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(&label),
             bind_group_layouts: &[Some(&layout)],

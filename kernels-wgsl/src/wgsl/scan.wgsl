@@ -105,3 +105,4 @@ fn scan_blocks(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup
         }
     }
 }
+

@@ -238,6 +238,43 @@ pub fn scan_values(dev: &Device) {
             }
         }
     }
+    // Rows of several blocks (the GPU's one-pass float scan) for every op and
+    // dtype, both directions, against the tolerances of the small cases.
+    for dt in DType::ALL {
+        if !super::supported(dev, dt) {
+            continue;
+        }
+        for op in ops {
+            let out = op.out_dtype(dt);
+            let mut v = data(&mut rng, op, dt, 3 * 9001);
+            if op == ReduceOp::Prod && dt.is_float() {
+                // Powers of two whose running product stays in [1/2, 2]: exact, and
+                // far from overflow (where 9001 factors in [0.6, 1.5] would go).
+                let mut e = 0;
+                for x in v.iter_mut() {
+                    let step = if rng.int_in(0, 1) == 0 {
+                        0
+                    } else if e > 0 {
+                        -1
+                    } else {
+                        1
+                    };
+                    e += step;
+                    *x = Val::F(2f64.powi(step));
+                }
+            }
+            let x = make_ok(dev, dt, &v, &[3, 9001]);
+            let hx = HostArr::new(&[3, 9001], v);
+            for (reverse, inclusive) in [(false, true), (true, false)] {
+                let what = format!(
+                    "{op} scan of 3 x 9001 {dt} (reverse {reverse}, inclusive {inclusive})"
+                );
+                let got = ok(&what, wmx::scan(op, &x, Some(1), reverse, inclusive));
+                let (want, mags) = reference(op, &hx, 1, reverse, inclusive, out);
+                check(&what, &got, &want, &mags, out);
+            }
+        }
+    }
     super::expect_err(
         "cumulative all",
         wmx::scan(ReduceOp::All, &e, Some(0), false, true),
