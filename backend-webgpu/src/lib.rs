@@ -243,10 +243,11 @@ impl WebGpuBackend {
         Ok(())
     }
 
-    /// Drops every cached (free) buffer of the pool.
+    /// Drops every cached (free) buffer of the pool and the kernels' scratch buffers.
     pub fn clear_cache(&self) {
         self.shared.pool().clear();
         self.kernels.clear_bind_groups();
+        self.kernels.clear_scratch();
     }
 
     /// Caps the bytes kept in the pool's cache (default: 1 GiB).

@@ -26,7 +26,6 @@ const SCATTER: &str = include_str!("wgsl/scatter.wgsl");
 const RANDOM: &str = include_str!("wgsl/random.wgsl");
 const SCAN: &str = include_str!("wgsl/scan.wgsl");
 const SORT: &str = include_str!("wgsl/sort.wgsl");
-const SCAN_ONEPASS: &str = include_str!("wgsl/scan_onepass.wgsl");
 const RADIX: &str = include_str!("wgsl/radix.wgsl");
 
 /// Kernel family of a module.
@@ -152,9 +151,6 @@ pub enum Variant {
     /// Reductions as scans: one workgroup per block of a contiguous line (an
     /// optional second input holds each block's carry).
     ScanBlocks,
-    /// Float scans of contiguous lines in one pass (decoupled look-back with
-    /// fallback); a second writable binding holds the blocks' published words.
-    ScanOnePass,
 }
 
 impl Variant {
@@ -182,7 +178,6 @@ impl Variant {
             Variant::CoopDirect => "coop_direct".into(),
             Variant::ScanLines => "scan_lines".into(),
             Variant::ScanBlocks => "scan_blocks".into(),
-            Variant::ScanOnePass => "scan_onepass".into(),
         }
     }
 }
@@ -267,7 +262,6 @@ impl ModuleSpec {
             },
             (Family::Reduce, _) if self.variant == Variant::ScanLines => "scan_lines",
             (Family::Reduce, _) if self.variant == Variant::ScanBlocks => "scan_blocks",
-            (Family::Reduce, _) if self.variant == Variant::ScanOnePass => "scan_onepass",
             (Family::Reduce, _) if self.variant == Variant::Rows => "reduce_rows",
             (Family::Reduce, _) if self.variant == Variant::RowsVec => "reduce_rows_v",
             (Family::Reduce, _) if self.variant == Variant::ColsVec => "reduce_cols_v",
@@ -310,16 +304,6 @@ impl ModuleSpec {
 
     /// Number of input bindings (binding 0 is the parameters, 1 the output, inputs
     /// follow).
-    /// Writable bindings after the parameters: the output, and the one-pass scan's
-    /// block states.
-    pub fn output_bindings(&self) -> usize {
-        if self.variant == Variant::ScanOnePass {
-            2
-        } else {
-            1
-        }
-    }
-
     pub fn input_bindings(&self) -> usize {
         match self.family {
             Family::Matmul | Family::Gemv | Family::Norm | Family::Reduce | Family::Sort => {
@@ -418,9 +402,6 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
         "@group(0) @binding(1) var<storage, read_write> O: {out_arr};"
     )
     .unwrap();
-    if spec.output_bindings() == 2 {
-        p.push_str("@group(0) @binding(2) var<storage, read_write> S: array<atomic<u32>>;\n");
-    }
     if !spec.family.takes(spec.inputs.len(), spec.variant) {
         return Err(Error::Shape(format!(
             "{:?} takes {} inputs, got {}",
@@ -455,14 +436,14 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
             writeln!(
                 p,
                 "@group(0) @binding({}) var<storage, read> {src}16: array<f16>;",
-                k + 1 + spec.output_bindings()
+                k + 2
             )
             .unwrap();
         } else if !aliased {
             writeln!(
                 p,
                 "@group(0) @binding({}) var<storage, read> {src}: {arr};",
-                k + 1 + spec.output_bindings()
+                k + 2
             )
             .unwrap();
         }
@@ -803,19 +784,9 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
             )
             .unwrap();
             files.push(REDUCE);
-            let scan = [
-                Variant::ScanLines,
-                Variant::ScanBlocks,
-                Variant::ScanOnePass,
-            ];
-            if scan.contains(&spec.variant) {
+            if matches!(spec.variant, Variant::ScanLines | Variant::ScanBlocks) {
                 let carry = spec.inputs.get(1);
-                let onepass = spec.variant == Variant::ScanOnePass;
-                if matches!(op, "all" | "any")
-                    || narrow
-                    || carry.is_some_and(|&c| c != acc)
-                    || (onepass && (acc != DType::F32 || carry.is_some()))
-                {
+                if matches!(op, "all" | "any") || narrow || carry.is_some_and(|&c| c != acc) {
                     return Err(Error::Shape(format!(
                         "scans write {acc} accumulators of sum/prod/max/min and read {acc} carries, got {op} {:?} -> {}",
                         spec.inputs, spec.output
@@ -825,9 +796,6 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
                     p.push_str("fn ld_b(i: u32) -> ACC { return acc_init(); } // no carries\n");
                 }
                 files.push(SCAN);
-                if onepass {
-                    files.push(SCAN_ONEPASS);
-                }
             }
         }
         Family::ArgReduce => {
@@ -1330,9 +1298,6 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
             let acc = d.acc();
             v.push(spec(Family::Reduce, op, vec![d], acc, Variant::ScanLines));
             v.push(spec(Family::Reduce, op, vec![d], acc, Variant::ScanBlocks));
-            if acc == DType::F32 {
-                v.push(spec(Family::Reduce, op, vec![d], acc, Variant::ScanOnePass));
-            }
             let var = Variant::ScanBlocks;
             v.push(spec(Family::Reduce, op, vec![d, acc], acc, var));
         }

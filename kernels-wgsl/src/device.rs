@@ -223,16 +223,15 @@ pub(crate) struct Inner {
     pub(crate) user_pipes: Mutex<FxMap<crate::user::UserKey, crate::user::UserEntry>>,
     /// Pipelines of fused kernels (see [`Kernels::fused`]).
     pub(crate) fused_pipes: Mutex<FxMap<crate::fused::FusedKey, Arc<Pipe>>>,
-    /// Two scratch buffers for multi-pass reductions (a dispatch cannot read and write
-    /// one buffer, so a pass reading one writes the other).
-    scratch: Mutex<[Option<wgpu::Buffer>; 2]>,
+    /// Scratch buffers kept between calls: 0 and 1 for multi-pass reductions (a
+    /// dispatch cannot read and write one buffer, so a pass reading one writes the
+    /// other), 2 and 3 for sorting's (key, index) pairs. Large allocations cost
+    /// milliseconds on some drivers (dedicated Vulkan allocations), more than a sort.
+    scratch: Mutex<[Option<wgpu::Buffer>; 4]>,
     /// Bound in place of an input that aliases the output.
     pub(crate) dummy: wgpu::Buffer,
     /// Parameters buffer and bind groups reused by [`Kernels::submit`].
     submit: Mutex<SubmitState>,
-    /// Polls of a silent predecessor before a one-pass scan block computes its total
-    /// itself (see scan_onepass.wgsl).
-    pub(crate) scan_spins: std::sync::atomic::AtomicU32,
 }
 
 /// Bind groups kept by [`Kernels::submit`] (dropped wholesale past this many).
@@ -487,8 +486,7 @@ impl Kernels {
                 layouts: Mutex::new(HashMap::new()),
                 user_pipes: Mutex::new(FxMap::default()),
                 fused_pipes: Mutex::new(FxMap::default()),
-                scan_spins: std::sync::atomic::AtomicU32::new(crate::scan::LOOK_SPINS),
-                scratch: Mutex::new([None, None]),
+                scratch: Mutex::new([None, None, None, None]),
                 dummy,
                 submit: Mutex::new(SubmitState::default()),
             }),
@@ -762,7 +760,7 @@ impl Kernels {
                 wgpu::ShaderRuntimeChecks::unchecked(),
             )
         };
-        let layout = self.layout(spec.output_bindings(), spec.input_bindings());
+        let layout = self.layout(1, spec.input_bindings());
         let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(&label),
             bind_group_layouts: &[Some(&layout)],
@@ -799,7 +797,7 @@ impl Kernels {
         self.inner.pipelines.lock().unwrap().map.len()
     }
 
-    /// Scratch buffer `which` (0 or 1) of at least `bytes` bytes.
+    /// Scratch buffer `which` (0 to 3, see `Inner::scratch`) of at least `bytes` bytes.
     pub(crate) fn scratch(&self, which: usize, bytes: u64) -> Result<wgpu::Buffer> {
         let mut s = self.inner.scratch.lock().unwrap();
         if let Some(b) = &s[which] {
@@ -818,7 +816,7 @@ impl Kernels {
             return Err(Error::BufferTooLarge {
                 bytes,
                 limit: size,
-                what: "reduction scratch buffer",
+                what: "scratch buffer",
             });
         }
         let b = self.create_buffer(size, Some("wmx-kernels scratch"))?;
@@ -1017,6 +1015,12 @@ impl Kernels {
     /// Drops the bind groups kept by [`Kernels::submit`] (they hold their buffers).
     pub fn clear_bind_groups(&self) {
         self.inner.submit.lock().unwrap().bind_groups.clear();
+    }
+
+    /// Drops the scratch buffers kept for reductions and sorting (work already
+    /// recorded keeps its own references).
+    pub fn clear_scratch(&self) {
+        *self.inner.scratch.lock().unwrap() = Default::default();
     }
 
     /// Parameter offsets (aligned for dynamic offsets) and bytes of a batch; returns

@@ -21,8 +21,6 @@ const SCAN_K: u64 = 8;
 
 const REVERSE: u32 = 1;
 pub(crate) const EXCLUSIVE: u32 = 2;
-/// Polls of a silent predecessor before a one-pass block recomputes its total.
-pub(crate) const LOOK_SPINS: u32 = 64;
 const CARRY: u32 = 4;
 const TOTALS: u32 = 8;
 
@@ -162,9 +160,6 @@ impl Kernels {
                 groups,
             );
         }
-        if acc == DType::F32 && self.wg() == 256 && flags & TOTALS == 0 {
-            return self.scan_onepass(b, op, src, rows, len, nb, flags, dst);
-        }
         // Block totals (in logical order), their exclusive scan, then the blocks.
         let totals = self.create_buffer(groups * 4, Some("wmx scan block totals"))?;
         let carries = self.create_buffer(groups * 4, Some("wmx scan carries"))?;
@@ -187,62 +182,6 @@ impl Kernels {
 }
 
 impl Kernels {
-    /// Sets how often a one-pass scan block polls a silent predecessor before
-    /// recomputing its total from the input (0: never wait). Results do not depend
-    /// on it beyond the last bit of float sums; tests use 0 to take the fallback.
-    #[doc(hidden)]
-    pub fn set_scan_look_spins(&self, polls: u32) {
-        self.inner
-            .scan_spins
-            .store(polls, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Float scans of lines longer than a block in one pass over the data
-    /// (scan_onepass.wgsl): 2N of traffic where the three-pass scan moves 3N.
-    #[allow(clippy::too_many_arguments)]
-    fn scan_onepass(
-        &self,
-        b: &mut Batch,
-        op: &'static str,
-        src: (&wgpu::Buffer, DType, usize),
-        rows: usize,
-        len: usize,
-        nb: u64,
-        flags: u32,
-        dst: &wgpu::Buffer,
-    ) -> Result<()> {
-        let (buf, dtype, off) = src;
-        let blocks = rows as u64 * nb;
-        let words = 1 + 2 * blocks;
-        if words > u32::MAX as u64 {
-            return Err(Error::Shape(format!(
-                "scan: {rows} lines of {len} have too many blocks ({blocks})"
-            )));
-        }
-        let state = self.create_buffer(words * 4, Some("wmx scan block states"))?;
-        let shape = [words as usize];
-        let zeros = Contig {
-            buffer: &state,
-            dtype: DType::U32,
-            shape: &shape,
-        };
-        self.fill(b, &zeros, 0.0)?;
-        let spec = self.scan_spec(op, dtype, None, Variant::ScanOnePass);
-        let params = vec![
-            rows as u32,
-            len as u32,
-            1,
-            nb as u32,
-            off as u32,
-            flags,
-            blocks as u32,
-            self.inner
-                .scan_spins
-                .load(std::sync::atomic::Ordering::Relaxed),
-        ];
-        self.record(b, &spec, [dst.clone(), state, buf.clone()], params, blocks)
-    }
-
     /// The scan module of `op` over `dtype`, with `carry` as its second input.
     fn scan_spec(
         &self,

@@ -23,7 +23,7 @@ const BLOCK: u64 = 1024;
 /// less than the bitonic sort's `log2(n)^2` steps), on workgroups of 256.
 pub const RADIX_MIN: usize = 1 << 14;
 /// Positions per radix tile (RADIX_TILE in radix.wgsl) and bits per pass.
-const TILE: usize = 1024;
+const TILE: usize = 2048;
 const BITS: u32 = 4;
 
 impl Kernels {
@@ -59,7 +59,7 @@ impl Kernels {
                 "argsort: {rows} rows of {n} (padded to {p2}) exceed 2^31 pairs"
             )));
         }
-        let pairs = self.create_buffer(total * 8, Some("wmx argsort pairs"))?;
+        let pairs = self.scratch(2, total * 8)?;
         let params = |k: u64, j: u64, kmax: u64| {
             vec![
                 total as u32,
@@ -146,10 +146,7 @@ impl Kernels {
         let table = groups * (1 << BITS);
         let counts = self.create_buffer(table * 4, Some("wmx radix counts"))?;
         let offsets = self.create_buffer(table * 4, Some("wmx radix offsets"))?;
-        let pairs = [
-            self.create_buffer(count * 8, Some("wmx radix pairs"))?,
-            self.create_buffer(count * 8, Some("wmx radix pairs"))?,
-        ];
+        let pairs = [self.scratch(2, count * 8)?, self.scratch(3, count * 8)?];
         let g = Variant::General;
         let hist = self.spec(Family::Sort, "radix_hist", vec![x.dtype], DType::U32, g, 0);
         let inputs = vec![x.dtype, DType::U32];

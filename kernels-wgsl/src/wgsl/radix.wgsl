@@ -1,6 +1,6 @@
 // Stable LSD radix argsort of long rows, RADIX_BITS bits per pass. One workgroup
 // (WG = 256) per tile of RADIX_TILE positions of one row; elements are (key, index)
-// pairs, two u32 words each, in a scratch buffer of rows * len pairs. A pass is:
+// pairs in a scratch buffer of rows * len keys followed by as many indices. A pass is:
 // radix_hist (each tile's digit counts, laid out [row][digit][tile]), an exclusive
 // scan of that table along each row (the scan kernels), radix_scatter (each tile's
 // pairs reordered by digit in workgroup memory, then written to their places).
@@ -9,7 +9,8 @@
 // first pass (keys from input a through sort_key, indices are positions), 2 the last
 // pass (write only the indices, one word each).
 
-const RADIX_TILE: u32 = 1024u;       // 4 consecutive positions per invocation
+const RADIX_TILE: u32 = 2048u;       // RADIX_PER consecutive positions per invocation
+const RADIX_PER: u32 = 8u;
 const RADIX_DIGITS: u32 = 16u;
 
 var<workgroup> RH: array<atomic<u32>, 16>;
@@ -17,7 +18,7 @@ var<workgroup> RH: array<atomic<u32>, 16>;
 fn radix_key(first: bool, r: u32, p: u32) -> u32 {
     let e = r * P[1] + p;
     if (first) { return sort_key(ld_a(P[4] + e)); }
-    return wa(2u * e);
+    return wa(e);
 }
 
 fn radix_tile(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.x + wid.y * nwg.x; }
@@ -48,7 +49,8 @@ fn radix_hist(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_
 
 // Counters of digit pairs, two 16-bit halves per word: word (d / 2) * WG + lid holds
 // invocation lid's counts of digits d & ~1 (low) and d | 1 (high); after the scan,
-// their exclusive prefixes. Reused to stage the tile's keys and indices in order.
+// their exclusive prefixes. Then reused to stage the tile's keys, then its indices,
+// in their sorted order (so the writes are runs of consecutive places).
 var<workgroup> RC: array<u32, 2048>;
 var<workgroup> RS: array<u32, 256>;  // invocation totals of the counter scan
 var<workgroup> RZ: array<u32, 16>;   // per digit: tile-local start - the prefix's own half
@@ -63,43 +65,45 @@ fn radix_scatter(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
     let len = P[1];
     let tiles = P[2];
     let shift = P[3];
+    let count = P[0] * len;
     let first = (P[5] & 1u) != 0u;
+    let last = (P[5] & 2u) != 0u;
     let g = radix_tile(wid, nwg);
     let valid = g < P[0] * tiles;
     let r = g / max(tiles, 1u);
     let t = g - r * tiles;
     let p0 = t * RADIX_TILE;
     for (var k = 0u; k < 8u; k++) { RC[k * WG + lid] = 0u; }
-    // This invocation's four consecutive pairs; digit 16 marks a position past the row.
-    var keys = vec4<u32>();
-    var idx = vec4<u32>();
-    var dig = vec4<u32>(16u);
-    for (var i = 0u; i < 4u; i++) {
-        let p = p0 + 4u * lid + i;
+    // This invocation's consecutive pairs; digit 16 marks a position past the row.
+    var keys: array<u32, 8>;
+    var idx: array<u32, 8>;
+    var dig: array<u32, 8>;
+    for (var i = 0u; i < RADIX_PER; i++) {
+        let p = p0 + RADIX_PER * lid + i;
+        dig[i] = 16u;
         if (valid && p < len) {
             let e = r * len + p;
             if (first) {
                 keys[i] = sort_key(ld_a(P[4] + e));
                 idx[i] = p;
             } else {
-                keys[i] = wa(2u * e);
-                idx[i] = wa(2u * e + 1u);
+                keys[i] = wa(e);
+                idx[i] = wa(count + e);
             }
             dig[i] = (keys[i] >> shift) & 15u;
         }
     }
-    // Rank of each pair among this invocation's earlier pairs of its digit.
-    var own = vec4<u32>();
-    for (var i = 1u; i < 4u; i++) {
-        for (var j = 0u; j < i; j++) {
-            own[i] += select(0u, 1u, dig[j] == dig[i]);
-        }
-    }
     workgroupBarrier();
-    for (var i = 0u; i < 4u; i++) {
+    // Count, keeping each pair's rank among this invocation's earlier ones of its
+    // digit (the invocation owns its counter words: no atomics).
+    var pos: array<u32, 8>;
+    for (var i = 0u; i < RADIX_PER; i++) {
         let d = dig[i];
         if (d < RADIX_DIGITS) {
-            RC[(d >> 1u) * WG + lid] += 1u << (16u * (d & 1u));
+            let c = (d >> 1u) * WG + lid;
+            let w = RC[c];
+            pos[i] = half(w, d & 1u);
+            RC[c] = w + (1u << (16u * (d & 1u)));
         }
     }
     workgroupBarrier();
@@ -142,34 +146,36 @@ fn radix_scatter(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
         }
     }
     workgroupBarrier();
-    var pos = vec4<u32>();
-    for (var i = 0u; i < 4u; i++) {
+    for (var i = 0u; i < RADIX_PER; i++) {
         let d = dig[i];
         if (d < RADIX_DIGITS) {
-            pos[i] = half(RC[(d >> 1u) * WG + lid], d & 1u) + RZ[d] + own[i];
+            pos[i] += half(RC[(d >> 1u) * WG + lid], d & 1u) + RZ[d];
         }
     }
     workgroupBarrier();
-    for (var i = 0u; i < 4u; i++) {
-        if (dig[i] < RADIX_DIGITS) {
-            RC[pos[i]] = keys[i];
-            RC[RADIX_TILE + pos[i]] = idx[i];
-        }
+    for (var i = 0u; i < RADIX_PER; i++) {
+        if (dig[i] < RADIX_DIGITS) { RC[pos[i]] = keys[i]; }
     }
     workgroupBarrier();
     let n = min(RADIX_TILE, len - min(p0, len));
-    let last = (P[5] & 2u) != 0u;
-    for (var k = 0u; k < RADIX_TILE / WG; k++) {
+    var dst: array<u32, 8>;
+    for (var k = 0u; k < RADIX_PER; k++) {
         let e = k * WG + lid;
         if (valid && e < n) {
             let key = RC[e];
-            let dst = r * len + RB[(key >> shift) & 15u] + e;
-            if (last) {
-                O[dst] = RC[RADIX_TILE + e];
-            } else {
-                O[2u * dst] = key;
-                O[2u * dst + 1u] = RC[RADIX_TILE + e];
-            }
+            dst[k] = r * len + RB[(key >> shift) & 15u] + e;
+            if (!last) { O[dst[k]] = key; }
+        }
+    }
+    workgroupBarrier();
+    for (var i = 0u; i < RADIX_PER; i++) {
+        if (dig[i] < RADIX_DIGITS) { RC[pos[i]] = idx[i]; }
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < RADIX_PER; k++) {
+        let e = k * WG + lid;
+        if (valid && e < n) {
+            O[select(count, 0u, last) + dst[k]] = RC[e];
         }
     }
 }

@@ -105,4 +105,3 @@ fn scan_blocks(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup
         }
     }
 }
-
