@@ -45,7 +45,9 @@ fn random_bits(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
     let h = P[2];
     let hi = h + P[3];
     for (var t = thread_index(lid, wid, nwg); t < P[0]; t += thread_count(nwg)) {
-        let k = t / per_key;
+        // One key (the common case) needs no division: ~5% of the kernel's time.
+        var k = 0u;
+        if (per_key < P[0]) { k = t / per_key; }
         let c = t - k * per_key;
         let key = vec2<u32>(wa(P[5] + 2u * k), wa(P[5] + 2u * k + 1u));
         let base = k * P[4];
