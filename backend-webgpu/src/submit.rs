@@ -67,7 +67,7 @@ struct Signal {
 
 impl Submitter {
     pub(crate) fn new(kernels: k::Kernels, shared: Arc<Shared>) -> Arc<Submitter> {
-        Arc::new(Submitter {
+        let s = Arc::new(Submitter {
             kernels,
             shared,
             batch: Mutex::new(k::Batch::default()),
@@ -80,7 +80,10 @@ impl Submitter {
             }),
             #[cfg(not(target_arch = "wasm32"))]
             flusher: std::sync::OnceLock::new(),
-        })
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        exit_hook::register(&s);
+        s
     }
 
     pub(crate) fn lock_batch(&self) -> MutexGuard<'_, k::Batch> {
@@ -256,6 +259,56 @@ fn flusher(signal: &Signal, sub: &std::sync::Weak<Submitter>) {
             // A long kernel in flight: check less and less often (up to every 1 ms).
             std::thread::sleep(nap);
             nap = (nap * 2).min(Duration::from_millis(1));
+        }
+    }
+}
+
+/// Quiet GPUs at process exit. A process that ends right after an eval used to
+/// crash in about 1 of 3 runs on lavapipe (SIGSEGV, or "pure virtual method called"
+/// with an abort): the driver's threads were still running its kernels, or the
+/// flusher was submitting, while Mesa's exit handlers tore the driver down. An
+/// `atexit` handler registered after the driver's (so it runs before them) stops
+/// every flusher, keeps every batch lock so nothing more is submitted (open batches
+/// stay unsubmitted: nobody can read them any more) and waits for the work in flight.
+#[cfg(not(target_arch = "wasm32"))]
+mod exit_hook {
+    use super::Submitter;
+    use std::sync::{Arc, Mutex, Once, Weak};
+
+    static LIVE: Mutex<Vec<Weak<Submitter>>> = Mutex::new(Vec::new());
+    static HOOK: Once = Once::new();
+
+    pub(super) fn register(s: &Arc<Submitter>) {
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Arc::downgrade(s));
+        drop(live);
+        HOOK.call_once(|| {
+            // SAFETY: `quiesce` is an `extern "C" fn()` that does not unwind.
+            unsafe { libc::atexit(quiesce) };
+        });
+    }
+
+    /// Runs on a thread of its own: the exiting thread's thread-locals (which wgpu
+    /// uses) are already destroyed when exit handlers run.
+    extern "C" fn quiesce() {
+        if let Ok(t) = std::thread::Builder::new().spawn(quiesce_all) {
+            let _ = t.join();
+        }
+    }
+
+    fn quiesce_all() {
+        let live = LIVE.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for w in live {
+            let Some(s) = w.upgrade() else { continue };
+            if let Some(sig) = s.flusher.get() {
+                sig.at.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+                sig.cv.notify_one();
+            }
+            std::mem::forget(s.lock_batch());
+            s.kernels.poll_wait();
+            // The process is ending: keep the submitter (and its device) alive.
+            std::mem::forget(s);
         }
     }
 }
