@@ -18,6 +18,8 @@ thread_local! {
     /// Live arrays by id, so an array passed as a plain JS value can be found
     /// without consuming the JS object.
     static LIVE: RefCell<HashMap<u32, Array>> = RefCell::new(HashMap::new());
+    /// Ids of the arrays made inside each open tidy scope, innermost last.
+    static SCOPES: RefCell<Vec<Vec<u32>>> = const { RefCell::new(Vec::new()) };
     static NEXT_ID: Cell<u32> = const { Cell::new(1) };
     /// `GPUAdapter.info` as the browser reports it (wgpu keeps only `description`,
     /// which browsers leave empty).
@@ -285,27 +287,38 @@ pub async fn synchronize() -> JsResult<()> {
 // ---------------------------------------------------------------- arrays
 
 /// An n-dimensional wmx array (lazy: ops build a graph, reads compute it).
-/// `free()`/`dispose()` release it now; otherwise the garbage collector does.
+/// `free()`/`dispose()` (or `using`, or the end of a `tidy` scope) release it now;
+/// otherwise the garbage collector does.
 #[wasm_bindgen]
 pub struct NdArray {
-    a: Array,
+    /// Key of the core array in LIVE, its only owner, so that a tidy scope can
+    /// release arrays whose JS handles it never sees.
     id: u32,
 }
 
+/// The error of using a released array.
+const RELEASED: &str = "this array was released (dispose(), free() or the end of its tidy scope)";
+
 impl NdArray {
-    /// Wraps a core array.
+    /// Wraps a core array (and records it in the innermost tidy scope).
     pub fn wrap(a: Array) -> NdArray {
         let id = NEXT_ID.with(|n| {
             let id = n.get();
             n.set(id.wrapping_add(1).max(1));
             id
         });
-        LIVE.with(|l| l.borrow_mut().insert(id, a.clone()));
-        NdArray { a, id }
+        LIVE.with(|l| l.borrow_mut().insert(id, a));
+        SCOPES.with(|s| {
+            if let Some(top) = s.borrow_mut().last_mut() {
+                top.push(id);
+            }
+        });
+        NdArray { id }
     }
-    /// The core array.
-    pub fn inner(&self) -> &Array {
-        &self.a
+    /// The core array; an error once it was released (dispose, free or tidy).
+    pub fn arr(&self) -> JsResult<Array> {
+        LIVE.with(|l| l.borrow().get(&self.id).cloned())
+            .ok_or_else(|| js_err(RELEASED))
     }
 }
 
@@ -329,9 +342,7 @@ fn as_ndarray(v: &JsValue) -> JsResult<Option<Array>> {
     let id = match js_sys::Reflect::get(v, &JsValue::from_str("__wmxId")) {
         Ok(x) => x,
         Err(_) => {
-            return Err(js_err(
-                "this array was disposed (free() or dispose() was called)",
-            ));
+            return Err(js_err(RELEASED));
         }
     };
     let Some(id) = id.as_f64() else {
@@ -339,7 +350,7 @@ fn as_ndarray(v: &JsValue) -> JsResult<Option<Array>> {
     };
     LIVE.with(|l| l.borrow().get(&(id as u32)).cloned())
         .map(Some)
-        .ok_or_else(|| js_err("this array was disposed (free() or dispose() was called)"))
+        .ok_or_else(|| js_err(RELEASED))
 }
 
 /// Host data → array on `device` with `dtype` (or the data's natural dtype).
@@ -446,28 +457,30 @@ fn slices(spec: &JsValue) -> JsResult<Vec<Slice>> {
 impl NdArray {
     /// Dimensions, as a JS array of numbers.
     #[wasm_bindgen(getter)]
-    pub fn shape(&self) -> js_sys::Array {
-        cv::js_numbers(self.a.shape().iter().map(|&d| d as f64))
+    pub fn shape(&self) -> JsResult<js_sys::Array> {
+        Ok(cv::js_numbers(
+            self.arr()?.shape().iter().map(|&d| d as f64),
+        ))
     }
     /// dtype name: `"f32"`, `"i32"`, `"u32"`, `"u8"`, `"bool"`, `"f16"`, `"bf16"`, `"i64"`.
     #[wasm_bindgen(getter)]
-    pub fn dtype(&self) -> String {
-        self.a.dtype().name().to_string()
+    pub fn dtype(&self) -> JsResult<String> {
+        Ok(self.arr()?.dtype().name().to_string())
     }
     /// Number of elements.
     #[wasm_bindgen(getter)]
-    pub fn size(&self) -> usize {
-        self.a.size()
+    pub fn size(&self) -> JsResult<usize> {
+        Ok(self.arr()?.size())
     }
     /// Number of dimensions.
     #[wasm_bindgen(getter)]
-    pub fn ndim(&self) -> usize {
-        self.a.ndim()
+    pub fn ndim(&self) -> JsResult<usize> {
+        Ok(self.arr()?.ndim())
     }
     /// `"webgpu"` or `"cpu"`.
     #[wasm_bindgen(getter)]
-    pub fn device(&self) -> String {
-        device_label(self.a.device()).into()
+    pub fn device(&self) -> JsResult<String> {
+        Ok(device_label(self.arr()?.device()).into())
     }
     /// Internal: finds this array when it is passed as a plain JS value.
     #[wasm_bindgen(getter = __wmxId)]
@@ -478,18 +491,18 @@ impl NdArray {
     /// Resolves to the elements (row-major) as a typed array: Float32Array (f32),
     /// Int32Array (i32), Uint32Array (u32), Uint8Array (u8, bool), Uint16Array (the
     /// bits of f16/bf16), BigInt64Array (i64). Computes the array first.
-    pub fn data(&self) -> js_sys::Promise {
-        let a = self.a.clone();
-        wasm_bindgen_futures::future_to_promise(async move {
+    pub fn data(&self) -> JsResult<js_sys::Promise> {
+        let a = self.arr()?;
+        Ok(wasm_bindgen_futures::future_to_promise(async move {
             let bytes = a.to_bytes_async().await.map_err(err)?;
             Ok(cv::typed_array(&bytes, a.dtype()))
-        })
+        }))
     }
 
     /// Resolves to the single element (number, boolean, or BigInt for i64).
-    pub fn item(&self) -> js_sys::Promise {
-        let a = self.a.clone();
-        wasm_bindgen_futures::future_to_promise(async move {
+    pub fn item(&self) -> JsResult<js_sys::Promise> {
+        let a = self.arr()?;
+        Ok(wasm_bindgen_futures::future_to_promise(async move {
             if a.size() != 1 {
                 return Err(js_err(format!(
                     "item: array of shape {:?} has {} elements, not 1",
@@ -500,19 +513,19 @@ impl NdArray {
             }
             let bytes = a.to_bytes_async().await.map_err(err)?;
             Ok(cv::element_value(&bytes, a.dtype()))
-        })
+        }))
     }
 
     /// Computes the array now (submits GPU work; does not wait for it).
     pub fn eval(&self) -> JsResult<()> {
-        self.a.eval().map_err(err)
+        self.arr()?.eval().map_err(err)
     }
 
     /// Resolves to a copy of this array on `"webgpu"` or `"cpu"`.
     #[wasm_bindgen(js_name = toDevice)]
     pub fn to_device(&self, name: &str) -> JsResult<js_sys::Promise> {
         let target = device_by_name(name)?;
-        let a = self.a.clone();
+        let a = self.arr()?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {
             if a.device() == &target {
                 return Ok(NdArray::wrap(a).into());
@@ -529,56 +542,59 @@ impl NdArray {
     /// `NdArray(shape=[…], dtype=…, device=…, evaluated=…)` (does not compute).
     #[wasm_bindgen(js_name = toString)]
     pub fn to_string_js(&self) -> String {
-        format!("Nd{:?}", self.a)
+        match self.arr() {
+            Ok(a) => format!("Nd{a:?}"),
+            Err(_) => "NdArray(released)".into(),
+        }
     }
 
     /// Converts to `dtype` (rules in docs/SEMANTICS.md).
     pub fn astype(&self, dtype: &str) -> JsResult<NdArray> {
         let d = cv::dtype(&JsValue::from_str(dtype), DType::F32)?;
-        wrap(self.a.astype(d))
+        wrap(self.arr()?.astype(d))
     }
     /// New shape (one entry may be -1). A view when strides allow.
     pub fn reshape(&self, shape: JsValue) -> JsResult<NdArray> {
-        wrap(self.a.reshape(&cv::ints("reshape", &shape)?))
+        wrap(self.arr()?.reshape(&cv::ints("reshape", &shape)?))
     }
     /// Permutes axes (reverses them when `axes` is omitted). A view.
     pub fn transpose(&self, axes: JsValue) -> JsResult<NdArray> {
         let ax = cv::axes(&axes)?;
-        wrap(self.a.transpose(ax.as_deref()))
+        wrap(self.arr()?.transpose(ax.as_deref()))
     }
     /// Reversed axes. A view.
     #[wasm_bindgen(getter = T)]
     pub fn t(&self) -> JsResult<NdArray> {
-        wrap(self.a.t())
+        wrap(self.arr()?.t())
     }
     /// Broadcasts to `shape`. A view.
     #[wasm_bindgen(js_name = broadcastTo)]
     pub fn broadcast_to(&self, shape: JsValue) -> JsResult<NdArray> {
-        wrap(self.a.broadcast_to(&cv::shape("broadcastTo", &shape)?))
+        wrap(self.arr()?.broadcast_to(&cv::shape("broadcastTo", &shape)?))
     }
     /// Inserts a size-1 axis. A view.
     #[wasm_bindgen(js_name = expandDims)]
     pub fn expand_dims(&self, axis: i32) -> JsResult<NdArray> {
-        wrap(wc::expand_dims(&self.a, axis as isize))
+        wrap(wc::expand_dims(&self.arr()?, axis as isize))
     }
     /// Removes size-1 axes (all when `axes` is omitted). A view.
     pub fn squeeze(&self, axes: JsValue) -> JsResult<NdArray> {
         let ax = cv::axes(&axes)?;
-        wrap(wc::squeeze(&self.a, ax.as_deref()))
+        wrap(wc::squeeze(&self.arr()?, ax.as_deref()))
     }
     /// Python-style slicing, one entry per leading axis: `null` (whole axis) or
     /// `[start, stop, step]` with nullable entries, e.g. `a.slice([null, [null, null, -1]])`.
     /// A view, negative steps included.
     pub fn slice(&self, spec: JsValue) -> JsResult<NdArray> {
-        wrap(self.a.slice(&slices(&spec)?))
+        wrap(self.arr()?.slice(&slices(&spec)?))
     }
     /// A row-major copy (no-op when already row-major).
     pub fn contiguous(&self) -> JsResult<NdArray> {
-        wrap(wc::contiguous(&self.a))
+        wrap(wc::contiguous(&self.arr()?))
     }
     /// 1-D view or copy.
     pub fn flatten(&self) -> JsResult<NdArray> {
-        wrap(self.a.reshape(&[-1]))
+        wrap(self.arr()?.reshape(&[-1]))
     }
     /// Variance over `axes` with `ddof` delta degrees of freedom.
     pub fn var(
@@ -589,7 +605,7 @@ impl NdArray {
     ) -> JsResult<NdArray> {
         let ax = cv::axes(&axes)?;
         wrap(wc::var(
-            &self.a,
+            &self.arr()?,
             ax.as_deref(),
             keepdims.unwrap_or(false),
             ddof.unwrap_or(0) as usize,
@@ -598,11 +614,11 @@ impl NdArray {
     /// Index (u32) of the largest element along `axis` (all elements, flattened,
     /// when omitted).
     pub fn argmax(&self, axis: Option<i32>, keepdims: Option<bool>) -> JsResult<NdArray> {
-        arg(&self.a, axis, keepdims, wc::argmax)
+        arg(&self.arr()?, axis, keepdims, wc::argmax)
     }
     /// Index (u32) of the smallest element along `axis`.
     pub fn argmin(&self, axis: Option<i32>, keepdims: Option<bool>) -> JsResult<NdArray> {
-        arg(&self.a, axis, keepdims, wc::argmin)
+        arg(&self.arr()?, axis, keepdims, wc::argmin)
     }
 }
 
@@ -627,7 +643,7 @@ macro_rules! unary_api {
             $(
                 #[doc = concat!("Elementwise `", $js, "`.")]
                 #[wasm_bindgen(js_name = $js)]
-                pub fn $f(&self) -> JsResult<NdArray> { wrap(wc::$f(&self.a)) }
+                pub fn $f(&self) -> JsResult<NdArray> { wrap(wc::$f(&self.arr()?)) }
             )*
         }
     };
@@ -654,7 +670,8 @@ macro_rules! binary_api {
                 #[doc = concat!("Elementwise `", $js, "` with numpy broadcasting; `other` may be a number.")]
                 #[wasm_bindgen(js_name = $js)]
                 pub fn $f(&self, other: &JsValue) -> JsResult<NdArray> {
-                    wrap(wc::$f(&self.a, &operand(other, &self.a)?))
+                    let me = self.arr()?;
+                    wrap(wc::$f(&me, &operand(other, &me)?))
                 }
             )*
         }
@@ -684,7 +701,7 @@ macro_rules! reduce_api {
                 #[wasm_bindgen(js_name = $js)]
                 pub fn $f(&self, axes: JsValue, keepdims: Option<bool>) -> JsResult<NdArray> {
                     let ax = cv::axes(&axes)?;
-                    wrap(wc::$f(&self.a, ax.as_deref(), keepdims.unwrap_or(false)))
+                    wrap(wc::$f(&self.arr()?, ax.as_deref(), keepdims.unwrap_or(false)))
                 }
             )*
         }
@@ -859,7 +876,7 @@ pub fn rms_norm(x: &JsValue, weight: JsValue, eps: Option<f64>) -> JsResult<NdAr
 impl NdArray {
     /// Matrix product with `other` (see the free function `matmul`).
     pub fn matmul(&self, other: &JsValue) -> JsResult<NdArray> {
-        wrap(wc::matmul(&self.a, &lead(other)?))
+        wrap(wc::matmul(&self.arr()?, &lead(other)?))
     }
 }
 
@@ -916,6 +933,38 @@ pub fn argmax(x: &JsValue, axis: Option<i32>, keepdims: Option<bool>) -> JsResul
 #[wasm_bindgen]
 pub fn argmin(x: &JsValue, axis: Option<i32>, keepdims: Option<bool>) -> JsResult<NdArray> {
     arg(&lead(x)?, axis, keepdims, wc::argmin)
+}
+
+/// Internal (used by `tidy` in wmx.js): opens a scope recording every array made
+/// until the matching `endScope`.
+#[wasm_bindgen(js_name = beginScope)]
+pub fn begin_scope() {
+    SCOPES.with(|s| s.borrow_mut().push(Vec::new()));
+}
+
+/// Internal (used by `tidy` in wmx.js): closes the innermost scope, releasing every
+/// array made in it except those in `keep` (they move to the enclosing scope, if
+/// any). Their JS handles then throw when used; the memory goes back at once.
+#[wasm_bindgen(js_name = endScope)]
+pub fn end_scope(keep: Vec<u32>) -> JsResult<()> {
+    let made = SCOPES
+        .with(|s| s.borrow_mut().pop())
+        .ok_or_else(|| js_err("endScope without beginScope"))?;
+    let (kept, released): (Vec<u32>, Vec<u32>) = made.into_iter().partition(|id| keep.contains(id));
+    // Dropped outside the borrow: a drop may run code that touches LIVE.
+    let dropped: Vec<Array> = LIVE.with(|l| {
+        released
+            .iter()
+            .filter_map(|id| l.borrow_mut().remove(id))
+            .collect()
+    });
+    drop(dropped);
+    SCOPES.with(|s| {
+        if let Some(top) = s.borrow_mut().last_mut() {
+            top.extend(kept);
+        }
+    });
+    Ok(())
 }
 
 /// Number of live (not freed) arrays held by JS handles, for leak checks.

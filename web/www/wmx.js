@@ -30,3 +30,36 @@ export function valueAndGrad(f, argnums) {
   const g = api.valueAndGrad(f, argnums);
   return (...args) => g(args);
 }
+
+/** `tidy(fn)`: runs the synchronous `fn` and releases every array made inside it
+ *  except those it returns (an NdArray, or arrays and plain objects holding them),
+ *  which move to an enclosing tidy if there is one. Handles of released arrays throw
+ *  when used. `fn` may not return a Promise: work after an `await` would run outside
+ *  the scope. */
+export function tidy(fn) {
+  api.beginScope();
+  let result;
+  try {
+    result = fn();
+  } catch (e) {
+    api.endScope([]);
+    throw e;
+  }
+  if (result && typeof result.then === "function") {
+    api.endScope([]);
+    throw new Error("tidy: fn returned a Promise; tidy scopes are synchronous");
+  }
+  api.endScope(arrayIds(result, []));
+  return result;
+}
+
+function arrayIds(v, out) {
+  if (v instanceof api.NdArray) {
+    out.push(v.__wmxId);
+  } else if (Array.isArray(v)) {
+    for (const x of v) arrayIds(x, out);
+  } else if (v && Object.getPrototypeOf(v) === Object.prototype) {
+    for (const x of Object.values(v)) arrayIds(x, out);
+  }
+  return out;
+}
