@@ -4,7 +4,7 @@
 //! writable, the inputs after it and read-only), and threadgroups are the module's
 //! workgroup size (matmul tiles choose their own). On Apple, the same translations compile and run (tests at the end).
 
-use wmx_kernels::{ModuleSpec, Target, module_specs};
+use wmx_kernels::{ModuleSpec, Target, check_specs, module_specs};
 use wmx_metal::msl::{self, SIZES_SLOT};
 
 fn check(spec: &ModuleSpec) -> Result<(), String> {
@@ -48,27 +48,7 @@ fn run_all(target: Target) -> usize {
         .into_iter()
         .filter(msl::translatable)
         .collect();
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .min(4);
-    let failures: Vec<String> = std::thread::scope(|s| {
-        let handles: Vec<_> = specs
-            .chunks(specs.len().div_ceil(threads))
-            .map(|chunk| {
-                s.spawn(move || {
-                    chunk
-                        .iter()
-                        .filter_map(|spec| check(spec).err().map(|e| format!("{spec:?}: {e}")))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
-    });
+    let failures = check_specs(&specs, check);
     assert!(
         failures.is_empty(),
         "{} of {} modules failed; first:\n{}",

@@ -1129,6 +1129,40 @@ pub(crate) fn tree_shake(prelude: &str, body: &str, entry: &str) -> String {
     out
 }
 
+/// Runs `check` on every spec across a few threads and returns the failures as
+/// `"{spec:?}: {message}"`: the completeness tests' driver (naga's translations here,
+/// wmx-metal's MSL), which otherwise take minutes one module at a time.
+pub fn check_specs(
+    specs: &[ModuleSpec],
+    check: impl Fn(&ModuleSpec) -> std::result::Result<(), String> + Sync,
+) -> Vec<String> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .min(4);
+    let check = &check;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = specs
+            .chunks(specs.len().div_ceil(threads).max(1))
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .filter_map(|spec| check(spec).err().map(|e| format!("{spec:?}: {e}")))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec!["a checking thread panicked".into()])
+            })
+            .collect()
+    })
+}
+
 /// Every module the library can build for `target`: each (family, op, dtype,
 /// variant) combination that the op tables define. Used by the completeness tests.
 pub fn module_specs(target: Target) -> Vec<ModuleSpec> {

@@ -38,7 +38,7 @@ mod scan;
 mod sort;
 mod user;
 
-pub use compose::{Family, ModuleSpec, Target, Variant, compose, module_specs};
+pub use compose::{Family, ModuleSpec, Target, Variant, check_specs, compose, module_specs};
 pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided};
 pub use dtype::DType;
 pub use fused::{FusedOp, FusedSpec, FusedStep, InputRead, compose_module as compose_fused};

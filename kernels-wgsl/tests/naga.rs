@@ -5,7 +5,7 @@ use naga::back::PipelineConstants;
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
 use wmx_kernels::{
     ARG_REDUCE_OPS, BINARY_OPS, DType, Error, Family, ModuleSpec, REDUCE_OPS, Target, UNARY_OPS,
-    Variant, binary_op_supports, compose, module_specs, unary_op_supports,
+    Variant, binary_op_supports, check_specs, compose, module_specs, unary_op_supports,
 };
 
 fn check(spec: &ModuleSpec) -> Result<(), String> {
@@ -114,27 +114,7 @@ fn check_source(
 
 fn run_all(target: Target) {
     let specs = module_specs(target);
-    let n_threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .min(4);
-    let failures: Vec<String> = std::thread::scope(|s| {
-        let handles: Vec<_> = specs
-            .chunks(specs.len().div_ceil(n_threads))
-            .map(|chunk| {
-                s.spawn(move || {
-                    chunk
-                        .iter()
-                        .filter_map(|spec| check(spec).err().map(|e| format!("{spec:?}: {e}")))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
-    });
+    let failures = check_specs(&specs, check);
     assert!(
         failures.is_empty(),
         "{} of {} modules failed; first:\n{}",
