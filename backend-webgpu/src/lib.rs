@@ -233,11 +233,9 @@ impl WebGpuBackend {
         let need =
             wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
         if !self.kernels.device().features().contains(need) {
-            return Err(Error::Backend {
-                backend: self.name.clone(),
-                msg: "timestamps need TIMESTAMP_QUERY_INSIDE_ENCODERS, which this device lacks"
-                    .into(),
-            });
+            return Err(self.err(
+                "timestamps need TIMESTAMP_QUERY_INSIDE_ENCODERS, which this device lacks".into(),
+            ));
         }
         self.lock_batch().write_timestamp(set, index);
         Ok(())
@@ -255,11 +253,16 @@ impl WebGpuBackend {
         self.shared.pool().set_limit(bytes);
     }
 
-    fn check(&self) -> Result<()> {
-        self.shared.check().map_err(|msg| Error::Backend {
+    /// An error of this backend with `msg`.
+    fn err(&self, msg: String) -> Error {
+        Error::Backend {
             backend: self.name.clone(),
             msg,
-        })
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        self.shared.check().map_err(|msg| self.err(msg))
     }
 
     /// The GPU buffer of `b`, uploading host data first if needed.
@@ -313,10 +316,7 @@ impl WebGpuBackend {
     }
 
     fn submit(&self, batch: &mut k::Batch) -> Result<()> {
-        self.sub.submit(batch).map_err(|msg| Error::Backend {
-            backend: self.name.clone(),
-            msg,
-        })?;
+        self.sub.submit(batch).map_err(|msg| self.err(msg))?;
         self.check()
     }
 
@@ -434,10 +434,7 @@ impl Backend for WebGpuBackend {
         #[cfg(target_arch = "wasm32")]
         {
             let _ = b;
-            Err(Error::Backend {
-                backend: self.name.clone(),
-                msg: "blocking reads are impossible in the browser: use to_vec_async".into(),
-            })
+            Err(self.err("blocking reads are impossible in the browser: use to_vec_async".into()))
         }
     }
 
@@ -470,10 +467,7 @@ impl Backend for WebGpuBackend {
     fn flush(&self) -> Result<()> {
         // Submitted now or left open for later evals (see `submit.rs`); an empty
         // batch still checks for errors of work done outside it (custom primitives).
-        self.sub.end_of_eval().map_err(|msg| Error::Backend {
-            backend: self.name.clone(),
-            msg,
-        })?;
+        self.sub.end_of_eval().map_err(|msg| self.err(msg))?;
         self.check()
     }
     fn check_errors(&self) -> Result<()> {

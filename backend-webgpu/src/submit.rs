@@ -65,6 +65,15 @@ struct Signal {
     cv: std::sync::Condvar,
 }
 
+#[cfg(not(target_arch = "wasm32"))]
+impl Signal {
+    /// Ends the flusher (it returns at its next wake-up, without touching the driver).
+    fn stop(&self) {
+        self.at.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+        self.cv.notify_one();
+    }
+}
+
 impl Submitter {
     pub(crate) fn new(kernels: k::Kernels, shared: Arc<Shared>) -> Arc<Submitter> {
         let s = Arc::new(Submitter {
@@ -180,7 +189,7 @@ impl Submitter {
                 .spawn(move || flusher(&s, &me));
             if spawned.is_err() {
                 // No thread: reads, syncs and later evals still submit the batch.
-                signal.at.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+                signal.stop();
             }
             signal
         });
@@ -202,16 +211,15 @@ impl Submitter {
 impl Drop for Submitter {
     fn drop(&mut self) {
         if let Some(s) = self.flusher.get() {
-            s.at.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
-            s.cv.notify_one();
+            s.stop();
         }
     }
 }
 
 /// The flusher thread: waits to be armed, sleeps until the time asked, then submits
-/// the open batch once no submit is in flight (checking after 20 µs, then less often). It touches
-/// the driver only while a batch is open, never in a blocking call, so a process
-/// that exits after its last read does not tear down the driver under it.
+/// the open batch once no submit is in flight (checking after 20 µs, then less
+/// often). It touches the driver only while a batch is open, never in a blocking
+/// call; at process exit [`exit_hook`] stops it before the driver is torn down.
 #[cfg(not(target_arch = "wasm32"))]
 fn flusher(signal: &Signal, sub: &std::sync::Weak<Submitter>) {
     loop {
@@ -302,8 +310,7 @@ mod exit_hook {
         for w in live {
             let Some(s) = w.upgrade() else { continue };
             if let Some(sig) = s.flusher.get() {
-                sig.at.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
-                sig.cv.notify_one();
+                sig.stop();
             }
             std::mem::forget(s.lock_batch());
             s.kernels.poll_wait();

@@ -1,4 +1,4 @@
-// Stable LSD radix argsort of long rows, RADIX_BITS bits per pass. One workgroup
+// Stable LSD radix argsort of long rows, 4 bits (RADIX_DIGITS) per pass. One workgroup
 // (WG = 256) per tile of RADIX_TILE positions of one row; elements are (key, index)
 // pairs in a scratch buffer of rows * len keys followed by as many indices. A pass is:
 // radix_hist (each tile's digit counts, laid out [row][digit][tile]), an exclusive
@@ -21,6 +21,9 @@ fn radix_key(first: bool, r: u32, p: u32) -> u32 {
     return wa(e);
 }
 
+// The digit of this pass (shift P[3]).
+fn radix_digit(key: u32) -> u32 { return (key >> P[3]) & (RADIX_DIGITS - 1u); }
+
 fn radix_tile(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.x + wid.y * nwg.x; }
 
 @compute @workgroup_size(WG)
@@ -38,7 +41,7 @@ fn radix_hist(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_
     for (var k = 0u; k < RADIX_TILE / WG; k++) {
         let p = t * RADIX_TILE + k * WG + lid;
         if (valid && p < P[1]) {
-            atomicAdd(&RH[(radix_key(first, r, p) >> P[3]) & 15u], 1u);
+            atomicAdd(&RH[radix_digit(radix_key(first, r, p))], 1u);
         }
     }
     workgroupBarrier();
@@ -64,7 +67,6 @@ fn radix_scatter(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
     let lid = lid3.x;
     let len = P[1];
     let tiles = P[2];
-    let shift = P[3];
     let count = P[0] * len;
     let first = (P[5] & 1u) != 0u;
     let last = (P[5] & 2u) != 0u;
@@ -82,15 +84,14 @@ fn radix_scatter(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
         let p = p0 + RADIX_PER * lid + i;
         dig[i] = 16u;
         if (valid && p < len) {
-            let e = r * len + p;
+            keys[i] = radix_key(first, r, p);
+            // Not a select: on the first pass input a is x, with no indices.
             if (first) {
-                keys[i] = sort_key(ld_a(P[4] + e));
                 idx[i] = p;
             } else {
-                keys[i] = wa(e);
-                idx[i] = wa(count + e);
+                idx[i] = wa(count + r * len + p);
             }
-            dig[i] = (keys[i] >> shift) & 15u;
+            dig[i] = radix_digit(keys[i]);
         }
     }
     workgroupBarrier();
@@ -163,7 +164,7 @@ fn radix_scatter(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
         let e = k * WG + lid;
         if (valid && e < n) {
             let key = RC[e];
-            dst[k] = r * len + RB[(key >> shift) & 15u] + e;
+            dst[k] = r * len + RB[radix_digit(key)] + e;
             if (!last) { O[dst[k]] = key; }
         }
     }
