@@ -37,6 +37,7 @@ mod custom;
 mod fused;
 mod kernel;
 mod pool;
+mod split;
 mod submit;
 
 use futures::future::BoxFuture;
@@ -298,12 +299,16 @@ impl WebGpuBackend {
         self.check()?;
         let kd = kdtype(dtype)?;
         let n = wmx_core::layout::numel(shape);
-        fits_kernels("output", shape, &[], 0)?;
+        let lim = self.limits();
+        if n as u64 > split::MAX_ELEMS || (n as u64).saturating_mul(kd.size() as u64) > lim.bytes {
+            return Err(self.too_large("an output", shape, dtype, lim));
+        }
         let (out, g) = self.output(n, dtype)?;
         let mut batch = self.lock_batch();
         if n > 0 {
             let c = k::Contig {
                 buffer: &g,
+                window: None,
                 dtype: kd,
                 shape,
             };
@@ -325,21 +330,26 @@ impl WebGpuBackend {
     }
 }
 
-/// A kernel input: the GPU buffer plus the view's dtype and layout.
+/// A kernel input: the GPU buffer (bound whole or through a window) plus the
+/// view's dtype and layout (offset from the window's start).
 struct In<'a> {
     buf: wgpu::Buffer,
     dtype: k::DType,
     layout: &'a Layout,
+    strides: Vec<isize>,
+    offset: usize,
+    window: Option<k::Window>,
 }
 
 impl In<'_> {
     fn strided(&self) -> k::Strided<'_> {
         k::Strided {
             buffer: &self.buf,
+            window: self.window,
             dtype: self.dtype,
             shape: &self.layout.shape,
-            strides: &self.layout.strides,
-            offset: self.layout.offset,
+            strides: &self.strides,
+            offset: self.offset,
         }
     }
 }
@@ -364,14 +374,60 @@ impl WebGpuBackend {
         })
     }
 
+    /// `v` as one kernel input: its buffer bound whole, or through a window when
+    /// the buffer is larger than a binding but the view fits one. `Err` when the
+    /// view itself does not fit (ops that split such views do not come here).
     fn input<'a>(&self, v: &View<'a, GpuBuffer>) -> Result<In<'a>> {
         let l = v.layout;
-        fits_kernels("input", &l.shape, &l.strides, l.offset)?;
+        let buf = self.gpu(v.buffer)?;
+        let dtype = kdtype(v.dtype)?;
+        let x = split::Operand {
+            strides: &l.strides,
+            offset: l.offset,
+            size: dtype.size() as u64,
+            buffer: buf.size(),
+        };
+        let lim = self.limits();
+        let piece = split::plan(&l.shape, &[x], 0, split::Out::Unchecked, lim)
+            .map_err(|_| self.too_large("an input", &l.shape, v.dtype, lim))?
+            .pop();
+        let (strides, offset, window) = match piece {
+            Some(p) => {
+                let part = p.ins.into_iter().next().expect("one operand");
+                (part.strides, part.offset, part.window)
+            }
+            None => (vec![0; l.shape.len()], 0, None), // empty: nothing is read
+        };
         Ok(In {
-            buf: self.gpu(v.buffer)?,
-            dtype: kdtype(v.dtype)?,
+            buf,
+            dtype,
             layout: v.layout,
+            strides,
+            offset,
+            window,
         })
+    }
+
+    /// What one binding may hold on this device.
+    fn limits(&self) -> split::Limits {
+        split::Limits {
+            bytes: self.kernels.caps().max_storage_binding,
+            align: self.kernels.window_align(),
+        }
+    }
+
+    /// The error of an op that computes in one piece given a view or output past
+    /// one binding or 2^31 elements.
+    fn too_large(&self, what: &str, shape: &[usize], dtype: DType, lim: split::Limits) -> Error {
+        Error::OutOfRange {
+            op: "webgpu",
+            msg: format!(
+                "{what} of shape {shape:?} ({dtype}) is larger than one binding of this device \
+                 ({} bytes) or 2^31 elements; elementwise ops, copies and reductions compute \
+                 such arrays in pieces, this op does not (compute it in parts, or on the CPU)",
+                lim.bytes
+            ),
+        }
     }
 }
 
@@ -489,6 +545,16 @@ impl Backend for WebGpuBackend {
         out: DType,
     ) -> Result<GpuBuffer> {
         let spec = fused::spec(kernel)?;
+        if kernel.reduce.is_none() {
+            let Some(first) = inputs.first() else {
+                return Err(Error::invalid("fused", "a kernel without inputs"));
+            };
+            let views: Vec<&View<'_, GpuBuffer>> = inputs.iter().collect();
+            return self.record_pieces(&first.layout.shape, out, &views, |b, s, o, _| {
+                let refs: Vec<&k::Strided<'_>> = s.iter().collect();
+                self.kernels.fused(b, &spec, &refs, o)
+            });
+        }
         let ins: Vec<In<'_>> = inputs
             .iter()
             .map(|v| self.input(v))
@@ -543,9 +609,8 @@ impl Backend for WebGpuBackend {
     }
 
     fn unary(&self, op: UnaryOp, x: View<'_, GpuBuffer>, out: DType) -> Result<GpuBuffer> {
-        let x = self.input(&x)?;
-        self.record(&x.layout.shape, out, |b, o| {
-            self.kernels.unary(b, op.name(), &x.strided(), o)
+        self.record_pieces(&x.layout.shape, out, &[&x], |b, s, o, _| {
+            self.kernels.unary(b, op.name(), &s[0], o)
         })
     }
 
@@ -556,10 +621,8 @@ impl Backend for WebGpuBackend {
         bv: View<'_, GpuBuffer>,
         out: DType,
     ) -> Result<GpuBuffer> {
-        let (a, bi) = (self.input(&a)?, self.input(&bv)?);
-        self.record(&a.layout.shape, out, |b, o| {
-            self.kernels
-                .binary(b, op.name(), &a.strided(), &bi.strided(), o)
+        self.record_pieces(&a.layout.shape, out, &[&a, &bv], |b, s, o, _| {
+            self.kernels.binary(b, op.name(), &s[0], &s[1], o)
         })
     }
 
@@ -569,18 +632,14 @@ impl Backend for WebGpuBackend {
         x: View<'_, GpuBuffer>,
         y: View<'_, GpuBuffer>,
     ) -> Result<GpuBuffer> {
-        let dtype = x.dtype;
-        let (c, x, y) = (self.input(&c)?, self.input(&x)?, self.input(&y)?);
-        self.record(&c.layout.shape, dtype, |b, o| {
-            self.kernels
-                .select(b, &c.strided(), &x.strided(), &y.strided(), o)
+        self.record_pieces(&c.layout.shape, x.dtype, &[&c, &x, &y], |b, s, o, _| {
+            self.kernels.select(b, &s[0], &s[1], &s[2], o)
         })
     }
 
     fn copy(&self, x: View<'_, GpuBuffer>, out: DType) -> Result<GpuBuffer> {
-        let x = self.input(&x)?;
-        self.record(&x.layout.shape, out, |b, o| {
-            self.kernels.copy(b, &x.strided(), o)
+        self.record_pieces(&x.layout.shape, out, &[&x], |b, s, o, _| {
+            self.kernels.copy(b, &s[0], o)
         })
     }
 
@@ -603,9 +662,12 @@ impl Backend for WebGpuBackend {
             };
             return self.copy(view, dtype);
         }
-        self.record(&[len], dtype, |b, o| match g {
+        // Pieces of an arange start where they fall (`start + first * step`).
+        self.record_pieces(&[len], dtype, &[], |b, _, o, first| match g {
             Generator::Fill(v) => self.kernels.fill(b, o, v),
-            Generator::Arange { start, step } => self.kernels.arange(b, o, start, step),
+            Generator::Arange { start, step } => {
+                self.kernels.arange(b, o, start + first as f64 * step, step)
+            }
         })
     }
 
@@ -616,15 +678,16 @@ impl Backend for WebGpuBackend {
         alpha: f64,
         beta: f64,
     ) -> Result<GpuBuffer> {
-        let dtype = x.dtype;
-        let (x, y) = (self.input(&x)?, self.input(&y)?);
-        self.record(&x.layout.shape, dtype, |b, o| {
-            self.kernels
-                .axpby(b, &x.strided(), &y.strided(), alpha, beta, o)
+        self.record_pieces(&x.layout.shape, x.dtype, &[&x, &y], |b, s, o, _| {
+            self.kernels.axpby(b, &s[0], &s[1], alpha, beta, o)
         })
     }
 
     fn reduce(&self, op: ReduceOp, x: View<'_, GpuBuffer>, axes: &[usize]) -> Result<GpuBuffer> {
+        if wmx_core::layout::numel(&x.layout.shape) > 0 {
+            return self.reduce_pieces(op, &x, axes);
+        }
+        // Nothing is read: the kernel fills the output with the op's identity.
         let out_dtype = op.out_dtype(x.dtype);
         let x = self.input(&x)?;
         let shape = wmx_core::layout::kept_shape(&x.layout.shape, axes);
@@ -639,6 +702,9 @@ impl Backend for WebGpuBackend {
         x: View<'_, GpuBuffer>,
         axis: usize,
     ) -> Result<GpuBuffer> {
+        if wmx_core::layout::numel(&x.layout.shape) > 0 {
+            return self.arg_reduce_pieces(op, &x, axis);
+        }
         let x = self.input(&x)?;
         let shape = wmx_core::layout::kept_shape(&x.layout.shape, &[axis]);
         self.record(&shape, DType::U32, |b, o| {
@@ -846,27 +912,6 @@ impl WebGpuBackend {
         b.data.lock().unwrap().host = Some(host.clone());
         host
     }
-}
-
-/// The kernels index with 32-bit words (counts, shapes, offsets; strides as i32):
-/// a view past them is an `Err`, never a wrong answer. Broadcast views reach such
-/// counts with no memory at all; a dense array that large exceeds every adapter's
-/// binding limit anyway.
-fn fits_kernels(what: &str, shape: &[usize], strides: &[isize], offset: usize) -> Result<()> {
-    if shape.contains(&0) {
-        return Ok(()); // nothing is read or written
-    }
-    let lim = i32::MAX as usize;
-    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
-    if n.is_none_or(|n| n > lim) || offset > lim || strides.iter().any(|s| s.unsigned_abs() > lim) {
-        return Err(Error::OutOfRange {
-            op: "webgpu",
-            msg: format!(
-                "an {what} of shape {shape:?} (strides {strides:?}, offset {offset}) exceeds the GPU kernels' 32-bit indexing (2^31 - 1 elements); compute it in parts or on the CPU"
-            ),
-        });
-    }
-    Ok(())
 }
 
 /// A fresh buffer of `n` elements of `dtype` from the pool (not zeroed).

@@ -71,12 +71,56 @@ impl Default for RequestOptions {
     }
 }
 
+/// A byte range of a buffer bound instead of the whole buffer: how arrays larger
+/// than the device's storage-binding limit are computed in pieces. `start` is a
+/// multiple of `min_storage_buffer_offset_alignment` (256 bytes on every adapter
+/// wgpu knows), `len` a multiple of 4, and the range lies inside the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Window {
+    /// First byte bound.
+    pub start: u64,
+    /// Bytes bound.
+    pub len: u64,
+}
+
+/// A buffer bound by one dispatch, whole or through a [`Window`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Binding {
+    pub(crate) buffer: wgpu::Buffer,
+    pub(crate) window: Option<Window>,
+}
+
+impl Binding {
+    /// Bytes the kernel sees.
+    pub(crate) fn len(&self) -> u64 {
+        self.window.map_or(self.buffer.size(), |w| w.len)
+    }
+}
+
+impl From<wgpu::Buffer> for Binding {
+    fn from(buffer: wgpu::Buffer) -> Binding {
+        Binding {
+            buffer,
+            window: None,
+        }
+    }
+}
+
+impl From<&wgpu::Buffer> for Binding {
+    fn from(buffer: &wgpu::Buffer) -> Binding {
+        buffer.clone().into()
+    }
+}
+
 /// A strided input view: `shape` and `strides` in elements (0 broadcasts, negative
-/// strides allowed), starting `offset` elements into `buffer`.
+/// strides allowed), starting `offset` elements into `buffer` (into its window when
+/// it has one).
 #[derive(Clone, Copy, Debug)]
 pub struct Strided<'a> {
-    /// The buffer (bound whole).
+    /// The buffer.
     pub buffer: &'a wgpu::Buffer,
+    /// The part of `buffer` bound (`None`: all of it); `offset` counts from its start.
+    pub window: Option<Window>,
     /// Element type.
     pub dtype: DType,
     /// Shape.
@@ -87,11 +131,14 @@ pub struct Strided<'a> {
     pub offset: usize,
 }
 
-/// A contiguous row-major output starting at element 0 of `buffer`.
+/// A contiguous row-major output starting at element 0 of `buffer` (of its window
+/// when it has one).
 #[derive(Clone, Copy, Debug)]
 pub struct Contig<'a> {
-    /// The buffer (bound whole; bytes past the output are left as they were).
+    /// The buffer (bytes past the output are left as they were).
     pub buffer: &'a wgpu::Buffer,
+    /// The part of `buffer` bound (`None`: all of it).
+    pub window: Option<Window>,
     /// Element type.
     pub dtype: DType,
     /// Shape.
@@ -101,6 +148,35 @@ pub struct Contig<'a> {
 impl Contig<'_> {
     pub(crate) fn numel(&self) -> usize {
         crate::layout::numel(self.shape)
+    }
+    /// What a dispatch binds for this output.
+    pub(crate) fn binding(&self) -> Binding {
+        Binding {
+            buffer: self.buffer.clone(),
+            window: self.window,
+        }
+    }
+    /// Bytes the kernel sees.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.binding().len()
+    }
+    /// Whether `x` is bound to the same bytes.
+    pub(crate) fn same_binding(&self, x: &Strided) -> bool {
+        self.buffer == x.buffer && self.window == x.window
+    }
+}
+
+impl Strided<'_> {
+    /// What a dispatch binds for this view.
+    pub(crate) fn binding(&self) -> Binding {
+        Binding {
+            buffer: self.buffer.clone(),
+            window: self.window,
+        }
+    }
+    /// Bytes the kernel sees.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.binding().len()
     }
 }
 
@@ -119,7 +195,7 @@ pub(crate) struct Dispatch {
 
 /// Buffers bound at 1.. by one dispatch: the library's kernels use up to 4, users'
 /// kernels up to [`crate::MAX_USER_BUFFERS`].
-pub(crate) type Bound = [Option<wgpu::Buffer>; crate::MAX_USER_BUFFERS];
+pub(crate) type Bound = [Option<Binding>; crate::MAX_USER_BUFFERS];
 
 /// A timestamp written between dispatches: before dispatch `at` (or after the last).
 struct Stamp {
@@ -565,11 +641,43 @@ impl Kernels {
                 what: "max_buffer_size",
             });
         }
-        if bytes > c.max_storage_binding {
+        Ok(())
+    }
+
+    /// The alignment of a [`Window`]'s start (the device's
+    /// `min_storage_buffer_offset_alignment`).
+    pub fn window_align(&self) -> u64 {
+        self.inner
+            .limits
+            .min_storage_buffer_offset_alignment
+            .max(16) as u64
+    }
+
+    /// A binding a dispatch may use: at most `max_storage_buffer_binding_size`
+    /// bytes (a larger buffer is bound through a [`Window`]), a window aligned and
+    /// inside its buffer.
+    fn check_binding(&self, b: &Binding) -> Result<()> {
+        if let Some(w) = b.window {
+            let end = w.start.checked_add(w.len);
+            if !w.start.is_multiple_of(self.window_align())
+                || !w.len.is_multiple_of(4)
+                || w.len == 0
+                || end.is_none_or(|e| e > b.buffer.size())
+            {
+                return Err(Error::Shape(format!(
+                    "window {w:?} of a {}-byte buffer: the start must be a multiple of {}, \
+                     the length a nonzero multiple of 4, the range inside the buffer",
+                    b.buffer.size(),
+                    self.window_align()
+                )));
+            }
+        }
+        let limit = self.inner.caps.max_storage_binding;
+        if b.len() > limit {
             return Err(Error::BufferTooLarge {
-                bytes,
-                limit: c.max_storage_binding,
-                what: "max_storage_buffer_binding_size (buffers are bound whole)",
+                bytes: b.len(),
+                limit,
+                what: "max_storage_buffer_binding_size (bind a Window of larger buffers)",
             });
         }
         Ok(())
@@ -577,7 +685,8 @@ impl Kernels {
 
     /// Creates a `STORAGE | COPY_SRC | COPY_DST` buffer. The size is rounded up to a
     /// multiple of 16 bytes (at least 16) so the vec4 kernels can read whole vectors;
-    /// sizes over the device's buffer or binding limit give [`Error::BufferTooLarge`].
+    /// sizes over the device's buffer limit give [`Error::BufferTooLarge`] (a buffer
+    /// larger than the binding limit is bound through [`Window`]s).
     /// Natively an allocation the device refuses is [`Error::OutOfMemory`] here,
     /// never an invalid buffer handed on (in the browser the error arrives later).
     pub fn create_buffer(&self, bytes: u64, label: Option<&str>) -> Result<wgpu::Buffer> {
@@ -849,7 +958,7 @@ impl Kernels {
         &self,
         b: &mut Batch,
         spec: &ModuleSpec,
-        buffers: impl IntoIterator<Item = wgpu::Buffer>,
+        buffers: impl IntoIterator<Item = impl Into<Binding>>,
         params: Vec<u32>,
         groups: u64,
     ) -> Result<()> {
@@ -863,13 +972,15 @@ impl Kernels {
         &self,
         b: &mut Batch,
         pipe: Arc<Pipe>,
-        buffers: impl IntoIterator<Item = wgpu::Buffer>,
+        buffers: impl IntoIterator<Item = impl Into<Binding>>,
         params: Vec<u32>,
         groups: u64,
     ) -> Result<()> {
         let groups = self.grid(groups)?;
         let mut bound: Bound = Default::default();
         for (slot, buf) in bound.iter_mut().zip(buffers) {
+            let buf = buf.into();
+            self.check_binding(&buf)?;
             *slot = Some(buf);
         }
         b.dispatches.push(Dispatch {
@@ -1055,9 +1166,17 @@ impl Kernels {
             }),
         });
         for (i, buf) in d.buffers.iter().flatten().enumerate() {
+            let resource = match buf.window {
+                None => buf.buffer.as_entire_binding(),
+                Some(w) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &buf.buffer,
+                    offset: w.start,
+                    size: NonZeroU64::new(w.len),
+                }),
+            };
             entries.push(wgpu::BindGroupEntry {
                 binding: 1 + i as u32,
-                resource: buf.as_entire_binding(),
+                resource,
             });
         }
         self.inner
@@ -1127,6 +1246,7 @@ impl Kernels {
             let (ta, tb) = ([k as isize, 1], [n as isize, 1]);
             let av = Strided {
                 buffer: &ba,
+                window: None,
                 dtype: DType::F16,
                 shape: &sa,
                 strides: &ta,
@@ -1134,6 +1254,7 @@ impl Kernels {
             };
             let bv = Strided {
                 buffer: &bb,
+                window: None,
                 dtype: DType::F16,
                 shape: &sb,
                 strides: &tb,
@@ -1142,6 +1263,7 @@ impl Kernels {
             let so = [m, n];
             let o = Contig {
                 buffer: &out,
+                window: None,
                 dtype: DType::F16,
                 shape: &so,
             };

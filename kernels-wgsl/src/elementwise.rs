@@ -92,6 +92,7 @@ impl Kernels {
         let strides = contiguous_strides(out.shape);
         let src = Strided {
             buffer: tmp,
+            window: None,
             dtype: DType::F32,
             shape: out.shape,
             strides: &strides,
@@ -182,11 +183,7 @@ impl Kernels {
         params.extend(update.shape.iter().map(|&c| c as u32));
         let items = n.div_ceil(out.dtype.epw()) as u64;
         let groups = items.div_ceil(self.wg() as u64).min(MAX_GROUPS);
-        let buffers = [
-            out.buffer.clone(),
-            base.buffer.clone(),
-            update.buffer.clone(),
-        ];
+        let buffers = [out.binding(), base.binding(), update.binding()];
         self.record(b, &spec, buffers, params, groups)
     }
 
@@ -237,11 +234,11 @@ impl Kernels {
         let n = out.numel();
         let blk = 4 * out.dtype.epw();
         let nv = n.div_ceil(blk) as u64;
-        if out.buffer.size() < nv * 16 {
+        if out.bytes() < nv * 16 {
             return Err(Error::Shape(format!(
                 "output buffer of {} bytes is not padded to 16 bytes for {n} elements of {} \
                  (create buffers with Kernels::create_buffer)",
-                out.buffer.size(),
+                out.bytes(),
                 out.dtype
             )));
         }
@@ -260,7 +257,7 @@ impl Kernels {
         };
         let params = vec![n as u32, extra, s[0], s[1]];
         let groups = nv.div_ceil(self.wg() as u64).min(MAX_GROUPS);
-        self.record(b, &spec, [out.buffer.clone()], params, groups)
+        self.record(b, &spec, [out.binding()], params, groups)
     }
 
     pub(crate) fn elementwise(
@@ -319,7 +316,7 @@ impl Kernels {
 
         // Classify each input once.
         let mut modes = [InputMode::Scalar; 3];
-        let mut contig_ok = out.buffer.size() >= nv * 16;
+        let mut contig_ok = out.bytes() >= nv * 16;
         let mut alias = 0u8;
         for (k, x) in inputs.iter().enumerate() {
             let (scalar, contiguous) = match (&general, kinds[k]) {
@@ -349,14 +346,17 @@ impl Kernels {
             };
             // The vec4 binding must cover the last word read.
             let last_word = hi[k] / x.dtype.epw() as u64;
-            if x.buffer.size() < (last_word / 4 + 1) * 16 {
+            if x.bytes() < (last_word / 4 + 1) * 16 {
                 contig_ok = false;
             }
             if x.buffer == out.buffer {
                 // In place: only element i of the input may feed element i of the output,
                 // read by the invocation that writes it.
-                let same_place =
-                    !scalar && contiguous && x.offset == 0 && x.dtype.size() == od.size();
+                let same_place = !scalar
+                    && contiguous
+                    && x.offset == 0
+                    && out.same_binding(x)
+                    && x.dtype.size() == od.size();
                 if !same_place {
                     return Err(Error::Shape(format!(
                         "{family:?} '{op}': an input shares the output buffer but is not the same \
@@ -395,13 +395,13 @@ impl Kernels {
         };
         let buffers = inputs.iter().enumerate().map(|(k, x)| {
             if alias & (1 << k) != 0 {
-                self.inner.dummy.clone()
+                self.inner.dummy.clone().into()
             } else {
-                x.buffer.clone()
+                x.binding()
             }
         });
         let groups = items.div_ceil(self.wg() as u64).min(MAX_GROUPS);
-        let out_buf = std::iter::once(out.buffer.clone());
+        let out_buf = std::iter::once(out.binding());
         self.record(b, &spec, out_buf.chain(buffers), params, groups)
     }
 

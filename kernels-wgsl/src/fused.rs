@@ -8,7 +8,7 @@
 use crate::compose::{
     BINARY, COMMON, InputCode, ModuleSpec, UNARY, WORDS, compose_with, f16_helpers, tree_shake,
 };
-use crate::device::{Batch, Contig, Strided};
+use crate::device::{Batch, Binding, Contig, Strided};
 use crate::dtype::DType;
 use crate::elementwise::MAX_GROUPS;
 use crate::layout::{check_out, check_view};
@@ -68,7 +68,7 @@ pub enum InputRead {
 /// A fused kernel feeding a reduction ([`Kernels::fused_reduce`]).
 pub(crate) struct Prologue<'a> {
     pub(crate) key: FusedKey,
-    pub(crate) buffers: &'a [wgpu::Buffer],
+    pub(crate) buffers: &'a [Binding],
     pub(crate) shape: &'a [usize],
     pub(crate) inputs: &'a [&'a Strided<'a>],
 }
@@ -466,7 +466,7 @@ impl Kernels {
         if n == 0 {
             return Ok(());
         }
-        if buffers.iter().any(|x| x == out.buffer) {
+        if buffers.iter().any(|x| x.buffer == *out.buffer) {
             return Err(Error::Shape(
                 "fused: an input shares the output buffer".into(),
             ));
@@ -477,7 +477,7 @@ impl Kernels {
         let words = n.div_ceil(od.epw()) as u64;
         // Four words per invocation (the unrolled loop of FUSED_MAIN) from 1024 words up.
         let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
-        let bound = std::iter::once(out.buffer.clone()).chain(buffers);
+        let bound = std::iter::once(out.binding()).chain(buffers);
         self.record_pipe(b, pipe, bound, params, groups)
     }
 
@@ -510,7 +510,7 @@ impl Kernels {
                 self.max_user_buffers() - 1
             )));
         }
-        if buffers.iter().any(|x| x == out.buffer) {
+        if buffers.iter().any(|x| x.buffer == *out.buffer) {
             return Err(Error::Shape(
                 "fused_reduce: an input shares the output buffer".into(),
             ));
@@ -523,6 +523,7 @@ impl Kernels {
         let strides = crate::layout::contiguous_strides(shape);
         let x = Strided {
             buffer: out.buffer,
+            window: out.window,
             dtype: d,
             shape,
             strides: &strides,
@@ -567,18 +568,14 @@ impl Kernels {
         compose_module(spec, &reads, &bind, None, self.inner.target)
     }
 
-    fn fused_key(
-        &self,
-        spec: &FusedSpec,
-        inputs: &[&Strided],
-    ) -> Result<(FusedKey, Vec<wgpu::Buffer>)> {
-        let mut buffers: Vec<wgpu::Buffer> = Vec::new();
+    fn fused_key(&self, spec: &FusedSpec, inputs: &[&Strided]) -> Result<(FusedKey, Vec<Binding>)> {
+        let mut buffers: Vec<Binding> = Vec::new();
         let mut bind = Vec::with_capacity(inputs.len());
         for x in inputs {
-            let b = match buffers.iter().position(|b| b == x.buffer) {
+            let b = match buffers.iter().position(|b| *b == x.binding()) {
                 Some(b) => b,
                 None => {
-                    buffers.push(x.buffer.clone());
+                    buffers.push(x.binding());
                     buffers.len() - 1
                 }
             };

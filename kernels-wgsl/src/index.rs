@@ -124,13 +124,7 @@ impl Kernels {
                 let words = (w1 - w0) as u64;
                 let params = vec![w0 as u32, words as u32, (x.offset / epw) as u32];
                 let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
-                self.record(
-                    b,
-                    &flat,
-                    [out.buffer.clone(), x.buffer.clone()],
-                    params,
-                    groups,
-                )?;
+                self.record(b, &flat, [out.binding(), x.binding()], params, groups)?;
                 lo += cnt;
                 continue;
             }
@@ -149,7 +143,7 @@ impl Kernels {
             let groups = ((w1 - w0) as u64)
                 .div_ceil(self.wg() as u64)
                 .min(MAX_GROUPS);
-            let buffers = [out.buffer.clone(), x.buffer.clone()];
+            let buffers = [out.binding(), x.binding()];
             self.record(b, &spec, buffers, params, groups)?;
             lo += cnt;
         }
@@ -200,7 +194,7 @@ impl Kernels {
         params.extend(strides_bits(indices.strides));
         let items = n.div_ceil(out.dtype.epw()) as u64;
         let groups = items.div_ceil(self.wg() as u64).min(MAX_GROUPS);
-        let buffers = [out.buffer.clone(), x.buffer.clone(), indices.buffer.clone()];
+        let buffers = [out.binding(), x.binding(), indices.binding()];
         self.record(b, &spec, buffers, params, groups)
     }
 
@@ -297,11 +291,7 @@ impl Kernels {
         params.extend(strides_bits(updates.strides));
         params.extend(strides_bits(&out_strides));
         let groups = (n as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
-        let buffers = [
-            out.buffer.clone(),
-            indices.buffer.clone(),
-            updates.buffer.clone(),
-        ];
+        let buffers = [out.binding(), indices.binding(), updates.binding()];
         self.record(b, &spec, buffers, params, groups)
     }
 }
@@ -358,12 +348,6 @@ impl Kernels {
             cap.to_bits(),
         ];
         let groups = (items as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
-        self.record(
-            b,
-            &spec,
-            [out.buffer.clone(), keys.buffer.clone()],
-            params,
-            groups,
-        )
+        self.record(b, &spec, [out.binding(), keys.binding()], params, groups)
     }
 }

@@ -50,7 +50,7 @@ pub(crate) fn check_view(x: &Strided, what: &str) -> Result<u64> {
             hi += span;
         }
     }
-    let words = (x.buffer.size() / 4) as i128;
+    let words = (x.bytes() / 4) as i128;
     let epw = x.dtype.epw() as i128;
     if lo < 0 || hi / epw >= words || hi >= u32::MAX as i128 {
         return Err(Error::Shape(format!(
@@ -60,7 +60,7 @@ pub(crate) fn check_view(x: &Strided, what: &str) -> Result<u64> {
             x.strides,
             x.offset,
             x.dtype,
-            x.buffer.size()
+            x.bytes()
         )));
     }
     Ok(hi as u64)
@@ -70,12 +70,12 @@ pub(crate) fn check_view(x: &Strided, what: &str) -> Result<u64> {
 pub(crate) fn check_out(out: &Contig) -> Result<()> {
     let n = out.numel() as u64;
     let bytes = (n * out.dtype.size() as u64).div_ceil(4) * 4;
-    if bytes > out.buffer.size() {
+    if bytes > out.bytes() {
         return Err(Error::Shape(format!(
             "output of shape {:?} ({}) needs {bytes} bytes, buffer has {}",
             out.shape,
             out.dtype,
-            out.buffer.size()
+            out.bytes()
         )));
     }
     Ok(())

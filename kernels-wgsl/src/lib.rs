@@ -39,14 +39,14 @@ mod sort;
 mod user;
 
 pub use compose::{Family, ModuleSpec, Target, Variant, check_specs, compose, module_specs};
-pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided};
+pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided, Window};
 pub use dtype::DType;
 pub use fused::{FusedOp, FusedSpec, FusedStep, InputRead, compose_module as compose_fused};
 pub use index::gather_fill_bits;
 pub use matmul::TILES;
 pub use ops::{
     ARG_REDUCE_OPS, BINARY_OPS, NORM_OPS, REDUCE_OPS, UNARY_OPS, binary_op_supports,
-    reduce_output_dtype, unary_op_supports,
+    reduce_acc_dtype, reduce_output_dtype, unary_op_supports,
 };
 pub use user::{
     KernelArg, KernelSource, MAX_USER_BUFFERS, TemplateArg, UserModule, UserPipeline, validate_wgsl,

@@ -6,7 +6,7 @@
 //! rounded once.
 
 use crate::compose::{Family, Variant};
-use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::device::{Batch, Binding, Contig, Kernels, Strided};
 use crate::dtype::DType;
 use crate::layout::{check_out, check_view, collapse};
 use crate::{Error, Result};
@@ -170,7 +170,7 @@ impl Kernels {
                 && outer % 4 == 0
                 && x.offset.is_multiple_of(4)
                 && batch.iter().all(|s| s % 4 == 0)
-                && x.buffer.size().is_multiple_of(16)
+                && x.bytes().is_multiple_of(16)
         };
         let vec4 = !coop
             && vec4_tile(cfg)
@@ -193,7 +193,7 @@ impl Kernels {
         // 16-bit results of odd width would share words between invocations: compute
         // them in f32 and round in a copy.
         let tmp = self.f32_result(out, out.dtype.epw() == 2 && n % 2 == 1)?;
-        let target = tmp.as_ref().unwrap_or(out.buffer);
+        let target = tmp.as_ref().map_or_else(|| out.binding(), Binding::from);
         let odt = if tmp.is_some() { DType::F32 } else { out.dtype };
         let mut inputs = vec![a.dtype, bb.dtype];
         if let Some(c) = c {
@@ -243,9 +243,9 @@ impl Kernels {
         for s in &bst {
             params.extend(s.iter().map(|&x| i32_bits(x)));
         }
-        let mut buffers = vec![target.clone(), a.buffer.clone(), bb.buffer.clone()];
+        let mut buffers = vec![target.clone(), a.binding(), bb.binding()];
         if let Some(c) = c {
-            buffers.push(c.buffer.clone());
+            buffers.push(c.binding());
         }
         self.record(b, &spec, buffers, params, groups)?;
         if let Some(t) = &tmp {
@@ -301,7 +301,7 @@ impl Kernels {
             x.offset as isize % e4 == 0
                 && inner == 1
                 && outer.iter().all(|s| s % e4 == 0)
-                && x.buffer.size().is_multiple_of(16)
+                && x.bytes().is_multiple_of(16)
         };
         let vec4 = !cols
             && k as isize % e4 == 0
@@ -313,7 +313,7 @@ impl Kernels {
             && mat.offset as isize % e4 == 0
             && sk % e4 == 0
             && bst[0].iter().all(|s| s % e4 == 0)
-            && mat.buffer.size().is_multiple_of(16);
+            && mat.bytes().is_multiple_of(16);
         let narrow = out.dtype.epw() == 2;
         let wg = self.wg() as u64;
         // Invocations of the column kernels: one per row, or per vec4 of rows.
@@ -356,12 +356,14 @@ impl Kernels {
         } else {
             None
         };
-        let first_out = scratch.as_ref().unwrap_or(out.buffer);
+        let first_out = scratch
+            .as_ref()
+            .map_or_else(|| out.binding(), Binding::from);
         let mut inputs = vec![d, d];
-        let mut buffers = vec![first_out.clone(), mat.buffer.clone(), vec.buffer.clone()];
+        let mut buffers = vec![first_out.clone(), mat.binding(), vec.binding()];
         if let Some(c) = c {
             inputs.push(d);
-            buffers.push(c.buffer.clone());
+            buffers.push(c.binding());
         }
         let (variant, groups) = if cols_vec {
             (Variant::ColsVec, col_items.div_ceil(wg) * chunks)
@@ -377,10 +379,10 @@ impl Kernels {
         self.record(b, &spec, buffers, params.clone(), groups)?;
         if let Some(s) = scratch {
             let mut inputs = vec![DType::F32];
-            let mut buffers = vec![out.buffer.clone(), s];
+            let mut buffers = vec![out.binding(), s.into()];
             if let Some(c) = c {
                 inputs.push(d);
-                buffers.push(c.buffer.clone());
+                buffers.push(c.binding());
             }
             let spec = self.spec(Family::Gemv, "gemv", inputs, out.dtype, Variant::Finish, 0);
             let words = rows.div_ceil(out.dtype.epw() as u64);

@@ -2,7 +2,7 @@
 //! layer_norm, rms_norm; one workgroup per row, inputs read in place.
 
 use crate::compose::{Family, Variant};
-use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::device::{Batch, Binding, Contig, Kernels, Strided};
 use crate::dtype::DType;
 use crate::layout::{check_out, check_view, collapse};
 use crate::{Error, Result};
@@ -54,7 +54,7 @@ impl Kernels {
             && x.offset as isize % e4 == 0
             && l as isize % e4 == 0
             && x.strides[..nd - 1].iter().all(|s| s % e4 == 0)
-            && x.buffer.size().is_multiple_of(16);
+            && x.bytes().is_multiple_of(16);
         let variant = if vec4 {
             Variant::RowsVec
         } else {
@@ -83,9 +83,9 @@ impl Kernels {
         ];
         p.extend(bshape.iter().map(|&d| d as u32));
         p.extend(bst[0].iter().map(|&s| s as i32 as u32));
-        let target = tmp.as_ref().unwrap_or(out.buffer);
-        let mut buffers = vec![target.clone(), x.buffer.clone()];
-        buffers.extend(params.iter().map(|p| p.buffer.clone()));
+        let target = tmp.as_ref().map_or_else(|| out.binding(), Binding::from);
+        let mut buffers = vec![target.clone(), x.binding()];
+        buffers.extend(params.iter().map(|p| p.binding()));
         self.record(b, &spec, buffers, p, rows)?;
         if let Some(t) = &tmp {
             self.round_from_f32(b, t, out)?;

@@ -162,6 +162,17 @@ pub fn reduce_output_dtype(op: &str, input: DType) -> Option<DType> {
     })
 }
 
+/// The dtype a reduction accumulates in: f32 for float inputs, u32 0/1 for
+/// `all`/`any`, else the 32-bit integer of the input's sign.
+pub fn reduce_acc_dtype(op: &str, input: DType) -> Option<DType> {
+    reduce_output_dtype(op, input)?;
+    Some(if matches!(op, "all" | "any") {
+        DType::U32
+    } else {
+        input.acc()
+    })
+}
+
 /// WGSL expression for `op` applied to `a`/`b` (binary) producing the output compute
 /// value. Comparisons and logical ops give u32 0/1 (bool output).
 pub(crate) fn binary_expr(op: &str, ct: Ct) -> String {

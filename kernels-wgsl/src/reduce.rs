@@ -10,7 +10,7 @@
 //! a final cast pass from a scratch buffer.
 
 use crate::compose::{Family, ModuleSpec, Variant};
-use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::device::{Batch, Binding, Contig, Kernels, Strided};
 use crate::dtype::DType;
 use crate::fused::Prologue;
 use crate::layout::{check_out, check_view, collapse};
@@ -71,7 +71,7 @@ impl Plan {
             return false;
         }
         match check_view(x, "reduce input") {
-            Ok(hi) => x.buffer.size() >= (hi / x.dtype.epw() as u64 / 4 + 1) * 16,
+            Ok(hi) => x.bytes() >= (hi / x.dtype.epw() as u64 / 4 + 1) * 16,
             Err(_) => false,
         }
     }
@@ -93,7 +93,7 @@ impl Plan {
         let last = x.offset as u64
             + self.k.div_ceil(blk as u64) * blk as u64
             + (self.r.max(1) - 1) * self.stride_r[0] as u64;
-        x.buffer.size() >= last.div_ceil(blk as u64) * 16
+        x.bytes() >= last.div_ceil(blk as u64) * 16
     }
 
     /// Row kernel when reduced elements are closer together than neighbouring outputs.
@@ -130,7 +130,8 @@ impl Kernels {
     /// Reduces `x` over `axes` (sorted, unique) with an op from
     /// [`crate::REDUCE_OPS`]. `out` holds the kept dims in order (its element count
     /// must equal their product) and has the dtype given by
-    /// [`crate::reduce_output_dtype`]. Empty reductions give 0 (sum), 1 (prod), true
+    /// [`crate::reduce_output_dtype`], or the accumulator dtype given by
+    /// [`crate::reduce_acc_dtype`] (partial results, not rounded). Empty reductions give 0 (sum), 1 (prod), true
     /// (all), false (any); max/min of nothing is an error.
     pub fn reduce(
         &self,
@@ -158,9 +159,10 @@ impl Kernels {
         let op = ops::lookup(REDUCE_OPS, "reduce", op)?;
         self.check_dtype(x.dtype)?;
         let want = ops::reduce_output_dtype(op, x.dtype).expect("reduce op in table");
-        if out.dtype != want {
+        let acc = ops::reduce_acc_dtype(op, x.dtype).expect("reduce op in table");
+        if out.dtype != want && out.dtype != acc {
             return Err(Error::Shape(format!(
-                "reduce '{op}' of {} gives {want}, but the output is {}",
+                "reduce '{op}' of {} gives {want} (accumulated in {acc}), but the output is {}",
                 x.dtype, out.dtype
             )));
         }
@@ -175,20 +177,15 @@ impl Kernels {
                 x.shape
             )));
         }
-        let acc = if matches!(op, "all" | "any") {
-            DType::U32
-        } else {
-            x.dtype.acc()
-        };
         // Where the accumulators go: the output itself, or scratch 1 then a cast. A
         // single f16/bf16 result over rows is rounded and stored by the final pass
         // itself (its word is no other invocation's), saving the cast dispatch.
         let narrow_one = plan.k == 1 && plan.rows() && acc == DType::F32 && out.dtype != acc;
         let direct = out.dtype == acc || narrow_one;
         let target = if direct {
-            out.buffer.clone()
+            out.binding()
         } else {
-            self.scratch(1, plan.k * 4)?
+            self.scratch(1, plan.k * 4)?.into()
         };
         let final_out = if narrow_one { out.dtype } else { acc };
         let spec = |input: DType, variant, output| {
@@ -215,7 +212,7 @@ impl Kernels {
                 self.first_pass(
                     b,
                     &spec(x.dtype, rows, final_out),
-                    [target.clone(), x.buffer.clone()],
+                    [target.clone(), x.binding()],
                     params,
                     plan.k,
                     pro,
@@ -226,7 +223,7 @@ impl Kernels {
                 self.first_pass(
                     b,
                     &spec(x.dtype, rows, acc),
-                    [partial.clone(), x.buffer.clone()],
+                    [partial.clone().into(), x.binding()],
                     params,
                     plan.k * s,
                     pro,
@@ -245,7 +242,7 @@ impl Kernels {
                 self.record(
                     b,
                     &spec(acc, Variant::RowsVec, final_out),
-                    [target.clone(), partial],
+                    [target.clone(), partial.into()],
                     params,
                     plan.k,
                 )?;
@@ -256,7 +253,7 @@ impl Kernels {
             self.record(
                 b,
                 &spec(x.dtype, Variant::ColsVec, acc),
-                [target.clone(), x.buffer.clone()],
+                [target.clone(), x.binding()],
                 params,
                 plan.k.div_ceil(per_group),
             )?;
@@ -265,7 +262,7 @@ impl Kernels {
             self.first_pass(
                 b,
                 &spec(x.dtype, Variant::Cols, acc),
-                [target.clone(), x.buffer.clone()],
+                [target.clone(), x.binding()],
                 params,
                 plan.k.div_ceil(TX),
                 pro,
@@ -274,7 +271,8 @@ impl Kernels {
         if !direct {
             let shape = [plan.k as usize];
             let src = Strided {
-                buffer: &target,
+                buffer: &target.buffer,
+                window: target.window,
                 dtype: acc,
                 shape: &shape,
                 strides: &[1],
@@ -285,6 +283,7 @@ impl Kernels {
                 &src,
                 &Contig {
                     buffer: out.buffer,
+                    window: out.window,
                     dtype: out.dtype,
                     shape: &shape,
                 },
@@ -336,13 +335,7 @@ impl Kernels {
             (Variant::Cols, plan.k.div_ceil(TX))
         };
         let spec = self.spec(Family::ArgReduce, op, vec![x.dtype], DType::U32, variant, 0);
-        self.record(
-            b,
-            &spec,
-            [out.buffer.clone(), x.buffer.clone()],
-            params,
-            groups,
-        )
+        self.record(b, &spec, [out.binding(), x.binding()], params, groups)
     }
 
     /// Checks and the plan; `virtual_x`: `x` is a prologue's output, not in a buffer.
@@ -385,7 +378,7 @@ impl Kernels {
         &self,
         b: &mut Batch,
         spec: &ModuleSpec,
-        buffers: [wgpu::Buffer; 2],
+        buffers: [Binding; 2],
         mut params: Vec<u32>,
         groups: u64,
         pro: Option<&Prologue<'_>>,

@@ -10,7 +10,7 @@
 //! packed output dtypes get a cast pass.
 
 use crate::compose::{Family, Variant};
-use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::device::{Batch, Binding, Contig, Kernels, Strided};
 use crate::dtype::DType;
 use crate::layout::{check_out, check_view, contiguous_strides};
 use crate::ops::{self, REDUCE_OPS};
@@ -84,8 +84,8 @@ impl Kernels {
         } else {
             Some(self.create_buffer(n as u64 * 4, Some("wmx scan accumulators"))?)
         };
-        let dst = tmp.as_ref().unwrap_or(out.buffer);
-        let src = (x.buffer, x.dtype, x.offset);
+        let dst = tmp.as_ref().map_or_else(|| out.binding(), Binding::from);
+        let src = (x.binding(), x.dtype, x.offset);
         if inner > 1 {
             let lines = (rows * inner) as u64;
             let spec = self.scan_spec(op, x.dtype, None, Variant::ScanLines);
@@ -102,14 +102,15 @@ impl Kernels {
             let groups = lines
                 .div_ceil(self.wg() as u64)
                 .min(crate::elementwise::MAX_GROUPS);
-            self.record(b, &spec, [dst.clone(), x.buffer.clone()], params, groups)?;
+            self.record(b, &spec, [dst.clone(), x.binding()], params, groups)?;
         } else {
-            self.scan_rows(b, op, src, rows, len, flags, dst)?;
+            self.scan_rows(b, op, src, rows, len, flags, &dst)?;
         }
         if let Some(t) = &tmp {
             let strides = contiguous_strides(out.shape);
             let from = Strided {
                 buffer: t,
+                window: None,
                 dtype: acc,
                 shape: out.shape,
                 strides: &strides,
@@ -127,11 +128,11 @@ impl Kernels {
         &self,
         b: &mut Batch,
         op: &'static str,
-        src: (&wgpu::Buffer, DType, usize),
+        src: (Binding, DType, usize),
         rows: usize,
         len: usize,
         flags: u32,
-        dst: &wgpu::Buffer,
+        dst: &Binding,
     ) -> Result<()> {
         let (buf, dtype, off) = src;
         let acc = dtype.acc();
@@ -165,19 +166,31 @@ impl Kernels {
         let carries = self.create_buffer(groups * 4, Some("wmx scan carries"))?;
         let spec = self.scan_spec(op, dtype, None, Variant::ScanBlocks);
         let first = params(nb, (flags & REVERSE) | TOTALS);
-        self.record(b, &spec, [totals.clone(), buf.clone()], first, groups)?;
+        self.record(
+            b,
+            &spec,
+            [totals.clone().into(), buf.clone()],
+            first,
+            groups,
+        )?;
         self.scan_rows(
             b,
             op,
-            (&totals, acc, 0),
+            (totals.clone().into(), acc, 0),
             rows,
             nb as usize,
             EXCLUSIVE,
-            &carries,
+            &carries.clone().into(),
         )?;
         let spec = self.scan_spec(op, dtype, Some(acc), Variant::ScanBlocks);
         let last = params(nb, flags | CARRY);
-        self.record(b, &spec, [dst.clone(), buf.clone(), carries], last, groups)
+        self.record(
+            b,
+            &spec,
+            [dst.clone(), buf.clone(), carries.into()],
+            last,
+            groups,
+        )
     }
 }
 

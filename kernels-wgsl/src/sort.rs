@@ -78,7 +78,7 @@ impl Kernels {
         self.record(
             b,
             &init,
-            [pairs.clone(), x.buffer.clone()],
+            [pairs.clone().into(), x.binding()],
             params(0, 0, 0),
             spread(total),
         )?;
@@ -119,7 +119,7 @@ impl Kernels {
         self.record(
             b,
             &finish,
-            [out.buffer.clone(), pairs],
+            [out.binding(), pairs.into()],
             params(0, 0, 0),
             spread(count),
         )
@@ -167,32 +167,32 @@ impl Kernels {
                 0,
             ];
             let src = if first {
-                x.buffer
+                x.binding()
             } else {
-                &pairs[(pass as usize + 1) % 2]
+                pairs[(pass as usize + 1) % 2].clone().into()
             };
             let dst = if last {
-                out.buffer
+                out.binding()
             } else {
-                &pairs[pass as usize % 2]
+                pairs[pass as usize % 2].clone().into()
             };
             self.record(
                 b,
                 &hist,
-                [counts.clone(), src.clone()],
+                [counts.clone().into(), src.clone()],
                 params.clone(),
                 groups,
             )?;
             self.scan_rows(
                 b,
                 "sum",
-                (&counts, DType::U32, 0),
+                (counts.clone().into(), DType::U32, 0),
                 rows,
                 tiles << BITS,
                 crate::scan::EXCLUSIVE,
-                &offsets,
+                &offsets.clone().into(),
             )?;
-            let bufs = [dst.clone(), src.clone(), offsets.clone()];
+            let bufs = [dst.clone(), src.clone(), offsets.clone().into()];
             self.record(b, &scatter, bufs, params, groups)?;
         }
         Ok(())

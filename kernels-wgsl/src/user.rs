@@ -261,7 +261,7 @@ impl Batch {
         }
         let mut bound: Bound = Default::default();
         for (slot, b) in bound.iter_mut().zip(buffers) {
-            *slot = Some((*b).clone());
+            *slot = Some((*b).into());
         }
         self.dispatches.push(Dispatch {
             pipe: p.pipe.clone(),

@@ -11,8 +11,8 @@
 mod common;
 use common::*;
 use wmx_kernels::{
-    BINARY_OPS, Batch, Contig, DType, Error, Kernels, Strided, UNARY_OPS, binary_op_supports,
-    unary_op_supports,
+    BINARY_OPS, Batch, Contig, DType, Error, Kernels, Strided, UNARY_OPS, Window,
+    binary_op_supports, unary_op_supports,
 };
 
 const GUARD: u8 = 0xA5;
@@ -86,6 +86,7 @@ impl Input {
     fn view(&self) -> Strided<'_> {
         Strided {
             buffer: &self.buf,
+            window: None,
             dtype: self.dtype,
             shape: &self.shape,
             strides: &self.strides,
@@ -380,6 +381,7 @@ fn binary_cases(k: &Kernels, op: &str, d: DType, sizes: &[usize], lays: &[(Lay, 
                 &b.view(),
                 &Contig {
                     buffer: &out,
+                    window: None,
                     dtype: od,
                     shape: &shape,
                 },
@@ -511,6 +513,7 @@ fn unary_cases(
                 &a.view(),
                 &Contig {
                     buffer: &out,
+                    window: None,
                     dtype: od,
                     shape: &shape,
                 },
@@ -578,6 +581,7 @@ fn exp_narrow_every_value() {
         let mut batch = Batch::new();
         let view = Strided {
             buffer: &x,
+            window: None,
             dtype: d,
             shape: &shape,
             strides: &[1],
@@ -585,6 +589,7 @@ fn exp_narrow_every_value() {
         };
         let o = Contig {
             buffer: &out,
+            window: None,
             dtype: d,
             shape: &shape,
         };
@@ -697,6 +702,7 @@ fn copy_cases(k: &Kernels, from: DType, to: DType, sizes: &[usize], lays: &[Lay]
                 &a.view(),
                 &Contig {
                     buffer: &out,
+                    window: None,
                     dtype: to,
                     shape: &shape,
                 },
@@ -824,6 +830,7 @@ fn copy_keeps_nan_bits() {
         let mut b = Batch::new();
         let x = Strided {
             buffer: &src,
+            window: None,
             dtype: d,
             shape: &[4],
             strides: &[1],
@@ -834,6 +841,7 @@ fn copy_keeps_nan_bits() {
             &x,
             &Contig {
                 buffer: &out,
+                window: None,
                 dtype: d,
                 shape: &[4],
             },
@@ -887,6 +895,7 @@ fn select_all_dtypes() {
                     &y.view(),
                     &Contig {
                         buffer: &out,
+                        window: None,
                         dtype: d,
                         shape: &shape,
                     },
@@ -932,6 +941,7 @@ fn fill_and_arange_all_dtypes() {
                     &mut batch,
                     &Contig {
                         buffer: &out,
+                        window: None,
                         dtype: d,
                         shape: &[n],
                     },
@@ -958,6 +968,7 @@ fn fill_and_arange_all_dtypes() {
                 &mut batch,
                 &Contig {
                     buffer: &out,
+                    window: None,
                     dtype: d,
                     shape: &[n],
                 },
@@ -1018,6 +1029,7 @@ fn axpby_float_dtypes() {
                     beta,
                     &Contig {
                         buffer: &out,
+                        window: None,
                         dtype: d,
                         shape: &shape,
                     },
@@ -1050,6 +1062,7 @@ fn in_place_binary() {
     let mut b = Batch::new();
     let v = Strided {
         buffer: &x,
+        window: None,
         dtype: DType::F32,
         shape: &[1003],
         strides: &[1],
@@ -1058,6 +1071,7 @@ fn in_place_binary() {
     let two = k.upload(bytemuck::cast_slice(&[2.0f32])).unwrap();
     let s = Strided {
         buffer: &two,
+        window: None,
         dtype: DType::F32,
         shape: &[1003],
         strides: &[0],
@@ -1070,6 +1084,7 @@ fn in_place_binary() {
         &s,
         &Contig {
             buffer: &x,
+            window: None,
             dtype: DType::F32,
             shape: &[1003],
         },
@@ -1080,6 +1095,7 @@ fn in_place_binary() {
     assert!(got.iter().enumerate().all(|(i, v)| *v == 2.0 * i as f32));
     // A shifted view of the output buffer cannot be computed in place.
     let shifted = Strided {
+        window: None,
         offset: 1,
         shape: &[1000],
         ..v
@@ -1091,6 +1107,7 @@ fn in_place_binary() {
         &shifted,
         &Contig {
             buffer: &x,
+            window: None,
             dtype: DType::F32,
             shape: &[1000],
         },
@@ -1104,6 +1121,7 @@ fn errors_are_reported() {
     let buf = k.create_buffer(64, None).unwrap();
     let v = Strided {
         buffer: &buf,
+        window: None,
         dtype: DType::F32,
         shape: &[4],
         strides: &[1],
@@ -1111,6 +1129,7 @@ fn errors_are_reported() {
     };
     let out = Contig {
         buffer: &buf,
+        window: None,
         dtype: DType::F32,
         shape: &[4],
     };
@@ -1118,6 +1137,7 @@ fn errors_are_reported() {
     let other = k.create_buffer(64, None).unwrap();
     let o2 = Contig {
         buffer: &other,
+        window: None,
         dtype: DType::F32,
         shape: &[4],
     };
@@ -1134,6 +1154,7 @@ fn errors_are_reported() {
             &mut b,
             "sqrt",
             &Strided {
+                window: None,
                 dtype: DType::I32,
                 ..v
             },
@@ -1142,12 +1163,17 @@ fn errors_are_reported() {
         Err(Error::OpNotDefined { .. })
     ));
     // Reading past the end of the buffer.
-    let far = Strided { offset: 100, ..v };
+    let far = Strided {
+        window: None,
+        offset: 100,
+        ..v
+    };
     assert!(matches!(
         k.unary(&mut b, "abs", &far, &o2),
         Err(Error::Shape(_))
     ));
     let neg = Strided {
+        window: None,
         strides: &[-1],
         offset: 2,
         ..v
@@ -1163,7 +1189,7 @@ fn errors_are_reported() {
     ));
     let _ = out;
     // Larger than the device allows.
-    let too_big = k.caps().max_storage_binding + 1;
+    let too_big = k.caps().max_buffer + 1;
     let e = k.create_buffer(too_big, None).unwrap_err();
     assert!(matches!(e, Error::BufferTooLarge { .. }), "{e}");
     assert!(
@@ -1173,6 +1199,7 @@ fn errors_are_reported() {
     );
     if !k.caps().f16 {
         let h = Strided {
+            window: None,
             dtype: DType::F16,
             ..v
         };
@@ -1182,6 +1209,7 @@ fn errors_are_reported() {
                 "abs",
                 &h,
                 &Contig {
+                    window: None,
                     dtype: DType::F16,
                     ..o2
                 },
@@ -1200,4 +1228,91 @@ fn unaligned_read() {
     assert_eq!(k.read_blocking(&buf, 3, 7).unwrap(), &data[3..10]);
     assert_eq!(k.read_blocking(&buf, 97, 3).unwrap(), &data[97..100]);
     assert!(k.read_blocking(&buf, 0, 0).unwrap().is_empty());
+}
+
+/// Windows bind part of a buffer: offsets count from the window's start, the
+/// output's window is written and nothing around it; a misplaced window and a
+/// buffer past the binding limit bound whole are errors.
+#[test]
+fn windows_bind_parts_of_buffers() {
+    let Some(k) = k() else { return };
+    let n = 4096usize;
+    let data: Vec<f32> = (0..n).map(|i| i as f32 - 1000.0).collect();
+    let x = k.upload(bytemuck::cast_slice(&data)).unwrap();
+    let out = out_buffer(k, n, DType::F32);
+    let align = k.window_align();
+    // Elements 100.. of a window starting at byte 2 * align, 300 of them, written
+    // from byte align of the output.
+    let start = 2 * align;
+    let xin = Strided {
+        buffer: &x,
+        window: Some(Window { start, len: 4096 }),
+        dtype: DType::F32,
+        shape: &[300],
+        strides: &[1],
+        offset: 100,
+    };
+    let o = Contig {
+        buffer: &out,
+        window: Some(Window {
+            start: align,
+            len: 1200,
+        }),
+        dtype: DType::F32,
+        shape: &[300],
+    };
+    let mut b = Batch::new();
+    k.unary(&mut b, "abs", &xin, &o).unwrap();
+    k.submit(b).unwrap();
+    let all = k.read_blocking(&out, 0, out.size()).unwrap();
+    let first = (align / 4) as usize;
+    let got: &[f32] = bytemuck::cast_slice(&all[first * 4..(first + 300) * 4]);
+    for (i, v) in got.iter().enumerate() {
+        let want = data[(start / 4) as usize + 100 + i].abs();
+        assert_eq!(*v, want, "[{i}]");
+    }
+    assert!(all[..first * 4].iter().all(|&b| b == GUARD));
+    assert!(all[(first + 300) * 4..].iter().all(|&b| b == GUARD));
+    // A view past its window's end.
+    let long = Strided {
+        shape: &[1100],
+        ..xin
+    };
+    let mut b = Batch::new();
+    assert!(
+        k.unary(
+            &mut b,
+            "abs",
+            &long,
+            &Contig {
+                shape: &[1100],
+                window: None,
+                ..o
+            }
+        )
+        .is_err()
+    );
+    // A start off the alignment.
+    let off = Strided {
+        window: Some(Window {
+            start: 4,
+            len: 4096,
+        }),
+        ..xin
+    };
+    let e = k.unary(&mut b, "abs", &off, &o).unwrap_err();
+    assert!(e.to_string().contains("multiple of"), "{e}");
+    // A buffer past the binding limit cannot be bound whole.
+    let limit = k.caps().max_storage_binding;
+    if limit < k.caps().max_buffer && limit <= 1 << 30 {
+        let big = k.create_buffer(limit + 16, None).unwrap();
+        let whole = Strided {
+            buffer: &big,
+            window: None,
+            ..xin
+        };
+        let e = k.unary(&mut b, "abs", &whole, &o).unwrap_err();
+        assert!(matches!(e, Error::BufferTooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("Window"), "{e}");
+    }
 }

@@ -136,6 +136,7 @@ impl Input {
     fn view(&self) -> Strided<'_> {
         Strided {
             buffer: &self.buf,
+            window: None,
             dtype: self.dtype,
             shape: &self.shape,
             strides: &self.strides,
@@ -199,6 +200,7 @@ fn reduce_cases(k: &Kernels, op: &str, d: DType, shapes: &[(&[usize], &[usize], 
             axes,
             &Contig {
                 buffer: &out,
+                window: None,
                 dtype: od,
                 shape: &out_shape,
             },
@@ -255,6 +257,7 @@ fn arg_cases(k: &Kernels, op: &str, d: DType, shapes: &[(&[usize], usize, Lay)],
             *axis,
             &Contig {
                 buffer: &out,
+                window: None,
                 dtype: DType::U32,
                 shape: &out_shape,
             },
@@ -374,6 +377,7 @@ fn reduction_errors() {
     let out = k.create_buffer(64, None).unwrap();
     let x = Strided {
         buffer: &buf,
+        window: None,
         dtype: DType::F32,
         shape: &[4, 0],
         strides: &[0, 1],
@@ -382,6 +386,7 @@ fn reduction_errors() {
     let mut b = Batch::new();
     let o = Contig {
         buffer: &out,
+        window: None,
         dtype: DType::F32,
         shape: &[4],
     };
@@ -394,12 +399,14 @@ fn reduction_errors() {
         Err(Error::UnknownOp { .. })
     ));
     let y = Strided {
+        window: None,
         shape: &[4, 2],
         strides: &[2, 1],
         ..x
     };
     // sum of u8 writes u32.
     let yu8 = Strided {
+        window: None,
         dtype: DType::U8,
         ..y
     };
@@ -410,6 +417,7 @@ fn reduction_errors() {
             &yu8,
             &[1],
             &Contig {
+                window: None,
                 dtype: DType::U8,
                 ..o
             }

@@ -6,7 +6,8 @@ same call as the wmx bench:
 
 Same case names, sizes and byte counts as tests/src/bin/bench/blocks.rs:
 torch.cat, indexing x[idx], torch.cumsum, torch.sort, torch.rand and
-index_add_ (scatter_add into bins), all f32.
+index_add_ (scatter_add into bins), all f32. With --large, the 3 GiB cases of
+bench --large instead (add, sum, row and column sums of f32; an f16 add).
 """
 import argparse
 import json
@@ -18,11 +19,24 @@ from torch_timing import time_ms
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--json")
+    p.add_argument("--large", action="store_true")
     args = p.parse_args()
     dev = "cuda"
     g = torch.Generator(device=dev).manual_seed(0)
     rand = lambda n: torch.rand(n, device=dev, generator=g) * 2 - 1
     cases = []
+    if args.large:
+        n, cols = 3 << 28, 4096
+        x = rand(n).reshape(n // cols, cols)
+        cases += [
+            ("large_add_3GiB", "float32", 12.0 * n, lambda: x + x),
+            ("large_sum_3GiB", "float32", 4.0 * n, lambda: x.sum()),
+            ("large_rowsum_3GiB", "float32", 4.0 * n, lambda: x.sum(1)),
+            ("large_colsum_3GiB", "float32", 4.0 * n, lambda: x.sum(0)),
+        ]
+        h = rand(2 * n).half().reshape(2 * n // cols, cols)
+        cases.append(("large_add_3GiB", "float16", 12.0 * n, lambda: h + h))
+        return report(cases, args, 5, n)
     n = 1 << 25
     a, b = rand(n), rand(n)
     cases.append((f"concat_2x{n}", 2 * n, 16.0 * n, lambda: torch.cat([a, b])))
@@ -44,12 +58,18 @@ def main():
     zeros = torch.zeros(bins, device=dev)
     cases.append((f"scatter_add_{n}_into_{bins}", n, 12.0 * n,
                   lambda: zeros.clone().index_add_(0, bidx, upd)))
+    report([(op, "float32", nbytes, fn, count) for op, count, nbytes, fn in cases], args, 20)
+
+
+def report(cases, args, iters, n=None):
     rows = []
-    for op, count, nbytes, fn in cases:
-        ms = time_ms(fn, 20)
-        row = {"op": op, "dtype": "float32", "n": count, "ms": ms, "gbps": nbytes / (ms * 1e6),
+    for case in cases:
+        op, dtype, nbytes, fn = case[:4]
+        count = case[4] if len(case) > 4 else n
+        ms = time_ms(fn, iters)
+        row = {"op": op, "dtype": dtype, "n": count, "ms": ms, "gbps": nbytes / (ms * 1e6),
                "path": "torch", "device": torch.cuda.get_device_name()}
-        print(f"torch    {op:<28} float32   {ms * 1e3:10.1f} us {row['gbps']:8.1f} GB/s")
+        print(f"torch    {op:<28} {dtype}   {ms * 1e3:10.1f} us {row['gbps']:8.1f} GB/s")
         rows.append(row)
     if args.json:
         with open(args.json, "w") as f:

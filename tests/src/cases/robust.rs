@@ -52,26 +52,14 @@ pub fn huge_shapes_and_hostile_arguments(dev: &Device) {
         on(&|| wmx::linspace(0.0, 1.0, usize::MAX, DType::F32)),
         &["isize::MAX"],
     );
-    // 2^32 elements seen through a broadcast view: the GPU refuses (its kernels
-    // index with 32 bits) instead of summing a wrapped count. (The CPU's answer is
-    // right but takes seconds on CI's two cores.)
+    // 2^32 elements seen through a broadcast view: the GPU sums them in pieces
+    // (tests/tests/large.rs checks the values; they take seconds on lavapipe), and
+    // a 16 GiB output is an Err naming its size, never a wrapped count.
     let ones = ok("ones", on(&|| wmx::ones(&[1], DType::F32)));
     let wide = ok("broadcast", wmx::broadcast_to(&ones, &[big]));
     if dev.kind() == DeviceKind::Gpu {
-        for (what, r) in [
-            ("sum", wmx::sum(&wide, None, false)),
-            (
-                "any",
-                wmx::any(&ok("b", wmx::astype(&wide, DType::Bool)), None, false),
-            ),
-            ("exp", wmx::exp(&wide)),
-        ] {
-            expect_err(
-                what,
-                r.and_then(|a| a.eval().map(|_| a)),
-                &["32-bit indexing", "4294967296"],
-            );
-        }
+        let r = wmx::exp(&wide);
+        expect_err("exp", r.and_then(|a| a.eval().map(|_| a)), &["17179869184"]);
         // A large view under the limit still sums right (2^26: quick on lavapipe).
         let rows = ok("b2", wmx::broadcast_to(&ones, &[1 << 13, 1 << 13]));
         let total = ok("sum", wmx::sum(&rows, None, false));

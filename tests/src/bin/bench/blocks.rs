@@ -182,3 +182,106 @@ pub(crate) fn bench_blocks(
     )?;
     Ok(())
 }
+
+/// 3 GiB arrays (`--large`): past NVIDIA's 2 GiB binding limit, or past 2^30
+/// elements per piece for 16-bit ones, so computed in pieces. Elementwise add,
+/// the full sum, row sums and column sums of f32, and an f16 add.
+pub(crate) fn bench_large(
+    dev: &Device,
+    stamps: Option<&Stamps>,
+    reps: usize,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    if let Some(b) = wmx::webgpu::backend(dev) {
+        println!(
+            "binding limit {} bytes, buffer limit {} bytes",
+            b.kernels().caps().max_storage_binding,
+            b.kernels().caps().max_buffer
+        );
+    }
+    let n = 3usize << 28; // 3 GiB of f32
+    let cols = 4096;
+    let key = wmx::with_device(dev, || wmx::random::key(7)).map_err(err)?;
+    let x = wmx::random::uniform(&key, &[n / cols, cols], -1.0, 1.0, DType::F32).map_err(err)?;
+    x.eval().map_err(err)?;
+    let mut case = |name: &str, dtype: DType, bytes: f64, run: &dyn Fn() -> wmx::Result<Array>| {
+        let samples = sample_n(false, reps, 500.0, || time_evals(dev, stamps, 5, run))?;
+        let ms = median(samples);
+        println!(
+            "wmx      {name:<28} {:<5} {:>10.1} us {:>8.1} GB/s",
+            format!("{dtype:?}").to_lowercase(),
+            ms * 1e3,
+            bytes / (ms * 1e6)
+        );
+        rows.push(Row {
+            path: "wmx",
+            op: name.to_string(),
+            dtype,
+            n,
+            ms,
+            gbps: bytes / (ms * 1e6),
+            extra: vec![],
+        });
+        Res::Ok(())
+    };
+    // Checked on samples first: a wrong answer is never timed.
+    let probe = |a: &Array, idx: &[usize]| -> Res<Vec<f32>> {
+        idx.iter()
+            .map(|&i| {
+                let (r, c) = ((i / cols) as isize, (i % cols) as isize);
+                let s = a
+                    .slice(&[wmx::Slice::range(r, r + 1), wmx::Slice::range(c, c + 1)])
+                    .map_err(err)?;
+                wmx::astype(&s, DType::F32)
+                    .and_then(|s| s.item::<f32>())
+                    .map_err(err)
+            })
+            .collect()
+    };
+    let idx = [0, 1, n / 3 + 5, 2 * n / 3 - 1, n - 1];
+    let xs = probe(&x, &idx)?;
+    let add = || wmx::add(&x, &x);
+    let ys = probe(&add().map_err(err)?, &idx)?;
+    check(xs.iter().zip(&ys).all(|(a, b)| 2.0 * a == *b), || {
+        format!("add: {xs:?} -> {ys:?}")
+    })?;
+    case("large_add_3GiB", DType::F32, 12.0 * n as f64, &add)?;
+    let sum = || wmx::sum(&x, None, false);
+    let total = sum().and_then(|s| s.item::<f32>()).map_err(err)?;
+    let rsum = || wmx::sum(&x, Some(&[1]), false);
+    let rs: Vec<f32> = rsum().and_then(|s| s.to_vec()).map_err(err)?;
+    let csum = || wmx::sum(&x, Some(&[0]), false);
+    let cs: Vec<f32> = csum().and_then(|s| s.to_vec()).map_err(err)?;
+    let (rt, ct): (f64, f64) = (
+        rs.iter().map(|&v| v as f64).sum(),
+        cs.iter().map(|&v| v as f64).sum(),
+    );
+    // Uniform in [-1, 1): the total is O(sqrt(n)); each path must agree to f32
+    // rounding of partial sums.
+    check(
+        (total as f64 - rt).abs() < 5.0 && (rt - ct).abs() < 5.0,
+        || format!("sums disagree: {total}, rows {rt}, cols {ct}"),
+    )?;
+    case("large_sum_3GiB", DType::F32, 4.0 * n as f64, &sum)?;
+    case("large_rowsum_3GiB", DType::F32, 4.0 * n as f64, &rsum)?;
+    case("large_colsum_3GiB", DType::F32, 4.0 * n as f64, &csum)?;
+    drop(x);
+    if let Some(b) = wmx::webgpu::backend(dev) {
+        b.clear_cache();
+    }
+    if dev.check_dtype(DType::F16).is_ok() {
+        // 3 GiB of f16: 1.6e9 elements, more than one piece may count.
+        let m = 2 * n;
+        let h =
+            wmx::random::uniform(&key, &[m / cols, cols], -1.0, 1.0, DType::F16).map_err(err)?;
+        h.eval().map_err(err)?;
+        let hs = probe(&h, &[0, m / 2 + 3, m - 1])?;
+        let add = || wmx::add(&h, &h);
+        let ys = probe(&add().map_err(err)?, &[0, m / 2 + 3, m - 1])?;
+        check(hs.iter().zip(&ys).all(|(a, b)| 2.0 * a == *b), || {
+            format!("f16 add: {hs:?} -> {ys:?}")
+        })?;
+        case("large_add_3GiB", DType::F16, 6.0 * m as f64, &add)?;
+    }
+    Ok(())
+}

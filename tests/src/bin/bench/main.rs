@@ -31,7 +31,9 @@
 //!   and bracketed by timestamps in the same command encoder.
 //!
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
-//! scatter_add; `tests/bench/torch_blocks.py` is their PyTorch side).
+//! scatter_add; `tests/bench/torch_blocks.py` is their PyTorch side). `--large`
+//! runs 3 GiB arrays, computed in pieces past the binding limit
+//! (`torch_blocks.py --large`).
 //! `--smoke` runs small sizes with one repetition, checks every result and the
 //! 1000-op chain, and asserts nothing about timings (`tests/tests/bench_smoke.rs`).
 
@@ -64,6 +66,8 @@ struct Options {
     linalg: bool,
     /// Only the building-block cases (`blocks.rs`); smoke runs check them too.
     blocks: bool,
+    /// Only the 3 GiB cases (`blocks.rs`).
+    large: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
     sizes_given: bool,
 }
@@ -81,6 +85,7 @@ impl Options {
             chain: 1000,
             linalg: false,
             blocks: false,
+            large: false,
             sizes_given: false,
         };
         let mut sizes_given = false;
@@ -115,10 +120,11 @@ impl Options {
                 "--smoke" => o.smoke = true,
                 "--linalg" => o.linalg = true,
                 "--blocks" => o.blocks = true,
+                "--large" => o.large = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -904,6 +910,7 @@ fn k_record(
     let unit = [1isize];
     let v = |buf| k::Strided {
         buffer: buf,
+        window: None,
         dtype: d,
         shape: &shape,
         strides: &unit,
@@ -911,6 +918,7 @@ fn k_record(
     };
     let out = |buf, dtype, shape| k::Contig {
         buffer: buf,
+        window: None,
         dtype,
         shape,
     };
@@ -920,6 +928,7 @@ fn k_record(
     let mstrides = [cols as isize, 1];
     let m = k::Strided {
         buffer: &c.x,
+        window: None,
         dtype: d,
         shape: &mshape,
         strides: &mstrides,
@@ -928,6 +937,7 @@ fn k_record(
     let zero = [0isize];
     let scalar = |buf| k::Strided {
         buffer: buf,
+        window: None,
         dtype: d,
         shape: &shape,
         strides: &zero,
@@ -1317,7 +1327,14 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     if o.blocks || o.smoke {
         blocks::bench_blocks(&dev, stamps.as_ref(), o.smoke, o.reps, &mut rows)?;
     }
-    for &dtype in o.dtypes.iter().filter(|_| !o.linalg && !o.blocks) {
+    if o.large {
+        blocks::bench_large(&dev, stamps.as_ref(), o.reps, &mut rows)?;
+    }
+    for &dtype in o
+        .dtypes
+        .iter()
+        .filter(|_| !o.linalg && !o.blocks && !o.large)
+    {
         if dev.check_dtype(dtype).is_err() {
             println!("skipping {}: not supported on {dev}", dtype_name(dtype));
             continue;
@@ -1342,7 +1359,7 @@ fn run(o: &Options) -> Res<Vec<Row>> {
             }
         }
     }
-    if o.chain > 0 && !o.linalg && !o.blocks && o.paths.iter().any(|p| p == "wmx") {
+    if o.chain > 0 && !o.linalg && !o.blocks && !o.large && o.paths.iter().any(|p| p == "wmx") {
         bench_chain(&dev, o.chain, o.reps, false, &mut rows)?;
         bench_chain(&dev, o.chain, o.reps, true, &mut rows)?;
     }

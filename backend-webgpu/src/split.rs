@@ -1,0 +1,867 @@
+//! Arrays past the device's storage-binding limit (128 MiB on lavapipe, 2 GiB on
+//! NVIDIA) and views of 2^31 elements or more: an op is cut into pieces, each a
+//! box of the index space whose every operand fits one bound [`Window`] of its
+//! buffer and 32-bit indexing. Pieces are cut along the leading dims, so each
+//! piece's output is one contiguous range of the output, written through a window
+//! that starts at the device's binding alignment.
+//!
+//! A piece never reads through a window wider than the binding limit, so what can
+//! be split is any layout whose boxes along the leading dims fit: contiguous and
+//! sliced arrays, broadcast views, row-wise transposes; a layout that cannot be
+//! cut (a transpose whose single row spans more than a binding) is an `Err`.
+
+use crate::{GpuBuffer, MAX_BATCH, WebGpuBackend, kdtype, kerr};
+use wmx_core::{ArgReduceOp, DType, Error, ReduceOp, Result, View};
+use wmx_kernels::{self as k, Window};
+
+/// What one binding may hold.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// `max_storage_buffer_binding_size`.
+    pub bytes: u64,
+    /// Alignment of a window's start.
+    pub align: u64,
+}
+
+/// Elements one piece may count or address: the kernels index with 32-bit words
+/// (strides signed) and some scale indices by up to 2 in u32 (sort pairs); 2^30
+/// keeps every kernel clear of that, and pieces of broadcast views exact in f32.
+pub(crate) const MAX_ELEMS: u64 = 1 << 30;
+
+/// More pieces than this is an `Err` (each is at least one dispatch).
+const MAX_PIECES: usize = 1 << 16;
+
+/// An input as the planner sees it.
+pub(crate) struct Operand<'a> {
+    /// Strides in elements, one per dim of the index space.
+    pub strides: &'a [isize],
+    /// Element offset of index 0 in the buffer.
+    pub offset: usize,
+    /// Bytes per element.
+    pub size: u64,
+    /// Bytes of the buffer.
+    pub buffer: u64,
+}
+
+impl Operand<'_> {
+    /// Whether the buffer can be bound whole (then offsets stay absolute).
+    fn whole(&self, lim: Limits) -> bool {
+        self.buffer <= lim.bytes && self.buffer / self.size <= MAX_ELEMS
+    }
+}
+
+/// One input's view within a piece.
+#[derive(Clone, Debug)]
+pub(crate) struct Part {
+    /// Strides (0 on dims of extent 1).
+    pub strides: Vec<isize>,
+    /// Element offset from the window's start (from the buffer's without one).
+    pub offset: usize,
+    /// The bytes bound, `None` for the whole buffer.
+    pub window: Option<Window>,
+}
+
+/// A box of the index space.
+#[derive(Clone, Debug)]
+pub(crate) struct Piece {
+    /// Extents (the rank of the whole).
+    pub shape: Vec<usize>,
+    /// Row-major index of the piece's first element among the output dims.
+    pub out_start: u64,
+    /// One per input.
+    pub ins: Vec<Part>,
+}
+
+/// Where pieces write.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Out {
+    /// Each piece writes its range of one output (of `size`-byte elements over the
+    /// cut dims) through a window: the range fits a binding and starts aligned.
+    Window(u64),
+    /// Each piece writes an output of its own, of its extents over the cut dims
+    /// (`size`-byte elements), which fits a binding.
+    Own(u64),
+    /// Each piece writes an output of its own that the caller checked.
+    Unchecked,
+}
+
+/// Cuts the index space `shape` into pieces. Cuts fall only within the leading
+/// `cut` dims (the others stay whole in every piece: reduced dims). An empty
+/// index space gives no pieces.
+pub(crate) fn plan(
+    shape: &[usize],
+    ins: &[Operand<'_>],
+    cut: usize,
+    out: Out,
+    lim: Limits,
+) -> Result<Vec<Piece>, String> {
+    if shape.contains(&0) {
+        return Ok(Vec::new());
+    }
+    let p = Planner {
+        shape,
+        ins,
+        cut,
+        out,
+        lim,
+    };
+    let mut pieces = Vec::new();
+    let origin: Vec<i128> = ins.iter().map(|x| x.offset as i128).collect();
+    p.cut_at(0, &origin, 0, &mut pieces)?;
+    Ok(pieces)
+}
+
+struct Planner<'a> {
+    shape: &'a [usize],
+    ins: &'a [Operand<'a>],
+    cut: usize,
+    out: Out,
+    lim: Limits,
+}
+
+impl Planner<'_> {
+    /// Cuts the box whose dims before `d` are fixed (offsets `origin`, output
+    /// index `out_start`) and whose others are whole.
+    fn cut_at(
+        &self,
+        d: usize,
+        origin: &[i128],
+        out_start: u64,
+        pieces: &mut Vec<Piece>,
+    ) -> Result<(), String> {
+        let mut ext: Vec<usize> = (0..self.shape.len())
+            .map(|k| if k < d { 1 } else { self.shape[k] })
+            .collect();
+        if self.fits(&ext) {
+            return self.emit(ext, origin, out_start, pieces);
+        }
+        if d >= self.cut || d >= self.shape.len() {
+            return Err(self.unsplittable());
+        }
+        let inner: u64 = self.shape[d + 1..self.cut.max(d + 1)]
+            .iter()
+            .map(|&e| e as u64)
+            .product();
+        // Pieces start at multiples of `q` along dim d so their outputs start aligned.
+        let q = match self.out {
+            Out::Window(size) => {
+                let rem = (inner as u128 * size as u128 % self.lim.align as u128) as u64;
+                if rem == 0 {
+                    1
+                } else {
+                    self.lim.align / gcd(rem, self.lim.align)
+                }
+            }
+            Out::Own(_) | Out::Unchecked => 1,
+        };
+        let extent = self.shape[d] as u64;
+        // The largest multiple of q whose box fits (fitting is monotone in c).
+        let (mut lo, mut hi) = (0u64, extent / q);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            ext[d] = (mid * q) as usize;
+            if self.fits(&ext) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        let stride = |k: usize| self.ins.iter().map(move |x| x.strides[k] as i128);
+        if lo > 0 {
+            let c = lo * q;
+            let mut i = 0;
+            while i < extent {
+                ext[d] = c.min(extent - i) as usize;
+                let o: Vec<i128> = origin
+                    .iter()
+                    .zip(stride(d))
+                    .map(|(o, s)| o + i as i128 * s)
+                    .collect();
+                self.emit(ext.clone(), &o, out_start + i * inner, pieces)?;
+                i += c;
+            }
+            return Ok(());
+        }
+        if q != 1 {
+            return Err(self.unsplittable());
+        }
+        for i in 0..extent {
+            let o: Vec<i128> = origin
+                .iter()
+                .zip(stride(d))
+                .map(|(o, s)| o + i as i128 * s)
+                .collect();
+            self.cut_at(d + 1, &o, out_start + i * inner, pieces)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a box of extents `ext` fits wherever it lies (a window's start is
+    /// rounded down to the alignment: counted as slack).
+    fn fits(&self, ext: &[usize]) -> bool {
+        let count: u128 = ext.iter().map(|&e| e as u128).product();
+        if count > MAX_ELEMS as u128 {
+            return false;
+        }
+        if let Out::Window(size) | Out::Own(size) = self.out {
+            let n: u128 = ext[..self.cut].iter().map(|&e| e as u128).product();
+            if (n * size as u128).div_ceil(16) * 16 > self.lim.bytes as u128 {
+                return false;
+            }
+        }
+        self.ins.iter().all(|x| {
+            if x.whole(self.lim) {
+                return true;
+            }
+            let span: u128 = ext
+                .iter()
+                .zip(x.strides)
+                .map(|(&e, &s)| (e as u128 - 1) * s.unsigned_abs() as u128)
+                .sum();
+            let bytes = (span + 1) * x.size as u128 + self.lim.align as u128 + 16;
+            bytes <= self.lim.bytes as u128 && bytes / x.size as u128 <= MAX_ELEMS as u128
+        })
+    }
+
+    fn emit(
+        &self,
+        ext: Vec<usize>,
+        origin: &[i128],
+        out_start: u64,
+        pieces: &mut Vec<Piece>,
+    ) -> Result<(), String> {
+        if pieces.len() >= MAX_PIECES {
+            return Err(format!(
+                "more than {MAX_PIECES} pieces of at most {} bytes would be needed",
+                self.lim.bytes
+            ));
+        }
+        let ins = self
+            .ins
+            .iter()
+            .zip(origin)
+            .map(|(x, &o)| {
+                let strides: Vec<isize> = ext
+                    .iter()
+                    .zip(x.strides)
+                    .map(|(&e, &s)| if e == 1 { 0 } else { s })
+                    .collect();
+                if x.whole(self.lim) {
+                    return Part {
+                        strides,
+                        offset: o as usize,
+                        window: None,
+                    };
+                }
+                let (mut lo, mut hi) = (o, o);
+                for (&e, &s) in ext.iter().zip(x.strides) {
+                    let span = (e as i128 - 1) * s as i128;
+                    if span < 0 {
+                        lo += span;
+                    } else {
+                        hi += span;
+                    }
+                }
+                let size = x.size as i128;
+                let align = self.lim.align as i128;
+                let start = (lo * size) / align * align;
+                let end = ((hi + 1) * size + 15) / 16 * 16;
+                let end = end.min(x.buffer as i128);
+                Part {
+                    strides,
+                    offset: (o - start / size) as usize,
+                    window: Some(Window {
+                        start: start as u64,
+                        len: (end - start) as u64,
+                    }),
+                }
+            })
+            .collect();
+        pieces.push(Piece {
+            shape: ext,
+            out_start,
+            ins,
+        });
+        Ok(())
+    }
+
+    fn unsplittable(&self) -> String {
+        format!(
+            "the layout cannot be cut into pieces of at most {} bytes and 2^31 elements \
+             (a single row along the leading dims is larger; make the array contiguous \
+             in parts first)",
+            self.lim.bytes
+        )
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The window a piece writes its output through: `None` when the whole output is
+/// one piece that fits a binding.
+pub(crate) fn out_window(
+    pieces: usize,
+    piece: &Piece,
+    cut: usize,
+    size: u64,
+    buffer: u64,
+    lim: Limits,
+) -> Option<Window> {
+    if pieces == 1 && buffer <= lim.bytes {
+        return None;
+    }
+    let n: u64 = piece.shape[..cut].iter().map(|&e| e as u64).product();
+    let start = piece.out_start * size;
+    debug_assert!(start.is_multiple_of(lim.align));
+    Some(Window {
+        start,
+        len: ((n * size).div_ceil(16) * 16).min(buffer - start),
+    })
+}
+
+impl WebGpuBackend {
+    /// Records an elementwise op over `shape` (every input has `shape`, broadcast
+    /// through its strides) into a fresh output, cut into pieces when an operand is
+    /// larger than a binding or than 2^31 elements (see `split.rs`). `f` gets each
+    /// piece's inputs and output and the piece's first output element.
+    pub(crate) fn record_pieces(
+        &self,
+        shape: &[usize],
+        dtype: DType,
+        views: &[&View<'_, GpuBuffer>],
+        f: impl Fn(&mut k::Batch, &[k::Strided<'_>], &k::Contig<'_>, u64) -> k::Result<()>,
+    ) -> Result<GpuBuffer> {
+        self.check()?;
+        let kd = kdtype(dtype)?;
+        let bufs = views
+            .iter()
+            .map(|v| self.gpu(v.buffer))
+            .collect::<Result<Vec<_>>>()?;
+        let kds = views
+            .iter()
+            .map(|v| kdtype(v.dtype))
+            .collect::<Result<Vec<_>>>()?;
+        let ops: Vec<Operand<'_>> = views
+            .iter()
+            .zip(&bufs)
+            .zip(&kds)
+            .map(|((v, b), d)| Operand {
+                strides: &v.layout.strides,
+                offset: v.layout.offset,
+                size: d.size() as u64,
+                buffer: b.size(),
+            })
+            .collect();
+        let lim = self.limits();
+        let rank = shape.len();
+        let size = kd.size() as u64;
+        let pieces = plan(shape, &ops, rank, Out::Window(size), lim)
+            .map_err(|msg| self.cannot_split(shape, dtype, &msg))?;
+        let n = wmx_core::layout::numel(shape);
+        let (out, g) = self.output(n, dtype)?;
+        let mut batch = self.lock_batch();
+        for p in &pieces {
+            let ins: Vec<k::Strided<'_>> = p
+                .ins
+                .iter()
+                .zip(&bufs)
+                .zip(&kds)
+                .map(|((part, buffer), &dtype)| k::Strided {
+                    buffer,
+                    window: part.window,
+                    dtype,
+                    shape: &p.shape,
+                    strides: &part.strides,
+                    offset: part.offset,
+                })
+                .collect();
+            let o = k::Contig {
+                buffer: &g,
+                window: out_window(pieces.len(), p, rank, size, g.size(), lim),
+                dtype: kd,
+                shape: &p.shape,
+            };
+            f(&mut batch, &ins, &o, p.out_start).map_err(kerr)?;
+            if batch.len() >= MAX_BATCH {
+                self.submit(&mut batch)?;
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn cannot_split(&self, shape: &[usize], dtype: DType, msg: &str) -> Error {
+        Error::OutOfRange {
+            op: "webgpu",
+            msg: format!("an op over shape {shape:?} ({dtype}) in pieces: {msg}"),
+        }
+    }
+
+    /// `op` over `axes` of `x`, in pieces when `x` is larger than a binding or
+    /// than 2^31 elements. Tried in order: pieces of whole output rows writing
+    /// windows of the output; pieces of whole rows each writing an output of its
+    /// own, then placed (few rows, each large); partial results over pieces of the
+    /// reduced dims, in the accumulator dtype, combined by the op (a reduction
+    /// whose every output reads more than a binding).
+    pub(crate) fn reduce_pieces(
+        &self,
+        op: ReduceOp,
+        x: &View<'_, GpuBuffer>,
+        axes: &[usize],
+    ) -> Result<GpuBuffer> {
+        let out_dtype = op.out_dtype(x.dtype);
+        let kept: Vec<usize> = (0..x.layout.shape.len())
+            .filter(|d| !axes.contains(d))
+            .collect();
+        let out_shape: Vec<usize> = kept.iter().map(|&d| x.layout.shape[d]).collect();
+        let whole = |b: &mut k::Batch, s: &k::Strided<'_>, raxes: &[usize], o: &k::Contig<'_>| {
+            self.kernels.reduce(b, op.name(), s, raxes, o)
+        };
+        if let Some(out) = self.rows_in_pieces(x, &kept, axes, out_dtype, &whole)? {
+            return Ok(out);
+        }
+        self.partials_in_pieces(op, x, &kept, axes, &out_shape)
+    }
+
+    /// `argmax`/`argmin` along `axis` in pieces of whole rows.
+    pub(crate) fn arg_reduce_pieces(
+        &self,
+        op: ArgReduceOp,
+        x: &View<'_, GpuBuffer>,
+        axis: usize,
+    ) -> Result<GpuBuffer> {
+        let kept: Vec<usize> = (0..x.layout.shape.len()).filter(|&d| d != axis).collect();
+        let f = |b: &mut k::Batch, s: &k::Strided<'_>, raxes: &[usize], o: &k::Contig<'_>| {
+            self.kernels.arg_reduce(b, op.name(), s, raxes[0], o)
+        };
+        match self.rows_in_pieces(x, &kept, &[axis], DType::U32, &f)? {
+            Some(out) => Ok(out),
+            None => Err(self.cannot_split(
+                &x.layout.shape,
+                x.dtype,
+                &format!("{} of a row larger than one binding", op.name()),
+            )),
+        }
+    }
+
+    /// Runs `f` (a reduction over the trailing `raxes` of a view whose kept dims
+    /// lead) on pieces of whole rows; `None` when a row does not fit a binding.
+    #[allow(clippy::type_complexity)]
+    fn rows_in_pieces(
+        &self,
+        x: &View<'_, GpuBuffer>,
+        kept: &[usize],
+        axes: &[usize],
+        out_dtype: DType,
+        f: &dyn Fn(&mut k::Batch, &k::Strided<'_>, &[usize], &k::Contig<'_>) -> k::Result<()>,
+    ) -> Result<Option<GpuBuffer>> {
+        let l = x.layout;
+        let order: Vec<usize> = kept.iter().chain(axes).copied().collect();
+        let shape: Vec<usize> = order.iter().map(|&d| l.shape[d]).collect();
+        let strides: Vec<isize> = order.iter().map(|&d| l.strides[d]).collect();
+        let buf = self.gpu(x.buffer)?;
+        let kd = kdtype(x.dtype)?;
+        let od = kdtype(out_dtype)?;
+        let operand = || Operand {
+            strides: &strides,
+            offset: l.offset,
+            size: kd.size() as u64,
+            buffer: buf.size(),
+        };
+        let lim = self.limits();
+        let cut = kept.len();
+        let raxes: Vec<usize> = (cut..shape.len()).collect();
+        let size = od.size() as u64;
+        let n = wmx_core::layout::numel(&shape[..cut]);
+        let strided = |p: &Piece| k::Strided {
+            buffer: &buf,
+            window: p.ins[0].window,
+            dtype: kd,
+            shape: &[],
+            strides: &[],
+            offset: p.ins[0].offset,
+        };
+        if let Ok(pieces) = plan(&shape, &[operand()], cut, Out::Window(size), lim) {
+            let (out, g) = self.output(n, out_dtype)?;
+            let mut batch = self.lock_batch();
+            for p in &pieces {
+                let s = k::Strided {
+                    shape: &p.shape,
+                    strides: &p.ins[0].strides,
+                    ..strided(p)
+                };
+                let o = k::Contig {
+                    buffer: &g,
+                    window: out_window(pieces.len(), p, cut, size, g.size(), lim),
+                    dtype: od,
+                    shape: &p.shape[..cut],
+                };
+                f(&mut batch, &s, &raxes, &o).map_err(kerr)?;
+                if batch.len() >= MAX_BATCH {
+                    self.submit(&mut batch)?;
+                }
+            }
+            return Ok(Some(out));
+        }
+        // Few large rows: each piece writes its own output, then they are placed
+        // side by side (the output is small: each of its elements reads a lot).
+        let fits_out = (n as u64) <= MAX_ELEMS && (n as u64) * size <= lim.bytes;
+        let Ok(pieces) = plan(&shape, &[operand()], cut, Out::Own(size), lim) else {
+            return Ok(None);
+        };
+        if !fits_out {
+            return Ok(None);
+        }
+        let mut parts = Vec::with_capacity(pieces.len());
+        for p in &pieces {
+            let np = wmx_core::layout::numel(&p.shape[..cut]);
+            let (part, g) = self.output(np, out_dtype)?;
+            let s = k::Strided {
+                shape: &p.shape,
+                strides: &p.ins[0].strides,
+                ..strided(p)
+            };
+            let o = k::Contig {
+                buffer: &g,
+                window: None,
+                dtype: od,
+                shape: &p.shape[..cut],
+            };
+            let mut batch = self.lock_batch();
+            f(&mut batch, &s, &raxes, &o).map_err(kerr)?;
+            if batch.len() >= MAX_BATCH {
+                self.submit(&mut batch)?;
+            }
+            parts.push((part, g, np));
+        }
+        let (out, g) = self.output(n, out_dtype)?;
+        let shapes: Vec<[usize; 1]> = parts.iter().map(|p| [p.2]).collect();
+        let views: Vec<k::Strided<'_>> = parts
+            .iter()
+            .zip(&shapes)
+            .map(|((_, g, _), shape)| k::Strided {
+                buffer: g,
+                window: None,
+                dtype: od,
+                shape,
+                strides: &[1],
+                offset: 0,
+            })
+            .collect();
+        let o = k::Contig {
+            buffer: &g,
+            window: None,
+            dtype: od,
+            shape: &[n],
+        };
+        let mut batch = self.lock_batch();
+        self.kernels
+            .concatenate(&mut batch, &views, 0, &o)
+            .map_err(kerr)?;
+        Ok(Some(out))
+    }
+
+    /// A reduction whose rows are each larger than a binding: partial results of
+    /// the whole output over pieces of the reduced dims, in the accumulator dtype,
+    /// combined by the op, then cast.
+    fn partials_in_pieces(
+        &self,
+        op: ReduceOp,
+        x: &View<'_, GpuBuffer>,
+        kept: &[usize],
+        axes: &[usize],
+        out_shape: &[usize],
+    ) -> Result<GpuBuffer> {
+        let l = x.layout;
+        let order: Vec<usize> = axes.iter().chain(kept).copied().collect();
+        let shape: Vec<usize> = order.iter().map(|&d| l.shape[d]).collect();
+        let strides: Vec<isize> = order.iter().map(|&d| l.strides[d]).collect();
+        let buf = self.gpu(x.buffer)?;
+        let kd = kdtype(x.dtype)?;
+        let out_dtype = op.out_dtype(x.dtype);
+        let od = kdtype(out_dtype)?;
+        let acc = k::reduce_acc_dtype(op.name(), kd).expect("reduce op in the table");
+        let lim = self.limits();
+        let n = wmx_core::layout::numel(out_shape);
+        let fail = |msg: &str| self.cannot_split(&l.shape, x.dtype, msg);
+        if n as u64 > MAX_ELEMS || n as u64 * 4 > lim.bytes {
+            return Err(fail(
+                "both the output and each of its rows are larger than one binding",
+            ));
+        }
+        let operand = Operand {
+            strides: &strides,
+            offset: l.offset,
+            size: kd.size() as u64,
+            buffer: buf.size(),
+        };
+        let cut = axes.len();
+        let pieces = plan(&shape, &[operand], cut, Out::Unchecked, lim).map_err(|m| fail(&m))?;
+        let combine = match op {
+            ReduceOp::Sum => "add",
+            ReduceOp::Prod => "multiply",
+            ReduceOp::Max | ReduceOp::Any => "maximum",
+            ReduceOp::Min | ReduceOp::All => "minimum",
+        };
+        let raxes: Vec<usize> = (0..cut).collect();
+        // The running total alternates between two buffers (a one-element total would
+        // not be combined in place: the kernels read it as a broadcast scalar).
+        let bytes = n as u64 * 4;
+        let make = |what| self.kernels.create_buffer(bytes, Some(what)).map_err(kerr);
+        let mut totals = [make("wmx partials")?, make("wmx partials")?];
+        let part = make("wmx partial")?;
+        let flat = [n];
+        fn dense<'b>(
+            buffer: &'b wgpu::Buffer,
+            dtype: k::DType,
+            flat: &'b [usize],
+        ) -> k::Strided<'b> {
+            k::Strided {
+                buffer,
+                window: None,
+                dtype,
+                shape: flat,
+                strides: &[1],
+                offset: 0,
+            }
+        }
+        fn out_to<'b>(
+            buffer: &'b wgpu::Buffer,
+            dtype: k::DType,
+            flat: &'b [usize],
+        ) -> k::Contig<'b> {
+            k::Contig {
+                buffer,
+                window: None,
+                dtype,
+                shape: flat,
+            }
+        }
+        for (i, p) in pieces.iter().enumerate() {
+            let s = k::Strided {
+                buffer: &buf,
+                window: p.ins[0].window,
+                dtype: kd,
+                shape: &p.shape,
+                strides: &p.ins[0].strides,
+                offset: p.ins[0].offset,
+            };
+            let target = if i == 0 { &totals[0] } else { &part };
+            let o = k::Contig {
+                buffer: target,
+                window: None,
+                dtype: acc,
+                shape: &p.shape[cut..],
+            };
+            let mut batch = self.lock_batch();
+            self.kernels
+                .reduce(&mut batch, op.name(), &s, &raxes, &o)
+                .map_err(kerr)?;
+            if i > 0 {
+                let [cur, next] = totals.clone();
+                self.kernels
+                    .binary(
+                        &mut batch,
+                        combine,
+                        &dense(&cur, acc, &flat),
+                        &dense(&part, acc, &flat),
+                        &out_to(&next, acc, &flat),
+                    )
+                    .map_err(kerr)?;
+                totals.swap(0, 1);
+            }
+            if batch.len() >= MAX_BATCH {
+                self.submit(&mut batch)?;
+            }
+        }
+        let (out, g) = self.output(n, out_dtype)?;
+        let mut batch = self.lock_batch();
+        self.kernels
+            .copy(
+                &mut batch,
+                &dense(&totals[0], acc, &flat),
+                &out_to(&g, od, &flat),
+            )
+            .map_err(kerr)?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIM: Limits = Limits {
+        bytes: 1 << 12,
+        align: 256,
+    };
+
+    /// Every output element lies in exactly one piece, in order, and every input
+    /// element a piece reads lies inside its window.
+    fn check(shape: &[usize], ins: &[Operand<'_>], pieces: &[Piece]) {
+        let n: u64 = shape.iter().map(|&e| e as u64).product();
+        let mut next = 0;
+        for p in pieces {
+            assert_eq!(p.out_start, next);
+            next += p.shape.iter().map(|&e| e as u64).product::<u64>();
+            for (x, part) in ins.iter().zip(&p.ins) {
+                let w = part.window.unwrap_or(Window {
+                    start: 0,
+                    len: x.buffer,
+                });
+                assert!(w.len <= LIM.bytes && w.start % LIM.align == 0);
+                let mut hi = part.offset as i128;
+                for (&e, &s) in p.shape.iter().zip(&part.strides) {
+                    assert!(s >= 0);
+                    hi += (e as i128 - 1) * s as i128;
+                }
+                assert!((hi + 1) * x.size as i128 <= w.len as i128);
+            }
+        }
+        assert_eq!(next, n);
+    }
+
+    #[test]
+    fn contiguous_arrays_split_into_aligned_ranges() {
+        let shape = [3001];
+        let x = Operand {
+            strides: &[1],
+            offset: 5,
+            size: 4,
+            buffer: 3008 * 4,
+        };
+        let p = plan(&shape, &[x], 1, Out::Window(4), LIM).unwrap();
+        assert!(p.len() > 2);
+        assert!(p.iter().all(|p| (p.out_start * 4) % 256 == 0));
+        let x = Operand {
+            strides: &[1],
+            offset: 5,
+            size: 4,
+            buffer: 3008 * 4,
+        };
+        check(&shape, &[x], &p);
+    }
+
+    #[test]
+    fn rows_of_odd_width_and_broadcasts() {
+        // [70, 33] f32 plus a broadcast row: rows start aligned every 64 rows only.
+        let shape = [70, 33];
+        let a = Operand {
+            strides: &[33, 1],
+            offset: 0,
+            size: 4,
+            buffer: 70 * 33 * 4,
+        };
+        let row = Operand {
+            strides: &[0, 1],
+            offset: 0,
+            size: 4,
+            buffer: 33 * 4,
+        };
+        let p = plan(&shape, &[a, row], 2, Out::Window(4), LIM);
+        // 64 rows of 33 f32 exceed 4 KiB: no aligned cut exists.
+        assert!(p.is_err());
+        let shape = [70, 32];
+        let a = Operand {
+            strides: &[32, 1],
+            offset: 0,
+            size: 4,
+            buffer: 70 * 32 * 4,
+        };
+        let row = Operand {
+            strides: &[0, 1],
+            offset: 0,
+            size: 4,
+            buffer: 32 * 4,
+        };
+        let p = plan(&shape, &[a, row], 2, Out::Window(4), LIM).unwrap();
+        assert!(p.len() >= 3);
+        let a = Operand {
+            strides: &[32, 1],
+            offset: 0,
+            size: 4,
+            buffer: 70 * 32 * 4,
+        };
+        let row = Operand {
+            strides: &[0, 1],
+            offset: 0,
+            size: 4,
+            buffer: 32 * 4,
+        };
+        check(&shape, &[a, row], &p);
+    }
+
+    #[test]
+    fn huge_broadcast_counts_split_below_2_pow_31() {
+        let shape = [1usize << 33];
+        let x = Operand {
+            strides: &[0],
+            offset: 0,
+            size: 4,
+            buffer: 16,
+        };
+        let lim = Limits {
+            bytes: 1 << 40,
+            align: 256,
+        };
+        let p = plan(&shape, &[x], 1, Out::Unchecked, lim).unwrap();
+        assert_eq!(p.len(), 8);
+        assert!(
+            p.iter()
+                .all(|p| p.shape[0] as u64 <= MAX_ELEMS && p.ins[0].window.is_none())
+        );
+    }
+
+    #[test]
+    fn a_transpose_beside_a_row_major_operand_cannot_be_cut() {
+        // [60, 60] f32 in 4 KiB bindings: output rows start aligned every 4 rows, and
+        // 4 rows of the transpose read 4 columns spanning the whole buffer.
+        let a = Operand {
+            strides: &[60, 1],
+            offset: 0,
+            size: 4,
+            buffer: 14400,
+        };
+        let t = Operand {
+            strides: &[1, 60],
+            offset: 0,
+            size: 4,
+            buffer: 14400,
+        };
+        let e = plan(&[60, 60], &[a, t], 2, Out::Window(4), LIM).unwrap_err();
+        assert!(e.contains("cannot be cut"), "{e}");
+    }
+
+    #[test]
+    fn reductions_keep_reduced_dims_whole() {
+        // [8, 3000] u8 rows reduced: cuts only along the 8, one row each, so the
+        // outputs cannot start aligned within one buffer.
+        let shape = [8, 3000];
+        let x = Operand {
+            strides: &[3000, 1],
+            offset: 0,
+            size: 1,
+            buffer: 24000,
+        };
+        assert!(plan(&shape, &[x], 1, Out::Window(4), LIM).is_err());
+        let x = Operand {
+            strides: &[3000, 1],
+            offset: 0,
+            size: 1,
+            buffer: 24000,
+        };
+        let p = plan(&shape, &[x], 1, Out::Own(4), LIM).unwrap();
+        assert_eq!(p.len(), 8);
+        assert!(p.iter().all(|p| p.shape[1] == 3000));
+        // A row larger than a binding cannot stay whole.
+        let shape = [2, 5000];
+        let x = Operand {
+            strides: &[5000, 1],
+            offset: 0,
+            size: 1,
+            buffer: 10000,
+        };
+        assert!(plan(&shape, &[x], 1, Out::Window(4), LIM).is_err());
+    }
+}

@@ -1,0 +1,205 @@
+//! Arrays past the device's storage-binding limit (128 MiB on lavapipe) and views
+//! of 2^32 elements, computed on the GPU in pieces: elementwise ops, copies, casts,
+//! creation and reductions against f64 host references; what cannot be cut is an
+//! `Err` naming the limit, never a panic or a wrong answer.
+
+use wmx_core::{self as wmx, DType, Device, Slice, f16};
+
+fn gpu() -> Option<Device> {
+    wmx_tests::gpu::device(wmx_webgpu::open)
+}
+
+fn binding_limit(dev: &Device) -> u64 {
+    let be = wmx_webgpu::backend(dev).expect("a WebGPU device");
+    be.kernels().caps().max_storage_binding
+}
+
+/// 36 000 x 1000 f32 (144 MB): past lavapipe's 128 MiB binding.
+const ROWS: usize = 36_000;
+const COLS: usize = 1000;
+const N: usize = ROWS * COLS;
+
+#[test]
+fn reductions_of_2_pow_32_broadcast_elements_are_exact() {
+    let Some(dev) = gpu() else { return };
+    wmx::with_device(&dev, || {
+        let ones = wmx::broadcast_to(&wmx::ones(&[1], DType::F32)?, &[1 << 32])?;
+        assert_eq!(wmx::sum(&ones, None, false)?.item::<f32>()?, 4294967296.0);
+        let t = wmx::broadcast_to(&wmx::scalar(1.0, DType::Bool)?, &[1 << 32])?;
+        assert!(wmx::any(&t, None, false)?.item::<bool>()?);
+        assert!(wmx::all(&t, None, false)?.item::<bool>()?);
+        let f = wmx::broadcast_to(&wmx::scalar(0.0, DType::Bool)?, &[1 << 32])?;
+        assert!(!wmx::all(&f, None, false)?.item::<bool>()?);
+        assert!(!wmx::any(&f, None, false)?.item::<bool>()?);
+        // 2^20 rows of 2^12: rows in pieces of 2^30 elements each.
+        let b = wmx::broadcast_to(
+            &wmx::arange(0.0, 4096.0, 1.0, DType::F32)?,
+            &[1 << 20, 4096],
+        )?;
+        let cols = wmx::max(&b, Some(&[0]), false)?.to_vec::<f32>()?;
+        assert_eq!(cols.len(), 4096);
+        assert!(cols.iter().enumerate().all(|(i, &v)| v == i as f32));
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn arrays_past_the_binding_limit_compute_in_pieces() {
+    let Some(dev) = gpu() else { return };
+    assert!(
+        (N * 4) as u64 > binding_limit(&dev),
+        "the test needs an array larger than one binding"
+    );
+    wmx::with_device(&dev, || {
+        // Creation (arange, full) and elementwise with a broadcast scalar.
+        let x = wmx::arange(0.0, N as f64, 1.0, DType::F32)?;
+        let y = wmx::add(
+            &wmx::multiply(&x, &wmx::scalar(2.0, DType::F32)?)?,
+            &wmx::full(&[N], 1.0, DType::F32)?,
+        )?;
+        let yv = y.to_vec::<f32>()?;
+        for i in [0, 1, 12_345_677, N / 2, N - 2, N - 1] {
+            let want = 2.0 * (i as f32) + 1.0;
+            assert_eq!(yv[i], want, "y[{i}]");
+        }
+        assert!(
+            yv.iter()
+                .enumerate()
+                .all(|(i, &v)| v == 2.0 * (i as f32) + 1.0)
+        );
+        drop(yv);
+        // A slice with an unaligned start, through a binary op with a row broadcast.
+        let m = wmx::reshape(&x, &[ROWS as isize, COLS as isize])?;
+        let row = wmx::arange(0.0, COLS as f64, 1.0, DType::F32)?;
+        let s = wmx::slice(
+            &m,
+            &[
+                Slice::range(3, ROWS as isize),
+                Slice::range(1, COLS as isize),
+            ],
+        )?;
+        let rowv = wmx::slice(&row, &[Slice::range(1, COLS as isize)])?;
+        let d = wmx::subtract(&s, &rowv)?.to_vec::<f32>()?;
+        let w = COLS - 1;
+        for (k, v) in d.iter().enumerate().step_by(997) {
+            let (r, c) = (k / w + 3, k % w + 1);
+            assert_eq!(*v, (r * COLS + c) as f32 - c as f32, "d[{k}]");
+        }
+        // Row sums (whole rows in pieces), column sums (partials over row blocks),
+        // the full sum and max, argmax along rows: against f64.
+        let rs = wmx::sum(&m, Some(&[1]), false)?.to_vec::<f32>()?;
+        for r in (0..ROWS).step_by(71) {
+            let want: f64 = (0..COLS).map(|c| (r * COLS + c) as f32 as f64).sum();
+            assert!(
+                (rs[r] as f64 - want).abs() <= 1e-6 * want,
+                "row {r}: {} vs {want}",
+                rs[r]
+            );
+        }
+        let cs = wmx::sum(&m, Some(&[0]), false)?.to_vec::<f32>()?;
+        for c in (0..COLS).step_by(37) {
+            let want: f64 = (0..ROWS).map(|r| (r * COLS + c) as f32 as f64).sum();
+            assert!(
+                (cs[c] as f64 - want).abs() <= 1e-5 * want,
+                "col {c}: {} vs {want}",
+                cs[c]
+            );
+        }
+        let total: f64 = (0..N).map(|i| i as f32 as f64).sum();
+        let got = wmx::sum(&x, None, false)?.item::<f32>()? as f64;
+        assert!((got - total).abs() <= 1e-5 * total, "{got} vs {total}");
+        assert_eq!(wmx::max(&x, None, false)?.item::<f32>()?, (N - 1) as f32);
+        assert_eq!(wmx::min(&m, None, false)?.item::<f32>()?, 0.0);
+        let am = wmx::argmax(&wmx::negative(&m)?, 1, false)?.to_vec::<u32>()?;
+        assert!(am.iter().all(|&i| i == 0));
+        // A NaN propagates through the partials of a column max (select in pieces).
+        let at = wmx::equal(&m, &wmx::scalar((5 * COLS + 7) as f64, DType::F32)?)?;
+        let nan = wmx::scalar(f64::NAN, DType::F32)?;
+        let cm = wmx::max(&wmx::where_(&at, &nan, &m)?, Some(&[0]), false)?.to_vec::<f32>()?;
+        for (c, v) in cm.iter().enumerate() {
+            if c == 7 {
+                assert!(v.is_nan());
+            } else {
+                assert_eq!(*v, ((ROWS - 1) * COLS + c) as f32);
+            }
+        }
+        // A small view of the large buffer works for any op (one window).
+        let tail = wmx::slice(&x, &[Slice::range(N as isize - 5, N as isize)])?;
+        let cum = wmx::cumsum(&tail, None, false, true)?.to_vec::<f32>()?;
+        let n = N as f32;
+        assert_eq!(
+            cum[4],
+            (n - 5.0) + (n - 4.0) + (n - 3.0) + (n - 2.0) + (n - 1.0)
+        );
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn sixteen_bit_and_bool_arrays_past_the_limit() {
+    let Some(dev) = gpu() else { return };
+    wmx::with_device(&dev, || {
+        // 80M f16 (160 MB): a cast writing windows of 16-bit words.
+        let n = 9766 * 8192usize;
+        let src = wmx::arange(0.0, 4096.0, 0.5, DType::F32)?;
+        let big = wmx::reshape(&wmx::broadcast_to(&src, &[n / 8192, 8192])?, &[n as isize])?;
+        let h = wmx::astype(&big, DType::F16)?;
+        let hv = h.to_vec::<f16>()?;
+        assert_eq!(hv.len(), n);
+        assert!(
+            hv.iter()
+                .enumerate()
+                .all(|(i, &v)| v == f16::from_f32((i % 8192) as f32 * 0.5))
+        );
+        drop(hv);
+        assert_eq!(
+            wmx::max(&h, None, false)?.item::<f16>()?,
+            f16::from_f32(4095.5)
+        );
+        // 160M bools past the limit; count of trues by a u32 sum.
+        let rows = 2 * n / 8192;
+        let wide = wmx::broadcast_to(&src, &[rows, 8192])?;
+        let b = wmx::greater(&wide, &wmx::scalar(2047.75, DType::F32)?)?;
+        let count = wmx::sum(&b, None, false)?.item::<u32>()?;
+        assert_eq!(count as usize, rows * 4096);
+        let per_row = wmx::sum(&b, Some(&[1]), false)?.to_vec::<u32>()?;
+        assert!(per_row.iter().all(|&c| c == 4096));
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn transposes_compute_and_single_piece_ops_refuse() {
+    let Some(dev) = gpu() else { return };
+    let side = 6000usize; // 144 MB of f32
+    wmx::with_device(&dev, || {
+        let x = wmx::reshape(
+            &wmx::arange(0.0, (side * side) as f64, 1.0, DType::F32)?,
+            &[side as isize, side as isize],
+        )?;
+        x.eval()?;
+        // A transpose alone keeps its layout through an elementwise op (computed in
+        // pieces of the underlying buffer)...
+        let t = wmx::negative(&wmx::transpose(&x, None)?)?;
+        let corner = wmx::slice(&t, &[Slice::range(1, 3), Slice::range(0, 2)])?;
+        let c = corner.to_vec::<f32>()?;
+        assert_eq!(c, [-1.0, -(side as f32 + 1.0), -2.0, -(side as f32 + 2.0)]);
+        // ...and beside a row-major operand too.
+        let mixed = wmx::add(&x, &wmx::transpose(&x, None)?)?;
+        let c = wmx::slice(&mixed, &[Slice::range(1, 3), Slice::range(0, 2)])?.to_vec::<f32>()?;
+        let w = side as f32;
+        assert_eq!(c, [w + 1.0, 2.0 * (w + 1.0), 2.0 * w + 2.0, 3.0 * w + 3.0]);
+        // Ops that compute in one piece say so.
+        let e = wmx::matmul(&x, &x)?.eval().unwrap_err().to_string();
+        assert!(e.contains("larger than one binding"), "{e}");
+        // The input is intact and still computes.
+        let s = wmx::slice(&x, &[Slice::range(side as isize - 1, side as isize)])?;
+        let last = wmx::max(&s, None, false)?.item::<f32>()?;
+        assert_eq!(last, (side * side - 1) as f32);
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
