@@ -36,7 +36,7 @@ def main():
         ]
         h = rand(2 * n).half().reshape(2 * n // cols, cols)
         cases.append(("large_add_3GiB", "float16", 12.0 * n, lambda: h + h))
-        return report(cases, args, 5, n)
+        return report(cases, args, 60, n)
     n = 1 << 25
     a, b = rand(n), rand(n)
     cases.append((f"concat_2x{n}", 2 * n, 16.0 * n, lambda: torch.cat([a, b])))
