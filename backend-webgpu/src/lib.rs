@@ -300,7 +300,8 @@ impl WebGpuBackend {
         let kd = kdtype(dtype)?;
         let n = wmx_core::layout::numel(shape);
         let lim = self.limits();
-        if n as u64 > split::MAX_ELEMS || (n as u64).saturating_mul(kd.size() as u64) > lim.bytes {
+        let bytes = (n as u64).saturating_mul(kd.size() as u64);
+        if n as u64 > split::MAX_ELEMS || bytes.div_ceil(16) * 16 > lim.bytes {
             return Err(self.too_large("an output", shape, dtype, lim));
         }
         let (out, g) = self.output(n, dtype)?;
@@ -417,13 +418,13 @@ impl WebGpuBackend {
     }
 
     /// The error of an op that computes in one piece given a view or output past
-    /// one binding or 2^31 elements.
+    /// one binding or 2^30 elements.
     fn too_large(&self, what: &str, shape: &[usize], dtype: DType, lim: split::Limits) -> Error {
         Error::OutOfRange {
             op: "webgpu",
             msg: format!(
                 "{what} of shape {shape:?} ({dtype}) is larger than one binding of this device \
-                 ({} bytes) or 2^31 elements; elementwise ops, copies and reductions compute \
+                 ({} bytes) or 2^30 elements; elementwise ops, copies and reductions compute \
                  such arrays in pieces, this op does not (compute it in parts, or on the CPU)",
                 lim.bytes
             ),

@@ -34,6 +34,20 @@ pub struct Stats {
     pub buffers_created: u64,
 }
 
+/// The size a request of `bytes` is rounded to: its size class, unless that passes
+/// the binding limit `limit` while the request does not. An array that fits one
+/// binding gets a buffer that does too, and kernels bind it whole (the class would
+/// round 2 GiB - 100 bytes past NVIDIA's 2 GiB - 4).
+fn pool_class(bytes: u64, limit: u64) -> u64 {
+    let class = size_class(bytes);
+    let exact = bytes.max(16).div_ceil(16) * 16;
+    if class > limit && exact <= limit {
+        exact
+    } else {
+        class
+    }
+}
+
 /// Free buffers by size class. Buffers released while a batch is being recorded
 /// may be reused only as kernel outputs of that batch (ordered by barriers in the
 /// pass), never for uploads (`write_buffer` runs before the batch), so they wait
@@ -65,7 +79,7 @@ impl Pool {
     /// A buffer of at least `bytes`; `for_output` allows buffers released during
     /// the batch being recorded.
     pub fn take(&mut self, bytes: u64, for_output: bool) -> k::Result<wgpu::Buffer> {
-        let class = size_class(bytes);
+        let class = pool_class(bytes, self.kernels.caps().max_storage_binding);
         let reused = if for_output {
             self.recent.get_mut(&class).and_then(Vec::pop)
         } else {
@@ -229,5 +243,23 @@ impl Shared {
             Some(m) => Err(m),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pool_class;
+
+    #[test]
+    fn buffers_of_arrays_that_fit_a_binding_fit_it() {
+        let limit = (1u64 << 31) - 4;
+        for bytes in [(1u64 << 31) - 100, (1 << 31) - 16, 1_900_000_000] {
+            let c = pool_class(bytes, limit);
+            assert!(c >= bytes && c <= limit, "{bytes} -> {c}");
+        }
+        // Past the limit, or far below it, the size classes stay.
+        assert_eq!(pool_class((1 << 31) - 2, limit), 1 << 31);
+        assert_eq!(pool_class(1000, limit), 1024);
+        assert_eq!(pool_class(3 << 30, limit), 3 << 30);
     }
 }

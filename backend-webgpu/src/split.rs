@@ -1,5 +1,5 @@
 //! Arrays past the device's storage-binding limit (128 MiB on lavapipe, 2 GiB on
-//! NVIDIA) and views of 2^31 elements or more: an op is cut into pieces, each a
+//! NVIDIA) and views of more than 2^30 elements: an op is cut into pieces, each a
 //! box of the index space whose every operand fits one bound [`Window`] of its
 //! buffer and 32-bit indexing. Pieces are cut along the leading dims, so each
 //! piece's output is one contiguous range of the output, written through a window
@@ -32,6 +32,7 @@ pub(crate) const MAX_ELEMS: u64 = 1 << 30;
 const MAX_PIECES: usize = 1 << 16;
 
 /// An input as the planner sees it.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Operand<'a> {
     /// Strides in elements, one per dim of the index space.
     pub strides: &'a [isize],
@@ -59,6 +60,25 @@ pub(crate) struct Part {
     pub offset: usize,
     /// The bytes bound, `None` for the whole buffer.
     pub window: Option<Window>,
+}
+
+impl Part {
+    /// This part as a kernel input of `shape` (its piece's extents).
+    pub(crate) fn strided<'a>(
+        &'a self,
+        buffer: &'a wgpu::Buffer,
+        dtype: k::DType,
+        shape: &'a [usize],
+    ) -> k::Strided<'a> {
+        k::Strided {
+            buffer,
+            window: self.window,
+            dtype,
+            shape,
+            strides: &self.strides,
+            offset: self.offset,
+        }
+    }
 }
 
 /// A box of the index space.
@@ -287,7 +307,7 @@ impl Planner<'_> {
 
     fn unsplittable(&self) -> String {
         format!(
-            "the layout cannot be cut into pieces of at most {} bytes and 2^31 elements \
+            "the layout cannot be cut into pieces of at most {} bytes and 2^30 elements \
              (a single row along the leading dims is larger; make the array contiguous \
              in parts first)",
             self.lim.bytes
@@ -324,7 +344,7 @@ pub(crate) fn out_window(
 impl WebGpuBackend {
     /// Records an elementwise op over `shape` (every input has `shape`, broadcast
     /// through its strides) into a fresh output, cut into pieces when an operand is
-    /// larger than a binding or than 2^31 elements (see `split.rs`). `f` gets each
+    /// larger than a binding or than 2^30 elements (see `split.rs`). `f` gets each
     /// piece's inputs and output and the piece's first output element.
     pub(crate) fn record_pieces(
         &self,
@@ -368,14 +388,7 @@ impl WebGpuBackend {
                 .iter()
                 .zip(&bufs)
                 .zip(&kds)
-                .map(|((part, buffer), &dtype)| k::Strided {
-                    buffer,
-                    window: part.window,
-                    dtype,
-                    shape: &p.shape,
-                    strides: &part.strides,
-                    offset: part.offset,
-                })
+                .map(|((part, buffer), &dtype)| part.strided(buffer, dtype, &p.shape))
                 .collect();
             let o = k::Contig {
                 buffer: &g,
@@ -399,7 +412,7 @@ impl WebGpuBackend {
     }
 
     /// `op` over `axes` of `x`, in pieces when `x` is larger than a binding or
-    /// than 2^31 elements. Tried in order: pieces of whole output rows writing
+    /// than 2^30 elements. Tried in order: pieces of whole output rows writing
     /// windows of the output; pieces of whole rows each writing an output of its
     /// own, then placed (few rows, each large); partial results over pieces of the
     /// reduced dims, in the accumulator dtype, combined by the op (a reduction
@@ -456,16 +469,11 @@ impl WebGpuBackend {
         out_dtype: DType,
         f: &dyn Fn(&mut k::Batch, &k::Strided<'_>, &[usize], &k::Contig<'_>) -> k::Result<()>,
     ) -> Result<Option<GpuBuffer>> {
-        let l = x.layout;
-        let order: Vec<usize> = kept.iter().chain(axes).copied().collect();
-        let shape: Vec<usize> = order.iter().map(|&d| l.shape[d]).collect();
-        let strides: Vec<isize> = order.iter().map(|&d| l.strides[d]).collect();
-        let buf = self.gpu(x.buffer)?;
-        let kd = kdtype(x.dtype)?;
+        let (shape, strides, buf, kd) = self.permuted(x, kept, axes)?;
         let od = kdtype(out_dtype)?;
         let operand = || Operand {
             strides: &strides,
-            offset: l.offset,
+            offset: x.layout.offset,
             size: kd.size() as u64,
             buffer: buf.size(),
         };
@@ -474,23 +482,11 @@ impl WebGpuBackend {
         let raxes: Vec<usize> = (cut..shape.len()).collect();
         let size = od.size() as u64;
         let n = wmx_core::layout::numel(&shape[..cut]);
-        let strided = |p: &Piece| k::Strided {
-            buffer: &buf,
-            window: p.ins[0].window,
-            dtype: kd,
-            shape: &[],
-            strides: &[],
-            offset: p.ins[0].offset,
-        };
         if let Ok(pieces) = plan(&shape, &[operand()], cut, Out::Window(size), lim) {
             let (out, g) = self.output(n, out_dtype)?;
             let mut batch = self.lock_batch();
             for p in &pieces {
-                let s = k::Strided {
-                    shape: &p.shape,
-                    strides: &p.ins[0].strides,
-                    ..strided(p)
-                };
+                let s = p.ins[0].strided(&buf, kd, &p.shape);
                 let o = k::Contig {
                     buffer: &g,
                     window: out_window(pieces.len(), p, cut, size, g.size(), lim),
@@ -506,7 +502,8 @@ impl WebGpuBackend {
         }
         // Few large rows: each piece writes its own output, then they are placed
         // side by side (the output is small: each of its elements reads a lot).
-        let fits_out = (n as u64) <= MAX_ELEMS && (n as u64) * size <= lim.bytes;
+        let fits_out =
+            (n as u64) <= MAX_ELEMS && ((n as u64) * size).div_ceil(16) * 16 <= lim.bytes;
         let Ok(pieces) = plan(&shape, &[operand()], cut, Out::Own(size), lim) else {
             return Ok(None);
         };
@@ -517,11 +514,7 @@ impl WebGpuBackend {
         for p in &pieces {
             let np = wmx_core::layout::numel(&p.shape[..cut]);
             let (part, g) = self.output(np, out_dtype)?;
-            let s = k::Strided {
-                shape: &p.shape,
-                strides: &p.ins[0].strides,
-                ..strided(p)
-            };
+            let s = p.ins[0].strided(&buf, kd, &p.shape);
             let o = k::Contig {
                 buffer: &g,
                 window: None,
@@ -562,6 +555,20 @@ impl WebGpuBackend {
         Ok(Some(out))
     }
 
+    /// `x`'s dims `first` then `then` (shape and strides), its GPU buffer and dtype.
+    fn permuted(
+        &self,
+        x: &View<'_, GpuBuffer>,
+        first: &[usize],
+        then: &[usize],
+    ) -> Result<(Vec<usize>, Vec<isize>, wgpu::Buffer, k::DType)> {
+        let l = x.layout;
+        let order = first.iter().chain(then);
+        let shape = order.clone().map(|&d| l.shape[d]).collect();
+        let strides = order.map(|&d| l.strides[d]).collect();
+        Ok((shape, strides, self.gpu(x.buffer)?, kdtype(x.dtype)?))
+    }
+
     /// A reduction whose rows are each larger than a binding: partial results of
     /// the whole output over pieces of the reduced dims, in the accumulator dtype,
     /// combined by the op, then cast.
@@ -574,18 +581,14 @@ impl WebGpuBackend {
         out_shape: &[usize],
     ) -> Result<GpuBuffer> {
         let l = x.layout;
-        let order: Vec<usize> = axes.iter().chain(kept).copied().collect();
-        let shape: Vec<usize> = order.iter().map(|&d| l.shape[d]).collect();
-        let strides: Vec<isize> = order.iter().map(|&d| l.strides[d]).collect();
-        let buf = self.gpu(x.buffer)?;
-        let kd = kdtype(x.dtype)?;
+        let (shape, strides, buf, kd) = self.permuted(x, axes, kept)?;
         let out_dtype = op.out_dtype(x.dtype);
         let od = kdtype(out_dtype)?;
         let acc = k::reduce_acc_dtype(op.name(), kd).expect("reduce op in the table");
         let lim = self.limits();
         let n = wmx_core::layout::numel(out_shape);
         let fail = |msg: &str| self.cannot_split(&l.shape, x.dtype, msg);
-        if n as u64 > MAX_ELEMS || n as u64 * 4 > lim.bytes {
+        if n as u64 > MAX_ELEMS || (n as u64 * 4).div_ceil(16) * 16 > lim.bytes {
             return Err(fail(
                 "both the output and each of its rows are larger than one binding",
             ));
@@ -639,14 +642,7 @@ impl WebGpuBackend {
             }
         }
         for (i, p) in pieces.iter().enumerate() {
-            let s = k::Strided {
-                buffer: &buf,
-                window: p.ins[0].window,
-                dtype: kd,
-                shape: &p.shape,
-                strides: &p.ins[0].strides,
-                offset: p.ins[0].offset,
-            };
+            let s = p.ins[0].strided(&buf, kd, &p.shape);
             let target = if i == 0 { &totals[0] } else { &part };
             let o = k::Contig {
                 buffer: target,
@@ -697,6 +693,16 @@ mod tests {
         align: 256,
     };
 
+    /// An f32 (4-byte) operand of `elems` elements in its buffer.
+    fn f32s(strides: &[isize], offset: usize, elems: u64) -> Operand<'_> {
+        Operand {
+            strides,
+            offset,
+            size: 4,
+            buffer: elems * 4,
+        }
+    }
+
     /// Every output element lies in exactly one piece, in order, and every input
     /// element a piece reads lies inside its window.
     fn check(shape: &[usize], ins: &[Operand<'_>], pieces: &[Piece]) {
@@ -725,21 +731,10 @@ mod tests {
     #[test]
     fn contiguous_arrays_split_into_aligned_ranges() {
         let shape = [3001];
-        let x = Operand {
-            strides: &[1],
-            offset: 5,
-            size: 4,
-            buffer: 3008 * 4,
-        };
+        let x = f32s(&[1], 5, 3008);
         let p = plan(&shape, &[x], 1, Out::Window(4), LIM).unwrap();
         assert!(p.len() > 2);
         assert!(p.iter().all(|p| (p.out_start * 4) % 256 == 0));
-        let x = Operand {
-            strides: &[1],
-            offset: 5,
-            size: 4,
-            buffer: 3008 * 4,
-        };
         check(&shape, &[x], &p);
     }
 
@@ -747,53 +742,19 @@ mod tests {
     fn rows_of_odd_width_and_broadcasts() {
         // [70, 33] f32 plus a broadcast row: rows start aligned every 64 rows only.
         let shape = [70, 33];
-        let a = Operand {
-            strides: &[33, 1],
-            offset: 0,
-            size: 4,
-            buffer: 70 * 33 * 4,
-        };
-        let row = Operand {
-            strides: &[0, 1],
-            offset: 0,
-            size: 4,
-            buffer: 33 * 4,
-        };
+        let (a, row) = (f32s(&[33, 1], 0, 70 * 33), f32s(&[0, 1], 0, 33));
         let p = plan(&shape, &[a, row], 2, Out::Window(4), LIM);
         // 64 rows of 33 f32 exceed 4 KiB: no aligned cut exists.
         assert!(p.is_err());
         let shape = [70, 32];
-        let a = Operand {
-            strides: &[32, 1],
-            offset: 0,
-            size: 4,
-            buffer: 70 * 32 * 4,
-        };
-        let row = Operand {
-            strides: &[0, 1],
-            offset: 0,
-            size: 4,
-            buffer: 32 * 4,
-        };
+        let (a, row) = (f32s(&[32, 1], 0, 70 * 32), f32s(&[0, 1], 0, 32));
         let p = plan(&shape, &[a, row], 2, Out::Window(4), LIM).unwrap();
         assert!(p.len() >= 3);
-        let a = Operand {
-            strides: &[32, 1],
-            offset: 0,
-            size: 4,
-            buffer: 70 * 32 * 4,
-        };
-        let row = Operand {
-            strides: &[0, 1],
-            offset: 0,
-            size: 4,
-            buffer: 32 * 4,
-        };
         check(&shape, &[a, row], &p);
     }
 
     #[test]
-    fn huge_broadcast_counts_split_below_2_pow_31() {
+    fn huge_broadcast_counts_split_into_2_pow_30() {
         let shape = [1usize << 33];
         let x = Operand {
             strides: &[0],
@@ -817,18 +778,7 @@ mod tests {
     fn a_transpose_beside_a_row_major_operand_cannot_be_cut() {
         // [60, 60] f32 in 4 KiB bindings: output rows start aligned every 4 rows, and
         // 4 rows of the transpose read 4 columns spanning the whole buffer.
-        let a = Operand {
-            strides: &[60, 1],
-            offset: 0,
-            size: 4,
-            buffer: 14400,
-        };
-        let t = Operand {
-            strides: &[1, 60],
-            offset: 0,
-            size: 4,
-            buffer: 14400,
-        };
+        let (a, t) = (f32s(&[60, 1], 0, 3600), f32s(&[1, 60], 0, 3600));
         let e = plan(&[60, 60], &[a, t], 2, Out::Window(4), LIM).unwrap_err();
         assert!(e.contains("cannot be cut"), "{e}");
     }
@@ -845,12 +795,6 @@ mod tests {
             buffer: 24000,
         };
         assert!(plan(&shape, &[x], 1, Out::Window(4), LIM).is_err());
-        let x = Operand {
-            strides: &[3000, 1],
-            offset: 0,
-            size: 1,
-            buffer: 24000,
-        };
         let p = plan(&shape, &[x], 1, Out::Own(4), LIM).unwrap();
         assert_eq!(p.len(), 8);
         assert!(p.iter().all(|p| p.shape[1] == 3000));

@@ -93,8 +93,13 @@ pub(crate) struct Binding {
 impl Binding {
     /// Bytes the kernel sees.
     pub(crate) fn len(&self) -> u64 {
-        self.window.map_or(self.buffer.size(), |w| w.len)
+        bound_len(&self.buffer, self.window)
     }
+}
+
+/// Bytes a kernel sees of `buffer` bound through `window`.
+fn bound_len(buffer: &wgpu::Buffer, window: Option<Window>) -> u64 {
+    window.map_or(buffer.size(), |w| w.len)
 }
 
 impl From<wgpu::Buffer> for Binding {
@@ -158,7 +163,7 @@ impl Contig<'_> {
     }
     /// Bytes the kernel sees.
     pub(crate) fn bytes(&self) -> u64 {
-        self.binding().len()
+        bound_len(self.buffer, self.window)
     }
     /// Whether `x` is bound to the same bytes.
     pub(crate) fn same_binding(&self, x: &Strided) -> bool {
@@ -176,7 +181,7 @@ impl Strided<'_> {
     }
     /// Bytes the kernel sees.
     pub(crate) fn bytes(&self) -> u64 {
-        self.binding().len()
+        bound_len(self.buffer, self.window)
     }
 }
 

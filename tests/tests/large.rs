@@ -19,6 +19,14 @@ const ROWS: usize = 36_000;
 const COLS: usize = 1000;
 const N: usize = ROWS * COLS;
 
+/// `got` within `rtol` of the f64 reference `want`.
+fn assert_close(got: f32, want: f64, rtol: f64, what: &str) {
+    assert!(
+        (got as f64 - want).abs() <= rtol * want.abs(),
+        "{what}: {got} vs {want}"
+    );
+}
+
 #[test]
 fn reductions_of_2_pow_32_broadcast_elements_are_exact() {
     let Some(dev) = gpu() else { return };
@@ -91,24 +99,20 @@ fn arrays_past_the_binding_limit_compute_in_pieces() {
         let rs = wmx::sum(&m, Some(&[1]), false)?.to_vec::<f32>()?;
         for r in (0..ROWS).step_by(71) {
             let want: f64 = (0..COLS).map(|c| (r * COLS + c) as f32 as f64).sum();
-            assert!(
-                (rs[r] as f64 - want).abs() <= 1e-6 * want,
-                "row {r}: {} vs {want}",
-                rs[r]
-            );
+            assert_close(rs[r], want, 1e-6, &format!("row {r}"));
         }
         let cs = wmx::sum(&m, Some(&[0]), false)?.to_vec::<f32>()?;
         for c in (0..COLS).step_by(37) {
             let want: f64 = (0..ROWS).map(|r| (r * COLS + c) as f32 as f64).sum();
-            assert!(
-                (cs[c] as f64 - want).abs() <= 1e-5 * want,
-                "col {c}: {} vs {want}",
-                cs[c]
-            );
+            assert_close(cs[c], want, 1e-5, &format!("col {c}"));
         }
         let total: f64 = (0..N).map(|i| i as f32 as f64).sum();
-        let got = wmx::sum(&x, None, false)?.item::<f32>()? as f64;
-        assert!((got - total).abs() <= 1e-5 * total, "{got} vs {total}");
+        assert_close(
+            wmx::sum(&x, None, false)?.item::<f32>()?,
+            total,
+            1e-5,
+            "sum",
+        );
         assert_eq!(wmx::max(&x, None, false)?.item::<f32>()?, (N - 1) as f32);
         assert_eq!(wmx::min(&m, None, false)?.item::<f32>()?, 0.0);
         let am = wmx::argmax(&wmx::negative(&m)?, 1, false)?.to_vec::<u32>()?;
