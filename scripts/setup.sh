@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what wmx's tour and tests need on a fresh Debian machine, skipping what is
 # already there, using sudo when not root. Sourced by tour.sh and test.sh.
-#   --test            also the test-only tools: chromium, chromedriver, shellcheck,
+#   --test            also the test-only tools: chromium, chromedriver, shellcheck, npm,
 #                     python3, the wasm32/Apple/Windows std targets, wasm-bindgen-cli
 #   WMX_SETUP_ALL=1   run every install step for the full list even when everything is
 #                     present (CI does, so that a broken install line fails CI; installing
@@ -61,6 +61,10 @@ if [ "$setup_test" = 1 ]; then
   want_cmd chromedriver chromium-driver
   want_cmd shellcheck shellcheck
   want_cmd python3 python3  # the demo page's end-to-end test
+  # npm: the JS package's test (npm install; TypeScript from the npm registry). A
+  # Node.js that brings its own npm (nodesource's conflicts with Debian's npm
+  # package) counts as present, even with WMX_SETUP_ALL.
+  if ! have npm || { [ "$setup_all" = 1 ] && have_pkg npm; }; then need_apt+=(npm); fi
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then apt_install "${need_apt[@]}"; fi
 if [ "$setup_all" = 1 ]; then

@@ -90,7 +90,8 @@ sandbox() {
   : > "$box/log"; : > "$box/pkgs"; : > "$box/targets"
   if [ "$present" = full ]; then
     for t in sudo curl rustup cargo wasm-bindgen; do cp "$work/stubs/$t" "$box/bin/"; done
-    for t in cc pkg-config chromium chromedriver shellcheck python3; do cp "$work/stubs/plain" "$box/bin/$t"; done
+    # npm as nodesource installs it: a command, not Debian's package.
+    for t in cc pkg-config chromium chromedriver shellcheck python3 npm; do cp "$work/stubs/plain" "$box/bin/$t"; done
     printf '%s\n' mesa-vulkan-drivers libvulkan1 > "$box/pkgs"
     printf '%s\n' wasm32-unknown-unknown aarch64-apple-darwin x86_64-pc-windows-msvc > "$box/targets"
   elif [ "$present" = sudo ]; then
@@ -126,7 +127,7 @@ expect() {  # $1 = case name; stdin = the exact expected log
 
 lock_ver=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/"/,"",$3); print $3; exit}' Cargo.lock)
 rustup_url=https://static.rust-lang.org/rustup/rustup-init.sh
-all_pkgs="build-essential pkg-config mesa-vulkan-drivers libvulkan1 chromium chromium-driver shellcheck python3"
+all_pkgs="build-essential pkg-config mesa-vulkan-drivers libvulkan1 chromium chromium-driver shellcheck python3 npm"
 bare_log() {  # $1 = the line sudo logs before each root command, or nothing (root)
   local p=${1:+$1$'\n'}
   cat <<EOF
@@ -161,7 +162,7 @@ sandbox all-root full 0
 run_ok 1 "WMX_SETUP_ALL=1 as root"
 expect "WMX_SETUP_ALL=1 runs every step as root" <<EOF
 apt-get[] update -qq
-apt-get[noninteractive] install -y -qq --no-install-recommends curl ca-certificates $all_pkgs
+apt-get[noninteractive] install -y -qq --no-install-recommends curl ca-certificates ${all_pkgs% npm}
 curl -sSf $rustup_url
 rustup-init -y --no-modify-path --profile minimal -c clippy,rustfmt --default-toolchain none -q
 rustup target add wasm32-unknown-unknown

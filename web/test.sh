@@ -9,6 +9,9 @@
 #  3. the demo page built by web/build.sh, served by a static file server and
 #     checked through WebDriver, with a screenshot (target/web/demo.png) and the
 #     negative control (no --enable-unsafe-webgpu: the page reports the CPU fallback).
+#  4. the npm package (web/pack.sh): installed into a fresh project with npm, its
+#     types checked by tsc on a TypeScript example (and a file of bad calls that
+#     must fail), the example run in Chromium on WebGPU and on the CPU backend.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -35,3 +38,6 @@ echo "== web: demo page end to end (about 2 min) [$(date +%H:%M:%S)]"
 web/build.sh
 mkdir -p target/web
 python3 web/e2e/check_demo.py --screenshot target/web/demo.png
+echo "== web: the npm package: packed, installed with npm, type-checked by tsc, run in Chromium (about 1 min) [$(date +%H:%M:%S)]"
+WMX_SKIP_BUILD=1 web/pack.sh
+python3 web/e2e/check_package.py

@@ -1,6 +1,7 @@
 //! The JavaScript API (see the crate docs and `web/README.md`).
 
 use crate::convert::{self as cv, HostData, err, js_err};
+use crate::types::*;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use wasm_bindgen::JsCast;
@@ -118,6 +119,15 @@ fn adapter_name(wgpu_name: &str) -> String {
     }
 }
 
+/// A device name passed from JS (a string).
+fn name_of(v: &JsValue) -> JsResult<String> {
+    v.as_string().ok_or_else(|| {
+        js_err(format!(
+            "expected a device name (\"webgpu\", \"gpu\" or \"cpu\"), got {v:?}"
+        ))
+    })
+}
+
 fn device_by_name(name: &str) -> JsResult<Device> {
     match name {
         "cpu" => Ok(Device::cpu()),
@@ -204,8 +214,9 @@ fn install_panic_hook() {
 /// CPU backend inside wasm, with `fallback: true` and the `reason`), `"webgpu"`
 /// (throws when there is none) or `"cpu"`. May be called again to switch.
 #[wasm_bindgen(js_name = init)]
-pub async fn init(options: JsValue) -> JsResult<JsValue> {
+pub async fn init(options: Option<InitArg>) -> JsResult<DeviceInfoJs> {
     install_panic_hook();
+    let options = opt(options);
     let want = if options.is_undefined() || options.is_null() {
         "auto".to_string()
     } else if let Some(s) = options.as_string() {
@@ -241,26 +252,26 @@ pub async fn init(options: JsValue) -> JsResult<JsValue> {
         }
     };
     wc::set_default_device(dev.clone());
-    Ok(info(&dev).into())
+    Ok(info(&dev).unchecked_into())
 }
 
 /// Makes `"webgpu"` or `"cpu"` the device new arrays go to (WebGPU must have been
 /// opened by `init`). Returns its info.
 #[wasm_bindgen(js_name = setDevice)]
-pub fn set_device(name: &str) -> JsResult<JsValue> {
-    let d = device_by_name(name)?;
+pub fn set_device(name: DeviceNameArg) -> JsResult<DeviceInfoJs> {
+    let d = device_by_name(&name_of(&name)?)?;
     wc::set_default_device(d.clone());
-    Ok(info(&d).into())
+    Ok(info(&d).unchecked_into())
 }
 
 /// Info about the current default device, or the named one.
 #[wasm_bindgen(js_name = deviceInfo)]
-pub fn device_info(name: Option<String>) -> JsResult<JsValue> {
+pub fn device_info(name: Option<DeviceNameArg>) -> JsResult<DeviceInfoJs> {
     let d = match name {
-        Some(n) => device_by_name(&n)?,
+        Some(n) => device_by_name(&name_of(&n)?)?,
         None => wc::default_device().map_err(err)?,
     };
-    Ok(info(&d).into())
+    Ok(info(&d).unchecked_into())
 }
 
 /// Submits pending work on every device and resolves when the GPU has finished it
@@ -457,10 +468,8 @@ fn slices(spec: &JsValue) -> JsResult<Vec<Slice>> {
 impl NdArray {
     /// Dimensions, as a JS array of numbers.
     #[wasm_bindgen(getter)]
-    pub fn shape(&self) -> JsResult<js_sys::Array> {
-        Ok(cv::js_numbers(
-            self.arr()?.shape().iter().map(|&d| d as f64),
-        ))
+    pub fn shape(&self) -> JsResult<Dims> {
+        Ok(cv::js_numbers(self.arr()?.shape().iter().map(|&d| d as f64)).unchecked_into())
     }
     /// dtype name: `"f32"`, `"i32"`, `"u32"`, `"u8"`, `"bool"`, `"f16"`, `"bf16"`, `"i64"`.
     #[wasm_bindgen(getter)]
@@ -491,16 +500,17 @@ impl NdArray {
     /// Resolves to the elements (row-major) as a typed array: Float32Array (f32),
     /// Int32Array (i32), Uint32Array (u32), Uint8Array (u8, bool), Uint16Array (the
     /// bits of f16/bf16), BigInt64Array (i64). Computes the array first.
-    pub fn data(&self) -> JsResult<js_sys::Promise> {
+    pub fn data(&self) -> JsResult<TypedDataPromise> {
         let a = self.arr()?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {
             let bytes = a.to_bytes_async().await.map_err(err)?;
             Ok(cv::typed_array(&bytes, a.dtype()))
-        }))
+        })
+        .unchecked_into())
     }
 
     /// Resolves to the single element (number, boolean, or BigInt for i64).
-    pub fn item(&self) -> JsResult<js_sys::Promise> {
+    pub fn item(&self) -> JsResult<ElementPromise> {
         let a = self.arr()?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {
             if a.size() != 1 {
@@ -513,7 +523,8 @@ impl NdArray {
             }
             let bytes = a.to_bytes_async().await.map_err(err)?;
             Ok(cv::element_value(&bytes, a.dtype()))
-        }))
+        })
+        .unchecked_into())
     }
 
     /// Computes the array now (submits GPU work; does not wait for it).
@@ -523,8 +534,8 @@ impl NdArray {
 
     /// Resolves to a copy of this array on `"webgpu"` or `"cpu"`.
     #[wasm_bindgen(js_name = toDevice)]
-    pub fn to_device(&self, name: &str) -> JsResult<js_sys::Promise> {
-        let target = device_by_name(name)?;
+    pub fn to_device(&self, name: DeviceNameArg) -> JsResult<NdArrayPromise> {
+        let target = device_by_name(&name_of(&name)?)?;
         let a = self.arr()?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {
             if a.device() == &target {
@@ -533,7 +544,8 @@ impl NdArray {
             let bytes = a.to_bytes_async().await.map_err(err)?;
             let b = Array::from_bytes_on(bytes, a.shape(), a.dtype(), &target).map_err(err)?;
             Ok(NdArray::wrap(b).into())
-        }))
+        })
+        .unchecked_into())
     }
 
     /// Releases the array now (same as `free()`); using it afterwards throws.
@@ -549,16 +561,17 @@ impl NdArray {
     }
 
     /// Converts to `dtype` (rules in docs/SEMANTICS.md).
-    pub fn astype(&self, dtype: &str) -> JsResult<NdArray> {
-        let d = cv::dtype(&JsValue::from_str(dtype), DType::F32)?;
+    pub fn astype(&self, dtype: DTypeArg) -> JsResult<NdArray> {
+        let d = cv::dtype(&dtype, DType::F32)?;
         wrap(self.arr()?.astype(d))
     }
     /// New shape (one entry may be -1). A view when strides allow.
-    pub fn reshape(&self, shape: JsValue) -> JsResult<NdArray> {
+    pub fn reshape(&self, shape: ShapeArg) -> JsResult<NdArray> {
         wrap(self.arr()?.reshape(&cv::ints("reshape", &shape)?))
     }
     /// Permutes axes (reverses them when `axes` is omitted). A view.
-    pub fn transpose(&self, axes: JsValue) -> JsResult<NdArray> {
+    pub fn transpose(&self, axes: Option<AxesArg>) -> JsResult<NdArray> {
+        let axes = opt(axes);
         let ax = cv::axes(&axes)?;
         wrap(self.arr()?.transpose(ax.as_deref()))
     }
@@ -569,7 +582,7 @@ impl NdArray {
     }
     /// Broadcasts to `shape`. A view.
     #[wasm_bindgen(js_name = broadcastTo)]
-    pub fn broadcast_to(&self, shape: JsValue) -> JsResult<NdArray> {
+    pub fn broadcast_to(&self, shape: ShapeArg) -> JsResult<NdArray> {
         wrap(self.arr()?.broadcast_to(&cv::shape("broadcastTo", &shape)?))
     }
     /// Inserts a size-1 axis. A view.
@@ -578,14 +591,15 @@ impl NdArray {
         wrap(wc::expand_dims(&self.arr()?, axis as isize))
     }
     /// Removes size-1 axes (all when `axes` is omitted). A view.
-    pub fn squeeze(&self, axes: JsValue) -> JsResult<NdArray> {
+    pub fn squeeze(&self, axes: Option<AxesArg>) -> JsResult<NdArray> {
+        let axes = opt(axes);
         let ax = cv::axes(&axes)?;
         wrap(wc::squeeze(&self.arr()?, ax.as_deref()))
     }
     /// Python-style slicing, one entry per leading axis: `null` (whole axis) or
     /// `[start, stop, step]` with nullable entries, e.g. `a.slice([null, [null, null, -1]])`.
     /// A view, negative steps included.
-    pub fn slice(&self, spec: JsValue) -> JsResult<NdArray> {
+    pub fn slice(&self, spec: SliceArg) -> JsResult<NdArray> {
         wrap(self.arr()?.slice(&slices(&spec)?))
     }
     /// A row-major copy (no-op when already row-major).
@@ -599,10 +613,11 @@ impl NdArray {
     /// Variance over `axes` with `ddof` delta degrees of freedom.
     pub fn var(
         &self,
-        axes: JsValue,
+        axes: Option<AxesArg>,
         keepdims: Option<bool>,
         ddof: Option<u32>,
     ) -> JsResult<NdArray> {
+        let axes = opt(axes);
         let ax = cv::axes(&axes)?;
         wrap(wc::var(
             &self.arr()?,
@@ -636,7 +651,7 @@ macro_rules! unary_api {
         $(
             #[doc = concat!("Elementwise `", $js, "`.")]
             #[wasm_bindgen(js_name = $js)]
-            pub fn $f(x: &JsValue) -> JsResult<NdArray> { wrap(wc::$f(&lead(x)?)) }
+            pub fn $f(x: &ArrayInput) -> JsResult<NdArray> { wrap(wc::$f(&lead(x)?)) }
         )*
         #[wasm_bindgen]
         impl NdArray {
@@ -659,7 +674,7 @@ macro_rules! binary_api {
         $(
             #[doc = concat!("Elementwise `", $js, "` with numpy broadcasting; either operand may be a number.")]
             #[wasm_bindgen(js_name = $js)]
-            pub fn $f(a: &JsValue, b: &JsValue) -> JsResult<NdArray> {
+            pub fn $f(a: &ArrayInput, b: &ArrayInput) -> JsResult<NdArray> {
                 let (a, b) = pair(a, b)?;
                 wrap(wc::$f(&a, &b))
             }
@@ -669,7 +684,7 @@ macro_rules! binary_api {
             $(
                 #[doc = concat!("Elementwise `", $js, "` with numpy broadcasting; `other` may be a number.")]
                 #[wasm_bindgen(js_name = $js)]
-                pub fn $f(&self, other: &JsValue) -> JsResult<NdArray> {
+                pub fn $f(&self, other: &ArrayInput) -> JsResult<NdArray> {
                     let me = self.arr()?;
                     wrap(wc::$f(&me, &operand(other, &me)?))
                 }
@@ -689,7 +704,8 @@ macro_rules! reduce_api {
         $(
             #[doc = concat!("`", $js, "` over `axes` (a number or an array; all when omitted).")]
             #[wasm_bindgen(js_name = $js)]
-            pub fn $f(x: &JsValue, axes: JsValue, keepdims: Option<bool>) -> JsResult<NdArray> {
+            pub fn $f(x: &ArrayInput, axes: Option<AxesArg>, keepdims: Option<bool>) -> JsResult<NdArray> {
+                let axes = opt(axes);
                 let ax = cv::axes(&axes)?;
                 wrap(wc::$f(&lead(x)?, ax.as_deref(), keepdims.unwrap_or(false)))
             }
@@ -699,7 +715,8 @@ macro_rules! reduce_api {
             $(
                 #[doc = concat!("`", $js, "` over `axes` (a number or an array; all when omitted).")]
                 #[wasm_bindgen(js_name = $js)]
-                pub fn $f(&self, axes: JsValue, keepdims: Option<bool>) -> JsResult<NdArray> {
+                pub fn $f(&self, axes: Option<AxesArg>, keepdims: Option<bool>) -> JsResult<NdArray> {
+                    let axes = opt(axes);
                     let ax = cv::axes(&axes)?;
                     wrap(wc::$f(&self.arr()?, ax.as_deref(), keepdims.unwrap_or(false)))
                 }
@@ -717,7 +734,12 @@ reduce_api!(sum => "sum", prod => "prod", max => "max", min => "min", all => "al
 /// numbers or booleans, or a number; `shape` defaults to the data's length
 /// (0-d for a number); `dtype` converts.
 #[wasm_bindgen]
-pub fn array(data: &JsValue, shape: JsValue, dtype: JsValue) -> JsResult<NdArray> {
+pub fn array(
+    data: &HostDataArg,
+    shape: Option<ShapeArg>,
+    dtype: Option<DTypeArg>,
+) -> JsResult<NdArray> {
+    let (shape, dtype) = (opt(shape), opt(dtype));
     let sh = if shape.is_undefined() || shape.is_null() {
         None
     } else {
@@ -734,7 +756,8 @@ pub fn array(data: &JsValue, shape: JsValue, dtype: JsValue) -> JsResult<NdArray
 
 /// Every element `value` (dtype default f32).
 #[wasm_bindgen]
-pub fn full(shape: JsValue, value: f64, dtype: JsValue) -> JsResult<NdArray> {
+pub fn full(shape: ShapeArg, value: f64, dtype: Option<DTypeArg>) -> JsResult<NdArray> {
+    let dtype = opt(dtype);
     wrap(wc::full(
         &cv::shape("full", &shape)?,
         value,
@@ -744,19 +767,25 @@ pub fn full(shape: JsValue, value: f64, dtype: JsValue) -> JsResult<NdArray> {
 
 /// Zeros (dtype default f32).
 #[wasm_bindgen]
-pub fn zeros(shape: JsValue, dtype: JsValue) -> JsResult<NdArray> {
+pub fn zeros(shape: ShapeArg, dtype: Option<DTypeArg>) -> JsResult<NdArray> {
     full(shape, 0.0, dtype)
 }
 
 /// Ones (dtype default f32).
 #[wasm_bindgen]
-pub fn ones(shape: JsValue, dtype: JsValue) -> JsResult<NdArray> {
+pub fn ones(shape: ShapeArg, dtype: Option<DTypeArg>) -> JsResult<NdArray> {
     full(shape, 1.0, dtype)
 }
 
 /// `arange(stop)` or `arange(start, stop, step = 1, dtype = "f32")`.
 #[wasm_bindgen]
-pub fn arange(start: f64, stop: JsValue, step: JsValue, dtype: JsValue) -> JsResult<NdArray> {
+pub fn arange(
+    start: f64,
+    stop: Option<f64>,
+    step: Option<f64>,
+    dtype: Option<DTypeArg>,
+) -> JsResult<NdArray> {
+    let (stop, step, dtype) = (opt(stop), opt(step), opt(dtype));
     let (start, stop) = match cv::opt_f64("arange stop", &stop)? {
         Some(s) => (start, s),
         None => (0.0, start),
@@ -772,7 +801,8 @@ pub fn arange(start: f64, stop: JsValue, step: JsValue, dtype: JsValue) -> JsRes
 
 /// `num` evenly spaced values from `start` to `stop` inclusive.
 #[wasm_bindgen]
-pub fn linspace(start: f64, stop: f64, num: u32, dtype: JsValue) -> JsResult<NdArray> {
+pub fn linspace(start: f64, stop: f64, num: u32, dtype: Option<DTypeArg>) -> JsResult<NdArray> {
+    let dtype = opt(dtype);
     wrap(wc::linspace(
         start,
         stop,
@@ -783,13 +813,14 @@ pub fn linspace(start: f64, stop: f64, num: u32, dtype: JsValue) -> JsResult<NdA
 
 /// The `n × n` identity.
 #[wasm_bindgen]
-pub fn eye(n: u32, dtype: JsValue) -> JsResult<NdArray> {
+pub fn eye(n: u32, dtype: Option<DTypeArg>) -> JsResult<NdArray> {
+    let dtype = opt(dtype);
     wrap(wc::eye(n as usize, cv::dtype(&dtype, DType::F32)?))
 }
 
 /// `alpha * x + beta * y` in one pass (MLX's axpby), with broadcasting.
 #[wasm_bindgen]
-pub fn axpby(x: &JsValue, y: &JsValue, alpha: f64, beta: f64) -> JsResult<NdArray> {
+pub fn axpby(x: &ArrayInput, y: &ArrayInput, alpha: f64, beta: f64) -> JsResult<NdArray> {
     let (x, y) = pair(x, y)?;
     wrap(wc::axpby(&x, &y, alpha, beta))
 }
@@ -797,16 +828,16 @@ pub fn axpby(x: &JsValue, y: &JsValue, alpha: f64, beta: f64) -> JsResult<NdArra
 /// Matrix product with numpy's rules (1-D operands, broadcast batch dims); float
 /// dtypes, 16-bit ones accumulated in f32.
 #[wasm_bindgen]
-pub fn matmul(a: &JsValue, b: &JsValue) -> JsResult<NdArray> {
+pub fn matmul(a: &ArrayInput, b: &ArrayInput) -> JsResult<NdArray> {
     wrap(wc::matmul(&lead(a)?, &lead(b)?))
 }
 
 /// `alpha * (a @ b) + beta * c` in one pass (alpha and beta default to 1).
 #[wasm_bindgen]
 pub fn addmm(
-    c: &JsValue,
-    a: &JsValue,
-    b: &JsValue,
+    c: &ArrayInput,
+    a: &ArrayInput,
+    b: &ArrayInput,
     alpha: Option<f64>,
     beta: Option<f64>,
 ) -> JsResult<NdArray> {
@@ -828,13 +859,15 @@ fn norm_axes(axes: &JsValue) -> JsResult<Vec<isize>> {
 
 /// Softmax over `axes` (a number or an array; the last axis when omitted).
 #[wasm_bindgen]
-pub fn softmax(x: &JsValue, axes: JsValue) -> JsResult<NdArray> {
+pub fn softmax(x: &ArrayInput, axes: Option<AxesArg>) -> JsResult<NdArray> {
+    let axes = opt(axes);
     wrap(wc::softmax(&lead(x)?, &norm_axes(&axes)?))
 }
 
 /// Log-softmax over `axes` (the last axis when omitted).
 #[wasm_bindgen(js_name = logSoftmax)]
-pub fn log_softmax(x: &JsValue, axes: JsValue) -> JsResult<NdArray> {
+pub fn log_softmax(x: &ArrayInput, axes: Option<AxesArg>) -> JsResult<NdArray> {
+    let axes = opt(axes);
     wrap(wc::log_softmax(&lead(x)?, &norm_axes(&axes)?))
 }
 
@@ -851,11 +884,12 @@ fn param(v: &JsValue) -> JsResult<Option<Array>> {
 /// (`null`); `eps` defaults to 1e-5.
 #[wasm_bindgen(js_name = layerNorm)]
 pub fn layer_norm(
-    x: &JsValue,
-    weight: JsValue,
-    bias: JsValue,
+    x: &ArrayInput,
+    weight: Option<ArrayInput>,
+    bias: Option<ArrayInput>,
     eps: Option<f64>,
 ) -> JsResult<NdArray> {
+    let (weight, bias) = (opt(weight), opt(bias));
     let (w, b) = (param(&weight)?, param(&bias)?);
     wrap(wc::layer_norm(
         &lead(x)?,
@@ -867,7 +901,8 @@ pub fn layer_norm(
 
 /// RMS normalisation over the last axis; `weight` may be omitted; `eps` defaults to 1e-5.
 #[wasm_bindgen(js_name = rmsNorm)]
-pub fn rms_norm(x: &JsValue, weight: JsValue, eps: Option<f64>) -> JsResult<NdArray> {
+pub fn rms_norm(x: &ArrayInput, weight: Option<ArrayInput>, eps: Option<f64>) -> JsResult<NdArray> {
+    let weight = opt(weight);
     let w = param(&weight)?;
     wrap(wc::rms_norm(&lead(x)?, w.as_ref(), eps.unwrap_or(1e-5)))
 }
@@ -875,14 +910,14 @@ pub fn rms_norm(x: &JsValue, weight: JsValue, eps: Option<f64>) -> JsResult<NdAr
 #[wasm_bindgen]
 impl NdArray {
     /// Matrix product with `other` (see the free function `matmul`).
-    pub fn matmul(&self, other: &JsValue) -> JsResult<NdArray> {
+    pub fn matmul(&self, other: &ArrayInput) -> JsResult<NdArray> {
         wrap(wc::matmul(&self.arr()?, &lead(other)?))
     }
 }
 
 /// `cond ? x : y` elementwise with broadcasting.
 #[wasm_bindgen(js_name = "where")]
-pub fn where_(cond: &JsValue, x: &JsValue, y: &JsValue) -> JsResult<NdArray> {
+pub fn where_(cond: &ArrayInput, x: &ArrayInput, y: &ArrayInput) -> JsResult<NdArray> {
     let (x, y) = pair(x, y)?;
     let c = operand(cond, &x)?;
     wrap(wc::where_(&c, &x, &y))
@@ -890,27 +925,28 @@ pub fn where_(cond: &JsValue, x: &JsValue, y: &JsValue) -> JsResult<NdArray> {
 
 /// Converts to `dtype`.
 #[wasm_bindgen]
-pub fn astype(x: &JsValue, dtype: &str) -> JsResult<NdArray> {
-    let d = cv::dtype(&JsValue::from_str(dtype), DType::F32)?;
+pub fn astype(x: &ArrayInput, dtype: DTypeArg) -> JsResult<NdArray> {
+    let d = cv::dtype(&dtype, DType::F32)?;
     wrap(wc::astype(&lead(x)?, d))
 }
 
 /// See `NdArray.reshape`.
 #[wasm_bindgen]
-pub fn reshape(x: &JsValue, shape: JsValue) -> JsResult<NdArray> {
+pub fn reshape(x: &ArrayInput, shape: ShapeArg) -> JsResult<NdArray> {
     wrap(wc::reshape(&lead(x)?, &cv::ints("reshape", &shape)?))
 }
 
 /// See `NdArray.transpose`.
 #[wasm_bindgen]
-pub fn transpose(x: &JsValue, axes: JsValue) -> JsResult<NdArray> {
+pub fn transpose(x: &ArrayInput, axes: Option<AxesArg>) -> JsResult<NdArray> {
+    let axes = opt(axes);
     let ax = cv::axes(&axes)?;
     wrap(wc::transpose(&lead(x)?, ax.as_deref()))
 }
 
 /// See `NdArray.broadcastTo`.
 #[wasm_bindgen(js_name = broadcastTo)]
-pub fn broadcast_to(x: &JsValue, shape: JsValue) -> JsResult<NdArray> {
+pub fn broadcast_to(x: &ArrayInput, shape: ShapeArg) -> JsResult<NdArray> {
     wrap(wc::broadcast_to(
         &lead(x)?,
         &cv::shape("broadcastTo", &shape)?,
@@ -919,19 +955,19 @@ pub fn broadcast_to(x: &JsValue, shape: JsValue) -> JsResult<NdArray> {
 
 /// See `NdArray.slice`.
 #[wasm_bindgen]
-pub fn slice(x: &JsValue, spec: JsValue) -> JsResult<NdArray> {
+pub fn slice(x: &ArrayInput, spec: SliceArg) -> JsResult<NdArray> {
     wrap(wc::slice(&lead(x)?, &slices(&spec)?))
 }
 
 /// See `NdArray.argmax`.
 #[wasm_bindgen]
-pub fn argmax(x: &JsValue, axis: Option<i32>, keepdims: Option<bool>) -> JsResult<NdArray> {
+pub fn argmax(x: &ArrayInput, axis: Option<i32>, keepdims: Option<bool>) -> JsResult<NdArray> {
     arg(&lead(x)?, axis, keepdims, wc::argmax)
 }
 
 /// See `NdArray.argmin`.
 #[wasm_bindgen]
-pub fn argmin(x: &JsValue, axis: Option<i32>, keepdims: Option<bool>) -> JsResult<NdArray> {
+pub fn argmin(x: &ArrayInput, axis: Option<i32>, keepdims: Option<bool>) -> JsResult<NdArray> {
     arg(&lead(x)?, axis, keepdims, wc::argmin)
 }
 
@@ -1052,8 +1088,9 @@ fn nd_list(xs: Vec<Array>) -> js_sys::Array {
 /// one-element float array, or the first of an array of results) with respect to
 /// those arguments. `wmx.js` makes it variadic: `wmx.grad(f)(x, y)`.
 #[wasm_bindgen(js_name = grad)]
-pub fn grad(f: js_sys::Function, argnums: JsValue) -> JsResult<js_sys::Function> {
-    let argnums = argnums_of(&argnums)?;
+pub fn grad(f: ArrayFunction, argnums: Option<Argnums>) -> JsResult<GradFn> {
+    let f: js_sys::Function = f.unchecked_into();
+    let argnums = argnums_of(&opt(argnums))?;
     let g = move |args: JsValue| -> Result<JsValue, JsError> {
         let args = args_of(&args)?;
         let d = wc::grad(|a: &[Array]| call_js(&f, a), &argnums)(&args).map_err(err)?;
@@ -1069,8 +1106,9 @@ pub fn grad(f: js_sys::Function, argnums: JsValue) -> JsResult<js_sys::Function>
 /// `valueAndGrad(f, argnums = 0)`: like [`grad`], returning `[value, grads]`
 /// (`value`: `f`'s result as it returned it).
 #[wasm_bindgen(js_name = valueAndGrad)]
-pub fn value_and_grad(f: js_sys::Function, argnums: JsValue) -> JsResult<js_sys::Function> {
-    let argnums = argnums_of(&argnums)?;
+pub fn value_and_grad(f: ArrayFunction, argnums: Option<Argnums>) -> JsResult<ValueAndGradFn> {
+    let f: js_sys::Function = f.unchecked_into();
+    let argnums = argnums_of(&opt(argnums))?;
     let g = move |args: JsValue| -> Result<JsValue, JsError> {
         let args = args_of(&args)?;
         let (mut v, d) =

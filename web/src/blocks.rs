@@ -7,6 +7,7 @@
 
 use crate::api::{JsResult, NdArray, lead, wrap};
 use crate::convert::{self as cv, err, js_err};
+use crate::types::*;
 use wasm_bindgen::prelude::*;
 use wmx_core::{self as wc, Array, DType, PadMode, ReduceOp, random};
 
@@ -24,7 +25,7 @@ fn axis_or(v: Option<i32>, default: isize) -> isize {
 
 /// Joins arrays along an existing axis (default 0).
 #[wasm_bindgen]
-pub fn concatenate(arrays_: JsValue, axis: Option<i32>) -> JsResult<NdArray> {
+pub fn concatenate(arrays_: ArrayInputs, axis: Option<i32>) -> JsResult<NdArray> {
     let xs = arrays("concatenate", &arrays_)?;
     wrap(wc::concatenate(
         &xs.iter().collect::<Vec<_>>(),
@@ -34,7 +35,7 @@ pub fn concatenate(arrays_: JsValue, axis: Option<i32>) -> JsResult<NdArray> {
 
 /// Joins arrays of one shape along a new axis (default 0).
 #[wasm_bindgen]
-pub fn stack(arrays_: JsValue, axis: Option<i32>) -> JsResult<NdArray> {
+pub fn stack(arrays_: ArrayInputs, axis: Option<i32>) -> JsResult<NdArray> {
     let xs = arrays("stack", &arrays_)?;
     wrap(wc::stack(&xs.iter().collect::<Vec<_>>(), axis_or(axis, 0)))
 }
@@ -44,11 +45,12 @@ pub fn stack(arrays_: JsValue, axis: Option<i32>) -> JsResult<NdArray> {
 /// `"reflect"`.
 #[wasm_bindgen]
 pub fn pad(
-    x: &JsValue,
-    widths: JsValue,
-    mode: Option<String>,
+    x: &ArrayInput,
+    widths: PadWidthsArg,
+    mode: Option<PadModeArg>,
     value: Option<f64>,
 ) -> JsResult<NdArray> {
+    let mode = opt(mode).as_string();
     let flat = cv::shape("pad widths", &js_sys::Array::from(&widths).flat(1).into())?;
     if flat.len() % 2 != 0 {
         return Err(js_err("pad: widths are [before, after] pairs"));
@@ -70,7 +72,7 @@ pub fn pad(
 /// Shifts elements along `axis` with wrap-around (the flattened array when
 /// `axis` is omitted).
 #[wasm_bindgen]
-pub fn roll(x: &JsValue, shift: i32, axis: Option<i32>) -> JsResult<NdArray> {
+pub fn roll(x: &ArrayInput, shift: i32, axis: Option<i32>) -> JsResult<NdArray> {
     wrap(wc::roll(
         &lead(x)?,
         shift as isize,
@@ -82,7 +84,7 @@ pub fn roll(x: &JsValue, shift: i32, axis: Option<i32>) -> JsResult<NdArray> {
 /// negative indices count from the end, others out of range read NaN (floats) or
 /// the dtype's extreme.
 #[wasm_bindgen]
-pub fn take(x: &JsValue, indices: &JsValue, axis: Option<i32>) -> JsResult<NdArray> {
+pub fn take(x: &ArrayInput, indices: &ArrayInput, axis: Option<i32>) -> JsResult<NdArray> {
     wrap(wc::take(
         &lead(x)?,
         &lead(indices)?,
@@ -92,7 +94,11 @@ pub fn take(x: &JsValue, indices: &JsValue, axis: Option<i32>) -> JsResult<NdArr
 
 /// `out[p] = x[p with p[axis] = indices[p]]` (numpy's `take_along_axis`).
 #[wasm_bindgen(js_name = takeAlongAxis)]
-pub fn take_along_axis(x: &JsValue, indices: &JsValue, axis: Option<i32>) -> JsResult<NdArray> {
+pub fn take_along_axis(
+    x: &ArrayInput,
+    indices: &ArrayInput,
+    axis: Option<i32>,
+) -> JsResult<NdArray> {
     wrap(wc::take_along_axis(
         &lead(x)?,
         &lead(indices)?,
@@ -103,7 +109,12 @@ pub fn take_along_axis(x: &JsValue, indices: &JsValue, axis: Option<i32>) -> JsR
 /// A copy of `x` with `updates` written at `indices` along `axis` (the inverse of
 /// `take`; out-of-range indices are dropped).
 #[wasm_bindgen]
-pub fn scatter(x: &JsValue, indices: &JsValue, updates: &JsValue, axis: i32) -> JsResult<NdArray> {
+pub fn scatter(
+    x: &ArrayInput,
+    indices: &ArrayInput,
+    updates: &ArrayInput,
+    axis: i32,
+) -> JsResult<NdArray> {
     wrap(wc::scatter(
         &lead(x)?,
         &lead(indices)?,
@@ -115,9 +126,9 @@ pub fn scatter(x: &JsValue, indices: &JsValue, updates: &JsValue, axis: i32) -> 
 /// As `scatter`, adding: duplicate indices accumulate.
 #[wasm_bindgen(js_name = scatterAdd)]
 pub fn scatter_add(
-    x: &JsValue,
-    indices: &JsValue,
-    updates: &JsValue,
+    x: &ArrayInput,
+    indices: &ArrayInput,
+    updates: &ArrayInput,
     axis: i32,
 ) -> JsResult<NdArray> {
     wrap(wc::scatter_add(
@@ -131,9 +142,9 @@ pub fn scatter_add(
 /// numpy's `put_along_axis`, returning a new array.
 #[wasm_bindgen(js_name = putAlongAxis)]
 pub fn put_along_axis(
-    x: &JsValue,
-    indices: &JsValue,
-    values: &JsValue,
+    x: &ArrayInput,
+    indices: &ArrayInput,
+    values: &ArrayInput,
     axis: i32,
 ) -> JsResult<NdArray> {
     wrap(wc::put_along_axis(
@@ -146,7 +157,8 @@ pub fn put_along_axis(
 
 /// One-hot rows of length `depth` (`dtype` default f32).
 #[wasm_bindgen(js_name = oneHot)]
-pub fn one_hot(indices: &JsValue, depth: u32, dtype: JsValue) -> JsResult<NdArray> {
+pub fn one_hot(indices: &ArrayInput, depth: u32, dtype: Option<DTypeArg>) -> JsResult<NdArray> {
+    let dtype = opt(dtype);
     wrap(wc::one_hot(
         &lead(indices)?,
         depth as usize,
@@ -156,7 +168,7 @@ pub fn one_hot(indices: &JsValue, depth: u32, dtype: JsValue) -> JsResult<NdArra
 
 fn scan(
     op: ReduceOp,
-    x: &JsValue,
+    x: &ArrayInput,
     axis: Option<i32>,
     reverse: Option<bool>,
     inclusive: Option<bool>,
@@ -174,7 +186,7 @@ fn scan(
 /// `inclusive` (default true) as MLX's.
 #[wasm_bindgen]
 pub fn cumsum(
-    x: &JsValue,
+    x: &ArrayInput,
     axis: Option<i32>,
     reverse: Option<bool>,
     inclusive: Option<bool>,
@@ -185,7 +197,7 @@ pub fn cumsum(
 /// Cumulative product (see `cumsum`).
 #[wasm_bindgen]
 pub fn cumprod(
-    x: &JsValue,
+    x: &ArrayInput,
     axis: Option<i32>,
     reverse: Option<bool>,
     inclusive: Option<bool>,
@@ -196,7 +208,7 @@ pub fn cumprod(
 /// Running maximum (see `cumsum`).
 #[wasm_bindgen]
 pub fn cummax(
-    x: &JsValue,
+    x: &ArrayInput,
     axis: Option<i32>,
     reverse: Option<bool>,
     inclusive: Option<bool>,
@@ -207,7 +219,7 @@ pub fn cummax(
 /// Running minimum (see `cumsum`).
 #[wasm_bindgen]
 pub fn cummin(
-    x: &JsValue,
+    x: &ArrayInput,
     axis: Option<i32>,
     reverse: Option<bool>,
     inclusive: Option<bool>,
@@ -217,25 +229,22 @@ pub fn cummin(
 
 /// Sorted along `axis` (the last when omitted), stably, NaN last.
 #[wasm_bindgen]
-pub fn sort(x: &JsValue, axis: Option<i32>) -> JsResult<NdArray> {
+pub fn sort(x: &ArrayInput, axis: Option<i32>) -> JsResult<NdArray> {
     wrap(wc::sort(&lead(x)?, Some(axis_or(axis, -1))))
 }
 
 /// The u32 indices that sort along `axis` (the last when omitted), stably.
 #[wasm_bindgen]
-pub fn argsort(x: &JsValue, axis: Option<i32>) -> JsResult<NdArray> {
+pub fn argsort(x: &ArrayInput, axis: Option<i32>) -> JsResult<NdArray> {
     wrap(wc::argsort(&lead(x)?, Some(axis_or(axis, -1))))
 }
 
 /// `[values, indices]` of the `k` largest along `axis` (the last when omitted),
 /// largest first.
 #[wasm_bindgen]
-pub fn topk(x: &JsValue, k: u32, axis: Option<i32>) -> JsResult<js_sys::Array> {
+pub fn topk(x: &ArrayInput, k: u32, axis: Option<i32>) -> JsResult<NdPair> {
     let (v, i) = wc::topk(&lead(x)?, k as usize, axis_or(axis, -1)).map_err(err)?;
-    Ok(js_sys::Array::of2(
-        &NdArray::wrap(v).into(),
-        &NdArray::wrap(i).into(),
-    ))
+    Ok(js_sys::Array::of2(&NdArray::wrap(v).into(), &NdArray::wrap(i).into()).unchecked_into())
 }
 
 /// The key of `seed` (an integer below 2^53): a u32 array of shape [2], as MLX's
@@ -252,25 +261,26 @@ pub fn random_key(seed: f64) -> JsResult<NdArray> {
 
 /// `num` new keys `[num, 2]`.
 #[wasm_bindgen(js_name = randomSplit)]
-pub fn random_split(key: &JsValue, num: u32) -> JsResult<NdArray> {
+pub fn random_split(key: &ArrayInput, num: u32) -> JsResult<NdArray> {
     wrap(random::split(&lead(key)?, num as usize))
 }
 
 /// Uniform u32 bits of `shape`.
 #[wasm_bindgen(js_name = randomBits)]
-pub fn random_bits(key: &JsValue, shape: JsValue) -> JsResult<NdArray> {
+pub fn random_bits(key: &ArrayInput, shape: ShapeArg) -> JsResult<NdArray> {
     wrap(random::bits(&lead(key)?, &cv::shape("randomBits", &shape)?))
 }
 
 /// Uniform on [low, high) (defaults 0 and 1; `dtype` default f32).
 #[wasm_bindgen(js_name = randomUniform)]
 pub fn random_uniform(
-    key: &JsValue,
-    shape: JsValue,
+    key: &ArrayInput,
+    shape: ShapeArg,
     low: Option<f64>,
     high: Option<f64>,
-    dtype: JsValue,
+    dtype: Option<DTypeArg>,
 ) -> JsResult<NdArray> {
+    let dtype = opt(dtype);
     let s = cv::shape("randomUniform", &shape)?;
     let d = cv::dtype(&dtype, DType::F32)?;
     wrap(random::uniform(
@@ -285,12 +295,13 @@ pub fn random_uniform(
 /// Normal samples (`loc` default 0, `scale` default 1, `dtype` default f32).
 #[wasm_bindgen(js_name = randomNormal)]
 pub fn random_normal(
-    key: &JsValue,
-    shape: JsValue,
+    key: &ArrayInput,
+    shape: ShapeArg,
     loc: Option<f64>,
     scale: Option<f64>,
-    dtype: JsValue,
+    dtype: Option<DTypeArg>,
 ) -> JsResult<NdArray> {
+    let dtype = opt(dtype);
     let s = cv::shape("randomNormal", &shape)?;
     let d = cv::dtype(&dtype, DType::F32)?;
     wrap(random::normal(
@@ -305,12 +316,13 @@ pub fn random_normal(
 /// Integers on [low, high) (`dtype` default i32).
 #[wasm_bindgen(js_name = randomRandint)]
 pub fn random_randint(
-    key: &JsValue,
-    shape: JsValue,
+    key: &ArrayInput,
+    shape: ShapeArg,
     low: f64,
     high: f64,
-    dtype: JsValue,
+    dtype: Option<DTypeArg>,
 ) -> JsResult<NdArray> {
+    let dtype = opt(dtype);
     let s = cv::shape("randomRandint", &shape)?;
     let d = cv::dtype(&dtype, DType::I32)?;
     wrap(random::randint(&lead(key)?, &s, low as i64, high as i64, d))
@@ -318,7 +330,7 @@ pub fn random_randint(
 
 /// Booleans, true with probability `p`.
 #[wasm_bindgen(js_name = randomBernoulli)]
-pub fn random_bernoulli(key: &JsValue, p: f64, shape: JsValue) -> JsResult<NdArray> {
+pub fn random_bernoulli(key: &ArrayInput, p: f64, shape: ShapeArg) -> JsResult<NdArray> {
     wrap(random::bernoulli(
         &lead(key)?,
         p,
@@ -329,7 +341,11 @@ pub fn random_bernoulli(key: &JsValue, p: f64, shape: JsValue) -> JsResult<NdArr
 /// Class indices drawn from unnormalised log-probabilities along `axis` (the last
 /// when omitted).
 #[wasm_bindgen(js_name = randomCategorical)]
-pub fn random_categorical(key: &JsValue, logits: &JsValue, axis: Option<i32>) -> JsResult<NdArray> {
+pub fn random_categorical(
+    key: &ArrayInput,
+    logits: &ArrayInput,
+    axis: Option<i32>,
+) -> JsResult<NdArray> {
     wrap(random::categorical(
         &lead(key)?,
         &lead(logits)?,
@@ -339,6 +355,6 @@ pub fn random_categorical(key: &JsValue, logits: &JsValue, axis: Option<i32>) ->
 
 /// A random permutation of `0..n` (u32), MLX's for the same key.
 #[wasm_bindgen(js_name = randomPermutation)]
-pub fn random_permutation(key: &JsValue, n: u32) -> JsResult<NdArray> {
+pub fn random_permutation(key: &ArrayInput, n: u32) -> JsResult<NdArray> {
     wrap(random::permutation(&lead(key)?, n as usize))
 }

@@ -5,6 +5,7 @@
 
 use crate::api::{JsResult, NdArray, lead};
 use crate::convert::{err, js_err};
+use crate::types::*;
 use wasm_bindgen::prelude::*;
 use wmx_core::{self as wc, Array, Compiled, Mode};
 
@@ -43,8 +44,8 @@ pub struct JsCompiled(Compiled);
 /// call per signature (shapes, strides, dtypes, device) runs `fn` on tracers; it
 /// must not read data (`await x.data()` cannot run inside it anyway).
 #[wasm_bindgen]
-pub fn compile(f: js_sys::Function) -> JsCompiled {
-    let f = JsFn(f);
+pub fn compile(f: ArrayFunction) -> JsCompiled {
+    let f = JsFn(f.unchecked_into());
     JsCompiled(wc::compile(move |xs: &[Array]| {
         let args: js_sys::Array = xs
             .iter()
@@ -68,13 +69,14 @@ pub fn compile(f: js_sys::Function) -> JsCompiled {
 #[wasm_bindgen(js_class = CompiledFunction)]
 impl JsCompiled {
     /// Calls the function on `args` (an array of arrays): an array of its results.
-    pub fn call(&self, args: JsValue) -> JsResult<js_sys::Array> {
+    pub fn call(&self, args: ArrayInputs) -> JsResult<NdArrays> {
         let xs = inputs(&args)?;
         let outs = self.0.call(&xs).map_err(err)?;
         Ok(outs
             .into_iter()
             .map(|a| JsValue::from(NdArray::wrap(a)))
-            .collect())
+            .collect::<js_sys::Array>()
+            .unchecked_into())
     }
 
     /// Traces made so far.
@@ -85,7 +87,7 @@ impl JsCompiled {
 
     /// What compiling does for `args`' signature: `{tracedOps, nodes, kernels:
     /// [wgsl, ...]}`.
-    pub fn report(&self, args: JsValue) -> JsResult<JsValue> {
+    pub fn report(&self, args: ArrayInputs) -> JsResult<CompileReportJs> {
         let r = self.0.report(&inputs(&args)?).map_err(err)?;
         let o = js_sys::Object::new();
         let set = |k: &str, v: JsValue| js_sys::Reflect::set(&o, &k.into(), &v).map(|_| ());
@@ -98,7 +100,7 @@ impl JsCompiled {
             .and_then(|_| set("nodes", (r.nodes as f64).into()))
             .and_then(|_| set("kernels", kernels.into()))
             .map_err(|_| js_err("report: could not build the object"))?;
-        Ok(o.into())
+        Ok(o.unchecked_into())
     }
 }
 
@@ -106,7 +108,8 @@ impl JsCompiled {
 /// op computes at once, so its error is thrown by the op; compiled: reads fuse the
 /// pending elementwise chains).
 #[wasm_bindgen(js_name = setMode)]
-pub fn set_mode(mode: &str) -> JsResult<()> {
-    wc::set_mode(Mode::parse(mode).map_err(err)?);
+pub fn set_mode(mode: ModeArg) -> JsResult<()> {
+    let mode = mode.as_string().unwrap_or_default();
+    wc::set_mode(Mode::parse(&mode).map_err(err)?);
     Ok(())
 }

@@ -5,6 +5,7 @@
 
 use crate::api::{JsResult, NdArray, lead};
 use crate::convert::{self as cv, err, is_nullish, js_err};
+use crate::types::*;
 use wasm_bindgen::prelude::*;
 use wmx_core::DType;
 use wmx_webgpu::{Launch, Template, WgslKernel};
@@ -58,7 +59,7 @@ pub struct JsWgslKernel(WgslKernel);
 /// `local_id`, `group_id`, `local_index`, `grid`. Invalid WGSL throws at `call`,
 /// with naga's message.
 #[wasm_bindgen(js_name = wgslKernel)]
-pub fn wgsl_kernel(spec: JsValue) -> JsResult<JsWgslKernel> {
+pub fn wgsl_kernel(spec: KernelSpecArg) -> JsResult<JsWgslKernel> {
     let name = string("name", &get(&spec, "name"))?;
     let inputs = strings("inputs", &get(&spec, "inputs"))?;
     let outputs = strings("outputs", &get(&spec, "outputs"))?;
@@ -146,18 +147,19 @@ fn inputs(v: &JsValue) -> JsResult<Vec<wmx_core::Array>> {
 impl JsWgslKernel {
     /// Runs the kernel on `inputs` (lazily, on their WebGPU device): an array of
     /// its outputs.
-    pub fn call(&self, inputs_: JsValue, launch_: JsValue) -> JsResult<js_sys::Array> {
+    pub fn call(&self, inputs_: ArrayInputs, launch_: LaunchArg) -> JsResult<NdArrays> {
         let xs = inputs(&inputs_)?;
         let refs: Vec<&wmx_core::Array> = xs.iter().collect();
         let outs = self.0.call(&refs, &launch(&launch_)?).map_err(err)?;
         Ok(outs
             .into_iter()
             .map(|a| JsValue::from(NdArray::wrap(a)))
-            .collect())
+            .collect::<js_sys::Array>()
+            .unchecked_into())
     }
 
     /// The generated WGSL for these inputs and launch, for reading and debugging.
-    pub fn source(&self, inputs_: JsValue, launch_: JsValue) -> JsResult<String> {
+    pub fn source(&self, inputs_: ArrayInputs, launch_: LaunchArg) -> JsResult<String> {
         let xs = inputs(&inputs_)?;
         let refs: Vec<&wmx_core::Array> = xs.iter().collect();
         self.0.source(&refs, &launch(&launch_)?).map_err(err)

@@ -31,6 +31,10 @@
 //! - compiled functions: `compile(fn)` then `f.call([x, ...])` (fused kernels on
 //!   WebGPU), `f.report([x, ...])`; `setMode("lazy" | "eager" | "compiled")`.
 //!
+//! Every export is typed for TypeScript (the names in `types.rs`, no `any`);
+//! `web/pack.sh` packs the npm package (`wmx.js`, `wmx.d.ts`, the wasm-bindgen
+//! output) and web/test.sh installs and type-checks it.
+//!
 //! Nothing blocks: reads (`data`, `item`, `toDevice`, `synchronize`) are async. An op
 //! mixing devices must read its inputs from the GPU first (`toDevice`): a blocking
 //! GPU read is impossible in the browser and fails with an error.
@@ -47,6 +51,8 @@ mod compile;
 mod convert;
 #[cfg(target_arch = "wasm32")]
 mod kernel;
+#[cfg(target_arch = "wasm32")]
+mod types;
 
 #[cfg(target_arch = "wasm32")]
 pub use api::*;
@@ -56,3 +62,5 @@ pub use blocks::*;
 pub use compile::*;
 #[cfg(target_arch = "wasm32")]
 pub use kernel::*;
+#[cfg(target_arch = "wasm32")]
+pub use types::*;

@@ -13,11 +13,9 @@ use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 use wmx_core::{bf16, f16};
 use wmx_web as wmx;
-use wmx_web::NdArray;
+use wmx_web::{ArrayInput, NdArray, ShapeArg};
 
 wasm_bindgen_test_configure!(run_in_browser);
-
-const U: JsValue = JsValue::UNDEFINED;
 
 // ---------------------------------------------------------------- helpers
 
@@ -28,30 +26,47 @@ fn get(o: &JsValue, k: &str) -> JsValue {
 /// Opens WebGPU (never the CPU fallback: a missing adapter fails the test) and
 /// makes it the default device.
 async fn gpu() -> JsValue {
-    let info = wmx::init(JsValue::from_str("webgpu"))
+    let info = wmx::init(o(JsValue::from_str("webgpu")))
         .await
         .unwrap_or_else(|e| panic!("WebGPU did not open: {:?}", JsValue::from(e)));
-    wmx::set_device("webgpu").unwrap();
-    info
+    wmx::set_device(ty(JsValue::from_str("webgpu"))).unwrap();
+    info.into()
 }
 
 async fn has_f16() -> bool {
     get(&gpu().await, "f16").as_bool().unwrap()
 }
 
-fn shape(s: &[usize]) -> JsValue {
+fn shape(s: &[usize]) -> ShapeArg {
     s.iter()
         .map(|&d| JsValue::from_f64(d as f64))
         .collect::<js_sys::Array>()
-        .into()
+        .unchecked_into()
 }
 
-fn v(a: NdArray) -> JsValue {
-    a.into()
+/// A JS value as the extern type an export takes (those types exist for the
+/// TypeScript signatures only; the exports check the values themselves).
+fn ty<T: JsCast>(v: impl Into<JsValue>) -> T {
+    v.into().unchecked_into()
+}
+
+/// An optional argument of an export: `undefined` and `null` are `None`.
+fn o<T: JsCast>(v: impl Into<JsValue>) -> Option<T> {
+    let v = v.into();
+    (!v.is_undefined() && !v.is_null()).then(|| v.unchecked_into())
+}
+
+/// Awaits a Promise an export returned.
+async fn wait(p: impl Into<JsValue>) -> Result<JsValue, JsValue> {
+    JsFuture::from(p.into().unchecked_into::<js_sys::Promise>()).await
+}
+
+fn v(a: NdArray) -> ArrayInput {
+    JsValue::from(a).unchecked_into()
 }
 
 /// An array of `dtype` holding `x` (converted as JS numbers would be).
-fn typed(x: &[f64], s: &[usize], dtype: &str) -> JsValue {
+fn typed(x: &[f64], s: &[usize], dtype: &str) -> ArrayInput {
     let data: JsValue = match dtype {
         "f32" => Float32Array::from(&x.iter().map(|&a| a as f32).collect::<Vec<_>>()[..]).into(),
         "i32" => Int32Array::from(&x.iter().map(|&a| a as i32).collect::<Vec<_>>()[..]).into(),
@@ -73,21 +88,26 @@ fn typed(x: &[f64], s: &[usize], dtype: &str) -> JsValue {
         .into(),
         d => panic!("no typed array for {d}"),
     };
-    let a = wmx::array(&data, shape(s), JsValue::from_str(dtype)).unwrap();
+    let a = wmx::array(
+        data.unchecked_ref(),
+        Some(shape(s)),
+        o(JsValue::from_str(dtype)),
+    )
+    .unwrap();
     assert_eq!(a.dtype().unwrap(), dtype);
     v(a)
 }
 
 fn nd(a: &JsValue) -> NdArray {
     // Round trip through the API: an op that returns the same array as a handle.
-    wmx::reshape(a, get(a, "shape")).unwrap()
+    wmx::reshape(a.unchecked_ref(), ty(get(a, "shape"))).unwrap()
 }
 
 /// Reads any array as f64 through `data()`, checking the typed array's class.
 async fn read(a: &JsValue) -> Vec<f64> {
     let h = nd(a);
     let dtype = h.dtype().unwrap();
-    let data = JsFuture::from(h.data().unwrap()).await.unwrap();
+    let data = wait(h.data().unwrap()).await.unwrap();
     let class = get(&get(&data, "constructor"), "name").as_string().unwrap();
     let want = match dtype.as_str() {
         "f32" => "Float32Array",
@@ -220,7 +240,7 @@ fn err_msg(e: wasm_bindgen::JsError) -> String {
 
 #[wasm_bindgen_test]
 async fn init_chooses_browser_webgpu() {
-    let info = wmx::init(U).await.unwrap();
+    let info = wmx::init(None).await.unwrap();
     assert_eq!(
         get(&info, "device").as_string().unwrap(),
         "webgpu",
@@ -237,7 +257,7 @@ async fn init_chooses_browser_webgpu() {
         get(&info, "maxStorageBufferBindingSize")
     )));
     // Arrays created now live on the GPU.
-    let a = wmx::ones(shape(&[3]), U).unwrap();
+    let a = wmx::ones(shape(&[3]), None).unwrap();
     assert_eq!(a.device().unwrap(), "webgpu");
     // The browser has no subgroups through wgpu: the fallback kernels run.
     assert_eq!(get(&info, "subgroups").as_bool(), Some(false));
@@ -249,12 +269,12 @@ async fn cpu_device_and_transfers() {
     let x = rand(1000, 1, -2.0, 2.0);
     let g = typed(&x, &[1000], "f32");
     // GPU → CPU and back without blocking.
-    let c: JsValue = JsFuture::from(nd(&g).to_device("cpu").unwrap())
+    let c: JsValue = wait(nd(&g).to_device(ty(JsValue::from_str("cpu"))).unwrap())
         .await
         .unwrap();
     assert_eq!(get(&c, "device").as_string().unwrap(), "cpu");
-    let s_cpu = read(&v(wmx::sum(&c, U, None).unwrap())).await[0];
-    let s_gpu = read(&v(wmx::sum(&g, U, None).unwrap())).await[0];
+    let s_cpu = read(&v(wmx::sum(c.unchecked_ref(), None, None).unwrap())).await[0];
+    let s_gpu = read(&v(wmx::sum(&g, None, None).unwrap())).await[0];
     let want: f64 = x.iter().map(|&a| a as f32 as f64).sum();
     close(
         &[s_cpu, s_gpu],
@@ -264,9 +284,12 @@ async fn cpu_device_and_transfers() {
         "sum on cpu and webgpu",
     );
     // The CPU device as default.
-    let info = wmx::init(JsValue::from_str("cpu")).await.unwrap();
+    let info = wmx::init(o(JsValue::from_str("cpu"))).await.unwrap();
     assert_eq!(get(&info, "device").as_string().unwrap(), "cpu");
-    assert_eq!(wmx::ones(shape(&[2]), U).unwrap().device().unwrap(), "cpu");
+    assert_eq!(
+        wmx::ones(shape(&[2]), None).unwrap().device().unwrap(),
+        "cpu"
+    );
     gpu().await;
 }
 
@@ -393,7 +416,7 @@ async fn unary_ops_and_broadcasting() {
     let n = 2049;
     let pos = rand(n, 13, 0.1, 6.0);
     let sym = rand(n, 21, -std::f64::consts::PI, std::f64::consts::PI);
-    type Op = fn(&JsValue) -> Result<NdArray, wasm_bindgen::JsError>;
+    type Op = fn(&ArrayInput) -> Result<NdArray, wasm_bindgen::JsError>;
     // Tolerances from the WGSL spec's accuracy table (f32): exp 3 + 2|x| ULP,
     // log 2^-21 absolute near 1 else 3 ULP, sin 2^-11 absolute on [-π, π], sqrt and
     // tanh inherited from their formulas; the rest exact.
@@ -430,7 +453,7 @@ async fn unary_ops_and_broadcasting() {
         .flat_map(|i| (1..=4).map(move |j| (i + 10 * j) as f64))
         .collect();
     close(&read(&s).await, &want, 0.0, 0.0, "broadcast add");
-    let h = nd(&s).multiply(&JsValue::from_f64(0.5)).unwrap();
+    let h = nd(&s).multiply(&ty(JsValue::from_f64(0.5))).unwrap();
     assert_eq!(h.dtype().unwrap(), "f32");
     let want2: Vec<f64> = want.iter().map(|t| t * 0.5).collect();
     close(&read(&v(h)).await, &want2, 0.0, 0.0, "array * number");
@@ -486,13 +509,21 @@ async fn reductions_larger_than_a_workgroup() {
     let q: Vec<f64> = x.iter().map(|&t| t as f32 as f64).collect();
     let a = typed(&x, &[n], "f32");
     let sum: f64 = q.iter().sum();
-    let got = read(&v(wmx::sum(&a, U, None).unwrap())).await[0];
+    let got = read(&v(wmx::sum(&a, None, None).unwrap())).await[0];
     // f32 accumulation in a tree: error ~ sqrt(n) ulps of the partial sums.
     close(&[got], &[sum], 1e-4, 0.05, "sum of 1 Mi f32");
     let mx = q.iter().cloned().fold(f64::MIN, f64::max);
     let mn = q.iter().cloned().fold(f64::MAX, f64::min);
-    assert_eq!(read(&v(wmx::max(&a, U, None).unwrap())).await[0], mx, "max");
-    assert_eq!(read(&v(wmx::min(&a, U, None).unwrap())).await[0], mn, "min");
+    assert_eq!(
+        read(&v(wmx::max(&a, None, None).unwrap())).await[0],
+        mx,
+        "max"
+    );
+    assert_eq!(
+        read(&v(wmx::min(&a, None, None).unwrap())).await[0],
+        mn,
+        "min"
+    );
     let am = read(&v(wmx::argmax(&a, None, None).unwrap())).await[0] as usize;
     assert_eq!(q[am], mx, "argmax points at the max");
     assert_eq!(
@@ -500,13 +531,13 @@ async fn reductions_larger_than_a_workgroup() {
         q.iter().position(|&t| t == mx).unwrap(),
         "argmax is the first max"
     );
-    let mean = read(&v(wmx::mean(&a, U, None).unwrap())).await[0];
+    let mean = read(&v(wmx::mean(&a, None, None).unwrap())).await[0];
     close(&[mean], &[sum / n as f64], 1e-3, 1e-6, "mean");
 
     // Integer sum: exact.
     let ix = ints(n, 18, -1000, 1000);
     let isum: f64 = ix.iter().sum();
-    let r = v(wmx::sum(&typed(&ix, &[n], "i32"), U, None).unwrap());
+    let r = v(wmx::sum(&typed(&ix, &[n], "i32"), None, None).unwrap());
     assert_eq!(dtype_of(&r), "i32");
     assert_eq!(read(&r).await[0], isum, "i32 sum");
 
@@ -521,16 +552,16 @@ async fn reductions_larger_than_a_workgroup() {
     let by_col: Vec<f64> = (0..cols)
         .map(|j| (0..rows).map(|i| mq[i * cols + j]).sum())
         .collect();
-    let r1 = v(wmx::sum(&ma, JsValue::from_f64(1.0), Some(true)).unwrap());
+    let r1 = v(wmx::sum(&ma, o(JsValue::from_f64(1.0)), Some(true)).unwrap());
     assert_eq!(shape_of(&r1), vec![rows, 1]);
     close(&read(&r1).await, &by_row, 1e-5, 1e-4, "row sums");
-    let r0 = v(wmx::sum(&ma, JsValue::from_f64(0.0), None).unwrap());
+    let r0 = v(wmx::sum(&ma, o(JsValue::from_f64(0.0)), None).unwrap());
     close(&read(&r0).await, &by_col, 1e-5, 1e-4, "column sums");
     let maxcol: Vec<f64> = (0..cols)
         .map(|j| (0..rows).map(|i| mq[i * cols + j]).fold(f64::MIN, f64::max))
         .collect();
     close(
-        &read(&v(wmx::max(&ma, JsValue::from_f64(0.0), None).unwrap())).await,
+        &read(&v(wmx::max(&ma, o(JsValue::from_f64(0.0)), None).unwrap())).await,
         &maxcol,
         0.0,
         0.0,
@@ -538,10 +569,10 @@ async fn reductions_larger_than_a_workgroup() {
     );
     // prod and all/any on small inputs.
     let p = typed(&[1.5, -2.0, 3.0, 0.5], &[4], "f32");
-    assert_eq!(read(&v(wmx::prod(&p, U, None).unwrap())).await[0], -4.5);
+    assert_eq!(read(&v(wmx::prod(&p, None, None).unwrap())).await[0], -4.5);
     let bo = typed(&[1.0, 0.0, 1.0], &[3], "bool");
-    assert_eq!(read(&v(wmx::all(&bo, U, None).unwrap())).await[0], 0.0);
-    assert_eq!(read(&v(wmx::any(&bo, U, None).unwrap())).await[0], 1.0);
+    assert_eq!(read(&v(wmx::all(&bo, None, None).unwrap())).await[0], 0.0);
+    assert_eq!(read(&v(wmx::any(&bo, None, None).unwrap())).await[0], 1.0);
 }
 
 #[wasm_bindgen_test]
@@ -549,7 +580,7 @@ async fn f16_reduction_if_available() {
     if !has_f16().await {
         // Then f16 is a clear error, not wrong numbers.
         let e = err_msg(
-            wmx::zeros(shape(&[2]), JsValue::from_str("float16"))
+            wmx::zeros(shape(&[2]), o(JsValue::from_str("float16")))
                 .err()
                 .unwrap(),
         );
@@ -560,7 +591,7 @@ async fn f16_reduction_if_available() {
     let n = 70_000;
     let x = rand(n, 20, 0.0, 1.0);
     let q: Vec<f64> = x.iter().map(|&t| round_to(t, "f16")).collect();
-    let r = v(wmx::sum(&typed(&x, &[n], "f16"), U, None).unwrap());
+    let r = v(wmx::sum(&typed(&x, &[n], "f16"), None, None).unwrap());
     assert_eq!(dtype_of(&r), "f16");
     let want = round_to(q.iter().sum::<f64>(), "f16");
     close(
@@ -587,7 +618,7 @@ async fn views_without_copies() {
         .flat_map(|j| (0..r).map(move |i| (i * c + j) as f64))
         .collect();
     close(&read(&t).await, &want_t, 0.0, 0.0, "transpose");
-    let t1 = v(wmx::add(&t, &JsValue::from_f64(1.0)).unwrap());
+    let t1 = v(wmx::add(&t, &ty(JsValue::from_f64(1.0))).unwrap());
     let want_t1: Vec<f64> = want_t.iter().map(|x| x + 1.0).collect();
     close(&read(&t1).await, &want_t1, 0.0, 0.0, "transpose + 1");
     // Slices with steps, negative included: a[1:30:3, ::-2].
@@ -595,7 +626,7 @@ async fn views_without_copies() {
         &js_sys::Array::of3(&1.into(), &30.into(), &3.into()),
         &js_sys::Array::of3(&JsValue::NULL, &JsValue::NULL, &(-2).into()),
     );
-    let s = v(wmx::slice(&a, sl.into()).unwrap());
+    let s = v(wmx::slice(&a, ty(sl)).unwrap());
     let rows: Vec<usize> = (1..30).step_by(3).collect();
     let colsr: Vec<usize> = (0..c).rev().step_by(2).collect();
     assert_eq!(shape_of(&s), vec![rows.len(), colsr.len()]);
@@ -605,7 +636,7 @@ async fn views_without_copies() {
         .collect();
     close(&read(&s).await, &want_s, 0.0, 0.0, "slice [1:30:3, ::-2]");
     // A reduction over a sliced view.
-    let ss = read(&v(wmx::sum(&s, JsValue::from_f64(1.0), None).unwrap())).await;
+    let ss = read(&v(wmx::sum(&s, o(JsValue::from_f64(1.0)), None).unwrap())).await;
     let want_ss: Vec<f64> = rows
         .iter()
         .map(|&i| colsr.iter().map(|&j| (i * c + j) as f64).sum())
@@ -620,7 +651,7 @@ async fn views_without_copies() {
         0.0,
         "broadcastTo",
     );
-    let rs = v(wmx::reshape(&t, JsValue::from(js_sys::Array::of1(&(-1).into()))).unwrap());
+    let rs = v(wmx::reshape(&t, ty(js_sys::Array::of1(&(-1).into()))).unwrap());
     close(
         &read(&rs).await,
         &want_t,
@@ -630,7 +661,7 @@ async fn views_without_copies() {
     );
     let e = v(nd(&a).expand_dims(0).unwrap());
     assert_eq!(shape_of(&e), vec![1, r, c]);
-    assert_eq!(shape_of(&v(nd(&e).squeeze(U).unwrap())), vec![r, c]);
+    assert_eq!(shape_of(&v(nd(&e).squeeze(None).unwrap())), vec![r, c]);
 }
 
 #[wasm_bindgen_test]
@@ -638,7 +669,7 @@ async fn astype_casts() {
     let f16 = has_f16().await;
     let x = [-3.7, -0.5, 0.0, 0.5, 2.5, 3.99, 300.0, -1e10, 1e10];
     let a = typed(&x, &[x.len()], "f32");
-    let to = |d: &str| v(wmx::astype(&a, d).unwrap());
+    let to = |d: &str| v(wmx::astype(&a, ty(JsValue::from_str(d))).unwrap());
     // float → int truncates toward zero and saturates.
     let i32s: Vec<f64> = x.iter().map(|&t| (t as f32 as i32) as f64).collect();
     close(&read(&to("i32")).await, &i32s, 0.0, 0.0, "f32 → i32");
@@ -690,15 +721,9 @@ async fn grid_over_65535_workgroups() {
         );
         return;
     }
-    let a = v(wmx::arange(
-        0.0,
-        JsValue::from_f64((r * c) as f64),
-        U,
-        JsValue::from_str("i32"),
-    )
-    .unwrap());
+    let a = v(wmx::arange(0.0, Some((r * c) as f64), None, o(JsValue::from_str("i32"))).unwrap());
     let a = v(wmx::reshape(&a, shape(&[r, c])).unwrap());
-    let t = v(wmx::transpose(&a, U).unwrap());
+    let t = v(wmx::transpose(&a, None).unwrap());
     let tc = v(nd(&t).contiguous().unwrap());
     let got = read(&tc).await;
     assert_eq!(got.len(), r * c);
@@ -724,20 +749,20 @@ async fn errors_are_js_exceptions_with_wmx_messages() {
             .expect("shapes [2] and [3] must not broadcast"),
     );
     assert_eq!(e, "shape mismatch in add: [2] vs [3]");
-    let e = err_msg(wmx::sum(&a, JsValue::from_f64(3.0), None).err().unwrap());
+    let e = err_msg(wmx::sum(&a, o(JsValue::from_f64(3.0)), None).err().unwrap());
     assert!(e.contains("bad axis 3"), "{e}");
     let e = err_msg(
         wmx::array(
-            &Float32Array::from(&[1.0f32, 2.0][..]).into(),
-            shape(&[3]),
-            U,
+            &ty(Float32Array::from(&[1.0f32, 2.0][..])),
+            Some(shape(&[3])),
+            None,
         )
         .err()
         .unwrap(),
     );
     assert!(e.contains("do not fill shape [3]"), "{e}");
     let e = err_msg(
-        wmx::zeros(shape(&[2]), JsValue::from_str("float64"))
+        wmx::zeros(shape(&[2]), o(JsValue::from_str("float64")))
             .err()
             .unwrap(),
     );
@@ -746,13 +771,13 @@ async fn errors_are_js_exceptions_with_wmx_messages() {
     assert_eq!(e, "bitwise_and is not defined for dtype f32");
     // i64 exists on the CPU only.
     let e = err_msg(
-        wmx::zeros(shape(&[2]), JsValue::from_str("i64"))
+        wmx::zeros(shape(&[2]), o(JsValue::from_str("i64")))
             .err()
             .unwrap(),
     );
     assert!(e.contains("does not support dtype i64"), "{e}");
     // A disposed array throws instead of crashing.
-    let d = wmx::ones(shape(&[2]), U).unwrap();
+    let d = wmx::ones(shape(&[2]), None).unwrap();
     let dj = v(d);
     let live = wmx::live_arrays();
     let dd = nd(&dj);
@@ -774,8 +799,11 @@ async fn errors_are_js_exceptions_with_wmx_messages() {
 /// A JS function of two arrays, written with the JS API: `sum(sin(w) * x)`.
 fn js_loss() -> js_sys::Function {
     let f = |w: JsValue, x: JsValue| -> Result<JsValue, wasm_bindgen::JsError> {
-        let p = v(wmx::multiply(&v(wmx::sin(&w)?), &x)?);
-        Ok(v(wmx::sum(&p, U, None)?))
+        let p = v(wmx::multiply(
+            &v(wmx::sin(w.unchecked_ref())?),
+            x.unchecked_ref(),
+        )?);
+        Ok(v(wmx::sum(&p, None, None)?).into())
     };
     wasm_bindgen::closure::Closure::<
         dyn Fn(JsValue, JsValue) -> Result<JsValue, wasm_bindgen::JsError>,
@@ -796,7 +824,7 @@ async fn grad_and_value_and_grad_of_js_functions() {
     );
     let args: JsValue = js_sys::Array::of2(&w, &x).into();
     // d/dw sum(sin(w) x) = cos(w) x; d/dx = sin(w).
-    let g = wmx::grad(js_loss(), JsValue::from_f64(0.0)).unwrap();
+    let g: js_sys::Function = ty(wmx::grad(ty(js_loss()), o(JsValue::from_f64(0.0))).unwrap());
     let out = js_sys::Array::from(&g.call1(&JsValue::NULL, &args).unwrap());
     assert_eq!(out.length(), 1);
     let want: Vec<f64> = wr.iter().zip(&xr).map(|(w, x)| w.cos() * x).collect();
@@ -813,7 +841,7 @@ async fn grad_and_value_and_grad_of_js_functions() {
         .map(|&i| JsValue::from_f64(i as f64))
         .collect::<js_sys::Array>()
         .into();
-    let vg = wmx::value_and_grad(js_loss(), both).unwrap();
+    let vg: js_sys::Function = ty(wmx::value_and_grad(ty(js_loss()), o(both)).unwrap());
     let out = js_sys::Array::from(&vg.call1(&JsValue::NULL, &args).unwrap());
     let value = read(&out.get(0)).await;
     let want_v: f64 = wr.iter().zip(&xr).map(|(w, x)| w.sin() * x).sum();
@@ -838,15 +866,13 @@ async fn grad_and_value_and_grad_of_js_functions() {
 
     // A function that throws, and a non-scalar result: JS errors with the reason.
     let throws: js_sys::Function = js_sys::Function::new_with_args("w", "throw new Error('boom')");
-    let e = wmx::grad(throws, U)
-        .unwrap()
+    let e = ty::<js_sys::Function>(wmx::grad(ty(throws), None).unwrap())
         .call1(&JsValue::NULL, &args)
         .unwrap_err();
     let msg = get(&e, "message").as_string().unwrap();
     assert!(msg.contains("the function threw: boom"), "{msg}");
     let ident: js_sys::Function = js_sys::Function::new_with_args("w", "return w");
-    let e = wmx::grad(ident, U)
-        .unwrap()
+    let e = ty::<js_sys::Function>(wmx::grad(ty(ident), None).unwrap())
         .call1(&JsValue::NULL, &args)
         .unwrap_err();
     let msg = get(&e, "message").as_string().unwrap();
@@ -890,7 +916,7 @@ async fn matmul_gemv_and_addmm() {
             &format!("matmul {m}x{k}x{n}"),
         );
         // The same from a transposed view, plus a bias row (addmm).
-        let at = wmx::transpose(&typed(&a, &[m, k], "f32"), U)
+        let at = wmx::transpose(&typed(&a, &[m, k], "f32"), None)
             .unwrap()
             .contiguous()
             .unwrap();
@@ -942,9 +968,9 @@ async fn softmax_and_norms() {
         let s: f64 = row.iter().map(|v| (v - m).exp()).sum();
         row.iter().map(|v| (v - m).exp() / s).collect()
     };
-    let y = v(wmx::softmax(&xa, U).unwrap());
+    let y = v(wmx::softmax(&xa, None).unwrap());
     close(&read(&y).await, &rows(&sm), 2e-6, 1e-7, "softmax");
-    let y = v(wmx::log_softmax(&xa, U).unwrap());
+    let y = v(wmx::log_softmax(&xa, None).unwrap());
     let want = rows(&|row: &[f64]| sm(row).iter().map(|p| p.ln()).collect());
     close(&read(&y).await, &want, 2e-6, 1e-5, "log_softmax");
     let ln = |row: &[f64]| -> Vec<f64> {
@@ -955,7 +981,7 @@ async fn softmax_and_norms() {
             .map(|v| (v - mean) / (var + 1e-5).sqrt())
             .collect()
     };
-    let y = v(wmx::layer_norm(&xa, U, JsValue::NULL, None).unwrap());
+    let y = v(wmx::layer_norm(&xa, None, None, None).unwrap());
     close(&read(&y).await, &rows(&ln), 1e-5, 1e-5, "layer_norm");
     let w: Vec<f64> = (0..l).map(|j| 0.5 + j as f64 / l as f64).collect();
     let rms = |row: &[f64]| -> Vec<f64> {
@@ -965,7 +991,7 @@ async fn softmax_and_norms() {
             .map(|(v, w)| v / (ms + 1e-5).sqrt() * w)
             .collect()
     };
-    let y = v(wmx::rms_norm(&xa, typed(&w, &[l], "f32"), None).unwrap());
+    let y = v(wmx::rms_norm(&xa, Some(typed(&w, &[l], "f32")), None).unwrap());
     close(&read(&y).await, &rows(&rms), 1e-5, 1e-6, "rms_norm");
 }
 
@@ -976,7 +1002,7 @@ async fn building_blocks() {
     // with negative and out-of-range indices, scatterAdd with duplicates.
     let a = typed(&[1.0, 2.0, 3.0, 4.0], &[2, 2], "u8");
     let b = typed(&[5.0, 6.0], &[2, 1], "u8");
-    let c = v(wmx::concatenate(js_sys::Array::of2(&a, &b).into(), Some(-1)).unwrap());
+    let c = v(wmx::concatenate(ty(js_sys::Array::of2(&a, &b)), Some(-1)).unwrap());
     assert_eq!(shape_of(&c), vec![2, 3]);
     assert_eq!(
         read(&c).await,
@@ -1014,7 +1040,8 @@ async fn building_blocks() {
     let u = typed(&[3.0, f64::NAN, -1.0, 3.0, 0.5], &[5], "f32");
     let idx = read(&v(wmx::argsort(&u, None).unwrap())).await;
     assert_eq!(idx, vec![2.0, 4.0, 0.0, 3.0, 1.0], "argsort");
-    let tk = wmx::topk(&typed(&[1.0, 9.0, 4.0, 7.0], &[4], "f32"), 2, None).unwrap();
+    let tk: js_sys::Array =
+        ty(wmx::topk(&typed(&[1.0, 9.0, 4.0, 7.0], &[4], "f32"), 2, None).unwrap());
     assert_eq!(read(&tk.get(0)).await, vec![9.0, 7.0], "topk values");
     assert_eq!(read(&tk.get(1)).await, vec![1.0, 3.0], "topk indices");
     // Random numbers: MLX's values for the same keys (tests/goldens/mlx_random.txt).
@@ -1042,7 +1069,7 @@ async fn building_blocks() {
     );
     let k1 = v(wmx::random_key(1.0).unwrap());
     let uni = read(&v(
-        wmx::random_uniform(&k1, shape(&[6]), None, None, U).unwrap()
+        wmx::random_uniform(&k1, shape(&[6]), None, None, None).unwrap()
     ))
     .await;
     assert_eq!(uni[0], 0.8307938575744629, "randomUniform");
@@ -1068,7 +1095,7 @@ fn names(n: &[&str]) -> JsValue {
 async fn user_wgsl_kernels() {
     gpu().await;
     // y = exp(x) * SCALE + b on a transposed x and a broadcast b, read in place.
-    let k = wmx::wgsl_kernel(obj(&[
+    let k = wmx::wgsl_kernel(ty(obj(&[
         ("name", "scaled_exp".into()),
         ("inputs", names(&["x", "b"])),
         ("outputs", names(&["y"])),
@@ -1077,7 +1104,7 @@ async fn user_wgsl_kernels() {
             "let i = global_id.x; y[i] = exp(x[x_loc(i)]) * T(SCALE) + b[b_loc(i)];".into(),
         ),
         ("rowContiguous", false.into()),
-    ]))
+    ])))
     .unwrap();
     let (r, c) = (5usize, 7usize);
     let xs: Vec<f64> = (0..r * c).map(|i| (i as f64) * 0.1 - 1.5).collect();
@@ -1087,14 +1114,14 @@ async fn user_wgsl_kernels() {
     let b = typed(&bs, &[r], "f32");
     let bb = v(nd(&b).broadcast_to(shape(&[c, r])).unwrap());
     let launch = obj(&[
-        ("shape", shape(&[c, r])),
+        ("shape", shape(&[c, r]).into()),
         (
             "template",
             obj(&[("T", "f32".into()), ("SCALE", 2.5.into())]),
         ),
     ]);
     let inputs: JsValue = js_sys::Array::of2(&xt, &bb).into();
-    let y = k.call(inputs.clone(), launch.clone()).unwrap().get(0);
+    let y = ty::<js_sys::Array>(k.call(ty(inputs.clone()), ty(launch.clone())).unwrap()).get(0);
     let got = read(&y).await;
     for (idx, g) in got.iter().enumerate() {
         let (j, i) = (idx / r, idx % r);
@@ -1104,13 +1131,13 @@ async fn user_wgsl_kernels() {
             "{idx}: {g} vs {want}"
         );
     }
-    let src = k.source(inputs, launch).unwrap();
+    let src = k.source(ty(inputs), ty(launch)).unwrap();
     assert!(
         src.contains("fn x_loc") && src.contains("const SCALE: f32 = 2.5;"),
         "{src}"
     );
     // Two outputs of different dtypes from one dispatch.
-    let two = wmx::wgsl_kernel(obj(&[
+    let two = wmx::wgsl_kernel(ty(obj(&[
         ("name", "split_parts".into()),
         ("inputs", names(&["x"])),
         ("outputs", names(&["whole", "sgn"])),
@@ -1118,19 +1145,19 @@ async fn user_wgsl_kernels() {
             "body",
             "let i = global_id.x; let v = x[i]; whole[i] = trunc(v); sgn[i] = i32(sign(v));".into(),
         ),
-    ]))
+    ])))
     .unwrap();
     let outs_spec: JsValue = js_sys::Array::of2(
-        &obj(&[("shape", shape(&[r, c]))]),
-        &obj(&[("shape", shape(&[r, c])), ("dtype", "i32".into())]),
+        &obj(&[("shape", shape(&[r, c]).into())]),
+        &obj(&[("shape", shape(&[r, c]).into()), ("dtype", "i32".into())]),
     )
     .into();
-    let outs = two
+    let outs: js_sys::Array = ty(two
         .call(
-            js_sys::Array::of1(&x).into(),
-            obj(&[("outputs", outs_spec)]),
+            ty(js_sys::Array::of1(&x)),
+            ty(obj(&[("outputs", outs_spec)])),
         )
-        .unwrap();
+        .unwrap());
     let (whole, sign) = (read(&outs.get(0)).await, read(&outs.get(1)).await);
     for (i, v) in xs.iter().enumerate() {
         let f = *v as f32;
@@ -1145,17 +1172,17 @@ async fn user_wgsl_kernels() {
         assert_eq!(sign[i], sg, "sign {i}");
     }
     // Invalid WGSL throws at the call with naga's message; the next op is clean.
-    let bad = wmx::wgsl_kernel(obj(&[
+    let bad = wmx::wgsl_kernel(ty(obj(&[
         ("name", "broken".into()),
         ("inputs", names(&["x"])),
         ("outputs", names(&["y"])),
         ("body", "y[global_id.x] = x[global_id.x] +* 1.0;".into()),
-    ]))
+    ])))
     .unwrap();
     let e = bad
         .call(
-            js_sys::Array::of1(&x).into(),
-            obj(&[("shape", shape(&[r, c]))]),
+            ty(js_sys::Array::of1(&x)),
+            ty(obj(&[("shape", shape(&[r, c]).into())])),
         )
         .err()
         .map(|e| format!("{:?}", JsValue::from(e)))
@@ -1175,11 +1202,11 @@ async fn compiled_functions() {
     let body = "return x.multiply(x).multiply(x).multiply(0.044715).add(x).multiply(0.7978845608)\
                 .tanh().add(1).multiply(x).multiply(0.5);";
     let gelu = js_sys::Function::new_with_args("x", body);
-    let f = wmx::compile(gelu.clone());
+    let f = wmx::compile(ty(gelu.clone()));
     let xs: Vec<f64> = (0..1000).map(|i| i as f64 / 125.0 - 4.0).collect();
     let x = typed(&xs, &[1000], "f32");
     let args: JsValue = js_sys::Array::of1(&x).into();
-    let y = f.call(args.clone()).unwrap().get(0);
+    let y = ty::<js_sys::Array>(f.call(ty(args.clone())).unwrap()).get(0);
     let plain = gelu.call1(&JsValue::NULL, &x).unwrap();
     let (got, want) = (read(&y).await, read(&plain).await);
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -1194,7 +1221,7 @@ async fn compiled_functions() {
             "{i}: {g} vs f64 {exact}"
         );
     }
-    let report = f.report(args.clone()).unwrap();
+    let report = f.report(ty(args.clone())).unwrap();
     let kernels = js_sys::Array::from(&get(&report, "kernels"));
     assert_eq!(kernels.length(), 1, "one fused kernel");
     let src = kernels.get(0).as_string().unwrap();
@@ -1204,13 +1231,13 @@ async fn compiled_functions() {
     );
     assert_eq!(f.traces(), 1);
     // Two results, a broadcast argument, and a JS error surfacing as one.
-    let two = wmx::compile(js_sys::Function::new_with_args(
+    let two = wmx::compile(ty(js_sys::Function::new_with_args(
         "a, b",
         "const s = a.add(b); return [s.exp(), s.multiply(s).sum()];",
-    ));
+    )));
     let b = typed(&[0.5, -0.25], &[2, 1], "f32");
     let a = typed(&[1.0, 2.0, 3.0], &[3], "f32");
-    let outs = two.call(js_sys::Array::of2(&a, &b).into()).unwrap();
+    let outs: js_sys::Array = ty(two.call(ty(js_sys::Array::of2(&a, &b))).unwrap());
     let e = read(&outs.get(0)).await;
     let s = read(&outs.get(1)).await;
     let sums: Vec<f64> = [0.5, -0.25]
@@ -1222,12 +1249,12 @@ async fn compiled_functions() {
     }
     let sq: f64 = sums.iter().map(|v| v * v).sum();
     assert!((s[0] - sq).abs() <= 1e-5 * sq);
-    let bad = wmx::compile(js_sys::Function::new_with_args(
+    let bad = wmx::compile(ty(js_sys::Function::new_with_args(
         "x",
         "throw new Error('no');",
-    ));
-    assert!(bad.call(js_sys::Array::of1(&x).into()).is_err());
-    wmx::set_mode("eager").unwrap();
-    assert!(wmx::set_mode("fast").is_err());
-    wmx::set_mode("lazy").unwrap();
+    )));
+    assert!(bad.call(ty(js_sys::Array::of1(&x))).is_err());
+    wmx::set_mode(ty(JsValue::from_str("eager"))).unwrap();
+    assert!(wmx::set_mode(ty(JsValue::from_str("fast"))).is_err());
+    wmx::set_mode(ty(JsValue::from_str("lazy"))).unwrap();
 }

@@ -1,0 +1,214 @@
+//! The TypeScript types of the JS API. The custom section names them in the
+//! generated `.d.ts`; the extern types below carry those names onto parameters and
+//! results, so no export takes or returns `any` (web/test.sh checks that, and
+//! type-checks a TypeScript program against the packed npm package).
+//! The types are not checked at run time: the conversions in `convert.rs` are, and
+//! throw wmx's errors for bad values.
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &str = r#"
+/** A dtype name: wmx's (`"f32"`) or numpy's (`"float32"`). */
+export type DType =
+  | "bool" | "u8" | "uint8" | "u32" | "uint32" | "i32" | "int32" | "i64" | "int64"
+  | "f16" | "float16" | "bf16" | "bfloat16" | "f32" | "float32";
+/** A shape: one number per dimension (a single number is a 1-D shape). */
+export type Shape = number | readonly number[];
+/** Axes of a reduction or view (negative counts from the end). */
+export type Axes = number | readonly number[];
+/** Host data an array can be made from. Natural dtypes: Float32Array f32,
+ *  Int32Array i32, Uint32Array u32, Uint8Array u8, Uint16Array f16 bits (bf16 with
+ *  that dtype), BigInt64Array i64; other typed arrays, numbers and arrays of
+ *  numbers f32; booleans bool. */
+export type HostData =
+  | Float32Array | Float64Array | Int8Array | Int16Array | Int32Array
+  | Uint8Array | Uint8ClampedArray | Uint16Array | Uint32Array | BigInt64Array
+  | readonly number[] | readonly boolean[] | number | boolean;
+/** An array argument: an NdArray, or host data made into one (a number beside an
+ *  NdArray takes its dtype, as MLX's weak scalars). */
+export type ArrayInput = NdArray | HostData;
+/** What `data()` resolves to, by dtype: f32 Float32Array, i32 Int32Array,
+ *  u32 Uint32Array, u8 and bool Uint8Array, f16 and bf16 Uint16Array (the bits),
+ *  i64 BigInt64Array. */
+export type TypedData =
+  | Float32Array | Int32Array | Uint32Array | Uint8Array | Uint16Array | BigInt64Array;
+/** One element, as `item()` gives it (BigInt for i64). */
+export type Element = number | boolean | bigint;
+/** One axis of a `slice` spec: `null` (the whole axis) or `[start, stop, step]`
+ *  (entries may be null or left out). */
+export type SliceEntry =
+  | null
+  | undefined
+  | readonly [start?: number | null, stop?: number | null, step?: number | null];
+/** A `slice` spec: one entry per leading axis. */
+export type SliceSpec = readonly SliceEntry[];
+/** `pad` widths: `[before, after]` per axis, or one pair for every axis. */
+export type PadWidths = readonly (readonly [number, number])[] | readonly [number, number];
+/** `pad` modes. */
+export type PadMode = "constant" | "edge" | "reflect";
+/** A device name. */
+export type DeviceName = "webgpu" | "gpu" | "cpu";
+/** `init`'s choice: WebGPU when the browser has it, else the CPU backend. */
+export type DeviceChoice = "auto" | DeviceName;
+/** `init`'s options. */
+export interface InitOptions {
+  device?: DeviceChoice;
+}
+/** The browser's `GPUAdapter.info`. */
+export interface AdapterInfo {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  isFallbackAdapter?: boolean;
+}
+/** What `init`, `setDevice` and `deviceInfo` report. The limits are present on
+ *  WebGPU only. */
+export interface DeviceInfo {
+  device: "webgpu" | "cpu";
+  name: string;
+  adapter: string;
+  adapterInfo?: AdapterInfo | null;
+  backend: string;
+  deviceType: string;
+  f16: boolean;
+  subgroups: boolean;
+  maxBufferSize?: number;
+  maxStorageBufferBindingSize?: number;
+  maxWorkgroupsPerDimension?: number;
+  /** True when WebGPU was wanted ("auto") but the CPU backend was chosen. */
+  fallback: boolean;
+  /** Why WebGPU could not be opened, if it could not. */
+  reason: string | null;
+}
+/** `setMode`'s modes. */
+export type Mode = "lazy" | "eager" | "compiled";
+/** What `CompiledFunction.report` tells. */
+export interface CompileReport {
+  tracedOps: number;
+  nodes: number;
+  /** The WGSL of each generated kernel. */
+  kernels: string[];
+}
+/** A function of arrays, as `compile`, `grad` and `valueAndGrad` take it. */
+export type ArrayFunction = (...args: NdArray[]) => NdArray | NdArray[];
+/** `wgslKernel`'s spec (see its doc). */
+export interface KernelSpec {
+  name: string;
+  inputs: readonly string[];
+  outputs: readonly string[];
+  body: string;
+  header?: string;
+  rowContiguous?: boolean;
+  guard?: boolean;
+  atomicOutputs?: boolean;
+}
+/** One output of a kernel launch (dtype default f32). */
+export interface OutputSpec {
+  shape: Shape;
+  dtype?: DType;
+}
+/** A kernel launch: the outputs (or one output's `shape` and `dtype`), the
+ *  threads (`grid`, default one per element of the first output), the workgroup
+ *  size (default 256), template parameters (strings are dtypes, integers i32
+ *  constants, other numbers f32 ones) and the outputs' initial value. */
+export interface Launch {
+  outputs?: readonly OutputSpec[];
+  shape?: Shape;
+  dtype?: DType;
+  grid?: Shape;
+  workgroup?: Shape;
+  template?: { readonly [name: string]: DType | number | boolean };
+  initValue?: number;
+}
+"#;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `ArrayInput`: an `NdArray` or host data.
+    #[wasm_bindgen(typescript_type = "ArrayInput")]
+    pub type ArrayInput;
+    /// `HostData`.
+    #[wasm_bindgen(typescript_type = "HostData")]
+    pub type HostDataArg;
+    /// `readonly ArrayInput[]`.
+    #[wasm_bindgen(typescript_type = "readonly ArrayInput[]")]
+    pub type ArrayInputs;
+    /// `Shape`.
+    #[wasm_bindgen(typescript_type = "Shape")]
+    pub type ShapeArg;
+    /// `Axes`.
+    #[wasm_bindgen(typescript_type = "Axes")]
+    pub type AxesArg;
+    /// `DType`.
+    #[wasm_bindgen(typescript_type = "DType")]
+    pub type DTypeArg;
+    /// `SliceSpec`.
+    #[wasm_bindgen(typescript_type = "SliceSpec")]
+    pub type SliceArg;
+    /// `PadWidths`.
+    #[wasm_bindgen(typescript_type = "PadWidths")]
+    pub type PadWidthsArg;
+    /// `InitOptions | DeviceChoice`.
+    #[wasm_bindgen(typescript_type = "InitOptions | DeviceChoice")]
+    pub type InitArg;
+    /// `DeviceInfo`.
+    #[wasm_bindgen(typescript_type = "DeviceInfo")]
+    pub type DeviceInfoJs;
+    /// `number[]` (a shape).
+    #[wasm_bindgen(typescript_type = "number[]")]
+    pub type Dims;
+    /// `NdArray[]`.
+    #[wasm_bindgen(typescript_type = "NdArray[]")]
+    pub type NdArrays;
+    /// `[NdArray, NdArray]`.
+    #[wasm_bindgen(typescript_type = "[values: NdArray, indices: NdArray]")]
+    pub type NdPair;
+    /// `Promise<TypedData>`.
+    #[wasm_bindgen(typescript_type = "Promise<TypedData>")]
+    pub type TypedDataPromise;
+    /// `Promise<Element>`.
+    #[wasm_bindgen(typescript_type = "Promise<Element>")]
+    pub type ElementPromise;
+    /// `Promise<NdArray>`.
+    #[wasm_bindgen(typescript_type = "Promise<NdArray>")]
+    pub type NdArrayPromise;
+    /// `CompileReport`.
+    #[wasm_bindgen(typescript_type = "CompileReport")]
+    pub type CompileReportJs;
+    /// `ArrayFunction`.
+    #[wasm_bindgen(typescript_type = "ArrayFunction")]
+    pub type ArrayFunction;
+    /// `number | readonly number[]` (argnums).
+    #[wasm_bindgen(typescript_type = "number | readonly number[]")]
+    pub type Argnums;
+    /// `grad`'s result before wmx.js makes it variadic.
+    #[wasm_bindgen(typescript_type = "(args: readonly NdArray[]) => NdArray[]")]
+    pub type GradFn;
+    /// `valueAndGrad`'s result before wmx.js makes it variadic.
+    #[wasm_bindgen(
+        typescript_type = "(args: readonly NdArray[]) => [value: NdArray | NdArray[], grads: NdArray[]]"
+    )]
+    pub type ValueAndGradFn;
+    /// `KernelSpec`.
+    #[wasm_bindgen(typescript_type = "KernelSpec")]
+    pub type KernelSpecArg;
+    /// `Launch`.
+    #[wasm_bindgen(typescript_type = "Launch")]
+    pub type LaunchArg;
+    /// `PadMode`.
+    #[wasm_bindgen(typescript_type = "PadMode")]
+    pub type PadModeArg;
+    /// `Mode`.
+    #[wasm_bindgen(typescript_type = "Mode")]
+    pub type ModeArg;
+    /// `DeviceName`.
+    #[wasm_bindgen(typescript_type = "DeviceName")]
+    pub type DeviceNameArg;
+}
+
+/// An optional argument as the JsValue the conversions read (`undefined` when absent).
+pub(crate) fn opt<T: Into<JsValue>>(v: Option<T>) -> JsValue {
+    v.map(Into::into).unwrap_or(JsValue::UNDEFINED)
+}
