@@ -163,6 +163,15 @@ fn kdtype(d: DType) -> Result<k::DType> {
                 reason: "WGSL has no 64-bit integers".into(),
             });
         }
+        DType::F64 => {
+            return Err(Error::DeviceDType {
+                device: "webgpu".into(),
+                dtype: d,
+                reason: "wmx's WGSL kernels have no f64 yet (browsers and Metal have none; \
+                         compute on the CPU, or astype(f32) first)"
+                    .into(),
+            });
+        }
     })
 }
 

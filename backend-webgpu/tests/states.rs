@@ -156,6 +156,20 @@ fn unsupported_dtype_is_an_error() {
     let x = Array::from_slice_on(&[1i32, 2], &[2], &dev).unwrap();
     let e = x.astype(DType::I64).unwrap_err();
     assert!(e.to_string().contains("64-bit"), "{e}");
+    // f64: the same, naming the dtype; a read as f64 still works (on the host).
+    let e = x.astype(DType::F64).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::DeviceDType {
+                dtype: DType::F64,
+                ..
+            }
+        ) && e.to_string().contains("f64"),
+        "{e}"
+    );
+    assert!(Array::from_slice_on(&[0.5f64], &[1], &dev).is_err());
+    assert_eq!(x.to_vec_as::<f64>().unwrap(), vec![1.0, 2.0]);
     // The graph the user built is intact after the error.
     assert_eq!(x.to_vec::<i32>().unwrap(), vec![1, 2]);
 }

@@ -22,11 +22,13 @@ pub enum DType {
     BF16,
     /// IEEE single precision.
     F32,
+    /// IEEE double precision (CPU; WebGPU only where the adapter has `SHADER_F64`).
+    F64,
 }
 
 impl DType {
     /// Every dtype, in promotion order.
-    pub const ALL: [DType; 8] = [
+    pub const ALL: [DType; 9] = [
         DType::Bool,
         DType::U8,
         DType::U32,
@@ -35,6 +37,7 @@ impl DType {
         DType::F16,
         DType::BF16,
         DType::F32,
+        DType::F64,
     ];
 
     /// Bytes per element.
@@ -43,7 +46,7 @@ impl DType {
             DType::Bool | DType::U8 => 1,
             DType::F16 | DType::BF16 => 2,
             DType::U32 | DType::I32 | DType::F32 => 4,
-            DType::I64 => 8,
+            DType::I64 | DType::F64 => 8,
         }
     }
 
@@ -58,6 +61,7 @@ impl DType {
             DType::F16 => "f16",
             DType::BF16 => "bf16",
             DType::F32 => "f32",
+            DType::F64 => "f64",
         }
     }
 
@@ -72,13 +76,14 @@ impl DType {
             "f16" | "float16" => DType::F16,
             "bf16" | "bfloat16" => DType::BF16,
             "f32" | "float32" => DType::F32,
+            "f64" | "float64" => DType::F64,
             _ => return None,
         })
     }
 
-    /// f16, bf16 or f32.
+    /// f16, bf16, f32 or f64.
     pub const fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::BF16 | DType::F32)
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
     /// Any integer type (not bool).
@@ -110,7 +115,7 @@ impl DType {
     /// | u8, i32 → i32; u8, i64 → i64; u32, i32 → i64; u32, i64 → i64 | smallest signed type holding both |
     /// | integer, float | the float |
     /// | f16, bf16 | f32 |
-    /// | float, float | the wider |
+    /// | float, float | the wider (f64 wins) |
     pub fn promote(a: DType, b: DType) -> DType {
         use DType::*;
         if a == b {
@@ -187,6 +192,7 @@ element!(u32, DType::U32, |v| v as u32, |v| v as f64);
 element!(i32, DType::I32, |v| v as i32, |v| v as f64);
 element!(i64, DType::I64, |v| v as i64, |v| v as f64);
 element!(f32, DType::F32, |v| v as f32, |v| v as f64);
+element!(f64, DType::F64, |v| v, |v| v);
 element!(f16, DType::F16, |v| f16::from_f32(f64_to_f32_odd(v)), |v| v
     .to_f64());
 element!(

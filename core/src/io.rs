@@ -4,7 +4,7 @@
 //!
 //! | dtype | `.npy`/`.npz` | safetensors |
 //! |---|---|---|
-//! | bool, u8, i32, u32, i64, f16, f32 | `|b1 |u1 <i4 <u4 <i8 <f2 <f4` (either byte order read) | BOOL U8 I32 U32 I64 F16 F32 |
+//! | bool, u8, i32, u32, i64, f16, f32, f64 | `|b1 |u1 <i4 <u4 <i8 <f2 <f4 <f8` (either byte order read) | BOOL U8 I32 U32 I64 F16 F32 F64 |
 //! | bf16 | an `Err` (numpy has no bfloat16; use safetensors) | BF16 |
 //!
 //! Fortran-ordered `.npy` data loads as a transposed view (no copy).
@@ -47,6 +47,7 @@ fn write_npy<W: Write>(op: &'static str, path: &Path, a: &Array, w: W) -> Result
         DType::I64 => typed::<i64, W>(a, w),
         DType::F16 => typed::<f16, W>(a, w),
         DType::F32 => typed::<f32, W>(a, w),
+        DType::F64 => typed::<f64, W>(a, w),
         DType::BF16 => {
             return Err(Error::invalid(
                 op,
@@ -84,11 +85,12 @@ fn read_npy<R: Read>(
         "i8" => DType::I64,
         "f2" => DType::F16,
         "f4" => DType::F32,
+        "f8" => DType::F64,
         _ => {
             return Err(Error::invalid(
                 op,
                 format!(
-                    "{}: numpy dtype {descr:?} has no wmx dtype (bool, uint8, int32, uint32, int64, float16, float32)",
+                    "{}: numpy dtype {descr:?} has no wmx dtype (bool, uint8, int32, uint32, int64, float16, float32, float64)",
                     path.display()
                 ),
             ));
@@ -131,7 +133,8 @@ fn read_npy<R: Read>(
                 DType::U32 => typed::<u32, R>(f, &stored),
                 DType::I64 => typed::<i64, R>(f, &stored),
                 DType::F16 => typed::<f16, R>(f, &stored),
-                _ => typed::<f32, R>(f, &stored), // F32: the last of the dtypes above
+                DType::F64 => typed::<f64, R>(f, &stored),
+                DType::F32 | DType::BF16 => typed::<f32, R>(f, &stored), // bf16: never parsed
             }
             .map_err(|e| io_err(op, path, e))??
         }
@@ -218,7 +221,7 @@ fn read_npz<R: Read + Seek>(path: &Path, r: R) -> Result<Vec<(String, Array)>> {
 }
 
 /// wmx dtypes and their safetensors names, both ways.
-const ST_DTYPES: [(DType, safetensors::Dtype); 8] = {
+const ST_DTYPES: [(DType, safetensors::Dtype); 9] = {
     use safetensors::Dtype as S;
     [
         (DType::Bool, S::BOOL),
@@ -229,6 +232,7 @@ const ST_DTYPES: [(DType, safetensors::Dtype); 8] = {
         (DType::F16, S::F16),
         (DType::BF16, S::BF16),
         (DType::F32, S::F32),
+        (DType::F64, S::F64),
     ]
 };
 

@@ -200,7 +200,8 @@ pub fn binary(name: &str, dt: DType, a: Val, bv: Val) -> Val {
                 "subtract" => x - y,
                 "multiply" => x * y,
                 "divide" => x / y,
-                // Computed on the quotient rounded to f32 (the compute type).
+                // Computed on the quotient rounded to the compute type (f32, or f64).
+                "floor_divide" if dt == DType::F64 => (x / y).floor(),
                 "floor_divide" => ((x / y) as f32 as f64).floor(),
                 "remainder" => {
                     let r = x % y;

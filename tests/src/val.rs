@@ -61,6 +61,7 @@ fn format_of(dt: DType) -> (i32, i32, i32) {
         DType::F32 => (24, -126, 127),
         DType::F16 => (11, -14, 15),
         DType::BF16 => (8, -126, 127),
+        DType::F64 => (53, -1022, 1023),
         _ => panic!("{dt} is not a float dtype"),
     }
 }
@@ -180,6 +181,7 @@ pub fn promote(a: DType, b: DType) -> DType {
         (U8 | U32 | I32 | I64, f) => f,
         (F16, BF16) => F32,
         (F16 | BF16, F32) => F32,
+        (F16 | BF16 | F32, F64) => F64,
         _ => unreachable!("{lo} {hi}"),
     }
 }
@@ -222,6 +224,7 @@ pub fn make(dev: &Device, dt: DType, vals: &[Val], shape: &[usize]) -> Result<Ar
         DType::F16 => Array::from_slice_on(&floats(vals, f16::from_f64), shape, dev),
         DType::BF16 => Array::from_slice_on(&floats(vals, bf16::from_f64), shape, dev),
         DType::F32 => Array::from_slice_on(&floats(vals, |x| x as f32), shape, dev),
+        DType::F64 => Array::from_slice_on(&floats(vals, |x| x), shape, dev),
     }
 }
 
@@ -248,6 +251,7 @@ pub fn read(a: &Array) -> Result<Vec<Val>> {
         DType::F16 => fl(a.to_vec::<f16>()?, |x| x.to_f64()),
         DType::BF16 => fl(a.to_vec::<bf16>()?, |x| x.to_f64()),
         DType::F32 => fl(a.to_vec::<f32>()?, |x| x as f64),
+        DType::F64 => fl(a.to_vec::<f64>()?, |x| x),
     })
 }
 

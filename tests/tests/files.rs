@@ -91,8 +91,13 @@ fn numpy_files_read_as_numpy_wrote_them() {
         c[0].1.to_vec::<bool>().unwrap(),
         (0..12).map(|i| i % 2 == 1).collect::<Vec<_>>()
     );
-    let e = io::load_npy(golden("float64.npy")).unwrap_err().to_string();
-    assert!(e.contains("float64.npy") && e.contains("f8"), "{e}");
+    // float64 loads as f64, every bit kept.
+    let d = io::load_npy(golden("float64.npy")).unwrap();
+    assert_eq!(d.dtype(), DType::F64);
+    assert_eq!(
+        d.to_vec::<f64>().unwrap(),
+        (0..12).map(f).collect::<Vec<f64>>()
+    );
 }
 
 /// An array of `dtype` with edge values (NaN, ±inf, -0, extremes) and a 2-D shape.
@@ -114,6 +119,10 @@ fn sample(dtype: DType) -> Array {
     let x = Array::from_slice(&v.iter().map(|&a| a as f32).collect::<Vec<_>>(), &[3, 4]).unwrap();
     match dtype {
         DType::I64 => Array::from_slice(&[i64::MIN, -1, 0, 1, i64::MAX, 42], &[2, 3]).unwrap(),
+        // Values no f32 holds: f64 must keep every bit.
+        DType::F64 => {
+            Array::from_slice(&[0.1, -1e300, 5e-324, f64::NAN, -0.0, 1.0 / 3.0], &[2, 3]).unwrap()
+        }
         d => x.astype(d).unwrap(),
     }
 }
@@ -131,6 +140,7 @@ fn every_dtype_round_trips() {
         DType::F16,
         DType::BF16,
         DType::F32,
+        DType::F64,
     ];
     for d in all {
         let a = sample(d);

@@ -499,7 +499,8 @@ impl NdArray {
 
     /// Resolves to the elements (row-major) as a typed array: Float32Array (f32),
     /// Int32Array (i32), Uint32Array (u32), Uint8Array (u8, bool), Uint16Array (the
-    /// bits of f16/bf16), BigInt64Array (i64). Computes the array first.
+    /// bits of f16/bf16), BigInt64Array (i64), Float64Array (f64, CPU backend only).
+    /// Computes the array first.
     pub fn data(&self) -> JsResult<TypedDataPromise> {
         let a = self.arr()?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {

@@ -95,7 +95,7 @@ pub(crate) fn dtype(v: &JsValue, default: DType) -> Result<DType, JsError> {
         .ok_or_else(|| js_err(format!("dtype: expected a string, got {v:?}")))?;
     DType::from_name(&s).ok_or_else(|| {
         js_err(format!(
-            "unknown dtype {s:?}; expected one of bool, uint8, uint32, int32, int64, float16, bfloat16, float32 (or u8, u32, i32, i64, f16, bf16, f32)"
+            "unknown dtype {s:?}; expected one of bool, uint8, uint32, int32, int64, float16, bfloat16, float32, float64 (or u8, u32, i32, i64, f16, bf16, f32, f64)"
         ))
     })
 }
@@ -139,6 +139,7 @@ pub(crate) fn values_to_bytes(values: &[f64], dtype: DType) -> Vec<u8> {
         DType::F16 => conv::<f16>(values),
         DType::BF16 => conv::<bf16>(values),
         DType::F32 => conv::<f32>(values),
+        DType::F64 => conv::<f64>(values),
     }
 }
 
@@ -193,6 +194,9 @@ pub(crate) fn host_data(v: &JsValue, want: Option<DType>) -> Result<HostData, Js
         return Ok(raw(DType::I64));
     }
     if let Some(a) = v.dyn_ref::<Float64Array>() {
+        if want == Some(DType::F64) {
+            return Ok(raw(DType::F64));
+        }
         return Ok(HostData::Numbers(a.to_vec(), DType::F32));
     }
     if let Some(a) = v.dyn_ref::<Int8Array>() {
@@ -247,6 +251,7 @@ pub(crate) fn typed_array(bytes: &[u8], dtype: DType) -> JsValue {
     }
     match dtype {
         DType::F32 => Float32Array::from(&words::<f32>(bytes)[..]).into(),
+        DType::F64 => Float64Array::from(&words::<f64>(bytes)[..]).into(),
         DType::I32 => Int32Array::from(&words::<i32>(bytes)[..]).into(),
         DType::U32 => Uint32Array::from(&words::<u32>(bytes)[..]).into(),
         DType::U8 | DType::Bool => Uint8Array::from(bytes).into(),
@@ -267,7 +272,7 @@ mod bytemuck_free {
             }
         )*};
     }
-    pod!(f32, i32, u32, u16, i64);
+    pod!(f32, f64, i32, u32, u16, i64);
 }
 
 /// The value of element `i` of `bytes` of `dtype` as a JS value (number, boolean,
@@ -282,6 +287,7 @@ pub(crate) fn element_value(bytes: &[u8], dtype: DType) -> JsValue {
         DType::F16 => JsValue::from_f64(f16::read(bytes).to_f64()),
         DType::BF16 => JsValue::from_f64(bf16::read(bytes).to_f64()),
         DType::F32 => JsValue::from_f64(f32::read(bytes) as f64),
+        DType::F64 => JsValue::from_f64(f64::read(bytes)),
     }
 }
 

@@ -762,11 +762,18 @@ async fn errors_are_js_exceptions_with_wmx_messages() {
     );
     assert!(e.contains("do not fill shape [3]"), "{e}");
     let e = err_msg(
+        wmx::zeros(shape(&[2]), o(JsValue::from_str("float65")))
+            .err()
+            .unwrap(),
+    );
+    assert!(e.contains("unknown dtype \"float65\""), "{e}");
+    // f64 exists on the CPU only (browsers have no f64 on the GPU).
+    let e = err_msg(
         wmx::zeros(shape(&[2]), o(JsValue::from_str("float64")))
             .err()
             .unwrap(),
     );
-    assert!(e.contains("unknown dtype \"float64\""), "{e}");
+    assert!(e.contains("webgpu does not support dtype f64"), "{e}");
     let e = err_msg(wmx::bitwise_and(&a, &a).err().unwrap());
     assert_eq!(e, "bitwise_and is not defined for dtype f32");
     // i64 exists on the CPU only.
@@ -1257,4 +1264,33 @@ async fn compiled_functions() {
     wmx::set_mode(ty(JsValue::from_str("eager"))).unwrap();
     assert!(wmx::set_mode(ty(JsValue::from_str("fast"))).is_err());
     wmx::set_mode(ty(JsValue::from_str("lazy"))).unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn f64_on_the_cpu_backend_and_an_error_on_webgpu() {
+    gpu().await;
+    let data = js_sys::Float64Array::from(&[0.1, 0.2][..]);
+    let f64_dtype = || o(JsValue::from_str("float64"));
+    // Browsers have no f64 on the GPU: a clear error naming the dtype.
+    let e = err_msg(
+        wmx::array(data.unchecked_ref(), None, f64_dtype())
+            .err()
+            .unwrap(),
+    );
+    assert!(e.contains("f64"), "{e}");
+    // wmx's CPU backend inside wasm has it: 0.1 + 0.2 rounds as in f64, not f32.
+    wmx::set_device(ty(JsValue::from_str("cpu"))).unwrap();
+    let a = wmx::array(data.unchecked_ref(), None, f64_dtype()).unwrap();
+    assert_eq!(a.dtype().unwrap(), "f64");
+    let s = wmx::sum(&v(a), None, None).unwrap();
+    let got = wait(s.data().unwrap()).await.unwrap();
+    let got = got
+        .dyn_into::<js_sys::Float64Array>()
+        .expect("data() of f64 is a Float64Array");
+    assert_eq!(got.to_vec(), vec![0.1 + 0.2]);
+    assert_eq!(
+        wait(s.item().unwrap()).await.unwrap().as_f64(),
+        Some(0.1 + 0.2)
+    );
+    wmx::set_device(ty(JsValue::from_str("webgpu"))).unwrap();
 }

@@ -1,6 +1,6 @@
 //! Matrix products on the CPU: matrixmultiply's `sgemm` (f32, any strides, threaded
 //! off wasm) once per batch element; 16-bit inputs are widened to f32 first, so every
-//! dtype accumulates in f32 and the result is rounded once.
+//! dtype accumulates in f32 and the result is rounded once. f64 runs `dgemm`.
 
 use super::{CpuBackend, CpuBuffer, strided};
 use crate::{Backend, DType, Error, Layout, Result, backend::View};
@@ -33,12 +33,92 @@ pub(super) fn matmul(
     let (m, k, n) = (sa[nd - 2], sa[nd - 1], sb[nd - 1]);
     let mut shape = sa[..nd - 2].to_vec();
     shape.extend([m, n]);
+    if dtype == DType::F64 {
+        let out = products::<f64>(be, [a, b], c, [m, k, n], &shape, alpha, beta)?;
+        return Ok(out);
+    }
+    let out = products::<f32>(be, [a, b], c, [m, k, n], &shape, alpha, beta)?;
+    be.round_from_f32(out, &shape, dtype)
+}
+
+/// An element type matrixmultiply multiplies.
+trait Gemm: bytemuck::Pod + std::ops::MulAssign {
+    const DTYPE: DType;
+    fn of(v: f64) -> Self;
+    /// matrixmultiply's `sgemm`/`dgemm`.
+    ///
+    /// # Safety
+    /// As theirs: every element the sizes and strides reach lies in its matrix.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        alpha: Self,
+        a: *const Self,
+        rsa: isize,
+        csa: isize,
+        b: *const Self,
+        rsb: isize,
+        csb: isize,
+        beta: Self,
+        c: *mut Self,
+        rsc: isize,
+        csc: isize,
+    );
+}
+
+macro_rules! gemm {
+    ($t:ty, $d:expr, $f:path) => {
+        impl Gemm for $t {
+            const DTYPE: DType = $d;
+            fn of(v: f64) -> Self {
+                v as $t
+            }
+            unsafe fn gemm(
+                m: usize,
+                k: usize,
+                n: usize,
+                alpha: Self,
+                a: *const Self,
+                rsa: isize,
+                csa: isize,
+                b: *const Self,
+                rsb: isize,
+                csb: isize,
+                beta: Self,
+                c: *mut Self,
+                rsc: isize,
+                csc: isize,
+            ) {
+                // SAFETY: the caller's promise, passed on.
+                unsafe { $f(m, k, n, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) }
+            }
+        }
+    };
+}
+gemm!(f32, DType::F32, matrixmultiply::sgemm);
+gemm!(f64, DType::F64, matrixmultiply::dgemm);
+
+/// The products in `T`, row-major: operands of dtype `T` are read in place (any
+/// strides), others through widened row-major copies.
+fn products<T: Gemm>(
+    be: &CpuBackend,
+    [a, b]: [View<'_, CpuBuffer>; 2],
+    c: Option<View<'_, CpuBuffer>>,
+    [m, k, n]: [usize; 3],
+    shape: &[usize],
+    alpha: f64,
+    beta: f64,
+) -> Result<CpuBuffer> {
+    let (sa, sb) = (&a.layout.shape, &b.layout.shape);
+    let nd = sa.len();
     let len: usize = shape.iter().product();
-    // f32 operands: in place for f32 (any strides), widened row-major copies else.
     let widen = |x: View<'_, CpuBuffer>| -> Result<Option<CpuBuffer>> {
-        Ok(match x.dtype {
-            DType::F32 => None,
-            _ => Some(be.copy(x, DType::F32)?),
+        Ok(if x.dtype == T::DTYPE {
+            None
+        } else {
+            Some(be.copy(x, T::DTYPE)?)
         })
     };
     let (wa, wb) = (widen(a)?, widen(b)?);
@@ -48,15 +128,15 @@ pub(super) fn matmul(
         la.as_ref().unwrap_or(a.layout),
         lb.as_ref().unwrap_or(b.layout),
     );
-    let da: &[f32] = wa.as_ref().unwrap_or(a.buffer).as_slice();
-    let db: &[f32] = wb.as_ref().unwrap_or(b.buffer).as_slice();
-    // The output starts as c (row-major f32) when it is read, else uninitialised.
+    let da: &[T] = wa.as_ref().unwrap_or(a.buffer).as_slice();
+    let db: &[T] = wb.as_ref().unwrap_or(b.buffer).as_slice();
+    // The output starts as c (row-major) when it is read, else uninitialised.
     let (mut out, beta) = match c {
-        Some(c) if beta != 0.0 => (be.copy(c, DType::F32)?, beta as f32),
-        _ => (CpuBuffer::uninit(len * 4), 0.0),
+        Some(c) if beta != 0.0 => (be.copy(c, T::DTYPE)?, T::of(beta)),
+        _ => (CpuBuffer::uninit(len * T::DTYPE.size()), T::of(0.0)),
     };
     {
-        let o: &mut [f32] = out.as_mut_slice();
+        let o: &mut [T] = out.as_mut_slice();
         if k == 0 {
             o.iter_mut().for_each(|v| *v *= beta);
         } else if m > 0 && n > 0 {
@@ -69,13 +149,13 @@ pub(super) fn matmul(
                 |[pa, pb]| {
                     // SAFETY: the layouts were checked against their buffers when the
                     // arrays were made, so every element (offset + index · stride) of
-                    // each matrix lies inside its slice; `o` holds m·n f32 at i.
+                    // each matrix lies inside its slice; `o` holds m·n elements at i.
                     unsafe {
-                        matrixmultiply::sgemm(
+                        T::gemm(
                             m,
                             k,
                             n,
-                            alpha as f32,
+                            T::of(alpha),
                             da.as_ptr().add(pa),
                             la.strides[nd - 2],
                             la.strides[nd - 1],
@@ -93,5 +173,5 @@ pub(super) fn matmul(
             );
         }
     }
-    be.round_from_f32(out, &shape, dtype)
+    Ok(out)
 }

@@ -154,146 +154,153 @@ pub trait Compute: Copy + PartialOrd + Send + Sync + 'static {
     fn from_f64(v: f64) -> Self;
 }
 
-impl Compute for f32 {
-    fn add(self, o: Self) -> Self {
-        self + o
-    }
-    fn sub(self, o: Self) -> Self {
-        self - o
-    }
-    fn mul(self, o: Self) -> Self {
-        self * o
-    }
-    fn div(self, o: Self) -> Self {
-        self / o
-    }
-    fn floor_div(self, o: Self) -> Self {
-        (self / o).floor()
-    }
-    fn rem(self, o: Self) -> Self {
-        let r = self % o;
-        if r == 0.0 {
-            0.0f32.copysign(o)
-        } else if (r < 0.0) != (o < 0.0) {
-            r + o
-        } else {
-            r
+/// Float arithmetic in `$t` (f32, which f16/bf16 also compute in, and f64).
+macro_rules! float_compute {
+    ($t:ty, $erf:path) => {
+        impl Compute for $t {
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
+            fn floor_div(self, o: Self) -> Self {
+                (self / o).floor()
+            }
+            fn rem(self, o: Self) -> Self {
+                let r = self % o;
+                if r == 0.0 {
+                    (0.0 as $t).copysign(o)
+                } else if (r < 0.0) != (o < 0.0) {
+                    r + o
+                } else {
+                    r
+                }
+            }
+            fn pow(self, o: Self) -> Self {
+                self.powf(o)
+            }
+            fn max(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    <$t>::NAN
+                } else {
+                    <$t>::max(self, o)
+                }
+            }
+            fn min(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    <$t>::NAN
+                } else {
+                    <$t>::min(self, o)
+                }
+            }
+            fn atan2(self, o: Self) -> Self {
+                <$t>::atan2(self, o)
+            }
+            fn band(self, o: Self) -> Self {
+                <$t>::from_bits(self.to_bits() & o.to_bits())
+            }
+            fn bor(self, o: Self) -> Self {
+                <$t>::from_bits(self.to_bits() | o.to_bits())
+            }
+            fn bxor(self, o: Self) -> Self {
+                <$t>::from_bits(self.to_bits() ^ o.to_bits())
+            }
+            fn neg(self) -> Self {
+                -self
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            fn sign(self) -> Self {
+                if self > 0.0 {
+                    1.0
+                } else if self < 0.0 {
+                    -1.0
+                } else {
+                    self
+                }
+            }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn rsqrt(self) -> Self {
+                1.0 / <$t>::sqrt(self)
+            }
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            fn expm1(self) -> Self {
+                <$t>::exp_m1(self)
+            }
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            fn ln1p(self) -> Self {
+                <$t>::ln_1p(self)
+            }
+            fn log2(self) -> Self {
+                <$t>::log2(self)
+            }
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            fn tan(self) -> Self {
+                <$t>::tan(self)
+            }
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            fn sigmoid(self) -> Self {
+                1.0 / (1.0 + <$t>::exp(-self))
+            }
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+            fn erfinv(self) -> Self {
+                erfinv(self as f64) as $t
+            }
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            fn round(self) -> Self {
+                <$t>::round_ties_even(self)
+            }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            fn is_inf(self) -> bool {
+                <$t>::is_infinite(self)
+            }
+            fn nonzero(self) -> bool {
+                self != 0.0
+            }
+            fn from_bool(b: bool) -> Self {
+                b as u8 as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
         }
-    }
-    fn pow(self, o: Self) -> Self {
-        self.powf(o)
-    }
-    fn max(self, o: Self) -> Self {
-        if self.is_nan() || o.is_nan() {
-            f32::NAN
-        } else {
-            f32::max(self, o)
-        }
-    }
-    fn min(self, o: Self) -> Self {
-        if self.is_nan() || o.is_nan() {
-            f32::NAN
-        } else {
-            f32::min(self, o)
-        }
-    }
-    fn atan2(self, o: Self) -> Self {
-        f32::atan2(self, o)
-    }
-    fn band(self, o: Self) -> Self {
-        f32::from_bits(self.to_bits() & o.to_bits())
-    }
-    fn bor(self, o: Self) -> Self {
-        f32::from_bits(self.to_bits() | o.to_bits())
-    }
-    fn bxor(self, o: Self) -> Self {
-        f32::from_bits(self.to_bits() ^ o.to_bits())
-    }
-    fn neg(self) -> Self {
-        -self
-    }
-    fn abs(self) -> Self {
-        f32::abs(self)
-    }
-    fn sign(self) -> Self {
-        if self > 0.0 {
-            1.0
-        } else if self < 0.0 {
-            -1.0
-        } else {
-            self
-        }
-    }
-    fn sqrt(self) -> Self {
-        f32::sqrt(self)
-    }
-    fn rsqrt(self) -> Self {
-        1.0 / f32::sqrt(self)
-    }
-    fn exp(self) -> Self {
-        f32::exp(self)
-    }
-    fn expm1(self) -> Self {
-        f32::exp_m1(self)
-    }
-    fn ln(self) -> Self {
-        f32::ln(self)
-    }
-    fn ln1p(self) -> Self {
-        f32::ln_1p(self)
-    }
-    fn log2(self) -> Self {
-        f32::log2(self)
-    }
-    fn sin(self) -> Self {
-        f32::sin(self)
-    }
-    fn cos(self) -> Self {
-        f32::cos(self)
-    }
-    fn tan(self) -> Self {
-        f32::tan(self)
-    }
-    fn tanh(self) -> Self {
-        f32::tanh(self)
-    }
-    fn sigmoid(self) -> Self {
-        1.0 / (1.0 + f32::exp(-self))
-    }
-    fn erf(self) -> Self {
-        libm::erff(self)
-    }
-    fn erfinv(self) -> Self {
-        erfinv(self as f64) as f32
-    }
-    fn floor(self) -> Self {
-        f32::floor(self)
-    }
-    fn ceil(self) -> Self {
-        f32::ceil(self)
-    }
-    fn round(self) -> Self {
-        f32::round_ties_even(self)
-    }
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
-    }
-    fn is_inf(self) -> bool {
-        f32::is_infinite(self)
-    }
-    fn nonzero(self) -> bool {
-        self != 0.0
-    }
-    fn from_bool(b: bool) -> Self {
-        b as u8 as f32
-    }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
+    };
 }
+float_compute!(f32, libm::erff);
+float_compute!(f64, libm::erf);
 
 macro_rules! int_compute {
     ($t:ty) => {
@@ -570,6 +577,32 @@ macro_rules! store_float {
     };
 }
 store_float!(f32, |x| x, |x| x, |x| x as f32);
+
+impl Store for f64 {
+    type C = f64;
+    type Acc = f64;
+    fn load(self) -> f64 {
+        self
+    }
+    fn store(c: f64) -> Self {
+        c
+    }
+    fn wide(self) -> Wide {
+        Wide::F(self)
+    }
+    fn from_wide(w: Wide) -> Self {
+        match w {
+            Wide::I(i) => i as f64,
+            Wide::F(x) => x,
+        }
+    }
+    fn to_acc(self) -> f64 {
+        self
+    }
+    fn from_acc(a: f64) -> Self {
+        a
+    }
+}
 store_float!(f16, f16::to_f32, f16::from_f32, |x| f16::from_f32(
     crate::dtype::f64_to_f32_odd(x)
 ));
@@ -612,6 +645,10 @@ macro_rules! with_store {
             }
             $crate::DType::F32 => {
                 type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
                 $body
             }
         }

@@ -27,7 +27,7 @@ for name, a in arrays.items():
 # A 3x4 float32 in Fortran order, and big-endian float32 (4 x 3).
 np.save(os.path.join(here, "fortran.npy"), np.asfortranarray(f.astype(np.float32).reshape(3, 4)))
 np.save(os.path.join(here, "big_endian.npy"), f.astype(">f4").reshape(4, 3))
-# float64 has no wmx dtype: loading it must be an error naming it.
+# float64 loads as wmx's f64, exactly.
 np.save(os.path.join(here, "float64.npy"), f)
 np.savez(os.path.join(here, "several.npz"), x=f.astype(np.float32).reshape(2, 6), n=i.astype(np.int32))
 np.savez_compressed(os.path.join(here, "compressed.npz"), m=(i % 2 == 1))

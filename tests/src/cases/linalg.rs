@@ -100,25 +100,30 @@ fn reference(a: &Host, b: &Host, c: Option<&Host>, alpha: f64, beta: f64) -> (Ho
     (Host { shape, v }, mags)
 }
 
-/// f32 accumulation of `k` terms plus one rounding to `dt`.
+/// f32 accumulation of `k` terms plus one rounding to `dt` (f64: in f64).
 fn check(what: &str, got: &Array, want: &Host, mags: &[f64], k: usize, dt: DType) {
     assert_eq!(got.shape(), &want.shape[..], "{what}: shape");
     assert_eq!(got.dtype(), dt, "{what}: dtype");
     let g: Vec<f64> = read_ok(got, what).into_iter().map(Val::f).collect();
+    let acc_eps = if dt == DType::F64 {
+        2f64.powi(-53)
+    } else {
+        2f64.powi(-24)
+    };
     let out_eps = match dt {
-        DType::F32 => 0.0,
+        DType::F32 | DType::F64 => 0.0,
         DType::F16 => 2f64.powi(-11),
         _ => 2f64.powi(-8),
     };
     for (i, ((&g, &w), &mag)) in g.iter().zip(&want.v).zip(mags).enumerate() {
-        let tol = (k as f64 + 4.0) * 2f64.powi(-24) * mag + out_eps * w.abs() + 1e-30;
+        let tol = (k as f64 + 4.0) * acc_eps * mag + out_eps * w.abs() + 1e-300;
         let same = (g - w).abs() <= tol || (g.is_nan() && w.is_nan()) || g == w;
         assert!(same, "{what}: element {i}: got {g}, want {w} (tol {tol:e})");
     }
 }
 
 fn float_dtypes(dev: &Device) -> Vec<DType> {
-    [DType::F32, DType::F16, DType::BF16]
+    [DType::F32, DType::F16, DType::BF16, DType::F64]
         .into_iter()
         .filter(|&d| super::supported(dev, d))
         .collect()

@@ -475,7 +475,7 @@ pub fn unary_special_values(dev: &Device) {
         ("isnan", nan, 1.0), ("isnan", inf, 0.0), ("isinf", -inf, 1.0), ("isinf", nan, 0.0),
         ("logical_not", nan, 0.0), ("logical_not", -0.0, 1.0), ("logical_not", 0.25, 0.0),
     ];
-    for dt in [DType::F32, DType::F16, DType::BF16] {
+    for dt in [DType::F32, DType::F16, DType::BF16, DType::F64] {
         if !supported(dev, dt) {
             continue;
         }
@@ -528,7 +528,7 @@ pub fn unary_special_values(dev: &Device) {
     // tanh densely (its kernels select between a series and exp: both sides of the
     // switch at 0.35, the cap at 10, tiny and huge inputs): at most 3 f32 ulps, and
     // 1 ulp of f16/bf16 (their cheaper `tanh_narrow`).
-    for dt in [DType::F32, DType::F16, DType::BF16] {
+    for dt in [DType::F32, DType::F16, DType::BF16, DType::F64] {
         if !supported(dev, dt) {
             continue;
         }
@@ -659,7 +659,7 @@ pub fn binary_float_special_values(dev: &Device) {
         ("logical_and", nan, 1.0, 1.0), ("logical_and", -0.0, 1.0, 0.0), ("logical_or", 0.0, nan, 1.0),
         ("logical_or", 0.0, -0.0, 0.0),
     ];
-    for dt in [DType::F32, DType::F16, DType::BF16] {
+    for dt in [DType::F32, DType::F16, DType::BF16, DType::F64] {
         if !supported(dev, dt) {
             continue;
         }
@@ -1104,7 +1104,7 @@ pub fn clip_bounds(dev: &Device) {
         .iter()
         .map(|&v| f(v))
         .collect();
-    for dt in [DType::F32, DType::F16, DType::BF16] {
+    for dt in [DType::F32, DType::F16, DType::BF16, DType::F64] {
         if !supported(dev, dt) {
             continue;
         }
@@ -1486,7 +1486,7 @@ pub fn reductions_empty(dev: &Device) {
 pub fn reductions_nan_and_inf(dev: &Device) {
     let nan = f64::NAN;
     let inf = f64::INFINITY;
-    for dt in [DType::F32, DType::F16, DType::BF16] {
+    for dt in [DType::F32, DType::F16, DType::BF16, DType::F64] {
         if !supported(dev, dt) {
             continue;
         }

@@ -81,7 +81,7 @@ fn close(what: &str, got: &[f64], want: &[f64], dt: DType, atol: f64) {
 pub fn norm_values(dev: &Device) {
     let mut rng = Rng::new(0x50f7);
     let eps = 1e-5;
-    for dt in [DType::F32, DType::F16, DType::BF16] {
+    for dt in [DType::F32, DType::F16, DType::BF16, DType::F64] {
         if !super::supported(dev, dt) {
             continue;
         }
@@ -117,6 +117,7 @@ pub fn norm_values(dev: &Device) {
                     // log_softmax at shift 300 is -(x - max) - log s: absolute error
                     // of the inputs' size; the normalisations scale by 1/std.
                     let atol = match (op, dt) {
+                        (_, DType::F64) => 1e-12,
                         (NormOp::LogSoftmax, DType::F32) => 1e-5,
                         (NormOp::LogSoftmax, _) => 2e-2,
                         // Rows near 300 hold their values to an ulp of 3e-5 in f32,
