@@ -41,64 +41,48 @@ pub(super) fn matmul(
     be.round_from_f32(out, &shape, dtype)
 }
 
+/// matrixmultiply's `sgemm`/`dgemm`: `(m, k, n, alpha, a, rsa, csa, b, rsb, csb,
+/// beta, c, rsc, csc)`, unsafe as theirs (every element the sizes and strides reach
+/// must lie in its matrix).
+type GemmFn<T> = unsafe fn(
+    usize,
+    usize,
+    usize,
+    T,
+    *const T,
+    isize,
+    isize,
+    *const T,
+    isize,
+    isize,
+    T,
+    *mut T,
+    isize,
+    isize,
+);
+
 /// An element type matrixmultiply multiplies.
 trait Gemm: bytemuck::Pod + std::ops::MulAssign {
     const DTYPE: DType;
+    const GEMM: GemmFn<Self>;
     fn of(v: f64) -> Self;
-    /// matrixmultiply's `sgemm`/`dgemm`.
-    ///
-    /// # Safety
-    /// As theirs: every element the sizes and strides reach lies in its matrix.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        alpha: Self,
-        a: *const Self,
-        rsa: isize,
-        csa: isize,
-        b: *const Self,
-        rsb: isize,
-        csb: isize,
-        beta: Self,
-        c: *mut Self,
-        rsc: isize,
-        csc: isize,
-    );
 }
 
-macro_rules! gemm {
-    ($t:ty, $d:expr, $f:path) => {
-        impl Gemm for $t {
-            const DTYPE: DType = $d;
-            fn of(v: f64) -> Self {
-                v as $t
-            }
-            unsafe fn gemm(
-                m: usize,
-                k: usize,
-                n: usize,
-                alpha: Self,
-                a: *const Self,
-                rsa: isize,
-                csa: isize,
-                b: *const Self,
-                rsb: isize,
-                csb: isize,
-                beta: Self,
-                c: *mut Self,
-                rsc: isize,
-                csc: isize,
-            ) {
-                // SAFETY: the caller's promise, passed on.
-                unsafe { $f(m, k, n, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) }
-            }
-        }
-    };
+impl Gemm for f32 {
+    const DTYPE: DType = DType::F32;
+    const GEMM: GemmFn<f32> = matrixmultiply::sgemm;
+    fn of(v: f64) -> Self {
+        v as f32
+    }
 }
-gemm!(f32, DType::F32, matrixmultiply::sgemm);
-gemm!(f64, DType::F64, matrixmultiply::dgemm);
+
+impl Gemm for f64 {
+    const DTYPE: DType = DType::F64;
+    const GEMM: GemmFn<f64> = matrixmultiply::dgemm;
+    fn of(v: f64) -> Self {
+        v
+    }
+}
 
 /// The products in `T`, row-major: operands of dtype `T` are read in place (any
 /// strides), others through widened row-major copies.
@@ -151,7 +135,7 @@ fn products<T: Gemm>(
                     // arrays were made, so every element (offset + index · stride) of
                     // each matrix lies inside its slice; `o` holds m·n elements at i.
                     unsafe {
-                        T::gemm(
+                        (T::GEMM)(
                             m,
                             k,
                             n,
