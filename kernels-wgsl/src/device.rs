@@ -154,36 +154,31 @@ impl Contig<'_> {
     pub(crate) fn numel(&self) -> usize {
         crate::layout::numel(self.shape)
     }
-    /// What a dispatch binds for this output.
-    pub(crate) fn binding(&self) -> Binding {
-        Binding {
-            buffer: self.buffer.clone(),
-            window: self.window,
-        }
-    }
-    /// Bytes the kernel sees.
-    pub(crate) fn bytes(&self) -> u64 {
-        bound_len(self.buffer, self.window)
-    }
     /// Whether `x` is bound to the same bytes.
     pub(crate) fn same_binding(&self, x: &Strided) -> bool {
         self.buffer == x.buffer && self.window == x.window
     }
 }
 
-impl Strided<'_> {
-    /// What a dispatch binds for this view.
-    pub(crate) fn binding(&self) -> Binding {
-        Binding {
-            buffer: self.buffer.clone(),
-            window: self.window,
+/// `binding()` and `bytes()` of the view types: their buffer, through their window.
+macro_rules! bound_views {
+    ($($view:ident),*) => {$(
+        impl $view<'_> {
+            /// What a dispatch binds for this view.
+            pub(crate) fn binding(&self) -> Binding {
+                Binding {
+                    buffer: self.buffer.clone(),
+                    window: self.window,
+                }
+            }
+            /// Bytes the kernel sees.
+            pub(crate) fn bytes(&self) -> u64 {
+                bound_len(self.buffer, self.window)
+            }
         }
-    }
-    /// Bytes the kernel sees.
-    pub(crate) fn bytes(&self) -> u64 {
-        bound_len(self.buffer, self.window)
-    }
+    )*};
 }
+bound_views!(Contig, Strided);
 
 pub(crate) struct Pipe {
     pub(crate) pipeline: wgpu::ComputePipeline,

@@ -41,25 +41,30 @@ pub(super) fn normalize(
     } else {
         DType::F32
     };
-    let widened = |b: &CpuBuffer| -> Vec<f64> {
+    // Elements lo..hi of a row-major buffer of `work`, widened.
+    let row = |b: &CpuBuffer, lo: usize, hi: usize| -> Vec<f64> {
         if work == DType::F64 {
-            b.as_slice::<f64>().to_vec()
+            b.as_slice::<f64>()[lo..hi].to_vec()
         } else {
-            b.as_slice::<f32>().iter().map(|&v| v as f64).collect()
+            b.as_slice::<f32>()[lo..hi]
+                .iter()
+                .map(|&v| v as f64)
+                .collect()
         }
     };
     let xs = be.copy(x, work)?;
     let ps: Vec<Vec<f64>> = params
         .iter()
-        .map(|p| be.copy(*p, work).map(|b| widened(&b)))
+        .map(|p| be.copy(*p, work).map(|b| row(&b, 0, l)))
         .collect::<Result<_>>()?;
-    let xv = widened(&xs);
-    drop(xs);
-    let n = xv.len();
-    let mut o = vec![0.0f64; n];
+    let n = shape.iter().product::<usize>();
+    let mut out = CpuBuffer::uninit(n * work.size());
+    let mut y = vec![0.0f64; l];
     {
         let p = |k: usize, j: usize| ps[k][j];
-        for (r, y) in xv.chunks(l.max(1)).zip(o.chunks_mut(l.max(1))) {
+        // One row at a time: read widened, computed in f64, written in `work`.
+        for lo in (0..n).step_by(l.max(1)) {
+            let r = &row(&xs, lo, lo + l)[..];
             match op {
                 NormOp::Softmax | NormOp::LogSoftmax => {
                     let m = r.iter().copied().fold(f64::NEG_INFINITY, |a, b| {
@@ -94,15 +99,16 @@ pub(super) fn normalize(
                     }
                 }
             }
+            if work == DType::F64 {
+                out.as_mut_slice::<f64>()[lo..lo + l].copy_from_slice(&y);
+            } else {
+                let o = &mut out.as_mut_slice::<f32>()[lo..lo + l];
+                o.iter_mut().zip(&y).for_each(|(o, &v)| *o = v as f32);
+            }
         }
     }
     if work == DType::F64 {
-        return Ok(CpuBuffer::from_bytes(bytemuck::cast_slice(&o)));
+        return Ok(out);
     }
-    let f32s: Vec<f32> = o.into_iter().map(|v| v as f32).collect();
-    be.round_from_f32(
-        CpuBuffer::from_bytes(bytemuck::cast_slice(&f32s)),
-        &shape,
-        dtype,
-    )
+    be.round_from_f32(out, &shape, dtype)
 }
