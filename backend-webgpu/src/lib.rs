@@ -163,15 +163,7 @@ fn kdtype(d: DType) -> Result<k::DType> {
                 reason: "WGSL has no 64-bit integers".into(),
             });
         }
-        DType::F64 => {
-            return Err(Error::DeviceDType {
-                device: "webgpu".into(),
-                dtype: d,
-                reason: "wmx's WGSL kernels have no f64 yet (browsers and Metal have none; \
-                         compute on the CPU, or astype(f32) first)"
-                    .into(),
-            });
-        }
+        DType::F64 => k::DType::F64,
     })
 }
 
@@ -453,10 +445,16 @@ impl Backend for WebGpuBackend {
     fn check_dtype(&self, dtype: DType) -> Result<()> {
         let kd = kdtype(dtype)?;
         if !self.kernels.supports(kd) {
+            let reason = if dtype == DType::F64 {
+                "the adapter lacks SHADER_F64 (browsers and Metal have no f64: compute on \
+                 the CPU, or astype(f32) first)"
+            } else {
+                "the adapter lacks SHADER_F16"
+            };
             return Err(Error::DeviceDType {
                 device: self.name.clone(),
                 dtype,
-                reason: "the adapter lacks SHADER_F16".into(),
+                reason: reason.into(),
             });
         }
         Ok(())

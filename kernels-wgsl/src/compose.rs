@@ -358,6 +358,12 @@ pub(crate) struct InputCode<'a> {
 
 /// [`compose`], with input `a` given by `input_a` where set (general variants).
 pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) -> Result<String> {
+    if spec.inputs.contains(&DType::F64) || spec.output == DType::F64 {
+        return Err(Error::UnsupportedDType {
+            dtype: "f64",
+            reason: format!("{:?} '{}' has no f64 kernel", spec.family, spec.op),
+        });
+    }
     let mut p = String::new();
     let t = &spec.target;
     let reduce = matches!(spec.family, Family::Reduce | Family::ArgReduce);
@@ -1191,7 +1197,7 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
         Contig([Elem, Elem, Scalar]),
         Variant::General,
     ];
-    for d in DType::ALL {
+    for d in DType::WORDS {
         for op in UNARY_OPS {
             if ops::unary_op_supports(op, d) {
                 let o = if ops::unary_outputs_bool(op) {
@@ -1234,7 +1240,7 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
                 var,
             ));
         }
-        for o in DType::ALL {
+        for o in DType::WORDS {
             for var in [
                 Contig([Vec4, Scalar, Scalar]),
                 Contig([Elem, Scalar, Scalar]),

@@ -12,6 +12,8 @@ use std::sync::{Arc, Mutex};
 pub struct Caps {
     /// `SHADER_F16` is available (required for the `F16` dtype).
     pub f16: bool,
+    /// `SHADER_F64` is available (required for the `F64` dtype).
+    pub f64: bool,
     /// `SUBGROUP` is available (reductions use subgroup operations).
     pub subgroups: bool,
     /// Smallest subgroup size of the adapter, 0 without subgroups.
@@ -299,6 +301,8 @@ pub(crate) struct Inner {
     pub(crate) user_pipes: Mutex<FxMap<crate::user::UserKey, crate::user::UserEntry>>,
     /// Pipelines of fused kernels (see [`Kernels::fused`]).
     pub(crate) fused_pipes: Mutex<FxMap<crate::fused::FusedKey, Arc<Pipe>>>,
+    /// Pipelines of the f64 kernels, by entry point and prelude (see `f64.rs`).
+    pub(crate) f64_pipes: Mutex<FxMap<String, Arc<Pipe>>>,
     /// Scratch buffers kept between calls: 0 and 1 for multi-pass reductions (a
     /// dispatch cannot read and write one buffer, so a pass reading one writes the
     /// other), 2 and 3 for sorting's (key, index) pairs. Large allocations cost
@@ -386,6 +390,7 @@ impl std::fmt::Debug for Kernels {
 }
 
 const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
+    .union(wgpu::Features::SHADER_F64)
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
@@ -508,6 +513,7 @@ impl Kernels {
         let subgroups = features.contains(wgpu::Features::SUBGROUP);
         let caps = Caps {
             f16: features.contains(wgpu::Features::SHADER_F16),
+            f64: features.contains(wgpu::Features::SHADER_F64),
             subgroups,
             subgroup_size: if subgroups { info.subgroup_min_size } else { 0 },
             timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
@@ -562,6 +568,7 @@ impl Kernels {
                 layouts: Mutex::new(HashMap::new()),
                 user_pipes: Mutex::new(FxMap::default()),
                 fused_pipes: Mutex::new(FxMap::default()),
+                f64_pipes: Mutex::new(FxMap::default()),
                 scratch: Mutex::new([None, None, None, None]),
                 dummy,
                 submit: Mutex::new(SubmitState::default()),
@@ -613,9 +620,14 @@ impl Kernels {
         self.inner.target
     }
 
-    /// Whether `dtype` can be used on this device (`F16` needs `SHADER_F16`).
+    /// Whether `dtype` can be used on this device (`F16` needs `SHADER_F16`, `F64`
+    /// `SHADER_F64`).
     pub fn supports(&self, dtype: DType) -> bool {
-        dtype != DType::F16 || self.inner.caps.f16
+        match dtype {
+            DType::F16 => self.inner.caps.f16,
+            DType::F64 => self.inner.caps.f64,
+            _ => true,
+        }
     }
 
     pub(crate) fn check_dtype(&self, dtype: DType) -> Result<()> {
@@ -625,8 +637,9 @@ impl Kernels {
             Err(Error::UnsupportedDType {
                 dtype: dtype.name(),
                 reason: format!(
-                    "adapter '{}' lacks the SHADER_F16 feature",
-                    self.inner.caps.adapter_name
+                    "adapter '{}' lacks the SHADER_{} feature",
+                    self.inner.caps.adapter_name,
+                    dtype.name().to_uppercase()
                 ),
             })
         }

@@ -17,6 +17,9 @@ pub enum DType {
     BF16,
     /// IEEE binary32.
     F32,
+    /// IEEE binary64 (needs `SHADER_F64` on the adapter; computed by the kernels of
+    /// `f64.wgsl`, moved by the others as pairs of `u32` words).
+    F64,
 }
 
 /// The WGSL type a dtype is computed in.
@@ -39,7 +42,20 @@ impl Ct {
 
 impl DType {
     /// All dtypes, in a fixed order (used by tests and completeness checks).
-    pub const ALL: [DType; 7] = [
+    pub const ALL: [DType; 8] = [
+        DType::Bool,
+        DType::U8,
+        DType::U32,
+        DType::I32,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// The dtypes the word kernels (everything but `f64.wgsl`) compose modules for:
+    /// all but `F64`.
+    pub const WORDS: [DType; 7] = [
         DType::Bool,
         DType::U8,
         DType::U32,
@@ -55,6 +71,7 @@ impl DType {
             DType::Bool | DType::U8 => 1,
             DType::F16 | DType::BF16 => 2,
             DType::U32 | DType::I32 | DType::F32 => 4,
+            DType::F64 => 8,
         }
     }
 
@@ -68,12 +85,13 @@ impl DType {
             DType::F16 => "f16",
             DType::BF16 => "bf16",
             DType::F32 => "f32",
+            DType::F64 => "f64",
         }
     }
 
-    /// True for f32, f16 and bf16.
+    /// True for f64, f32, f16 and bf16.
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F16 | DType::BF16)
+        matches!(self, DType::F64 | DType::F32 | DType::F16 | DType::BF16)
     }
 
     /// True for the integer dtypes (not bool).
@@ -81,9 +99,11 @@ impl DType {
         matches!(self, DType::U8 | DType::U32 | DType::I32)
     }
 
+    /// The compute type of the word kernels. f64 never reaches them (`compose`
+    /// refuses it); it maps to f32 only to keep this total.
     pub(crate) fn ct(self) -> Ct {
         match self {
-            DType::F32 | DType::F16 | DType::BF16 => Ct::F32,
+            DType::F64 | DType::F32 | DType::F16 | DType::BF16 => Ct::F32,
             DType::I32 => Ct::I32,
             DType::U32 | DType::U8 | DType::Bool => Ct::U32,
         }

@@ -117,6 +117,10 @@ impl Kernels {
                 dtype: x.dtype.name(),
             });
         }
+        if x.dtype == DType::F64 {
+            self.elementwise_checks(Family::Axpby, "axpby", &[x, y], out)?;
+            return self.f64_axpby(b, x, y, alpha, beta, out);
+        }
         let s = [(alpha as f32).to_bits(), (beta as f32).to_bits()];
         self.elementwise(b, Family::Axpby, "axpby", &[x, y], out, s)
     }
@@ -160,6 +164,16 @@ impl Kernels {
                 )));
             }
         }
+        if out.dtype == DType::F64 && base.dtype == DType::F64 && update.dtype == DType::F64 {
+            use crate::f64::{Pairs, pair_out, pair_shape};
+            let (bw, uw) = (Pairs::of(base), Pairs::of(update));
+            let (mut st, mut sp) = (starts.to_vec(), steps.to_vec());
+            st.push(0);
+            sp.push(1);
+            let shape = pair_shape(out.shape);
+            let o = pair_out(out, &shape);
+            return self.slice_update(b, &bw.view(base), &uw.view(update), &st, &sp, &o);
+        }
         let Some(spec) =
             self.gathering_module(Family::SliceUpdate, "slice_update", &[base, update], out)?
         else {
@@ -191,6 +205,9 @@ impl Kernels {
     pub fn fill(&self, b: &mut Batch, out: &Contig, value: f64) -> Result<()> {
         self.check_dtype(out.dtype)?;
         check_out(out)?;
+        if out.dtype == DType::F64 {
+            return self.f64_generate(b, out, value, 0.0, true);
+        }
         let n = out.numel();
         if n == 0 {
             return Ok(());
@@ -210,6 +227,9 @@ impl Kernels {
     pub fn arange(&self, b: &mut Batch, out: &Contig, start: f64, step: f64) -> Result<()> {
         self.check_dtype(out.dtype)?;
         check_out(out)?;
+        if out.dtype == DType::F64 {
+            return self.f64_generate(b, out, start, step, false);
+        }
         if out.numel() == 0 {
             return Ok(());
         }
@@ -260,15 +280,15 @@ impl Kernels {
         self.record(b, &spec, [out.binding()], params, groups)
     }
 
-    pub(crate) fn elementwise(
+    /// The dtypes, shapes and views of an elementwise launch; each input's highest
+    /// element offset.
+    fn elementwise_checks(
         &self,
-        b: &mut Batch,
         family: Family,
-        op: &'static str,
+        op: &str,
         inputs: &[&Strided],
         out: &Contig,
-        s: [u32; 2],
-    ) -> Result<()> {
+    ) -> Result<[u64; 3]> {
         self.check_dtype(out.dtype)?;
         for x in inputs {
             self.check_dtype(x.dtype)?;
@@ -284,6 +304,22 @@ impl Kernels {
         let mut hi = [0u64; 3];
         for (k, x) in inputs.iter().enumerate() {
             hi[k] = check_view(x, "input")?;
+        }
+        Ok(hi)
+    }
+
+    pub(crate) fn elementwise(
+        &self,
+        b: &mut Batch,
+        family: Family,
+        op: &'static str,
+        inputs: &[&Strided],
+        out: &Contig,
+        s: [u32; 2],
+    ) -> Result<()> {
+        let hi = self.elementwise_checks(family, op, inputs, out)?;
+        if out.dtype == DType::F64 || inputs.iter().any(|x| x.dtype == DType::F64) {
+            return self.f64_elementwise(b, family, op, inputs, out);
         }
         let n = out.numel();
         let spec_dtypes: Vec<DType> = inputs.iter().map(|x| x.dtype).collect();
@@ -500,7 +536,8 @@ fn f32_round_to_odd(x: f64) -> f32 {
 
 pub(crate) fn scalar_bits(value: f64, dtype: DType) -> u32 {
     match dtype {
-        DType::F32 => (value as f32).to_bits(),
+        // f64 fills are computed in f64.rs; its words are not one u32.
+        DType::F32 | DType::F64 => (value as f32).to_bits(),
         DType::F16 => half::f16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
         DType::BF16 => half::bf16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
         DType::I32 => (value as i32) as u32,

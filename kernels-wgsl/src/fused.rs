@@ -337,6 +337,12 @@ pub fn compose_module(
     reduce: Option<(&ModuleSpec, usize)>,
     target: crate::Target,
 ) -> Result<String> {
+    if spec.inputs.contains(&DType::F64) || spec.steps.iter().any(|s| s.dtype == DType::F64) {
+        return Err(Error::UnsupportedDType {
+            dtype: "f64",
+            reason: "fused kernels compute in 32 bits (f64 runs op by op)".into(),
+        });
+    }
     if reads.len() != spec.inputs.len() || bind.len() != spec.inputs.len() {
         return Err(Error::Shape(format!(
             "fused: {} reads and {} bindings for {} inputs",

@@ -25,6 +25,8 @@ pub fn gather_fill_bits(d: DType) -> u32 {
         DType::U32 => u32::MAX,
         DType::U8 => 0xff,
         DType::Bool => 1,
+        // Both words: a NaN.
+        DType::F64 => u32::MAX,
     }
 }
 
@@ -72,6 +74,12 @@ impl Kernels {
         }
         self.check_dtype(out.dtype)?;
         check_out(out)?;
+        if out.dtype == DType::F64 {
+            let words: Vec<_> = inputs.iter().map(crate::f64::Pairs::of).collect();
+            let views: Vec<_> = words.iter().zip(inputs).map(|(w, x)| w.view(x)).collect();
+            let shape = crate::f64::pair_shape(out.shape);
+            return self.concatenate(b, &views, axis, &crate::f64::pair_out(out, &shape));
+        }
         let spec = self.spec(
             Family::Place,
             "place",
@@ -174,6 +182,12 @@ impl Kernels {
             )));
         }
         check_index_dtype("gather", indices.dtype)?;
+        if x.dtype == DType::F64 {
+            let (xw, iw) = (crate::f64::Pairs::of(x), crate::f64::Pairs::spread(indices));
+            let words = crate::f64::pair_shape(out.shape);
+            let o = crate::f64::pair_out(out, &words);
+            return self.gather(b, &xw.view(x), &iw.view(indices), axis, &o);
+        }
         let Some(spec) = self.gathering_module(Family::Gather, "gather", &[x, indices], out)?
         else {
             return Ok(());
@@ -268,6 +282,25 @@ impl Kernels {
             return Err(Error::Shape(format!(
                 "{op}: inputs must not share the output buffer"
             )));
+        }
+        if out.dtype == DType::F64 {
+            check_view(base, "scatter input")?;
+            if op == "scatter_add" {
+                return self.f64_scatter_add(b, base, indices, updates, axis, out);
+            }
+            use crate::f64::{Pairs, pair_out, pair_shape};
+            let (bw, iw, uw) = (Pairs::of(base), Pairs::spread(indices), Pairs::of(updates));
+            let shape = pair_shape(out.shape);
+            let o = pair_out(out, &shape);
+            return self.scatter(
+                b,
+                op,
+                &bw.view(base),
+                &iw.view(indices),
+                &uw.view(updates),
+                axis,
+                &o,
+            );
         }
         self.copy(b, base, out)?;
         let n = indices.shape.iter().product::<usize>();

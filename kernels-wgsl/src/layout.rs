@@ -50,9 +50,8 @@ pub(crate) fn check_view(x: &Strided, what: &str) -> Result<u64> {
             hi += span;
         }
     }
-    let words = (x.bytes() / 4) as i128;
-    let epw = x.dtype.epw() as i128;
-    if lo < 0 || hi / epw >= words || hi >= u32::MAX as i128 {
+    let end = (hi + 1) * x.dtype.size() as i128;
+    if lo < 0 || end > x.bytes() as i128 || hi >= u32::MAX as i128 {
         return Err(Error::Shape(format!(
             "{what}: view (shape {:?}, strides {:?}, offset {}) of {} addresses elements {lo}..={hi}, \
              outside its {}-byte buffer",

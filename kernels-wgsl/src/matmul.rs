@@ -100,6 +100,9 @@ impl Kernels {
             return Ok(());
         }
         let c = c.filter(|_| beta != 0.0);
+        if d == DType::F64 {
+            return self.f64_matmul(b, a, bb, c, alpha, beta, out);
+        }
         if m == 1 || n == 1 {
             self.gemv(b, a, bb, c, alpha, beta, out)
         } else {

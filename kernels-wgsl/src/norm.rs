@@ -41,6 +41,13 @@ impl Kernels {
             }
         }
         check_out(out)?;
+        if x.dtype == DType::F64 {
+            if params.iter().any(|p| p.dtype != DType::F64) || out.dtype != DType::F64 {
+                return Err(Error::Shape(format!("{op}: f64 x with other dtypes")));
+            }
+            let index = crate::NORM_OPS.iter().position(|o| *o == op).unwrap_or(0);
+            return self.f64_normalize(b, index, x, params, eps, out);
+        }
         let mut inputs = vec![x.dtype];
         inputs.extend(params.iter().map(|p| p.dtype));
         // 16-bit rows of odd length would share words between workgroups: compute

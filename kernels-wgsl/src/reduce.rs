@@ -177,6 +177,10 @@ impl Kernels {
                 x.shape
             )));
         }
+        if x.dtype == DType::F64 && pro.is_none() {
+            check_view(x, "reduce input")?;
+            return self.f64_reduce(b, op, x, axes, out);
+        }
         // Where the accumulators go: the output itself, or scratch 1 then a cast. A
         // single f16/bf16 result over rows is rounded and stored by the final pass
         // itself (its word is no other invocation's), saving the cast dispatch.
@@ -321,6 +325,10 @@ impl Kernels {
                 "arg_reduce '{op}' over an empty axis {axis} of {:?}",
                 x.shape
             )));
+        }
+        if x.dtype == DType::F64 {
+            check_view(x, "arg_reduce input")?;
+            return self.f64_arg_reduce(b, op, x, axis, out);
         }
         // Keep the axis itself (even of size 1): the index counts along it.
         plan.shape_r = vec![x.shape[axis]];

@@ -61,6 +61,9 @@ impl Kernels {
         self.check_dtype(out.dtype)?;
         check_view(x, "scan input")?;
         check_out(out)?;
+        if x.dtype == DType::F64 {
+            return self.f64_scan(b, op, x, axis, reverse, inclusive, out);
+        }
         let acc = x.dtype.acc();
         let n = out.numel();
         let spec = self.spec(

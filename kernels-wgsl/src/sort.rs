@@ -42,6 +42,9 @@ impl Kernels {
         self.check_dtype(x.dtype)?;
         check_view(x, "argsort input")?;
         check_out(out)?;
+        if x.dtype == DType::F64 {
+            return self.f64_argsort(b, x, out);
+        }
         let g = Variant::General;
         let init = self.spec(Family::Sort, "sort_init", vec![x.dtype], DType::U32, g, 0);
         let n = *x.shape.last().unwrap();

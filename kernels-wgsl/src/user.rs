@@ -359,6 +359,7 @@ fn wgsl_type(kernel: &str, name: &str, d: DType) -> Result<&'static str> {
         DType::F16 => "f16",
         DType::I32 => "i32",
         DType::U32 => "u32",
+        DType::F64 => "f64",
         _ => {
             return Err(Error::Shape(format!(
                 "{kernel}: `{name}` is {} (stored packed in u32 words); a kernel binds f32, f16, i32 or u32 arrays: convert with astype",

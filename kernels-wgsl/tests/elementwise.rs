@@ -345,7 +345,7 @@ fn unary_data(op: &str) -> Data {
     }
 }
 
-const FLOATS_AND_INTS: [DType; 7] = DType::ALL;
+const FLOATS_AND_INTS: [DType; 8] = DType::ALL;
 
 // ---------------------------------------------------------------- binary
 

@@ -237,7 +237,7 @@ fn op_tables_are_complete() {
     };
     for op in BINARY_OPS {
         let mut any = false;
-        for d in DType::ALL {
+        for d in DType::WORDS {
             let supported = binary_op_supports(op, d);
             any |= supported;
             assert_eq!(has(Family::Binary, op, d), supported, "binary {op} {d}");
@@ -272,7 +272,7 @@ fn op_tables_are_complete() {
         }
     }
     for op in UNARY_OPS {
-        for d in DType::ALL {
+        for d in DType::WORDS {
             assert_eq!(
                 has(Family::Unary, op, d),
                 unary_op_supports(op, d),
@@ -285,18 +285,18 @@ fn op_tables_are_complete() {
         );
     }
     for op in REDUCE_OPS {
-        for d in DType::ALL {
+        for d in DType::WORDS {
             assert!(has(Family::Reduce, op, d), "reduce {op} {d}");
         }
     }
     for op in ARG_REDUCE_OPS {
-        for d in DType::ALL {
+        for d in DType::WORDS {
             assert!(has(Family::ArgReduce, op, d), "arg_reduce {op} {d}");
         }
     }
     // Every cast pair.
-    for a in DType::ALL {
-        for b in DType::ALL {
+    for a in DType::WORDS {
+        for b in DType::WORDS {
             assert!(
                 specs
                     .iter()
@@ -651,5 +651,54 @@ fn fused_modules_validate_and_translate() {
         )])
         .is_err(),
         "float bitwise"
+    );
+}
+
+/// The f64 modules (`f64.wgsl`) validate with naga's FLOAT64 capability and
+/// translate to SPIR-V and HLSL: the backends whose adapters offer `SHADER_F64`
+/// (Vulkan, DX12; Metal has no f64).
+#[test]
+fn f64_modules_validate_and_translate() {
+    let modules = wmx_kernels::f64_modules(256);
+    assert!(modules.len() > 60, "{} f64 modules", modules.len());
+    let mut failures = Vec::new();
+    for (label, src, entry) in &modules {
+        let run = || -> Result<(), String> {
+            let module = naga::front::wgsl::parse_str(src)
+                .map_err(|e| format!("parse: {}", e.emit_to_string(src)))?;
+            let info = Validator::new(ValidationFlags::all(), Capabilities::FLOAT64)
+                .validate(&module)
+                .map_err(|e| format!("validate: {}", e.emit_to_string(src)))?;
+            let opts = naga::back::spv::Options {
+                lang_version: (1, 3),
+                ..Default::default()
+            };
+            let pipe = naga::back::spv::PipelineOptions {
+                shader_stage: naga::ShaderStage::Compute,
+                entry_point: entry.to_string(),
+            };
+            naga::back::spv::write_vec(&module, &info, &opts, Some(&pipe))
+                .map_err(|e| format!("spv: {e:?}"))?;
+            let hlsl_opts = naga::back::hlsl::Options {
+                shader_model: naga::back::hlsl::ShaderModel::V6_0,
+                ..Default::default()
+            };
+            let hlsl_pipe = naga::back::hlsl::PipelineOptions {
+                entry_point: Some((naga::ShaderStage::Compute, entry.to_string())),
+            };
+            let mut out = String::new();
+            naga::back::hlsl::Writer::new(&mut out, &hlsl_opts, &hlsl_pipe)
+                .write(&module, &info, None)
+                .map_err(|e| format!("hlsl: {e:?}"))?;
+            Ok(())
+        };
+        if let Err(e) = run() {
+            failures.push(format!("{label}: {e}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}",
+        failures[..failures.len().min(3)].join("\n\n")
     );
 }

@@ -278,50 +278,118 @@ pub fn erfinv(x: f64) -> f64 {
     if x.abs() == 1.0 {
         return x * f64::INFINITY;
     }
-    let (mut lo, mut hi) = (-7.0f64, 7.0f64);
+    // Past 1/2, bisect on erfc(y) against 1 - |x| (exact there): erf's own
+    // rounding near 1 would leave y uncertain by 2^-53 / erf'(y).
+    let a = x.abs();
+    let (mut lo, mut hi) = (0.0f64, 30.0f64);
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
-        if erf(mid) < x {
+        let below = if a > 0.5 {
+            erfc_pos(mid) > 1.0 - a
+        } else {
+            erf(mid) < a
+        };
+        if below {
             lo = mid;
         } else {
             hi = mid;
         }
     }
-    if x == 0.0 { x } else { 0.5 * (lo + hi) }
+    if x == 0.0 {
+        x
+    } else {
+        (0.5 * (lo + hi)).copysign(x)
+    }
 }
 
-/// The error function in f64: Maclaurin series below 2.5, a continued fraction
-/// for erfc above (both accurate to ~1e-14, far below f32 precision).
+/// erfc(a) for a >= 0 to a few ulps: 1 - erf in double-double below 3, the
+/// continued fraction above.
+fn erfc_pos(a: f64) -> f64 {
+    if a < 3.0 {
+        let e = erf_dd(a);
+        dd::add((1.0, 0.0), (-e.0, -e.1)).0
+    } else {
+        erfc_cf(a)
+    }
+}
+
+/// erfc(a), a >= 3: exp(-a^2)/sqrt(pi) * 1/(a + (1/2)/(a + 1/(a + (3/2)/(a + ...)))).
+fn erfc_cf(a: f64) -> f64 {
+    let mut f = a;
+    for k in (1..120).rev() {
+        f = a + (k as f64 / 2.0) / f;
+    }
+    // exp(-a^2) with a^2's rounding carried.
+    let h = a * a;
+    let l = a.mul_add(a, -h);
+    let e = (-h).exp();
+    e.mul_add(-l, e) / (std::f64::consts::PI.sqrt() * f)
+}
+
+/// erf(a) for 0 <= a < 3 in double-double: the Maclaurin series.
+fn erf_dd(a: f64) -> dd::Dd {
+    // erf(x) = 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1))
+    let a2 = dd::mul((a, 0.0), (a, 0.0));
+    let mut term = (a, 0.0); // (-1)^n x^(2n+1)/n!
+    let mut sum = (a, 0.0);
+    for k in 1..200 {
+        let n = k as f64;
+        term = dd::div(dd::mul(term, (-a2.0, -a2.1)), n);
+        let t = dd::div(term, 2.0 * n + 1.0);
+        sum = dd::add(sum, t);
+        if t.0.abs() <= 1e-34 * sum.0.abs() {
+            break;
+        }
+    }
+    dd::mul(sum, (std::f64::consts::FRAC_2_SQRT_PI, 1.533545961316588e-17))
+}
+
+/// The error function to about 1e-17: the Maclaurin series in double-double
+/// arithmetic below 3 (the series' cancellation costs up to 2^8 there, far
+/// inside double-double's 2^-104), a continued fraction for erfc above.
 pub fn erf(x: f64) -> f64 {
     if x.is_nan() {
         return x;
     }
     let a = x.abs();
-    let r = if a < 2.5 {
-        // erf(x) = 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1))
-        let mut term = a; // x^(2n+1)/n!
-        let mut sum = a;
-        for k in 1..200 {
-            let n = k as f64;
-            term *= -a * a / n;
-            let t = term / (2.0 * n + 1.0);
-            sum += t;
-            if t.abs() <= 1e-17 * sum.abs() {
-                break;
-            }
-        }
-        sum * 2.0 / std::f64::consts::PI.sqrt()
+    let r = if a < 3.0 {
+        erf_dd(a).0
     } else if a > 6.0 {
         1.0
     } else {
-        // erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))
-        let mut f = a;
-        for k in (1..80).rev() {
-            f = a + (k as f64 / 2.0) / f;
-        }
-        1.0 - (-a * a).exp() / (std::f64::consts::PI.sqrt() * f)
+        1.0 - erfc_cf(a)
     };
     if x < 0.0 { -r } else { r }
+}
+
+/// Double-double arithmetic (hi, lo) for [`erf`].
+mod dd {
+    pub type Dd = (f64, f64);
+    fn two_sum(a: f64, b: f64) -> Dd {
+        let s = a + b;
+        let v = s - a;
+        (s, (a - (s - v)) + (b - v))
+    }
+    fn norm(h: f64, l: f64) -> Dd {
+        let s = h + l;
+        (s, l - (s - h))
+    }
+    pub fn add(a: Dd, b: Dd) -> Dd {
+        let (s, e) = two_sum(a.0, b.0);
+        norm(s, e + a.1 + b.1)
+    }
+    pub fn mul(a: Dd, b: Dd) -> Dd {
+        let p = a.0 * b.0;
+        let e = a.0.mul_add(b.0, -p) + (a.0 * b.1 + a.1 * b.0);
+        norm(p, e)
+    }
+    pub fn div(a: Dd, d: f64) -> Dd {
+        let q = a.0 / d;
+        let p = q * d;
+        let pe = q.mul_add(d, -p);
+        let r = ((a.0 - p) - pe) + a.1;
+        norm(q, r / d)
+    }
 }
 
 /// Output dtype of a reduction (SEMANTICS.md table), by name.

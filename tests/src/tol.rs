@@ -10,15 +10,15 @@
 //! f32's subnormal range may be zero: WGSL allows flushing f32 subnormals (bf16 is
 //! computed in f32), and NVIDIA's Vulkan driver does.
 //!
-//! | class | ops | f32 | f16, bf16 |
-//! |---|---|---|---|
-//! | `Exact` | moves, casts, compares, neg/abs/sign/floor/ceil/round, max/min, where | 0 | 0 |
-//! | `Arith` | add, subtract, multiply, square, remainder, axpby | 1 ulp | 1 ulp (f32 compute, then rounding) |
-//! | `Divide` | divide, floor_divide, rsqrt, sqrt | 3 ulp | 1 ulp |
-//! | `Transcendental` | exp, expm1, log, log1p, log2, sin, cos, tan, tanh, sigmoid, erf, erfinv, arctan2 | 4 ulp + 2^-21 abs | 1 ulp + 2^-21 abs |
-//! | `Power` | power | 8 ulp + 1 ulp per unit of \|log2 result\| | 1 ulp |
-//! | `Composite` | mean, var, logsumexp (several rounded steps) | 8 ulp + 1e-6·scale | 3 ulp + 2^-11·scale (f16) / 2^-8·scale (bf16) |
-//! | `Sum` | sum, prod (any order of accumulation) | 1 ulp + 1e-5·Σ\|x\| | 1 ulp + 2^-20·Σ\|x\| (f32 accumulation) |
+//! | class | ops | f32 | f16, bf16 | f64 |
+//! |---|---|---|---|---|
+//! | `Exact` | moves, casts, compares, neg/abs/sign/floor/ceil/round, max/min, where | 0 | 0 | 0 |
+//! | `Arith` | add, subtract, multiply, square, remainder, axpby | 1 ulp | 1 ulp (f32 compute, then rounding) | 1 ulp |
+//! | `Divide` | divide, floor_divide, rsqrt, sqrt | 3 ulp | 1 ulp | 3 ulp |
+//! | `Transcendental` | exp, expm1, log, log1p, log2, sin, cos, tan, tanh, sigmoid, erf, erfinv, arctan2 | 4 ulp + 2^-21 abs | 1 ulp + 2^-21 abs | 4 ulp + 2^-50 abs |
+//! | `Power` | power | 8 ulp + 1 ulp per unit of \|log2 result\| | 1 ulp | as f32 |
+//! | `Composite` | mean, var, logsumexp (several rounded steps) | 8 ulp + 1e-6·scale | 3 ulp + 2^-11·scale (f16) / 2^-8·scale (bf16) | 8 ulp + 1e-14·scale |
+//! | `Sum` | sum, prod (any order of accumulation) | 1 ulp + 1e-5·Σ\|x\| | 1 ulp + 2^-20·Σ\|x\| (f32 accumulation) | 1 ulp + 1e-14·Σ\|x\| |
 //!
 //! `power` may be `exp2(y·log2 x)` (the WGSL spec allows it): rounding `y·log2 x`
 //! to f32 alone costs about 0.7·|log2 result| ulp, hence the log term.
@@ -73,6 +73,9 @@ impl Tol {
         if !dt.is_float() {
             return Tol::EXACT;
         }
+        if dt == DType::F64 {
+            return Self::of_f64(class, scale);
+        }
         let half = dt != DType::F32;
         let half_eps = if dt == DType::F16 {
             2f64.powi(-11)
@@ -97,6 +100,27 @@ impl Tol {
             1.0
         } else {
             0.0
+        };
+        Tol {
+            ulps,
+            abs,
+            log_ulps,
+        }
+    }
+}
+
+impl Tol {
+    /// The f64 column: f32's ulps (GPUs compute f64 library functions in software,
+    /// wmx's own in `f64.wgsl`), absolute slack scaled to f64.
+    fn of_f64(class: Class, scale: f64) -> Tol {
+        let (ulps, abs, log_ulps) = match class {
+            Class::Exact => (0.0, 0.0, 0.0),
+            Class::Arith => (1.0, 0.0, 0.0),
+            Class::Divide => (3.0, 0.0, 0.0),
+            Class::Transcendental => (4.0, 2f64.powi(-50), 0.0),
+            Class::Power => (8.0, 0.0, 1.0),
+            Class::Composite => (8.0, 1e-14 * scale, 0.0),
+            Class::Sum => (1.0, 1e-14 * scale, 0.0),
         };
         Tol {
             ulps,

@@ -223,6 +223,11 @@ impl Program {
                 is_output[*k] = true;
             }
         }
+        // Fused kernels compute in 32 bits: f64 steps run op by op.
+        let wide = |k: usize| {
+            let st = &self.steps[k];
+            st.dtype == DType::F64 || st.inputs.iter().any(|s| self.src_dtype(s) == DType::F64)
+        };
         let fusable = |k: usize| {
             matches!(
                 self.steps[k].prim,
@@ -231,7 +236,7 @@ impl Program {
                     | Primitive::Select
                     | Primitive::Copy
                     | Primitive::Axpby { .. }
-            )
+            ) && !wide(k)
         };
         let mut group: Vec<Option<usize>> = vec![None; n];
         let mut leaves: FxHashMap<usize, Vec<Src>> = FxHashMap::default();
@@ -242,7 +247,9 @@ impl Program {
             let st = &self.steps[k];
             if let Primitive::Reduce { .. } = st.prim {
                 // A reduction roots a group: its elementwise producer may join it.
-                if let Src::Step(j) = &st.inputs[0] {
+                if let Src::Step(j) = &st.inputs[0]
+                    && !wide(k)
+                {
                     group[k] = Some(k);
                     leaves.insert(k, st.inputs.clone());
                     members.insert(k, vec![k]);

@@ -108,6 +108,7 @@ pub fn random(rng: &mut Rng, n: usize, d: DType, kind: Data, specials: bool) -> 
 /// `x` cast to `d` by the cast rules and back to f64.
 pub fn round_to(x: f64, d: DType) -> f64 {
     match d {
+        DType::F64 => x,
         DType::F32 => x as f32 as f64,
         DType::F16 => f16::from_f64(x).to_f64(),
         DType::BF16 => bf16::from_f64(x).to_f64(),
@@ -133,6 +134,7 @@ pub fn encode(v: &[f64], d: DType) -> Vec<u8> {
     let mut out = Vec::with_capacity(v.len() * d.size());
     for &x in v {
         match d {
+            DType::F64 => out.extend(x.to_le_bytes()),
             DType::F32 => out.extend((x as f32).to_le_bytes()),
             DType::F16 => out.extend(f16::from_f64(x).to_le_bytes()),
             DType::BF16 => out.extend(bf16::from_f64(x).to_le_bytes()),
@@ -148,6 +150,7 @@ pub fn encode(v: &[f64], d: DType) -> Vec<u8> {
 pub fn decode(b: &[u8], d: DType) -> Vec<f64> {
     b.chunks_exact(d.size())
         .map(|c| match d {
+            DType::F64 => f64::from_le_bytes(c.try_into().unwrap()),
             DType::F32 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
             DType::F16 => f16::from_le_bytes(c.try_into().unwrap()).to_f64(),
             DType::BF16 => bf16::from_le_bytes(c.try_into().unwrap()).to_f64(),

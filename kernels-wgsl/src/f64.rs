@@ -1,0 +1,935 @@
+//! f64 on adapters with `SHADER_F64`: the kernels of `f64.wgsl` compute (elementwise
+//! ops, casts, reductions, scans, matmul, row ops, scatter-add, sort keys), and the
+//! word kernels move f64 data as pairs of `u32` words (copies, select, gather,
+//! scatter, concatenate, slice updates), a view of `[.., n]` f64 being a view of
+//! `[.., n, 2]` words.
+//!
+//! Each public family method of [`Kernels`] sends f64 here after its own checks.
+
+use crate::compose::{Family, tree_shake};
+use crate::device::{Batch, Binding, Contig, Kernels, Pipe, Strided};
+use crate::dtype::DType;
+use crate::elementwise::MAX_GROUPS;
+use crate::layout::{check_out, contiguous_strides};
+use crate::ops::{binary_outputs_bool, unary_outputs_bool};
+use crate::{Error, Result};
+use std::sync::Arc;
+
+const F64_WGSL: &str = include_str!("wgsl/f64.wgsl");
+
+/// WGSL element type of a binding.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Ty {
+    F64,
+    U32,
+}
+
+impl Ty {
+    fn wgsl(self) -> &'static str {
+        match self {
+            Ty::F64 => "f64",
+            Ty::U32 => "u32",
+        }
+    }
+}
+
+/// One module of `f64.wgsl`: its entry point, the element types of the output and
+/// the inputs (bound at 2..), and the prelude's code (`op`, `ident`, ...).
+struct Module<'a> {
+    entry: &'static str,
+    out: Ty,
+    ins: &'a [Ty],
+    code: &'a str,
+}
+
+/// A view of `x` (f64) as `u32` words: one more axis of two words.
+pub(crate) struct Pairs {
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+    offset: usize,
+}
+
+impl Pairs {
+    /// The words of f64 view `x`.
+    pub(crate) fn of(x: &Strided) -> Pairs {
+        let mut shape = x.shape.to_vec();
+        shape.push(2);
+        let mut strides: Vec<isize> = x.strides.iter().map(|s| 2 * s).collect();
+        strides.push(1);
+        Pairs {
+            shape,
+            strides,
+            offset: 2 * x.offset,
+        }
+    }
+    /// `x` (any dtype) repeated along a new last axis of 2 (for a view that pairs
+    /// with words: a select's condition, a gather's indices).
+    pub(crate) fn spread(x: &Strided) -> Pairs {
+        let mut shape = x.shape.to_vec();
+        shape.push(2);
+        let mut strides = x.strides.to_vec();
+        strides.push(0);
+        Pairs {
+            shape,
+            strides,
+            offset: x.offset,
+        }
+    }
+    /// The view over `x`'s buffer (`U32` words for [`Pairs::of`], `x`'s dtype for
+    /// [`Pairs::spread`]).
+    pub(crate) fn view<'a>(&'a self, x: &Strided<'a>) -> Strided<'a> {
+        Strided {
+            buffer: x.buffer,
+            window: x.window,
+            dtype: if x.dtype == DType::F64 {
+                DType::U32
+            } else {
+                x.dtype
+            },
+            shape: &self.shape,
+            strides: &self.strides,
+            offset: self.offset,
+        }
+    }
+}
+
+/// The shape of an f64 output's words.
+pub(crate) fn pair_shape(shape: &[usize]) -> Vec<usize> {
+    let mut s = shape.to_vec();
+    s.push(2);
+    s
+}
+
+/// `out`'s words, of shape `words` (from [`pair_shape`]).
+pub(crate) fn pair_out<'a>(out: &Contig<'a>, words: &'a [usize]) -> Contig<'a> {
+    Contig {
+        buffer: out.buffer,
+        window: out.window,
+        dtype: DType::U32,
+        shape: words,
+    }
+}
+
+fn bits(v: f64) -> [u32; 2] {
+    let b = v.to_bits();
+    [b as u32, (b >> 32) as u32]
+}
+
+fn unsupported(what: &str) -> Error {
+    Error::UnsupportedDType {
+        dtype: "f64",
+        reason: format!("{what} has no f64 kernel"),
+    }
+}
+
+/// The WGSL of unary `op` on `a: f64` (bool ops give `bool`).
+fn unary_code(op: &str) -> Option<String> {
+    let e = match op {
+        "negative" => "-a",
+        "abs" => "abs(a)",
+        "sign" => "sign_d(a)",
+        "square" => "a * a",
+        "sqrt" => "sqrt(a)",
+        "rsqrt" => "1.0lf / sqrt(a)",
+        "exp" => "exp_d(a)",
+        "expm1" => "expm1_d(a)",
+        "log" => "log_d(a)",
+        "log1p" => "log1p_d(a)",
+        "log2" => "log2_d(a)",
+        "sin" => "sin_d(a)",
+        "cos" => "cos_d(a)",
+        "tan" => "tan_d(a)",
+        "tanh" => "tanh_d(a)",
+        "sigmoid" => "sigmoid_d(a)",
+        "erf" => "erf_d(a)",
+        "erfinv" => "erfinv_d(a)",
+        "floor" => "floor(a)",
+        "ceil" => "ceil(a)",
+        "round" => "round(a)",
+        "logical_not" => "a == 0.0lf",
+        "isnan" => "isnan_d(a)",
+        "isinf" => "isinf_d(a)",
+        _ => return None,
+    };
+    let t = if unary_outputs_bool(op) {
+        "bool"
+    } else {
+        "f64"
+    };
+    Some(format!("fn op(a: f64) -> {t} {{ return {e}; }}\n"))
+}
+
+/// The WGSL of binary `op` on `a, b: f64`.
+fn binary_code(op: &str) -> Option<String> {
+    let e = match op {
+        "add" => "a + b",
+        "subtract" => "a - b",
+        "multiply" => "a * b",
+        "divide" => "a / b",
+        "floor_divide" => "floor(a / b)",
+        "remainder" => "rem_d(a, b)",
+        "power" => "pow_d(a, b)",
+        "maximum" => "max_d(a, b)",
+        "minimum" => "min_d(a, b)",
+        "arctan2" => "atan2_d(a, b)",
+        "equal" => "a == b",
+        // naga compiles `!=` to an ordered compare: false for NaN.
+        "not_equal" => "!(a == b)",
+        "less" => "a < b",
+        "less_equal" => "a <= b",
+        "greater" => "a > b",
+        "greater_equal" => "a >= b",
+        "logical_and" => "nz_d(a) && nz_d(b)",
+        "logical_or" => "nz_d(a) || nz_d(b)",
+        _ => return None,
+    };
+    let t = if binary_outputs_bool(op) {
+        "bool"
+    } else {
+        "f64"
+    };
+    Some(format!("fn op(a: f64, b: f64) -> {t} {{ return {e}; }}\n"))
+}
+
+/// Identity and combination of reduction or scan `op`.
+fn reduce_code(op: &str) -> Option<&'static str> {
+    Some(match op {
+        "sum" => {
+            "fn ident() -> f64 { return 0.0lf; }\nfn combine(a: f64, b: f64) -> f64 { return a + b; }\n"
+        }
+        "prod" => {
+            "fn ident() -> f64 { return 1.0lf; }\nfn combine(a: f64, b: f64) -> f64 { return a * b; }\n"
+        }
+        "max" => {
+            "fn ident() -> f64 { return -inf_d(); }\nfn combine(a: f64, b: f64) -> f64 { return max_d(a, b); }\n"
+        }
+        "min" => {
+            "fn ident() -> f64 { return inf_d(); }\nfn combine(a: f64, b: f64) -> f64 { return min_d(a, b); }\n"
+        }
+        _ => return None,
+    })
+}
+
+/// Elementwise parameters: `[n, rank, off_a, off_b, s0, s1, s2, s3, shape,
+/// strides...]` for views of `shape` (collapsed by the caller or not).
+fn map_params(shape: &[usize], views: &[&Strided], scalars: [f64; 2]) -> Vec<u32> {
+    let [a, b] = scalars.map(bits);
+    let mut p = vec![
+        crate::layout::numel(shape) as u32,
+        shape.len() as u32,
+        views.first().map_or(0, |v| v.offset as u32),
+        views.get(1).map_or(0, |v| v.offset as u32),
+        a[0],
+        a[1],
+        b[0],
+        b[1],
+    ];
+    p.extend(shape.iter().map(|&d| d as u32));
+    for v in views {
+        p.extend(v.strides.iter().map(|&s| s as i32 as u32));
+    }
+    p
+}
+
+/// The generated head of module `m`: workgroup size, bindings and op code.
+fn prelude(m: &Module, wg: u32) -> String {
+    let mut p = format!(
+        "const WG: u32 = {wg}u;\n@group(0) @binding(0) var<storage, read> P: array<u32>;\n\
+         @group(0) @binding(1) var<storage, read_write> O: array<{}>;\n",
+        m.out.wgsl()
+    );
+    for (i, t) in m.ins.iter().enumerate() {
+        p.push_str(&format!(
+            "@group(0) @binding({}) var<storage, read> {}: array<{}>;\n",
+            i + 2,
+            ["A", "B", "C"][i],
+            t.wgsl()
+        ));
+    }
+    p.push_str(m.code);
+    p
+}
+
+/// Every f64 module the library can launch, as `(label, WGSL source, entry
+/// point)`, for workgroups of `wg` invocations: for the naga tests.
+pub fn f64_modules(wg: u32) -> Vec<(String, String, &'static str)> {
+    let f = Ty::F64;
+    let u = Ty::U32;
+    let mut codes: Vec<(&'static str, Ty, Vec<Ty>, String)> = Vec::new();
+    for op in crate::UNARY_OPS {
+        let code = unary_code(op).expect("every unary op has f64 code");
+        let e = if unary_outputs_bool(op) {
+            "pack1"
+        } else {
+            "map1"
+        };
+        codes.push((e, if e == "pack1" { u } else { f }, vec![f], code));
+    }
+    for op in crate::BINARY_OPS {
+        if let Some(code) = binary_code(op) {
+            let e = if binary_outputs_bool(op) {
+                "pack2"
+            } else {
+                "map2"
+            };
+            codes.push((e, if e == "pack2" { u } else { f }, vec![f, f], code));
+        }
+    }
+    for g in ["to_f32", "to_i32", "to_u32", "to_f32_odd"] {
+        let code = format!("fn op(a: f64) -> u32 {{ return {g}(a); }}\n");
+        codes.push(("map1", u, vec![f], code));
+    }
+    for g in ["from_f32", "from_i32", "from_u32"] {
+        let code = format!("fn op(a: u32) -> f64 {{ return {g}(a); }}\n");
+        codes.push(("map1", f, vec![u], code));
+    }
+    for op in ["sum", "prod", "max", "min"] {
+        let code = reduce_code(op).expect("reduce op").to_string();
+        codes.push(("reduce", f, vec![f], code.clone()));
+        codes.push(("scan", f, vec![f], code));
+    }
+    for cmp in ['>', '<'] {
+        let code = format!("fn better(a: f64, b: f64) -> bool {{ return b {cmp} a; }}\n");
+        codes.push(("argreduce", u, vec![f], code));
+    }
+    for i in 0..crate::NORM_OPS.len() {
+        codes.push((
+            "norm",
+            f,
+            vec![f, f, f],
+            format!("const NORM_OP: u32 = {i}u;\n"),
+        ));
+    }
+    codes.push(("gen", f, vec![], String::new()));
+    codes.push(("keys", u, vec![u], String::new()));
+    codes.push(("matmul", f, vec![f, f, f], String::new()));
+    codes.push(("scatter_add", f, vec![f, u, f], String::new()));
+    codes
+        .into_iter()
+        .map(|(entry, out, ins, code)| {
+            let m = Module {
+                entry,
+                out,
+                ins: &ins,
+                code: &code,
+            };
+            let p = prelude(&m, wg);
+            let src = format!("{p}{}", tree_shake(&p, F64_WGSL, entry));
+            (format!("f64 {entry}: {}", code.trim()), src, entry)
+        })
+        .collect()
+}
+
+impl Kernels {
+    /// Whether f64 buffers can be computed on here (`SHADER_F64`).
+    pub(crate) fn has_f64(&self) -> bool {
+        self.inner.caps.f64
+    }
+
+    /// The compiled module `m`, cached by its prelude and entry point.
+    fn f64_pipe(&self, m: &Module) -> Result<Arc<Pipe>> {
+        if !self.has_f64() {
+            return Err(Error::UnsupportedDType {
+                dtype: "f64",
+                reason: format!(
+                    "adapter '{}' lacks the SHADER_F64 feature",
+                    self.inner.caps.adapter_name
+                ),
+            });
+        }
+        let prelude = prelude(m, self.wg());
+        let key = format!("{}\n{prelude}", m.entry);
+        if let Some(p) = self.inner.f64_pipes.lock().unwrap().get(&key) {
+            return Ok(p.clone());
+        }
+        let source = format!("{prelude}{}", tree_shake(&prelude, F64_WGSL, m.entry));
+        let label = format!("f64 {}", m.entry);
+        let pipe =
+            Arc::new(self.compile_module(&label, &source, m.entry, (1, m.ins.len()), &[], true)?);
+        self.inner
+            .f64_pipes
+            .lock()
+            .unwrap()
+            .insert(key, pipe.clone());
+        Ok(pipe)
+    }
+
+    fn f64_record(
+        &self,
+        b: &mut Batch,
+        m: &Module,
+        buffers: Vec<Binding>,
+        params: Vec<u32>,
+        groups: u64,
+    ) -> Result<()> {
+        let pipe = self.f64_pipe(m)?;
+        self.record_pipe(b, pipe, buffers, params, groups.max(1))
+    }
+
+    /// Workgroups for `n` items of a grid-stride kernel.
+    fn f64_groups(&self, n: usize) -> u64 {
+        (n as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS)
+    }
+
+    /// A contiguous scratch output of `shape` and `dtype` (freed when the batch
+    /// that uses it is done).
+    fn f64_temp(&self, n: usize, dtype: DType) -> Result<wgpu::Buffer> {
+        let bytes = (n.max(1) * dtype.size()).div_ceil(16) * 16;
+        self.create_buffer(bytes as u64, Some("wmx f64 temporary"))
+    }
+
+    /// `out = code(x[, y])` elementwise through `map1`/`map2` (or `pack1`/`pack2`
+    /// for bool outputs), `x` and `y` of `out`'s shape.
+    #[allow(clippy::too_many_arguments)]
+    fn f64_map(
+        &self,
+        b: &mut Batch,
+        code: &str,
+        ins: &[&Strided],
+        tys: &[Ty],
+        out: &Contig,
+        out_ty: Ty,
+        scalars: [f64; 2],
+    ) -> Result<()> {
+        let n = out.numel();
+        let pack = out.dtype == DType::Bool;
+        let entry = match (ins.len(), pack) {
+            (1, false) => "map1",
+            (2, false) => "map2",
+            (1, true) => "pack1",
+            _ => "pack2",
+        };
+        let m = Module {
+            entry,
+            out: out_ty,
+            ins: tys,
+            code,
+        };
+        if n == 0 {
+            return self.f64_pipe(&m).map(drop);
+        }
+        let params = map_params(out.shape, ins, scalars);
+        let mut buffers = vec![out.binding()];
+        buffers.extend(ins.iter().map(|x| x.binding()));
+        let items = if pack { n.div_ceil(4) } else { n };
+        self.f64_record(b, &m, buffers, params, self.f64_groups(items))
+    }
+
+    /// The elementwise families with an f64 input or output (already checked by
+    /// `elementwise`).
+    pub(crate) fn f64_elementwise(
+        &self,
+        b: &mut Batch,
+        family: Family,
+        op: &str,
+        ins: &[&Strided],
+        out: &Contig,
+    ) -> Result<()> {
+        match family {
+            Family::Copy => self.f64_copy(b, ins[0], out),
+            Family::Select => {
+                let (c, x, y) = (Pairs::spread(ins[0]), Pairs::of(ins[1]), Pairs::of(ins[2]));
+                let words = pair_shape(out.shape);
+                let o = pair_out(out, &words);
+                self.select(b, &c.view(ins[0]), &x.view(ins[1]), &y.view(ins[2]), &o)
+            }
+            Family::Unary => {
+                let code = unary_code(op).ok_or_else(|| unsupported(op))?;
+                self.f64_map(
+                    b,
+                    &code,
+                    ins,
+                    &[Ty::F64],
+                    out,
+                    Ty::U32.or_f64(out),
+                    [0.0; 2],
+                )
+            }
+            Family::Binary => {
+                let code = binary_code(op).ok_or_else(|| unsupported(op))?;
+                let tys = [Ty::F64, Ty::F64];
+                self.f64_map(b, &code, ins, &tys, out, Ty::U32.or_f64(out), [0.0; 2])
+            }
+            _ => Err(unsupported(&format!("{family:?}"))),
+        }
+    }
+
+    /// `out = alpha * x + beta * y` in f64.
+    pub(crate) fn f64_axpby(
+        &self,
+        b: &mut Batch,
+        x: &Strided,
+        y: &Strided,
+        alpha: f64,
+        beta: f64,
+        out: &Contig,
+    ) -> Result<()> {
+        let code = "fn op(a: f64, b: f64) -> f64 { return scalar(0u) * a + scalar(1u) * b; }\n";
+        let tys = [Ty::F64, Ty::F64];
+        self.f64_map(b, code, &[x, y], &tys, out, Ty::F64, [alpha, beta])
+    }
+
+    /// Copies and casts with f64 on either side (SEMANTICS.md cast rules).
+    fn f64_copy(&self, b: &mut Batch, x: &Strided, out: &Contig) -> Result<()> {
+        use DType::*;
+        let n = out.numel();
+        match (x.dtype, out.dtype) {
+            (F64, F64) => {
+                let w = Pairs::of(x);
+                let words = pair_shape(out.shape);
+                self.copy(b, &w.view(x), &pair_out(out, &words))
+            }
+            (F64, F32 | I32 | U32) => {
+                let f = match out.dtype {
+                    F32 => "to_f32",
+                    I32 => "to_i32",
+                    _ => "to_u32",
+                };
+                let code = format!("fn op(a: f64) -> u32 {{ return {f}(a); }}\n");
+                self.f64_map(b, &code, &[x], &[Ty::F64], out, Ty::U32, [0.0; 2])
+            }
+            (F64, _) => {
+                // f32 rounded to odd, which the word copy rounds correctly onward.
+                let tmp = self.f64_temp(n, F32)?;
+                let t = Contig {
+                    buffer: &tmp,
+                    window: None,
+                    dtype: F32,
+                    shape: out.shape,
+                };
+                let code = "fn op(a: f64) -> u32 { return to_f32_odd(a); }\n";
+                self.f64_map(b, code, &[x], &[Ty::F64], &t, Ty::U32, [0.0; 2])?;
+                self.round_from_f32(b, &tmp, out)
+            }
+            (F32 | I32 | U32, F64) => {
+                let f = match x.dtype {
+                    F32 => "from_f32",
+                    I32 => "from_i32",
+                    _ => "from_u32",
+                };
+                let code = format!("fn op(a: u32) -> f64 {{ return {f}(a); }}\n");
+                self.f64_map(b, &code, &[x], &[Ty::U32], out, Ty::F64, [0.0; 2])
+            }
+            (from, _) => {
+                // f16/bf16 widen exactly to f32, u8/bool to u32.
+                let mid = if from.is_float() { F32 } else { U32 };
+                let tmp = self.f64_temp(n, mid)?;
+                let t = Contig {
+                    buffer: &tmp,
+                    window: None,
+                    dtype: mid,
+                    shape: out.shape,
+                };
+                self.copy(b, x, &t)?;
+                let strides = contiguous_strides(out.shape);
+                let v = Strided {
+                    buffer: &tmp,
+                    window: None,
+                    dtype: mid,
+                    shape: out.shape,
+                    strides: &strides,
+                    offset: 0,
+                };
+                self.f64_copy(b, &v, out)
+            }
+        }
+    }
+
+    /// `out[i] = start + i * step` (`fill`: `start` everywhere) in f64.
+    pub(crate) fn f64_generate(
+        &self,
+        b: &mut Batch,
+        out: &Contig,
+        start: f64,
+        step: f64,
+        fill: bool,
+    ) -> Result<()> {
+        check_out(out)?;
+        let n = out.numel();
+        let m = Module {
+            entry: "gen",
+            out: Ty::F64,
+            ins: &[],
+            code: "",
+        };
+        if n == 0 {
+            return self.f64_pipe(&m).map(drop);
+        }
+        let [s0, s1] = bits(start);
+        let [t0, t1] = bits(step);
+        let params = vec![n as u32, 0, fill as u32, 0, s0, s1, t0, t1];
+        self.f64_record(b, &m, vec![out.binding()], params, self.f64_groups(n))
+    }
+
+    /// Reduction `op` of f64 `x` over `axes` into `out` (the kept dims).
+    pub(crate) fn f64_reduce(
+        &self,
+        b: &mut Batch,
+        op: &str,
+        x: &Strided,
+        axes: &[usize],
+        out: &Contig,
+    ) -> Result<()> {
+        if matches!(op, "all" | "any") {
+            // Truth values first, then the bool reduction.
+            let n = x.shape.iter().product::<usize>();
+            let tmp = self.f64_temp(n, DType::Bool)?;
+            let t = Contig {
+                buffer: &tmp,
+                window: None,
+                dtype: DType::Bool,
+                shape: x.shape,
+            };
+            let code = "fn op(a: f64) -> bool { return nz_d(a); }\n";
+            self.f64_map(b, code, &[x], &[Ty::F64], &t, Ty::U32, [0.0; 2])?;
+            let strides = contiguous_strides(x.shape);
+            let v = Strided {
+                buffer: &tmp,
+                window: None,
+                dtype: DType::Bool,
+                shape: x.shape,
+                strides: &strides,
+                offset: 0,
+            };
+            return self.reduce(b, op, &v, axes, out);
+        }
+        let code = reduce_code(op).ok_or_else(|| unsupported(op))?;
+        self.f64_rows(b, "reduce", code, x, axes, out)
+    }
+
+    /// Index of the extreme of f64 `x` along `axis` (`argmax`/`argmin`).
+    pub(crate) fn f64_arg_reduce(
+        &self,
+        b: &mut Batch,
+        op: &str,
+        x: &Strided,
+        axis: usize,
+        out: &Contig,
+    ) -> Result<()> {
+        let code = if op == "argmax" {
+            "fn better(a: f64, b: f64) -> bool { return b > a; }\n"
+        } else {
+            "fn better(a: f64, b: f64) -> bool { return b < a; }\n"
+        };
+        self.f64_rows(b, "argreduce", code, x, &[axis], out)
+    }
+
+    /// One workgroup per output of `x` reduced over `axes` (`reduce`, `argreduce`).
+    fn f64_rows(
+        &self,
+        b: &mut Batch,
+        entry: &'static str,
+        code: &str,
+        x: &Strided,
+        axes: &[usize],
+        out: &Contig,
+    ) -> Result<()> {
+        let out_ty = if entry == "reduce" { Ty::F64 } else { Ty::U32 };
+        let m = Module {
+            entry,
+            out: out_ty,
+            ins: &[Ty::F64],
+            code,
+        };
+        let n_out = out.numel();
+        if n_out == 0 {
+            return self.f64_pipe(&m).map(drop);
+        }
+        let kept: Vec<usize> = (0..x.shape.len()).filter(|d| !axes.contains(d)).collect();
+        let red_n: usize = axes.iter().map(|&d| x.shape[d]).product();
+        let mut p = vec![
+            n_out as u32,
+            red_n as u32,
+            kept.len() as u32,
+            axes.len() as u32,
+            x.offset as u32,
+        ];
+        p.extend(kept.iter().map(|&d| x.shape[d] as u32));
+        p.extend(kept.iter().map(|&d| x.strides[d] as i32 as u32));
+        p.extend(axes.iter().map(|&d| x.shape[d] as u32));
+        p.extend(axes.iter().map(|&d| x.strides[d] as i32 as u32));
+        let groups = (n_out as u64).min(MAX_GROUPS);
+        self.f64_record(b, &m, vec![out.binding(), x.binding()], p, groups)
+    }
+
+    /// Scan `op` of the row-major f64 `x` along `axis`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn f64_scan(
+        &self,
+        b: &mut Batch,
+        op: &str,
+        x: &Strided,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+        out: &Contig,
+    ) -> Result<()> {
+        let code = reduce_code(op).ok_or_else(|| unsupported(op))?;
+        let m = Module {
+            entry: "scan",
+            out: Ty::F64,
+            ins: &[Ty::F64],
+            code,
+        };
+        let n = out.numel();
+        if n == 0 {
+            return self.f64_pipe(&m).map(drop);
+        }
+        let len = x.shape[axis];
+        let inner: usize = x.shape[axis + 1..].iter().product();
+        let lines = n / len;
+        let flags = reverse as u32 | (!inclusive as u32) << 1;
+        let p = vec![
+            lines as u32,
+            len as u32,
+            inner as u32,
+            x.offset as u32,
+            flags,
+        ];
+        let groups = (lines as u64).min(MAX_GROUPS);
+        self.f64_record(b, &m, vec![out.binding(), x.binding()], p, groups)
+    }
+
+    /// Stable argsort of the rows of f64 `x` (row-major): two stable passes of
+    /// the u32 sort, by the low then the high words of an order-preserving key.
+    pub(crate) fn f64_argsort(&self, b: &mut Batch, x: &Strided, out: &Contig) -> Result<()> {
+        let n = out.numel();
+        let m = Module {
+            entry: "keys",
+            out: Ty::U32,
+            ins: &[Ty::U32],
+            code: "",
+        };
+        if n == 0 {
+            return self.f64_pipe(&m).map(drop);
+        }
+        let keys = self.f64_temp(2 * n, DType::U32)?;
+        let params = map_params(x.shape, &[x], [0.0; 2]);
+        let kb = Binding::from(&keys);
+        self.f64_record(b, &m, vec![kb, x.binding()], params, self.f64_groups(n))?;
+        let strides = contiguous_strides(x.shape);
+        let key = |offset| Strided {
+            buffer: &keys,
+            window: None,
+            dtype: DType::U32,
+            shape: x.shape,
+            strides: &strides,
+            offset,
+        };
+        let first = self.f64_temp(n, DType::U32)?;
+        let high = self.f64_temp(n, DType::U32)?;
+        let second = self.f64_temp(n, DType::U32)?;
+        let o = |buf| Contig {
+            buffer: buf,
+            window: None,
+            dtype: DType::U32,
+            shape: x.shape,
+        };
+        let v = |buf| Strided {
+            buffer: buf,
+            window: None,
+            dtype: DType::U32,
+            shape: x.shape,
+            strides: &strides,
+            offset: 0,
+        };
+        let axis = x.shape.len() - 1;
+        self.argsort(b, &key(0), &o(&first))?;
+        self.gather(b, &key(n), &v(&first), axis, &o(&high))?;
+        self.argsort(b, &v(&high), &o(&second))?;
+        self.gather(b, &v(&first), &v(&second), axis, out)
+    }
+
+    /// `out = alpha * a @ bb + beta * c` in f64 (shapes checked by `matmul`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn f64_matmul(
+        &self,
+        b: &mut Batch,
+        a: &Strided,
+        bb: &Strided,
+        c: Option<&Strided>,
+        alpha: f64,
+        beta: f64,
+        out: &Contig,
+    ) -> Result<()> {
+        if self.inner.caps.max_invocations < 256 {
+            return Err(unsupported(
+                "matmul on an adapter with fewer than 256 invocations",
+            ));
+        }
+        let nd = a.shape.len();
+        let (m, k, n) = (a.shape[nd - 2], a.shape[nd - 1], bb.shape[nd - 1]);
+        let batch = &out.shape[..nd - 2];
+        let nb: usize = batch.iter().product();
+        let (ab, bbits) = (bits(alpha), bits(beta));
+        let cs = c.map_or([0, 0], |c| [c.strides[nd - 2], c.strides[nd - 1]]);
+        let mut p = vec![
+            m as u32,
+            n as u32,
+            k as u32,
+            nb as u32,
+            batch.len() as u32,
+            a.offset as u32,
+            bb.offset as u32,
+            c.map_or(0, |c| c.offset as u32),
+            ab[0],
+            ab[1],
+            bbits[0],
+            bbits[1],
+            a.strides[nd - 2] as i32 as u32,
+            a.strides[nd - 1] as i32 as u32,
+            bb.strides[nd - 2] as i32 as u32,
+            bb.strides[nd - 1] as i32 as u32,
+            cs[0] as i32 as u32,
+            cs[1] as i32 as u32,
+            c.is_some() as u32,
+        ];
+        p.extend(batch.iter().map(|&d| d as u32));
+        for v in [Some(a), Some(bb), c] {
+            let s = v.map_or(&a.strides[..nd - 2], |v| &v.strides[..nd - 2]);
+            p.extend(s.iter().map(|&s| s as i32 as u32));
+        }
+        let module = Module {
+            entry: "matmul",
+            out: Ty::F64,
+            ins: &[Ty::F64, Ty::F64, Ty::F64],
+            code: "",
+        };
+        let tiles = (nb * m.div_ceil(16) * n.div_ceil(16)) as u64;
+        let cbind = c.map_or_else(|| a.binding(), |c| c.binding());
+        let buffers = vec![out.binding(), a.binding(), bb.binding(), cbind];
+        self.f64_record(b, &module, buffers, p, tiles.min(MAX_GROUPS))
+    }
+
+    /// Row op `op` (index `op_index` of NORM_OPS) of f64 `x` over its last axis.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn f64_normalize(
+        &self,
+        b: &mut Batch,
+        op_index: usize,
+        x: &Strided,
+        params: &[&Strided],
+        eps: f64,
+        out: &Contig,
+    ) -> Result<()> {
+        let code = format!("const NORM_OP: u32 = {op_index}u;\n");
+        let module = Module {
+            entry: "norm",
+            out: Ty::F64,
+            ins: &[Ty::F64, Ty::F64, Ty::F64],
+            code: &code,
+        };
+        let nd = x.shape.len();
+        let len = x.shape[nd - 1];
+        let n = out.numel();
+        if n == 0 {
+            return self.f64_pipe(&module).map(drop);
+        }
+        let rows = n / len;
+        // layer_norm has weight and bias, rms_norm weight: absent ones are marked.
+        let (w, bias) = match (op_index, params) {
+            (2, [w, bias]) => (Some(*w), Some(*bias)),
+            (2 | 3, [w]) => (Some(*w), None),
+            _ => (None, None),
+        };
+        let e = bits(eps);
+        let none = 0xffff_ffff;
+        let mut p = vec![
+            len as u32,
+            rows as u32,
+            (nd - 1) as u32,
+            x.offset as u32,
+            x.strides[nd - 1] as i32 as u32,
+            w.map_or(0, |w| w.offset as u32),
+            w.map_or(none, |w| w.strides[0] as i32 as u32),
+            bias.map_or(0, |v| v.offset as u32),
+            bias.map_or(none, |v| v.strides[0] as i32 as u32),
+            e[0],
+            e[1],
+        ];
+        p.extend(x.shape[..nd - 1].iter().map(|&d| d as u32));
+        p.extend(x.strides[..nd - 1].iter().map(|&s| s as i32 as u32));
+        let bind = |v: Option<&Strided>| v.map_or_else(|| x.binding(), |v| v.binding());
+        let buffers = vec![out.binding(), x.binding(), bind(w), bind(bias)];
+        self.f64_record(b, &module, buffers, p, (rows as u64).min(MAX_GROUPS))
+    }
+
+    /// `out = base` with `updates` added at `indices` along `axis`, in f64 without
+    /// atomics: each output element sums the updates aimed at it, in index order
+    /// (cost: the output's size times the index extent along `axis`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn f64_scatter_add(
+        &self,
+        b: &mut Batch,
+        base: &Strided,
+        indices: &Strided,
+        updates: &Strided,
+        axis: usize,
+        out: &Contig,
+    ) -> Result<()> {
+        if !matches!(indices.dtype, DType::I32 | DType::U32) {
+            // The kernel reads whole words: widen u8 indices first.
+            let n = indices.shape.iter().product();
+            let tmp = self.f64_temp(n, DType::U32)?;
+            let t = Contig {
+                buffer: &tmp,
+                window: None,
+                dtype: DType::U32,
+                shape: indices.shape,
+            };
+            self.copy(b, indices, &t)?;
+            let strides = contiguous_strides(indices.shape);
+            let wide = Strided {
+                buffer: &tmp,
+                window: None,
+                dtype: DType::U32,
+                shape: indices.shape,
+                strides: &strides,
+                offset: 0,
+            };
+            return self.f64_scatter_add(b, base, &wide, updates, axis, out);
+        }
+        let module = Module {
+            entry: "scatter_add",
+            out: Ty::F64,
+            ins: &[Ty::F64, Ty::U32, Ty::F64],
+            code: "",
+        };
+        let n = out.numel();
+        if n == 0 {
+            return self.f64_pipe(&module).map(drop);
+        }
+        let rank = out.shape.len();
+        let mut p = vec![
+            n as u32,
+            rank as u32,
+            axis as u32,
+            indices.shape[axis] as u32,
+            base.offset as u32,
+            indices.offset as u32,
+            updates.offset as u32,
+        ];
+        p.extend(out.shape.iter().map(|&d| d as u32));
+        for v in [base, indices, updates] {
+            p.extend(v.strides.iter().map(|&s| s as i32 as u32));
+        }
+        let buffers = vec![
+            out.binding(),
+            base.binding(),
+            indices.binding(),
+            updates.binding(),
+        ];
+        self.f64_record(b, &module, buffers, p, self.f64_groups(n))
+    }
+}
+
+impl Ty {
+    /// `F64`, or `self` for a bool output (packed words).
+    fn or_f64(self, out: &Contig) -> Ty {
+        if out.dtype == DType::Bool {
+            self
+        } else {
+            Ty::F64
+        }
+    }
+}
