@@ -49,6 +49,7 @@ macro_rules! for_each_case {
             creation_eye,
             unary_all_ops_all_dtypes,
             unary_special_values,
+            f64_library_sweep,
             binary_all_ops_all_dtype_pairs,
             binary_float_special_values,
             integer_overflow_wraps,

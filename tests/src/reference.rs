@@ -128,6 +128,8 @@ pub fn unary(name: &str, dt: DType, x: Val) -> Val {
             "cos" => v.cos(),
             "tan" => v.tan(),
             "tanh" => v.tanh(),
+            // e^x / (1 + e^x) below 0: 1 / (1 + e^-x) would underflow to 0 early.
+            "sigmoid" if v < 0.0 => v.exp() / (1.0 + v.exp()),
             "sigmoid" => 1.0 / (1.0 + (-v).exp()),
             "erf" => erf(v),
             "erfinv" => erfinv(v),
@@ -341,7 +343,10 @@ fn erf_dd(a: f64) -> dd::Dd {
             break;
         }
     }
-    dd::mul(sum, (std::f64::consts::FRAC_2_SQRT_PI, 1.533545961316588e-17))
+    dd::mul(
+        sum,
+        (std::f64::consts::FRAC_2_SQRT_PI, 1.533545961316588e-17),
+    )
 }
 
 /// The error function to about 1e-17: the Maclaurin series in double-double

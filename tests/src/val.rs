@@ -80,7 +80,8 @@ fn exponent(x: f64) -> i32 {
 /// Rounds `x` to the nearest value of float dtype `dt`, ties to even, with
 /// subnormals, overflow to ±inf and NaN kept (IEEE 754 roundTiesToEven).
 pub fn round_to(dt: DType, x: f64) -> f64 {
-    if !x.is_finite() || x == 0.0 {
+    // Every f64 is its own rounding (and the scaling below would overflow there).
+    if !x.is_finite() || x == 0.0 || dt == DType::F64 {
         return x;
     }
     let (p, emin, emax) = format_of(dt);
@@ -103,7 +104,17 @@ pub fn ulp(dt: DType, x: f64) -> f64 {
     } else {
         exponent(x).max(emin)
     };
-    2f64.powi(e - (p - 1))
+    pow2(e - (p - 1))
+}
+
+/// 2^k for k in f64's range, subnormals included (`powi` divides by 2^-k, which
+/// overflows past 2^1023).
+fn pow2(k: i32) -> f64 {
+    if k >= -1022 {
+        2f64.powi(k)
+    } else {
+        f64::from_bits(1u64 << (k + 1074).clamp(0, 51))
+    }
 }
 
 /// Rounds an exact integer to float dtype `dt` with a single rounding (even for

@@ -2803,3 +2803,98 @@ pub use robust::*;
 pub use scan::*;
 pub use sort::*;
 pub use transforms::*;
+
+/// f64's library functions densely over their ranges (on GPUs they are wmx's own
+/// software functions, `f64.wgsl`): argument-reduction boundaries, huge and tiny
+/// inputs, erfinv near ±1, power and arctan2 on grids; the f64 tolerance column.
+pub fn f64_library_sweep(dev: &Device) {
+    let dt = DType::F64;
+    if !supported(dev, dt) {
+        return;
+    }
+    let lin = |lo: f64, hi: f64, n: usize| -> Vec<f64> {
+        (0..n)
+            .map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64)
+            .collect()
+    };
+    let logs = |lo: i32, hi: i32| -> Vec<f64> {
+        (lo..=hi)
+            .flat_map(|e| [1.0, 1.37, 1.9999].map(|m| m * 10f64.powi(e)))
+            .collect()
+    };
+    let near = |c: f64| -> Vec<f64> {
+        (1..=20)
+            .flat_map(|k| {
+                (-3i64..=3)
+                    .map(move |d| f64::from_bits(((k as f64) * c).to_bits().wrapping_add(d as u64)))
+            })
+            .collect()
+    };
+    let mut pos = logs(-300, 300);
+    pos.extend(lin(0.5, 2.0, 301));
+    pos.extend([5e-324, 2.2250738585072014e-308, f64::MAX]);
+    let mut trig = lin(-20.0, 20.0, 4001);
+    trig.extend(near(std::f64::consts::FRAC_PI_2));
+    trig.extend(near(std::f64::consts::FRAC_PI_4));
+    trig.extend(logs(-300, 5));
+    let mut inv: Vec<f64> = lin(-0.999, 0.999, 2001);
+    inv.extend((1..=52).flat_map(|e| {
+        let q = 2f64.powi(-e);
+        [1.0 - q, q - 1.0, 0.5 + q]
+    }));
+    let table: Vec<(&str, Vec<f64>)> = vec![
+        ("exp", lin(-745.0, 709.7, 4001)),
+        ("expm1", [lin(-40.0, 10.0, 2001), logs(-300, -1)].concat()),
+        ("log", pos.clone()),
+        ("log2", pos.clone()),
+        ("log1p", [lin(-0.999, 3.0, 2001), logs(-300, 300)].concat()),
+        ("sin", trig.clone()),
+        ("cos", trig.clone()),
+        ("tan", trig),
+        ("tanh", lin(-25.0, 25.0, 4001)),
+        ("sigmoid", lin(-740.0, 40.0, 4001)),
+        ("erf", [lin(-6.5, 6.5, 4001), logs(-300, -1)].concat()),
+        ("erfinv", inv),
+    ];
+    for (name, xs) in table {
+        let op = *UnaryOp::ALL.iter().find(|o| o.name() == name).unwrap();
+        let vals: Vec<Val> = xs.iter().map(|&x| f(x)).collect();
+        let a = make_ok(dev, dt, &vals, &[vals.len()]);
+        let what = format!("{name} sweep f64");
+        let got = read_ok(&ok(&what, wmx::unary(op, &a)), &what);
+        let want: Vec<Val> = xs.iter().map(|&x| r::unary(name, dt, f(x))).collect();
+        let tol = Tol::of(crate::tol::class_of(name), dt, 0.0);
+        assert_close(&what, dt, &got, &want, tol, &|i| xs[i].to_string());
+    }
+    for name in ["power", "arctan2"] {
+        let op = *BinaryOp::ALL.iter().find(|o| o.name() == name).unwrap();
+        let grid = [
+            -1e300, -1e10, -7.0, -2.0, -1.5, -1.0, -0.3, -0.0, 0.0, 1e-300, 0.3, 0.999, 1.0, 1.001,
+            2.0, 3.5, 10.0, 1e10, 1e300,
+        ];
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        for &x in &grid {
+            for &y in &grid {
+                xs.push(x);
+                ys.push(if name == "power" {
+                    (y as f64).clamp(-60.0, 60.0)
+                } else {
+                    y
+                });
+            }
+        }
+        let vx: Vec<Val> = xs.iter().map(|&x| f(x)).collect();
+        let vy: Vec<Val> = ys.iter().map(|&y| f(y)).collect();
+        let a = make_ok(dev, dt, &vx, &[vx.len()]);
+        let b = make_ok(dev, dt, &vy, &[vy.len()]);
+        let what = format!("{name} grid f64");
+        let got = read_ok(&ok(&what, wmx::binary(op, &a, &b)), &what);
+        let want: Vec<Val> = (0..xs.len())
+            .map(|i| r::binary(name, dt, vx[i], vy[i]))
+            .collect();
+        let tol = Tol::of(crate::tol::class_of(name), dt, 0.0);
+        assert_close(&what, dt, &got, &want, tol, &|i| {
+            format!("{}, {}", xs[i], ys[i])
+        });
+    }
+}
