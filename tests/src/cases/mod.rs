@@ -2877,7 +2877,7 @@ pub fn f64_library_sweep(dev: &Device) {
             for &y in &grid {
                 xs.push(x);
                 ys.push(if name == "power" {
-                    (y as f64).clamp(-60.0, 60.0)
+                    y.clamp(-60.0, 60.0)
                 } else {
                     y
                 });
