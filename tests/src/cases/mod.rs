@@ -2868,7 +2868,7 @@ pub fn f64_library_sweep(dev: &Device) {
     }
     for name in ["power", "arctan2"] {
         let op = *BinaryOp::ALL.iter().find(|o| o.name() == name).unwrap();
-        let grid = [
+        let grid: [f64; 19] = [
             -1e300, -1e10, -7.0, -2.0, -1.5, -1.0, -0.3, -0.0, 0.0, 1e-300, 0.3, 0.999, 1.0, 1.001,
             2.0, 3.5, 10.0, 1e10, 1e300,
         ];
