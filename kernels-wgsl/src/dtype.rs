@@ -54,16 +54,8 @@ impl DType {
     ];
 
     /// The dtypes the word kernels (everything but `f64.wgsl`) compose modules for:
-    /// all but `F64`.
-    pub const WORDS: [DType; 7] = [
-        DType::Bool,
-        DType::U8,
-        DType::U32,
-        DType::I32,
-        DType::F16,
-        DType::BF16,
-        DType::F32,
-    ];
+    /// all but `F64`, which [`DType::ALL`] lists last.
+    pub const WORDS: [DType; 7] = *Self::ALL.first_chunk::<7>().unwrap();
 
     /// Bytes per element.
     pub fn size(self) -> usize {

@@ -93,6 +93,50 @@ impl Pairs {
     }
 }
 
+/// A contiguous scratch array: written through [`Temp::out`], read through
+/// [`Temp::view`].
+struct Temp {
+    buffer: wgpu::Buffer,
+    dtype: DType,
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+}
+
+impl Temp {
+    fn out(&self) -> Contig<'_> {
+        Contig {
+            buffer: &self.buffer,
+            window: None,
+            dtype: self.dtype,
+            shape: &self.shape,
+        }
+    }
+    fn view(&self) -> Strided<'_> {
+        Strided {
+            buffer: &self.buffer,
+            window: None,
+            dtype: self.dtype,
+            shape: &self.shape,
+            strides: &self.strides,
+            offset: 0,
+        }
+    }
+    /// Sub-array `i` along the first axis.
+    fn part(&self, i: usize) -> Strided<'_> {
+        Strided {
+            shape: &self.shape[1..],
+            strides: &self.strides[1..],
+            offset: i * self.strides[0] as usize,
+            ..self.view()
+        }
+    }
+}
+
+/// `[2, shape..]`: two arrays of `shape`.
+fn pair_shape_front(shape: &[usize]) -> Vec<usize> {
+    std::iter::once(2).chain(shape.iter().copied()).collect()
+}
+
 /// The shape of an f64 output's words.
 pub(crate) fn pair_shape(shape: &[usize]) -> Vec<usize> {
     let mut s = shape.to_vec();
@@ -279,6 +323,8 @@ pub fn f64_modules(wg: u32) -> Vec<(String, String, &'static str)> {
         let code = format!("fn op(a: f64) -> u32 {{ return {g}(a); }}\n");
         codes.push(("map1", u, vec![f], code));
     }
+    let truth = "fn op(a: f64) -> bool { return nz_d(a); }\n".to_string();
+    codes.push(("pack1", u, vec![f], truth));
     for g in ["from_f32", "from_i32", "from_u32"] {
         let code = format!("fn op(a: u32) -> f64 {{ return {g}(a); }}\n");
         codes.push(("map1", f, vec![u], code));
@@ -371,11 +417,24 @@ impl Kernels {
         (n as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS)
     }
 
-    /// A contiguous scratch output of `shape` and `dtype` (freed when the batch
+    /// A contiguous scratch array of `shape` and `dtype` (freed when the batch
     /// that uses it is done).
-    fn f64_temp(&self, n: usize, dtype: DType) -> Result<wgpu::Buffer> {
+    fn f64_temp(&self, shape: &[usize], dtype: DType) -> Result<Temp> {
+        let n: usize = shape.iter().product();
         let bytes = (n.max(1) * dtype.size()).div_ceil(16) * 16;
-        self.create_buffer(bytes as u64, Some("wmx f64 temporary"))
+        Ok(Temp {
+            buffer: self.create_buffer(bytes as u64, Some("wmx f64 temporary"))?,
+            dtype,
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+        })
+    }
+
+    /// `x` copied (cast) into a contiguous scratch array of `dtype`.
+    fn f64_widen(&self, b: &mut Batch, x: &Strided, dtype: DType) -> Result<Temp> {
+        let t = self.f64_temp(x.shape, dtype)?;
+        self.copy(b, x, &t.out())?;
+        Ok(t)
     }
 
     /// `out = code(x[, y])` elementwise through `map1`/`map2` (or `pack1`/`pack2`
@@ -388,11 +447,16 @@ impl Kernels {
         ins: &[&Strided],
         tys: &[Ty],
         out: &Contig,
-        out_ty: Ty,
         scalars: [f64; 2],
     ) -> Result<()> {
         let n = out.numel();
         let pack = out.dtype == DType::Bool;
+        // f64 outputs are f64 arrays; 32-bit ones and packed bools, words.
+        let out_ty = if out.dtype == DType::F64 {
+            Ty::F64
+        } else {
+            Ty::U32
+        };
         let entry = match (ins.len(), pack) {
             (1, false) => "map1",
             (2, false) => "map2",
@@ -435,20 +499,12 @@ impl Kernels {
             }
             Family::Unary => {
                 let code = unary_code(op).ok_or_else(|| unsupported(op))?;
-                self.f64_map(
-                    b,
-                    &code,
-                    ins,
-                    &[Ty::F64],
-                    out,
-                    Ty::U32.or_f64(out),
-                    [0.0; 2],
-                )
+                self.f64_map(b, &code, ins, &[Ty::F64], out, [0.0; 2])
             }
             Family::Binary => {
                 let code = binary_code(op).ok_or_else(|| unsupported(op))?;
                 let tys = [Ty::F64, Ty::F64];
-                self.f64_map(b, &code, ins, &tys, out, Ty::U32.or_f64(out), [0.0; 2])
+                self.f64_map(b, &code, ins, &tys, out, [0.0; 2])
             }
             _ => Err(unsupported(&format!("{family:?}"))),
         }
@@ -466,13 +522,12 @@ impl Kernels {
     ) -> Result<()> {
         let code = "fn op(a: f64, b: f64) -> f64 { return scalar(0u) * a + scalar(1u) * b; }\n";
         let tys = [Ty::F64, Ty::F64];
-        self.f64_map(b, code, &[x, y], &tys, out, Ty::F64, [alpha, beta])
+        self.f64_map(b, code, &[x, y], &tys, out, [alpha, beta])
     }
 
     /// Copies and casts with f64 on either side (SEMANTICS.md cast rules).
     fn f64_copy(&self, b: &mut Batch, x: &Strided, out: &Contig) -> Result<()> {
         use DType::*;
-        let n = out.numel();
         match (x.dtype, out.dtype) {
             (F64, F64) => {
                 let w = Pairs::of(x);
@@ -486,20 +541,18 @@ impl Kernels {
                     _ => "to_u32",
                 };
                 let code = format!("fn op(a: f64) -> u32 {{ return {f}(a); }}\n");
-                self.f64_map(b, &code, &[x], &[Ty::F64], out, Ty::U32, [0.0; 2])
+                self.f64_map(b, &code, &[x], &[Ty::F64], out, [0.0; 2])
+            }
+            (F64, Bool) => {
+                let code = "fn op(a: f64) -> bool { return nz_d(a); }\n";
+                self.f64_map(b, code, &[x], &[Ty::F64], out, [0.0; 2])
             }
             (F64, _) => {
                 // f32 rounded to odd, which the word copy rounds correctly onward.
-                let tmp = self.f64_temp(n, F32)?;
-                let t = Contig {
-                    buffer: &tmp,
-                    window: None,
-                    dtype: F32,
-                    shape: out.shape,
-                };
+                let t = self.f64_temp(out.shape, F32)?;
                 let code = "fn op(a: f64) -> u32 { return to_f32_odd(a); }\n";
-                self.f64_map(b, code, &[x], &[Ty::F64], &t, Ty::U32, [0.0; 2])?;
-                self.round_from_f32(b, &tmp, out)
+                self.f64_map(b, code, &[x], &[Ty::F64], &t.out(), [0.0; 2])?;
+                self.copy(b, &t.view(), out)
             }
             (F32 | I32 | U32, F64) => {
                 let f = match x.dtype {
@@ -508,29 +561,13 @@ impl Kernels {
                     _ => "from_u32",
                 };
                 let code = format!("fn op(a: u32) -> f64 {{ return {f}(a); }}\n");
-                self.f64_map(b, &code, &[x], &[Ty::U32], out, Ty::F64, [0.0; 2])
+                self.f64_map(b, &code, &[x], &[Ty::U32], out, [0.0; 2])
             }
             (from, _) => {
                 // f16/bf16 widen exactly to f32, u8/bool to u32.
                 let mid = if from.is_float() { F32 } else { U32 };
-                let tmp = self.f64_temp(n, mid)?;
-                let t = Contig {
-                    buffer: &tmp,
-                    window: None,
-                    dtype: mid,
-                    shape: out.shape,
-                };
-                self.copy(b, x, &t)?;
-                let strides = contiguous_strides(out.shape);
-                let v = Strided {
-                    buffer: &tmp,
-                    window: None,
-                    dtype: mid,
-                    shape: out.shape,
-                    strides: &strides,
-                    offset: 0,
-                };
-                self.f64_copy(b, &v, out)
+                let t = self.f64_widen(b, x, mid)?;
+                self.f64_copy(b, &t.view(), out)
             }
         }
     }
@@ -571,27 +608,9 @@ impl Kernels {
         out: &Contig,
     ) -> Result<()> {
         if matches!(op, "all" | "any") {
-            // Truth values first, then the bool reduction.
-            let n = x.shape.iter().product::<usize>();
-            let tmp = self.f64_temp(n, DType::Bool)?;
-            let t = Contig {
-                buffer: &tmp,
-                window: None,
-                dtype: DType::Bool,
-                shape: x.shape,
-            };
-            let code = "fn op(a: f64) -> bool { return nz_d(a); }\n";
-            self.f64_map(b, code, &[x], &[Ty::F64], &t, Ty::U32, [0.0; 2])?;
-            let strides = contiguous_strides(x.shape);
-            let v = Strided {
-                buffer: &tmp,
-                window: None,
-                dtype: DType::Bool,
-                shape: x.shape,
-                strides: &strides,
-                offset: 0,
-            };
-            return self.reduce(b, op, &v, axes, out);
+            // Truth values first (the cast to bool), then the bool reduction.
+            let t = self.f64_widen(b, x, DType::Bool)?;
+            return self.reduce(b, op, &t.view(), axes, out);
         }
         let code = reduce_code(op).ok_or_else(|| unsupported(op))?;
         self.f64_rows(b, "reduce", code, x, axes, out)
@@ -703,41 +722,19 @@ impl Kernels {
         if n == 0 {
             return self.f64_pipe(&m).map(drop);
         }
-        let keys = self.f64_temp(2 * n, DType::U32)?;
+        // The low key words, then the high ones.
+        let keys = self.f64_temp(&pair_shape_front(x.shape), DType::U32)?;
         let params = map_params(x.shape, &[x], [0.0; 2]);
-        let kb = Binding::from(&keys);
+        let kb = keys.out().binding();
         self.f64_record(b, &m, vec![kb, x.binding()], params, self.f64_groups(n))?;
-        let strides = contiguous_strides(x.shape);
-        let key = |offset| Strided {
-            buffer: &keys,
-            window: None,
-            dtype: DType::U32,
-            shape: x.shape,
-            strides: &strides,
-            offset,
-        };
-        let first = self.f64_temp(n, DType::U32)?;
-        let high = self.f64_temp(n, DType::U32)?;
-        let second = self.f64_temp(n, DType::U32)?;
-        let o = |buf| Contig {
-            buffer: buf,
-            window: None,
-            dtype: DType::U32,
-            shape: x.shape,
-        };
-        let v = |buf| Strided {
-            buffer: buf,
-            window: None,
-            dtype: DType::U32,
-            shape: x.shape,
-            strides: &strides,
-            offset: 0,
-        };
+        let first = self.f64_temp(x.shape, DType::U32)?;
+        let high = self.f64_temp(x.shape, DType::U32)?;
+        let second = self.f64_temp(x.shape, DType::U32)?;
         let axis = x.shape.len() - 1;
-        self.argsort(b, &key(0), &o(&first))?;
-        self.gather(b, &key(n), &v(&first), axis, &o(&high))?;
-        self.argsort(b, &v(&high), &o(&second))?;
-        self.gather(b, &v(&first), &v(&second), axis, out)
+        self.argsort(b, &keys.part(0), &first.out())?;
+        self.gather(b, &keys.part(1), &first.view(), axis, &high.out())?;
+        self.argsort(b, &high.view(), &second.out())?;
+        self.gather(b, &first.view(), &second.view(), axis, out)
     }
 
     /// `out = alpha * a @ bb + beta * c` in f64 (shapes checked by `matmul`).
@@ -869,25 +866,8 @@ impl Kernels {
     ) -> Result<()> {
         if !matches!(indices.dtype, DType::I32 | DType::U32) {
             // The kernel reads whole words: widen u8 indices first.
-            let n = indices.shape.iter().product();
-            let tmp = self.f64_temp(n, DType::U32)?;
-            let t = Contig {
-                buffer: &tmp,
-                window: None,
-                dtype: DType::U32,
-                shape: indices.shape,
-            };
-            self.copy(b, indices, &t)?;
-            let strides = contiguous_strides(indices.shape);
-            let wide = Strided {
-                buffer: &tmp,
-                window: None,
-                dtype: DType::U32,
-                shape: indices.shape,
-                strides: &strides,
-                offset: 0,
-            };
-            return self.f64_scatter_add(b, base, &wide, updates, axis, out);
+            let t = self.f64_widen(b, indices, DType::U32)?;
+            return self.f64_scatter_add(b, base, &t.view(), updates, axis, out);
         }
         let module = Module {
             entry: "scatter_add",
@@ -920,16 +900,5 @@ impl Kernels {
             updates.binding(),
         ];
         self.f64_record(b, &module, buffers, p, self.f64_groups(n))
-    }
-}
-
-impl Ty {
-    /// `F64`, or `self` for a bool output (packed words).
-    fn or_f64(self, out: &Contig) -> Ty {
-        if out.dtype == DType::Bool {
-            self
-        } else {
-            Ty::F64
-        }
     }
 }

@@ -17,7 +17,9 @@
 //! kernels buffers are arrays of `u32` words: `bool`/`u8` four per word, `f16`/`bf16`
 //! two per word. A kernel invocation writes whole words, so neighbouring elements
 //! never race; the one exception, scatter, merges its elements into words with
-//! atomic compare-exchange.
+//! atomic compare-exchange. f64 (adapters with `SHADER_F64`) is moved by these
+//! kernels as pairs of words and computed by its own (`f64.wgsl`), bound as
+//! `array<f64>`.
 //!
 //! The WGSL source of every kernel module can be produced without a GPU through
 //! [`compose`] and a [`ModuleSpec`]; the tests validate all of them with naga.

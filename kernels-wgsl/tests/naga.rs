@@ -59,21 +59,7 @@ fn check_source(
     )
     .map_err(|e| format!("overrides: {e:?}"))?;
 
-    let spv_opts = naga::back::spv::Options {
-        lang_version: (1, 3),
-        use_storage_input_output_16: false,
-        ..Default::default()
-    };
-    naga::back::spv::write_vec(
-        &module,
-        &info,
-        &spv_opts,
-        Some(&naga::back::spv::PipelineOptions {
-            shader_stage: naga::ShaderStage::Compute,
-            entry_point: entry.to_string(),
-        }),
-    )
-    .map_err(|e| format!("spv: {e:?}"))?;
+    to_spirv(&module, &info, entry)?;
 
     if coop {
         // Cooperative matrices of 16 x 16 exist on Vulkan only (Metal has 8 x 8).
@@ -98,18 +84,45 @@ fn check_source(
         return Err(format!("msl entry point: {:?}", tinfo.entry_point_names));
     }
 
-    let hlsl_opts = naga::back::hlsl::Options {
+    to_hlsl(&module, &info, entry)
+}
+
+fn to_spirv(
+    module: &naga::Module,
+    info: &naga::valid::ModuleInfo,
+    entry: &str,
+) -> Result<(), String> {
+    let opts = naga::back::spv::Options {
+        lang_version: (1, 3),
+        use_storage_input_output_16: false,
+        ..Default::default()
+    };
+    let pipe = naga::back::spv::PipelineOptions {
+        shader_stage: naga::ShaderStage::Compute,
+        entry_point: entry.to_string(),
+    };
+    naga::back::spv::write_vec(module, info, &opts, Some(&pipe))
+        .map(drop)
+        .map_err(|e| format!("spv: {e:?}"))
+}
+
+fn to_hlsl(
+    module: &naga::Module,
+    info: &naga::valid::ModuleInfo,
+    entry: &str,
+) -> Result<(), String> {
+    let opts = naga::back::hlsl::Options {
         shader_model: naga::back::hlsl::ShaderModel::V6_0,
         ..Default::default()
     };
-    let hlsl_pipe = naga::back::hlsl::PipelineOptions {
+    let pipe = naga::back::hlsl::PipelineOptions {
         entry_point: Some((naga::ShaderStage::Compute, entry.to_string())),
     };
     let mut out = String::new();
-    naga::back::hlsl::Writer::new(&mut out, &hlsl_opts, &hlsl_pipe)
-        .write(&module, &info, None)
-        .map_err(|e| format!("hlsl: {e:?}"))?;
-    Ok(())
+    naga::back::hlsl::Writer::new(&mut out, &opts, &pipe)
+        .write(module, info, None)
+        .map(drop)
+        .map_err(|e| format!("hlsl: {e:?}"))
 }
 
 fn run_all(target: Target) {
@@ -669,28 +682,8 @@ fn f64_modules_validate_and_translate() {
             let info = Validator::new(ValidationFlags::all(), Capabilities::FLOAT64)
                 .validate(&module)
                 .map_err(|e| format!("validate: {}", e.emit_to_string(src)))?;
-            let opts = naga::back::spv::Options {
-                lang_version: (1, 3),
-                ..Default::default()
-            };
-            let pipe = naga::back::spv::PipelineOptions {
-                shader_stage: naga::ShaderStage::Compute,
-                entry_point: entry.to_string(),
-            };
-            naga::back::spv::write_vec(&module, &info, &opts, Some(&pipe))
-                .map_err(|e| format!("spv: {e:?}"))?;
-            let hlsl_opts = naga::back::hlsl::Options {
-                shader_model: naga::back::hlsl::ShaderModel::V6_0,
-                ..Default::default()
-            };
-            let hlsl_pipe = naga::back::hlsl::PipelineOptions {
-                entry_point: Some((naga::ShaderStage::Compute, entry.to_string())),
-            };
-            let mut out = String::new();
-            naga::back::hlsl::Writer::new(&mut out, &hlsl_opts, &hlsl_pipe)
-                .write(&module, &info, None)
-                .map_err(|e| format!("hlsl: {e:?}"))?;
-            Ok(())
+            to_spirv(&module, &info, entry)?;
+            to_hlsl(&module, &info, entry)
         };
         if let Err(e) = run() {
             failures.push(format!("{label}: {e}"));

@@ -77,7 +77,7 @@ fn gelu(x: &Array) -> Result<Array> {
 pub fn compile_matches_uncompiled(dev: &Device) {
     let mut rng = Rng::new(1501);
     let g: Func = Arc::new(|a: &[Array]| Ok(vec![gelu(&a[0])?]));
-    for dt in [DType::F32, DType::F16, DType::BF16] {
+    for dt in [DType::F32, DType::F16, DType::BF16, DType::F64] {
         if !super::supported(dev, dt) {
             continue;
         }
@@ -364,6 +364,15 @@ pub fn compile_report_and_errors(dev: &Device) {
             src.contains("fn value") && src.contains("Reduced (sum"),
             "{src}"
         );
+    }
+    // f64 is never fused (the fused kernels compute in 32 bits): it runs op by op,
+    // reductions of f64 chains too.
+    if super::supported(dev, DType::F64) {
+        let x64 = arr(dev, &mut rng, DType::F64, &[64], -1.0, 1.0);
+        for (name, c) in [("gelu", &f), ("sum(gelu)", &gs)] {
+            let r = ok("report f64", c.report(std::slice::from_ref(&x64)));
+            assert!(r.kernels.is_empty(), "{name} in f64 was fused: {r:?}");
+        }
     }
     let reads = wmx::compile(|a: &[Array]| {
         let s = wmx::sum(&a[0], None, false)?.item::<f32>()?;
