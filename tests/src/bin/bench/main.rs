@@ -30,6 +30,7 @@
 //! - `kernels` path: the launches are recorded into one `Batch` (one compute pass)
 //!   and bracketed by timestamps in the same command encoder.
 //!
+//! `--coop-peak` measures naga's cooperative-matrix multiply-adds alone (`coop.rs`).
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
 //! scatter_add; `tests/bench/torch_blocks.py` is their PyTorch side). `--large`
 //! runs 3 GiB arrays, computed in pieces past the binding limit
@@ -38,6 +39,7 @@
 //! 1000-op chain, and asserts nothing about timings (`tests/tests/bench_smoke.rs`).
 
 mod blocks;
+mod coop;
 mod linalg;
 
 use std::fmt::Write as _;
@@ -68,6 +70,8 @@ struct Options {
     blocks: bool,
     /// Only the 3 GiB cases (`blocks.rs`).
     large: bool,
+    /// Only the cooperative-matrix probe (`coop.rs`).
+    coop_peak: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
     sizes_given: bool,
 }
@@ -86,6 +90,7 @@ impl Options {
             linalg: false,
             blocks: false,
             large: false,
+            coop_peak: false,
             sizes_given: false,
         };
         let mut sizes_given = false;
@@ -121,10 +126,11 @@ impl Options {
                 "--linalg" => o.linalg = true,
                 "--blocks" => o.blocks = true,
                 "--large" => o.large = true,
+                "--coop-peak" => o.coop_peak = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1312,6 +1318,11 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         );
     }
     let mut rows = Vec::new();
+    if o.coop_peak {
+        let kr = kern.as_ref().ok_or("--coop-peak needs a WebGPU device")?;
+        coop::coop_peak(kr, o.reps)?;
+        return Ok(rows);
+    }
     if o.linalg || o.smoke {
         let squares = o.sizes_given.then_some(&o.sizes[..]);
         linalg::bench_linalg(
