@@ -237,12 +237,15 @@ impl FusedSpec {
     }
 }
 
-/// Rounds a compute value to its dtype, as storing and loading it would.
+/// Rounds a compute value to its dtype, as storing and loading it would. f16 is
+/// rounded by the software conversion even where the hardware's serve loads and
+/// stores: NVIDIA's compiler folds `unpack2x16float(pack2x16float(v))` back to `v`
+/// inside a kernel, so the hardware pair does not round.
 fn round(d: DType, e: &str) -> String {
-    if d.size() == 4 {
-        e.to_string()
-    } else {
-        format!("ex_{0}(st_{0}({e}), 0u)", d.storage())
+    match d.size() {
+        4 => e.to_string(),
+        _ if d == DType::F16 => format!("ex_f16(f16_bits({e}), 0u)"),
+        _ => format!("ex_{0}(st_{0}({e}), 0u)", d.storage()),
     }
 }
 

@@ -18,29 +18,34 @@ fn divide_f32(a: f32, b: f32) -> f32 {
     return a / b;
 }
 
-// WGSL division may be 2.5 ulp off (NVIDIA's is: x / x can be 0.99999994), so the
-// quotient below 2^23 is checked by the remainder it leaves (in [0, b) for b > 0, in
-// (b, 0] for b < 0), and its neighbours tried when that fails; when no candidate
-// passes (the remainder rounds onto the boundary) the quotient stays.
-fn fdiv_ok(a: f32, b: f32, q: f32) -> bool {
-    let r = a - q * b;
-    return select((r <= 0.0) && (r > b), (r >= 0.0) && (r < b), b > 0.0);
-}
+// floor(a / b) with a / b rounded as f32 division rounds it (the CPU's rule). WGSL
+// division may be 2.5 ulp off (NVIDIA's is: x / x can be 0.99999994), so below 2^23
+// the quotient is first made correctly rounded (Markstein: the remainder a - q b
+// is exact through fma, and one correction with a refined reciprocal). Checking
+// candidates by their remainders gives floor of the exact quotient instead, which
+// differs where rounding reaches the next integer: 2155165184 / 1694.4348 is
+// 1271907.993, and rounds to 1271908.
 fn floor_divide_f32(a: f32, b: f32) -> f32 {
-    let q = floor(divide_f32(a, b));
-    if (!(abs(q) < 8388608.0) || b == 0.0 || isinf_f(a) || isinf_f(b) || fdiv_ok(a, b, q)) {
-        return q;
-    }
+    let q = divide_f32(a, b);
+    if (!(abs(q) < 8388608.0) || b == 0.0 || isinf_f(a) || isinf_f(b)) { return floor(q); }
+    // Scaled by a power of two so that 1 / b is a normal number (NVIDIA flushes
+    // subnormals); with |q| < 2^23 the scaled a stays in range.
+    var s = 1.0;
+    if (abs(b) > 8.507059e37) { s = 0.25; }
+    if (abs(b) < 1.1754944e-38) { s = 18446744073709551616.0; }
+    let a1 = a * s;
+    let b1 = b * s;
+    var y = 1.0 / b1;
+    y = fma(fma(-b1, y, 1.0), y, y);
+    let qr = fma(fma(-q, b1, a1), y, q);
     // A negative quotient in f32's subnormal range (|a / b| > 2^-150, so it does not
     // round to zero) floors to -1 even where the driver flushed it to zero; checked
     // on a * 2^64, far from the flush.
-    if (q == 0.0 && a != 0.0 && (a < 0.0) != (b < 0.0)
+    if (qr == 0.0 && a != 0.0 && (a < 0.0) != (b < 0.0)
         && abs(divide_f32(a * 18446744073709551616.0, b)) > 1.2924697e-26) {
         return -1.0;
     }
-    if (fdiv_ok(a, b, q + 1.0)) { return q + 1.0; }
-    if (fdiv_ok(a, b, q - 1.0)) { return q - 1.0; }
-    return q;
+    return floor(qr);
 }
 
 // Rounds toward -inf; by zero gives 0; MIN / -1 wraps to MIN (WGSL defines it so).

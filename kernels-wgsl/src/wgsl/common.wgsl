@@ -171,7 +171,22 @@ fn exp_poly(r: f32) -> f32 {
 fn scale2(p: f32, k: i32) -> f32 {
     if (k >= -125i && k <= 127i) { return p * bitcast<f32>(u32(k + 127i) << 23u); }
     if (k > 127i) { return ldexp(p * 2.0, k - 1i); }
-    return ldexp(p, k);
+    // Below, built from p's bits (rounded to nearest even): drivers that flush
+    // subnormals (NVIDIA) flush ldexp's subnormal results too, which bf16 can hold.
+    let b = bitcast<u32>(p);
+    let ep = i32((b >> 23u) & 0xffu);
+    if (ep == 0i || ep == 255i) { return ldexp(p, k); }
+    let e = ep + k;
+    let sign = b & 0x80000000u;
+    if (e >= 1i) { return bitcast<f32>(sign | (u32(e) << 23u) | (b & 0x7fffffu)); }
+    let shift = u32(1i - e);
+    if (shift > 24u) { return bitcast<f32>(sign); }
+    let m = (b & 0x7fffffu) | 0x800000u;
+    let q = m >> shift;
+    let rem = m & ((1u << shift) - 1u);
+    let half = 1u << (shift - 1u);
+    let up = rem > half || (rem == half && (q & 1u) == 1u);
+    return bitcast<f32>(sign | (q + select(0u, 1u, up)));
 }
 // x rounded to the nearest integer (ties to even) for |x| < 2^22, as an i32: the
 // bits of x + 1.5 * 2^23 (an add, then integer ops), where round() then f32 -> i32

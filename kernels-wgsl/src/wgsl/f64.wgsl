@@ -389,7 +389,8 @@ fn pow_d(a: f64, b: f64) -> f64 {
     let p = b * l;
     let e = fma(b, l, -p);
     var r = exp_d(p);
-    r = fma(r, e, r);
+    // Past the range r is 0 or inf: inf * e + inf would be NaN for e < 0 (NVIDIA).
+    if (!isinf_d(r)) { r = fma(r, e, r); }
     return select(r, -r, a < 0.0lf && odd);
 }
 

@@ -14,7 +14,8 @@ const TX: u32 = 32u;                // outputs per workgroup in the column kerne
 
 var<workgroup> SH: array<ACC, 256>;
 var<workgroup> SHI: array<u32, 256>;
-var<workgroup> NSG: atomic<u32>;
+// Which slots of SH hold a subgroup's partial (bit t: slot t), for WG <= 256.
+var<workgroup> SGMASK: array<atomic<u32>, 8>;
 
 struct AP { v: ACC, i: u32 }
 
@@ -86,23 +87,40 @@ fn wg_reduce_tree(v: ACC, lid: u32) -> ACC {
 }
 
 // Subgroup butterfly (size read at run time), then one partial per subgroup combined
-// from workgroup memory. Slots come from an atomic counter, so nothing is assumed
-// about how invocations map to subgroups.
-fn wg_reduce_sg(v0: ACC, lid: u32) -> ACC {
-    if (lid == 0u) { atomicStore(&NSG, 0u); }
+// from workgroup memory. Nothing is assumed about how invocations map to
+// subgroups: each partial goes to the slot of its subgroup's lowest invocation
+// index, and the partials are combined in slot order, so the result does not
+// depend on which subgroup finishes first (slots taken in order of arrival made
+// fused sums differ by an ulp between runs on NVIDIA). Slot 0 is always taken.
+fn sg_slots_clear(lid: u32) {
+    if (lid < 8u) { atomicStore(&SGMASK[lid], 0u); }
     workgroupBarrier();
+}
+// The next taken slot after `t` (256 when none).
+fn sg_slot_next(t: u32) -> u32 {
+    let u = t + 1u;
+    var w = u >> 5u;
+    if (w >= 8u) { return 256u; }
+    var bits = atomicLoad(&SGMASK[w]) & (0xffffffffu << (u & 31u));
+    while (bits == 0u && w < 7u) {
+        w++;
+        bits = atomicLoad(&SGMASK[w]);
+    }
+    return select(256u, w * 32u + countTrailingZeros(bits), bits != 0u);
+}
+fn wg_reduce_sg(v0: ACC, lid: u32) -> ACC {
+    sg_slots_clear(lid);
     var v = v0;
     let n = subgroupAdd(1u);
-    let lane = subgroupExclusiveAdd(1u);
+    let first = subgroupMin(lid);
     for (var m = 1u; m < n; m <<= 1u) { v = combine(v, subgroupShuffleXor(v, m)); }
-    if (lane == 0u) {
-        let slot = atomicAdd(&NSG, 1u);
-        SH[slot] = v;
+    if (lid == first) {
+        SH[first] = v;
+        atomicOr(&SGMASK[first >> 5u], 1u << (first & 31u));
     }
     workgroupBarrier();
-    let cnt = atomicLoad(&NSG);
     var r = SH[0];
-    for (var t = 1u; t < cnt; t++) { r = combine(r, SH[t]); }
+    for (var t = sg_slot_next(0u); t < 256u; t = sg_slot_next(t)) { r = combine(r, SH[t]); }
     return r;
 }
 
@@ -140,24 +158,25 @@ fn wg_arg_tree(p: AP, lid: u32) -> AP {
     return AP(SH[0], SHI[0]);
 }
 
+// Arg reductions combine in any order to the same result; slots as wg_reduce_sg's.
 fn wg_arg_sg(p0: AP, lid: u32) -> AP {
-    if (lid == 0u) { atomicStore(&NSG, 0u); }
-    workgroupBarrier();
+    sg_slots_clear(lid);
     var p = p0;
     let n = subgroupAdd(1u);
-    let lane = subgroupExclusiveAdd(1u);
+    let first = subgroupMin(lid);
     for (var m = 1u; m < n; m <<= 1u) {
         p = arg_combine(p, AP(subgroupShuffleXor(p.v, m), subgroupShuffleXor(p.i, m)));
     }
-    if (lane == 0u) {
-        let slot = atomicAdd(&NSG, 1u);
-        SH[slot] = p.v;
-        SHI[slot] = p.i;
+    if (lid == first) {
+        SH[first] = p.v;
+        SHI[first] = p.i;
+        atomicOr(&SGMASK[first >> 5u], 1u << (first & 31u));
     }
     workgroupBarrier();
-    let cnt = atomicLoad(&NSG);
     var r = AP(SH[0], SHI[0]);
-    for (var t = 1u; t < cnt; t++) { r = arg_combine(r, AP(SH[t], SHI[t])); }
+    for (var t = sg_slot_next(0u); t < 256u; t = sg_slot_next(t)) {
+        r = arg_combine(r, AP(SH[t], SHI[t]));
+    }
     return r;
 }
 

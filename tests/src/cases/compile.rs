@@ -50,10 +50,15 @@ fn check_same_at(what: &str, f: &Func, args: &[Array], ulps: f64, scale: f64) {
     let again = ok(&format!("{what}: replay"), compiled.call(args));
     for (k, (c, r)) in fused.iter().zip(&again).enumerate() {
         let (cv, rv) = (read_ok(c, what), read_ok(r, what));
-        assert!(
-            cv.iter().zip(&rv).all(|(a, b)| a.same(*b)),
-            "{what}: output {k} differs between the first call and the replay"
-        );
+        if let Some(i) = cv.iter().zip(&rv).position(|(a, b)| !a.same(*b)) {
+            panic!(
+                "{what}: output {k} differs between the first call and the replay at element {i} \
+                 of {}: {:?} then {:?}",
+                cv.len(),
+                cv[i],
+                rv[i]
+            );
+        }
     }
     assert_eq!(compiled.traces(), 1, "{what}: the replay traced again");
 }
