@@ -696,6 +696,20 @@ pub fn binary_float_special_values(dev: &Device) {
             }
         }
     }
+    // floor_divide floors the rounded quotient (the CPU's and MLX's rule), also where
+    // rounding reaches the next integer (1 / 0.1f = 9.99999985 rounds to 10), and
+    // through divisions that are not correctly rounded (NVIDIA's).
+    let tenth = 0.1f32 as f64;
+    #[rustfmt::skip]
+    let quotients: &[(f64, f64, f64)] = &[
+        (1.0, tenth, 10.0), (-1.0, tenth, -10.0), (5.0, tenth, 50.0), (7.0, 7.0, 1.0),
+        (2155165184.0, 1694.434814453125, 1271908.0), (-2155165184.0, 1694.434814453125, -1271908.0),
+    ];
+    for &(x, y, want) in quotients {
+        let (got, _) = run_binary(dev, "floor_divide", DType::F32, &[Val::F(x)], &[Val::F(y)]);
+        let what = format!("floor_divide({x}, {y}) in f32");
+        assert_same(&what, &got, &[Val::F(want)], &|_| String::new());
+    }
 }
 
 fn ints(xs: &[i128]) -> Vec<Val> {
