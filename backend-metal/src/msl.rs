@@ -53,7 +53,7 @@ impl std::error::Error for MslError {}
 /// cooperative-matrix matmuls are Vulkan-only (16 x 16 fragments; Metal's
 /// simdgroup matrices are 8 x 8 and need their own kernel).
 pub fn translatable(spec: &ModuleSpec) -> bool {
-    !matches!(spec.variant, Variant::Coop | Variant::CoopDirect)
+    !matches!(spec.variant, Variant::Coop | Variant::CoopVec(_))
 }
 
 /// Composes `spec` (wmx-kernels) and translates it to MSL.

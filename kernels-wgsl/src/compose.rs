@@ -19,6 +19,7 @@ const REDUCE: &str = include_str!("wgsl/reduce.wgsl");
 const SLICE_UPDATE: &str = include_str!("wgsl/slice_update.wgsl");
 const MATMUL: &str = include_str!("wgsl/matmul.wgsl");
 const MATMUL_COOP: &str = include_str!("wgsl/matmul_coop.wgsl");
+const MATMUL_COOP_VEC: &str = include_str!("wgsl/matmul_coop_vec.wgsl");
 const GEMV: &str = include_str!("wgsl/gemv.wgsl");
 const NORM: &str = include_str!("wgsl/norm.wgsl");
 const INDEX: &str = include_str!("wgsl/index.wgsl");
@@ -144,8 +145,10 @@ pub enum Variant {
     Finish,
     /// Matmul on cooperative matrices (f16 operands; needs [`Target::coop`]).
     Coop,
-    /// As `Coop`, fragments loaded from global memory (row-major aligned operands).
-    CoopDirect,
+    /// Matmul on cooperative matrices, 128 x 128 tiles staged from 16-byte loads of
+    /// aligned f16 operands (subgroups of 32). Bit 0: A is read along M (a
+    /// transposed view), bit 1: B along K.
+    CoopVec(u8),
     /// Reductions as scans: one invocation per line, serial along it.
     ScanLines,
     /// Reductions as scans: one workgroup per block of a contiguous line (an
@@ -175,7 +178,7 @@ impl Variant {
             Variant::TiledVec(i) => format!("tiled_vec{i}"),
             Variant::Finish => "finish".into(),
             Variant::Coop => "coop".into(),
-            Variant::CoopDirect => "coop_direct".into(),
+            Variant::CoopVec(i) => format!("coop_vec{i}"),
             Variant::ScanLines => "scan_lines".into(),
             Variant::ScanBlocks => "scan_blocks".into(),
         }
@@ -249,7 +252,7 @@ impl ModuleSpec {
             (Family::RandomBits, _) => "random_bits",
             (Family::Sort, _) => self.op,
             (Family::Matmul, _) if self.variant == Variant::Coop => "matmul_coop",
-            (Family::Matmul, _) if self.variant == Variant::CoopDirect => "matmul_coop_direct",
+            (Family::Matmul, _) if matches!(self.variant, Variant::CoopVec(_)) => "matmul_coop_vec",
             (Family::Matmul, _) => "matmul",
             (Family::Norm, _) if self.variant == Variant::RowsVec => "norm_rows_v",
             (Family::Norm, _) => "norm_rows",
@@ -374,7 +377,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
         p.push_str("enable subgroups;\n");
     }
     let coop = spec.family == Family::Matmul
-        && matches!(spec.variant, Variant::Coop | Variant::CoopDirect);
+        && matches!(spec.variant, Variant::Coop | Variant::CoopVec(_));
     if coop {
         p.push_str("enable f16;\nenable wgpu_cooperative_matrix;\n");
     }
@@ -385,7 +388,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
     let general = if reduce || product {
         !matches!(
             spec.variant,
-            Variant::RowsVec | Variant::ColsVec | Variant::TiledVec(_)
+            Variant::RowsVec | Variant::ColsVec | Variant::TiledVec(_) | Variant::CoopVec(_)
         )
     } else {
         spec.variant == Variant::General
@@ -435,17 +438,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
         } else {
             format!("I{up}")
         };
-        // The direct cooperative-matrix kernel reads A and B as f16 arrays; their
-        // word accessor repacks two halves (kept so every helper type-checks).
-        let f16_view = spec.variant == Variant::CoopDirect && k < 2;
-        if f16_view {
-            writeln!(
-                p,
-                "@group(0) @binding({}) var<storage, read> {src}16: array<f16>;",
-                k + 2
-            )
-            .unwrap();
-        } else if !aliased {
+        if !aliased {
             writeln!(
                 p,
                 "@group(0) @binding({}) var<storage, read> {src}: {arr};",
@@ -456,13 +449,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
         let ct = if raw { Ct::U32 } else { d.ct() };
         writeln!(p, "alias C{up} = {};", ct.wgsl()).unwrap();
         writeln!(p, "const L{up}: u32 = {}u;", d.log_epw()).unwrap();
-        if f16_view {
-            writeln!(
-                p,
-                "fn w{l}(w: u32) -> u32 {{ return pack2x16float(vec2<f32>(f32({src}16[2u * w]), f32({src}16[2u * w + 1u]))); }}"
-            )
-            .unwrap();
-        } else if general {
+        if general {
             writeln!(p, "fn w{l}(w: u32) -> u32 {{ return {src}[w]; }}").unwrap();
             if product {
                 // The tiled kernel's vec4 loads, compiled out unless MM_VEC.
@@ -628,7 +615,8 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
         Family::Matmul | Family::Gemv => {
             product_prelude(spec, &mut p)?;
             files.push(match (spec.family, spec.variant) {
-                (Family::Matmul, Variant::Coop | Variant::CoopDirect) => MATMUL_COOP,
+                (Family::Matmul, Variant::Coop) => MATMUL_COOP,
+                (Family::Matmul, Variant::CoopVec(_)) => MATMUL_COOP_VEC,
                 (Family::Matmul, _) => MATMUL,
                 _ => GEMV,
             });
@@ -883,7 +871,7 @@ fn product_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
             spec.family, spec.output
         )));
     }
-    if matches!(spec.variant, Variant::Coop | Variant::CoopDirect) {
+    if matches!(spec.variant, Variant::Coop | Variant::CoopVec(_)) {
         if spec.target.coop == 0 || ins[0] != DType::F16 {
             return Err(Error::Shape(format!(
                 "the cooperative-matrix matmul needs f16 operands and a target with cooperative matrices, got {ins:?} on {:?}",
@@ -891,6 +879,17 @@ fn product_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
             )));
         }
         writeln!(p, "const SG: u32 = {}u;", spec.target.coop).unwrap();
+        if let Variant::CoopVec(i) = spec.variant {
+            // Eight subgroups of 32 share out the 128 x 128 tile.
+            if spec.target.coop != 32 || i > 3 {
+                return Err(Error::Shape(format!(
+                    "the vec4 cooperative matmul needs subgroups of 32 and a layout below 4, got {} and {i}",
+                    spec.target.coop
+                )));
+            }
+            writeln!(p, "const A_MFAST: bool = {};", i & 1 != 0).unwrap();
+            writeln!(p, "const B_KFAST: bool = {};", i & 2 != 0).unwrap();
+        }
     } else if spec.family == Family::Matmul {
         let (Variant::Tiled(i) | Variant::TiledVec(i)) = spec.variant else {
             return Err(Error::Shape("matmul has only tiled variants".into()));
@@ -1366,7 +1365,8 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
                         v.push(spec(Family::Gemv, "gemv", ins.clone(), out, var));
                     }
                     if target.coop > 0 && d == DType::F16 {
-                        for var in [Variant::Coop, Variant::CoopDirect] {
+                        let vecs = (0..4).map(Variant::CoopVec);
+                        for var in std::iter::once(Variant::Coop).chain(vecs) {
                             v.push(spec(Family::Matmul, "matmul", ins.clone(), out, var));
                         }
                     }

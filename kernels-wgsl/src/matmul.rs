@@ -33,6 +33,9 @@ pub(crate) fn vec4_tile(i: usize) -> bool {
 /// Workgroups below which the large tile leaves the GPU idle and the small one is
 /// used (about two per compute unit of a large GPU).
 const LARGE_TILE_MIN_GROUPS: u64 = 256;
+/// Workgroup memory of the vec4 cooperative kernel: two staged f16 tiles of 5120
+/// halves and 8 x 256 f32 for the epilogue (`matmul_coop_vec.wgsl`).
+const COOP_VEC_WORKGROUP_BYTES: u32 = 2 * 5120 * 2 + 2048 * 4;
 
 /// Gemv chunks: column-mode launches aim for at least this many invocations.
 const GEMV_MIN_THREADS: u64 = 1 << 17;
@@ -144,28 +147,42 @@ impl Kernels {
         // (256 x 64^3 ran in 27 us with it, 19 us with the small one on the H200).
         let large = m >= 128 && n >= 128 && tm0 * tn0 * nbatch >= LARGE_TILE_MIN_GROUPS;
         let cfg = forced.unwrap_or(if large { 0 } else { 1 });
-        // f16 on cooperative matrices where the device has them (64 x 64 tiles), for
-        // the products the large plain tile does not take: on the H200 the
-        // cooperative kernels ran 14.6 TFLOP/s at 1024^3 (plain 6.1) and 256 x 64^3
-        // in 14.5 us (plain 26.2), but only ~10 TFLOP/s at 2048^3 and 4096^3, where
-        // the plain kernel runs 22-26 (tests/bench/NOTES.md, runs 25-26).
-        let coop = self.target().coop > 0 && a.dtype == DType::F16 && forced.is_none() && !large;
-        // Fragments straight from global memory: row-major f16 operands, whole
-        // tiles, 16-byte aligned rows and batches (a stack of matrices at most).
-        let al = |x: &Strided, cols: usize| {
-            x.strides[nd - 1] == 1
-                && x.strides[nd - 2] == cols as isize
-                && x.offset.is_multiple_of(8)
+        // f16 on cooperative matrices where the device has them. Aligned operands
+        // (rows along their contiguous dimension starting on 16 bytes, M, N, K
+        // multiples of 8) take 128 x 128 tiles staged from 16-byte loads; the rest
+        // take 64 x 64 tiles staged element by element, for the products the large
+        // plain tile does not take (that kernel ran only ~10 TFLOP/s at 2048^3 on the
+        // H200, where the plain one runs 22-26: tests/bench/NOTES.md, runs 25-26).
+        let coop_any = self.target().coop > 0 && a.dtype == DType::F16 && forced.is_none();
+        let a_mfast = a.strides[nd - 2] == 1 && a.strides[nd - 1] != 1;
+        let b_kfast = bb.strides[nd - 2] == 1 && bb.strides[nd - 1] != 1;
+        // The row stride of an operand as staged: positive, a multiple of 8 elements.
+        let rows8 = |s: isize| s > 0 && s % 8 == 0;
+        let a_ok = if a_mfast {
+            rows8(a.strides[nd - 1])
+        } else {
+            a.strides[nd - 1] == 1 && rows8(a.strides[nd - 2])
         };
-        let direct = coop
-            && m.is_multiple_of(64)
-            && n.is_multiple_of(64)
-            && k.is_multiple_of(16)
-            && al(a, k)
-            && al(bb, n)
-            && bst.len() <= 1
-            && bst.iter().all(|s| s.first().is_none_or(|&x| x % 8 == 0))
-            && std::env::var("WMX_COOP_STAGED").is_err();
+        let b_ok = if b_kfast {
+            rows8(bb.strides[nd - 1])
+        } else {
+            bb.strides[nd - 1] == 1 && rows8(bb.strides[nd - 2])
+        };
+        let coop_vec = coop_any
+            && self.target().coop == 32
+            && self.inner.limits.max_compute_workgroup_storage_size >= COOP_VEC_WORKGROUP_BYTES
+            && (m > 64 || n > 64)
+            && [m, n, k].iter().all(|x| x.is_multiple_of(8))
+            && a_ok
+            && b_ok
+            && a.offset.is_multiple_of(8)
+            && bb.offset.is_multiple_of(8)
+            && bst[..2].iter().flatten().all(|s| s % 8 == 0)
+            && [Some(a), Some(bb), c]
+                .iter()
+                .flatten()
+                .all(|x| x.bytes().is_multiple_of(16));
+        let coop = coop_any && (coop_vec || !large);
         // vec4 loads: f32 A contiguous along K, B along N, every row start and
         // batch offset a multiple of four elements.
         let a4 = |x: &Strided, inner: isize, outer: isize, batch: &[isize]| {
@@ -182,7 +199,9 @@ impl Kernels {
             && n.is_multiple_of(4)
             && a4(a, a.strides[nd - 1], a.strides[nd - 2], &bst[0])
             && a4(bb, bb.strides[nd - 1], bb.strides[nd - 2], &bst[1]);
-        let (tm, tn) = if coop {
+        let (tm, tn) = if coop_vec {
+            (m.div_ceil(128) as u64, n.div_ceil(128) as u64)
+        } else if coop {
             (m.div_ceil(64) as u64, n.div_ceil(64) as u64)
         } else {
             tiles(cfg)
@@ -207,8 +226,8 @@ impl Kernels {
             "matmul",
             inputs,
             odt,
-            if direct {
-                Variant::CoopDirect
+            if coop_vec {
+                Variant::CoopVec(a_mfast as u8 | (b_kfast as u8) << 1)
             } else if coop {
                 Variant::Coop
             } else if vec4 {

@@ -10,7 +10,7 @@ use wmx_kernels::{
 
 fn check(spec: &ModuleSpec) -> Result<(), String> {
     let src = compose(spec).map_err(|e| format!("compose: {e}"))?;
-    let coop = matches!(spec.variant, Variant::Coop | Variant::CoopDirect);
+    let coop = matches!(spec.variant, Variant::Coop | Variant::CoopVec(_));
     let constants = spec.constants();
     check_source(&src, spec.entry_point(), spec.target, coop, &constants)
 }
@@ -156,12 +156,12 @@ fn cooperative_matrix_modules_validate_and_translate_to_spirv() {
     };
     let coop: Vec<ModuleSpec> = module_specs(t)
         .into_iter()
-        .filter(|s| matches!(s.variant, Variant::Coop | Variant::CoopDirect))
+        .filter(|s| matches!(s.variant, Variant::Coop | Variant::CoopVec(_)))
         .collect();
     assert_eq!(
         coop.len(),
-        8,
-        "two kernels; f16 in, f16/f32 out, with and without c"
+        20,
+        "the staged kernel and four layouts of the vec4 one; f16 in, f16/f32 out, with and without c"
     );
     for spec in &coop {
         check(spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));

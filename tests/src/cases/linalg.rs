@@ -152,6 +152,10 @@ pub fn matmul_values(dev: &Device) {
         (128, 256, 64),
         (1, 33, 64),
         (1, 700, 136),
+        // Multiples of 8 past one 128 x 128 tile: the vec4 cooperative kernel on
+        // adapters with cooperative matrices (f16), K not a multiple of its 32.
+        (136, 40, 72),
+        (200, 264, 256),
     ];
     for dt in float_dtypes(dev) {
         for &(m, k, n) in &sizes {
@@ -161,15 +165,17 @@ pub fn matmul_values(dev: &Device) {
             let (want, mags) = reference(&a, &b, None, 1.0, 0.0);
             let got = ok(&what, wmx::matmul(&a.array(dev, dt), &b.array(dev, dt)));
             check(&what, &got, &want, &mags, k, dt);
-            // The same product from transposed operands (views read in place).
+            // The same product from transposed operands (views read in place), each
+            // and both.
             let at = a.transpose_last().array(dev, dt);
             let bt = b.transpose_last().array(dev, dt);
-            let what_t = format!("{what} from transposed views");
-            let got = ok(
-                &what_t,
-                wmx::matmul(&ok(&what_t, at.t()), &ok(&what_t, bt.t())),
-            );
-            check(&what_t, &got, &want, &mags, k, dt);
+            let (a1, b1) = (a.array(dev, dt), b.array(dev, dt));
+            let (at, bt) = (ok(&what, at.t()), ok(&what, bt.t()));
+            for (x, y, how) in [(&at, &bt, "both"), (&at, &b1, "A"), (&a1, &bt, "B")] {
+                let what_t = format!("{what} from transposed views ({how})");
+                let got = ok(&what_t, wmx::matmul(x, y));
+                check(&what_t, &got, &want, &mags, k, dt);
+            }
         }
         // Batches: broadcast batch dims, a batch of one, a shared matrix.
         for (sa, sb) in [
@@ -179,6 +185,8 @@ pub fn matmul_values(dev: &Device) {
             (vec![3, 6], vec![2, 2, 6, 65]),
             (vec![4, 1, 33], vec![4, 33, 1]),
             (vec![3, 33, 8], vec![8, 20]),
+            (vec![3, 136, 24], vec![3, 24, 80]),
+            (vec![2, 1, 72, 16], vec![3, 16, 136]),
         ] {
             let what = format!("matmul {dt} {sa:?} @ {sb:?}");
             let a = Host::random(&mut rng, dt, &sa);
@@ -308,7 +316,14 @@ pub fn matmul_big_and_special(dev: &Device) {
 pub fn addmm_values(dev: &Device) {
     let mut rng = Rng::new(0xadd);
     for dt in float_dtypes(dev) {
-        for (m, k, n) in [(5, 7, 9), (64, 33, 65), (1, 40, 9), (9, 40, 1), (3, 0, 4)] {
+        for (m, k, n) in [
+            (5, 7, 9),
+            (64, 33, 65),
+            (1, 40, 9),
+            (9, 40, 1),
+            (3, 0, 4),
+            (136, 24, 72),
+        ] {
             for cshape in [vec![m, n], vec![n], vec![m, 1], vec![]] {
                 let (alpha, beta) = (1.5, -0.75);
                 let what = format!("addmm {dt} [{m},{k}] @ [{k},{n}] + c {cshape:?}");
