@@ -33,9 +33,9 @@ pub(crate) fn vec4_tile(i: usize) -> bool {
 /// Workgroups below which the large tile leaves the GPU idle and the small one is
 /// used (about two per compute unit of a large GPU).
 const LARGE_TILE_MIN_GROUPS: u64 = 256;
-/// Workgroup memory of the vec4 cooperative kernel: two staged f16 tiles of 5120
+/// Workgroup memory of the vec4 cooperative kernel: two staged f16 tiles of TS
 /// halves and 8 x 256 f32 for the epilogue (`matmul_coop_vec.wgsl`).
-const COOP_VEC_WORKGROUP_BYTES: u32 = 2 * 5120 * 2 + 2048 * 4;
+const COOP_VEC_WORKGROUP_BYTES: u32 = 2 * 9216 * 2 + 2048 * 4;
 
 /// Gemv chunks: column-mode launches aim for at least this many invocations.
 const GEMV_MIN_THREADS: u64 = 1 << 17;

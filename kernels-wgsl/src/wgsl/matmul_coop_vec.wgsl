@@ -7,11 +7,14 @@
 // 16-deep step loads 6 fragments for 8 multiply-adds (bench --coop-peak: the
 // multiply-adds alone run ~590 TFLOP/s on the H200; the old 64 x 64 kernel, which
 // loaded one fragment per multiply-add and staged element by element, ran ~10).
-// A and B tiles 32 deep are staged through workgroup memory as f16, each read as
+// A and B tiles 64 deep are staged through workgroup memory as f16, each read as
 // rows of its contiguous dimension (A_MFAST, B_KFAST from the prelude pick
 // whether A is read along M and B along K, i.e. transposed views), 8 halves per
-// load; the next tile's loads are issued before the current tile's products.
-// Rows are padded by 8 halves (16 bytes) so fragment loads spread over the banks.
+// 16-byte load; the next tile's loads are issued before the current tile's
+// products. Rows are padded by 8 halves (16 bytes) so fragment loads spread over
+// the banks. Measured on the H200 (tests/bench/NOTES.md, run 43): 64 deep beat 32
+// (+22 %: half the barriers per product); loading halves as vec4<f16> or
+// mat2x4<f16> instead of u32 words lost 25 % and 70 %.
 //
 // The host checks: every operand row start a multiple of 8 elements (offsets,
 // leading strides and batch strides), K and the contiguous extents multiples of 8
@@ -20,15 +23,19 @@
 
 const VBM: u32 = 128u;
 const VBN: u32 = 128u;
-const VBK: u32 = 32u;
+const VBK: u32 = 64u;
 const VNT: u32 = 256u;
-// Strides of the staged tiles: a "long" tile has 128 rows of 32 (+ 8) halves, a
-// "wide" one 32 rows of 128 (+ 8).
-const LS: u32 = 40u;
+// Strides of the staged tiles: a "long" tile has 128 rows of VBK (+ 8) halves, a
+// "wide" one VBK rows of 128 (+ 8).
+const LS: u32 = VBK + 8u;
 const WS: u32 = 136u;
+// 16-byte vectors per row of a long tile, and per invocation per tile.
+const VPR: u32 = VBK / 8u;
+const NV: u32 = VBK / 16u;
+const TS: u32 = max(128u * LS, VBK * WS);
 
-var<workgroup> ta: array<f16, 5120>;
-var<workgroup> tb: array<f16, 5120>;
+var<workgroup> ta: array<f16, TS>;
+var<workgroup> tb: array<f16, TS>;
 var<workgroup> te: array<f32, 2048>;
 
 // Vector j (0 or 1) of this invocation's share of a tile of operand B (else A): a
@@ -38,8 +45,8 @@ var<workgroup> te: array<f32, 2048>;
 fn vload(b: bool, long: bool, lid: u32, j: u32, base: u32, ld: u32, r0: u32, rows: u32,
          k0: u32, k_dim: u32) -> vec4<u32> {
     let e = lid + j * VNT;
-    var r = e >> 2u;
-    var c = (e & 3u) * 8u;
+    var r = e / VPR;
+    var c = (e % VPR) * 8u;
     var ok = r0 + r < rows && k0 + c < k_dim;
     var at = base + (r0 + r) * ld + k0 + c;
     if (!long) {
@@ -56,7 +63,7 @@ fn vload(b: bool, long: bool, lid: u32, j: u32, base: u32, ld: u32, r0: u32, row
 // Where vector j of this invocation goes in a staged tile.
 fn vslot(long: bool, lid: u32, j: u32) -> u32 {
     let e = lid + j * VNT;
-    if (long) { return (e >> 2u) * LS + (e & 3u) * 8u; }
+    if (long) { return (e / VPR) * LS + (e % VPR) * 8u; }
     return (e >> 4u) * WS + (e & 15u) * 8u;
 }
 
@@ -162,27 +169,25 @@ fn matmul_coop_vec(@builtin(local_invocation_index) lid: u32, @builtin(workgroup
     var acc5 = coop_mat16x16<f32, C>();
     var acc6 = coop_mat16x16<f32, C>();
     var acc7 = coop_mat16x16<f32, C>();
-    let sa0 = vslot(!A_MFAST, lid, 0u);
-    let sa1 = vslot(!A_MFAST, lid, 1u);
-    let sb0 = vslot(B_KFAST, lid, 0u);
-    let sb1 = vslot(B_KFAST, lid, 1u);
-    var a0 = vload(false, !A_MFAST, lid, 0u, pa, lda, m0, m_dim, 0u, k_dim);
-    var a1 = vload(false, !A_MFAST, lid, 1u, pa, lda, m0, m_dim, 0u, k_dim);
-    var b0 = vload(true, B_KFAST, lid, 0u, pb, ldb, n0, n_dim, 0u, k_dim);
-    var b1 = vload(true, B_KFAST, lid, 1u, pb, ldb, n0, n_dim, 0u, k_dim);
+    var va_: array<vec4<u32>, NV>;
+    var vb_: array<vec4<u32>, NV>;
+    for (var j = 0u; j < NV; j++) {
+        va_[j] = vload(false, !A_MFAST, lid, j, pa, lda, m0, m_dim, 0u, k_dim);
+        vb_[j] = vload(true, B_KFAST, lid, j, pb, ldb, n0, n_dim, 0u, k_dim);
+    }
     for (var k0 = 0u; k0 < k_dim; k0 += VBK) {
-        vstore(false, sa0, a0);
-        vstore(false, sa1, a1);
-        vstore(true, sb0, b0);
-        vstore(true, sb1, b1);
+        for (var j = 0u; j < NV; j++) {
+            vstore(false, vslot(!A_MFAST, lid, j), va_[j]);
+            vstore(true, vslot(B_KFAST, lid, j), vb_[j]);
+        }
         workgroupBarrier();
         // The next tile's vectors are in flight during this tile's products.
         let k1 = k0 + VBK;
         if (k1 < k_dim) {
-            a0 = vload(false, !A_MFAST, lid, 0u, pa, lda, m0, m_dim, k1, k_dim);
-            a1 = vload(false, !A_MFAST, lid, 1u, pa, lda, m0, m_dim, k1, k_dim);
-            b0 = vload(true, B_KFAST, lid, 0u, pb, ldb, n0, n_dim, k1, k_dim);
-            b1 = vload(true, B_KFAST, lid, 1u, pb, ldb, n0, n_dim, k1, k_dim);
+            for (var j = 0u; j < NV; j++) {
+                va_[j] = vload(false, !A_MFAST, lid, j, pa, lda, m0, m_dim, k1, k_dim);
+                vb_[j] = vload(true, B_KFAST, lid, j, pb, ldb, n0, n_dim, k1, k_dim);
+            }
         }
         for (var kk = 0u; kk < VBK; kk += 16u) {
             let fa0 = frag_a(wm, kk);
