@@ -237,15 +237,29 @@ impl FusedSpec {
     }
 }
 
-/// Rounds a compute value to its dtype, as storing and loading it would. f16 is
-/// rounded by the software conversion even where the hardware's serve loads and
-/// stores: NVIDIA's compiler folds `unpack2x16float(pack2x16float(v))` back to `v`
-/// inside a kernel, so the hardware pair does not round.
+/// Rounds a compute value to its dtype, as storing and loading it would (f16
+/// through `rnd_f16`, see [`rnd_f16_def`]).
 fn round(d: DType, e: &str) -> String {
     match d.size() {
         4 => e.to_string(),
-        _ if d == DType::F16 => format!("ex_f16(f16_bits({e}), 0u)"),
+        _ if d == DType::F16 => format!("rnd_f16({e})"),
         _ => format!("ex_{0}(st_{0}({e}), 0u)", d.storage()),
+    }
+}
+
+/// `rnd_f16`: an f32 rounded to f16 and back. NVIDIA's compiler folds both
+/// `unpack2x16float(pack2x16float(v))` and `f32(f16(v))` back to `v` inside a
+/// kernel (neither rounds there), and the software conversions made a compiled
+/// 9-step f16 chain 5-7x slower on the H200. So the hardware pair goes through a
+/// zero the compiler cannot see: the kernel's element count (`P[FB]`, at most
+/// 2^30: the backend cuts larger arrays into pieces) shifted right by 31. (The
+/// binding's `arrayLength` shifted so did not do: the driver knows its bound.)
+pub(crate) fn rnd_f16_def(hw: bool) -> &'static str {
+    if hw {
+        "fn rnd_f16(v: f32) -> f32 { \
+         return unpack2x16float(pack2x16float(vec2<f32>(v, 0.0)) ^ (P[FB] >> 31u)).x; }\n"
+    } else {
+        "fn rnd_f16(v: f32) -> f32 { return f16_val(f16_bits(v)); }\n"
     }
 }
 
@@ -367,6 +381,9 @@ pub fn compose_module(
     }
     let mut code = value_prelude(spec, reads, bind, base)?;
     code.push_str("fn ld_a(i: u32) -> CA { return value(i); }\n");
+    if uses_f16(spec) {
+        code.push_str(rnd_f16_def(m.target.f16));
+    }
     let input = InputCode {
         code: &code,
         f16: uses_f16(spec),
@@ -422,12 +439,14 @@ fn fused_source(
     f16_hw: bool,
 ) -> Result<String> {
     let out = spec.output()?;
+    let f16 = uses_f16(spec);
     let mut p = String::from("// ---- generated prelude (fused kernel) ----\n");
     p.push_str("@group(0) @binding(0) var<storage, read> P: array<u32>;\n");
     p.push_str("@group(0) @binding(1) var<storage, read_write> O: array<u32>;\n");
     writeln!(p, "const LO: u32 = {}u;", out.log_epw()).unwrap();
-    if uses_f16(spec) {
+    if f16 {
         p.push_str(f16_helpers(f16_hw));
+        p.push_str(rnd_f16_def(f16_hw));
     }
     p.push_str(&value_prelude(spec, reads, bind, 0)?);
     writeln!(
