@@ -171,11 +171,16 @@ fn exp_poly(r: f32) -> f32 {
 fn scale2(p: f32, k: i32) -> f32 {
     if (k >= -125i && k <= 127i) { return p * bitcast<f32>(u32(k + 127i) << 23u); }
     if (k > 127i) { return ldexp(p * 2.0, k - 1i); }
-    // Below, built from p's bits (rounded to nearest even): drivers that flush
-    // subnormals (NVIDIA) flush ldexp's subnormal results too, which bf16 can hold.
+    return ldexp(p, k);
+}
+// scale2 with results below 2^-126 built from p's bits (rounded to nearest even):
+// drivers that flush subnormals (NVIDIA) flush ldexp's subnormal results too, and
+// bf16 holds them. Kept out of scale2, which the row kernels inline: in softmax
+// the extra registers halved its speed on the H200.
+fn scale2_sub(p: f32, k: i32) -> f32 {
     let b = bitcast<u32>(p);
     let ep = i32((b >> 23u) & 0xffu);
-    if (ep == 0i || ep == 255i) { return ldexp(p, k); }
+    if (k >= -125i || ep == 0i || ep == 255i) { return scale2(p, k); }
     let e = ep + k;
     let sign = b & 0x80000000u;
     if (e >= 1i) { return bitcast<f32>(sign | (u32(e) << 23u) | (b & 0x7fffffu)); }
@@ -204,6 +209,14 @@ fn exp_acc(a: f32) -> f32 {
     let k = f32(ki);
     let r = (a - k * 0.693145751953125) - k * 1.4286068203e-6;
     return scale2(exp_poly(r), ki);
+}
+// exp_acc of a < -87 (results near or below 2^-126) through scale2_sub.
+fn exp_tiny(a: f32) -> f32 {
+    if (a < -103.97208) { return 0.0; }
+    let ki = round_i(a * 1.442695041);
+    let k = f32(ki);
+    let r = (a - k * 0.693145751953125) - k * 1.4286068203e-6;
+    return scale2_sub(exp_poly(r), ki);
 }
 // 2^t to ~1 ulp (t = k + f exactly, |f| <= 1/2).
 fn exp2_acc(t: f32) -> f32 {

@@ -25,10 +25,10 @@ fn exp_f32(a: f32) -> f32 { return exp_acc(a); }
 // For f16/bf16 results (ops.rs picks `*_narrow` there): the driver's exp is within
 // a few f32 ulp, so the rounded result stays within 1 narrow ulp, while exp_acc's
 // extra ALU work made f16 exp ALU-bound (H100: 0.65 of PyTorch). Drivers flush f32
-// subnormal results, which bf16 can hold: exp_acc below -87.
+// subnormal results, which bf16 can hold: exp_tiny below -87.
 fn exp_narrow(a: f32) -> f32 {
     if (isnan_f(a)) { return a; }
-    if (a < -87.0) { return exp_acc(a); }
+    if (a < -87.0) { return exp_tiny(a); }
     return exp(a);
 }
 // exp(x) - 1 without cancellation near 0: Taylor series for |x| < 0.5.
