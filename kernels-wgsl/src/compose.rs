@@ -20,6 +20,7 @@ const SLICE_UPDATE: &str = include_str!("wgsl/slice_update.wgsl");
 const MATMUL: &str = include_str!("wgsl/matmul.wgsl");
 const MATMUL_COOP: &str = include_str!("wgsl/matmul_coop.wgsl");
 const MATMUL_COOP_VEC: &str = include_str!("wgsl/matmul_coop_vec.wgsl");
+const MATMUL_TILE: &str = include_str!("wgsl/matmul_tile.wgsl");
 const GEMV: &str = include_str!("wgsl/gemv.wgsl");
 const NORM: &str = include_str!("wgsl/norm.wgsl");
 const INDEX: &str = include_str!("wgsl/index.wgsl");
@@ -620,6 +621,9 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
                 (Family::Matmul, _) => MATMUL,
                 _ => GEMV,
             });
+            if spec.family == Family::Matmul {
+                files.push(MATMUL_TILE);
+            }
         }
         Family::Norm => {
             let k = crate::ops::NORM_OPS

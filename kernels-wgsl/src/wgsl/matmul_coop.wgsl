@@ -27,26 +27,13 @@ fn matmul_coop(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
     let m_dim = P[0];
     let n_dim = P[1];
     let k_dim = P[2];
-    let rank = P[4];
-    let tiles_n = P[5];
-    let per_batch = tiles_n * P[6];
-    var bi = t / per_batch;
-    let tt = t - bi * per_batch;
-    let m0 = (tt / tiles_n) * CBM;
-    let n0 = (tt % tiles_n) * CBN;
-    let ob = bi * m_dim * n_dim;
-    var pa = P[7];
-    var pb = P[10];
-    var pc = P[13];
-    for (var d = rank; d > 0u; d--) {
-        let s = P[18u + d];
-        let q = bi / s;
-        let c = bi - q * s;
-        bi = q;
-        pa += c * P[18u + rank + d];
-        pb += c * P[18u + 2u * rank + d];
-        pc += c * P[18u + 3u * rank + d];
-    }
+    let tile = mm_tile(t, CBM, CBN);
+    let m0 = tile.m0;
+    let n0 = tile.n0;
+    let ob = tile.po;
+    let pa = tile.pa;
+    let pb = tile.pb;
+    let pc = tile.pc;
     let flags = P[18];
     let a_mfast = (flags & 1u) != 0u;
     let b_nfast = (flags & 2u) != 0u;

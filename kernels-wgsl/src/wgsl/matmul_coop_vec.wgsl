@@ -134,26 +134,13 @@ fn matmul_coop_vec(@builtin(local_invocation_index) lid: u32, @builtin(workgroup
     let m_dim = P[0];
     let n_dim = P[1];
     let k_dim = P[2];
-    let rank = P[4];
-    let tiles_n = P[5];
-    let per_batch = tiles_n * P[6];
-    var bi = t / per_batch;
-    let tt = t - bi * per_batch;
-    let m0 = (tt / tiles_n) * VBM;
-    let n0 = (tt % tiles_n) * VBN;
-    let ob = bi * m_dim * n_dim;
-    var pa = P[7];
-    var pb = P[10];
-    var pc = P[13];
-    for (var d = rank; d > 0u; d--) {
-        let s = P[18u + d];
-        let q = bi / s;
-        let c = bi - q * s;
-        bi = q;
-        pa += c * P[18u + rank + d];
-        pb += c * P[18u + 2u * rank + d];
-        pc += c * P[18u + 3u * rank + d];
-    }
+    let tile = mm_tile(t, VBM, VBN);
+    let m0 = tile.m0;
+    let n0 = tile.n0;
+    let ob = tile.po;
+    let pa = tile.pa;
+    let pb = tile.pb;
+    let pc = tile.pc;
     // Row strides of the operands as staged: A along K (P[8]) or along M (P[9]),
     // B along N (P[11]) or along K (P[12]).
     let lda = select(P[8], P[9], A_MFAST);
