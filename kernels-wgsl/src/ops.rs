@@ -185,11 +185,14 @@ pub(crate) fn binary_expr(op: &str, ct: Ct) -> String {
 }
 
 /// WGSL expression for unary `op` applied to `a` of dtype `d`. f16/bf16 inputs use `{op}_narrow` where `unary.wgsl` defines one: a cheaper f32
-/// function that is still accurate after rounding to the narrow type.
+/// function that is still accurate after rounding to the narrow type; bf16 inputs
+/// `{op}_bf16` before that where defined (bf16 reaches f32's range).
 pub(crate) fn unary_expr(op: &str, d: DType, unary_src: &str) -> String {
-    let narrow = format!("{op}_narrow");
-    let f = if matches!(d, DType::F16 | DType::BF16) && unary_src.contains(&format!("fn {narrow}("))
-    {
+    let has = |f: &str| unary_src.contains(&format!("fn {f}("));
+    let (bf16, narrow) = (format!("{op}_bf16"), format!("{op}_narrow"));
+    let f = if d == DType::BF16 && has(&bf16) {
+        bf16
+    } else if matches!(d, DType::F16 | DType::BF16) && has(&narrow) {
         narrow
     } else {
         format!("{op}_{}", d.ct().wgsl())
