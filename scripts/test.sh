@@ -41,7 +41,7 @@ step "example: the axpby extension's benchmark (custom vs composed), quick, on t
 step "type-check for Apple (Metal) and Windows (DX12) (about 2 min)"
 cargo check -q -p wmx --target aarch64-apple-darwin
 # The native Metal backend's Apple-only code (objc2-metal): lints and its test.
-cargo clippy -q -p wmx-metal --all-targets --target aarch64-apple-darwin -- -D warnings
+cargo clippy -q -p wmx-metal -p wmx -p wmx-tests --all-targets --target aarch64-apple-darwin -- -D warnings
 cargo check -q -p wmx --target x86_64-pc-windows-msvc
 web/test.sh          # wasm + headless Chromium WebGPU, the demo page (about 9 min)
 step "all tests passed"

@@ -52,7 +52,7 @@ pub use wmx_core::{
 pub mod backend {
     pub use wmx_core::{
         Backend, Buffer, DynBackend, GpuFactory, Layout, View, cpu, gpu_backend_registered, layout,
-        register_gpu_backend,
+        register_gpu_backend, register_metal_backend,
     };
 }
 
@@ -76,4 +76,15 @@ pub use wmx_webgpu as webgpu;
 fn register_webgpu() {
     // Only stores a function pointer: no allocation-order or I/O hazards before main.
     wmx_webgpu::register();
+}
+
+/// The native Metal backend (Apple only): `Device::metal()`, `WMX_DEVICE=metal`.
+#[cfg(all(target_vendor = "apple", feature = "webgpu"))]
+pub use wmx_metal as metal;
+
+#[cfg(all(target_vendor = "apple", feature = "webgpu"))]
+#[ctor::ctor(unsafe)]
+fn register_metal() {
+    // Only stores a function pointer, as above.
+    wmx_metal::register();
 }

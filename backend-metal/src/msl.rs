@@ -69,12 +69,26 @@ pub fn translate(spec: &ModuleSpec) -> Result<MslKernel, MslError> {
 }
 
 /// Translates one WGSL module's compute entry point `entry` to MSL, with the
-/// override constants resolved; `target` says which capabilities it may use.
+/// override constants resolved; `target` says which capabilities it may use. The
+/// library's modules bound their own accesses, so no checks are added.
 pub fn translate_wgsl(
     src: &str,
     entry: &str,
     overrides: &[(&str, f64)],
     target: Target,
+) -> Result<MslKernel, MslError> {
+    translate_checked(src, entry, overrides, target, false)
+}
+
+/// [`translate_wgsl`], with `checked`: out-of-bounds indices read zero and skip
+/// their writes, and workgroup memory starts zeroed (users' modules, as wgpu
+/// treats them).
+pub fn translate_checked(
+    src: &str,
+    entry: &str,
+    overrides: &[(&str, f64)],
+    target: Target,
+    checked: bool,
 ) -> Result<MslKernel, MslError> {
     let module = naga::front::wgsl::parse_str(src)
         .map_err(|e| MslError(format!("parse: {}", e.emit_to_string(src))))?;
@@ -161,7 +175,18 @@ pub fn translate_wgsl(
         lang_version: MSL_VERSION,
         per_entry_point_map,
         fake_missing_bindings: false,
-        zero_initialize_workgroup_memory: false,
+        zero_initialize_workgroup_memory: checked,
+        bounds_check_policies: if checked {
+            let p = naga::proc::BoundsCheckPolicy::ReadZeroSkipWrite;
+            naga::proc::BoundsCheckPolicies {
+                index: p,
+                buffer: p,
+                image_load: p,
+                binding_array: p,
+            }
+        } else {
+            Default::default()
+        },
         ..Default::default()
     };
     let pipeline = msl::PipelineOptions {

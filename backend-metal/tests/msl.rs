@@ -91,41 +91,64 @@ fn the_checks_catch_a_bad_translation() {
 
 #[cfg(target_vendor = "apple")]
 mod on_apple {
-    use wmx_kernels::Target;
-    use wmx_metal::msl;
-    use wmx_metal::{Dispatch, MetalDevice};
+    use wmx_kernels::{Batch, Contig, DType, Kernels, Strided};
+    use wmx_metal::Metal;
 
-    /// A translated kernel compiles, runs and writes what it should.
+    fn bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    /// A library kernel runs through the Metal driver: a binary op on a
+    /// transposed view, read back and compared with the host.
     #[test]
-    fn a_translated_kernel_runs() {
-        let dev = MetalDevice::new().expect("a Metal device");
-        let src = "@group(0) @binding(0) var<storage, read> P: array<u32>;\n\
-                   @group(0) @binding(1) var<storage, read_write> O: array<f32>;\n\
-                   @group(0) @binding(2) var<storage, read> A: array<f32>;\n\
-                   @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) i: vec3<u32>) {\n\
-                     if (i.x < P[0]) { O[i.x] = A[i.x] * 2.0 + f32(P[1]); }\n\
-                   }";
-        let k = msl::translate_wgsl(src, "main", &[], Target::default()).unwrap();
-        let pipe = std::sync::Arc::new(dev.compile(k).unwrap());
-        let n = 1000usize;
-        let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
-        let ab = dev.upload(bytemuck_cast(&a)).unwrap();
-        let ob = dev.buffer(n * 4).unwrap();
-        let d = Dispatch {
-            buffers: &[&ob, &ab],
-            params: &[n as u32, 3],
-            groups: [n.div_ceil(64) as u32, 1, 1],
+    fn a_library_kernel_runs_on_metal() {
+        let k: Kernels<Metal> = Metal::open().expect("a Metal device");
+        let (r, c) = (37usize, 53usize);
+        let a: Vec<f32> = (0..r * c).map(|i| i as f32 * 0.5).collect();
+        let b: Vec<f32> = (0..r * c).map(|i| 3.0 - i as f32).collect();
+        let (ab, bb) = (k.upload(&bytes(&a)).unwrap(), k.upload(&bytes(&b)).unwrap());
+        let out = k.create_buffer((r * c * 4) as u64, None).unwrap();
+        let shape = [c, r];
+        let (ta, tb) = ([1isize, c as isize], [1isize, c as isize]);
+        let view = |buffer, strides| Strided {
+            buffer,
+            window: None,
+            dtype: DType::F32,
+            shape: &shape,
+            strides,
+            offset: 0,
         };
-        dev.run(&[(pipe, d)]).unwrap();
-        let out = dev.read(&ob);
-        for i in 0..n {
-            let v = f32::from_le_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
-            assert_eq!(v, 2.0 * i as f32 + 3.0, "element {i}");
+        let o = Contig {
+            buffer: &out,
+            window: None,
+            dtype: DType::F32,
+            shape: &shape,
+        };
+        let mut batch = Batch::new();
+        k.binary(&mut batch, "add", &view(&ab, &ta), &view(&bb, &tb), &o)
+            .unwrap();
+        k.submit(batch).unwrap();
+        let got = k.read_blocking(&out, 0, (r * c * 4) as u64).unwrap();
+        for j in 0..c {
+            for i in 0..r {
+                let at = 4 * (j * r + i);
+                let v = f32::from_le_bytes(got[at..at + 4].try_into().unwrap());
+                assert_eq!(v, a[i * c + j] + b[i * c + j], "element [{j}, {i}]");
+            }
         }
     }
 
-    fn bytemuck_cast(v: &[f32]) -> &[u8] {
-        // SAFETY: f32 has no padding and any byte is a valid u8.
-        unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
+    /// wmx arrays on `Device::metal()`'s backend: a reduction of an expression.
+    #[test]
+    fn arrays_compute_on_the_metal_backend() {
+        let dev = wmx_metal::open().expect("a Metal device");
+        wmx_core::with_device(&dev, || {
+            let x = wmx_core::Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+            let y = wmx_core::ops::exp(&x).unwrap();
+            let s = wmx_core::ops::sum(&y, None, false).unwrap();
+            let want: f32 = [1.0f32, 2.0, 3.0, 4.0].iter().map(|v| v.exp()).sum();
+            let got = s.item::<f32>().unwrap();
+            assert!((got - want).abs() <= want * 1e-6, "{got} vs {want}");
+        });
     }
 }

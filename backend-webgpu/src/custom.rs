@@ -1,16 +1,17 @@
 //! What a custom primitive's WebGPU code receives: [`CustomEval`].
 
 use crate::pool::Shared;
-use crate::{GpuBuffer, WebGpuBackend, kerr, new_output};
+use crate::{GpuBackend, GpuBuffer, kerr, new_output};
 use std::sync::Arc;
 use wmx_core::{CustomPrimitive, DType, GpuContext, Layout, Result, View};
 use wmx_kernels as k;
+use wmx_kernels::{Driver, Wgpu};
 
 /// An input of a custom primitive on the GPU.
 #[derive(Debug, Clone)]
-pub struct GpuInput {
+pub struct GpuInput<B = wgpu::Buffer> {
     /// The buffer holding the elements (bind it read-only).
-    pub buffer: wgpu::Buffer,
+    pub buffer: B,
     /// Element type. Bool, u8 and bf16 are packed four or two to a u32 word.
     pub dtype: DType,
     /// Shape, strides and offset, in elements.
@@ -21,9 +22,9 @@ pub struct GpuInput {
 /// `numel(shape) * dtype.size()` bytes (rounded up to whole u32 words), to be
 /// filled row-major.
 #[derive(Debug, Clone)]
-pub struct GpuOutput {
+pub struct GpuOutput<B = wgpu::Buffer> {
     /// The buffer to write.
-    pub buffer: wgpu::Buffer,
+    pub buffer: B,
     /// Element type.
     pub dtype: DType,
     /// Row-major shape.
@@ -31,7 +32,8 @@ pub struct GpuOutput {
 }
 
 /// The context of [`CustomPrimitive::eval_webgpu`]: take it with
-/// `gpu.get::<CustomEval>()?`. Dispatches go into wmx's current batch, in order
+/// `gpu.get::<CustomEval>()?` (on `wmx-metal`, `CustomEval<wmx_metal::Metal>`, whose
+/// buffers are Metal's). Dispatches go into wmx's current batch, in order
 /// after the kernels of the primitive's inputs and before its consumers': the
 /// primitive costs no submit and no host round trip. If the code returns an `Err`
 /// (or panics), what it recorded is dropped.
@@ -57,47 +59,43 @@ pub struct GpuOutput {
 /// ev.dispatch(&pipe, &[&y, &x], &[], [n.div_ceil(64), 1, 1])
 /// # }
 /// ```
-pub struct CustomEval {
-    kernels: k::Kernels,
-    shared: Arc<Shared>,
-    batch: k::Batch,
-    inputs: Vec<GpuInput>,
-    output: GpuOutput,
+pub struct CustomEval<D: Driver = Wgpu> {
+    kernels: k::Kernels<D>,
+    shared: Arc<Shared<D>>,
+    batch: k::Batch<D>,
+    inputs: Vec<GpuInput<D::Buffer>>,
+    output: GpuOutput<D::Buffer>,
     /// A buffer standing for the output instead of `output` ([`CustomEval::set_output`]).
-    replaced: Option<GpuBuffer>,
+    replaced: Option<GpuBuffer<D>>,
 }
 
-impl CustomEval {
+impl<D: Driver> CustomEval<D> {
     /// The inputs, in the order the primitive was given them.
-    pub fn inputs(&self) -> &[GpuInput] {
+    pub fn inputs(&self) -> &[GpuInput<D::Buffer>] {
         &self.inputs
     }
     /// The output to fill.
-    pub fn output(&self) -> &GpuOutput {
+    pub fn output(&self) -> &GpuOutput<D::Buffer> {
         &self.output
     }
     /// The kernel library, and through it the wgpu device and queue.
-    pub fn kernels(&self) -> &k::Kernels {
+    pub fn kernels(&self) -> &k::Kernels<D> {
         &self.kernels
-    }
-    /// The wgpu device (to create buffers of the primitive's own).
-    pub fn device(&self) -> &wgpu::Device {
-        self.kernels.device()
     }
     /// A compiled pipeline of a WGSL module (validated by naga first, compiled once
     /// per source; see [`k::UserModule`] for the bindings).
-    pub fn pipeline(&self, m: &k::UserModule<'_>) -> Result<k::UserPipeline> {
+    pub fn pipeline(&self, m: &k::UserModule<'_>) -> Result<k::UserPipeline<D>> {
         self.kernels.user_pipeline(m).map_err(kerr)
     }
     /// A fresh buffer of `shape`/`dtype` from wmx's pool, as a wmx buffer (hand it
     /// to another node with [`CustomEval::set_output`]) and as the wgpu buffer to bind.
-    pub fn alloc(&self, shape: &[usize], dtype: DType) -> Result<(GpuBuffer, wgpu::Buffer)> {
+    pub fn alloc(&self, shape: &[usize], dtype: DType) -> Result<(GpuBuffer<D>, D::Buffer)> {
         new_output(&self.shared, wmx_core::layout::numel(shape), dtype)
     }
     /// Makes `buffer` (a wmx buffer, e.g. one written by an earlier node's code)
     /// this primitive's output in place of [`CustomEval::output`]: an `Err` unless
     /// it holds exactly the output's bytes.
-    pub fn set_output(&mut self, buffer: GpuBuffer) -> Result<()> {
+    pub fn set_output(&mut self, buffer: GpuBuffer<D>) -> Result<()> {
         let want = (wmx_core::layout::numel(&self.output.shape) * self.output.dtype.size()) as u64;
         if buffer.len_bytes() != want {
             return Err(wmx_core::Error::invalid(
@@ -117,8 +115,8 @@ impl CustomEval {
     /// 1.. (outputs, then inputs) and the parameter words `params` at binding 0.
     pub fn dispatch(
         &mut self,
-        pipeline: &k::UserPipeline,
-        buffers: &[&wgpu::Buffer],
+        pipeline: &k::UserPipeline<D>,
+        buffers: &[&D::Buffer],
         params: &[u32],
         workgroups: [u32; 3],
     ) -> Result<()> {
@@ -128,16 +126,23 @@ impl CustomEval {
     }
 }
 
-impl WebGpuBackend {
+impl CustomEval<Wgpu> {
+    /// The wgpu device (to create buffers of the primitive's own).
+    pub fn device(&self) -> &wgpu::Device {
+        self.kernels.device()
+    }
+}
+
+impl<D: Driver> GpuBackend<D> {
     /// [`wmx_core::Backend::custom`]: runs `prim.eval_webgpu` on a [`CustomEval`]
     /// holding the current batch, and puts the batch back whatever happens.
     pub(crate) fn run_custom(
         &self,
         prim: &dyn CustomPrimitive,
-        inputs: &[View<'_, GpuBuffer>],
+        inputs: &[View<'_, GpuBuffer<D>>],
         shape: &[usize],
         dtype: DType,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         self.check()?;
         let inputs = inputs
             .iter()
@@ -165,7 +170,18 @@ impl WebGpuBackend {
             },
         };
         let run = std::panic::AssertUnwindSafe(|| {
-            prim.eval_webgpu(&mut GpuContext::new(&self.name, &mut ev))
+            // WGSL kernels (`WgslKernel`) are this backend's own primitives and run
+            // on any driver; other primitives bring code per backend.
+            let any: &dyn std::any::Any = prim;
+            if let Some(call) = any.downcast_ref::<crate::kernel::KernelCall>() {
+                call.run(&mut ev)
+            } else if let Some(sibling) = any.downcast_ref::<crate::kernel::Sibling>() {
+                sibling.run(&mut ev)
+            } else if std::any::TypeId::of::<D>() == std::any::TypeId::of::<Wgpu>() {
+                prim.eval_webgpu(&mut GpuContext::new(&self.name, &mut ev))
+            } else {
+                prim.eval_metal(&mut GpuContext::new(&self.name, &mut ev))
+            }
         });
         let res = std::panic::catch_unwind(run);
         *batch = std::mem::take(&mut ev.batch);

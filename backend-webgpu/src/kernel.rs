@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use wmx_core::{Array, CustomPrimitive, DType, Error, GpuContext, Result};
 use wmx_kernels as k;
+use wmx_kernels::Driver;
 
 /// A template parameter of a [`WgslKernel`]: the kernel is specialised (and
 /// compiled once) per distinct set of values.
@@ -408,11 +409,11 @@ fn template_args(t: &[(String, Template)]) -> Vec<(&str, k::TemplateArg)> {
 }
 
 /// Buffers of outputs 1.. written by a kernel call, until their nodes take them.
-type Extra = Arc<Mutex<Vec<Option<GpuBuffer>>>>;
+type Extra = Arc<Mutex<Vec<Option<Box<dyn std::any::Any + Send>>>>>;
 
 /// One call of a [`WgslKernel`], as a custom primitive: output 0 is its own.
 #[derive(Debug)]
-struct KernelCall {
+pub(crate) struct KernelCall {
     kernel: WgslKernel,
     source: Arc<str>,
     launch: Launch,
@@ -425,7 +426,14 @@ impl CustomPrimitive for KernelCall {
     }
 
     fn eval_webgpu(&self, gpu: &mut GpuContext<'_>) -> Result<()> {
-        let ev = gpu.get::<CustomEval>()?;
+        self.run(gpu.get::<CustomEval>()?)
+    }
+}
+
+impl KernelCall {
+    /// Records the call on any driver (the GPU backend calls this directly, so
+    /// WGSL kernels run on wmx-metal too).
+    pub(crate) fn run<D: Driver>(&self, ev: &mut CustomEval<D>) -> Result<()> {
         let kn = &self.kernel;
         let l = &self.launch;
         let pipe = ev.pipeline(&k::UserModule {
@@ -456,7 +464,7 @@ impl CustomPrimitive for KernelCall {
         let mut bufs = vec![ev.output().buffer.clone()];
         for (shape, dtype) in &l.outputs[1..] {
             let (b, g) = ev.alloc(shape, *dtype)?;
-            extra.push(Some(b));
+            extra.push(Some(Box::new(b) as Box<dyn std::any::Any + Send>));
             bufs.push(g);
         }
         if let Some(v) = l.init_value {
@@ -465,7 +473,7 @@ impl CustomPrimitive for KernelCall {
             }
         }
         bufs.extend(ev.inputs().iter().map(|x| x.buffer.clone()));
-        let refs: Vec<&wgpu::Buffer> = bufs.iter().collect();
+        let refs: Vec<&D::Buffer> = bufs.iter().collect();
         ev.dispatch(&pipe, &refs, &params, groups)?;
         *self.extra.lock().unwrap() = extra;
         Ok(())
@@ -474,7 +482,7 @@ impl CustomPrimitive for KernelCall {
 
 /// Output `index + 1` of a kernel call: the buffer the call wrote.
 #[derive(Debug)]
-struct Sibling {
+pub(crate) struct Sibling {
     name: String,
     extra: Extra,
     index: usize,
@@ -486,27 +494,41 @@ impl CustomPrimitive for Sibling {
     }
 
     fn eval_webgpu(&self, gpu: &mut GpuContext<'_>) -> Result<()> {
-        let ev = gpu.get::<CustomEval>()?;
+        self.run(gpu.get::<CustomEval>()?)
+    }
+}
+
+impl Sibling {
+    /// Hands on the buffer the call wrote, on any driver.
+    pub(crate) fn run<D: Driver>(&self, ev: &mut CustomEval<D>) -> Result<()> {
         let taken = self
             .extra
             .lock()
             .unwrap()
             .get_mut(self.index)
             .and_then(Option::take);
-        let b = taken.ok_or_else(|| Error::Invalid {
-            op: "wgsl_kernel",
-            msg: format!(
-                "{}: the kernel's call did not produce this output",
-                self.name
-            ),
-        })?;
-        ev.set_output(b)
+        let b = taken
+            .and_then(|b| b.downcast::<GpuBuffer<D>>().ok())
+            .ok_or_else(|| Error::Invalid {
+                op: "wgsl_kernel",
+                msg: format!(
+                    "{}: the kernel's call did not produce this output",
+                    self.name
+                ),
+            })?;
+        ev.set_output(*b)
     }
 }
 
 /// Fills the first `n` elements of `dtype` in `b` with `value`, as u32 words
 /// holding its bits (two copies for 16-bit types), recorded into the batch.
-fn fill(ev: &mut CustomEval, b: &wgpu::Buffer, n: usize, dtype: DType, value: f64) -> Result<()> {
+fn fill<D: Driver>(
+    ev: &mut CustomEval<D>,
+    b: &D::Buffer,
+    n: usize,
+    dtype: DType,
+    value: f64,
+) -> Result<()> {
     const FILL: &str = "@group(0) @binding(0) var<storage, read> p: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
 @compute @workgroup_size(256)

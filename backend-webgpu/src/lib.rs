@@ -49,6 +49,7 @@ use wmx_core::{
     ReduceOp, Result, UnaryOp, View,
 };
 use wmx_kernels as k;
+use wmx_kernels::{Driver, DriverBuffer, Wgpu};
 
 pub use custom::{CustomEval, GpuInput, GpuOutput};
 pub use k::{Caps, Kernels, RequestOptions, UserModule, UserPipeline};
@@ -70,18 +71,18 @@ pub enum BufferState {
 }
 
 /// An array's storage on the WebGPU backend.
-pub struct GpuBuffer {
-    shared: Arc<Shared>,
+pub struct GpuBuffer<D: Driver = Wgpu> {
+    shared: Arc<Shared<D>>,
     bytes: u64,
-    data: Arc<Mutex<Data>>,
+    data: Arc<Mutex<Data<D>>>,
 }
 
-struct Data {
-    gpu: Option<wgpu::Buffer>,
+struct Data<D: Driver> {
+    gpu: Option<D::Buffer>,
     host: Option<Arc<Vec<u8>>>,
 }
 
-impl GpuBuffer {
+impl<D: Driver> GpuBuffer<D> {
     /// Where the data is now.
     pub fn state(&self) -> BufferState {
         let d = self.data.lock().unwrap();
@@ -97,7 +98,7 @@ impl GpuBuffer {
     }
 }
 
-impl std::fmt::Debug for GpuBuffer {
+impl<D: Driver> std::fmt::Debug for GpuBuffer<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuBuffer")
             .field("bytes", &self.bytes)
@@ -106,7 +107,7 @@ impl std::fmt::Debug for GpuBuffer {
     }
 }
 
-impl Drop for GpuBuffer {
+impl<D: Driver> Drop for GpuBuffer<D> {
     fn drop(&mut self) {
         let gpu = self
             .data
@@ -120,12 +121,13 @@ impl Drop for GpuBuffer {
     }
 }
 
-/// The WebGPU backend.
-pub struct WebGpuBackend {
-    kernels: Kernels,
-    shared: Arc<Shared>,
+/// The GPU backend on the kernel library, for any [`Driver`]: wgpu
+/// ([`WebGpuBackend`]) or `wmx-metal`'s Metal driver.
+pub struct GpuBackend<D: Driver = Wgpu> {
+    kernels: Kernels<D>,
+    shared: Arc<Shared<D>>,
     /// The batch being recorded and when it is submitted.
-    sub: Arc<Submitter>,
+    sub: Arc<Submitter<D>>,
     name: String,
 }
 
@@ -167,7 +169,10 @@ fn kdtype(d: DType) -> Result<k::DType> {
     })
 }
 
-impl WebGpuBackend {
+/// The WebGPU backend: [`GpuBackend`] on wgpu.
+pub type WebGpuBackend = GpuBackend<Wgpu>;
+
+impl GpuBackend<Wgpu> {
     /// Opens the best adapter (see [`RequestOptions`]; honours `WGPU_BACKEND` and
     /// `WGPU_ADAPTER_NAME`), blocking. Native only.
     #[cfg(not(target_arch = "wasm32"))]
@@ -182,47 +187,6 @@ impl WebGpuBackend {
             e => kerr(e),
         })?;
         Ok(WebGpuBackend::from_kernels(kernels))
-    }
-
-    /// A backend on an existing kernel library (and so an existing wgpu device).
-    pub fn from_kernels(kernels: Kernels) -> WebGpuBackend {
-        let caps = kernels.caps();
-        let name = format!("webgpu: {} ({:?})", caps.adapter_name, caps.backend);
-        let shared = Shared::new(kernels.clone());
-        // Errors wgpu does not return directly (validation inside submit, OOM,
-        // device loss) are recorded and surface as Err from the next call.
-        let s = shared.clone();
-        kernels
-            .device()
-            .on_uncaptured_error(Arc::new(move |e: wgpu::Error| s.set_error(e.to_string())));
-        let s = shared.clone();
-        kernels
-            .device()
-            .set_device_lost_callback(move |reason, msg| {
-                s.set_lost(format!("device lost ({reason:?}): {msg}"));
-            });
-        WebGpuBackend {
-            sub: Submitter::new(kernels.clone(), shared.clone()),
-            kernels,
-            shared,
-            name,
-        }
-    }
-
-    /// The kernel library (and through it the wgpu device and queue).
-    pub fn kernels(&self) -> &Kernels {
-        &self.kernels
-    }
-
-    /// The batch being recorded. A panic while it was held (a bug, or user code)
-    /// leaves it usable: later ops must not all fail on a poisoned lock.
-    fn lock_batch(&self) -> std::sync::MutexGuard<'_, k::Batch> {
-        self.sub.lock_batch()
-    }
-
-    /// Counters and memory figures.
-    pub fn stats(&self) -> Stats {
-        self.shared.stats()
     }
 
     /// Writes GPU timestamp `index` of `set` into the work being recorded, after
@@ -241,6 +205,44 @@ impl WebGpuBackend {
         }
         self.lock_batch().write_timestamp(set, index);
         Ok(())
+    }
+}
+
+impl<D: Driver> GpuBackend<D> {
+    /// A backend on an existing kernel library (and so an existing device).
+    pub fn from_kernels(kernels: Kernels<D>) -> GpuBackend<D> {
+        let caps = kernels.caps();
+        let name = format!("{}: {} ({:?})", D::NAME, caps.adapter_name, caps.backend);
+        let shared = Shared::new(kernels.clone());
+        // Errors the driver does not return directly (validation inside submit, OOM,
+        // device loss) are recorded and surface as Err from the next call.
+        let (s, l) = (shared.clone(), shared.clone());
+        kernels.driver().on_error(
+            Box::new(move |e| s.set_error(e)),
+            Box::new(move |e| l.set_lost(e)),
+        );
+        GpuBackend {
+            sub: Submitter::new(kernels.clone(), shared.clone()),
+            kernels,
+            shared,
+            name,
+        }
+    }
+
+    /// The kernel library (and through it the wgpu device and queue).
+    pub fn kernels(&self) -> &Kernels<D> {
+        &self.kernels
+    }
+
+    /// The batch being recorded. A panic while it was held (a bug, or user code)
+    /// leaves it usable: later ops must not all fail on a poisoned lock.
+    fn lock_batch(&self) -> std::sync::MutexGuard<'_, k::Batch<D>> {
+        self.sub.lock_batch()
+    }
+
+    /// Counters and memory figures.
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
     }
 
     /// Drops every cached (free) buffer of the pool and the kernels' scratch buffers.
@@ -268,7 +270,7 @@ impl WebGpuBackend {
     }
 
     /// The GPU buffer of `b`, uploading host data first if needed.
-    fn gpu(&self, b: &GpuBuffer) -> Result<wgpu::Buffer> {
+    fn gpu(&self, b: &GpuBuffer<D>) -> Result<D::Buffer> {
         let mut d = b.data.lock().unwrap();
         if let Some(g) = &d.gpu {
             return Ok(g.clone());
@@ -278,7 +280,7 @@ impl WebGpuBackend {
         if !host.is_empty() {
             let mut bytes = host.to_vec();
             bytes.resize(bytes.len().div_ceil(4) * 4, 0);
-            self.kernels.queue().write_buffer(&g, 0, &bytes);
+            self.kernels.driver().write_buffer(&g, 0, &bytes);
         }
         self.shared.count_upload(b.bytes);
         d.gpu = Some(g.clone());
@@ -286,7 +288,7 @@ impl WebGpuBackend {
     }
 
     /// A fresh output buffer of `n` elements of `dtype`.
-    fn output(&self, n: usize, dtype: DType) -> Result<(GpuBuffer, wgpu::Buffer)> {
+    fn output(&self, n: usize, dtype: DType) -> Result<(GpuBuffer<D>, D::Buffer)> {
         new_output(&self.shared, n, dtype)
     }
 
@@ -295,8 +297,8 @@ impl WebGpuBackend {
         &self,
         shape: &[usize],
         dtype: DType,
-        f: impl FnOnce(&mut k::Batch, &k::Contig) -> k::Result<()>,
-    ) -> Result<GpuBuffer> {
+        f: impl FnOnce(&mut k::Batch<D>, &k::Contig<D::Buffer>) -> k::Result<()>,
+    ) -> Result<GpuBuffer<D>> {
         self.check()?;
         let kd = kdtype(dtype)?;
         let n = wmx_core::layout::numel(shape);
@@ -322,7 +324,7 @@ impl WebGpuBackend {
         Ok(out)
     }
 
-    fn submit(&self, batch: &mut k::Batch) -> Result<()> {
+    fn submit(&self, batch: &mut k::Batch<D>) -> Result<()> {
         self.sub.submit(batch).map_err(|msg| self.err(msg))?;
         self.check()
     }
@@ -334,8 +336,8 @@ impl WebGpuBackend {
 
 /// A kernel input: the GPU buffer (bound whole or through a window) plus the
 /// view's dtype and layout (offset from the window's start).
-struct In<'a> {
-    buf: wgpu::Buffer,
+struct In<'a, B> {
+    buf: B,
     dtype: k::DType,
     layout: &'a Layout,
     strides: Vec<isize>,
@@ -343,8 +345,8 @@ struct In<'a> {
     window: Option<k::Window>,
 }
 
-impl In<'_> {
-    fn strided(&self) -> k::Strided<'_> {
+impl<B> In<'_, B> {
+    fn strided(&self) -> k::Strided<'_, B> {
         k::Strided {
             buffer: &self.buf,
             window: self.window,
@@ -356,14 +358,14 @@ impl In<'_> {
     }
 }
 
-impl WebGpuBackend {
+impl<D: Driver> GpuBackend<D> {
     /// `x` itself when row-major, else a row-major copy held in `hold` (for kernels
     /// that read rows in place).
     fn row_major<'a>(
         &self,
-        x: View<'a, GpuBuffer>,
-        hold: &'a mut Option<(GpuBuffer, Layout)>,
-    ) -> Result<View<'a, GpuBuffer>> {
+        x: View<'a, GpuBuffer<D>>,
+        hold: &'a mut Option<(GpuBuffer<D>, Layout)>,
+    ) -> Result<View<'a, GpuBuffer<D>>> {
         if x.layout.is_row_contiguous() {
             return Ok(x);
         }
@@ -379,7 +381,7 @@ impl WebGpuBackend {
     /// `v` as one kernel input: its buffer bound whole, or through a window when
     /// the buffer is larger than a binding but the view fits one. `Err` when the
     /// view itself does not fit (ops that split such views do not come here).
-    fn input<'a>(&self, v: &View<'a, GpuBuffer>) -> Result<In<'a>> {
+    fn input<'a>(&self, v: &View<'a, GpuBuffer<D>>) -> Result<In<'a, D::Buffer>> {
         let l = v.layout;
         let buf = self.gpu(v.buffer)?;
         let dtype = kdtype(v.dtype)?;
@@ -387,7 +389,7 @@ impl WebGpuBackend {
             strides: &l.strides,
             offset: l.offset,
             size: dtype.size() as u64,
-            buffer: buf.size(),
+            buffer: buf.byte_size(),
         };
         let lim = self.limits();
         let piece = split::plan(&l.shape, &[x], 0, split::Out::Unchecked, lim)
@@ -433,8 +435,8 @@ impl WebGpuBackend {
     }
 }
 
-impl Backend for WebGpuBackend {
-    type Buffer = GpuBuffer;
+impl<D: Driver> Backend for GpuBackend<D> {
+    type Buffer = GpuBuffer<D>;
 
     fn name(&self) -> String {
         self.name.clone()
@@ -463,14 +465,14 @@ impl Backend for WebGpuBackend {
     fn custom(
         &self,
         prim: &dyn wmx_core::CustomPrimitive,
-        inputs: &[View<'_, GpuBuffer>],
+        inputs: &[View<'_, GpuBuffer<D>>],
         shape: &[usize],
         dtype: DType,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         self.run_custom(prim, inputs, shape, dtype)
     }
 
-    fn from_host(&self, bytes: Vec<u8>, _dtype: DType) -> Result<GpuBuffer> {
+    fn from_host(&self, bytes: Vec<u8>, _dtype: DType) -> Result<GpuBuffer<D>> {
         Ok(GpuBuffer {
             shared: self.shared.clone(),
             bytes: bytes.len() as u64,
@@ -481,7 +483,7 @@ impl Backend for WebGpuBackend {
         })
     }
 
-    fn read(&self, b: &GpuBuffer) -> Result<Arc<Vec<u8>>> {
+    fn read(&self, b: &GpuBuffer<D>) -> Result<Arc<Vec<u8>>> {
         #[cfg(not(target_arch = "wasm32"))]
         {
             // Bytes on the host were uploaded, or downloaded past the check below:
@@ -502,7 +504,7 @@ impl Backend for WebGpuBackend {
         }
     }
 
-    fn read_async(&self, b: &GpuBuffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>> {
+    fn read_async(&self, b: &GpuBuffer<D>) -> BoxFuture<'static, Result<Arc<Vec<u8>>>> {
         let g = match self.cached_or_gpu(b) {
             Ok(Ok(host)) => return Box::pin(async move { Ok(host) }),
             Ok(Err(g)) => g,
@@ -549,21 +551,21 @@ impl Backend for WebGpuBackend {
     fn fused(
         &self,
         kernel: &wmx_core::FusedKernel,
-        inputs: &[View<'_, GpuBuffer>],
+        inputs: &[View<'_, GpuBuffer<D>>],
         out: DType,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         let spec = fused::spec(kernel)?;
         if kernel.reduce.is_none() {
             let Some(first) = inputs.first() else {
                 return Err(Error::invalid("fused", "a kernel without inputs"));
             };
-            let views: Vec<&View<'_, GpuBuffer>> = inputs.iter().collect();
+            let views: Vec<&View<'_, GpuBuffer<D>>> = inputs.iter().collect();
             return self.record_pieces(&first.layout.shape, out, &views, |b, s, o, _| {
-                let refs: Vec<&k::Strided<'_>> = s.iter().collect();
+                let refs: Vec<&k::Strided<'_, D::Buffer>> = s.iter().collect();
                 self.kernels.fused(b, &spec, &refs, o)
             });
         }
-        let ins: Vec<In<'_>> = inputs
+        let ins: Vec<In<'_, D::Buffer>> = inputs
             .iter()
             .map(|v| self.input(v))
             .collect::<Result<_>>()?;
@@ -579,8 +581,8 @@ impl Backend for WebGpuBackend {
                 .collect(),
         };
         self.record(&out_shape, out, |b, o| {
-            let strided: Vec<k::Strided<'_>> = ins.iter().map(In::strided).collect();
-            let refs: Vec<&k::Strided<'_>> = strided.iter().collect();
+            let strided: Vec<k::Strided<'_, D::Buffer>> = ins.iter().map(In::strided).collect();
+            let refs: Vec<&k::Strided<'_, D::Buffer>> = strided.iter().collect();
             match &kernel.reduce {
                 None => self.kernels.fused(b, &spec, &refs, o),
                 Some((op, axes)) => self
@@ -616,7 +618,7 @@ impl Backend for WebGpuBackend {
         self.check()
     }
 
-    fn unary(&self, op: UnaryOp, x: View<'_, GpuBuffer>, out: DType) -> Result<GpuBuffer> {
+    fn unary(&self, op: UnaryOp, x: View<'_, GpuBuffer<D>>, out: DType) -> Result<GpuBuffer<D>> {
         self.record_pieces(&x.layout.shape, out, &[&x], |b, s, o, _| {
             self.kernels.unary(b, op.name(), &s[0], o)
         })
@@ -625,10 +627,10 @@ impl Backend for WebGpuBackend {
     fn binary(
         &self,
         op: BinaryOp,
-        a: View<'_, GpuBuffer>,
-        bv: View<'_, GpuBuffer>,
+        a: View<'_, GpuBuffer<D>>,
+        bv: View<'_, GpuBuffer<D>>,
         out: DType,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         self.record_pieces(&a.layout.shape, out, &[&a, &bv], |b, s, o, _| {
             self.kernels.binary(b, op.name(), &s[0], &s[1], o)
         })
@@ -636,22 +638,22 @@ impl Backend for WebGpuBackend {
 
     fn select(
         &self,
-        c: View<'_, GpuBuffer>,
-        x: View<'_, GpuBuffer>,
-        y: View<'_, GpuBuffer>,
-    ) -> Result<GpuBuffer> {
+        c: View<'_, GpuBuffer<D>>,
+        x: View<'_, GpuBuffer<D>>,
+        y: View<'_, GpuBuffer<D>>,
+    ) -> Result<GpuBuffer<D>> {
         self.record_pieces(&c.layout.shape, x.dtype, &[&c, &x, &y], |b, s, o, _| {
             self.kernels.select(b, &s[0], &s[1], &s[2], o)
         })
     }
 
-    fn copy(&self, x: View<'_, GpuBuffer>, out: DType) -> Result<GpuBuffer> {
+    fn copy(&self, x: View<'_, GpuBuffer<D>>, out: DType) -> Result<GpuBuffer<D>> {
         self.record_pieces(&x.layout.shape, out, &[&x], |b, s, o, _| {
             self.kernels.copy(b, &s[0], o)
         })
     }
 
-    fn generate(&self, g: Generator, dtype: DType, len: usize) -> Result<GpuBuffer> {
+    fn generate(&self, g: Generator, dtype: DType, len: usize) -> Result<GpuBuffer<D>> {
         // The kernel's integer arange steps in wrapping integers; a fractional start
         // or step (linspace into i32, arange(0, 1, 0.1) into bool) and u8/bool,
         // which must saturate (docs/SEMANTICS.md), go through f32 and a cast.
@@ -681,17 +683,22 @@ impl Backend for WebGpuBackend {
 
     fn axpby(
         &self,
-        x: View<'_, GpuBuffer>,
-        y: View<'_, GpuBuffer>,
+        x: View<'_, GpuBuffer<D>>,
+        y: View<'_, GpuBuffer<D>>,
         alpha: f64,
         beta: f64,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         self.record_pieces(&x.layout.shape, x.dtype, &[&x, &y], |b, s, o, _| {
             self.kernels.axpby(b, &s[0], &s[1], alpha, beta, o)
         })
     }
 
-    fn reduce(&self, op: ReduceOp, x: View<'_, GpuBuffer>, axes: &[usize]) -> Result<GpuBuffer> {
+    fn reduce(
+        &self,
+        op: ReduceOp,
+        x: View<'_, GpuBuffer<D>>,
+        axes: &[usize],
+    ) -> Result<GpuBuffer<D>> {
         if wmx_core::layout::numel(&x.layout.shape) > 0 {
             return self.reduce_pieces(op, &x, axes);
         }
@@ -707,9 +714,9 @@ impl Backend for WebGpuBackend {
     fn arg_reduce(
         &self,
         op: ArgReduceOp,
-        x: View<'_, GpuBuffer>,
+        x: View<'_, GpuBuffer<D>>,
         axis: usize,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         if wmx_core::layout::numel(&x.layout.shape) > 0 {
             return self.arg_reduce_pieces(op, &x, axis);
         }
@@ -722,11 +729,11 @@ impl Backend for WebGpuBackend {
 
     fn slice_update(
         &self,
-        base: View<'_, GpuBuffer>,
-        update: View<'_, GpuBuffer>,
+        base: View<'_, GpuBuffer<D>>,
+        update: View<'_, GpuBuffer<D>>,
         starts: &[usize],
         steps: &[isize],
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         let dtype = base.dtype;
         let (x, u) = (self.input(&base)?, self.input(&update)?);
         self.record(&x.layout.shape, dtype, |b, o| {
@@ -735,7 +742,7 @@ impl Backend for WebGpuBackend {
         })
     }
 
-    fn concatenate(&self, inputs: &[View<'_, GpuBuffer>], axis: usize) -> Result<GpuBuffer> {
+    fn concatenate(&self, inputs: &[View<'_, GpuBuffer<D>>], axis: usize) -> Result<GpuBuffer<D>> {
         let ins = inputs
             .iter()
             .map(|x| self.input(x))
@@ -757,11 +764,11 @@ impl Backend for WebGpuBackend {
     fn scan(
         &self,
         op: ReduceOp,
-        x: View<'_, GpuBuffer>,
+        x: View<'_, GpuBuffer<D>>,
         axis: usize,
         reverse: bool,
         inclusive: bool,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         let mut dense = None;
         let x = self.row_major(x, &mut dense)?;
         let out_dtype = op.out_dtype(x.dtype);
@@ -772,7 +779,7 @@ impl Backend for WebGpuBackend {
         })
     }
 
-    fn argsort(&self, x: View<'_, GpuBuffer>) -> Result<GpuBuffer> {
+    fn argsort(&self, x: View<'_, GpuBuffer<D>>) -> Result<GpuBuffer<D>> {
         let mut dense = None;
         let x = self.row_major(x, &mut dense)?;
         let v = self.input(&x)?;
@@ -783,10 +790,10 @@ impl Backend for WebGpuBackend {
 
     fn random_bits(
         &self,
-        keys: View<'_, GpuBuffer>,
+        keys: View<'_, GpuBuffer<D>>,
         len: usize,
         dtype: DType,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         let k = self.input(&keys)?;
         let cap = wmx_core::cpu::below_one(dtype);
         let word = if dtype == DType::U32 {
@@ -813,10 +820,10 @@ impl Backend for WebGpuBackend {
 
     fn gather(
         &self,
-        x: View<'_, GpuBuffer>,
-        indices: View<'_, GpuBuffer>,
+        x: View<'_, GpuBuffer<D>>,
+        indices: View<'_, GpuBuffer<D>>,
         axis: usize,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         let dtype = x.dtype;
         let (x, i) = (self.input(&x)?, self.input(&indices)?);
         self.record(&i.layout.shape, dtype, |b, o| {
@@ -827,11 +834,11 @@ impl Backend for WebGpuBackend {
     fn scatter(
         &self,
         op: wmx_core::ScatterOp,
-        base: View<'_, GpuBuffer>,
-        indices: View<'_, GpuBuffer>,
-        updates: View<'_, GpuBuffer>,
+        base: View<'_, GpuBuffer<D>>,
+        indices: View<'_, GpuBuffer<D>>,
+        updates: View<'_, GpuBuffer<D>>,
         axis: usize,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         let dtype = base.dtype;
         let (x, i, u) = (
             self.input(&base)?,
@@ -853,12 +860,12 @@ impl Backend for WebGpuBackend {
 
     fn matmul(
         &self,
-        a: View<'_, GpuBuffer>,
-        b: View<'_, GpuBuffer>,
-        c: Option<View<'_, GpuBuffer>>,
+        a: View<'_, GpuBuffer<D>>,
+        b: View<'_, GpuBuffer<D>>,
+        c: Option<View<'_, GpuBuffer<D>>>,
         alpha: f64,
         beta: f64,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         let (x, y) = (self.input(&a)?, self.input(&b)?);
         let z = c.map(|c| self.input(&c)).transpose()?;
         let nd = x.layout.shape.len();
@@ -874,10 +881,10 @@ impl Backend for WebGpuBackend {
     fn normalize(
         &self,
         op: wmx_core::NormOp,
-        x: View<'_, GpuBuffer>,
-        params: &[View<'_, GpuBuffer>],
+        x: View<'_, GpuBuffer<D>>,
+        params: &[View<'_, GpuBuffer<D>>],
         eps: f64,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         let xi = self.input(&x)?;
         let ps = params
             .iter()
@@ -892,13 +899,13 @@ impl Backend for WebGpuBackend {
     }
 }
 
-impl WebGpuBackend {
+impl<D: Driver> GpuBackend<D> {
     /// The host copy if there is one, else the GPU buffer after submitting pending
     /// work (so the download sees it).
     fn cached_or_gpu(
         &self,
-        b: &GpuBuffer,
-    ) -> Result<std::result::Result<Arc<Vec<u8>>, wgpu::Buffer>> {
+        b: &GpuBuffer<D>,
+    ) -> Result<std::result::Result<Arc<Vec<u8>>, D::Buffer>> {
         if let Some(h) = &b.data.lock().unwrap().host {
             return Ok(Ok(h.clone()));
         }
@@ -914,7 +921,7 @@ impl WebGpuBackend {
     }
 
     #[cfg(not(target_arch = "wasm32"))]
-    fn store_download(&self, b: &GpuBuffer, bytes: Vec<u8>) -> Arc<Vec<u8>> {
+    fn store_download(&self, b: &GpuBuffer<D>, bytes: Vec<u8>) -> Arc<Vec<u8>> {
         self.shared.count_download(b.bytes);
         let host = Arc::new(bytes);
         b.data.lock().unwrap().host = Some(host.clone());
@@ -923,11 +930,11 @@ impl WebGpuBackend {
 }
 
 /// A fresh buffer of `n` elements of `dtype` from the pool (not zeroed).
-pub(crate) fn new_output(
-    shared: &Arc<Shared>,
+pub(crate) fn new_output<D: Driver>(
+    shared: &Arc<Shared<D>>,
     n: usize,
     dtype: DType,
-) -> Result<(GpuBuffer, wgpu::Buffer)> {
+) -> Result<(GpuBuffer<D>, D::Buffer)> {
     let bytes = (n * dtype.size()) as u64;
     let g = shared.pool().take(bytes, true).map_err(kerr)?;
     Ok((

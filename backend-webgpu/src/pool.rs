@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use wmx_core::backend::size_class;
 use wmx_kernels as k;
+use wmx_kernels::{Driver, DriverBuffer};
 
 /// Device-side counters and memory figures (like MLX's memory counters).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -52,19 +53,19 @@ fn pool_class(bytes: u64, limit: u64) -> u64 {
 /// may be reused only as kernel outputs of that batch (ordered by barriers in the
 /// pass), never for uploads (`write_buffer` runs before the batch), so they wait
 /// in `recent` until the batch is submitted.
-pub struct Pool {
-    kernels: k::Kernels,
-    free: HashMap<u64, Vec<wgpu::Buffer>>,
-    recent: HashMap<u64, Vec<wgpu::Buffer>>,
+pub struct Pool<D: Driver> {
+    kernels: k::Kernels<D>,
+    free: HashMap<u64, Vec<D::Buffer>>,
+    recent: HashMap<u64, Vec<D::Buffer>>,
     /// Order buffers entered `free`, oldest first, for eviction.
-    order: Vec<(u64, wgpu::Buffer)>,
+    order: Vec<(u64, D::Buffer)>,
     cached: u64,
     limit: u64,
     stats: Stats,
 }
 
-impl Pool {
-    fn new(kernels: k::Kernels) -> Pool {
+impl<D: Driver> Pool<D> {
+    fn new(kernels: k::Kernels<D>) -> Pool<D> {
         Pool {
             kernels,
             free: HashMap::default(),
@@ -78,7 +79,7 @@ impl Pool {
 
     /// A buffer of at least `bytes`; `for_output` allows buffers released during
     /// the batch being recorded.
-    pub fn take(&mut self, bytes: u64, for_output: bool) -> k::Result<wgpu::Buffer> {
+    pub fn take(&mut self, bytes: u64, for_output: bool) -> k::Result<D::Buffer> {
         let class = pool_class(bytes, self.kernels.caps().max_storage_binding);
         let reused = if for_output {
             self.recent.get_mut(&class).and_then(Vec::pop)
@@ -108,13 +109,13 @@ impl Pool {
         Ok(b)
     }
 
-    fn create(&mut self, class: u64) -> k::Result<wgpu::Buffer> {
+    fn create(&mut self, class: u64) -> k::Result<D::Buffer> {
         self.stats.buffers_created += 1;
         self.kernels.create_buffer(class, Some("wmx"))
     }
 
-    fn release(&mut self, b: wgpu::Buffer) {
-        let class = b.size();
+    fn release(&mut self, b: D::Buffer) {
+        let class = b.byte_size();
         self.stats.active_bytes = self.stats.active_bytes.saturating_sub(class);
         self.recent.entry(class).or_default().push(b);
     }
@@ -161,16 +162,16 @@ impl Pool {
 }
 
 /// State shared by the backend and every buffer it made.
-pub struct Shared {
-    pool: Mutex<Pool>,
+pub struct Shared<D: Driver> {
+    pool: Mutex<Pool<D>>,
     error: Mutex<Option<String>>,
     lost: Mutex<Option<String>>,
     /// Set with `error` or `lost`, so the common check (nothing reported) locks nothing.
     flagged: AtomicBool,
 }
 
-impl Shared {
-    pub fn new(kernels: k::Kernels) -> Arc<Shared> {
+impl<D: Driver> Shared<D> {
+    pub fn new(kernels: k::Kernels<D>) -> Arc<Shared<D>> {
         Arc::new(Shared {
             pool: Mutex::new(Pool::new(kernels)),
             error: Mutex::new(None),
@@ -179,11 +180,11 @@ impl Shared {
         })
     }
 
-    pub fn pool(&self) -> MutexGuard<'_, Pool> {
+    pub fn pool(&self) -> MutexGuard<'_, Pool<D>> {
         self.pool.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn release(&self, b: wgpu::Buffer) {
+    pub fn release(&self, b: D::Buffer) {
         self.pool().release(b);
     }
 

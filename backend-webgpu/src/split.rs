@@ -10,9 +10,10 @@
 //! sliced arrays, broadcast views, row-wise transposes; a layout that cannot be
 //! cut (a transpose whose single row spans more than a binding) is an `Err`.
 
-use crate::{GpuBuffer, MAX_BATCH, WebGpuBackend, kdtype, kerr};
+use crate::{GpuBackend, GpuBuffer, MAX_BATCH, kdtype, kerr};
 use wmx_core::{ArgReduceOp, DType, Error, ReduceOp, Result, View};
 use wmx_kernels::{self as k, Window};
+use wmx_kernels::{Driver, DriverBuffer};
 
 /// What one binding may hold.
 #[derive(Clone, Copy, Debug)]
@@ -64,12 +65,12 @@ pub(crate) struct Part {
 
 impl Part {
     /// This part as a kernel input of `shape` (its piece's extents).
-    pub(crate) fn strided<'a>(
+    pub(crate) fn strided<'a, B>(
         &'a self,
-        buffer: &'a wgpu::Buffer,
+        buffer: &'a B,
         dtype: k::DType,
         shape: &'a [usize],
-    ) -> k::Strided<'a> {
+    ) -> k::Strided<'a, B> {
         k::Strided {
             buffer,
             window: self.window,
@@ -341,7 +342,7 @@ pub(crate) fn out_window(
     })
 }
 
-impl WebGpuBackend {
+impl<D: Driver> GpuBackend<D> {
     /// Records an elementwise op over `shape` (every input has `shape`, broadcast
     /// through its strides) into a fresh output, cut into pieces when an operand is
     /// larger than a binding or than 2^30 elements (see `split.rs`). `f` gets each
@@ -350,9 +351,14 @@ impl WebGpuBackend {
         &self,
         shape: &[usize],
         dtype: DType,
-        views: &[&View<'_, GpuBuffer>],
-        f: impl Fn(&mut k::Batch, &[k::Strided<'_>], &k::Contig<'_>, u64) -> k::Result<()>,
-    ) -> Result<GpuBuffer> {
+        views: &[&View<'_, GpuBuffer<D>>],
+        f: impl Fn(
+            &mut k::Batch<D>,
+            &[k::Strided<'_, D::Buffer>],
+            &k::Contig<'_, D::Buffer>,
+            u64,
+        ) -> k::Result<()>,
+    ) -> Result<GpuBuffer<D>> {
         self.check()?;
         let kd = kdtype(dtype)?;
         let bufs = views
@@ -371,7 +377,7 @@ impl WebGpuBackend {
                 strides: &v.layout.strides,
                 offset: v.layout.offset,
                 size: d.size() as u64,
-                buffer: b.size(),
+                buffer: b.byte_size(),
             })
             .collect();
         let lim = self.limits();
@@ -383,7 +389,7 @@ impl WebGpuBackend {
         let (out, g) = self.output(n, dtype)?;
         let mut batch = self.lock_batch();
         for p in &pieces {
-            let ins: Vec<k::Strided<'_>> = p
+            let ins: Vec<k::Strided<'_, D::Buffer>> = p
                 .ins
                 .iter()
                 .zip(&bufs)
@@ -392,7 +398,7 @@ impl WebGpuBackend {
                 .collect();
             let o = k::Contig {
                 buffer: &g,
-                window: out_window(pieces.len(), p, rank, size, g.size(), lim),
+                window: out_window(pieces.len(), p, rank, size, g.byte_size(), lim),
                 dtype: kd,
                 shape: &p.shape,
             };
@@ -420,15 +426,18 @@ impl WebGpuBackend {
     pub(crate) fn reduce_pieces(
         &self,
         op: ReduceOp,
-        x: &View<'_, GpuBuffer>,
+        x: &View<'_, GpuBuffer<D>>,
         axes: &[usize],
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         let out_dtype = op.out_dtype(x.dtype);
         let kept: Vec<usize> = (0..x.layout.shape.len())
             .filter(|d| !axes.contains(d))
             .collect();
         let out_shape: Vec<usize> = kept.iter().map(|&d| x.layout.shape[d]).collect();
-        let whole = |b: &mut k::Batch, s: &k::Strided<'_>, raxes: &[usize], o: &k::Contig<'_>| {
+        let whole = |b: &mut k::Batch<D>,
+                     s: &k::Strided<'_, D::Buffer>,
+                     raxes: &[usize],
+                     o: &k::Contig<'_, D::Buffer>| {
             self.kernels.reduce(b, op.name(), s, raxes, o)
         };
         if let Some(out) = self.rows_in_pieces(x, &kept, axes, out_dtype, &whole)? {
@@ -441,11 +450,14 @@ impl WebGpuBackend {
     pub(crate) fn arg_reduce_pieces(
         &self,
         op: ArgReduceOp,
-        x: &View<'_, GpuBuffer>,
+        x: &View<'_, GpuBuffer<D>>,
         axis: usize,
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         let kept: Vec<usize> = (0..x.layout.shape.len()).filter(|&d| d != axis).collect();
-        let f = |b: &mut k::Batch, s: &k::Strided<'_>, raxes: &[usize], o: &k::Contig<'_>| {
+        let f = |b: &mut k::Batch<D>,
+                 s: &k::Strided<'_, D::Buffer>,
+                 raxes: &[usize],
+                 o: &k::Contig<'_, D::Buffer>| {
             self.kernels.arg_reduce(b, op.name(), s, raxes[0], o)
         };
         match self.rows_in_pieces(x, &kept, &[axis], DType::U32, &f)? {
@@ -463,19 +475,24 @@ impl WebGpuBackend {
     #[allow(clippy::type_complexity)]
     fn rows_in_pieces(
         &self,
-        x: &View<'_, GpuBuffer>,
+        x: &View<'_, GpuBuffer<D>>,
         kept: &[usize],
         axes: &[usize],
         out_dtype: DType,
-        f: &dyn Fn(&mut k::Batch, &k::Strided<'_>, &[usize], &k::Contig<'_>) -> k::Result<()>,
-    ) -> Result<Option<GpuBuffer>> {
+        f: &dyn Fn(
+            &mut k::Batch<D>,
+            &k::Strided<'_, D::Buffer>,
+            &[usize],
+            &k::Contig<'_, D::Buffer>,
+        ) -> k::Result<()>,
+    ) -> Result<Option<GpuBuffer<D>>> {
         let (shape, strides, buf, kd) = self.permuted(x, kept, axes)?;
         let od = kdtype(out_dtype)?;
         let operand = || Operand {
             strides: &strides,
             offset: x.layout.offset,
             size: kd.size() as u64,
-            buffer: buf.size(),
+            buffer: buf.byte_size(),
         };
         let lim = self.limits();
         let cut = kept.len();
@@ -489,7 +506,7 @@ impl WebGpuBackend {
                 let s = p.ins[0].strided(&buf, kd, &p.shape);
                 let o = k::Contig {
                     buffer: &g,
-                    window: out_window(pieces.len(), p, cut, size, g.size(), lim),
+                    window: out_window(pieces.len(), p, cut, size, g.byte_size(), lim),
                     dtype: od,
                     shape: &p.shape[..cut],
                 };
@@ -530,7 +547,7 @@ impl WebGpuBackend {
         }
         let (out, g) = self.output(n, out_dtype)?;
         let shapes: Vec<[usize; 1]> = parts.iter().map(|p| [p.2]).collect();
-        let views: Vec<k::Strided<'_>> = parts
+        let views: Vec<k::Strided<'_, D::Buffer>> = parts
             .iter()
             .zip(&shapes)
             .map(|((_, g, _), shape)| k::Strided {
@@ -556,12 +573,13 @@ impl WebGpuBackend {
     }
 
     /// `x`'s dims `first` then `then` (shape and strides), its GPU buffer and dtype.
+    #[allow(clippy::type_complexity)] // four named parts, used once
     fn permuted(
         &self,
-        x: &View<'_, GpuBuffer>,
+        x: &View<'_, GpuBuffer<D>>,
         first: &[usize],
         then: &[usize],
-    ) -> Result<(Vec<usize>, Vec<isize>, wgpu::Buffer, k::DType)> {
+    ) -> Result<(Vec<usize>, Vec<isize>, D::Buffer, k::DType)> {
         let l = x.layout;
         let order = first.iter().chain(then);
         let shape = order.clone().map(|&d| l.shape[d]).collect();
@@ -575,11 +593,11 @@ impl WebGpuBackend {
     fn partials_in_pieces(
         &self,
         op: ReduceOp,
-        x: &View<'_, GpuBuffer>,
+        x: &View<'_, GpuBuffer<D>>,
         kept: &[usize],
         axes: &[usize],
         out_shape: &[usize],
-    ) -> Result<GpuBuffer> {
+    ) -> Result<GpuBuffer<D>> {
         let l = x.layout;
         let (shape, strides, buf, kd) = self.permuted(x, axes, kept)?;
         let out_dtype = op.out_dtype(x.dtype);
@@ -597,7 +615,7 @@ impl WebGpuBackend {
             strides: &strides,
             offset: l.offset,
             size: kd.size() as u64,
-            buffer: buf.size(),
+            buffer: buf.byte_size(),
         };
         let cut = axes.len();
         let pieces = plan(&shape, &[operand], cut, Out::Unchecked, lim).map_err(|m| fail(&m))?;
@@ -615,11 +633,7 @@ impl WebGpuBackend {
         let mut totals = [make("wmx partials")?, make("wmx partials")?];
         let part = make("wmx partial")?;
         let flat = [n];
-        fn dense<'b>(
-            buffer: &'b wgpu::Buffer,
-            dtype: k::DType,
-            flat: &'b [usize],
-        ) -> k::Strided<'b> {
+        fn dense<'b, B>(buffer: &'b B, dtype: k::DType, flat: &'b [usize]) -> k::Strided<'b, B> {
             k::Strided {
                 buffer,
                 window: None,
@@ -629,11 +643,7 @@ impl WebGpuBackend {
                 offset: 0,
             }
         }
-        fn out_to<'b>(
-            buffer: &'b wgpu::Buffer,
-            dtype: k::DType,
-            flat: &'b [usize],
-        ) -> k::Contig<'b> {
+        fn out_to<'b, B>(buffer: &'b B, dtype: k::DType, flat: &'b [usize]) -> k::Contig<'b, B> {
             k::Contig {
                 buffer,
                 window: None,

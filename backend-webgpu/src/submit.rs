@@ -20,6 +20,7 @@ use std::time::Duration;
 #[cfg(not(target_arch = "wasm32"))]
 use std::time::Instant;
 use wmx_kernels as k;
+use wmx_kernels::Driver;
 
 /// An idle-GPU eval submits once the last submit ended this many times its own cost
 /// ago: submits then take at most about a quarter of a stream's CPU time (8x
@@ -36,10 +37,10 @@ const MAX_DEFER: Duration = Duration::from_micros(250);
 const QUIET: Duration = Duration::from_micros(200);
 
 /// The batch being recorded and the state that decides when it is submitted.
-pub(crate) struct Submitter {
-    kernels: k::Kernels,
-    shared: Arc<Shared>,
-    batch: Mutex<k::Batch>,
+pub(crate) struct Submitter<D: Driver> {
+    kernels: k::Kernels<D>,
+    shared: Arc<Shared<D>>,
+    batch: Mutex<k::Batch<D>>,
     in_flight: Arc<AtomicUsize>,
     last_len: AtomicUsize,
     #[cfg(not(target_arch = "wasm32"))]
@@ -74,8 +75,8 @@ impl Signal {
     }
 }
 
-impl Submitter {
-    pub(crate) fn new(kernels: k::Kernels, shared: Arc<Shared>) -> Arc<Submitter> {
+impl<D: Driver> Submitter<D> {
+    pub(crate) fn new(kernels: k::Kernels<D>, shared: Arc<Shared<D>>) -> Arc<Submitter<D>> {
         let s = Arc::new(Submitter {
             kernels,
             shared,
@@ -95,12 +96,12 @@ impl Submitter {
         s
     }
 
-    pub(crate) fn lock_batch(&self) -> MutexGuard<'_, k::Batch> {
+    pub(crate) fn lock_batch(&self) -> MutexGuard<'_, k::Batch<D>> {
         self.batch.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Submits `batch` (if not empty); `Err` carries wgpu's message.
-    pub(crate) fn submit(&self, batch: &mut k::Batch) -> std::result::Result<(), String> {
+    pub(crate) fn submit(&self, batch: &mut k::Batch<D>) -> std::result::Result<(), String> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -126,9 +127,9 @@ impl Submitter {
         submitted.map_err(|e| e.to_string())?;
         let in_flight = self.in_flight.clone();
         in_flight.fetch_add(1, Ordering::AcqRel);
-        self.kernels.queue().on_submitted_work_done(move || {
+        self.kernels.driver().on_done(Box::new(move || {
             in_flight.fetch_sub(1, Ordering::AcqRel);
-        });
+        }));
         self.shared.pool().batch_done();
         Ok(())
     }
@@ -161,7 +162,7 @@ impl Submitter {
     #[cfg(not(target_arch = "wasm32"))]
     fn defer(&self, open: usize) -> Option<Instant> {
         // Runs the completion callbacks of finished submits.
-        let _ = self.kernels.device().poll(wgpu::PollType::Poll);
+        self.kernels.driver().poll();
         let now = Instant::now();
         let pace = *self.pace.lock().unwrap_or_else(|e| e.into_inner());
         let spaced = match pace.end {
@@ -208,7 +209,7 @@ impl Submitter {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-impl Drop for Submitter {
+impl<D: Driver> Drop for Submitter<D> {
     fn drop(&mut self) {
         if let Some(s) = self.flusher.get() {
             s.stop();
@@ -221,7 +222,7 @@ impl Drop for Submitter {
 /// often). It touches the driver only while a batch is open, never in a blocking
 /// call; at process exit [`exit_hook`] stops it before the driver is torn down.
 #[cfg(not(target_arch = "wasm32"))]
-fn flusher(signal: &Signal, sub: &std::sync::Weak<Submitter>) {
+fn flusher<D: Driver>(signal: &Signal, sub: &std::sync::Weak<Submitter<D>>) {
     loop {
         // Sleep until the time asked, which later evals may move on.
         {
@@ -250,7 +251,7 @@ fn flusher(signal: &Signal, sub: &std::sync::Weak<Submitter>) {
         let mut nap = Duration::from_micros(20);
         loop {
             let Some(s) = sub.upgrade() else { return };
-            let _ = s.kernels.device().poll(wgpu::PollType::Poll);
+            s.kernels.driver().poll();
             let mut batch = s.lock_batch();
             if batch.is_empty() {
                 break;
@@ -282,14 +283,32 @@ fn flusher(signal: &Signal, sub: &std::sync::Weak<Submitter>) {
 mod exit_hook {
     use super::Submitter;
     use std::sync::{Arc, Mutex, Once, Weak};
+    use wmx_kernels::Driver;
 
-    static LIVE: Mutex<Vec<Weak<Submitter>>> = Mutex::new(Vec::new());
+    /// A submitter of any driver, as the exit handler sees it.
+    trait Quiesce: Send + Sync {
+        /// Stops the flusher, keeps the batch lock and waits for the work in flight.
+        fn quiesce(&self);
+    }
+
+    impl<D: Driver> Quiesce for Submitter<D> {
+        fn quiesce(&self) {
+            if let Some(sig) = self.flusher.get() {
+                sig.stop();
+            }
+            std::mem::forget(self.lock_batch());
+            self.kernels.poll_wait();
+        }
+    }
+
+    static LIVE: Mutex<Vec<Weak<dyn Quiesce>>> = Mutex::new(Vec::new());
     static HOOK: Once = Once::new();
 
-    pub(super) fn register(s: &Arc<Submitter>) {
+    pub(super) fn register<D: Driver>(s: &Arc<Submitter<D>>) {
         let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
         live.retain(|w| w.strong_count() > 0);
-        live.push(Arc::downgrade(s));
+        let s: Arc<dyn Quiesce> = s.clone();
+        live.push(Arc::downgrade(&s));
         drop(live);
         HOOK.call_once(|| {
             // SAFETY: `quiesce` is an `extern "C" fn()` that does not unwind.
@@ -309,11 +328,7 @@ mod exit_hook {
         let live = LIVE.lock().unwrap_or_else(|e| e.into_inner()).clone();
         for w in live {
             let Some(s) = w.upgrade() else { continue };
-            if let Some(sig) = s.flusher.get() {
-                sig.stop();
-            }
-            std::mem::forget(s.lock_batch());
-            s.kernels.poll_wait();
+            s.quiesce();
             // The process is ending: keep the submitter (and its device) alive.
             std::mem::forget(s);
         }

@@ -14,6 +14,8 @@ pub type GpuFactory = fn() -> Result<Device>;
 
 static GPU_FACTORY: RwLock<Option<GpuFactory>> = RwLock::new(None);
 static GPU: OnceLock<Result<Device>> = OnceLock::new();
+static METAL_FACTORY: RwLock<Option<GpuFactory>> = RwLock::new(None);
+static METAL: OnceLock<Result<Device>> = OnceLock::new();
 static CPU: OnceLock<Device> = OnceLock::new();
 static DEFAULT: RwLock<Option<Device>> = RwLock::new(None);
 
@@ -47,6 +49,24 @@ impl Device {
             }
         })
         .clone()
+    }
+
+    /// The native Metal device (`wmx-metal`), opened on first use; `Err` off Apple,
+    /// when `wmx-metal` is not linked (see [`register_metal_backend`]) or no Metal
+    /// device exists. [`Device::gpu`] stays wgpu's Metal translation on macOS until
+    /// wmx-metal has passed the conformance suite on Apple hardware.
+    pub fn metal() -> Result<Device> {
+        METAL
+            .get_or_init(|| {
+                let factory = *METAL_FACTORY.read().unwrap();
+                match factory {
+                    Some(f) => f(),
+                    None => Err(Error::NoDevice(
+                        "no Metal backend is linked: wmx-metal runs on Apple targets only".into(),
+                    )),
+                }
+            })
+            .clone()
     }
 
     /// Backend name, e.g. `"cpu"`.
@@ -105,14 +125,19 @@ pub fn register_gpu_backend(factory: GpuFactory) {
     *GPU_FACTORY.write().unwrap() = Some(factory);
 }
 
+/// Lets `wmx-metal` provide [`Device::metal`] (the `wmx` facade calls it on Apple).
+pub fn register_metal_backend(factory: GpuFactory) {
+    *METAL_FACTORY.write().unwrap() = Some(factory);
+}
+
 /// True once a GPU backend has been registered.
 pub fn gpu_backend_registered() -> bool {
     GPU_FACTORY.read().unwrap().is_some()
 }
 
 /// The device new arrays go to: the innermost [`with_device`] scope, else the one
-/// set by [`set_default_device`], else `WMX_DEVICE` (`cpu` or `gpu`), else the GPU
-/// when one opens, else the CPU.
+/// set by [`set_default_device`], else `WMX_DEVICE` (`cpu`, `gpu` or `metal`), else
+/// the GPU when one opens, else the CPU.
 pub fn default_device() -> Result<Device> {
     if let Some(d) = SCOPE.with(|s| s.borrow().last().cloned()) {
         return Ok(d);
@@ -123,10 +148,11 @@ pub fn default_device() -> Result<Device> {
     let chosen = match std::env::var("WMX_DEVICE").ok().as_deref() {
         Some("cpu") => Device::cpu(),
         Some("gpu") => Device::gpu()?,
+        Some("metal") => Device::metal()?,
         Some(other) => {
             return Err(Error::invalid(
                 "default_device",
-                format!("WMX_DEVICE={other:?}; expected \"cpu\" or \"gpu\""),
+                format!("WMX_DEVICE={other:?}; expected \"cpu\", \"gpu\" or \"metal\""),
             ));
         }
         None => Device::gpu().unwrap_or_else(|_| Device::cpu()),

@@ -41,7 +41,8 @@ pub use compile::{
 pub use custom::{CpuOutput, CustomPrimitive, GpuContext, custom};
 pub use device::{
     Device, GpuFactory, Moves, default_device, gpu_backend_registered, implicit_moves,
-    register_gpu_backend, set_default_device, set_implicit_moves, with_device,
+    register_gpu_backend, register_metal_backend, set_default_device, set_implicit_moves,
+    with_device,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

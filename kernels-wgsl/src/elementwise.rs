@@ -5,8 +5,9 @@
 //! kernels (`contig1..3`), anything else the general strided kernels.
 
 use crate::compose::{Family, InputMode, ModuleSpec, Variant};
-use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::driver::Driver;
 use crate::dtype::DType;
+use crate::kernels::{Batch, Contig, Kernels, Strided};
 use crate::layout::{check_out, check_view, collapse, contiguous_strides};
 use crate::ops::{self, BINARY_OPS, UNARY_OPS};
 use crate::{Error, Result};
@@ -17,11 +18,17 @@ use crate::{Error, Result};
 /// four per thread 0.97x in the shared measurement).
 pub(crate) const MAX_GROUPS: u64 = 1 << 14;
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// `out = op(x)` for a unary op from [`crate::UNARY_OPS`]. `x` has `out`'s shape
     /// (broadcast through zero strides). Output dtype: bool for `logical_not`, `isnan`,
     /// `isinf`, else `x.dtype`.
-    pub fn unary(&self, b: &mut Batch, op: &str, x: &Strided, out: &Contig) -> Result<()> {
+    pub fn unary(
+        &self,
+        b: &mut Batch<D>,
+        op: &str,
+        x: &Strided<D::Buffer>,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
         let op = ops::lookup(UNARY_OPS, "unary", op)?;
         if !ops::unary_op_supports(op, x.dtype) {
             return Err(Error::OpNotDefined {
@@ -37,11 +44,11 @@ impl Kernels {
     /// bool for comparisons and logical ops, else the input dtype.
     pub fn binary(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &str,
-        a: &Strided,
-        bb: &Strided,
-        out: &Contig,
+        a: &Strided<D::Buffer>,
+        bb: &Strided<D::Buffer>,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let op = ops::lookup(BINARY_OPS, "binary", op)?;
         if !ops::binary_op_supports(op, a.dtype) {
@@ -56,25 +63,34 @@ impl Kernels {
     /// `out = cond ? x : y`; `cond` is bool, `x`, `y` and `out` share a dtype.
     pub fn select(
         &self,
-        b: &mut Batch,
-        cond: &Strided,
-        x: &Strided,
-        y: &Strided,
-        out: &Contig,
+        b: &mut Batch<D>,
+        cond: &Strided<D::Buffer>,
+        x: &Strided<D::Buffer>,
+        y: &Strided<D::Buffer>,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         self.elementwise(b, Family::Select, "select", &[cond, x, y], out, [0, 0])
     }
 
     /// Strided → contiguous copy, casting when `out.dtype != x.dtype` (SEMANTICS.md
     /// cast rules). Same-dtype copies move bits unchanged.
-    pub fn copy(&self, b: &mut Batch, x: &Strided, out: &Contig) -> Result<()> {
+    pub fn copy(
+        &self,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
         self.elementwise(b, Family::Copy, "copy", &[x], out, [0, 0])
     }
 
     /// An f32 buffer for `out`'s elements when `needed`: kernels whose 16-bit results
     /// would share words between invocations write f32 there, and
     /// [`Kernels::round_from_f32`] rounds it into `out`.
-    pub(crate) fn f32_result(&self, out: &Contig, needed: bool) -> Result<Option<wgpu::Buffer>> {
+    pub(crate) fn f32_result(
+        &self,
+        out: &Contig<D::Buffer>,
+        needed: bool,
+    ) -> Result<Option<D::Buffer>> {
         if !needed {
             return Ok(None);
         }
@@ -85,9 +101,9 @@ impl Kernels {
     /// `out` = the row-major f32 elements of `tmp`, rounded to `out`'s dtype.
     pub(crate) fn round_from_f32(
         &self,
-        b: &mut Batch,
-        tmp: &wgpu::Buffer,
-        out: &Contig,
+        b: &mut Batch<D>,
+        tmp: &D::Buffer,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let strides = contiguous_strides(out.shape);
         let src = Strided {
@@ -104,12 +120,12 @@ impl Kernels {
     /// `out = alpha * x + beta * y` in one pass (float dtypes; computed in f32).
     pub fn axpby(
         &self,
-        b: &mut Batch,
-        x: &Strided,
-        y: &Strided,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        y: &Strided<D::Buffer>,
         alpha: f64,
         beta: f64,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         if !x.dtype.is_float() {
             return Err(Error::OpNotDefined {
@@ -130,12 +146,12 @@ impl Kernels {
     /// All three share a dtype; bits move unchanged. Reads both inputs in place.
     pub fn slice_update(
         &self,
-        b: &mut Batch,
-        base: &Strided,
-        update: &Strided,
+        b: &mut Batch<D>,
+        base: &Strided<D::Buffer>,
+        update: &Strided<D::Buffer>,
         starts: &[usize],
         steps: &[isize],
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let rank = out.shape.len();
         if base.shape != out.shape
@@ -202,7 +218,7 @@ impl Kernels {
     }
 
     /// Fills `out` with `value` cast to `out.dtype` (cast rules of SEMANTICS.md).
-    pub fn fill(&self, b: &mut Batch, out: &Contig, value: f64) -> Result<()> {
+    pub fn fill(&self, b: &mut Batch<D>, out: &Contig<D::Buffer>, value: f64) -> Result<()> {
         self.check_dtype(out.dtype)?;
         check_out(out)?;
         if out.dtype == DType::F64 {
@@ -224,7 +240,13 @@ impl Kernels {
     /// `out[i] = start + i * step`: in f32 for float outputs (then rounded to the
     /// dtype), in wrapping i32 arithmetic for integer and bool outputs (start and step
     /// truncated to integers).
-    pub fn arange(&self, b: &mut Batch, out: &Contig, start: f64, step: f64) -> Result<()> {
+    pub fn arange(
+        &self,
+        b: &mut Batch<D>,
+        out: &Contig<D::Buffer>,
+        start: f64,
+        step: f64,
+    ) -> Result<()> {
         self.check_dtype(out.dtype)?;
         check_out(out)?;
         if out.dtype == DType::F64 {
@@ -245,9 +267,9 @@ impl Kernels {
 
     fn output_only(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         family: Family,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
         s: [u32; 2],
         extra: u32,
     ) -> Result<()> {
@@ -286,8 +308,8 @@ impl Kernels {
         &self,
         family: Family,
         op: &str,
-        inputs: &[&Strided],
-        out: &Contig,
+        inputs: &[&Strided<D::Buffer>],
+        out: &Contig<D::Buffer>,
     ) -> Result<[u64; 3]> {
         self.check_dtype(out.dtype)?;
         for x in inputs {
@@ -310,11 +332,11 @@ impl Kernels {
 
     pub(crate) fn elementwise(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         family: Family,
         op: &'static str,
-        inputs: &[&Strided],
-        out: &Contig,
+        inputs: &[&Strided<D::Buffer>],
+        out: &Contig<D::Buffer>,
         s: [u32; 2],
     ) -> Result<()> {
         let hi = self.elementwise_checks(family, op, inputs, out)?;
@@ -450,8 +472,8 @@ impl Kernels {
         &self,
         family: Family,
         op: &'static str,
-        inputs: &[&Strided],
-        out: &Contig,
+        inputs: &[&Strided<D::Buffer>],
+        out: &Contig<D::Buffer>,
     ) -> Result<Option<ModuleSpec>> {
         for x in inputs {
             self.check_dtype(x.dtype)?;

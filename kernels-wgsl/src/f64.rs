@@ -7,9 +7,10 @@
 //! Each public family method of [`Kernels`] sends f64 here after its own checks.
 
 use crate::compose::{Family, tree_shake};
-use crate::device::{Batch, Binding, Contig, Kernels, Pipe, Strided};
+use crate::driver::Driver;
 use crate::dtype::DType;
 use crate::elementwise::MAX_GROUPS;
+use crate::kernels::{Batch, Binding, Contig, Kernels, Strided};
 use crate::layout::{check_out, contiguous_strides};
 use crate::ops::{binary_outputs_bool, unary_outputs_bool};
 use crate::{Error, Result};
@@ -51,7 +52,7 @@ pub(crate) struct Pairs {
 
 impl Pairs {
     /// The words of f64 view `x`.
-    pub(crate) fn of(x: &Strided) -> Pairs {
+    pub(crate) fn of<B>(x: &Strided<B>) -> Pairs {
         let mut shape = x.shape.to_vec();
         shape.push(2);
         let mut strides: Vec<isize> = x.strides.iter().map(|s| 2 * s).collect();
@@ -64,7 +65,7 @@ impl Pairs {
     }
     /// `x` (any dtype) repeated along a new last axis of 2 (for a view that pairs
     /// with words: a select's condition, a gather's indices).
-    pub(crate) fn spread(x: &Strided) -> Pairs {
+    pub(crate) fn spread<B>(x: &Strided<B>) -> Pairs {
         let mut shape = x.shape.to_vec();
         shape.push(2);
         let mut strides = x.strides.to_vec();
@@ -77,7 +78,7 @@ impl Pairs {
     }
     /// The view over `x`'s buffer (`U32` words for [`Pairs::of`], `x`'s dtype for
     /// [`Pairs::spread`]).
-    pub(crate) fn view<'a>(&'a self, x: &Strided<'a>) -> Strided<'a> {
+    pub(crate) fn view<'a, B>(&'a self, x: &Strided<'a, B>) -> Strided<'a, B> {
         Strided {
             buffer: x.buffer,
             window: x.window,
@@ -95,15 +96,15 @@ impl Pairs {
 
 /// A contiguous scratch array: written through [`Temp::out`], read through
 /// [`Temp::view`].
-struct Temp {
-    buffer: wgpu::Buffer,
+struct Temp<B> {
+    buffer: B,
     dtype: DType,
     shape: Vec<usize>,
     strides: Vec<isize>,
 }
 
-impl Temp {
-    fn out(&self) -> Contig<'_> {
+impl<B> Temp<B> {
+    fn out(&self) -> Contig<'_, B> {
         Contig {
             buffer: &self.buffer,
             window: None,
@@ -111,7 +112,7 @@ impl Temp {
             shape: &self.shape,
         }
     }
-    fn view(&self) -> Strided<'_> {
+    fn view(&self) -> Strided<'_, B> {
         Strided {
             buffer: &self.buffer,
             window: None,
@@ -122,7 +123,7 @@ impl Temp {
         }
     }
     /// Sub-array `i` along the first axis.
-    fn part(&self, i: usize) -> Strided<'_> {
+    fn part(&self, i: usize) -> Strided<'_, B> {
         Strided {
             shape: &self.shape[1..],
             strides: &self.strides[1..],
@@ -145,7 +146,7 @@ pub(crate) fn pair_shape(shape: &[usize]) -> Vec<usize> {
 }
 
 /// `out`'s words, of shape `words` (from [`pair_shape`]).
-pub(crate) fn pair_out<'a>(out: &Contig<'a>, words: &'a [usize]) -> Contig<'a> {
+pub(crate) fn pair_out<'a, B>(out: &Contig<'a, B>, words: &'a [usize]) -> Contig<'a, B> {
     Contig {
         buffer: out.buffer,
         window: out.window,
@@ -256,7 +257,7 @@ fn reduce_code(op: &str) -> Option<&'static str> {
 
 /// Elementwise parameters: `[n, rank, off_a, off_b, s0, s1, s2, s3, shape,
 /// strides...]` for views of `shape` (collapsed by the caller or not).
-fn map_params(shape: &[usize], views: &[&Strided], scalars: [f64; 2]) -> Vec<u32> {
+fn map_params<B>(shape: &[usize], views: &[&Strided<B>], scalars: [f64; 2]) -> Vec<u32> {
     let [a, b] = scalars.map(bits);
     let mut p = vec![
         crate::layout::numel(shape) as u32,
@@ -366,14 +367,14 @@ pub fn f64_modules(wg: u32) -> Vec<(String, String, &'static str)> {
         .collect()
 }
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// Whether f64 buffers can be computed on here (`SHADER_F64`).
     pub(crate) fn has_f64(&self) -> bool {
         self.inner.caps.f64
     }
 
     /// The compiled module `m`, cached by its prelude and entry point.
-    fn f64_pipe(&self, m: &Module) -> Result<Arc<Pipe>> {
+    fn f64_pipe(&self, m: &Module) -> Result<Arc<D::Pipeline>> {
         if !self.has_f64() {
             return Err(Error::UnsupportedDType {
                 dtype: "f64",
@@ -402,9 +403,9 @@ impl Kernels {
 
     fn f64_record(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         m: &Module,
-        buffers: Vec<Binding>,
+        buffers: Vec<Binding<D::Buffer>>,
         params: Vec<u32>,
         groups: u64,
     ) -> Result<()> {
@@ -419,7 +420,7 @@ impl Kernels {
 
     /// A contiguous scratch array of `shape` and `dtype` (freed when the batch
     /// that uses it is done).
-    fn f64_temp(&self, shape: &[usize], dtype: DType) -> Result<Temp> {
+    fn f64_temp(&self, shape: &[usize], dtype: DType) -> Result<Temp<D::Buffer>> {
         let n: usize = shape.iter().product();
         let bytes = (n.max(1) * dtype.size()).div_ceil(16) * 16;
         Ok(Temp {
@@ -431,7 +432,12 @@ impl Kernels {
     }
 
     /// `x` copied (cast) into a contiguous scratch array of `dtype`.
-    fn f64_widen(&self, b: &mut Batch, x: &Strided, dtype: DType) -> Result<Temp> {
+    fn f64_widen(
+        &self,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        dtype: DType,
+    ) -> Result<Temp<D::Buffer>> {
         let t = self.f64_temp(x.shape, dtype)?;
         self.copy(b, x, &t.out())?;
         Ok(t)
@@ -442,11 +448,11 @@ impl Kernels {
     #[allow(clippy::too_many_arguments)]
     fn f64_map(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         code: &str,
-        ins: &[&Strided],
+        ins: &[&Strided<D::Buffer>],
         tys: &[Ty],
-        out: &Contig,
+        out: &Contig<D::Buffer>,
         scalars: [f64; 2],
     ) -> Result<()> {
         let n = out.numel();
@@ -483,11 +489,11 @@ impl Kernels {
     /// `elementwise`).
     pub(crate) fn f64_elementwise(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         family: Family,
         op: &str,
-        ins: &[&Strided],
-        out: &Contig,
+        ins: &[&Strided<D::Buffer>],
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         match family {
             Family::Copy => self.f64_copy(b, ins[0], out),
@@ -513,12 +519,12 @@ impl Kernels {
     /// `out = alpha * x + beta * y` in f64.
     pub(crate) fn f64_axpby(
         &self,
-        b: &mut Batch,
-        x: &Strided,
-        y: &Strided,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        y: &Strided<D::Buffer>,
         alpha: f64,
         beta: f64,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let code = "fn op(a: f64, b: f64) -> f64 { return scalar(0u) * a + scalar(1u) * b; }\n";
         let tys = [Ty::F64, Ty::F64];
@@ -526,7 +532,12 @@ impl Kernels {
     }
 
     /// Copies and casts with f64 on either side (SEMANTICS.md cast rules).
-    fn f64_copy(&self, b: &mut Batch, x: &Strided, out: &Contig) -> Result<()> {
+    fn f64_copy(
+        &self,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
         use DType::*;
         match (x.dtype, out.dtype) {
             (F64, F64) => {
@@ -575,8 +586,8 @@ impl Kernels {
     /// `out[i] = start + i * step` (`fill`: `start` everywhere) in f64.
     pub(crate) fn f64_generate(
         &self,
-        b: &mut Batch,
-        out: &Contig,
+        b: &mut Batch<D>,
+        out: &Contig<D::Buffer>,
         start: f64,
         step: f64,
         fill: bool,
@@ -601,11 +612,11 @@ impl Kernels {
     /// Reduction `op` of f64 `x` over `axes` into `out` (the kept dims).
     pub(crate) fn f64_reduce(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &str,
-        x: &Strided,
+        x: &Strided<D::Buffer>,
         axes: &[usize],
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         if matches!(op, "all" | "any") {
             // Truth values first (the cast to bool), then the bool reduction.
@@ -619,11 +630,11 @@ impl Kernels {
     /// Index of the extreme of f64 `x` along `axis` (`argmax`/`argmin`).
     pub(crate) fn f64_arg_reduce(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &str,
-        x: &Strided,
+        x: &Strided<D::Buffer>,
         axis: usize,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let code = if op == "argmax" {
             "fn better(a: f64, b: f64) -> bool { return b > a; }\n"
@@ -636,12 +647,12 @@ impl Kernels {
     /// One workgroup per output of `x` reduced over `axes` (`reduce`, `argreduce`).
     fn f64_rows(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         entry: &'static str,
         code: &str,
-        x: &Strided,
+        x: &Strided<D::Buffer>,
         axes: &[usize],
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let out_ty = if entry == "reduce" { Ty::F64 } else { Ty::U32 };
         let m = Module {
@@ -675,13 +686,13 @@ impl Kernels {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn f64_scan(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &str,
-        x: &Strided,
+        x: &Strided<D::Buffer>,
         axis: usize,
         reverse: bool,
         inclusive: bool,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let code = reduce_code(op).ok_or_else(|| unsupported(op))?;
         let m = Module {
@@ -711,7 +722,12 @@ impl Kernels {
 
     /// Stable argsort of the rows of f64 `x` (row-major): two stable passes of
     /// the u32 sort, by the low then the high words of an order-preserving key.
-    pub(crate) fn f64_argsort(&self, b: &mut Batch, x: &Strided, out: &Contig) -> Result<()> {
+    pub(crate) fn f64_argsort(
+        &self,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
         let n = out.numel();
         let m = Module {
             entry: "keys",
@@ -741,13 +757,13 @@ impl Kernels {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn f64_matmul(
         &self,
-        b: &mut Batch,
-        a: &Strided,
-        bb: &Strided,
-        c: Option<&Strided>,
+        b: &mut Batch<D>,
+        a: &Strided<D::Buffer>,
+        bb: &Strided<D::Buffer>,
+        c: Option<&Strided<D::Buffer>>,
         alpha: f64,
         beta: f64,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         if self.inner.caps.max_invocations < 256 {
             return Err(unsupported(
@@ -802,12 +818,12 @@ impl Kernels {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn f64_normalize(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op_index: usize,
-        x: &Strided,
-        params: &[&Strided],
+        x: &Strided<D::Buffer>,
+        params: &[&Strided<D::Buffer>],
         eps: f64,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let code = format!("const NORM_OP: u32 = {op_index}u;\n");
         let module = Module {
@@ -846,7 +862,7 @@ impl Kernels {
         ];
         p.extend(x.shape[..nd - 1].iter().map(|&d| d as u32));
         p.extend(x.strides[..nd - 1].iter().map(|&s| s as i32 as u32));
-        let bind = |v: Option<&Strided>| v.map_or_else(|| x.binding(), |v| v.binding());
+        let bind = |v: Option<&Strided<D::Buffer>>| v.map_or_else(|| x.binding(), |v| v.binding());
         let buffers = vec![out.binding(), x.binding(), bind(w), bind(bias)];
         self.f64_record(b, &module, buffers, p, (rows as u64).min(MAX_GROUPS))
     }
@@ -857,12 +873,12 @@ impl Kernels {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn f64_scatter_add(
         &self,
-        b: &mut Batch,
-        base: &Strided,
-        indices: &Strided,
-        updates: &Strided,
+        b: &mut Batch<D>,
+        base: &Strided<D::Buffer>,
+        indices: &Strided<D::Buffer>,
+        updates: &Strided<D::Buffer>,
         axis: usize,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         if !matches!(indices.dtype, DType::I32 | DType::U32) {
             // The kernel reads whole words: widen u8 indices first.

@@ -8,9 +8,10 @@
 use crate::compose::{
     BINARY, COMMON, InputCode, ModuleSpec, UNARY, WORDS, compose_with, f16_helpers, tree_shake,
 };
-use crate::device::{Batch, Binding, Contig, Strided};
+use crate::driver::Driver;
 use crate::dtype::DType;
 use crate::elementwise::MAX_GROUPS;
+use crate::kernels::{Batch, Binding, Contig, Strided};
 use crate::layout::{check_out, check_view};
 use crate::ops::{self, BINARY_OPS, UNARY_OPS};
 use crate::{Error, Kernels, Result};
@@ -66,11 +67,11 @@ pub enum InputRead {
 }
 
 /// A fused kernel feeding a reduction ([`Kernels::fused_reduce`]).
-pub(crate) struct Prologue<'a> {
+pub(crate) struct Prologue<'a, B> {
     pub(crate) key: FusedKey,
-    pub(crate) buffers: &'a [Binding],
+    pub(crate) buffers: &'a [Binding<B>],
     pub(crate) shape: &'a [usize],
-    pub(crate) inputs: &'a [&'a Strided<'a>],
+    pub(crate) inputs: &'a [&'a Strided<'a, B>],
 }
 
 /// Cache key of a fused pipeline.
@@ -333,7 +334,7 @@ pub(crate) fn value_prelude(
 }
 
 /// The parameters of [`value_prelude`] for `inputs` of `shape`.
-pub(crate) fn value_params(shape: &[usize], inputs: &[&Strided], params: &mut Vec<u32>) {
+pub(crate) fn value_params<B>(shape: &[usize], inputs: &[&Strided<B>], params: &mut Vec<u32>) {
     let n = crate::layout::numel(shape);
     params.extend([n as u32, shape.len() as u32]);
     params.extend(shape.iter().map(|d| *d as u32));
@@ -462,15 +463,15 @@ fn fused_source(
     Ok(format!("{p}{shaken}"))
 }
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// Records `out = spec(inputs)`: every input has `out`'s shape (broadcast
     /// through zero strides, any other strides read in place).
     pub fn fused(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         spec: &FusedSpec,
-        inputs: &[&Strided],
-        out: &Contig,
+        inputs: &[&Strided<D::Buffer>],
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let od = spec.output()?;
         if od != out.dtype {
@@ -517,12 +518,12 @@ impl Kernels {
     #[allow(clippy::too_many_arguments)]
     pub fn fused_reduce(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &str,
         spec: &FusedSpec,
-        inputs: &[&Strided],
+        inputs: &[&Strided<D::Buffer>],
         axes: &[usize],
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let d = spec.output()?;
         let Some(first) = inputs.first() else {
@@ -567,7 +568,12 @@ impl Kernels {
     }
 
     /// Inputs of the kernel's dtypes, all of `shape`, inside their buffers.
-    fn check_inputs(&self, spec: &FusedSpec, inputs: &[&Strided], shape: &[usize]) -> Result<()> {
+    fn check_inputs(
+        &self,
+        spec: &FusedSpec,
+        inputs: &[&Strided<D::Buffer>],
+        shape: &[usize],
+    ) -> Result<()> {
         if inputs.len() != spec.inputs.len() {
             return Err(Error::Shape(format!(
                 "fused: {} inputs for a kernel of {}",
@@ -596,8 +602,12 @@ impl Kernels {
         compose_module(spec, &reads, &bind, None, self.inner.target)
     }
 
-    fn fused_key(&self, spec: &FusedSpec, inputs: &[&Strided]) -> Result<(FusedKey, Vec<Binding>)> {
-        let mut buffers: Vec<Binding> = Vec::new();
+    fn fused_key(
+        &self,
+        spec: &FusedSpec,
+        inputs: &[&Strided<D::Buffer>],
+    ) -> Result<(FusedKey, Vec<Binding<D::Buffer>>)> {
+        let mut buffers: Vec<Binding<D::Buffer>> = Vec::new();
         let mut bind = Vec::with_capacity(inputs.len());
         for x in inputs {
             let b = match buffers.iter().position(|b| *b == x.binding()) {
@@ -625,7 +635,7 @@ impl Kernels {
         &self,
         key: &FusedKey,
         buffers: usize,
-    ) -> Result<std::sync::Arc<crate::device::Pipe>> {
+    ) -> Result<std::sync::Arc<D::Pipeline>> {
         if let Some(p) = self.inner.fused_pipes.lock().unwrap().get(key) {
             return Ok(p.clone());
         }

@@ -7,9 +7,10 @@
 //! buffer whatever the indices hold.
 
 use crate::compose::{Family, Variant};
-use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::driver::Driver;
 use crate::dtype::DType;
 use crate::elementwise::MAX_GROUPS;
+use crate::kernels::{Batch, Contig, Kernels, Strided};
 use crate::layout::{check_out, check_view};
 use crate::{Error, Result};
 
@@ -44,23 +45,23 @@ fn check_index_dtype(op: &str, d: DType) -> Result<()> {
     }
 }
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// `out` = the `inputs` (one dtype and rank, equal extents off `axis`, any
     /// strides) joined along `axis`. Bits move unchanged. Each input is one
     /// dispatch over the output words its box covers.
     pub fn concatenate(
         &self,
-        b: &mut Batch,
-        inputs: &[Strided],
+        b: &mut Batch<D>,
+        inputs: &[Strided<D::Buffer>],
         axis: usize,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let rank = out.shape.len();
         let len: usize = inputs
             .iter()
             .map(|x| x.shape.get(axis).copied().unwrap_or(0))
             .sum();
-        let fits = |x: &Strided| {
+        let fits = |x: &Strided<D::Buffer>| {
             x.dtype == out.dtype
                 && x.shape.len() == rank
                 && (0..rank).all(|d| d == axis || x.shape[d] == out.shape[d])
@@ -163,11 +164,11 @@ impl Kernels {
     /// `indices` has `out`'s shape. Index rule: negative indices count from the end; others out of range read [`crate::gather_fill_bits`] (gathers) or are dropped (scatters).
     pub fn gather(
         &self,
-        b: &mut Batch,
-        x: &Strided,
-        indices: &Strided,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        indices: &Strided<D::Buffer>,
         axis: usize,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let rank = out.shape.len();
         if x.dtype != out.dtype
@@ -221,13 +222,13 @@ impl Kernels {
     #[allow(clippy::too_many_arguments)]
     pub fn scatter(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &str,
-        base: &Strided,
-        indices: &Strided,
-        updates: &Strided,
+        base: &Strided<D::Buffer>,
+        indices: &Strided<D::Buffer>,
+        updates: &Strided<D::Buffer>,
         axis: usize,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let op: &'static str = match op {
             "scatter" => "scatter",
@@ -329,13 +330,19 @@ impl Kernels {
     }
 }
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// Threefry-2x32 bits into `out` from the row-major u32 `keys` (an even number
     /// of words, at least 2; `out`'s length a multiple of the key count): each key
     /// fills its contiguous block of `out` in MLX's `RandomBits` layout. A u32 `out`
     /// gets the bits; an f32 `out` gets `min(f32(bits) * 2^-32, cap)` (`cap` below 1:
     /// MLX's uniform draws).
-    pub fn random_bits(&self, b: &mut Batch, keys: &Strided, cap: f32, out: &Contig) -> Result<()> {
+    pub fn random_bits(
+        &self,
+        b: &mut Batch<D>,
+        keys: &Strided<D::Buffer>,
+        cap: f32,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
         let nk_words = keys.shape.iter().product::<usize>();
         let nk = nk_words / 2;
         let len = out.numel();

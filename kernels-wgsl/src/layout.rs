@@ -1,12 +1,12 @@
 //! Shape/stride helpers: bounds checks and dimension collapsing.
 
-use crate::device::{Contig, Strided};
+use crate::kernels::{Contig, Strided};
 use crate::{Error, Result};
 
 /// Row-major strides of a contiguous shape.
 /// Whether `x` is row-major over its dims longer than 1 (any offset): kernels that
 /// read rows in place take such inputs.
-pub(crate) fn is_row_major(x: &Strided) -> bool {
+pub(crate) fn is_row_major<B>(x: &Strided<B>) -> bool {
     contiguous_strides(x.shape)
         .iter()
         .zip(x.strides)
@@ -27,7 +27,7 @@ pub(crate) fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
 /// Checks the view's strides match its shape and that every element it addresses
 /// lies inside its buffer (kernels are created without runtime bounds checks).
 /// Returns the largest element offset.
-pub(crate) fn check_view(x: &Strided, what: &str) -> Result<u64> {
+pub(crate) fn check_view<B: crate::DriverBuffer>(x: &Strided<B>, what: &str) -> Result<u64> {
     if x.shape.len() != x.strides.len() {
         return Err(Error::Shape(format!(
             "{what}: shape {:?} has {} dims but strides {:?} have {}",
@@ -66,7 +66,7 @@ pub(crate) fn check_view(x: &Strided, what: &str) -> Result<u64> {
 }
 
 /// Checks that a contiguous output of `n` elements fits its buffer.
-pub(crate) fn check_out(out: &Contig) -> Result<()> {
+pub(crate) fn check_out<B: crate::DriverBuffer>(out: &Contig<B>) -> Result<()> {
     let n = out.numel() as u64;
     let bytes = (n * out.dtype.size() as u64).div_ceil(4) * 4;
     if bytes > out.bytes() {

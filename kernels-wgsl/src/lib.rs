@@ -1,4 +1,7 @@
-//! `wmx-kernels`: WGSL compute kernels dispatched through wgpu.
+//! `wmx-kernels`: WGSL compute kernels dispatched through wgpu, or through any
+//! other [`Driver`] (`wmx-metal` drives Metal with the same plans, the modules
+//! translated to MSL by naga). [`Kernels`] is generic over the driver, wgpu's
+//! ([`Wgpu`]) by default.
 //!
 //! Kernel families — [`Kernels::unary`], [`Kernels::binary`], [`Kernels::select`],
 //! [`Kernels::copy`] (strided copy and cast), [`Kernels::fill`], [`Kernels::arange`],
@@ -26,12 +29,13 @@
 #![doc = include_str!("../README.md")]
 
 mod compose;
-mod device;
+mod driver;
 mod dtype;
 mod elementwise;
 mod f64;
 mod fused;
 mod index;
+mod kernels;
 mod layout;
 mod matmul;
 mod norm;
@@ -40,13 +44,15 @@ mod reduce;
 mod scan;
 mod sort;
 mod user;
+mod wgpu_driver;
 
 pub use compose::{Family, ModuleSpec, Target, Variant, check_specs, compose, module_specs};
-pub use device::{Batch, Caps, Contig, Kernels, RequestOptions, Strided, Window};
+pub use driver::{Driver, DriverBuffer};
 pub use dtype::DType;
 pub use f64::f64_modules;
 pub use fused::{FusedOp, FusedSpec, FusedStep, InputRead, compose_module as compose_fused};
 pub use index::gather_fill_bits;
+pub use kernels::{Batch, Binding, Bound, Caps, Contig, Dispatch, Kernels, Stamp, Strided, Window};
 pub use matmul::TILES;
 pub use ops::{
     ARG_REDUCE_OPS, BINARY_OPS, NORM_OPS, REDUCE_OPS, UNARY_OPS, binary_op_supports,
@@ -55,6 +61,7 @@ pub use ops::{
 pub use user::{
     KernelArg, KernelSource, MAX_USER_BUFFERS, TemplateArg, UserModule, UserPipeline, validate_wgsl,
 };
+pub use wgpu_driver::{RequestOptions, Wgpu, WgpuPipeline};
 
 /// Errors returned by the kernel library. Display messages contain the offending values.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -111,8 +118,8 @@ pub enum Error {
         /// The buffer's size.
         bytes: u64,
     },
-    /// wgpu reported a validation error.
-    #[error("wgpu validation error: {0}")]
+    /// A module or a submit failed validation (naga's, wgpu's or the driver's).
+    #[error("validation error: {0}")]
     Validation(String),
 }
 

@@ -6,8 +6,9 @@
 //! rounded once.
 
 use crate::compose::{Family, Variant};
-use crate::device::{Batch, Binding, Contig, Kernels, Strided};
+use crate::driver::Driver;
 use crate::dtype::DType;
+use crate::kernels::{Batch, Binding, Contig, Kernels, Strided};
 use crate::layout::{check_out, check_view, collapse};
 use crate::{Error, Result};
 
@@ -44,20 +45,20 @@ fn i32_bits(s: isize) -> u32 {
     s as i32 as u32
 }
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// `out = alpha * a @ bb + beta * c` over matching batch dims: `a` is
     /// `[..., M, K]`, `bb` `[..., K, N]`, `c` (optional) and `out` `[..., M, N]`; one
     /// float dtype. Any strides (0 broadcasts); K may be 0 (then `out = beta * c`).
     #[allow(clippy::too_many_arguments)]
     pub fn matmul(
         &self,
-        b: &mut Batch,
-        a: &Strided,
-        bb: &Strided,
-        c: Option<&Strided>,
+        b: &mut Batch<D>,
+        a: &Strided<D::Buffer>,
+        bb: &Strided<D::Buffer>,
+        c: Option<&Strided<D::Buffer>>,
         alpha: f64,
         beta: f64,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let nd = a.shape.len();
         let bad = || {
@@ -116,13 +117,13 @@ impl Kernels {
     #[allow(clippy::too_many_arguments)]
     fn tiled(
         &self,
-        b: &mut Batch,
-        a: &Strided,
-        bb: &Strided,
-        c: Option<&Strided>,
+        b: &mut Batch<D>,
+        a: &Strided<D::Buffer>,
+        bb: &Strided<D::Buffer>,
+        c: Option<&Strided<D::Buffer>>,
         alpha: f64,
         beta: f64,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let nd = a.shape.len();
         let (m, k, n) = (a.shape[nd - 2], a.shape[nd - 1], bb.shape[nd - 1]);
@@ -170,7 +171,7 @@ impl Kernels {
         };
         let coop_vec = coop_any
             && self.target().coop == 32
-            && self.inner.limits.max_compute_workgroup_storage_size >= COOP_VEC_WORKGROUP_BYTES
+            && self.inner.caps.max_workgroup_storage >= COOP_VEC_WORKGROUP_BYTES
             && (m > 64 || n > 64)
             && [m, n, k].iter().all(|x| x.is_multiple_of(8))
             && a_ok
@@ -185,7 +186,7 @@ impl Kernels {
         let coop = coop_any && (coop_vec || !large);
         // vec4 loads: f32 A contiguous along K, B along N, every row start and
         // batch offset a multiple of four elements.
-        let a4 = |x: &Strided, inner: isize, outer: isize, batch: &[isize]| {
+        let a4 = |x: &Strided<D::Buffer>, inner: isize, outer: isize, batch: &[isize]| {
             inner == 1
                 && outer % 4 == 0
                 && x.offset.is_multiple_of(4)
@@ -280,13 +281,13 @@ impl Kernels {
     #[allow(clippy::too_many_arguments)]
     fn gemv(
         &self,
-        b: &mut Batch,
-        a: &Strided,
-        bb: &Strided,
-        c: Option<&Strided>,
+        b: &mut Batch<D>,
+        a: &Strided<D::Buffer>,
+        bb: &Strided<D::Buffer>,
+        c: Option<&Strided<D::Buffer>>,
         alpha: f64,
         beta: f64,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let nd = a.shape.len();
         let (m, k, n) = (a.shape[nd - 2], a.shape[nd - 1], bb.shape[nd - 1]);
@@ -319,7 +320,7 @@ impl Kernels {
         let cols = si == 1 && sk != 1;
         // vec4-of-words loads: k contiguous in both, everything aligned to a vec4.
         let e4 = 4 * d.epw() as isize;
-        let aligned = |x: &Strided, inner: isize, outer: &[isize]| {
+        let aligned = |x: &Strided<D::Buffer>, inner: isize, outer: &[isize]| {
             x.offset as isize % e4 == 0
                 && inner == 1
                 && outer.iter().all(|s| s % e4 == 0)

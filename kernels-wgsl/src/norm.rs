@@ -2,23 +2,24 @@
 //! layer_norm, rms_norm; one workgroup per row, inputs read in place.
 
 use crate::compose::{Family, Variant};
-use crate::device::{Batch, Binding, Contig, Kernels, Strided};
+use crate::driver::Driver;
 use crate::dtype::DType;
+use crate::kernels::{Batch, Binding, Contig, Kernels, Strided};
 use crate::layout::{check_out, check_view, collapse};
 use crate::{Error, Result};
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// `out = op(x)` over the last axis of `x` (op from [`crate::NORM_OPS`]);
     /// `params` are the op's per-column inputs of shape `[L]` (layer_norm: weight,
     /// bias; rms_norm: weight), all of `x`'s float dtype, as is `out` (`x`'s shape).
     pub fn normalize(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &str,
-        x: &Strided,
-        params: &[&Strided],
+        x: &Strided<D::Buffer>,
+        params: &[&Strided<D::Buffer>],
         eps: f64,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let op = crate::ops::lookup(crate::NORM_OPS, "norm", op)?;
         let nd = x.shape.len();

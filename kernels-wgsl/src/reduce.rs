@@ -10,9 +10,10 @@
 //! a final cast pass from a scratch buffer.
 
 use crate::compose::{Family, ModuleSpec, Variant};
-use crate::device::{Batch, Binding, Contig, Kernels, Strided};
+use crate::driver::Driver;
 use crate::dtype::DType;
 use crate::fused::Prologue;
+use crate::kernels::{Batch, Binding, Contig, Kernels, Strided};
 use crate::layout::{check_out, check_view, collapse};
 use crate::ops::{self, ARG_REDUCE_OPS, REDUCE_OPS};
 use crate::{Error, Result};
@@ -39,7 +40,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(x: &Strided, reduced: &[bool]) -> Plan {
+    fn new<B>(x: &Strided<B>, reduced: &[bool]) -> Plan {
         let pick = |want: bool| -> (Vec<usize>, Vec<isize>) {
             let sh: Vec<usize> = (0..x.shape.len())
                 .filter(|d| reduced[*d] == want)
@@ -66,7 +67,7 @@ impl Plan {
 
     /// The row kernel may use vec4 loads: one contiguous reduced dim, and the buffer
     /// padded to 16 bytes past the last element read.
-    fn vec_rows(&self, x: &Strided) -> bool {
+    fn vec_rows<B: crate::DriverBuffer>(&self, x: &Strided<B>) -> bool {
         if self.shape_r.len() != 1 || self.stride_r[0] != 1 {
             return false;
         }
@@ -79,7 +80,7 @@ impl Plan {
     /// The column kernel may use vec4 loads: contiguous outputs, one reduced dim, the
     /// offset and the reduced stride multiples of a vec4, the buffer padded past the
     /// last vec4 read.
-    fn vec_cols(&self, x: &Strided) -> bool {
+    fn vec_cols<B: crate::DriverBuffer>(&self, x: &Strided<B>) -> bool {
         let blk = 4 * x.dtype.epw();
         if self.shape_k.len() != 1
             || self.stride_k[0] != 1
@@ -126,7 +127,7 @@ impl Plan {
     }
 }
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// Reduces `x` over `axes` (sorted, unique) with an op from
     /// [`crate::REDUCE_OPS`]. `out` holds the kept dims in order (its element count
     /// must equal their product) and has the dtype given by
@@ -135,11 +136,11 @@ impl Kernels {
     /// (all), false (any); max/min of nothing is an error.
     pub fn reduce(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &str,
-        x: &Strided,
+        x: &Strided<D::Buffer>,
         axes: &[usize],
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         self.reduce_with(b, op, x, axes, out, None)
     }
@@ -149,12 +150,12 @@ impl Kernels {
     /// as it reads it.
     pub(crate) fn reduce_with(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &str,
-        x: &Strided,
+        x: &Strided<D::Buffer>,
         axes: &[usize],
-        out: &Contig,
-        pro: Option<&Prologue<'_>>,
+        out: &Contig<D::Buffer>,
+        pro: Option<&Prologue<'_, D::Buffer>>,
     ) -> Result<()> {
         let op = ops::lookup(REDUCE_OPS, "reduce", op)?;
         self.check_dtype(x.dtype)?;
@@ -301,11 +302,11 @@ impl Kernels {
     /// holds the other dims in order, dtype `U32`.
     pub fn arg_reduce(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &str,
-        x: &Strided,
+        x: &Strided<D::Buffer>,
         axis: usize,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let op = ops::lookup(ARG_REDUCE_OPS, "arg_reduce", op)?;
         self.check_dtype(x.dtype)?;
@@ -349,9 +350,9 @@ impl Kernels {
     /// Checks and the plan; `virtual_x`: `x` is a prologue's output, not in a buffer.
     fn prepare(
         &self,
-        x: &Strided,
+        x: &Strided<D::Buffer>,
         reduced: &[bool],
-        out: &Contig,
+        out: &Contig<D::Buffer>,
         virtual_x: bool,
     ) -> Result<Plan> {
         if !virtual_x {
@@ -379,17 +380,17 @@ impl Kernels {
     }
 }
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// Records a reduction's first pass: the plain module reading `buffers[1]`, or
     /// with a prologue the fused module reading the prologue's inputs.
     fn first_pass(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         spec: &ModuleSpec,
-        buffers: [Binding; 2],
+        buffers: [Binding<D::Buffer>; 2],
         mut params: Vec<u32>,
         groups: u64,
-        pro: Option<&Prologue<'_>>,
+        pro: Option<&Prologue<'_, D::Buffer>>,
     ) -> Result<()> {
         let Some(pro) = pro else {
             return self.record(b, spec, buffers, params, groups);
@@ -405,7 +406,7 @@ impl Kernels {
     }
 }
 
-fn axes_mask(x: &Strided, axes: &[usize]) -> Result<Vec<bool>> {
+fn axes_mask<B>(x: &Strided<B>, axes: &[usize]) -> Result<Vec<bool>> {
     if x.shape.len() != x.strides.len() {
         return Err(Error::Shape(format!(
             "shape {:?} and strides {:?} differ in rank",

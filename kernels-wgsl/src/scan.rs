@@ -10,8 +10,9 @@
 //! packed output dtypes get a cast pass.
 
 use crate::compose::{Family, Variant};
-use crate::device::{Batch, Binding, Contig, Kernels, Strided};
+use crate::driver::Driver;
 use crate::dtype::DType;
+use crate::kernels::{Batch, Binding, Contig, Kernels, Strided};
 use crate::layout::{check_out, check_view, contiguous_strides};
 use crate::ops::{self, REDUCE_OPS};
 use crate::{Error, Result};
@@ -24,7 +25,7 @@ pub(crate) const EXCLUSIVE: u32 = 2;
 const CARRY: u32 = 4;
 const TOTALS: u32 = 8;
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// `out` = the scan of `x` by `op` (`sum`, `prod`, `max`, `min`) along `axis`:
     /// `inclusive` or exclusive (the first element is the identity), `reverse`
     /// from the end. `x` is row-major (any offset); `out` has its shape and the
@@ -33,13 +34,13 @@ impl Kernels {
     #[allow(clippy::too_many_arguments)]
     pub fn scan(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &str,
-        x: &Strided,
+        x: &Strided<D::Buffer>,
         axis: usize,
         reverse: bool,
         inclusive: bool,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let op = ops::lookup(REDUCE_OPS, "scan", op)?;
         if matches!(op, "all" | "any") {
@@ -129,13 +130,13 @@ impl Kernels {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn scan_rows(
         &self,
-        b: &mut Batch,
+        b: &mut Batch<D>,
         op: &'static str,
-        src: (Binding, DType, usize),
+        src: (Binding<D::Buffer>, DType, usize),
         rows: usize,
         len: usize,
         flags: u32,
-        dst: &Binding,
+        dst: &Binding<D::Buffer>,
     ) -> Result<()> {
         let (buf, dtype, off) = src;
         let acc = dtype.acc();
@@ -197,7 +198,7 @@ impl Kernels {
     }
 }
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// The scan module of `op` over `dtype`, with `carry` as its second input.
     fn scan_spec(
         &self,

@@ -10,9 +10,10 @@
 //! grows linearly with `n`.
 
 use crate::compose::{Family, Variant};
-use crate::device::{Batch, Contig, Kernels, Strided};
+use crate::driver::Driver;
 use crate::dtype::DType;
 use crate::elementwise::MAX_GROUPS;
+use crate::kernels::{Batch, Contig, Kernels, Strided};
 use crate::layout::{check_out, check_view};
 use crate::{Error, Result};
 
@@ -27,11 +28,16 @@ pub const RADIX_MIN: usize = 1 << 14;
 const TILE: usize = 2048;
 const BITS: u32 = 4;
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// `out` (u32, `x`'s shape) = for each row along the last axis of the row-major
     /// `x`, the indices that sort it ascending, stably; NaN sorts last and -0 equals
     /// +0 (numpy's order).
-    pub fn argsort(&self, b: &mut Batch, x: &Strided, out: &Contig) -> Result<()> {
+    pub fn argsort(
+        &self,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
         let dense = crate::layout::is_row_major(x);
         if x.shape.is_empty() || out.shape != x.shape || out.dtype != DType::U32 || !dense {
             return Err(Error::Shape(format!(
@@ -129,15 +135,15 @@ impl Kernels {
     }
 }
 
-impl Kernels {
+impl<D: Driver> Kernels<D> {
     /// The radix path of [`Kernels::argsort`]: `rows` row-major rows of `n`.
     fn radix_argsort(
         &self,
-        b: &mut Batch,
-        x: &Strided,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
         rows: usize,
         n: usize,
-        out: &Contig,
+        out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let count = rows as u64 * n as u64;
         if count * 2 > u32::MAX as u64 {

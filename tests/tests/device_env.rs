@@ -10,9 +10,21 @@ fn wmx_device_env_var() {
     let e = default_device().expect_err("WMX_DEVICE=tpu must be rejected");
     let msg = e.to_string();
     assert!(
-        msg.contains("\"tpu\"") && msg.contains("cpu") && msg.contains("gpu"),
+        msg.contains("\"tpu\"")
+            && msg.contains("cpu")
+            && msg.contains("gpu")
+            && msg.contains("metal"),
         "message {msg:?} names the bad value and the valid ones"
     );
+    // Off Apple, `WMX_DEVICE=metal` is an Err saying why (wmx-metal is Apple-only
+    // and not linked), and does not stick either.
+    #[cfg(not(target_vendor = "apple"))]
+    {
+        unsafe { std::env::set_var("WMX_DEVICE", "metal") };
+        let e = default_device().expect_err("no Metal backend off Apple");
+        assert!(e.to_string().contains("Apple"), "{e}");
+        assert!(Device::metal().is_err());
+    }
     // A rejected value does not stick: a valid one is then accepted.
     unsafe { std::env::set_var("WMX_DEVICE", "cpu") };
     let d = default_device().expect("WMX_DEVICE=cpu");

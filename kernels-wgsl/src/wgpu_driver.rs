@@ -1,0 +1,1009 @@
+//! The wgpu [`Driver`]: opening an adapter, buffers, readback, bind groups and
+//! submission, and the probes that decide which hardware paths the kernels take.
+
+use crate::compose::Target;
+use crate::driver::Driver;
+use crate::kernels::{Batch, Bound, Caps, Dispatch, FxMap, Kernels};
+#[cfg(not(target_arch = "wasm32"))] // the probes
+use crate::{DType, kernels::Contig, kernels::Strided};
+use crate::{Error, Result};
+use std::collections::HashMap;
+use std::future::Future;
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex};
+
+/// How [`Kernels::request`] picks and opens an adapter.
+#[derive(Clone, Debug)]
+pub struct RequestOptions {
+    /// Power preference (discrete vs integrated GPU).
+    pub power: wgpu::PowerPreference,
+    /// Backends to consider; default from `WGPU_BACKEND`, else all.
+    pub backends: wgpu::Backends,
+    /// Substring of the adapter name to require (case-insensitive); default from
+    /// `WGPU_ADAPTER_NAME`.
+    pub adapter_name: Option<String>,
+    /// Use the workgroup-memory reductions even when subgroups are available (to test
+    /// the path browsers take).
+    pub force_fallback_reductions: bool,
+    /// Convert f16 in software even where the hardware conversions would do (the
+    /// path browsers take); default from `WMX_SOFTWARE_F16=1`.
+    pub software_f16: bool,
+    /// Use cooperative matrices (tensor cores) for f16 matmul where the adapter has
+    /// them (wgpu's experimental feature, probed at open); default on, off with
+    /// `WMX_COOPERATIVE_MATRIX=0`.
+    pub cooperative_matrix: bool,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        RequestOptions {
+            power: wgpu::PowerPreference::HighPerformance,
+            backends: wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all()),
+            adapter_name: std::env::var("WGPU_ADAPTER_NAME")
+                .ok()
+                .filter(|s| !s.is_empty()),
+            force_fallback_reductions: false,
+            software_f16: std::env::var("WMX_SOFTWARE_F16").as_deref() == Ok("1"),
+            cooperative_matrix: std::env::var("WMX_COOPERATIVE_MATRIX").as_deref() != Ok("0"),
+        }
+    }
+}
+
+/// wgpu as the kernels' [`Driver`]: a device and its queue, with the bind group
+/// layouts, bind groups and parameters buffer the submit path reuses.
+pub struct Wgpu {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    limits: wgpu::Limits,
+    /// Bind group layouts by (outputs, inputs).
+    layouts: Mutex<HashMap<(usize, usize), wgpu::BindGroupLayout>>,
+    /// Parameters buffer and bind groups reused by `submit`.
+    submit: Mutex<SubmitState>,
+}
+
+/// A compiled wgpu compute pipeline and its bind group layout.
+pub struct WgpuPipeline {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
+/// Bind groups kept by [`Kernels::submit`] (dropped wholesale past this many).
+const BIND_GROUP_CACHE: usize = 2048;
+/// Smallest parameter binding (bytes); larger parameter lists bind the next power of two.
+const PARAM_BINDING: usize = 256;
+
+/// A bind group is fixed by its layout, the parameter binding's size (the offset is
+/// dynamic) and the buffers bound 1.. (output, inputs).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct BindKey {
+    layout: wgpu::BindGroupLayout,
+    params_size: u32,
+    buffers: Bound<Wgpu>,
+}
+
+/// State of the submit path. Parameter lists live in one buffer, each written once
+/// and found again by content (repeated launches of the same ops write nothing, so
+/// their submits carry no copy); new lists are appended and written with one
+/// `Queue::write_buffer` per submit, which wgpu orders after the work of earlier
+/// submits and before this one. When the buffer is full it starts over from offset
+/// 0 (or grows). Bind groups point into it with a dynamic offset, so they depend
+/// only on the bound buffers.
+#[derive(Default)]
+struct SubmitState {
+    params: Option<wgpu::Buffer>,
+    /// Byte offset of each parameter list written into `params`.
+    slots: FxMap<Vec<u32>, u32>,
+    /// Bytes of `params` in use.
+    used: usize,
+    bind_groups: FxMap<BindKey, wgpu::BindGroup>,
+    /// Bytes to write this submit (from offset `used` at its start).
+    bytes: Vec<u8>,
+    offsets: Vec<u32>,
+}
+
+impl Driver for Wgpu {
+    const NAME: &'static str = "webgpu";
+    type Buffer = wgpu::Buffer;
+    type Pipeline = WgpuPipeline;
+    type Timestamps = wgpu::QuerySet;
+
+    fn create_buffer(&self, size: u64, label: Option<&str>) -> Result<wgpu::Buffer> {
+        #[cfg(not(target_arch = "wasm32"))]
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let b = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label,
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        if pollster::block_on(scope.pop()).is_some() {
+            b.destroy();
+            return Err(Error::OutOfMemory { bytes: size });
+        }
+        Ok(b)
+    }
+
+    fn upload(&self, bytes: &[u8], size: u64) -> Result<wgpu::Buffer> {
+        let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wmx-kernels upload"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: true,
+        });
+        {
+            let mut view = buf
+                .slice(..)
+                .get_mapped_range_mut()
+                .map_err(|e| Error::Map(e.to_string()))?;
+            view.slice(..bytes.len()).copy_from_slice(bytes);
+        }
+        buf.unmap();
+        Ok(buf)
+    }
+
+    fn write_buffer(&self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) {
+        self.queue.write_buffer(buffer, offset, bytes);
+    }
+
+    /// Copies the range into a staging buffer, maps it and copies out. On native
+    /// the device is polled; in the browser the map callback is awaited.
+    fn read(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    ) -> impl Future<Output = Result<Vec<u8>>> + Send {
+        let dev = self.device.clone();
+        let queue = self.queue.clone();
+        let buffer = buffer.clone();
+        async move {
+            let staging = dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wmx-kernels readback"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("wmx-kernels read"),
+            });
+            enc.copy_buffer_to_buffer(&buffer, offset, &staging, 0, size);
+            queue.submit([enc.finish()]);
+            let (tx, rx) = futures::channel::oneshot::channel();
+            staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            #[cfg(not(target_arch = "wasm32"))]
+            dev.poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| Error::Map(e.to_string()))?;
+            rx.await
+                .map_err(|_| Error::Map("map callback dropped".into()))?
+                .map_err(|e| Error::Map(e.to_string()))?;
+            let out = {
+                let view = staging
+                    .slice(..)
+                    .get_mapped_range()
+                    .map_err(|e| Error::Map(e.to_string()))?;
+                view.to_vec()
+            };
+            staging.unmap();
+            Ok(out)
+        }
+    }
+
+    fn compile(
+        &self,
+        label: &str,
+        source: &str,
+        entry: &str,
+        (outputs, inputs): (usize, usize),
+        constants: &[(&str, f64)],
+        trusted: bool,
+    ) -> Result<WgpuPipeline> {
+        let dev = &self.device;
+        #[cfg(not(target_arch = "wasm32"))]
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let desc = wgpu::ShaderModuleDescriptor {
+            label: Some(label),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        };
+        let module = if trusted {
+            // SAFETY: the library's generated modules loop only below their element
+            // counts, and their callers check every view against its buffer.
+            unsafe {
+                dev.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked())
+            }
+        } else {
+            dev.create_shader_module(desc)
+        };
+        let layout = self.layout(outputs, inputs);
+        let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(label),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(label),
+            layout: Some(&pl),
+            module: &module,
+            entry_point: Some(entry),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants,
+                zero_initialize_workgroup_memory: !trusted,
+            },
+            cache: None,
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Validation(format!("{label}: {e}")));
+        }
+        Ok(WgpuPipeline { pipeline, layout })
+    }
+
+    fn submit(&self, batch: Batch<Wgpu>) -> Result<()> {
+        let dev = &self.device;
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("wmx-kernels"),
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        // Held until the submit: a second thread's parameters must not overwrite ours
+        // before our commands are queued.
+        let mut st = self.submit.lock().unwrap();
+        let st = &mut *st;
+        if !batch.dispatches.is_empty() {
+            let start = self.place_params(st, &batch)?;
+            let params = st.params.clone().expect("placed above");
+            if !st.bytes.is_empty() {
+                self.queue.write_buffer(&params, start as u64, &st.bytes);
+            }
+            if st.bind_groups.len() > BIND_GROUP_CACHE {
+                st.bind_groups.clear();
+            }
+            // Bind groups first (cached by layout and buffers), then the passes.
+            let groups: Vec<wgpu::BindGroup> = batch
+                .dispatches
+                .iter()
+                .map(|d| {
+                    let key = BindKey {
+                        layout: d.pipe.layout.clone(),
+                        params_size: params_binding(d.params.len()) as u32,
+                        buffers: d.buffers.clone(),
+                    };
+                    st.bind_groups
+                        .entry(key)
+                        .or_insert_with(|| self.bind_group(d, &params))
+                        .clone()
+                })
+                .collect();
+            let offsets = &st.offsets;
+            encode_passes(&batch, &mut enc, |i| (&groups[i], offsets[i]));
+        } else {
+            encode_passes(&batch, &mut enc, |_| unreachable!("no dispatches"));
+        }
+        self.queue.submit([enc.finish()]);
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Validation(e.to_string()));
+        }
+        Ok(())
+    }
+
+    fn poll_wait(&self) {
+        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+    }
+
+    fn poll(&self) {
+        let _ = self.device.poll(wgpu::PollType::Poll);
+    }
+
+    fn on_done(&self, f: Box<dyn FnOnce() + Send>) {
+        self.queue.on_submitted_work_done(f);
+    }
+
+    fn on_error(
+        &self,
+        error: Box<dyn Fn(String) + Send + Sync>,
+        lost: Box<dyn Fn(String) + Send + Sync>,
+    ) {
+        self.device
+            .on_uncaptured_error(Arc::new(move |e: wgpu::Error| error(e.to_string())));
+        self.device.set_device_lost_callback(move |reason, msg| {
+            lost(format!("device lost ({reason:?}): {msg}"));
+        });
+    }
+
+    fn clear_bindings(&self) {
+        self.submit.lock().unwrap().bind_groups.clear();
+    }
+}
+
+impl Wgpu {
+    /// Binding 0 the parameters, then `outputs` writable buffers, then `inputs`
+    /// read-only ones.
+    fn layout(&self, outputs: usize, inputs: usize) -> wgpu::BindGroupLayout {
+        let mut layouts = self.layouts.lock().unwrap();
+        layouts
+            .entry((outputs, inputs))
+            .or_insert_with(|| {
+                // Binding 0 (the parameters) takes a dynamic offset, so one bind group
+                // serves every dispatch with the same buffers.
+                let entry = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
+                    binding,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Storage { read_only },
+                        has_dynamic_offset: binding == 0,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                };
+                let mut entries = vec![entry(0, true)];
+                for i in 0..outputs + inputs {
+                    entries.push(entry(1 + i as u32, i >= outputs));
+                }
+                self.device
+                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                        label: Some("wmx-kernels"),
+                        entries: &entries,
+                    })
+            })
+            .clone()
+    }
+
+    /// Finds or places every parameter list of `batch` in the parameters buffer:
+    /// fills `st.offsets` and `st.bytes` (the new lists, to be written at the
+    /// returned byte offset).
+    fn place_params(&self, st: &mut SubmitState, batch: &Batch<Wgpu>) -> Result<usize> {
+        let align = self.limits.min_storage_buffer_offset_alignment.max(4) as usize;
+        let cap = st.params.as_ref().map_or(0, |b| b.size() as usize);
+        for attempt in 0..2 {
+            st.offsets.clear();
+            st.bytes.clear();
+            let start = st.used;
+            let mut end = start;
+            let mut fits = true;
+            for d in &batch.dispatches {
+                if let Some(off) = st.slots.get(d.params.as_slice()) {
+                    st.offsets.push(*off);
+                    continue;
+                }
+                let off = end;
+                if off + params_binding(d.params.len()) > cap {
+                    fits = false;
+                    break;
+                }
+                st.slots.insert(d.params.clone(), off as u32);
+                st.offsets.push(off as u32);
+                st.bytes.extend_from_slice(bytemuck::cast_slice(&d.params));
+                end = (start + st.bytes.len()).div_ceil(align) * align;
+                st.bytes.resize(end - start, 0);
+            }
+            if fits {
+                st.used = end;
+                return Ok(start);
+            }
+            // Start over from offset 0: earlier submits' lists may be overwritten (the
+            // write runs after their work); this batch's are all rewritten.
+            st.slots.clear();
+            st.used = 0;
+            if attempt == 0 {
+                // Does the whole batch fit an empty buffer?
+                let need: usize = batch
+                    .dispatches
+                    .iter()
+                    .map(|d| (d.params.len() * 4).div_ceil(align) * align)
+                    .sum::<usize>()
+                    + 2 * PARAM_BINDING.max(
+                        batch
+                            .dispatches
+                            .iter()
+                            .map(|d| params_binding(d.params.len()))
+                            .max()
+                            .unwrap_or(0),
+                    );
+                if need <= cap {
+                    continue;
+                }
+                let size = need.next_power_of_two().max(256 * 1024) as u64;
+                if size > self.limits.max_storage_buffer_binding_size {
+                    return Err(Error::BufferTooLarge {
+                        bytes: size,
+                        limit: self.limits.max_storage_buffer_binding_size,
+                        what: "kernel parameters of one batch",
+                    });
+                }
+                st.params = Some(self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("wmx-kernels params"),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }));
+                // Bind groups point at the old buffer.
+                st.bind_groups.clear();
+                return self.place_params(st, batch);
+            }
+        }
+        unreachable!("a batch fits the buffer sized for it")
+    }
+
+    /// Parameter offsets (aligned for dynamic offsets) and bytes of a batch; returns
+    /// the buffer size needed (0 for an empty batch).
+    fn layout_params(
+        &self,
+        batch: &Batch<Wgpu>,
+        offsets: &mut Vec<u32>,
+        bytes: &mut Vec<u8>,
+    ) -> u64 {
+        offsets.clear();
+        bytes.clear();
+        if batch.dispatches.is_empty() {
+            return 0;
+        }
+        let align = self.limits.min_storage_buffer_offset_alignment.max(4) as usize;
+        let mut end = 0usize;
+        for d in &batch.dispatches {
+            let off = bytes.len();
+            offsets.push(off as u32);
+            bytes.extend_from_slice(bytemuck::cast_slice(&d.params));
+            end = end.max(off + params_binding(d.params.len()));
+            bytes.resize(bytes.len().div_ceil(align) * align, 0);
+        }
+        bytes.resize(bytes.len().max(4), 0);
+        end.max(bytes.len()) as u64
+    }
+
+    fn bind_group(&self, d: &Dispatch<Wgpu>, params: &wgpu::Buffer) -> wgpu::BindGroup {
+        let mut entries = Vec::with_capacity(5);
+        entries.push(wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: params,
+                offset: 0,
+                size: NonZeroU64::new(params_binding(d.params.len()) as u64),
+            }),
+        });
+        for (i, buf) in d.buffers.iter().flatten().enumerate() {
+            let resource = match buf.window {
+                None => buf.buffer.as_entire_binding(),
+                Some(w) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &buf.buffer,
+                    offset: w.start,
+                    size: NonZeroU64::new(w.len),
+                }),
+            };
+            entries.push(wgpu::BindGroupEntry {
+                binding: 1 + i as u32,
+                resource,
+            });
+        }
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &d.pipe.layout,
+            entries: &entries,
+        })
+    }
+}
+
+/// Records `batch` into `enc`: one compute pass per run of dispatches between
+/// timestamps; `bind(i)` gives dispatch `i`'s bind group and parameter offset.
+fn encode_passes<'b>(
+    batch: &Batch<Wgpu>,
+    enc: &mut wgpu::CommandEncoder,
+    mut bind: impl FnMut(usize) -> (&'b wgpu::BindGroup, u32),
+) {
+    let n = batch.dispatches.len();
+    let mut stamps = batch.stamps.iter().peekable();
+    let mut i = 0;
+    loop {
+        while let Some(s) = stamps.next_if(|s| s.at <= i) {
+            enc.write_timestamp(&s.set, s.index);
+        }
+        if i == n {
+            break;
+        }
+        let end = stamps.peek().map_or(n, |s| s.at);
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("wmx-kernels"),
+            timestamp_writes: None,
+        });
+        // Pipeline and bind group are set only when they change (repeated launches
+        // of one op on the same buffers bind once).
+        let mut last_pipe: Option<&Arc<WgpuPipeline>> = None;
+        let mut last_bind: Option<(&wgpu::BindGroup, u32)> = None;
+        for (j, d) in batch.dispatches[i..end].iter().enumerate() {
+            let (bg, off) = bind(i + j);
+            if !last_pipe.is_some_and(|p| Arc::ptr_eq(p, &d.pipe)) {
+                pass.set_pipeline(&d.pipe.pipeline);
+                last_pipe = Some(&d.pipe);
+                last_bind = None;
+            }
+            if last_bind != Some((bg, off)) {
+                pass.set_bind_group(0, bg, &[off]);
+                last_bind = Some((bg, off));
+            }
+            pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
+        }
+        i = end;
+    }
+}
+
+const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
+    .union(wgpu::Features::SHADER_F64)
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::TIMESTAMP_QUERY)
+    .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
+
+impl Kernels<Wgpu> {
+    /// Picks an adapter and opens a device with the adapter's own limits and the
+    /// features `SHADER_F16`, `SUBGROUP`, `TIMESTAMP_QUERY(+_INSIDE_ENCODERS)` where
+    /// available.
+    pub async fn request(opts: &RequestOptions) -> Result<Kernels> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends: opts.backends,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let adapter = Self::pick_adapter(&instance, opts).await?;
+        let mut features = adapter.features() & WANTED_FEATURES;
+        let coop = coop_subgroup(&adapter, opts.cooperative_matrix) > 0;
+        if coop {
+            features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("wmx-kernels"),
+                required_features: features,
+                required_limits: adapter.limits(),
+                // SAFETY: the experimental feature is requested only where the
+                // adapter lists the one configuration the kernel uses, and `open`
+                // keeps it only if a probe product comes out exact.
+                experimental_features: if coop {
+                    unsafe { wgpu::ExperimentalFeatures::enabled() }
+                } else {
+                    wgpu::ExperimentalFeatures::disabled()
+                },
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| Error::RequestDevice(e.to_string()))?;
+        let k = Self::open(&adapter, device, queue, !opts.software_f16)?;
+        if opts.force_fallback_reductions {
+            return k.with_target(|t| t.subgroups = false);
+        }
+        Ok(k)
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    async fn pick_adapter(
+        instance: &wgpu::Instance,
+        opts: &RequestOptions,
+    ) -> Result<wgpu::Adapter> {
+        let mut adapters = instance.enumerate_adapters(opts.backends).await;
+        let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+        if let Some(want) = &opts.adapter_name {
+            let want = want.to_lowercase();
+            adapters.retain(|a| a.get_info().name.to_lowercase().contains(&want));
+        }
+        let rank = |a: &wgpu::Adapter| {
+            use wgpu::DeviceType::*;
+            let t = a.get_info().device_type;
+            let order: [wgpu::DeviceType; 5] = match opts.power {
+                wgpu::PowerPreference::LowPower => {
+                    [IntegratedGpu, DiscreteGpu, VirtualGpu, Other, Cpu]
+                }
+                _ => [DiscreteGpu, IntegratedGpu, VirtualGpu, Other, Cpu],
+            };
+            order.iter().position(|x| *x == t).unwrap_or(5)
+        };
+        adapters.sort_by_key(rank);
+        adapters.into_iter().next().ok_or_else(|| {
+            Error::NoAdapter(format!(
+                "backends {:?}, name filter {:?}; adapters seen: {:?}",
+                opts.backends, opts.adapter_name, names
+            ))
+        })
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    async fn pick_adapter(
+        instance: &wgpu::Instance,
+        opts: &RequestOptions,
+    ) -> Result<wgpu::Adapter> {
+        instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: opts.power,
+                force_fallback_adapter: false,
+                compatible_surface: None,
+                apply_limit_buckets: false,
+            })
+            .await
+            .map_err(|e| Error::NoAdapter(e.to_string()))
+    }
+
+    /// Wraps a device the caller opened. Capabilities are read from the device's
+    /// features and limits (what was actually granted) and the adapter's info.
+    /// Where the device has `SHADER_F16` (native, not the browser), f16 values are
+    /// converted by the hardware if a probe finds its conversions exact (see
+    /// [`Target::f16`]); `WMX_SOFTWARE_F16=1` keeps the software conversions.
+    pub fn from_device(
+        adapter: &wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+    ) -> Result<Kernels> {
+        let probe = std::env::var("WMX_SOFTWARE_F16").as_deref() != Ok("1");
+        Self::open(adapter, device, queue, probe)
+    }
+
+    fn open(
+        adapter: &wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        probe_f16: bool,
+    ) -> Result<Kernels> {
+        let info = adapter.get_info();
+        let features = device.features();
+        let limits = device.limits();
+        let subgroups = features.contains(wgpu::Features::SUBGROUP);
+        let caps = Caps {
+            f16: features.contains(wgpu::Features::SHADER_F16),
+            f64: features.contains(wgpu::Features::SHADER_F64),
+            subgroups,
+            subgroup_size: if subgroups { info.subgroup_min_size } else { 0 },
+            timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            max_storage_binding: limits.max_storage_buffer_binding_size,
+            max_buffer: limits.max_buffer_size,
+            max_workgroups_per_dim: limits.max_compute_workgroups_per_dimension,
+            max_invocations: limits.max_compute_invocations_per_workgroup,
+            max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
+            max_workgroup_storage: limits.max_compute_workgroup_storage_size,
+            offset_align: limits.min_storage_buffer_offset_alignment,
+            backend: info.backend,
+            adapter_name: info.name.clone(),
+            device_type: info.device_type,
+        };
+        let max_wg = limits
+            .max_compute_invocations_per_workgroup
+            .min(limits.max_compute_workgroup_size_x)
+            .min(256);
+        // Largest power of two not above the limit (the tree reductions halve it).
+        let wg = 1u32 << (31 - max_wg.max(32).leading_zeros());
+        let target = Target {
+            subgroups,
+            subgroup_directive: info.backend == wgpu::Backend::BrowserWebGpu,
+            workgroup_size: wg,
+            f16: false,
+            coop: 0,
+        };
+        let coop_sg = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+            coop_subgroup(adapter, true)
+        } else {
+            0
+        };
+        let caps_f16 = caps.f16;
+        let backend = caps.backend;
+        let driver = Wgpu {
+            device,
+            queue,
+            limits,
+            layouts: Mutex::new(HashMap::new()),
+            submit: Mutex::new(SubmitState::default()),
+        };
+        let k = Kernels::with_driver(driver, caps, target)?;
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let f16_hw =
+                probe_f16 && caps_f16 && backend != wgpu::Backend::BrowserWebGpu && k.probe_f16();
+            let mut k = k.with_target(|t| t.f16 = f16_hw)?;
+            if coop_sg > 0 {
+                k = k.with_target(|t| t.coop = coop_sg)?;
+                if !k.probe_coop() {
+                    k = k.with_target(|t| t.coop = 0)?;
+                }
+            }
+            Ok(k)
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let _ = (probe_f16, caps_f16, backend, coop_sg);
+            Ok(k)
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.inner.driver.device
+    }
+    /// The queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.inner.driver.queue
+    }
+
+    /// Encodes a batch into `encoder` (one compute pass) without submitting, for
+    /// callers that add timestamp queries or other commands. The parameters go into a
+    /// fresh buffer (the caller decides when the commands run).
+    pub fn encode(&self, batch: Batch<Wgpu>, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+        let mut offsets = Vec::new();
+        let mut bytes = Vec::new();
+        let d = &self.inner.driver;
+        let total = d.layout_params(&batch, &mut offsets, &mut bytes);
+        if total == 0 {
+            encode_passes(&batch, encoder, |_| unreachable!("no dispatches"));
+            return Ok(());
+        }
+        let params = d.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wmx-kernels params"),
+            size: total.div_ceil(4) * 4,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: true,
+        });
+        {
+            let mut view = params
+                .slice(..)
+                .get_mapped_range_mut()
+                .map_err(|e| Error::Map(e.to_string()))?;
+            view.slice(..bytes.len()).copy_from_slice(&bytes);
+        }
+        params.unmap();
+        let groups: Vec<wgpu::BindGroup> = batch
+            .dispatches
+            .iter()
+            .map(|x| d.bind_group(x, &params))
+            .collect();
+        encode_passes(&batch, encoder, |i| (&groups[i], offsets[i]));
+        Ok(())
+    }
+
+    /// Multiplies small integer f16 matrices (every product and sum exact) with the
+    /// cooperative-matrix kernel, plain and through transposed and broadcast views,
+    /// and compares with the host; false on any difference or error (an adapter may
+    /// accept a configuration and write zeros).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn probe_coop(&self) -> bool {
+        let (m, k, n) = (70usize, 40usize, 72usize);
+        let h = |i: usize, salt: usize| ((i * 7 + salt * 3) % 5) as f32 - 2.0;
+        let a: Vec<f32> = (0..m * k).map(|i| h(i, 1)).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| h(i, 2)).collect();
+        let bits = |v: &[f32]| -> Vec<u8> {
+            v.iter()
+                .flat_map(|x| half::f16::from_f32(*x).to_bits().to_le_bytes())
+                .collect()
+        };
+        let dev = self.device();
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let run = || -> Result<Vec<u8>> {
+            let (ba, bb) = (self.upload(&bits(&a))?, self.upload(&bits(&b))?);
+            let out = self.create_buffer((m * n * 2) as u64, Some("coop probe"))?;
+            let (sa, sb) = ([m, k], [k, n]);
+            let (ta, tb) = ([k as isize, 1], [n as isize, 1]);
+            let av = Strided {
+                buffer: &ba,
+                window: None,
+                dtype: DType::F16,
+                shape: &sa,
+                strides: &ta,
+                offset: 0,
+            };
+            let bv = Strided {
+                buffer: &bb,
+                window: None,
+                dtype: DType::F16,
+                shape: &sb,
+                strides: &tb,
+                offset: 0,
+            };
+            let so = [m, n];
+            let o = Contig {
+                buffer: &out,
+                window: None,
+                dtype: DType::F16,
+                shape: &so,
+            };
+            let mut batch = Batch::new();
+            self.matmul(&mut batch, &av, &bv, None, 1.0, 0.0, &o)?;
+            self.submit(batch)?;
+            self.read_blocking(&out, 0, (m * n * 2) as u64)
+        };
+        let got = run();
+        if pollster::block_on(scope.pop()).is_some() {
+            return false;
+        }
+        let Ok(got) = got else { return false };
+        let mut want = Vec::with_capacity(m * n * 2);
+        for i in 0..m {
+            for j in 0..n {
+                let s: f32 = (0..k).map(|kk| a[i * k + kk] * b[kk * n + j]).sum();
+                want.extend(half::f16::from_f32(s).to_bits().to_le_bytes());
+            }
+        }
+        got == want
+    }
+
+    /// Runs the hardware f16 conversions (`pack2x16float`, `unpack2x16float`, whose
+    /// rounding, subnormals and overflow WGSL leaves to the implementation, as the
+    /// kernels write them) on every f16 value, every f16 midpoint and its f32 neighbours, the
+    /// overflow threshold and NaN/inf, and compares with correctly rounded results.
+    /// False on any difference (or any error): the kernels then convert by hand.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn probe_f16(&self) -> bool {
+        let (inputs, want) = f16_probe_cases();
+        let dev = self.device();
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let src = "\
+            @group(0) @binding(0) var<storage, read> I: array<u32>;\n\
+            @group(0) @binding(1) var<storage, read_write> O: array<u32>;\n\
+            fn ex_f16(w: u32, j: u32) -> f32 { let h = unpack2x16float(w); return select(h.x, h.y, j != 0u); }\n\
+            fn st_f16(v: f32) -> u32 { return pack2x16float(vec2<f32>(v, 0.0)); }\n\
+            @compute @workgroup_size(64)\n\
+            fn main(@builtin(global_invocation_id) g: vec3<u32>) {\n\
+                let i = g.x + g.y * 4194240u;\n\
+                if (i < 32768u) {\n\
+                    // Every f16 bit pattern, two per word, to f32.\n\
+                    O[2u * i] = bitcast<u32>(ex_f16(I[i], 0u));\n\
+                    O[2u * i + 1u] = bitcast<u32>(ex_f16(I[i], 1u));\n\
+                } else if (i < arrayLength(&I)) {\n\
+                    O[32768u + i] = st_f16(bitcast<f32>(I[i]));\n\
+                }\n\
+            }\n";
+        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("wmx-kernels f16 probe"),
+            source: wgpu::ShaderSource::Wgsl(src.into()),
+        });
+        let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("wmx-kernels f16 probe"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if pollster::block_on(scope.pop()).is_some() {
+            return false;
+        }
+        let Ok(input) = self.upload(bytemuck::cast_slice(&inputs)) else {
+            return false;
+        };
+        let out_words = 32768 + inputs.len();
+        // Padded: arrayLength(&I) counts the upload's padding words too.
+        let Ok(out) = self.create_buffer(out_words as u64 * 4 + 16, Some("f16 probe")) else {
+            return false;
+        };
+        let bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: input.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: out.as_entire_binding(),
+                },
+            ],
+        });
+        let mut enc = dev.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bg, &[]);
+            let Ok(groups) = self.grid((inputs.len() as u64).div_ceil(64)) else {
+                return false;
+            };
+            // The shader's row pitch (4194240 = 65535 * 64) assumes 65535 per row.
+            if groups[1] > 1 && groups[0] != 65535 {
+                return false;
+            }
+            pass.dispatch_workgroups(groups[0], groups[1], 1);
+        }
+        self.queue().submit([enc.finish()]);
+        let Ok(bytes) = self.read_blocking(&out, 0, out_words as u64 * 4) else {
+            return false;
+        };
+        let got: &[u32] = bytemuck::cast_slice(&bytes);
+        let nan32 = |w: u32| (w & 0x7fff_ffff) > 0x7f80_0000;
+        let nan16 = |w: u32| (w & 0x7fff) > 0x7c00;
+        for h in 0..65536usize {
+            let w = want[h];
+            if got[h] != w && !(nan32(w) && nan32(got[h])) {
+                return false;
+            }
+        }
+        for i in 32768..inputs.len() {
+            let (g, w) = (got[32768 + i], want[32768 + i]);
+            // The upper half must be zero (it is ORed into packed words).
+            if g != w && !(nan16(w) && nan16(g) && g >> 16 == 0) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Inputs of the f16 probe (32768 words holding every f16 pattern, then f32 values)
+/// and the wanted outputs, indexed like the probe's output buffer.
+#[cfg(not(target_arch = "wasm32"))]
+fn f16_probe_cases() -> (Vec<u32>, Vec<u32>) {
+    use half::f16;
+    let mut inputs: Vec<u32> = (0..32768u32)
+        .map(|i| (2 * i) | ((2 * i + 1) << 16))
+        .collect();
+    let mut vals: Vec<f32> = Vec::new();
+    for h in 0..0x7bffu16 {
+        let a = f16::from_bits(h).to_f32();
+        let b = f16::from_bits(h + 1).to_f32();
+        // Exact: the midpoint of two neighbouring f16 values fits in an f32.
+        let mid = ((a as f64 + b as f64) / 2.0) as f32;
+        for v in [a, mid, next_down(mid), next_up(mid)] {
+            vals.push(v);
+            vals.push(-v);
+        }
+    }
+    vals.extend([
+        65504.0,
+        65519.996,
+        65520.0,
+        65536.0,
+        1e30,
+        f32::MAX,
+        -65520.0,
+    ]);
+    vals.extend([f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN]);
+    vals.extend([
+        2.0f32.powi(-25),
+        next_up(2.0f32.powi(-25)),
+        2.0f32.powi(-26),
+    ]);
+    inputs.extend(vals.iter().map(|v| v.to_bits()));
+    // Output word h < 65536: f32 bits of f16 pattern h; word 32768 + i: st_f16(input i).
+    let mut want = vec![0u32; 32768 + inputs.len()];
+    for (h, w) in want.iter_mut().take(65536).enumerate() {
+        *w = f16::from_bits(h as u16).to_f32().to_bits();
+    }
+    for i in 32768..inputs.len() {
+        want[32768 + i] = f16::from_f32(f32::from_bits(inputs[i])).to_bits() as u32;
+    }
+    (inputs, want)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn next_up(x: f32) -> f32 {
+    f32::from_bits(x.to_bits() + 1)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn next_down(x: f32) -> f32 {
+    f32::from_bits(x.to_bits() - 1)
+}
+
+/// The subgroup size the cooperative-matrix matmul would run with on `adapter`, or 0:
+/// it needs `wanted`, the experimental feature, f16 and subgroups, a 16 x 16 x 16
+/// configuration with f16 operands and f32 accumulators, and one fixed subgroup size.
+fn coop_subgroup(adapter: &wgpu::Adapter, wanted: bool) -> u32 {
+    let need = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+        | wgpu::Features::SHADER_F16
+        | wgpu::Features::SUBGROUP;
+    if !wanted || !adapter.features().contains(need) {
+        return 0;
+    }
+    let listed = adapter.cooperative_matrix_properties().iter().any(|p| {
+        (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
+            && p.ab_type == wgpu::CooperativeScalarType::F16
+            && p.cr_type == wgpu::CooperativeScalarType::F32
+    });
+    let info = adapter.get_info();
+    let sg = info.subgroup_min_size;
+    if listed && sg == info.subgroup_max_size && (8..=128).contains(&sg) {
+        sg
+    } else {
+        0
+    }
+}
+
+/// Bytes bound for a parameter list of `words` words.
+fn params_binding(words: usize) -> usize {
+    (words.max(1) * 4).next_power_of_two().max(PARAM_BINDING)
+}
