@@ -2,12 +2,12 @@
 //!
 //! Kernels have one source of truth, the WGSL library of `wmx-kernels`: [`msl`]
 //! translates every module to Metal Shading Language with naga, on every platform,
-//! so the translation is tested on Linux. On Apple targets, [`Metal`] is the kernel
+//! so the translation is tested on Linux. On Apple targets, `Metal` is the kernel
 //! library's driver for Metal (shared-storage buffers: a GPU result is readable by
-//! the CPU without a copy; one command buffer per batch), and [`MetalBackend`] is
+//! the CPU without a copy; one command buffer per batch), and `MetalBackend` is
 //! wmx's GPU backend on it: the same planning, buffer states, pooling and batching
-//! as the WebGPU backend, through `objc2-metal` instead of wgpu. [`open`] gives a
-//! [`wmx_core::Device`]; the `wmx` facade registers it as `Device::metal()`.
+//! as the WebGPU backend, through `objc2-metal` instead of wgpu. `open` gives a
+//! `wmx_core::Device`; the `wmx` facade registers it as `Device::metal()`.
 //! Elsewhere the crate exposes the translation alone.
 
 pub mod msl;
