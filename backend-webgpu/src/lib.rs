@@ -427,8 +427,9 @@ impl<D: Driver> GpuBackend<D> {
             op: "webgpu",
             msg: format!(
                 "{what} of shape {shape:?} ({dtype}) is larger than one binding of this device \
-                 ({} bytes) or 2^30 elements; elementwise ops, copies and reductions compute \
-                 such arrays in pieces, this op does not (compute it in parts, or on the CPU)",
+                 ({} bytes) or 2^30 elements; elementwise ops, copies, random draws and \
+                 reductions compute such arrays in pieces, this op does not (compute it in \
+                 parts, or on the CPU)",
                 lim.bytes
             ),
         }
@@ -743,18 +744,30 @@ impl<D: Driver> Backend for GpuBackend<D> {
     }
 
     fn concatenate(&self, inputs: &[View<'_, GpuBuffer<D>>], axis: usize) -> Result<GpuBuffer<D>> {
-        let ins = inputs
-            .iter()
-            .map(|x| self.input(x))
-            .collect::<Result<Vec<_>>>()?;
-        let first = ins.first().ok_or_else(|| wmx_core::Error::Invalid {
+        let first = inputs.first().ok_or_else(|| wmx_core::Error::Invalid {
             op: "concatenate",
             msg: "no inputs".into(),
         })?;
         let mut shape = first.layout.shape.clone();
         if axis < shape.len() {
-            shape[axis] = ins.iter().map(|x| x.layout.shape[axis]).sum();
+            shape[axis] = inputs.iter().map(|x| x.layout.shape[axis]).sum();
         }
+        let ins = inputs
+            .iter()
+            .map(|x| self.input(x))
+            .collect::<Result<Vec<_>>>();
+        let n = wmx_core::layout::numel(&shape) as u64;
+        let bytes = n.saturating_mul(first.dtype.size() as u64);
+        let lim = self.limits();
+        let ins = match ins {
+            Ok(ins) if n <= split::MAX_ELEMS && bytes.div_ceil(16) * 16 <= lim.bytes => ins,
+            // Past a binding: placed in pieces.
+            _ if axis < shape.len() && n > 0 => {
+                return self.concatenate_pieces(inputs, axis, &shape);
+            }
+            Err(e) => return Err(e),
+            Ok(ins) => ins,
+        };
         self.record(&shape, inputs[0].dtype, |b, o| {
             let views: Vec<_> = ins.iter().map(|x| x.strided()).collect();
             self.kernels.concatenate(b, &views, axis, o)
@@ -801,8 +814,12 @@ impl<D: Driver> Backend for GpuBackend<D> {
         } else {
             DType::F32
         };
-        let words = self.record(&[len], word, |b, o| {
-            self.kernels.random_bits(b, &k.strided(), cap, o)
+        // In parts when the draws are larger than a binding (each part through a
+        // window of the one output).
+        let words = self.record_pieces(&[len], word, &[], |b, _, o, start| {
+            let start = start as usize;
+            self.kernels
+                .random_bits_part(b, &k.strided(), cap, len, start, o)
         })?;
         if word == dtype {
             return Ok(words);

@@ -410,6 +410,129 @@ impl<D: Driver> GpuBackend<D> {
         Ok(out)
     }
 
+    /// Concatenation whose output or an input is larger than a binding (or 2^30
+    /// elements). The output is seen as `[rows, A, inner]` (rows: the dims before
+    /// `axis`, inner: those after) and cut into pieces of whole rows, or, when one
+    /// row is larger than a binding, a single row into ranges of the axis; each
+    /// piece starts aligned, so it writes a window of the one output. Inputs are
+    /// made row-major first (a copy, itself in pieces) and each piece binds the
+    /// window of each input it reads.
+    pub(crate) fn concatenate_pieces(
+        &self,
+        inputs: &[View<'_, GpuBuffer<D>>],
+        axis: usize,
+        shape: &[usize],
+    ) -> Result<GpuBuffer<D>> {
+        self.check()?;
+        let dtype = inputs[0].dtype;
+        let kd = kdtype(dtype)?;
+        let size = kd.size() as u64;
+        let lim = self.limits();
+        let rows: usize = shape[..axis].iter().product();
+        let slots = shape[axis];
+        let inner: usize = shape[axis + 1..].iter().product();
+        let unit = inner as u64 * size;
+        // Less one alignment: an input's window starts up to that far before its part.
+        let max_slots = (lim.bytes.saturating_sub(lim.align) / unit).min(MAX_ELEMS / inner as u64);
+        let cannot = |msg: &str| self.cannot_split(shape, dtype, msg);
+        // Pieces (rows r0..r1, axis slots a0..a1) with aligned starts.
+        let mut pieces = Vec::new();
+        if slots as u64 <= max_slots {
+            let step = lim.align / gcd(lim.align, slots as u64 * unit);
+            let r = (max_slots / slots as u64) / step * step;
+            if r == 0 {
+                return Err(cannot("no aligned run of whole rows fits a binding"));
+            }
+            for r0 in (0..rows).step_by(r as usize) {
+                pieces.push((r0, (r0 + r as usize).min(rows), 0, slots));
+            }
+        } else if rows == 1 {
+            let step = lim.align / gcd(lim.align, unit);
+            let p = max_slots / step * step;
+            if p == 0 {
+                return Err(cannot("no aligned range of the axis fits a binding"));
+            }
+            for a0 in (0..slots).step_by(p as usize) {
+                pieces.push((0, 1, a0, (a0 + p as usize).min(slots)));
+            }
+        } else {
+            return Err(cannot(
+                "each row of the output is larger than a binding (concatenate along the \
+                 first axis, or in parts)",
+            ));
+        }
+        // Row-major inputs: (buffer, offset in elements, extent along the axis).
+        let mut held = Vec::new();
+        let mut ins = Vec::new();
+        for v in inputs {
+            let n_i = v.layout.shape[axis];
+            if v.layout.is_row_contiguous() {
+                ins.push((self.gpu(v.buffer)?, v.layout.offset, n_i));
+            } else {
+                let c = wmx_core::Backend::copy(self, *v, dtype)?;
+                ins.push((self.gpu(&c)?, 0, n_i));
+                held.push(c);
+            }
+        }
+        let n = wmx_core::layout::numel(shape);
+        let (out, g) = self.output(n, dtype)?;
+        let window = |first: u64, end: u64, buffer: u64| -> Result<(Window, usize)> {
+            // Bytes [first, end) of a buffer, through a window starting aligned below.
+            let start = first / lim.align * lim.align;
+            let len = (end.div_ceil(4) * 4).min(buffer) - start;
+            if len > lim.bytes {
+                return Err(cannot("an input's part is larger than a binding"));
+            }
+            Ok((Window { start, len }, ((first - start) / size) as usize))
+        };
+        let mut batch = self.lock_batch();
+        for (r0, r1, a0, a1) in pieces {
+            let mut parts = Vec::new();
+            let mut c = 0;
+            for (buf, off, n_i) in &ins {
+                let (lo, hi) = (a0.max(c), a1.min(c + n_i));
+                if lo < hi {
+                    let row = (n_i * inner) as u64;
+                    let first = *off as u64 + r0 as u64 * row + ((lo - c) * inner) as u64;
+                    let last = *off as u64 + (r1 - 1) as u64 * row + ((hi - c) * inner) as u64;
+                    let (w, offset) = window(first * size, last * size, buf.byte_size())?;
+                    let strides = [row as isize, inner as isize, 1];
+                    parts.push((buf, w, [r1 - r0, hi - lo, inner], strides, offset));
+                }
+                c += n_i;
+            }
+            let views: Vec<k::Strided<'_, D::Buffer>> = parts
+                .iter()
+                .map(|(buffer, w, shape, strides, offset)| k::Strided {
+                    buffer: *buffer,
+                    window: Some(*w),
+                    dtype: kd,
+                    shape,
+                    strides,
+                    offset: *offset,
+                })
+                .collect();
+            let o_shape = [r1 - r0, a1 - a0, inner];
+            let first = (r0 * slots + a0) as u64 * unit;
+            let end = first + ((r1 - r0) * (a1 - a0)) as u64 * unit;
+            let (w, _) = window(first, end, g.byte_size())?;
+            let o = k::Contig {
+                buffer: &g,
+                window: Some(w),
+                dtype: kd,
+                shape: &o_shape,
+            };
+            self.kernels
+                .concatenate(&mut batch, &views, 1, &o)
+                .map_err(kerr)?;
+            if batch.len() >= MAX_BATCH {
+                self.submit(&mut batch)?;
+            }
+        }
+        drop(held);
+        Ok(out)
+    }
+
     pub(crate) fn cannot_split(&self, shape: &[usize], dtype: DType, msg: &str) -> Error {
         Error::OutOfRange {
             op: "webgpu",

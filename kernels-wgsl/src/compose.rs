@@ -250,7 +250,7 @@ impl ModuleSpec {
             (Family::Place, _) => self.op,
             (Family::Gather, _) => "gather",
             (Family::Scatter, _) => "scatter",
-            (Family::RandomBits, _) => "random_bits",
+            (Family::RandomBits, _) => self.op,
             (Family::Sort, _) => self.op,
             (Family::Matmul, _) if self.variant == Variant::Coop => "matmul_coop",
             (Family::Matmul, _) if matches!(self.variant, Variant::CoopVec(_)) => "matmul_coop_vec",
@@ -703,10 +703,11 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
             if spec.inputs[..] != [DType::U32]
                 || spec.output != DType::U32
                 || spec.variant != Variant::General
+                || !["random_bits", "random_bits_part"].contains(&spec.op)
             {
                 return Err(Error::Shape(format!(
-                    "random_bits reads u32 keys and writes u32 (general variant), got {:?} -> {} ({:?})",
-                    spec.inputs, spec.output, spec.variant
+                    "random_bits reads u32 keys and writes u32 (general variant), got {} {:?} -> {} ({:?})",
+                    spec.op, spec.inputs, spec.output, spec.variant
                 )));
             }
             files.push(RANDOM);
@@ -1269,7 +1270,9 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
         ));
         let g = Variant::General;
         if d == DType::U32 {
-            v.push(spec(Family::RandomBits, "random_bits", vec![d], d, g));
+            for op in ["random_bits", "random_bits_part"] {
+                v.push(spec(Family::RandomBits, op, vec![d], d, g));
+            }
             for op in ["sort_global", "sort_global2", "sort_local"] {
                 v.push(spec(Family::Sort, op, vec![], d, g));
             }

@@ -390,4 +390,68 @@ impl<D: Driver> Kernels<D> {
         let groups = (items as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
         self.record(b, &spec, [out.binding(), keys.binding()], params, groups)
     }
+
+    /// Elements `[start, start + out.numel())` of the `len` draws
+    /// [`Kernels::random_bits`] would write, into `out`: how an output larger than
+    /// one binding is drawn in parts, each bound through a window. The whole
+    /// output (`start` 0, `len` elements) is [`Kernels::random_bits`] itself.
+    pub fn random_bits_part(
+        &self,
+        b: &mut Batch<D>,
+        keys: &Strided<D::Buffer>,
+        cap: f32,
+        len: usize,
+        start: usize,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let count = out.numel();
+        if start == 0 && count == len {
+            return self.random_bits(b, keys, cap, out);
+        }
+        let nk = keys.shape.iter().product::<usize>() / 2;
+        let end = start.checked_add(count);
+        if keys.dtype != DType::U32
+            || !matches!(out.dtype, DType::U32 | DType::F32)
+            || !(cap > 0.0 && cap < 1.0)
+            || nk == 0
+            || !len.is_multiple_of(nk)
+            || end.is_none_or(|e| e > len)
+            || len > u32::MAX as usize
+            || !crate::layout::is_row_major(keys)
+        {
+            return Err(Error::Shape(format!(
+                "random_bits_part: elements {start}.. ({count}) of {len} from keys {} {:?} \
+                 into {} {:?}",
+                keys.dtype, keys.shape, out.dtype, out.shape
+            )));
+        }
+        check_view(keys, "random_bits keys")?;
+        check_out(out)?;
+        let spec = self.spec(
+            Family::RandomBits,
+            "random_bits_part",
+            vec![DType::U32],
+            DType::U32,
+            Variant::General,
+            0,
+        );
+        if count == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        let e = len / nk;
+        let (h, odd) = (e / 2, e % 2);
+        let params = vec![
+            count as u32,
+            start as u32,
+            h as u32,
+            (h + odd) as u32,
+            e as u32,
+            keys.offset as u32,
+            (out.dtype == DType::F32) as u32,
+            cap.to_bits(),
+        ];
+        let groups = (count as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        self.record(b, &spec, [out.binding(), keys.binding()], params, groups)
+    }
 }

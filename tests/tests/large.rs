@@ -1,6 +1,7 @@
 //! Arrays past the device's storage-binding limit (128 MiB on lavapipe) and views
 //! of 2^32 elements, computed on the GPU in pieces: elementwise ops, copies, casts,
-//! creation and reductions against f64 host references; what cannot be cut is an
+//! creation, random draws (against the CPU's, bit for bit) and reductions against
+//! f64 host references; what cannot be cut is an
 //! `Err` naming the limit, never a panic or a wrong answer.
 
 use wmx_core::{self as wmx, DType, Device, Slice, f16};
@@ -203,6 +204,98 @@ fn transposes_compute_and_single_piece_ops_refuse() {
         let s = wmx::slice(&x, &[Slice::range(side as isize - 1, side as isize)])?;
         let last = wmx::max(&s, None, false)?.item::<f32>()?;
         assert_eq!(last, (side * side - 1) as f32);
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn random_draws_past_the_binding_limit_are_drawn_in_parts() {
+    let Some(dev) = gpu() else { return };
+    // Odd, so the last word of the key's block is the unpaired one; 144 MB of u32.
+    let n = 36_000_001usize;
+    assert!((n * 4) as u64 > binding_limit(&dev));
+    let draw = |d: &Device| {
+        wmx::with_device(d, || {
+            let key = wmx::random::key(7)?;
+            let bits = wmx::random::bits(&key, &[n])?.to_vec::<u32>()?;
+            let u = wmx::random::uniform(&key, &[n], -1.0, 1.0, DType::F32)?;
+            // Words past the first part, read through a slice on the device.
+            let tail = wmx::slice(&u, &[Slice::range(n as isize - 5, n as isize)])?;
+            Ok::<_, wmx::Error>((bits, tail.to_vec::<f32>()?))
+        })
+        .unwrap()
+    };
+    let (gpu_bits, gpu_tail) = draw(&dev);
+    let (cpu_bits, cpu_tail) = draw(&Device::cpu());
+    // Compared part by part, so a failure names where.
+    for (i, (g, c)) in gpu_bits
+        .chunks(1 << 20)
+        .zip(cpu_bits.chunks(1 << 20))
+        .enumerate()
+    {
+        assert!(g == c, "bits differ in block {i} of 2^20 words");
+    }
+    assert_eq!(gpu_bits.len(), n);
+    assert_eq!(gpu_tail, cpu_tail);
+}
+
+#[test]
+fn concatenation_past_the_binding_limit_is_placed_in_pieces() {
+    let Some(dev) = gpu() else { return };
+    let limit = binding_limit(&dev) as usize;
+    wmx::with_device(&dev, || {
+        // Along the first axis: one row, cut along the axis across both inputs
+        // (20M + 17M f32, 148 MB).
+        let (na, nb) = (20_000_003usize, 17_000_001usize);
+        assert!((na + nb) * 4 > limit);
+        let a = wmx::arange(0.0, na as f64, 1.0, DType::F32)?;
+        let b = wmx::arange(0.0, nb as f64, 1.0, DType::F32)?;
+        let c = wmx::concatenate(&[&a, &wmx::negative(&b)?], 0)?.to_vec::<f32>()?;
+        assert_eq!(c.len(), na + nb);
+        let want = |i: usize| if i < na { i as f32 } else { -((i - na) as f32) };
+        let bad = (0..c.len()).find(|&i| c[i] != want(i));
+        assert_eq!(bad, None, "first wrong element");
+        drop(c);
+        // Along the last axis: pieces of whole rows; one input a transpose (copied
+        // row-major first), one a row broadcast. 6000 x (3000 + 3001) f32, 144 MB.
+        let (r, w) = (6000usize, 3000usize);
+        let t = wmx::transpose(
+            &wmx::reshape(
+                &wmx::arange(0.0, (r * w) as f64, 1.0, DType::F32)?,
+                &[w as isize, r as isize],
+            )?,
+            None,
+        )?;
+        let row = wmx::broadcast_to(&wmx::arange(0.0, 3001.0, 1.0, DType::F32)?, &[r, 3001])?;
+        let c = wmx::concatenate(&[&t, &row], 1)?;
+        assert_eq!(c.shape(), [r, w + 3001]);
+        let cv = c.to_vec::<f32>()?;
+        let cols = w + 3001;
+        let want = |i: usize, j: usize| {
+            if j < w {
+                (j * r + i) as f32
+            } else {
+                (j - w) as f32
+            }
+        };
+        let bad = (0..r * cols).find(|&x| cv[x] != want(x / cols, x % cols));
+        assert_eq!(
+            bad.map(|x| (x / cols, x % cols)),
+            None,
+            "first wrong element"
+        );
+        drop(cv);
+        // f16 along the first axis (two words per element, an odd split).
+        let h = wmx::full(&[40_000_001], 1.5, DType::F16)?;
+        let g = wmx::full(&[30_000_000], -2.0, DType::F16)?;
+        let hv = wmx::concatenate(&[&h, &g], 0)?.to_vec::<f16>()?;
+        assert!(hv[..40_000_001].iter().all(|&v| v == f16::from_f32(1.5)));
+        assert!(hv[40_000_001..].iter().all(|&v| v == f16::from_f32(-2.0)));
+        // A row larger than a binding beside more than one row cannot be cut: an Err.
+        let wide = wmx::broadcast_to(&wmx::scalar(1.0, DType::F32)?, &[2, limit / 4])?;
+        let e = wmx::concatenate(&[&wide, &wide], 1)?.eval().unwrap_err();
+        assert!(e.to_string().contains("row"), "{e}");
         Ok::<(), wmx::Error>(())
     })
     .unwrap();

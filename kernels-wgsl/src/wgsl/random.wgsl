@@ -60,3 +60,30 @@ fn random_bits(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
         }
     }
 }
+
+// Words [lo, lo + count) of the same layout (an output larger than one binding is
+// written in parts), at O[0..count). Parameters: [count, lo, h, h + odd, e,
+// key_offset, unit, cap]. One hash per word: a pair's other word may lie in
+// another part, so each part computes its own.
+@compute @workgroup_size(WG)
+fn random_bits_part(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+                    @builtin(num_workgroups) nwg: vec3<u32>) {
+    let h = P[2];
+    let hi = P[3];
+    let e = P[4];
+    for (var t = thread_index(lid, wid, nwg); t < P[0]; t += thread_count(nwg)) {
+        let g = P[1] + t;
+        let k = g / e;
+        let p = g - k * e;
+        let key = vec2<u32>(wa(P[5] + 2u * k), wa(P[5] + 2u * k + 1u));
+        var w: u32;
+        if (p < h) {
+            w = threefry2x32(key, vec2<u32>(p, p + hi)).x;
+        } else if (p < hi) {
+            w = threefry2x32(key, vec2<u32>(p, 0u)).x;
+        } else {
+            w = threefry2x32(key, vec2<u32>(p - hi, p)).y;
+        }
+        O[t] = emit(w);
+    }
+}
