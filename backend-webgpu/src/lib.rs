@@ -785,19 +785,26 @@ impl<D: Driver> Backend for GpuBackend<D> {
         let mut dense = None;
         let x = self.row_major(x, &mut dense)?;
         let out_dtype = op.out_dtype(x.dtype);
-        let v = self.input(&x)?;
-        self.record(&v.layout.shape, out_dtype, |b, o| {
+        // Lines along `axis` stay whole; past a binding, pieces of the dims before it.
+        let shape = x.layout.shape.clone();
+        self.record_rows(&shape, axis, 1, out_dtype, &[&x], |b, s, o, _| {
             self.kernels
-                .scan(b, op.name(), &v.strided(), axis, reverse, inclusive, o)
+                .scan(b, op.name(), &s[0], axis, reverse, inclusive, o)
         })
     }
 
     fn argsort(&self, x: View<'_, GpuBuffer<D>>) -> Result<GpuBuffer<D>> {
         let mut dense = None;
         let x = self.row_major(x, &mut dense)?;
-        let v = self.input(&x)?;
-        self.record(&v.layout.shape, DType::U32, |b, o| {
-            self.kernels.argsort(b, &v.strided(), o)
+        // Rows stay whole; past a binding, pieces of whole rows, each with room for
+        // its (key, index) scratch pairs in one binding: 8 bytes an element, rows
+        // padded to a power of two (the small-row sort), against 4 of output.
+        let shape = x.layout.shape.clone();
+        let cut = shape.len().saturating_sub(1);
+        let n = shape.last().copied().unwrap_or(1).max(1);
+        let share = (2 * n.next_power_of_two()).div_ceil(n) as u64;
+        self.record_rows(&shape, cut, share, DType::U32, &[&x], |b, s, o, _| {
+            self.kernels.argsort(b, &s[0], o)
         })
     }
 

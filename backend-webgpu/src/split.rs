@@ -359,6 +359,29 @@ impl<D: Driver> GpuBackend<D> {
             u64,
         ) -> k::Result<()>,
     ) -> Result<GpuBuffer<D>> {
+        self.record_rows(shape, shape.len(), 1, dtype, views, f)
+    }
+
+    /// [`GpuBackend::record_pieces`] for ops whose output has `shape` too but that
+    /// need the dims from `cut` on whole in every piece (a scan's axis and those
+    /// after it, a sort's rows): pieces are boxes of the leading `cut` dims. `f`'s
+    /// last argument is the piece's first row (index over the leading dims).
+    /// Pieces are planned for `1 / share` of a binding (a sort's scratch pairs take
+    /// twice its output's bytes).
+    pub(crate) fn record_rows(
+        &self,
+        shape: &[usize],
+        cut: usize,
+        share: u64,
+        dtype: DType,
+        views: &[&View<'_, GpuBuffer<D>>],
+        f: impl Fn(
+            &mut k::Batch<D>,
+            &[k::Strided<'_, D::Buffer>],
+            &k::Contig<'_, D::Buffer>,
+            u64,
+        ) -> k::Result<()>,
+    ) -> Result<GpuBuffer<D>> {
         self.check()?;
         let kd = kdtype(dtype)?;
         let bufs = views
@@ -380,10 +403,12 @@ impl<D: Driver> GpuBackend<D> {
                 buffer: b.byte_size(),
             })
             .collect();
-        let lim = self.limits();
-        let rank = shape.len();
-        let size = kd.size() as u64;
-        let pieces = plan(shape, &ops, rank, Out::Window(size), lim)
+        let mut lim = self.limits();
+        lim.bytes = lim.bytes / share / lim.align * lim.align;
+        // The output as rows over the leading dims: bytes per row.
+        let row: u64 = shape[cut..].iter().map(|&e| e as u64).product();
+        let size = kd.size() as u64 * row;
+        let pieces = plan(shape, &ops, cut, Out::Window(size), lim)
             .map_err(|msg| self.cannot_split(shape, dtype, &msg))?;
         let n = wmx_core::layout::numel(shape);
         let (out, g) = self.output(n, dtype)?;
@@ -398,7 +423,7 @@ impl<D: Driver> GpuBackend<D> {
                 .collect();
             let o = k::Contig {
                 buffer: &g,
-                window: out_window(pieces.len(), p, rank, size, g.byte_size(), lim),
+                window: out_window(pieces.len(), p, cut, size, g.byte_size(), lim),
                 dtype: kd,
                 shape: &p.shape,
             };

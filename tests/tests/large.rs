@@ -300,3 +300,44 @@ fn concatenation_past_the_binding_limit_is_placed_in_pieces() {
     })
     .unwrap();
 }
+
+#[test]
+fn scans_and_sorts_of_rows_past_the_binding_limit() {
+    let Some(dev) = gpu() else { return };
+    assert!((N * 4) as u64 > binding_limit(&dev));
+    wmx::with_device(&dev, || {
+        // x[i, j] = (i + j) % 7 - 3: cumulative sums stay small integers (exact in f32).
+        let i = wmx::reshape(
+            &wmx::arange(0.0, ROWS as f64, 1.0, DType::F32)?,
+            &[ROWS as isize, 1],
+        )?;
+        let j = wmx::arange(0.0, COLS as f64, 1.0, DType::F32)?;
+        let x = wmx::subtract(
+            &wmx::remainder(&wmx::add(&i, &j)?, &wmx::scalar(7.0, DType::F32)?)?,
+            &wmx::scalar(3.0, DType::F32)?,
+        )?;
+        let val = |r: usize, c: usize| ((r + c) % 7) as f64 - 3.0;
+        let c = wmx::cumsum(&x, Some(1), false, true)?.to_vec::<f32>()?;
+        for r in [0, 1, 17_000, ROWS - 1] {
+            let mut acc = 0.0;
+            for col in 0..COLS {
+                acc += val(r, col);
+                assert_eq!(c[r * COLS + col] as f64, acc, "cumsum [{r}, {col}]");
+            }
+        }
+        drop(c);
+        // Sorting each row: the order of (r + c) % 7 is known; argsort is stable.
+        let s = wmx::argsort(&x, Some(1))?.to_vec::<u32>()?;
+        for r in [0, 3, 20_001, ROWS - 1] {
+            let mut want: Vec<u32> = (0..COLS as u32).collect();
+            want.sort_by(|&a, &b| val(r, a as usize).total_cmp(&val(r, b as usize)));
+            assert_eq!(&s[r * COLS..(r + 1) * COLS], &want[..], "argsort row {r}");
+        }
+        drop(s);
+        // A scan along the first axis would need columns whole: an Err naming it.
+        let e = wmx::cumsum(&x, Some(0), false, true)?.eval().unwrap_err();
+        assert!(e.to_string().contains("pieces"), "{e}");
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
