@@ -427,9 +427,9 @@ impl<D: Driver> GpuBackend<D> {
             op: "webgpu",
             msg: format!(
                 "{what} of shape {shape:?} ({dtype}) is larger than one binding of this device \
-                 ({} bytes) or 2^30 elements; elementwise ops, copies, random draws and \
-                 reductions compute such arrays in pieces, this op does not (compute it in \
-                 parts, or on the CPU)",
+                 ({} bytes) or 2^30 elements; elementwise ops, copies, random draws, \
+                 concatenation, scans, sorts, matmul's A and reductions compute such arrays \
+                 in pieces, this op does not here (compute it in parts, or on the CPU)",
                 lim.bytes
             ),
         }
@@ -890,11 +890,18 @@ impl<D: Driver> Backend for GpuBackend<D> {
         alpha: f64,
         beta: f64,
     ) -> Result<GpuBuffer<D>> {
-        let (x, y) = (self.input(&a)?, self.input(&b)?);
+        let nd = a.layout.shape.len();
+        let mut shape = a.layout.shape.clone();
+        shape[nd - 1] = b.layout.shape[nd - 1];
+        let out_bytes =
+            (wmx_core::layout::numel(&shape) as u64).saturating_mul(a.dtype.size() as u64);
+        let x = match self.input(&a) {
+            Ok(x) if out_bytes.div_ceil(16) * 16 <= self.limits().bytes => x,
+            // A or the output past a binding: rows of A in pieces (B whole).
+            _ => return self.matmul_pieces(a, b, c, alpha, beta, &shape),
+        };
+        let y = self.input(&b)?;
         let z = c.map(|c| self.input(&c)).transpose()?;
-        let nd = x.layout.shape.len();
-        let mut shape = x.layout.shape.clone();
-        shape[nd - 1] = y.layout.shape[nd - 1];
         self.record(&shape, a.dtype, |bt, o| {
             let zs = z.as_ref().map(|z| z.strided());
             self.kernels

@@ -558,6 +558,89 @@ impl<D: Driver> GpuBackend<D> {
         Ok(out)
     }
 
+    /// A matmul whose A or output is larger than a binding: pieces of A's rows
+    /// (boxes of its batch and M dims, K whole), each writing its rows of the
+    /// output through a window; B (and C) must fit a binding and are bound whole,
+    /// offset to each piece's batch (and rows).
+    pub(crate) fn matmul_pieces(
+        &self,
+        a: View<'_, GpuBuffer<D>>,
+        b: View<'_, GpuBuffer<D>>,
+        c: Option<View<'_, GpuBuffer<D>>>,
+        alpha: f64,
+        beta: f64,
+        shape: &[usize],
+    ) -> Result<GpuBuffer<D>> {
+        self.check()?;
+        let (y, z) = (self.input(&b)?, c.map(|c| self.input(&c)).transpose()?);
+        let nd = shape.len();
+        let (k_len, n) = (a.layout.shape[nd - 1], shape[nd - 1]);
+        let kd = kdtype(a.dtype)?;
+        let size = kd.size() as u64;
+        let abuf = self.gpu(a.buffer)?;
+        let op = Operand {
+            strides: &a.layout.strides,
+            offset: a.layout.offset,
+            size,
+            buffer: abuf.byte_size(),
+        };
+        let lim = self.limits();
+        let row = size * n as u64;
+        let pieces = plan(&a.layout.shape, &[op], nd - 1, Out::Window(row), lim)
+            .map_err(|msg| self.cannot_split(shape, a.dtype, &msg))?;
+        let (out, g) = self.output(wmx_core::layout::numel(shape), a.dtype)?;
+        let lead = &shape[..nd - 1];
+        // A bound view moved to the piece's first index over its leading `dims`.
+        let moved = |offset: usize, strides: &[isize], idx: &[usize]| -> Result<usize> {
+            let d: isize = idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum();
+            usize::try_from(offset as isize + d)
+                .map_err(|_| self.cannot_split(shape, a.dtype, "a view's offset"))
+        };
+        let mut batch = self.lock_batch();
+        for p in &pieces {
+            let mut idx = vec![0usize; nd - 1];
+            let mut r = p.out_start;
+            for d in (0..nd - 1).rev() {
+                idx[d] = (r % lead[d] as u64) as usize;
+                r /= lead[d] as u64;
+            }
+            let part = &p.ins[0];
+            let av = part.strided(&abuf, kd, &p.shape);
+            let b_shape: Vec<usize> = p.shape[..nd - 2]
+                .iter()
+                .copied()
+                .chain([k_len, n])
+                .collect();
+            let bv = k::Strided {
+                shape: &b_shape,
+                offset: moved(y.offset, &y.strides, &idx[..nd - 2])?,
+                ..y.strided()
+            };
+            let o_shape: Vec<usize> = p.shape[..nd - 1].iter().copied().chain([n]).collect();
+            let cv = match &z {
+                Some(z) => Some(k::Strided {
+                    shape: &o_shape,
+                    offset: moved(z.offset, &z.strides, &idx)?,
+                    ..z.strided()
+                }),
+                None => None,
+            };
+            let o = k::Contig {
+                buffer: &g,
+                window: out_window(pieces.len(), p, nd - 1, row, g.byte_size(), lim),
+                dtype: kd,
+                shape: &o_shape,
+            };
+            self.kernels
+                .matmul(&mut batch, &av, &bv, cv.as_ref(), alpha, beta, &o)
+                .map_err(kerr)?;
+            if batch.len() >= MAX_BATCH {
+                self.submit(&mut batch)?;
+            }
+        }
+        Ok(out)
+    }
+
     pub(crate) fn cannot_split(&self, shape: &[usize], dtype: DType, msg: &str) -> Error {
         Error::OutOfRange {
             op: "webgpu",

@@ -341,3 +341,62 @@ fn scans_and_sorts_of_rows_past_the_binding_limit() {
     })
     .unwrap();
 }
+
+#[test]
+fn matmul_of_rows_past_the_binding_limit() {
+    let Some(dev) = gpu() else { return };
+    assert!((N * 4) as u64 > binding_limit(&dev));
+    // Small integers: every product and sum is exact in f32.
+    let av = |i: usize, k: usize| ((i + 3 * k) % 5) as f64 - 2.0;
+    let bv = |k: usize, j: usize| ((2 * k + j) % 3) as f64 - 1.0;
+    wmx::with_device(&dev, || {
+        let i = wmx::reshape(
+            &wmx::arange(0.0, ROWS as f64, 1.0, DType::F32)?,
+            &[ROWS as isize, 1],
+        )?;
+        let kk = wmx::arange(0.0, COLS as f64, 1.0, DType::F32)?;
+        let five = wmx::scalar(5.0, DType::F32)?;
+        let a = wmx::subtract(
+            &wmx::remainder(
+                &wmx::add(&i, &wmx::multiply(&kk, &wmx::scalar(3.0, DType::F32)?)?)?,
+                &five,
+            )?,
+            &wmx::scalar(2.0, DType::F32)?,
+        )?;
+        let n = 8usize;
+        let b_host: Vec<f32> = (0..COLS * n).map(|x| bv(x / n, x % n) as f32).collect();
+        let b = wmx::Array::from_slice(&b_host, &[COLS, n])?;
+        let want = |r: usize, j: usize| (0..COLS).map(|k| av(r, k) * bv(k, j)).sum::<f64>();
+        // A (144 MB) in pieces of rows; the output is small.
+        let y = wmx::matmul(&a, &b)?.to_vec::<f32>()?;
+        for r in [0, 1, 9_999, 20_000, ROWS - 1] {
+            for j in 0..n {
+                assert_eq!(y[r * n + j] as f64, want(r, j), "A @ B [{r}, {j}]");
+            }
+        }
+        // Batched (3 x 12000 rows): B differs per batch (times 1, 2, 3), C per row
+        // (m + j, broadcast over the batch), through addmm.
+        let m = ROWS / 3;
+        let a3 = wmx::reshape(&a, &[3, m as isize, COLS as isize])?;
+        let scale = wmx::reshape(&wmx::arange(1.0, 4.0, 1.0, DType::F32)?, &[3, 1, 1])?;
+        let b3 = wmx::multiply(&b, &scale)?;
+        let rows = wmx::reshape(
+            &wmx::arange(0.0, m as f64, 1.0, DType::F32)?,
+            &[m as isize, 1],
+        )?;
+        let c = wmx::add(&rows, &wmx::arange(0.0, n as f64, 1.0, DType::F32)?)?;
+        let y3 = wmx::addmm(&c, &a3, &b3, 1.0, 2.0)?;
+        assert_eq!(y3.shape(), [3, m, n]);
+        let y3 = y3.to_vec::<f32>()?;
+        for r in [0, 11_999, 12_000, 30_001, ROWS - 1] {
+            let (bi, mi) = (r / m, r % m);
+            for j in 0..n {
+                let got = y3[r * n + j] as f64;
+                let w = (bi + 1) as f64 * want(r, j) + 2.0 * (mi + j) as f64;
+                assert_eq!(got, w, "addmm [{bi}, {mi}, {j}]");
+            }
+        }
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
