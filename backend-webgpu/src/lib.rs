@@ -428,8 +428,8 @@ impl<D: Driver> GpuBackend<D> {
             msg: format!(
                 "{what} of shape {shape:?} ({dtype}) is larger than one binding of this device \
                  ({} bytes) or 2^30 elements; elementwise ops, copies, random draws, \
-                 concatenation, scans, sorts, matmul's A and reductions compute such arrays \
-                 in pieces, this op does not here (compute it in parts, or on the CPU)",
+                 concatenation, scans, sorts, matmul's A, gathers' indices and reductions \
+                 compute such arrays in pieces, this op does not here (compute it in parts, or on the CPU)",
                 lim.bytes
             ),
         }
@@ -849,7 +849,18 @@ impl<D: Driver> Backend for GpuBackend<D> {
         axis: usize,
     ) -> Result<GpuBuffer<D>> {
         let dtype = x.dtype;
-        let (x, i) = (self.input(&x)?, self.input(&indices)?);
+        let n = wmx_core::layout::numel(&indices.layout.shape) as u64;
+        let out_bytes = n.saturating_mul(dtype.size() as u64);
+        let i = match self.input(&indices) {
+            Ok(i)
+                if n <= split::MAX_ELEMS && out_bytes.div_ceil(16) * 16 <= self.limits().bytes =>
+            {
+                i
+            }
+            // The indices or the output past a binding: pieces of them (x whole).
+            _ => return self.gather_pieces(x, indices, axis),
+        };
+        let x = self.input(&x)?;
         self.record(&i.layout.shape, dtype, |b, o| {
             self.kernels.gather(b, &x.strided(), &i.strided(), axis, o)
         })

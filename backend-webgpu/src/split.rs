@@ -641,6 +641,43 @@ impl<D: Driver> GpuBackend<D> {
         Ok(out)
     }
 
+    /// A gather (`take_along_axis`) whose indices or output are larger than a
+    /// binding: pieces of the indices' index space, each writing its range of the
+    /// output through a window; `x` must fit a binding and is bound whole, offset
+    /// to each piece's start off `axis` (all of `axis` stays readable).
+    pub(crate) fn gather_pieces(
+        &self,
+        x: View<'_, GpuBuffer<D>>,
+        indices: View<'_, GpuBuffer<D>>,
+        axis: usize,
+    ) -> Result<GpuBuffer<D>> {
+        let xi = self.input(&x)?;
+        let shape = indices.layout.shape.clone();
+        let x_axis = x.layout.shape[axis];
+        self.record_pieces(&shape, x.dtype, &[&indices], |b, s, o, start| {
+            // The piece's first index over the output, to move x there off `axis`.
+            let mut r = start;
+            let mut offset = xi.offset as isize;
+            for d in (0..shape.len()).rev() {
+                let i = (r % shape[d] as u64) as isize;
+                r /= shape[d] as u64;
+                if d != axis {
+                    offset += i * xi.strides[d];
+                }
+            }
+            let mut x_shape = s[0].shape.to_vec();
+            x_shape[axis] = x_axis;
+            let xv = k::Strided {
+                shape: &x_shape,
+                offset: usize::try_from(offset).map_err(|_| {
+                    k::Error::Shape("gather: a piece's offset into x is negative".into())
+                })?,
+                ..xi.strided()
+            };
+            self.kernels.gather(b, &xv, &s[0], axis, o)
+        })
+    }
+
     pub(crate) fn cannot_split(&self, shape: &[usize], dtype: DType, msg: &str) -> Error {
         Error::OutOfRange {
             op: "webgpu",

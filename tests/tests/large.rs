@@ -1,7 +1,8 @@
 //! Arrays past the device's storage-binding limit (128 MiB on lavapipe) and views
 //! of 2^32 elements, computed on the GPU in pieces: elementwise ops, copies, casts,
-//! creation, random draws (against the CPU's, bit for bit) and reductions against
-//! f64 host references; what cannot be cut is an
+//! creation, random draws (against the CPU's, bit for bit), concatenation, scans,
+//! sorts, matmul and gathers against host values, and reductions against f64 host
+//! references; what cannot be cut is an
 //! `Err` naming the limit, never a panic or a wrong answer.
 
 use wmx_core::{self as wmx, DType, Device, Slice, f16};
@@ -394,6 +395,52 @@ fn matmul_of_rows_past_the_binding_limit() {
                 let got = y3[r * n + j] as f64;
                 let w = (bi + 1) as f64 * want(r, j) + 2.0 * (mi + j) as f64;
                 assert_eq!(got, w, "addmm [{bi}, {mi}, {j}]");
+            }
+        }
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn gathers_past_the_binding_limit() {
+    let Some(dev) = gpu() else { return };
+    assert!((N * 4) as u64 > binding_limit(&dev));
+    wmx::with_device(&dev, || {
+        // x[r, c] = 10 r + c (5 columns); indices[r, j] = (r + j) % 7 - 1, so -1
+        // reads the last column and 5 is out of range (NaN).
+        let xr = wmx::reshape(
+            &wmx::arange(0.0, ROWS as f64, 1.0, DType::F32)?,
+            &[ROWS as isize, 1],
+        )?;
+        let x = wmx::add(
+            &wmx::multiply(&xr, &wmx::scalar(10.0, DType::F32)?)?,
+            &wmx::arange(0.0, 5.0, 1.0, DType::F32)?,
+        )?;
+        let ir = wmx::reshape(
+            &wmx::arange(0.0, ROWS as f64, 1.0, DType::I32)?,
+            &[ROWS as isize, 1],
+        )?;
+        let ij = wmx::arange(0.0, COLS as f64, 1.0, DType::I32)?;
+        let idx = wmx::subtract(
+            &wmx::remainder(&wmx::add(&ir, &ij)?, &wmx::scalar(7.0, DType::I32)?)?,
+            &wmx::scalar(1.0, DType::I32)?,
+        )?;
+        let g = wmx::take_along_axis(&x, &idx, Some(1))?.to_vec::<f32>()?;
+        assert_eq!(g.len(), N);
+        for r in [0, 1, 18_000, 33_554, ROWS - 1] {
+            for j in [0, 1, 5, 499, COLS - 1] {
+                let i = (r + j) % 7;
+                let got = g[r * COLS + j];
+                let col = match i {
+                    0 => Some(4),
+                    6 => None,
+                    i => Some(i - 1),
+                };
+                match col {
+                    Some(c) => assert_eq!(got, (10 * r + c) as f32, "[{r}, {j}]"),
+                    None => assert!(got.is_nan(), "[{r}, {j}] out of range: {got}"),
+                }
             }
         }
         Ok::<(), wmx::Error>(())
