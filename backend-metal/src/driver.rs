@@ -340,6 +340,15 @@ impl Driver for Metal {
             .map_err(|e| {
                 Error::Validation(format!("{label}: pipeline: {}", e.localizedDescription()))
             })?;
+        // A kernel heavy in registers may get fewer threads per threadgroup than
+        // its workgroup size: dispatching it would be invalid.
+        let threads: u32 = kernel.workgroup_size.iter().product();
+        if threads as usize > state.maxTotalThreadsPerThreadgroup() {
+            return Err(Error::Validation(format!(
+                "{label}: {threads} threads per threadgroup, the pipeline allows {}",
+                state.maxTotalThreadsPerThreadgroup()
+            )));
+        }
         Ok(MetalPipeline { state, kernel })
     }
 
