@@ -428,8 +428,8 @@ impl<D: Driver> GpuBackend<D> {
             msg: format!(
                 "{what} of shape {shape:?} ({dtype}) is larger than one binding of this device \
                  ({} bytes) or 2^30 elements; elementwise ops, copies, random draws, \
-                 concatenation, scans, sorts, matmul's A, gathers' indices and reductions \
-                 compute such arrays in pieces, this op does not here (compute it in parts, or on the CPU)",
+                 concatenation, scans, sorts, matmul's A, gathers' indices, slice updates' \
+                 base and reductions compute such arrays in pieces, this op does not here (compute it in parts, or on the CPU)",
                 lim.bytes
             ),
         }
@@ -736,7 +736,18 @@ impl<D: Driver> Backend for GpuBackend<D> {
         steps: &[isize],
     ) -> Result<GpuBuffer<D>> {
         let dtype = base.dtype;
-        let (x, u) = (self.input(&base)?, self.input(&update)?);
+        let n = wmx_core::layout::numel(&base.layout.shape) as u64;
+        let out_bytes = n.saturating_mul(dtype.size() as u64);
+        let x = match self.input(&base) {
+            Ok(x)
+                if n <= split::MAX_ELEMS && out_bytes.div_ceil(16) * 16 <= self.limits().bytes =>
+            {
+                x
+            }
+            // The base past a binding: pieces of it, each with its part of the update.
+            _ => return self.slice_update_pieces(base, update, starts, steps),
+        };
+        let u = self.input(&update)?;
         self.record(&x.layout.shape, dtype, |b, o| {
             self.kernels
                 .slice_update(b, &x.strided(), &u.strided(), starts, steps, o)

@@ -678,6 +678,66 @@ impl<D: Driver> GpuBackend<D> {
         })
     }
 
+    /// A slice update whose base is larger than a binding: pieces of the base
+    /// (record_pieces), each writing its range of the output with the part of the
+    /// update that falls inside it (a copy where none does). The update must fit a
+    /// binding.
+    pub(crate) fn slice_update_pieces(
+        &self,
+        base: View<'_, GpuBuffer<D>>,
+        update: View<'_, GpuBuffer<D>>,
+        starts: &[usize],
+        steps: &[isize],
+    ) -> Result<GpuBuffer<D>> {
+        let ui = self.input(&update)?;
+        let shape = base.layout.shape.clone();
+        let rank = shape.len();
+        let counts = &update.layout.shape;
+        self.record_pieces(&shape, base.dtype, &[&base], |b, s, o, start| {
+            let mut lo = vec![0usize; rank];
+            let mut r = start;
+            for d in (0..rank).rev() {
+                lo[d] = (r % shape[d] as u64) as usize;
+                r /= shape[d] as u64;
+            }
+            let (mut first, mut count, mut at) = (vec![], vec![], vec![]);
+            for d in 0..rank {
+                let (a, st, c) = (starts[d] as i64, steps[d] as i64, counts[d] as i64);
+                let (plo, phi) = (lo[d] as i64, (lo[d] + s[0].shape[d]) as i64);
+                // The update's indices i with a + i * st in [plo, phi).
+                let (i0, i1) = if st > 0 {
+                    let ceil = |x: i64| -((-x).div_euclid(st));
+                    (ceil(plo - a).max(0), ceil(phi - a).min(c))
+                } else {
+                    let m = -st;
+                    (
+                        ((a - phi).div_euclid(m) + 1).max(0),
+                        ((a - plo).div_euclid(m) + 1).min(c),
+                    )
+                };
+                if i0 >= i1 {
+                    return self.kernels.copy(b, &s[0], o);
+                }
+                first.push(i0 as usize);
+                count.push((i1 - i0) as usize);
+                at.push((a + i0 * st - plo) as usize);
+            }
+            let moved: isize = first
+                .iter()
+                .zip(&ui.strides)
+                .map(|(&i, &st)| i as isize * st)
+                .sum();
+            let uv = k::Strided {
+                shape: &count,
+                offset: usize::try_from(ui.offset as isize + moved).map_err(|_| {
+                    k::Error::Shape("slice_update: a piece's offset into the update".into())
+                })?,
+                ..ui.strided()
+            };
+            self.kernels.slice_update(b, &s[0], &uv, &at, steps, o)
+        })
+    }
+
     pub(crate) fn cannot_split(&self, shape: &[usize], dtype: DType, msg: &str) -> Error {
         Error::OutOfRange {
             op: "webgpu",

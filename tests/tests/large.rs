@@ -1,7 +1,7 @@
 //! Arrays past the device's storage-binding limit (128 MiB on lavapipe) and views
 //! of 2^32 elements, computed on the GPU in pieces: elementwise ops, copies, casts,
 //! creation, random draws (against the CPU's, bit for bit), concatenation, scans,
-//! sorts, matmul and gathers against host values, and reductions against f64 host
+//! sorts, matmul, gathers and slice updates against host values, and reductions against f64 host
 //! references; what cannot be cut is an
 //! `Err` naming the limit, never a panic or a wrong answer.
 
@@ -443,6 +443,52 @@ fn gathers_past_the_binding_limit() {
                 }
             }
         }
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn slice_updates_of_a_base_past_the_binding_limit() {
+    let Some(dev) = gpu() else { return };
+    assert!((N * 4) as u64 > binding_limit(&dev));
+    wmx::with_device(&dev, || {
+        let base = wmx::reshape(
+            &wmx::arange(0.0, N as f64, 1.0, DType::F32)?,
+            &[ROWS as isize, COLS as isize],
+        )?;
+        // Rows 5, 12, ... (across the pieces' boundaries), columns 998, 995, ... 5.
+        let (rs, cs) = (
+            Slice::new(Some(5), Some(35_000), 7),
+            Slice::new(Some(998), Some(2), -3),
+        );
+        let (nr, nc) = ((35_000 - 5usize).div_ceil(7), (998 - 2usize).div_ceil(3));
+        let ur = wmx::reshape(
+            &wmx::arange(0.0, nr as f64, 1.0, DType::F32)?,
+            &[nr as isize, 1],
+        )?;
+        let uc = wmx::arange(0.0, nc as f64, 1.0, DType::F32)?;
+        // u[i, j] = -(1000 i + j) - 1: every value distinct from the base's.
+        let u = wmx::negative(&wmx::add(
+            &wmx::add(&wmx::multiply(&ur, &wmx::scalar(1000.0, DType::F32)?)?, &uc)?,
+            &wmx::scalar(1.0, DType::F32)?,
+        )?)?;
+        let y = wmx::slice_update(&base, &u, &[rs, cs])?.to_vec::<f32>()?;
+        let want = |r: usize, c: usize| {
+            let in_r = (5..35_000).contains(&r) && (r - 5).is_multiple_of(7);
+            let in_c = (3..=998).contains(&c) && (998 - c).is_multiple_of(3);
+            if in_r && in_c {
+                -(((r - 5) / 7 * 1000 + (998 - c) / 3) as f32) - 1.0
+            } else {
+                (r * COLS + c) as f32
+            }
+        };
+        let bad = (0..N).find(|&x| y[x] != want(x / COLS, x % COLS));
+        assert_eq!(
+            bad.map(|x| (x / COLS, x % COLS)),
+            None,
+            "first wrong element"
+        );
         Ok::<(), wmx::Error>(())
     })
     .unwrap();
