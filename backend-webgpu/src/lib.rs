@@ -429,7 +429,7 @@ impl<D: Driver> GpuBackend<D> {
                 "{what} of shape {shape:?} ({dtype}) is larger than one binding of this device \
                  ({} bytes) or 2^30 elements; elementwise ops, copies, random draws, \
                  concatenation, scans, sorts, matmul's A, gathers' indices, slice updates' \
-                 base and reductions compute such arrays in pieces, this op does not here (compute it in parts, or on the CPU)",
+                 and scatters' base, and reductions compute such arrays in pieces, this op does not here (compute it in parts, or on the CPU)",
                 lim.bytes
             ),
         }
@@ -886,11 +886,18 @@ impl<D: Driver> Backend for GpuBackend<D> {
         axis: usize,
     ) -> Result<GpuBuffer<D>> {
         let dtype = base.dtype;
-        let (x, i, u) = (
-            self.input(&base)?,
-            self.input(&indices)?,
-            self.input(&updates)?,
-        );
+        let n = wmx_core::layout::numel(&base.layout.shape) as u64;
+        let out_bytes = n.saturating_mul(dtype.size() as u64);
+        let x = match self.input(&base) {
+            Ok(x)
+                if n <= split::MAX_ELEMS && out_bytes.div_ceil(16) * 16 <= self.limits().bytes =>
+            {
+                x
+            }
+            // The base past a binding: pieces of its dims before `axis`.
+            _ => return self.scatter_pieces(op, base, indices, updates, axis),
+        };
+        let (i, u) = (self.input(&indices)?, self.input(&updates)?);
         self.record(&x.layout.shape, dtype, |b, o| {
             self.kernels.scatter(
                 b,

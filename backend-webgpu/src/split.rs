@@ -738,6 +738,55 @@ impl<D: Driver> GpuBackend<D> {
         })
     }
 
+    /// A scatter into a base larger than a binding: pieces of the base's dims
+    /// before `axis` (record_rows; `axis` and the dims after it whole, since an
+    /// index may land anywhere along `axis`), each with the same rows of the
+    /// indices and updates, which must fit a binding.
+    pub(crate) fn scatter_pieces(
+        &self,
+        op: wmx_core::ScatterOp,
+        base: View<'_, GpuBuffer<D>>,
+        indices: View<'_, GpuBuffer<D>>,
+        updates: View<'_, GpuBuffer<D>>,
+        axis: usize,
+    ) -> Result<GpuBuffer<D>> {
+        let (ii, ui) = (self.input(&indices)?, self.input(&updates)?);
+        let shape = base.layout.shape.clone();
+        let lead = &shape[..axis];
+        let own = &indices.layout.shape;
+        self.record_rows(&shape, axis, 1, base.dtype, &[&base], |b, s, o, start| {
+            let mut idx = vec![0isize; axis];
+            let mut r = start;
+            for d in (0..axis).rev() {
+                idx[d] = (r % lead[d] as u64) as isize;
+                r /= lead[d] as u64;
+            }
+            // The indices' and updates' rows of this piece.
+            let part_shape: Vec<usize> = s[0].shape[..axis]
+                .iter()
+                .chain(&own[axis..])
+                .copied()
+                .collect();
+            let moved = |offset: usize, strides: &[isize]| {
+                let d: isize = idx.iter().zip(strides).map(|(&i, &st)| i * st).sum();
+                usize::try_from(offset as isize + d).map_err(|_| {
+                    k::Error::Shape("scatter: a piece's offset into its indices".into())
+                })
+            };
+            let iv = k::Strided {
+                shape: &part_shape,
+                offset: moved(ii.offset, &ii.strides)?,
+                ..ii.strided()
+            };
+            let uv = k::Strided {
+                shape: &part_shape,
+                offset: moved(ui.offset, &ui.strides)?,
+                ..ui.strided()
+            };
+            self.kernels.scatter(b, op.name(), &s[0], &iv, &uv, axis, o)
+        })
+    }
+
     pub(crate) fn cannot_split(&self, shape: &[usize], dtype: DType, msg: &str) -> Error {
         Error::OutOfRange {
             op: "webgpu",

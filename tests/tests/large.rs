@@ -1,7 +1,7 @@
 //! Arrays past the device's storage-binding limit (128 MiB on lavapipe) and views
 //! of 2^32 elements, computed on the GPU in pieces: elementwise ops, copies, casts,
 //! creation, random draws (against the CPU's, bit for bit), concatenation, scans,
-//! sorts, matmul, gathers and slice updates against host values, and reductions against f64 host
+//! sorts, matmul, gathers, slice updates and scatters against host values, and reductions against f64 host
 //! references; what cannot be cut is an
 //! `Err` naming the limit, never a panic or a wrong answer.
 
@@ -489,6 +489,37 @@ fn slice_updates_of_a_base_past_the_binding_limit() {
             None,
             "first wrong element"
         );
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn scatters_into_a_base_past_the_binding_limit() {
+    let Some(dev) = gpu() else { return };
+    assert!((N * 4) as u64 > binding_limit(&dev));
+    wmx::with_device(&dev, || {
+        let base = wmx::zeros(&[ROWS, COLS], DType::F32)?;
+        // Row r sets columns r % 500, 500 + 7r % 499 and -1 (the last): distinct.
+        let cols = |r: usize| [r % 500, 500 + 7 * r % 499, COLS - 1];
+        let idx: Vec<i32> = (0..ROWS)
+            .flat_map(|r| [(r % 500) as i32, (500 + 7 * r % 499) as i32, -1])
+            .collect();
+        let vals: Vec<f32> = (0..ROWS)
+            .flat_map(|r| [r as f32 + 0.5, r as f32 + 0.25, -(r as f32)])
+            .collect();
+        let idx = wmx::Array::from_slice(&idx, &[ROWS, 3])?;
+        let vals = wmx::Array::from_slice(&vals, &[ROWS, 3])?;
+        let y = wmx::put_along_axis(&base, &idx, &vals, 1)?.to_vec::<f32>()?;
+        let bad = (0..ROWS).find(|&r| {
+            let row = &y[r * COLS..(r + 1) * COLS];
+            let c = cols(r);
+            let want = [r as f32 + 0.5, r as f32 + 0.25, -(r as f32)];
+            let set = (0..3).all(|k| row[c[k]] == want[k]);
+            let rest = (0..COLS).filter(|j| !c.contains(j)).all(|j| row[j] == 0.0);
+            !(set && rest)
+        });
+        assert_eq!(bad, None, "first wrong row");
         Ok::<(), wmx::Error>(())
     })
     .unwrap();
