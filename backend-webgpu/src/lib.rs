@@ -412,6 +412,14 @@ impl<D: Driver> GpuBackend<D> {
         })
     }
 
+    /// Whether an output of `shape`/`dtype` fits one binding and one piece's
+    /// element count (else the ops that can compute in pieces do).
+    fn fits_one(&self, shape: &[usize], dtype: DType) -> bool {
+        let n = wmx_core::layout::numel(shape) as u64;
+        let bytes = n.saturating_mul(dtype.size() as u64);
+        n <= split::MAX_ELEMS && bytes.div_ceil(16) * 16 <= self.limits().bytes
+    }
+
     /// What one binding may hold on this device.
     fn limits(&self) -> split::Limits {
         split::Limits {
@@ -736,14 +744,8 @@ impl<D: Driver> Backend for GpuBackend<D> {
         steps: &[isize],
     ) -> Result<GpuBuffer<D>> {
         let dtype = base.dtype;
-        let n = wmx_core::layout::numel(&base.layout.shape) as u64;
-        let out_bytes = n.saturating_mul(dtype.size() as u64);
         let x = match self.input(&base) {
-            Ok(x)
-                if n <= split::MAX_ELEMS && out_bytes.div_ceil(16) * 16 <= self.limits().bytes =>
-            {
-                x
-            }
+            Ok(x) if self.fits_one(&base.layout.shape, dtype) => x,
             // The base past a binding: pieces of it, each with its part of the update.
             _ => return self.slice_update_pieces(base, update, starts, steps),
         };
@@ -767,13 +769,10 @@ impl<D: Driver> Backend for GpuBackend<D> {
             .iter()
             .map(|x| self.input(x))
             .collect::<Result<Vec<_>>>();
-        let n = wmx_core::layout::numel(&shape) as u64;
-        let bytes = n.saturating_mul(first.dtype.size() as u64);
-        let lim = self.limits();
         let ins = match ins {
-            Ok(ins) if n <= split::MAX_ELEMS && bytes.div_ceil(16) * 16 <= lim.bytes => ins,
+            Ok(ins) if self.fits_one(&shape, first.dtype) => ins,
             // Past a binding: placed in pieces.
-            _ if axis < shape.len() && n > 0 => {
+            _ if axis < shape.len() && !shape.contains(&0) => {
                 return self.concatenate_pieces(inputs, axis, &shape);
             }
             Err(e) => return Err(e),
@@ -860,14 +859,8 @@ impl<D: Driver> Backend for GpuBackend<D> {
         axis: usize,
     ) -> Result<GpuBuffer<D>> {
         let dtype = x.dtype;
-        let n = wmx_core::layout::numel(&indices.layout.shape) as u64;
-        let out_bytes = n.saturating_mul(dtype.size() as u64);
         let i = match self.input(&indices) {
-            Ok(i)
-                if n <= split::MAX_ELEMS && out_bytes.div_ceil(16) * 16 <= self.limits().bytes =>
-            {
-                i
-            }
+            Ok(i) if self.fits_one(&indices.layout.shape, dtype) => i,
             // The indices or the output past a binding: pieces of them (x whole).
             _ => return self.gather_pieces(x, indices, axis),
         };
@@ -886,14 +879,8 @@ impl<D: Driver> Backend for GpuBackend<D> {
         axis: usize,
     ) -> Result<GpuBuffer<D>> {
         let dtype = base.dtype;
-        let n = wmx_core::layout::numel(&base.layout.shape) as u64;
-        let out_bytes = n.saturating_mul(dtype.size() as u64);
         let x = match self.input(&base) {
-            Ok(x)
-                if n <= split::MAX_ELEMS && out_bytes.div_ceil(16) * 16 <= self.limits().bytes =>
-            {
-                x
-            }
+            Ok(x) if self.fits_one(&base.layout.shape, dtype) => x,
             // The base past a binding: pieces of its dims before `axis`.
             _ => return self.scatter_pieces(op, base, indices, updates, axis),
         };
@@ -922,10 +909,8 @@ impl<D: Driver> Backend for GpuBackend<D> {
         let nd = a.layout.shape.len();
         let mut shape = a.layout.shape.clone();
         shape[nd - 1] = b.layout.shape[nd - 1];
-        let out_bytes =
-            (wmx_core::layout::numel(&shape) as u64).saturating_mul(a.dtype.size() as u64);
         let x = match self.input(&a) {
-            Ok(x) if out_bytes.div_ceil(16) * 16 <= self.limits().bytes => x,
+            Ok(x) if self.fits_one(&shape, a.dtype) => x,
             // A or the output past a binding: rows of A in pieces (B whole).
             _ => return self.matmul_pieces(a, b, c, alpha, beta, &shape),
         };

@@ -320,6 +320,24 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// The multi-index of row-major position `at` over `dims`.
+fn unravel(mut at: u64, dims: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; dims.len()];
+    for d in (0..dims.len()).rev() {
+        idx[d] = (at % dims[d] as u64) as usize;
+        at /= dims[d] as u64;
+    }
+    idx
+}
+
+/// A view's offset moved to index `idx` over its leading dims (`strides` may be
+/// negative); `Err` if that falls before its binding's start.
+fn moved(offset: usize, strides: &[isize], idx: &[usize]) -> k::Result<usize> {
+    let d: isize = idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum();
+    usize::try_from(offset as isize + d)
+        .map_err(|_| k::Error::Shape("a piece's offset falls before its view's start".into()))
+}
+
 /// The window a piece writes its output through: `None` when the whole output is
 /// one piece that fits a binding.
 pub(crate) fn out_window(
@@ -589,21 +607,9 @@ impl<D: Driver> GpuBackend<D> {
         let pieces = plan(&a.layout.shape, &[op], nd - 1, Out::Window(row), lim)
             .map_err(|msg| self.cannot_split(shape, a.dtype, &msg))?;
         let (out, g) = self.output(wmx_core::layout::numel(shape), a.dtype)?;
-        let lead = &shape[..nd - 1];
-        // A bound view moved to the piece's first index over its leading `dims`.
-        let moved = |offset: usize, strides: &[isize], idx: &[usize]| -> Result<usize> {
-            let d: isize = idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum();
-            usize::try_from(offset as isize + d)
-                .map_err(|_| self.cannot_split(shape, a.dtype, "a view's offset"))
-        };
         let mut batch = self.lock_batch();
         for p in &pieces {
-            let mut idx = vec![0usize; nd - 1];
-            let mut r = p.out_start;
-            for d in (0..nd - 1).rev() {
-                idx[d] = (r % lead[d] as u64) as usize;
-                r /= lead[d] as u64;
-            }
+            let idx = unravel(p.out_start, &shape[..nd - 1]);
             let part = &p.ins[0];
             let av = part.strided(&abuf, kd, &p.shape);
             let b_shape: Vec<usize> = p.shape[..nd - 2]
@@ -613,14 +619,14 @@ impl<D: Driver> GpuBackend<D> {
                 .collect();
             let bv = k::Strided {
                 shape: &b_shape,
-                offset: moved(y.offset, &y.strides, &idx[..nd - 2])?,
+                offset: moved(y.offset, &y.strides, &idx[..nd - 2]).map_err(kerr)?,
                 ..y.strided()
             };
             let o_shape: Vec<usize> = p.shape[..nd - 1].iter().copied().chain([n]).collect();
             let cv = match &z {
                 Some(z) => Some(k::Strided {
                     shape: &o_shape,
-                    offset: moved(z.offset, &z.strides, &idx)?,
+                    offset: moved(z.offset, &z.strides, &idx).map_err(kerr)?,
                     ..z.strided()
                 }),
                 None => None,
@@ -655,23 +661,14 @@ impl<D: Driver> GpuBackend<D> {
         let shape = indices.layout.shape.clone();
         let x_axis = x.layout.shape[axis];
         self.record_pieces(&shape, x.dtype, &[&indices], |b, s, o, start| {
-            // The piece's first index over the output, to move x there off `axis`.
-            let mut r = start;
-            let mut offset = xi.offset as isize;
-            for d in (0..shape.len()).rev() {
-                let i = (r % shape[d] as u64) as isize;
-                r /= shape[d] as u64;
-                if d != axis {
-                    offset += i * xi.strides[d];
-                }
-            }
+            // x moved to the piece's first index, off `axis`.
+            let mut idx = unravel(start, &shape);
+            idx[axis] = 0;
             let mut x_shape = s[0].shape.to_vec();
             x_shape[axis] = x_axis;
             let xv = k::Strided {
                 shape: &x_shape,
-                offset: usize::try_from(offset).map_err(|_| {
-                    k::Error::Shape("gather: a piece's offset into x is negative".into())
-                })?,
+                offset: moved(xi.offset, &xi.strides, &idx)?,
                 ..xi.strided()
             };
             self.kernels.gather(b, &xv, &s[0], axis, o)
@@ -694,12 +691,7 @@ impl<D: Driver> GpuBackend<D> {
         let rank = shape.len();
         let counts = &update.layout.shape;
         self.record_pieces(&shape, base.dtype, &[&base], |b, s, o, start| {
-            let mut lo = vec![0usize; rank];
-            let mut r = start;
-            for d in (0..rank).rev() {
-                lo[d] = (r % shape[d] as u64) as usize;
-                r /= shape[d] as u64;
-            }
+            let lo = unravel(start, &shape);
             let (mut first, mut count, mut at) = (vec![], vec![], vec![]);
             for d in 0..rank {
                 let (a, st, c) = (starts[d] as i64, steps[d] as i64, counts[d] as i64);
@@ -722,16 +714,9 @@ impl<D: Driver> GpuBackend<D> {
                 count.push((i1 - i0) as usize);
                 at.push((a + i0 * st - plo) as usize);
             }
-            let moved: isize = first
-                .iter()
-                .zip(&ui.strides)
-                .map(|(&i, &st)| i as isize * st)
-                .sum();
             let uv = k::Strided {
                 shape: &count,
-                offset: usize::try_from(ui.offset as isize + moved).map_err(|_| {
-                    k::Error::Shape("slice_update: a piece's offset into the update".into())
-                })?,
+                offset: moved(ui.offset, &ui.strides, &first)?,
                 ..ui.strided()
             };
             self.kernels.slice_update(b, &s[0], &uv, &at, steps, o)
@@ -755,32 +740,21 @@ impl<D: Driver> GpuBackend<D> {
         let lead = &shape[..axis];
         let own = &indices.layout.shape;
         self.record_rows(&shape, axis, 1, base.dtype, &[&base], |b, s, o, start| {
-            let mut idx = vec![0isize; axis];
-            let mut r = start;
-            for d in (0..axis).rev() {
-                idx[d] = (r % lead[d] as u64) as isize;
-                r /= lead[d] as u64;
-            }
+            let idx = unravel(start, lead);
             // The indices' and updates' rows of this piece.
             let part_shape: Vec<usize> = s[0].shape[..axis]
                 .iter()
                 .chain(&own[axis..])
                 .copied()
                 .collect();
-            let moved = |offset: usize, strides: &[isize]| {
-                let d: isize = idx.iter().zip(strides).map(|(&i, &st)| i * st).sum();
-                usize::try_from(offset as isize + d).map_err(|_| {
-                    k::Error::Shape("scatter: a piece's offset into its indices".into())
-                })
-            };
             let iv = k::Strided {
                 shape: &part_shape,
-                offset: moved(ii.offset, &ii.strides)?,
+                offset: moved(ii.offset, &ii.strides, &idx)?,
                 ..ii.strided()
             };
             let uv = k::Strided {
                 shape: &part_shape,
-                offset: moved(ui.offset, &ui.strides)?,
+                offset: moved(ui.offset, &ui.strides, &idx)?,
                 ..ui.strided()
             };
             self.kernels.scatter(b, op.name(), &s[0], &iv, &uv, axis, o)
