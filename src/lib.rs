@@ -16,7 +16,8 @@
 //! ```
 //!
 //! Arrays go to [`default_device`]: the GPU when an adapter opens, else the CPU;
-//! `WMX_DEVICE=cpu|gpu` forces one, [`with_device`] overrides it for a scope.
+//! `WMX_DEVICE=cpu|gpu` forces one (`metal` on Apple: `Device::metal()`, the
+//! native Metal backend), [`with_device`] overrides it for a scope.
 //! Every op returns [`Result`]; operators (`&a + &b`) panic with the shapes in
 //! the message instead.
 //!
