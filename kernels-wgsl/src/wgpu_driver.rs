@@ -654,7 +654,10 @@ impl Kernels<Wgpu> {
             subgroups,
             subgroup_size: if subgroups { info.subgroup_min_size } else { 0 },
             timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
-            max_storage_binding: limits.max_storage_buffer_binding_size,
+            max_storage_binding: binding_cap(
+                limits.max_storage_buffer_binding_size,
+                std::env::var("WMX_MAX_BINDING").ok().as_deref(),
+            ),
             max_buffer: limits.max_buffer_size,
             max_workgroups_per_dim: limits.max_compute_workgroups_per_dimension,
             max_invocations: limits.max_compute_invocations_per_workgroup,
@@ -1003,7 +1006,33 @@ fn coop_subgroup(adapter: &wgpu::Adapter, wanted: bool) -> u32 {
     }
 }
 
+/// The binding limit wmx plans with: the device's, or less with
+/// `WMX_MAX_BINDING=bytes` (at least 1 MiB, a multiple of 256): a testing aid that
+/// makes the paths for arrays past a binding run on any device (the large-array
+/// tests on an NVIDIA GPU, whose own limit is 2 GiB).
+fn binding_cap(device: u64, env: Option<&str>) -> u64 {
+    let cap = env
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(u64::MAX, |b| b.max(1 << 20) & !255);
+    device.min(cap)
+}
+
 /// Bytes bound for a parameter list of `words` words.
 fn params_binding(words: usize) -> usize {
     (words.max(1) * 4).next_power_of_two().max(PARAM_BINDING)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_binding_cap_only_lowers_the_limit_and_stays_aligned() {
+        let cap = super::binding_cap;
+        let nvidia = (1u64 << 31) - 4;
+        assert_eq!(cap(nvidia, None), nvidia);
+        assert_eq!(cap(nvidia, Some("134217728")), 1 << 27);
+        assert_eq!(cap(1 << 27, Some("4294967296")), 1 << 27);
+        assert_eq!(cap(nvidia, Some("1000")), 1 << 20);
+        assert_eq!(cap(nvidia, Some("1048577")), 1 << 20);
+        assert_eq!(cap(nvidia, Some("lots")), nvidia);
+    }
 }

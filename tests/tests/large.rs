@@ -1,4 +1,5 @@
-//! Arrays past the device's storage-binding limit (128 MiB on lavapipe) and views
+//! Arrays past the device's storage-binding limit (128 MiB on lavapipe; on a
+//! device with more, run with `WMX_MAX_BINDING=134217728`) and views
 //! of 2^32 elements, computed on the GPU in pieces: elementwise ops, copies, casts,
 //! creation, random draws (against the CPU's, bit for bit), concatenation, scans,
 //! sorts, matmul, gathers, slice updates and scatters against host values, and reductions against f64 host
