@@ -807,12 +807,15 @@ impl<D: Driver> Backend for GpuBackend<D> {
         let mut dense = None;
         let x = self.row_major(x, &mut dense)?;
         // Rows stay whole; past a binding, pieces of whole rows, each with room for
-        // its (key, index) scratch pairs in one binding: 8 bytes an element, rows
-        // padded to a power of two (the small-row sort), against 4 of output.
+        // its scratch pairs in one binding (against 4 bytes an element of output).
         let shape = x.layout.shape.clone();
         let cut = shape.len().saturating_sub(1);
         let n = shape.last().copied().unwrap_or(1).max(1);
-        let share = (2 * n.next_power_of_two()).div_ceil(n) as u64;
+        let share = self
+            .kernels
+            .argsort_scratch_bytes(1, n)
+            .div_ceil(4 * n as u64)
+            .max(1);
         self.record_rows(&shape, cut, share, DType::U32, &[&x], |b, s, o, _| {
             self.kernels.argsort(b, &s[0], o)
         })

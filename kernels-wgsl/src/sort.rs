@@ -29,6 +29,23 @@ const TILE: usize = 2048;
 const BITS: u32 = 4;
 
 impl<D: Driver> Kernels<D> {
+    /// Bytes of each (key, index) scratch buffer [`Kernels::argsort`] binds for
+    /// `rows` rows of `n`: 8 an element, rows padded to a power of two where the
+    /// bitonic sort runs (callers cutting work into pieces size them by it).
+    pub fn argsort_scratch_bytes(&self, rows: usize, n: usize) -> u64 {
+        let per_row = if self.radix_sorts(n) {
+            n
+        } else {
+            n.next_power_of_two()
+        };
+        rows as u64 * per_row as u64 * 8
+    }
+
+    /// Whether rows of `n` take the radix sort (else the bitonic one).
+    fn radix_sorts(&self, n: usize) -> bool {
+        n >= RADIX_MIN && self.wg() == 256
+    }
+
     /// `out` (u32, `x`'s shape) = for each row along the last axis of the row-major
     /// `x`, the indices that sort it ascending, stably; NaN sorts last and -0 equals
     /// +0 (numpy's order).
@@ -59,7 +76,7 @@ impl<D: Driver> Kernels<D> {
             crate::compose::compose(&init)?;
             return Ok(());
         }
-        if n >= RADIX_MIN && self.wg() == 256 {
+        if self.radix_sorts(n) {
             return self.radix_argsort(b, x, rows, n, out);
         }
         let p2 = n.next_power_of_two() as u64;
@@ -69,7 +86,7 @@ impl<D: Driver> Kernels<D> {
                 "argsort: {rows} rows of {n} (padded to {p2}) exceed 2^31 pairs"
             )));
         }
-        let pairs = self.scratch(2, total * 8)?;
+        let pairs = self.scratch(2, self.argsort_scratch_bytes(rows, n))?;
         let params = |k: u64, j: u64, kmax: u64| {
             vec![
                 total as u32,
@@ -156,7 +173,8 @@ impl<D: Driver> Kernels<D> {
         let table = groups * (1 << BITS);
         let counts = self.create_buffer(table * 4, Some("wmx radix counts"))?;
         let offsets = self.create_buffer(table * 4, Some("wmx radix offsets"))?;
-        let pairs = [self.scratch(2, count * 8)?, self.scratch(3, count * 8)?];
+        let bytes = self.argsort_scratch_bytes(rows, n);
+        let pairs = [self.scratch(2, bytes)?, self.scratch(3, bytes)?];
         let g = Variant::General;
         let hist = self.spec(Family::Sort, "radix_hist", vec![x.dtype], DType::U32, g, 0);
         let inputs = vec![x.dtype, DType::U32];
