@@ -399,9 +399,11 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
     } else {
         "array<vec4<u32>>"
     };
+    // The vectorised row ops store a vec4 of words at a time.
+    let vec_rows = spec.family == Family::Norm && spec.variant == Variant::RowsVec;
     let out_arr = if spec.family == Family::Scatter {
         "array<atomic<u32>>"
-    } else if reduce || product {
+    } else if (reduce || product) && !vec_rows {
         "array<u32>"
     } else {
         arr
@@ -656,6 +658,19 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
                 1 => "fn ld_w(i: u32) -> f32 { return ld_b(i); }\nfn ld_b2(i: u32) -> f32 { return 0.0; }\n",
                 _ => "fn ld_w(i: u32) -> f32 { return ld_b(i); }\nfn ld_b2(i: u32) -> f32 { return ld_c(i); }\n",
             });
+            // vec4-of-words loads of weight and bias, and word / vec4 stores, for
+            // either declaration of O.
+            if spec.variant == Variant::RowsVec {
+                p.push_str(match params {
+                    0 => "fn vw(q: u32) -> vec4<u32> { return vec4<u32>(0u); }\nfn vb2(q: u32) -> vec4<u32> { return vec4<u32>(0u); }\n",
+                    1 => "fn vw(q: u32) -> vec4<u32> { return vb(q); }\nfn vb2(q: u32) -> vec4<u32> { return vec4<u32>(0u); }\n",
+                    _ => "fn vw(q: u32) -> vec4<u32> { return vb(q); }\nfn vb2(q: u32) -> vec4<u32> { return vc(q); }\n",
+                });
+                p.push_str("fn nr_store(w: u32, v: u32) { O[w >> 2u][w & 3u] = v; }\nfn nr_store4(q: u32, v: vec4<u32>) { O[q] = v; }\n");
+            } else {
+                p.push_str("fn vw(q: u32) -> vec4<u32> { return vec4<u32>(0u); }\nfn vb2(q: u32) -> vec4<u32> { return vec4<u32>(0u); }\n");
+                p.push_str("fn nr_store(w: u32, v: u32) { O[w] = v; }\nfn nr_store4(q: u32, v: vec4<u32>) { for (var i = 0u; i < 4u; i++) { O[4u * q + i] = v[i]; } }\n");
+            }
             files.extend([NORM, UNARY]);
         }
         Family::Place | Family::Gather | Family::Scatter => {

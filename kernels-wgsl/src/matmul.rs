@@ -40,6 +40,8 @@ const COOP_VEC_WORKGROUP_BYTES: u32 = 2 * 9216 * 2 + 2048 * 4;
 
 /// Gemv chunks: column-mode launches aim for at least this many invocations.
 const GEMV_MIN_THREADS: u64 = 1 << 17;
+/// Rows per workgroup of the vectorised row kernel (`GV_ROWS` in gemv.wgsl).
+const GEMV_ROWS: usize = 4;
 
 fn i32_bits(s: isize) -> u32 {
     s as i32 as u32
@@ -349,9 +351,12 @@ impl<D: Driver> Kernels<D> {
         };
         let kc = (k as u64).div_ceil(chunks).max(1);
         let chunks = (k as u64).div_ceil(kc).max(1);
+        // Vectorised rows take GEMV_ROWS rows of one batch per workgroup where they
+        // can (whole output words, so 16-bit results are stored directly).
+        let multi = !cols && vec4 && rows_i % GEMV_ROWS == 0;
         // Partial sums (or the raw sums of 16-bit rows) go through f32 scratch.
-        let via_scratch = cols || narrow;
-        let flags = (c.is_some() as u32) << 2 | (via_scratch as u32) << 3;
+        let via_scratch = cols || narrow && !multi;
+        let flags = (c.is_some() as u32) << 2 | (via_scratch as u32) << 3 | (multi as u32) << 4;
         let mut params = vec![
             rows_i as u32,
             k as u32,
@@ -392,6 +397,8 @@ impl<D: Driver> Kernels<D> {
             (Variant::ColsVec, col_items.div_ceil(wg) * chunks)
         } else if cols {
             (Variant::Cols, rows.div_ceil(wg) * chunks)
+        } else if multi {
+            (Variant::RowsVec, rows / GEMV_ROWS as u64)
         } else if vec4 {
             (Variant::RowsVec, rows)
         } else {

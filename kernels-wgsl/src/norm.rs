@@ -75,6 +75,18 @@ impl<D: Driver> Kernels<D> {
             return Ok(());
         }
         let rows = (n / l) as u64;
+        // Vectorised rows that fit in registers (four vec4 loads per invocation)
+        // take the fewest invocations that hold them, several rows a workgroup;
+        // others take the whole workgroup.
+        let wg = self.wg();
+        let mut per_row = wg;
+        if vec4 {
+            let nq = (l as u64 / e4 as u64).max(1);
+            while per_row > 1 && nq <= 4 * (per_row as u64 / 2) {
+                per_row /= 2;
+            }
+        }
+        let groups = rows.div_ceil((wg / per_row) as u64);
         let (bshape, bst) = collapse(&x.shape[..nd - 1], &[&x.strides[..nd - 1]]);
         let (w, bb) = (params.first(), params.get(1));
         let mut p = vec![
@@ -88,13 +100,14 @@ impl<D: Driver> Kernels<D> {
             bb.map_or(0, |v| v.offset as u32),
             bb.map_or(0, |v| v.strides[0] as i32 as u32),
             (eps as f32).to_bits(),
+            per_row.trailing_zeros(),
         ];
         p.extend(bshape.iter().map(|&d| d as u32));
         p.extend(bst[0].iter().map(|&s| s as i32 as u32));
         let target = tmp.as_ref().map_or_else(|| out.binding(), Binding::from);
         let mut buffers = vec![target.clone(), x.binding()];
         buffers.extend(params.iter().map(|p| p.binding()));
-        self.record(b, &spec, buffers, p, rows)?;
+        self.record(b, &spec, buffers, p, groups)?;
         if let Some(t) = &tmp {
             self.round_from_f32(b, t, out)?;
         }

@@ -68,9 +68,13 @@ def main():
         g = torch.Generator(device="cuda").manual_seed(0)
         r, l = 1 << 14, 4096
         x = torch.rand(r, l, device="cuda", generator=g).to(dt)
+        j = torch.arange(l, device="cuda")
+        w = (0.5 + (j % 7) * 0.25).to(dt)
+        b = ((j % 5) * 0.5 - 1.0).to(dt)
         fns = {
             "softmax": lambda: torch.softmax(x, -1),
             "layer_norm": lambda: torch.nn.functional.layer_norm(x, (l,), eps=1e-5),
+            "layer_norm_wb": lambda: torch.nn.functional.layer_norm(x, (l,), w, b, eps=1e-5),
             "rms_norm": lambda: torch.nn.functional.rms_norm(x, (l,), eps=1e-5),
         }
         for name, fn in fns.items():

@@ -1,8 +1,9 @@
 //! Fused row operations of neural networks: [`softmax`], [`log_softmax`],
 //! [`layer_norm`], [`rms_norm`]. Each is one primitive (`Primitive::Normalize`) over
-//! the last axis: one read and one write of the data, max-subtracted (softmax) or
-//! Welford-merged (layer_norm) in f32 for every float dtype. Other axes are moved
-//! last first (a copy).
+//! the last axis: one read and one write of the data, max-subtracted (softmax) in
+//! f32 for every float dtype; layer_norm's variance is two-pass (the CPU in f64; the
+//! GPU in f32, around the row's first element for rows it holds in registers, else
+//! Welford-merged). Other axes are moved last first (a copy).
 
 use super::{astype, broadcast_to, full_like, node, op_device, reshape, scalar_like, transpose};
 use crate::{Array, DType, Error, Primitive, Result, layout::normalize_axes, primitive::NormOp};
@@ -114,7 +115,7 @@ fn check_eps(name: &'static str, eps: f64) -> Result<()> {
 }
 
 /// `(x - mean) / sqrt(var + eps) * weight + bias` over the last axis (population
-/// variance, Welford-merged in f32, so constant rows give exactly `bias`). `weight`
+/// variance, computed so that constant rows give exactly `bias`). `weight`
 /// and `bias` broadcast to the last axis; absent means 1 and 0.
 pub fn layer_norm(
     x: &Array,

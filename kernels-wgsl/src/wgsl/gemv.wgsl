@@ -83,39 +83,78 @@ fn gemv_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
     if (lid == 0u) { gv_finish_row(row, s, p.z); }
 }
 
-// Dot product of the elements of two vec4s of words.
-fn gv_dot4(a: vec4<u32>, b: vec4<u32>) -> f32 {
-    if (LA == 1u) {
-        var s = 0.0;
-        for (var j = 0u; j < 4u; j++) {
-            let x = x2a(a[j]);
-            let y = x2b(b[j]);
-            s = fma(x.x, y.x, fma(x.y, y.y, s));
-        }
-        return s;
+// The elements of a vec4 of the vector's words (as gv_unpack for A).
+fn gv_unpack_b(q: vec4<u32>) -> array<vec4<f32>, 2> {
+    if (LB == 1u) {
+        return array<vec4<f32>, 2>(vec4<f32>(x2b(q.x), x2b(q.y)), vec4<f32>(x2b(q.z), x2b(q.w)));
     }
-    let x = vec4<f32>(xa(a.x, 0u), xa(a.y, 0u), xa(a.z, 0u), xa(a.w, 0u));
-    let y = vec4<f32>(xb(b.x, 0u), xb(b.y, 0u), xb(b.z, 0u), xb(b.w, 0u));
-    return dot(x, y);
+    return array<vec4<f32>, 2>(
+        vec4<f32>(xb(q.x, 0u), xb(q.y, 0u), xb(q.z, 0u), xb(q.w, 0u)), vec4<f32>(0.0));
 }
+
+// Dot product of a vec4 of A's words with the matching unpacked vector elements.
+fn gv_dot_u(a: vec4<u32>, v: array<vec4<f32>, 2>) -> f32 {
+    let x = gv_unpack(a);
+    if (LA == 1u) {
+        return dot(x[0], v[0]) + dot(x[1], v[1]);
+    }
+    return dot(x[0], v[0]);
+}
+
+var<workgroup> gv_red4: array<vec4<f32>, 256>;
+
+fn gv_sum4(v: vec4<f32>, lid: u32) -> vec4<f32> {
+    gv_red4[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { gv_red4[lid] += gv_red4[lid + s]; }
+        workgroupBarrier();
+    }
+    return gv_red4[0];
+}
+
+// Rows with vec4-of-words loads (offsets, K and the row stride multiples of a vec4 of
+// words; the host checks). With flag bit 4, GV_ROWS neighbouring rows of one batch
+// per workgroup (I a multiple of GV_ROWS): each vector load serves all of them, one
+// reduction sums them, and 16-bit outputs are whole words, stored directly.
+const GV_ROWS: u32 = 4u;
 
 @compute @workgroup_size(WG)
 fn gemv_rows_v(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nwg: vec3<u32>) {
-    let row = wid.x + wid.y * nwg.x;
-    if (row >= P[2]) { return; }
-    let p = gv_offsets(row);
-    // Element offsets and K are multiples of a vec4 of words (the host checks).
+    let multi = (P[13] & 16u) != 0u;
+    let nr = select(1u, GV_ROWS, multi);
+    let row0 = (wid.x + wid.y * nwg.x) * nr;
+    if (row0 >= P[2]) { return; }
+    let p = gv_offsets(row0);
     let sh = LA + 2u;
     let qa = p.x >> sh;
     let qv = p.y >> sh;
+    let sa = bitcast<u32>(bitcast<i32>(P[5]) >> sh);
     let nq = P[1] >> sh;
-    var acc = 0.0;
+    var acc = vec4<f32>(0.0);
     for (var q = lid; q < nq; q += WG) {
-        acc += gv_dot4(va(qa + q), vb(qv + q));
+        let v = gv_unpack_b(vb(qv + q));
+        for (var r = 0u; r < GV_ROWS; r++) {
+            if (r < nr) { acc[r] += gv_dot_u(va(qa + r * sa + q), v); }
+        }
     }
-    let s = gv_sum(acc, lid);
-    if (lid == 0u) { gv_finish_row(row, s, p.z); }
+    if (!multi) {
+        let s = gv_sum(acc.x, lid);
+        if (lid == 0u) { gv_finish_row(row0, s, p.z); }
+        return;
+    }
+    let s = gv_sum4(acc, lid);
+    if (lid == 0u) {
+        var y = vec4<f32>(0.0);
+        for (var r = 0u; r < GV_ROWS; r++) { y[r] = gv_epilogue(s[r], p.z + r * P[10]); }
+        if (LO == 1u) {
+            O[row0 >> 1u] = st2_o(y.xy);
+            O[(row0 >> 1u) + 1u] = st2_o(y.zw);
+        } else {
+            for (var r = 0u; r < GV_ROWS; r++) { O[row0 + r] = st_o(y[r]); }
+        }
+    }
 }
 
 @compute @workgroup_size(WG)

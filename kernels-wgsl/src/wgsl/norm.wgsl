@@ -8,7 +8,9 @@
 //
 // Parameters (u32 words; strides and offsets in elements, i32 bits, wrapping):
 //  0 L, 1 rows, 2 batch rank R, 3 x_off, 4 x_sl (stride along the row), 5 w_off,
-//  6 w_s, 7 b_off, 8 b_s, 9 eps (f32 bits), 10.. batch shape[R], x batch strides[R].
+//  6 w_s, 7 b_off, 8 b_s, 9 eps (f32 bits), 10 log2 of the invocations per row
+//  (norm_rows_v: WG / 2^P[10] rows per workgroup), 11.. batch shape[R], x batch
+//  strides[R].
 // The output is row-major [rows, L]; 16-bit outputs need an even L (the host
 // checks), so no word is shared between rows.
 
@@ -69,14 +71,16 @@ fn nr_init() -> vec3<f32> {
     return vec3<f32>(0.0);
 }
 
-// Merges the invocations' states; every invocation gets the row's.
-fn nr_reduce(st: vec3<f32>, lid: u32) -> vec3<f32> {
+// Merges the states of each run of 2^tl invocations (a row's); every invocation
+// gets its row's.
+fn nr_reduce(st: vec3<f32>, lid: u32, tl: u32) -> vec3<f32> {
     nr_a[lid] = st.x;
     nr_b[lid] = st.y;
     nr_c[lid] = st.z;
     workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) {
+    let t = lid & ((1u << tl) - 1u);
+    for (var s = (1u << tl) >> 1u; s > 0u; s >>= 1u) {
+        if (t < s) {
             if (NORM_OP <= 1u) {
                 let r = nr_merge_sm(nr_a[lid], nr_b[lid], nr_a[lid + s], nr_b[lid + s]);
                 nr_a[lid] = r.x;
@@ -93,7 +97,8 @@ fn nr_reduce(st: vec3<f32>, lid: u32) -> vec3<f32> {
         }
         workgroupBarrier();
     }
-    return vec3<f32>(nr_a[0], nr_b[0], nr_c[0]);
+    let b0 = lid - t;
+    return vec3<f32>(nr_a[b0], nr_b[b0], nr_c[b0]);
 }
 
 // Per-row constants of pass 2 from the row's state r, computed once: softmax
@@ -129,11 +134,11 @@ fn nr_row(row: u32) -> u32 {
     var bi = row;
     var px = P[3];
     for (var d = rank; d > 0u; d--) {
-        let s = P[9u + d];
+        let s = P[10u + d];
         let q = bi / s;
         let c = bi - q * s;
         bi = q;
-        px += c * P[9u + rank + d];
+        px += c * P[10u + rank + d];
     }
     return px;
 }
@@ -150,7 +155,7 @@ fn norm_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
     for (var j = lid; j < l; j += WG) {
         st = nr_acc(st, ld_a(px + j * sl));
     }
-    let r = nr_consts(nr_reduce(st, lid), l);
+    let r = nr_consts(nr_reduce(st, lid, countTrailingZeros(WG)), l);
     // Pass 2: write the row (16-bit outputs a word, two elements, at a time).
     let ob = row * l;
     let epw = 1u << LO;
@@ -161,15 +166,15 @@ fn norm_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) w
             if (j < l) { y[e] = nr_out(ld_a(px + j * sl), j, r); }
         }
         if (LO == 1u) {
-            O[(ob >> 1u) + w] = st2_o(y);
+            nr_store((ob >> 1u) + w, st2_o(y));
         } else {
-            O[ob + w] = st_o(y.x);
+            nr_store(ob + w, st_o(y.x));
         }
     }
 }
 
 // The elements of a vec4 of words (4 f32, or 8 f16/bf16 of which the first 4 are
-// in `lo` and the next in `hi`).
+// in [0] and the next in [1]).
 fn nr_unpack(q: vec4<u32>) -> array<vec4<f32>, 2> {
     if (LA == 1u) {
         let a = x2a(q.x);
@@ -182,53 +187,228 @@ fn nr_unpack(q: vec4<u32>) -> array<vec4<f32>, 2> {
         vec4<f32>(xa(q.x, 0u), xa(q.y, 0u), xa(q.z, 0u), xa(q.w, 0u)), vec4<f32>(0.0));
 }
 
-// Softmax of a row held in registers (at most four vec4 loads per invocation): each
-// invocation takes exp(x - its own max) once per element, the row's max and sum come
-// from merging those partials, and each output is that exp times
-// exp(own max - row max) / sum: one exp per element instead of two, one read.
-// Matches exp(x - max) / sum, NaN cases included (+inf entries, all -inf rows).
-fn softmax_cached(lid: u32, row: u32, q0: u32, nq: u32, per: u32, l: u32) {
-    var cache: array<array<vec4<f32>, 2>, 4>;
-    var mt = -inf_f();
-    var cnt = 0u;
-    for (var q = lid; q < nq; q += WG) {
-        let v = nr_unpack(va(q0 + q));
-        cache[cnt] = v;
-        for (var h = 0u; h < (per + 3u) / 4u; h++) {
-            for (var i = 0u; i < 4u; i++) { mt = nr_max(mt, v[h][i]); }
-        }
-        cnt++;
-    }
-    var st = 0.0;
-    let empty = isinf_f(mt) && mt < 0.0;
-    for (var c = 0u; c < cnt; c++) {
-        for (var h = 0u; h < (per + 3u) / 4u; h++) {
-            var e = vec4<f32>(0.0);
-            if (!empty) {
-                for (var i = 0u; i < 4u; i++) { e[i] = nr_exp(cache[c][h][i], mt); }
-            }
-            cache[c][h] = e;
-            st += (e.x + e.y) + (e.z + e.w);
+// Stores the outputs of one vec4 of x's words (its first four elements in ya, the
+// next four, for 16-bit x, in yb), starting at element e of the output (a multiple
+// of a vec4 of its words).
+fn nr_emit(e: u32, ya: vec4<f32>, yb: vec4<f32>) {
+    if (LO == 1u) {
+        nr_store4(e >> 3u, vec4<u32>(st2_o(ya.xy), st2_o(ya.zw), st2_o(yb.xy), st2_o(yb.zw)));
+    } else {
+        nr_store4(e >> 2u, vec4<u32>(st_o(ya.x), st_o(ya.y), st_o(ya.z), st_o(ya.w)));
+        if (LA == 1u) {
+            nr_store4((e >> 2u) + 1u, vec4<u32>(st_o(yb.x), st_o(yb.y), st_o(yb.z), st_o(yb.w)));
         }
     }
-    let r = nr_reduce(vec3<f32>(mt, st, 0.0), lid);
+}
+
+var<workgroup> nr_s: array<f32, 512>;
+
+// Sum over each run of 2^tl invocations (a row), through nr_s[base ..] (two bases
+// so that consecutive sums need no barrier between them).
+fn nr_sum(v: f32, lid: u32, tl: u32, base: u32) -> f32 {
+    nr_s[base + lid] = v;
+    workgroupBarrier();
+    let t = lid & ((1u << tl) - 1u);
+    for (var s = (1u << tl) >> 1u; s > 0u; s >>= 1u) {
+        if (t < s) { nr_s[base + lid] += nr_s[base + lid + s]; }
+        workgroupBarrier();
+    }
+    return nr_s[base + lid - t];
+}
+
+// The row kernels below hold a row in registers: up to four vec4 loads of words
+// per invocation, in named variables and handled by one call each (no arrays
+// indexed in loops, which compilers may place in memory).
+
+fn nr_sum4(v: vec4<f32>) -> f32 {
+    return (v.x + v.y) + (v.z + v.w);
+}
+
+fn nr_max4(m: f32, v: vec4<f32>) -> f32 {
+    return nr_max(nr_max(nr_max(m, v.x), nr_max(v.y, v.z)), v.w);
+}
+
+// The largest element of vec4 w (m if `ok` is false).
+fn nr_wmax(m: f32, w: vec4<u32>, ok: bool) -> f32 {
+    if (!ok) { return m; }
+    let x = nr_unpack(w);
+    var r = nr_max4(m, x[0]);
+    if (LA == 1u) { r = nr_max4(r, x[1]); }
+    return r;
+}
+
+fn nr_exp4(v: vec4<f32>, m: f32) -> vec4<f32> {
+    return vec4<f32>(nr_exp(v.x, m), nr_exp(v.y, m), nr_exp(v.z, m), nr_exp(v.w, m));
+}
+
+// exp(x - m) of vec4 w's elements (zeros if `ok` is false or m is -inf: nothing
+// but -inf entries).
+fn nr_wexp(w: vec4<u32>, ok: bool, m: f32) -> array<vec4<f32>, 2> {
+    var e: array<vec4<f32>, 2>;
+    if (!ok || (isinf_f(m) && m < 0.0)) { return e; }
+    let x = nr_unpack(w);
+    e[0] = nr_exp4(x[0], m);
+    if (LA == 1u) { e[1] = nr_exp4(x[1], m); }
+    return e;
+}
+
+// Sum of (x - c) (p = 1) or (x - c)^2 (p = 2) over vec4 w's elements.
+fn nr_wsum(w: vec4<u32>, ok: bool, c: f32, p: u32) -> f32 {
+    if (!ok) { return 0.0; }
+    let x = nr_unpack(w);
+    let a = x[0] - c;
+    let b = x[1] - c;
+    if (p == 1u) { return nr_sum4(a) + select(0.0, nr_sum4(b), LA == 1u); }
+    return nr_sum4(a * a) + select(0.0, nr_sum4(b * b), LA == 1u);
+}
+
+// A per-column parameter (at element offset `off`, stride `st`) of columns j .. j + 3.
+fn nr_p4(off: u32, st: u32, j: u32, bias: bool) -> vec4<f32> {
+    if (bias) {
+        return vec4<f32>(ld_b2(off + j * st), ld_b2(off + (j + 1u) * st),
+                         ld_b2(off + (j + 2u) * st), ld_b2(off + (j + 3u) * st));
+    }
+    return vec4<f32>(ld_w(off + j * st), ld_w(off + (j + 1u) * st),
+                     ld_w(off + (j + 2u) * st), ld_w(off + (j + 3u) * st));
+}
+
+// Weight (bias with `bias`) of the columns of vec4 q of a row: one load where it is
+// contiguous and aligned like x's rows, else one per element.
+fn nr_param(q: u32, bias: bool) -> array<vec4<f32>, 2> {
+    let sh = LA + 2u;
+    let off = select(P[5], P[7], bias);
+    let st = select(P[6], P[8], bias);
+    if (st == 1u && (off & ((1u << sh) - 1u)) == 0u) {
+        if (bias) { return nr_unpack(vb2((off >> sh) + q)); }
+        return nr_unpack(vw((off >> sh) + q));
+    }
+    var r: array<vec4<f32>, 2>;
+    if (st == 0u) {
+        // A broadcast (absent weight or bias): one value for the whole row.
+        let v = vec4<f32>(select(ld_w(off), ld_b2(off), bias));
+        r[0] = v;
+        r[1] = v;
+        return r;
+    }
+    let j = q << sh;
+    r[0] = nr_p4(off, st, j, bias);
+    if (LA == 1u) { r[1] = nr_p4(off, st, j + 4u, bias); }
+    return r;
+}
+
+// Pass 2 of log_softmax, layer_norm and rms_norm for vec4 q of the row (words w),
+// given the row's constants k; the output row starts at element ob.
+fn nr_wout(w: vec4<u32>, ok: bool, q: u32, ob: u32, k: vec2<f32>) {
+    if (!ok) { return; }
+    let x = nr_unpack(w);
+    var ya: vec4<f32>;
+    var yb: vec4<f32>;
+    if (NORM_OP == 1u) {
+        ya = (x[0] - k.x) - k.y;
+        yb = (x[1] - k.x) - k.y;
+    } else {
+        let wt = nr_param(q, false);
+        if (NORM_OP == 2u) {
+            let bs = nr_param(q, true);
+            ya = fma((x[0] - k.x) * k.y, wt[0], bs[0]);
+            yb = fma((x[1] - k.x) * k.y, wt[1], bs[1]);
+        } else {
+            ya = x[0] * k.x * wt[0];
+            yb = x[1] * k.x * wt[1];
+        }
+    }
+    nr_emit(ob + (q << (LA + 2u)), ya, yb);
+}
+
+// softmax with one exp per element: each invocation's exp(x - its own max), scaled
+// by exp(own max - row max) / sum. Matches exp(x - max) / sum, NaN cases included
+// (+inf entries, all -inf rows).
+fn nr_softmax(lid: u32, tl: u32, live: bool, row: u32, q0: u32, nq: u32, l: u32) {
+    let t = lid & ((1u << tl) - 1u);
+    let q1 = t + (1u << tl);
+    let q2 = t + (2u << tl);
+    let q3 = t + (3u << tl);
+    let ok0 = live && t < nq;
+    let ok1 = live && q1 < nq;
+    let ok2 = live && q2 < nq;
+    let ok3 = live && q3 < nq;
+    var w0 = vec4<u32>(0u);
+    var w1 = vec4<u32>(0u);
+    var w2 = vec4<u32>(0u);
+    var w3 = vec4<u32>(0u);
+    if (ok0) { w0 = va(q0 + t); }
+    if (ok1) { w1 = va(q0 + q1); }
+    if (ok2) { w2 = va(q0 + q2); }
+    if (ok3) { w3 = va(q0 + q3); }
+    let mt = nr_wmax(nr_wmax(nr_wmax(nr_wmax(-inf_f(), w0, ok0), w1, ok1), w2, ok2), w3, ok3);
+    let e0 = nr_wexp(w0, ok0, mt);
+    let e1 = nr_wexp(w1, ok1, mt);
+    let e2 = nr_wexp(w2, ok2, mt);
+    let e3 = nr_wexp(w3, ok3, mt);
+    let st = ((nr_sum4(e0[0]) + nr_sum4(e0[1])) + (nr_sum4(e1[0]) + nr_sum4(e1[1])))
+        + ((nr_sum4(e2[0]) + nr_sum4(e2[1])) + (nr_sum4(e3[0]) + nr_sum4(e3[1])));
+    let r = nr_reduce(vec3<f32>(mt, st, 0.0), lid, tl);
     let scale = nr_exp(mt, r.x) / r.y;
     let ob = row * l;
-    var c = 0u;
-    for (var q = lid; q < nq; q += WG) {
-        let j0 = q * per;
-        for (var h = 0u; h < (per + 3u) / 4u; h++) {
-            let y = cache[c][h] * scale;
-            if (LO == 1u) {
-                let w = ((ob + j0) >> 1u) + h * 2u;
-                O[w] = st2_o(y.xy);
-                O[w + 1u] = st2_o(y.zw);
-            } else {
-                for (var i = 0u; i < 4u; i++) { O[ob + j0 + i] = st_o(y[i]); }
-            }
-        }
-        c++;
+    let sh = LA + 2u;
+    if (ok0) { nr_emit(ob + (t << sh), e0[0] * scale, e0[1] * scale); }
+    if (ok1) { nr_emit(ob + (q1 << sh), e1[0] * scale, e1[1] * scale); }
+    if (ok2) { nr_emit(ob + (q2 << sh), e2[0] * scale, e2[1] * scale); }
+    if (ok3) { nr_emit(ob + (q3 << sh), e3[0] * scale, e3[1] * scale); }
+}
+
+// log_softmax, layer_norm and rms_norm of a row in registers. layer_norm is
+// two-pass, shifted by the row's first element so that constant rows have
+// exactly zero variance.
+fn nr_rows(lid: u32, tl: u32, live: bool, row: u32, q0: u32, nq: u32, l: u32) {
+    let t = lid & ((1u << tl) - 1u);
+    let q1 = t + (1u << tl);
+    let q2 = t + (2u << tl);
+    let q3 = t + (3u << tl);
+    let ok0 = live && t < nq;
+    let ok1 = live && q1 < nq;
+    let ok2 = live && q2 < nq;
+    let ok3 = live && q3 < nq;
+    var w0 = vec4<u32>(0u);
+    var w1 = vec4<u32>(0u);
+    var w2 = vec4<u32>(0u);
+    var w3 = vec4<u32>(0u);
+    if (ok0) { w0 = va(q0 + t); }
+    if (ok1) { w1 = va(q0 + q1); }
+    if (ok2) { w2 = va(q0 + q2); }
+    if (ok3) { w3 = va(q0 + q3); }
+    let fl = f32(l);
+    let eps = bitcast<f32>(P[9]);
+    var k = vec2<f32>(0.0);
+    if (NORM_OP == 1u) {
+        let mt = nr_wmax(nr_wmax(nr_wmax(nr_wmax(-inf_f(), w0, ok0), w1, ok1), w2, ok2), w3, ok3);
+        let e0 = nr_wexp(w0, ok0, mt);
+        let e1 = nr_wexp(w1, ok1, mt);
+        let e2 = nr_wexp(w2, ok2, mt);
+        let e3 = nr_wexp(w3, ok3, mt);
+        let st = ((nr_sum4(e0[0]) + nr_sum4(e0[1])) + (nr_sum4(e1[0]) + nr_sum4(e1[1])))
+            + ((nr_sum4(e2[0]) + nr_sum4(e2[1])) + (nr_sum4(e3[0]) + nr_sum4(e3[1])));
+        let r = nr_reduce(vec3<f32>(mt, st, 0.0), lid, tl);
+        k = vec2<f32>(r.x, log_f32(r.y));
+    } else if (NORM_OP == 2u) {
+        var shift = 0.0;
+        if (live) { shift = nr_unpack(va(q0))[0].x; }
+        let s1 = (nr_wsum(w0, ok0, shift, 1u) + nr_wsum(w1, ok1, shift, 1u))
+            + (nr_wsum(w2, ok2, shift, 1u) + nr_wsum(w3, ok3, shift, 1u));
+        let mean = shift + nr_sum(s1, lid, tl, 0u) / fl;
+        let s2 = (nr_wsum(w0, ok0, mean, 2u) + nr_wsum(w1, ok1, mean, 2u))
+            + (nr_wsum(w2, ok2, mean, 2u) + nr_wsum(w3, ok3, mean, 2u));
+        k = vec2<f32>(mean, 1.0 / sqrt(nr_sum(s2, lid, tl, 256u) / fl + eps));
+    } else {
+        let s = (nr_wsum(w0, ok0, 0.0, 2u) + nr_wsum(w1, ok1, 0.0, 2u))
+            + (nr_wsum(w2, ok2, 0.0, 2u) + nr_wsum(w3, ok3, 0.0, 2u));
+        k = vec2<f32>(1.0 / sqrt(nr_sum(s, lid, tl, 0u) / fl + eps), 0.0);
     }
+    let ob = row * l;
+    nr_wout(w0, ok0, t, ob, k);
+    nr_wout(w1, ok1, q1, ob, k);
+    nr_wout(w2, ok2, q2, ob, k);
+    nr_wout(w3, ok3, q3, ob, k);
 }
 
 // As norm_rows for contiguous rows whose start and length are multiples of a vec4
@@ -236,17 +416,27 @@ fn softmax_cached(lid: u32, row: u32, q0: u32, nq: u32, per: u32, l: u32) {
 @compute @workgroup_size(WG)
 fn norm_rows_v(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nwg: vec3<u32>) {
-    let row = wid.x + wid.y * nwg.x;
-    if (row >= P[1]) { return; }
     let l = P[0];
     let sh = LA + 2u;
-    let q0 = nr_row(row) >> sh;
     let nq = l >> sh;
     let per = 1u << sh;
-    if (NORM_OP == 0u && nq <= 4u * WG) {
-        softmax_cached(lid, row, q0, nq, per, l);
+    // Rows that fit in registers: 2^tl invocations each (the host picks the fewest
+    // that hold a row in four vec4 loads each), the rest of the workgroup on others.
+    let tl = P[10];
+    if (nq <= (4u << tl)) {
+        let row = (wid.x + wid.y * nwg.x) * (WG >> tl) + (lid >> tl);
+        let live = row < P[1];
+        let q0 = select(0u, nr_row(row) >> sh, live);
+        if (NORM_OP == 0u) {
+            nr_softmax(lid, tl, live, row, q0, nq, l);
+        } else {
+            nr_rows(lid, tl, live, row, q0, nq, l);
+        }
         return;
     }
+    let row = wid.x + wid.y * nwg.x;
+    if (row >= P[1]) { return; }
+    let q0 = nr_row(row) >> sh;
     var st = nr_init();
     for (var q = lid; q < nq; q += WG) {
         let v = nr_unpack(va(q0 + q));
@@ -254,21 +444,15 @@ fn norm_rows_v(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id)
             for (var i = 0u; i < 4u; i++) { st = nr_acc(st, v[h][i]); }
         }
     }
-    let r = nr_consts(nr_reduce(st, lid), l);
+    let r = nr_consts(nr_reduce(st, lid, countTrailingZeros(WG)), l);
     let ob = row * l;
     for (var q = lid; q < nq; q += WG) {
         let v = nr_unpack(va(q0 + q));
         let j0 = q * per;
+        var y: array<vec4<f32>, 2>;
         for (var h = 0u; h < (per + 3u) / 4u; h++) {
-            var y = vec4<f32>(0.0);
-            for (var i = 0u; i < 4u; i++) { y[i] = nr_out(v[h][i], j0 + h * 4u + i, r); }
-            if (LO == 1u) {
-                let w = ((ob + j0) >> 1u) + h * 2u;
-                O[w] = st2_o(y.xy);
-                O[w + 1u] = st2_o(y.zw);
-            } else {
-                for (var i = 0u; i < 4u; i++) { O[ob + j0 + i] = st_o(y[i]); }
-            }
+            for (var i = 0u; i < 4u; i++) { y[h][i] = nr_out(v[h][i], j0 + h * 4u + i, r); }
         }
+        nr_emit(ob + j0, y[0], y[1]);
     }
 }

@@ -156,6 +156,12 @@ pub fn matmul_values(dev: &Device) {
         // adapters with cooperative matrices (f16), K not a multiple of its 32.
         (136, 40, 72),
         (200, 264, 256),
+        // Matrix-vector products whose rows the vectorised kernel takes four at a
+        // time (M a multiple of 4, K of a vec4 of words), and a vector @ matrix
+        // that becomes one through B's transposed view.
+        (8, 256, 1),
+        (1000, 64, 1),
+        (1, 64, 12),
     ];
     for dt in float_dtypes(dev) {
         for &(m, k, n) in &sizes {
@@ -187,6 +193,7 @@ pub fn matmul_values(dev: &Device) {
             (vec![3, 33, 8], vec![8, 20]),
             (vec![3, 136, 24], vec![3, 24, 80]),
             (vec![2, 1, 72, 16], vec![3, 16, 136]),
+            (vec![3, 12, 40], vec![3, 40, 1]),
         ] {
             let what = format!("matmul {dt} {sa:?} @ {sb:?}");
             let a = Host::random(&mut rng, dt, &sa);
@@ -257,6 +264,24 @@ pub fn matmul_values(dev: &Device) {
     let (want, mags) = reference(&hs, &hb.transpose_last(), None, 1.0, 0.0);
     let got = ok(what, wmx::matmul(&s, &ok(what, bc.t())));
     check(what, &got, &want, &mags, 15, dt);
+    // A matrix @ vector whose rows run backwards (a negative row stride).
+    let base = Host::random(&mut rng, dt, &[16, 64]);
+    let s = ok(
+        "slice",
+        base.array(dev, dt)
+            .slice(&[Slice::new(None, None, -2), Slice::ALL]),
+    );
+    let hs = Host {
+        shape: vec![8, 64],
+        v: (0..8)
+            .flat_map(|i| base.v[(15 - 2 * i) * 64..(16 - 2 * i) * 64].to_vec())
+            .collect(),
+    };
+    let v = Host::random(&mut rng, dt, &[64, 1]);
+    let what = "matmul of rows in reverse @ a vector";
+    let (want, mags) = reference(&hs, &v, None, 1.0, 0.0);
+    let got = ok(what, wmx::matmul(&s, &v.array(dev, dt)));
+    check(what, &got, &want, &mags, 64, dt);
     // Empty dims: M, N or K of 0 (K = 0 is all zeros).
     for (sa, sb) in [([0, 3], [3, 4]), ([2, 3], [3, 0]), ([2, 0], [0, 4])] {
         let what = format!("matmul {sa:?} @ {sb:?}");
@@ -323,6 +348,7 @@ pub fn addmm_values(dev: &Device) {
             (9, 40, 1),
             (3, 0, 4),
             (136, 24, 72),
+            (12, 40, 1),
         ] {
             for cshape in [vec![m, n], vec![n], vec![m, 1], vec![]] {
                 let (alpha, beta) = (1.5, -0.75);

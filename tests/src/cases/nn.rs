@@ -4,7 +4,7 @@
 
 use crate::rng::Rng;
 use crate::val::{Val, make_ok, read_ok, round_to};
-use wmx_core::{self as wmx, Array, DType, Device, NormOp, Result};
+use wmx_core::{self as wmx, Array, DType, Device, NormOp, Result, Slice};
 
 fn ok<T>(what: &str, r: Result<T>) -> T {
     super::ok(what, r)
@@ -92,6 +92,11 @@ pub fn norm_values(dev: &Device) {
                 vec![5, 1000],
                 vec![2, 3, 65],
                 vec![4, 4096],
+                // Several short rows per workgroup (the last one partly past the end).
+                vec![37, 8],
+                vec![300, 64],
+                // Past the rows the vectorised kernel holds in registers.
+                vec![2, 8200],
             ] {
                 let (n, l) = (shape.iter().product::<usize>(), *shape.last().unwrap());
                 // Rows around 0 and rows far from it (max subtraction, cancellation).
@@ -148,6 +153,42 @@ pub fn norm_values(dev: &Device) {
             .flat_map(|r| row_ref(op, r, &ones, &zeros, 1e-5))
             .collect();
         close(&what, &f64s(&y, &what), &want, dt, 1e-5);
+    }
+    // Weight and bias as views: every other element, and a slice starting one
+    // element in (neither can be read a vec4 at a time), on rows that can.
+    for dt in [DType::F32, DType::F16] {
+        if !super::supported(dev, dt) {
+            continue;
+        }
+        let l = 64;
+        let x: Vec<f64> = (0..3 * l)
+            .map(|_| round_to(dt, rng.uniform(-3.0, 3.0)))
+            .collect();
+        let p: Vec<f64> = (0..2 * l + 1)
+            .map(|_| round_to(dt, rng.uniform(0.5, 2.0)))
+            .collect();
+        let xa = arr(dev, dt, &x, &[3, l]);
+        let pa = arr(dev, dt, &p, &[2 * l + 1]);
+        let strided = ok("strided", pa.slice(&[Slice::new(None, None, 2)]));
+        let strided = ok("strided", strided.slice(&[Slice::range(0, l as isize)]));
+        let shifted = ok("shifted", pa.slice(&[Slice::range(1, l as isize + 1)]));
+        let ps: Vec<f64> = (0..l).map(|j| p[2 * j]).collect();
+        let pu: Vec<f64> = (0..l).map(|j| p[j + 1]).collect();
+        for op in [NormOp::LayerNorm, NormOp::RmsNorm] {
+            for (w, b, wv, bv) in [
+                (&strided, &shifted, &ps, &pu),
+                (&shifted, &strided, &pu, &ps),
+            ] {
+                let what = format!("{op} {dt} with weight and bias views");
+                let y = ok(&what, run(op, &xa, Some(w), Some(b), 1e-5));
+                let want: Vec<f64> = x
+                    .chunks(l)
+                    .flat_map(|r| row_ref(op, r, wv, bv, 1e-5))
+                    .collect();
+                let atol = if dt == DType::F32 { 2e-5 } else { 5e-2 };
+                close(&what, &f64s(&y, &what), &want, dt, atol);
+            }
+        }
     }
     for op in [NormOp::Softmax, NormOp::LogSoftmax] {
         let what = format!("{op} over axis 0 and of a transposed view");
@@ -215,16 +256,27 @@ pub fn norm_special_values(dev: &Device) {
             );
         }
     }
-    // Constant rows normalise to exactly the bias (zero variance), any magnitude.
-    for c in [0.0, 1000.5, -3e6] {
-        let what = format!("layer_norm of a constant row of {c}");
-        let x = arr(dev, dt, &vec![c; 333], &[333]);
-        let b: Vec<f64> = (0..333).map(|j| j as f64 * 0.25 - 7.0).collect();
-        let y = ok(
-            &what,
-            wmx::layer_norm(&x, None, Some(&arr(dev, dt, &b, &[333])), 1e-5),
-        );
-        close(&what, &f64s(&y, &what), &b, dt, 1e-6);
+    // Constant rows normalise to exactly the bias (zero variance), any magnitude;
+    // odd lengths, vectorised ones and rows past the kernel's registers.
+    for c in [
+        0.0,
+        1000.5,
+        -3e6,
+        round_to(dt, 0.1),
+        round_to(dt, 1.0 / 3.0),
+        round_to(dt, -7.123),
+    ] {
+        for l in [333, 1000, 4000, 4096, 8200] {
+            let what = format!("layer_norm of a constant row of {c}, length {l}");
+            let x = arr(dev, dt, &vec![c; 2 * l], &[2, l]);
+            let b: Vec<f64> = (0..l).map(|j| (j % 97) as f64 * 0.25 - 7.0).collect();
+            let y = ok(
+                &what,
+                wmx::layer_norm(&x, None, Some(&arr(dev, dt, &b, &[l])), 1e-5),
+            );
+            let want: Vec<f64> = b.iter().chain(&b).copied().collect();
+            close(&what, &f64s(&y, &what), &want, dt, 0.0);
+        }
     }
     let x = arr(dev, dt, &[1.0, 2.0, 3.0], &[3]);
     let w2 = arr(dev, dt, &[1.0, 2.0], &[2]);

@@ -4,7 +4,7 @@
 //! timed as the element-wise cases are (GPU timestamps around `iters` evals).
 //! `tests/bench/torch_linalg.py` measures the same cases with PyTorch (cuBLAS).
 
-use super::{Res, Row, Stamps, err, host, median, random, sample_n};
+use super::{Options, Res, Row, Stamps, err, host, median, random, sample_n};
 use wmx::{Array, DType, Device};
 
 /// One product: `batch` × (`m` × `k`) @ (`k` × `n`); `ta`: `a` is a transposed view.
@@ -87,10 +87,22 @@ fn bench_norm(
     let h = host(&random(r * l, 7 + l as u64), dtype);
     let x = Array::from_bytes_on(h.bytes.clone(), &[r, l], dtype, dev).map_err(err)?;
     let eps = 1e-5;
+    // `layer_norm_wb`: with a weight and a bias (exact in every dtype), as
+    // `torch_linalg.py`'s.
+    let wv: Vec<f64> = (0..l).map(|j| 0.5 + (j % 7) as f64 * 0.25).collect();
+    let bv: Vec<f64> = (0..l).map(|j| (j % 5) as f64 * 0.5 - 1.0).collect();
+    let param = |v: &[f64]| {
+        let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        let a = wmx::astype(&Array::from_slice_on(&v32, &[l], dev)?, dtype)?;
+        a.eval()?;
+        Ok::<_, wmx::Error>(a)
+    };
+    let (w, b) = (param(&wv).map_err(err)?, param(&bv).map_err(err)?);
     let run = || -> wmx::Result<Array> {
         match name {
             "softmax" => wmx::softmax(&x, &[-1]),
             "layer_norm" => wmx::layer_norm(&x, None, None, eps),
+            "layer_norm_wb" => wmx::layer_norm(&x, Some(&w), Some(&b), eps),
             _ => wmx::rms_norm(&x, None, eps),
         }
     };
@@ -104,11 +116,15 @@ fn bench_norm(
                 let s: f64 = row.iter().map(|v| (v - m).exp()).sum();
                 row.iter().map(|v| (v - m).exp() / s).collect()
             }
-            "layer_norm" => {
+            "layer_norm" | "layer_norm_wb" => {
                 let mean = row.iter().sum::<f64>() / n;
                 let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
-                row.iter()
-                    .map(|v| (v - mean) / (var + eps).sqrt())
+                let wb = name == "layer_norm_wb";
+                (0..l)
+                    .map(|j| {
+                        let y = (row[j] - mean) / (var + eps).sqrt();
+                        if wb { y * wv[j] + bv[j] } else { y }
+                    })
                     .collect()
             }
             _ => {
@@ -156,14 +172,16 @@ fn bench_norm(
 pub(crate) fn bench_linalg(
     dev: &Device,
     stamps: Option<&Stamps>,
-    smoke: bool,
-    reps: usize,
-    dtypes: &[DType],
-    squares: Option<&[usize]>,
+    o: &Options,
     rows: &mut Vec<Row>,
 ) -> Res<()> {
+    let (smoke, reps, dtypes) = (o.smoke, o.reps, &o.dtypes[..]);
+    let squares = o.sizes_given.then_some(&o.sizes[..]);
+    let ops = o.ops.as_deref();
+    // `--ops` picks cases by name (matmul, matmul_at, gemv, gevm, bmm, softmax, ...).
+    let wanted = |name: &str| ops.is_none_or(|o| o.iter().any(|x| x == name));
     for case in cases(smoke, dtypes, squares) {
-        if dev.check_dtype(case.dtype).is_err() {
+        if dev.check_dtype(case.dtype).is_err() || !wanted(case.name) {
             continue;
         }
         bench_case(dev, stamps, smoke, reps, case, rows)?;
@@ -175,7 +193,10 @@ pub(crate) fn bench_linalg(
         if dev.check_dtype(dtype).is_err() || !dtypes.contains(&dtype) || squares.is_some() {
             continue;
         }
-        for name in ["softmax", "layer_norm", "rms_norm"] {
+        for name in ["softmax", "layer_norm", "layer_norm_wb", "rms_norm"] {
+            if !wanted(name) {
+                continue;
+            }
             bench_norm(dev, stamps, smoke, reps, name, dtype, rows)?;
         }
     }

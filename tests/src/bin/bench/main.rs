@@ -9,7 +9,8 @@
 //! ```
 //!
 //! Options: `--sizes` (element counts, `2^k` allowed; default 2^10,2^16,2^20,2^24,2^26),
-//! `--dtypes` (f32,f16), `--paths` (wmx,kernels), `--ops` (names, comma separated),
+//! `--dtypes` (f32,f16), `--paths` (wmx,kernels), `--ops` (names, comma separated; with
+//! `--linalg`, case names such as `gemv,softmax`),
 //! `--reps` (timed repetitions after 200 ms of warm-up, median taken; default 7), `--json FILE`, `--smoke`.
 //! `WMX_BENCH_SAMPLES=1` prints every timed sample (to study the spread).
 //!
@@ -1324,16 +1325,7 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         return Ok(rows);
     }
     if o.linalg || o.smoke {
-        let squares = o.sizes_given.then_some(&o.sizes[..]);
-        linalg::bench_linalg(
-            &dev,
-            stamps.as_ref(),
-            o.smoke,
-            o.reps,
-            &o.dtypes,
-            squares,
-            &mut rows,
-        )?;
+        linalg::bench_linalg(&dev, stamps.as_ref(), o, &mut rows)?;
     }
     if o.blocks || o.smoke {
         blocks::bench_blocks(&dev, stamps.as_ref(), o.smoke, o.reps, &mut rows)?;
