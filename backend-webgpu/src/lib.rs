@@ -436,7 +436,7 @@ impl<D: Driver> GpuBackend<D> {
             msg: format!(
                 "{what} of shape {shape:?} ({dtype}) is larger than one binding of this device \
                  ({} bytes) or 2^30 elements; elementwise ops, copies, random draws, \
-                 concatenation, scans, sorts, matmul's A, gathers' indices, slice updates' \
+                 concatenation, scans, sorts, row ops, matmul's A, gathers' indices, slice updates' \
                  and scatters' base, and reductions compute such arrays in pieces, this op does not here (compute it in parts, or on the CPU)",
                 lim.bytes
             ),
@@ -933,16 +933,49 @@ impl<D: Driver> Backend for GpuBackend<D> {
         params: &[View<'_, GpuBuffer<D>>],
         eps: f64,
     ) -> Result<GpuBuffer<D>> {
-        let xi = self.input(&x)?;
-        let ps = params
+        // Views are read in place; past a binding, x is made row-major first (a
+        // copy, itself in pieces) so that whole rows can be cut.
+        let mut dense = None;
+        let x = if self.fits_one(&x.layout.shape, x.dtype) {
+            x
+        } else {
+            self.row_major(x, &mut dense)?
+        };
+        // Rows stay whole; past a binding, pieces of whole rows. The per-column
+        // parameters go in as broadcasts over the rows, so each piece binds them
+        // whole, and come out of the piece as their `[L]` views again.
+        let shape = x.layout.shape.clone();
+        let cut = shape.len().saturating_sub(1);
+        let layouts: Vec<Layout> = params
             .iter()
-            .map(|p| self.input(p))
-            .collect::<Result<Vec<_>>>()?;
-        self.record(&xi.layout.shape, x.dtype, |bt, o| {
-            let st: Vec<_> = ps.iter().map(|p| p.strided()).collect();
-            let refs: Vec<_> = st.iter().collect();
-            self.kernels
-                .normalize(bt, op.name(), &xi.strided(), &refs, eps, o)
+            .map(|p| {
+                let mut strides = vec![0; cut];
+                strides.extend(p.layout.strides.last().copied());
+                Layout {
+                    shape: shape.clone(),
+                    strides,
+                    offset: p.layout.offset,
+                }
+            })
+            .collect();
+        let wide: Vec<View<'_, GpuBuffer<D>>> = params
+            .iter()
+            .zip(&layouts)
+            .map(|(p, layout)| View { layout, ..*p })
+            .collect();
+        let mut views = vec![&x];
+        views.extend(wide.iter());
+        self.record_rows(&shape, cut, 1, x.dtype, &views, |b, s, o, _| {
+            let ps: Vec<k::Strided<'_, D::Buffer>> = s[1..]
+                .iter()
+                .map(|p| k::Strided {
+                    shape: &p.shape[cut..],
+                    strides: &p.strides[cut..],
+                    ..*p
+                })
+                .collect();
+            let refs: Vec<_> = ps.iter().collect();
+            self.kernels.normalize(b, op.name(), &s[0], &refs, eps, o)
         })
     }
 }

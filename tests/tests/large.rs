@@ -2,7 +2,7 @@
 //! device with more, run with `WMX_MAX_BINDING=134217728`) and views
 //! of 2^32 elements, computed on the GPU in pieces: elementwise ops, copies, casts,
 //! creation, random draws (against the CPU's, bit for bit), concatenation, scans,
-//! sorts, matmul, gathers, slice updates and scatters against host values, and reductions against f64 host
+//! sorts, row ops (softmax, layer_norm), matmul, gathers, slice updates and scatters against host values, and reductions against f64 host
 //! references; what cannot be cut is an
 //! `Err` naming the limit, never a panic or a wrong answer.
 
@@ -339,6 +339,70 @@ fn scans_and_sorts_of_rows_past_the_binding_limit() {
         // A scan along the first axis would need columns whole: an Err naming it.
         let e = wmx::cumsum(&x, Some(0), false, true)?.eval().unwrap_err();
         assert!(e.to_string().contains("pieces"), "{e}");
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn row_ops_past_the_binding_limit() {
+    let Some(dev) = gpu() else { return };
+    assert!((N * 4) as u64 > binding_limit(&dev));
+    wmx::with_device(&dev, || {
+        // x[i, j] = (i + 2j) % 11 - 5; weight and bias per column.
+        let i = wmx::reshape(
+            &wmx::arange(0.0, ROWS as f64, 1.0, DType::F32)?,
+            &[ROWS as isize, 1],
+        )?;
+        let j = wmx::arange(0.0, COLS as f64, 1.0, DType::F32)?;
+        let x = wmx::subtract(
+            &wmx::remainder(
+                &wmx::add(&i, &wmx::multiply(&j, &wmx::scalar(2.0, DType::F32)?)?)?,
+                &wmx::scalar(11.0, DType::F32)?,
+            )?,
+            &wmx::scalar(5.0, DType::F32)?,
+        )?;
+        let val = |r: usize, c: usize| ((r + 2 * c) % 11) as f64 - 5.0;
+        let w = wmx::add(
+            &wmx::multiply(&j, &wmx::scalar(0.001, DType::F32)?)?,
+            &wmx::scalar(0.5, DType::F32)?,
+        )?;
+        let b = wmx::multiply(&j, &wmx::scalar(-0.002, DType::F32)?)?;
+        let (wv, bv) = (w.to_vec::<f32>()?, b.to_vec::<f32>()?);
+        let ln = wmx::layer_norm(&x, Some(&w), Some(&b), 1e-5)?.to_vec::<f32>()?;
+        let sm = wmx::softmax(&x, &[-1])?.to_vec::<f32>()?;
+        for r in [0, 1, 17_000, ROWS - 1] {
+            let row: Vec<f64> = (0..COLS).map(|c| val(r, c)).collect();
+            let mean = row.iter().sum::<f64>() / COLS as f64;
+            let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / COLS as f64;
+            let m = row.iter().copied().fold(f64::MIN, f64::max);
+            let se: f64 = row.iter().map(|v| (v - m).exp()).sum();
+            for c in 0..COLS {
+                let want = (row[c] - mean) / (var + 1e-5).sqrt() * wv[c] as f64 + bv[c] as f64;
+                let got = ln[r * COLS + c] as f64;
+                assert!(
+                    (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                    "layer_norm [{r}, {c}]: {got} vs {want}"
+                );
+                assert_close(sm[r * COLS + c], (row[c] - m).exp() / se, 1e-5, "softmax");
+            }
+        }
+        drop((ln, sm));
+        // Over the first axis: rows of 36 000 (moved last by a copy), in pieces too.
+        let s0 = wmx::softmax(&x, &[0])?.to_vec::<f32>()?;
+        for c in [0, 1, COLS - 1] {
+            let col: Vec<f64> = (0..ROWS).map(|r| val(r, c)).collect();
+            let m = col.iter().copied().fold(f64::MIN, f64::max);
+            let se: f64 = col.iter().map(|v| (v - m).exp()).sum();
+            for r in [0, 5, 20_000, ROWS - 1] {
+                assert_close(
+                    s0[r * COLS + c],
+                    (col[r] - m).exp() / se,
+                    1e-5,
+                    "softmax axis 0",
+                );
+            }
+        }
         Ok::<(), wmx::Error>(())
     })
     .unwrap();
