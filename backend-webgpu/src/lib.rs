@@ -436,7 +436,7 @@ impl<D: Driver> GpuBackend<D> {
             msg: format!(
                 "{what} of shape {shape:?} ({dtype}) is larger than one binding of this device \
                  ({} bytes) or 2^30 elements; elementwise ops, copies, random draws, \
-                 concatenation, scans, sorts, row ops, matmul's A, gathers' indices, slice updates' \
+                 concatenation, scans, sorts, row ops, matmul's A, gathers' indices or tables, slice updates' \
                  and scatters' base, and reductions compute such arrays in pieces, this op does not here (compute it in parts, or on the CPU)",
                 lim.bytes
             ),
@@ -867,7 +867,11 @@ impl<D: Driver> Backend for GpuBackend<D> {
             // The indices or the output past a binding: pieces of them (x whole).
             _ => return self.gather_pieces(x, indices, axis),
         };
-        let x = self.input(&x)?;
+        let x = match self.input(&x) {
+            Ok(x) => x,
+            // x past a binding: parts of it along `axis`.
+            Err(_) => return self.gather_parts(x, indices, axis),
+        };
         self.record(&i.layout.shape, dtype, |b, o| {
             self.kernels.gather(b, &x.strided(), &i.strided(), axis, o)
         })

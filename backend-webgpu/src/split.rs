@@ -675,6 +675,76 @@ impl<D: Driver> GpuBackend<D> {
         })
     }
 
+    /// A gather whose `x` is larger than a binding (the indices and the output fit
+    /// one): `x` is cut along `axis` into parts that each fit (its other dims
+    /// whole), and each part gathers the indices that fall in it into the one
+    /// output (`Kernels::gather_rows`). The embedding lookup of a large table.
+    pub(crate) fn gather_parts(
+        &self,
+        x: View<'_, GpuBuffer<D>>,
+        indices: View<'_, GpuBuffer<D>>,
+        axis: usize,
+    ) -> Result<GpuBuffer<D>> {
+        self.check()?;
+        let ii = self.input(&indices)?;
+        let out_shape = indices.layout.shape.clone();
+        if !self.fits_one(&out_shape, x.dtype) {
+            return Err(self.cannot_split(
+                &out_shape,
+                x.dtype,
+                "a gather whose array and indices are both past a binding",
+            ));
+        }
+        let xb = self.gpu(x.buffer)?;
+        let kd = kdtype(x.dtype)?;
+        let (shape, strides) = (&x.layout.shape, &x.layout.strides);
+        let rank = shape.len();
+        // x's index space with `axis` first: parts are ranges of it.
+        let order: Vec<usize> = std::iter::once(axis)
+            .chain((0..rank).filter(|&d| d != axis))
+            .collect();
+        let shape_p: Vec<usize> = order.iter().map(|&d| shape[d]).collect();
+        let strides_p: Vec<isize> = order.iter().map(|&d| strides[d]).collect();
+        let op = Operand {
+            strides: &strides_p,
+            offset: x.layout.offset,
+            size: kd.size() as u64,
+            buffer: xb.byte_size(),
+        };
+        let parts = plan(&shape_p, &[op], 1, Out::Unchecked, self.limits())
+            .map_err(|msg| self.cannot_split(shape, x.dtype, &msg))?;
+        let (out, g) = self.output(wmx_core::layout::numel(&out_shape), x.dtype)?;
+        let o = k::Contig {
+            buffer: &g,
+            window: None,
+            dtype: kd,
+            shape: &out_shape,
+        };
+        let mut batch = self.lock_batch();
+        for p in &parts {
+            let part = &p.ins[0];
+            let mut part_shape = shape.clone();
+            part_shape[axis] = p.shape[0];
+            let mut part_strides = vec![0; rank];
+            for (j, &d) in order.iter().enumerate() {
+                part_strides[d] = part.strides[j];
+            }
+            let xv = k::Strided {
+                shape: &part_shape,
+                strides: &part_strides,
+                ..part.strided(&xb, kd, &part_shape)
+            };
+            let lo = p.out_start as usize;
+            self.kernels
+                .gather_rows(&mut batch, &xv, &ii.strided(), axis, shape[axis], lo, &o)
+                .map_err(kerr)?;
+            if batch.len() >= MAX_BATCH {
+                self.submit(&mut batch)?;
+            }
+        }
+        Ok(out)
+    }
+
     /// A slice update whose base is larger than a binding: pieces of the base
     /// (record_pieces), each writing its range of the output with the part of the
     /// update that falls inside it (a copy where none does). The update must fit a

@@ -170,12 +170,35 @@ impl<D: Driver> Kernels<D> {
         axis: usize,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
+        let n = x.shape.get(axis).copied().unwrap_or(0);
+        self.gather_rows(b, x, indices, axis, n, 0, out)
+    }
+
+    /// [`Kernels::gather`] from one part of `x` along `axis`: `x` holds rows
+    /// `lo .. lo + x.shape[axis]` of an axis of `axis_len` (indices count in
+    /// `0..axis_len`, negative ones from its end). Output elements whose index lies
+    /// in another part keep their value, so gathering part by part, into one
+    /// output, reads an `x` larger than one binding. Out-of-range indices write
+    /// the fill in every part.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gather_rows(
+        &self,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        indices: &Strided<D::Buffer>,
+        axis: usize,
+        axis_len: usize,
+        lo: usize,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
         let rank = out.shape.len();
         if x.dtype != out.dtype
             || indices.shape != out.shape
             || x.shape.len() != rank
             || axis >= rank
             || (0..rank).any(|d| d != axis && x.shape[d] != out.shape[d])
+            || lo.checked_add(x.shape[axis]).is_none_or(|hi| hi > axis_len)
+            || axis_len > u32::MAX as usize
         {
             return Err(Error::Shape(format!(
                 "gather: {} {:?} at indices {:?} along axis {axis} for {} {:?}",
@@ -187,7 +210,7 @@ impl<D: Driver> Kernels<D> {
             let (xw, iw) = (crate::f64::Pairs::of(x), crate::f64::Pairs::spread(indices));
             let words = crate::f64::pair_shape(out.shape);
             let o = crate::f64::pair_out(out, &words);
-            return self.gather(b, &xw.view(x), &iw.view(indices), axis, &o);
+            return self.gather_rows(b, &xw.view(x), &iw.view(indices), axis, axis_len, lo, &o);
         }
         let Some(spec) = self.gathering_module(Family::Gather, "gather", &[x, indices], out)?
         else {
@@ -198,11 +221,12 @@ impl<D: Driver> Kernels<D> {
             n as u32,
             rank as u32,
             axis as u32,
-            x.shape[axis] as u32,
+            axis_len as u32,
             x.offset as u32,
             indices.offset as u32,
             gather_fill_bits(out.dtype),
-            0,
+            lo as u32,
+            x.shape[axis] as u32,
         ];
         params.extend(out.shape.iter().map(|&d| d as u32));
         params.extend(strides_bits(x.strides));

@@ -508,6 +508,39 @@ fn gathers_past_the_binding_limit() {
                 }
             }
         }
+        drop(g);
+        // Rows of a table past a binding (an embedding lookup): the table is read
+        // part by part along the axis. t[r, c] = (r * 7 + c) % 1009, exact in f32.
+        let tr = wmx::reshape(
+            &wmx::arange(0.0, ROWS as f64, 1.0, DType::F32)?,
+            &[ROWS as isize, 1],
+        )?;
+        let tc = wmx::arange(0.0, COLS as f64, 1.0, DType::F32)?;
+        let table = wmx::remainder(
+            &wmx::add(&wmx::multiply(&tr, &wmx::scalar(7.0, DType::F32)?)?, &tc)?,
+            &wmx::scalar(1009.0, DType::F32)?,
+        )?;
+        table.eval()?;
+        let picks: [i64; 8] = [5, 35_999, -1, 17_000, 0, 36_000, 20_001, -36_000];
+        let pi: Vec<i32> = picks.iter().map(|&p| p as i32).collect();
+        let pa = wmx::Array::from_slice(&pi, &[picks.len()])?;
+        let rows = wmx::take(&table, &pa, Some(0))?.to_vec::<f32>()?;
+        assert_eq!(rows.len(), picks.len() * COLS);
+        for (k, &p) in picks.iter().enumerate() {
+            let r = if p < 0 { p + ROWS as i64 } else { p };
+            for c in [0, 1, 500, COLS - 1] {
+                let got = rows[k * COLS + c];
+                if (0..ROWS as i64).contains(&r) {
+                    let want = ((r as usize * 7 + c) % 1009) as f32;
+                    assert_eq!(got, want, "take row {p}, column {c}");
+                } else {
+                    assert!(got.is_nan(), "take row {p} is out of range: {got}");
+                }
+            }
+        }
+        // Along the last axis, a part is not a box of the table: an Err naming it.
+        let e = wmx::take(&table, &pa, Some(1))?.eval().unwrap_err();
+        assert!(e.to_string().contains("pieces"), "{e}");
         Ok::<(), wmx::Error>(())
     })
     .unwrap();

@@ -83,9 +83,12 @@ fn place_flat(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_i
     }
 }
 
-// gather: [n, rank, axis, N, off_x, off_idx, fill, 0, shape[rank], strides_x[rank],
-// strides_idx[rank]]: out[p] = x[p with p[axis] = idx[p]], `fill` (bits) where the
-// index is outside 0..N. The output has the indices' shape, row-major.
+// gather: [n, rank, axis, N, off_x, off_idx, fill, lo, rows, shape[rank],
+// strides_x[rank], strides_idx[rank]]: out[p] = x[p with p[axis] = idx[p]], `fill`
+// (bits) where the index is outside 0..N. x holds rows lo .. lo + rows of the axis;
+// with fewer than N, elements whose index lies in another part of 0..N keep their
+// value (the host gathers a large x part by part). The output has the indices'
+// shape, row-major.
 @compute @workgroup_size(WG)
 fn gather(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
           @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -96,7 +99,9 @@ fn gather(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) w
     for (var w = thread_index(lid, wid, nwg); w < nw; w += thread_count(nwg)) {
         let i0 = w * EPO;
         var word = 0u;
-        if (i0 + EPO > n) { word = O[w]; }
+        let lo = P[7];
+        let rows = P[8];
+        if (i0 + EPO > n || rows < P[3]) { word = O[w]; }
         for (var j = 0u; j < EPO; j++) {
             let i = i0 + j;
             if (i >= n) { break; }
@@ -105,21 +110,23 @@ fn gather(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) w
             var pi = P[5];
             var step = 0u;
             for (var d = rank; d > 0u; d--) {
-                let s = P[7u + d];
+                let s = P[8u + d];
                 let q = rem / s;
                 let c = rem - q * s;
                 rem = q;
-                pi += c * P[7u + 2u * rank + d];
+                pi += c * P[8u + 2u * rank + d];
                 if (d - 1u == axis) {
-                    step = P[7u + rank + d];
+                    step = P[8u + rank + d];
                 } else {
-                    px += c * P[7u + rank + d];
+                    px += c * P[8u + rank + d];
                 }
             }
             let k = index_b(pi, P[3]);
             var bits = P[6];
             if (k != NO_INDEX) {
-                bits = st_o(ld_a(px + k * step));
+                // Unsigned: k below lo wraps past rows.
+                if (k - lo >= rows) { continue; }
+                bits = st_o(ld_a(px + (k - lo) * step));
             }
             word = put(word, j, bits);
         }
