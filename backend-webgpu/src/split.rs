@@ -796,7 +796,10 @@ impl<D: Driver> GpuBackend<D> {
     /// A scatter into a base larger than a binding: pieces of the base's dims
     /// before `axis` (record_rows; `axis` and the dims after it whole, since an
     /// index may land anywhere along `axis`), each with the same rows of the
-    /// indices and updates, which must fit a binding.
+    /// indices and updates, which must fit a binding. Where a row from `axis` on is
+    /// itself past a binding (a scatter along the first axis of a large table: an
+    /// embedding's gradient), pieces cut `axis` too, and each takes the updates
+    /// whose index falls in its range of it (`Kernels::scatter_rows`; not f64).
     pub(crate) fn scatter_pieces(
         &self,
         op: wmx_core::ScatterOp,
@@ -805,13 +808,35 @@ impl<D: Driver> GpuBackend<D> {
         updates: View<'_, GpuBuffer<D>>,
         axis: usize,
     ) -> Result<GpuBuffer<D>> {
+        match self.scatter_cut(op, base, indices, updates, axis, axis) {
+            Err(Error::OutOfRange { .. }) if base.dtype != DType::F64 => {
+                self.scatter_cut(op, base, indices, updates, axis, axis + 1)
+            }
+            r => r,
+        }
+    }
+
+    /// [`GpuBackend::scatter_pieces`] with pieces cut within the dims before `cut`
+    /// (`axis` or `axis + 1`).
+    fn scatter_cut(
+        &self,
+        op: wmx_core::ScatterOp,
+        base: View<'_, GpuBuffer<D>>,
+        indices: View<'_, GpuBuffer<D>>,
+        updates: View<'_, GpuBuffer<D>>,
+        axis: usize,
+        cut: usize,
+    ) -> Result<GpuBuffer<D>> {
         let (ii, ui) = (self.input(&indices)?, self.input(&updates)?);
         let shape = base.layout.shape.clone();
-        let lead = &shape[..axis];
+        let lead = &shape[..cut];
         let own = &indices.layout.shape;
-        self.record_rows(&shape, axis, 1, base.dtype, &[&base], |b, s, o, start| {
-            let idx = unravel(start, lead);
-            // The indices' and updates' rows of this piece.
+        self.record_rows(&shape, cut, 1, base.dtype, &[&base], |b, s, o, start| {
+            let mut idx = unravel(start, lead);
+            // The piece's range of `axis` (all of it unless cut), and the rows of
+            // the indices and updates it reads (all of them along `axis`).
+            let lo = idx.get(axis).copied().unwrap_or(0);
+            idx.truncate(axis);
             let part_shape: Vec<usize> = s[0].shape[..axis]
                 .iter()
                 .chain(&own[axis..])
@@ -827,7 +852,8 @@ impl<D: Driver> GpuBackend<D> {
                 offset: moved(ui.offset, &ui.strides, &idx)?,
                 ..ui.strided()
             };
-            self.kernels.scatter(b, op.name(), &s[0], &iv, &uv, axis, o)
+            self.kernels
+                .scatter_rows(b, op.name(), &s[0], &iv, &uv, axis, shape[axis], lo, o)
         })
     }
 

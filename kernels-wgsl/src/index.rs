@@ -254,6 +254,40 @@ impl<D: Driver> Kernels<D> {
         axis: usize,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
+        let n = out.shape.get(axis).copied().unwrap_or(0);
+        self.scatter_rows(b, op, base, indices, updates, axis, n, 0, out)
+    }
+
+    /// [`Kernels::scatter`] into one part of a base along `axis`: `base` and `out`
+    /// hold rows `lo .. lo + out.shape[axis]` of an axis of `axis_len` (indices
+    /// count in `0..axis_len`, negative ones from its end); updates whose index
+    /// falls in another part are left to that part. Scattering part by part, each
+    /// into its range of one output, writes a base larger than one binding. Not
+    /// for f64 parts (their scatter_add is computed per output element).
+    #[allow(clippy::too_many_arguments)]
+    pub fn scatter_rows(
+        &self,
+        b: &mut Batch<D>,
+        op: &str,
+        base: &Strided<D::Buffer>,
+        indices: &Strided<D::Buffer>,
+        updates: &Strided<D::Buffer>,
+        axis: usize,
+        axis_len: usize,
+        lo: usize,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let rows = out.shape.get(axis).copied().unwrap_or(0);
+        let whole = lo == 0 && rows == axis_len;
+        if lo.checked_add(rows).is_none_or(|hi| hi > axis_len)
+            || axis_len > u32::MAX as usize
+            || (!whole && out.dtype == DType::F64)
+        {
+            return Err(Error::Shape(format!(
+                "scatter: rows {lo}.. of {rows} in an axis of {axis_len} ({})",
+                out.dtype
+            )));
+        }
         let op: &'static str = match op {
             "scatter" => "scatter",
             "scatter_add" => "scatter_add",
@@ -338,11 +372,11 @@ impl<D: Driver> Kernels<D> {
             n as u32,
             rank as u32,
             axis as u32,
-            out.shape[axis] as u32,
+            axis_len as u32,
             indices.offset as u32,
             updates.offset as u32,
-            0,
-            0,
+            lo as u32,
+            rows as u32,
         ];
         params.extend(indices.shape.iter().map(|&d| d as u32));
         params.extend(strides_bits(indices.strides));

@@ -618,6 +618,34 @@ fn scatters_into_a_base_past_the_binding_limit() {
             !(set && rest)
         });
         assert_eq!(bad, None, "first wrong row");
+        drop(y);
+        // Along the first axis (an embedding's gradient): each row of the base is
+        // past no binding, but no box of whole rows fits one either, so pieces cut
+        // the axis and take the updates whose index falls in them. Duplicates add;
+        // -1 is the last row, 36 000 is dropped, -36 000 is row 0.
+        let picks: [i32; 8] = [5, 35_999, -1, 17_000, 5, 36_000, 20_001, -36_000];
+        let upd = |k: usize, c: usize| ((k + 1) * (c % 3 + 1)) as f32;
+        let uv: Vec<f32> = (0..picks.len())
+            .flat_map(|k| (0..COLS).map(move |c| upd(k, c)))
+            .collect();
+        let u = wmx::Array::from_slice(&uv, &[picks.len(), COLS])?;
+        let pa = wmx::Array::from_slice(&picks, &[picks.len()])?;
+        let g = wmx::scatter_add(&base, &pa, &u, 0)?.to_vec::<f32>()?;
+        let rows: [(usize, &[usize]); 7] = [
+            (0, &[7]),
+            (1, &[]),
+            (5, &[0, 4]),
+            (17_000, &[3]),
+            (20_001, &[6]),
+            (30_000, &[]),
+            (ROWS - 1, &[1, 2]),
+        ];
+        for (r, ks) in rows {
+            for c in [0, 1, 2, 500, COLS - 1] {
+                let want: f32 = ks.iter().map(|&k| upd(k, c)).sum();
+                assert_eq!(g[r * COLS + c], want, "scatter_add row {r}, column {c}");
+            }
+        }
         Ok::<(), wmx::Error>(())
     })
     .unwrap();

@@ -1,7 +1,10 @@
-// scatter: [n, rank, axis, N, off_idx, off_upd, 0, 0, shape[rank], strides_idx[rank],
-// strides_upd[rank], strides_out[rank]] over the n elements of the indices: the
-// update at p is combined (the prelude's `combine`: set or add) with the output
-// element at p with p[axis] = idx[p]; indices outside 0..N are dropped. The output
+// scatter: [n, rank, axis, N, off_idx, off_upd, lo, rows, shape[rank],
+// strides_idx[rank], strides_upd[rank], strides_out[rank]] over the n elements of
+// the indices: the update at p is combined (the prelude's `combine`: set or add)
+// with the output element at p with p[axis] = idx[p]; indices outside 0..N are
+// dropped. The output holds rows lo .. lo + rows of the axis (all N but where the
+// host scatters into a large base part by part); other indices are left to the
+// other parts. The output
 // (a copy of the base) is read and written through atomics: several updates may
 // land on one element or one packed word.
 @compute @workgroup_size(WG)
@@ -30,8 +33,9 @@ fn scatter(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) 
             }
         }
         let k = index_a(pi, P[3]);
-        if (k == NO_INDEX) { continue; }
-        let t = po + k * step;
+        // Unsigned: k below lo wraps past rows.
+        if (k == NO_INDEX || k - P[6] >= P[7]) { continue; }
+        let t = po + (k - P[6]) * step;
         let w = t >> LO;
         let j = t & (EPO - 1u);
         let u = ld_b(pu);
