@@ -436,7 +436,7 @@ impl<D: Driver> GpuBackend<D> {
             msg: format!(
                 "{what} of shape {shape:?} ({dtype}) is larger than one binding of this device \
                  ({} bytes) or 2^30 elements; elementwise ops, copies, random draws, \
-                 concatenation, scans, sorts, row ops, matmul's A, gathers' indices or tables, slice updates' \
+                 concatenation, scans, sorts, row ops, matmul's A or transposed B, gathers' indices or tables, slice updates' \
                  and scatters' base, and reductions compute such arrays in pieces, this op does not here (compute it in parts, or on the CPU)",
                 lim.bytes
             ),
@@ -921,7 +921,11 @@ impl<D: Driver> Backend for GpuBackend<D> {
             // A or the output past a binding: rows of A in pieces (B whole).
             _ => return self.matmul_pieces(a, b, c, alpha, beta, &shape),
         };
-        let y = self.input(&b)?;
+        let y = match self.input(&b) {
+            Ok(y) => y,
+            // B past a binding: parts of its columns, placed side by side.
+            Err(_) => return self.matmul_b_parts(a, b, c, alpha, beta, &shape),
+        };
         let z = c.map(|c| self.input(&c)).transpose()?;
         self.record(&shape, a.dtype, |bt, o| {
             let zs = z.as_ref().map(|z| z.strided());

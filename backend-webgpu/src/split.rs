@@ -675,6 +675,108 @@ impl<D: Driver> GpuBackend<D> {
         })
     }
 
+    /// A matmul whose B is larger than a binding (A, C and the output fit one): B is
+    /// cut along N into parts that each fit, K whole (a transposed view of a
+    /// row-major weight, `x @ w.t()`: the output layer of a large vocabulary); each
+    /// part's product goes to an output of its own, and the parts are placed side
+    /// by side along the last axis. A B whose column blocks each span more than a
+    /// binding (row-major with long rows) is an `Err` naming the pieces.
+    pub(crate) fn matmul_b_parts(
+        &self,
+        a: View<'_, GpuBuffer<D>>,
+        b: View<'_, GpuBuffer<D>>,
+        c: Option<View<'_, GpuBuffer<D>>>,
+        alpha: f64,
+        beta: f64,
+        shape: &[usize],
+    ) -> Result<GpuBuffer<D>> {
+        self.check()?;
+        let (x, z) = (self.input(&a)?, c.map(|c| self.input(&c)).transpose()?);
+        let nd = shape.len();
+        let kd = kdtype(a.dtype)?;
+        let bbuf = self.gpu(b.buffer)?;
+        let (bs, bst) = (&b.layout.shape, &b.layout.strides);
+        // B's index space with N first: parts are ranges of its columns.
+        let order: Vec<usize> = std::iter::once(nd - 1).chain(0..nd - 1).collect();
+        let shape_p: Vec<usize> = order.iter().map(|&d| bs[d]).collect();
+        let strides_p: Vec<isize> = order.iter().map(|&d| bst[d]).collect();
+        let op = Operand {
+            strides: &strides_p,
+            offset: b.layout.offset,
+            size: kd.size() as u64,
+            buffer: bbuf.byte_size(),
+        };
+        let parts = plan(&shape_p, &[op], 1, Out::Unchecked, self.limits())
+            .map_err(|msg| self.cannot_split(bs, b.dtype, &msg))?;
+        let mut outs = Vec::with_capacity(parts.len());
+        for p in &parts {
+            let part = &p.ins[0];
+            let (nb, n0) = (p.shape[0], p.out_start as usize);
+            let mut b_shape = bs.clone();
+            b_shape[nd - 1] = nb;
+            let mut b_strides = vec![0; nd];
+            for (j, &d) in order.iter().enumerate() {
+                b_strides[d] = part.strides[j];
+            }
+            let bv = k::Strided {
+                shape: &b_shape,
+                strides: &b_strides,
+                ..part.strided(&bbuf, kd, &b_shape)
+            };
+            let mut o_shape = shape.to_vec();
+            o_shape[nd - 1] = nb;
+            let mut at = vec![0; nd];
+            at[nd - 1] = n0;
+            let cv = match &z {
+                Some(z) => Some(k::Strided {
+                    shape: &o_shape,
+                    offset: moved(z.offset, &z.strides, &at).map_err(kerr)?,
+                    ..z.strided()
+                }),
+                None => None,
+            };
+            let (part_out, g) = self.output(wmx_core::layout::numel(&o_shape), a.dtype)?;
+            let o = k::Contig {
+                buffer: &g,
+                window: None,
+                dtype: kd,
+                shape: &o_shape,
+            };
+            let mut batch = self.lock_batch();
+            self.kernels
+                .matmul(&mut batch, &x.strided(), &bv, cv.as_ref(), alpha, beta, &o)
+                .map_err(kerr)?;
+            if batch.len() >= MAX_BATCH {
+                self.submit(&mut batch)?;
+            }
+            let strides = wmx_core::Layout::contiguous(&o_shape).strides;
+            outs.push((part_out, g, o_shape, strides));
+        }
+        let (out, g) = self.output(wmx_core::layout::numel(shape), a.dtype)?;
+        let views: Vec<k::Strided<'_, D::Buffer>> = outs
+            .iter()
+            .map(|(_, g, shape, strides)| k::Strided {
+                buffer: g,
+                window: None,
+                dtype: kd,
+                shape,
+                strides,
+                offset: 0,
+            })
+            .collect();
+        let o = k::Contig {
+            buffer: &g,
+            window: None,
+            dtype: kd,
+            shape,
+        };
+        let mut batch = self.lock_batch();
+        self.kernels
+            .concatenate(&mut batch, &views, nd - 1, &o)
+            .map_err(kerr)?;
+        Ok(out)
+    }
+
     /// A gather whose `x` is larger than a binding (the indices and the output fit
     /// one): `x` is cut along `axis` into parts that each fit (its other dims
     /// whole), and each part gathers the indices that fall in it into the one

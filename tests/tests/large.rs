@@ -2,7 +2,7 @@
 //! device with more, run with `WMX_MAX_BINDING=134217728`) and views
 //! of 2^32 elements, computed on the GPU in pieces: elementwise ops, copies, casts,
 //! creation, random draws (against the CPU's, bit for bit), concatenation, scans,
-//! sorts, row ops (softmax, layer_norm), matmul, gathers, slice updates and scatters against host values, and reductions against f64 host
+//! sorts, row ops (softmax, layer_norm), matmul (by a large A or a large B), gathers, slice updates and scatters against host values, and reductions against f64 host
 //! references; what cannot be cut is an
 //! `Err` naming the limit, never a panic or a wrong answer.
 
@@ -462,6 +462,59 @@ fn matmul_of_rows_past_the_binding_limit() {
                 assert_eq!(got, w, "addmm [{bi}, {mi}, {j}]");
             }
         }
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn matmul_by_a_weight_past_the_binding_limit() {
+    let Some(dev) = gpu() else { return };
+    assert!((N * 4) as u64 > binding_limit(&dev));
+    wmx::with_device(&dev, || {
+        // w[r, c] = (7r + c) % 13 - 6 (36 000 x 1000), x[i, c] = (i + c) % 5 - 2:
+        // products of small integers, exact in f32.
+        let r = wmx::reshape(
+            &wmx::arange(0.0, ROWS as f64, 1.0, DType::F32)?,
+            &[ROWS as isize, 1],
+        )?;
+        let c = wmx::arange(0.0, COLS as f64, 1.0, DType::F32)?;
+        let w = wmx::subtract(
+            &wmx::remainder(
+                &wmx::add(&wmx::multiply(&r, &wmx::scalar(7.0, DType::F32)?)?, &c)?,
+                &wmx::scalar(13.0, DType::F32)?,
+            )?,
+            &wmx::scalar(6.0, DType::F32)?,
+        )?;
+        w.eval()?;
+        let xv: Vec<f32> = (0..3 * COLS)
+            .map(|k| ((k / COLS + k % COLS) % 5) as f32 - 2.0)
+            .collect();
+        let x = wmx::Array::from_slice(&xv, &[3, COLS])?;
+        let wv = |r: usize, c: usize| ((7 * r + c) % 13) as f32 - 6.0;
+        let dot =
+            |i: usize, r: usize| -> f32 { (0..COLS).map(|c| xv[i * COLS + c] * wv(r, c)).sum() };
+        // x @ w.t(): B is a transposed view, cut into blocks of w's rows.
+        let y = wmx::matmul(&x, &w.t()?)?.to_vec::<f32>()?;
+        assert_eq!(y.len(), 3 * ROWS);
+        for i in 0..3 {
+            for r in [0, 1, 17_000, 33_554, ROWS - 1] {
+                assert_eq!(y[i * ROWS + r], dot(i, r), "x @ w.t() [{i}, {r}]");
+            }
+        }
+        // With a bias (addmm): 1.5 (x @ w.t()) - 2 bias, the bias per column.
+        let bias = wmx::arange(0.0, ROWS as f64, 1.0, DType::F32)?;
+        let z = wmx::addmm(&bias, &x, &w.t()?, 1.5, -2.0)?.to_vec::<f32>()?;
+        for i in 0..3 {
+            for r in [0, 20_000, ROWS - 1] {
+                let want = 1.5 * dot(i, r) - 2.0 * r as f32;
+                assert_eq!(z[i * ROWS + r], want, "addmm [{i}, {r}]");
+            }
+        }
+        // Row-major, each column block spans all of w: an Err naming the pieces.
+        let x2 = wmx::ones(&[2, ROWS], DType::F32)?;
+        let e = wmx::matmul(&x2, &w)?.eval().unwrap_err();
+        assert!(e.to_string().contains("pieces"), "{e}");
         Ok::<(), wmx::Error>(())
     })
     .unwrap();
