@@ -82,6 +82,36 @@ impl Part {
     }
 }
 
+/// A part of a view cut along one dim (`GpuBackend::parts_along`): all of its
+/// other dims, a range of that one.
+#[derive(Clone, Debug)]
+pub(crate) struct AxisPart {
+    /// First index of the range along the dim.
+    pub lo: usize,
+    /// The view's shape, the dim's extent the range's.
+    pub shape: Vec<usize>,
+    /// The view's strides (0 on dims of extent 1).
+    pub strides: Vec<isize>,
+    /// Element offset from the window's start (from the buffer's without one).
+    pub offset: usize,
+    /// The bytes bound, `None` for the whole buffer.
+    pub window: Option<Window>,
+}
+
+impl AxisPart {
+    /// This part as a kernel input.
+    pub(crate) fn strided<'a, B>(&'a self, buffer: &'a B, dtype: k::DType) -> k::Strided<'a, B> {
+        k::Strided {
+            buffer,
+            window: self.window,
+            dtype,
+            shape: &self.shape,
+            strides: &self.strides,
+            offset: self.offset,
+        }
+    }
+}
+
 /// A box of the index space.
 #[derive(Clone, Debug)]
 pub(crate) struct Piece {
@@ -694,35 +724,11 @@ impl<D: Driver> GpuBackend<D> {
         let (x, z) = (self.input(&a)?, c.map(|c| self.input(&c)).transpose()?);
         let nd = shape.len();
         let kd = kdtype(a.dtype)?;
-        let bbuf = self.gpu(b.buffer)?;
-        let (bs, bst) = (&b.layout.shape, &b.layout.strides);
-        // B's index space with N first: parts are ranges of its columns.
-        let order: Vec<usize> = std::iter::once(nd - 1).chain(0..nd - 1).collect();
-        let shape_p: Vec<usize> = order.iter().map(|&d| bs[d]).collect();
-        let strides_p: Vec<isize> = order.iter().map(|&d| bst[d]).collect();
-        let op = Operand {
-            strides: &strides_p,
-            offset: b.layout.offset,
-            size: kd.size() as u64,
-            buffer: bbuf.byte_size(),
-        };
-        let parts = plan(&shape_p, &[op], 1, Out::Unchecked, self.limits())
-            .map_err(|msg| self.cannot_split(bs, b.dtype, &msg))?;
+        let (bbuf, parts) = self.parts_along(&b, nd - 1)?;
         let mut outs = Vec::with_capacity(parts.len());
         for p in &parts {
-            let part = &p.ins[0];
-            let (nb, n0) = (p.shape[0], p.out_start as usize);
-            let mut b_shape = bs.clone();
-            b_shape[nd - 1] = nb;
-            let mut b_strides = vec![0; nd];
-            for (j, &d) in order.iter().enumerate() {
-                b_strides[d] = part.strides[j];
-            }
-            let bv = k::Strided {
-                shape: &b_shape,
-                strides: &b_strides,
-                ..part.strided(&bbuf, kd, &b_shape)
-            };
+            let (nb, n0) = (p.shape[nd - 1], p.lo);
+            let bv = p.strided(&bbuf, kd);
             let mut o_shape = shape.to_vec();
             o_shape[nd - 1] = nb;
             let mut at = vec![0; nd];
@@ -797,24 +803,9 @@ impl<D: Driver> GpuBackend<D> {
                 "a gather whose array and indices are both past a binding",
             ));
         }
-        let xb = self.gpu(x.buffer)?;
         let kd = kdtype(x.dtype)?;
-        let (shape, strides) = (&x.layout.shape, &x.layout.strides);
-        let rank = shape.len();
-        // x's index space with `axis` first: parts are ranges of it.
-        let order: Vec<usize> = std::iter::once(axis)
-            .chain((0..rank).filter(|&d| d != axis))
-            .collect();
-        let shape_p: Vec<usize> = order.iter().map(|&d| shape[d]).collect();
-        let strides_p: Vec<isize> = order.iter().map(|&d| strides[d]).collect();
-        let op = Operand {
-            strides: &strides_p,
-            offset: x.layout.offset,
-            size: kd.size() as u64,
-            buffer: xb.byte_size(),
-        };
-        let parts = plan(&shape_p, &[op], 1, Out::Unchecked, self.limits())
-            .map_err(|msg| self.cannot_split(shape, x.dtype, &msg))?;
+        let (xb, parts) = self.parts_along(&x, axis)?;
+        let axis_len = x.layout.shape[axis];
         let (out, g) = self.output(wmx_core::layout::numel(&out_shape), x.dtype)?;
         let o = k::Contig {
             buffer: &g,
@@ -824,21 +815,9 @@ impl<D: Driver> GpuBackend<D> {
         };
         let mut batch = self.lock_batch();
         for p in &parts {
-            let part = &p.ins[0];
-            let mut part_shape = shape.clone();
-            part_shape[axis] = p.shape[0];
-            let mut part_strides = vec![0; rank];
-            for (j, &d) in order.iter().enumerate() {
-                part_strides[d] = part.strides[j];
-            }
-            let xv = k::Strided {
-                shape: &part_shape,
-                strides: &part_strides,
-                ..part.strided(&xb, kd, &part_shape)
-            };
-            let lo = p.out_start as usize;
+            let xv = p.strided(&xb, kd);
             self.kernels
-                .gather_rows(&mut batch, &xv, &ii.strided(), axis, shape[axis], lo, &o)
+                .gather_rows(&mut batch, &xv, &ii.strided(), axis, axis_len, p.lo, &o)
                 .map_err(kerr)?;
             if batch.len() >= MAX_BATCH {
                 self.submit(&mut batch)?;
@@ -957,6 +936,52 @@ impl<D: Driver> GpuBackend<D> {
             self.kernels
                 .scatter_rows(b, op.name(), &s[0], &iv, &uv, axis, shape[axis], lo, o)
         })
+    }
+
+    /// `v` cut along `dim` into parts that each fit a binding, its other dims
+    /// whole (an `Err` naming the pieces when one index of `dim` does not fit),
+    /// with its GPU buffer.
+    pub(crate) fn parts_along(
+        &self,
+        v: &View<'_, GpuBuffer<D>>,
+        dim: usize,
+    ) -> Result<(D::Buffer, Vec<AxisPart>)> {
+        let buf = self.gpu(v.buffer)?;
+        let (shape, strides) = (&v.layout.shape, &v.layout.strides);
+        // The index space with `dim` first, so that pieces are ranges of it.
+        let order: Vec<usize> = std::iter::once(dim)
+            .chain((0..shape.len()).filter(|&d| d != dim))
+            .collect();
+        let shape_p: Vec<usize> = order.iter().map(|&d| shape[d]).collect();
+        let strides_p: Vec<isize> = order.iter().map(|&d| strides[d]).collect();
+        let op = Operand {
+            strides: &strides_p,
+            offset: v.layout.offset,
+            size: kdtype(v.dtype)?.size() as u64,
+            buffer: buf.byte_size(),
+        };
+        let pieces = plan(&shape_p, &[op], 1, Out::Unchecked, self.limits())
+            .map_err(|msg| self.cannot_split(shape, v.dtype, &msg))?;
+        let parts = pieces
+            .into_iter()
+            .map(|p| {
+                let part = p.ins.into_iter().next().expect("one operand");
+                let mut shape = shape.clone();
+                shape[dim] = p.shape[0];
+                let mut strides = vec![0; shape.len()];
+                for (j, &d) in order.iter().enumerate() {
+                    strides[d] = part.strides[j];
+                }
+                AxisPart {
+                    lo: p.out_start as usize,
+                    shape,
+                    strides,
+                    offset: part.offset,
+                    window: part.window,
+                }
+            })
+            .collect();
+        Ok((buf, parts))
     }
 
     pub(crate) fn cannot_split(&self, shape: &[usize], dtype: DType, msg: &str) -> Error {

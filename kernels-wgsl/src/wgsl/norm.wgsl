@@ -320,95 +320,87 @@ fn nr_wout(w: vec4<u32>, ok: bool, q: u32, ob: u32, k: vec2<f32>) {
     nr_emit(ob + (q << (LA + 2u)), ya, yb);
 }
 
+// A row's share of one invocation: up to four vec4 loads of words, the vec4
+// indices q (within the row) and which of them are in it.
+struct NrRow { w0: vec4<u32>, w1: vec4<u32>, w2: vec4<u32>, w3: vec4<u32>, q: vec4<u32>, ok: vec4<bool> }
+
+// Loads invocation lid's share of its row (2^tl invocations a row, the row's nq
+// vec4s from q0; `live`: the row exists).
+fn nr_load(lid: u32, tl: u32, live: bool, q0: u32, nq: u32) -> NrRow {
+    let t = lid & ((1u << tl) - 1u);
+    let q = vec4<u32>(t, t + (1u << tl), t + (2u << tl), t + (3u << tl));
+    let ok = vec4<bool>(live && q.x < nq, live && q.y < nq, live && q.z < nq, live && q.w < nq);
+    var r = NrRow(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), q, ok);
+    if (ok.x) { r.w0 = va(q0 + q.x); }
+    if (ok.y) { r.w1 = va(q0 + q.y); }
+    if (ok.z) { r.w2 = va(q0 + q.z); }
+    if (ok.w) { r.w3 = va(q0 + q.w); }
+    return r;
+}
+
+// nr_wsum over the share.
+fn nr_rsum(r: NrRow, c: f32, p: u32) -> f32 {
+    return (nr_wsum(r.w0, r.ok.x, c, p) + nr_wsum(r.w1, r.ok.y, c, p))
+        + (nr_wsum(r.w2, r.ok.z, c, p) + nr_wsum(r.w3, r.ok.w, c, p));
+}
+
+// The largest element of the share.
+fn nr_rmax(r: NrRow) -> f32 {
+    return nr_wmax(nr_wmax(nr_wmax(nr_wmax(-inf_f(), r.w0, r.ok.x), r.w1, r.ok.y), r.w2, r.ok.z), r.w3, r.ok.w);
+}
+
+fn nr_esum(e: array<vec4<f32>, 2>) -> f32 {
+    return nr_sum4(e[0]) + nr_sum4(e[1]);
+}
+
 // softmax with one exp per element: each invocation's exp(x - its own max), scaled
 // by exp(own max - row max) / sum. Matches exp(x - max) / sum, NaN cases included
 // (+inf entries, all -inf rows).
 fn nr_softmax(lid: u32, tl: u32, live: bool, row: u32, q0: u32, nq: u32, l: u32) {
-    let t = lid & ((1u << tl) - 1u);
-    let q1 = t + (1u << tl);
-    let q2 = t + (2u << tl);
-    let q3 = t + (3u << tl);
-    let ok0 = live && t < nq;
-    let ok1 = live && q1 < nq;
-    let ok2 = live && q2 < nq;
-    let ok3 = live && q3 < nq;
-    var w0 = vec4<u32>(0u);
-    var w1 = vec4<u32>(0u);
-    var w2 = vec4<u32>(0u);
-    var w3 = vec4<u32>(0u);
-    if (ok0) { w0 = va(q0 + t); }
-    if (ok1) { w1 = va(q0 + q1); }
-    if (ok2) { w2 = va(q0 + q2); }
-    if (ok3) { w3 = va(q0 + q3); }
-    let mt = nr_wmax(nr_wmax(nr_wmax(nr_wmax(-inf_f(), w0, ok0), w1, ok1), w2, ok2), w3, ok3);
-    let e0 = nr_wexp(w0, ok0, mt);
-    let e1 = nr_wexp(w1, ok1, mt);
-    let e2 = nr_wexp(w2, ok2, mt);
-    let e3 = nr_wexp(w3, ok3, mt);
-    let st = ((nr_sum4(e0[0]) + nr_sum4(e0[1])) + (nr_sum4(e1[0]) + nr_sum4(e1[1])))
-        + ((nr_sum4(e2[0]) + nr_sum4(e2[1])) + (nr_sum4(e3[0]) + nr_sum4(e3[1])));
-    let r = nr_reduce(vec3<f32>(mt, st, 0.0), lid, tl);
-    let scale = nr_exp(mt, r.x) / r.y;
+    let r = nr_load(lid, tl, live, q0, nq);
+    let mt = nr_rmax(r);
+    let e0 = nr_wexp(r.w0, r.ok.x, mt);
+    let e1 = nr_wexp(r.w1, r.ok.y, mt);
+    let e2 = nr_wexp(r.w2, r.ok.z, mt);
+    let e3 = nr_wexp(r.w3, r.ok.w, mt);
+    let st = (nr_esum(e0) + nr_esum(e1)) + (nr_esum(e2) + nr_esum(e3));
+    let m = nr_reduce(vec3<f32>(mt, st, 0.0), lid, tl);
+    let scale = nr_exp(mt, m.x) / m.y;
     let ob = row * l;
     let sh = LA + 2u;
-    if (ok0) { nr_emit(ob + (t << sh), e0[0] * scale, e0[1] * scale); }
-    if (ok1) { nr_emit(ob + (q1 << sh), e1[0] * scale, e1[1] * scale); }
-    if (ok2) { nr_emit(ob + (q2 << sh), e2[0] * scale, e2[1] * scale); }
-    if (ok3) { nr_emit(ob + (q3 << sh), e3[0] * scale, e3[1] * scale); }
+    if (r.ok.x) { nr_emit(ob + (r.q.x << sh), e0[0] * scale, e0[1] * scale); }
+    if (r.ok.y) { nr_emit(ob + (r.q.y << sh), e1[0] * scale, e1[1] * scale); }
+    if (r.ok.z) { nr_emit(ob + (r.q.z << sh), e2[0] * scale, e2[1] * scale); }
+    if (r.ok.w) { nr_emit(ob + (r.q.w << sh), e3[0] * scale, e3[1] * scale); }
 }
 
 // log_softmax, layer_norm and rms_norm of a row in registers. layer_norm is
 // two-pass, shifted by the row's first element so that constant rows have
 // exactly zero variance.
 fn nr_rows(lid: u32, tl: u32, live: bool, row: u32, q0: u32, nq: u32, l: u32) {
-    let t = lid & ((1u << tl) - 1u);
-    let q1 = t + (1u << tl);
-    let q2 = t + (2u << tl);
-    let q3 = t + (3u << tl);
-    let ok0 = live && t < nq;
-    let ok1 = live && q1 < nq;
-    let ok2 = live && q2 < nq;
-    let ok3 = live && q3 < nq;
-    var w0 = vec4<u32>(0u);
-    var w1 = vec4<u32>(0u);
-    var w2 = vec4<u32>(0u);
-    var w3 = vec4<u32>(0u);
-    if (ok0) { w0 = va(q0 + t); }
-    if (ok1) { w1 = va(q0 + q1); }
-    if (ok2) { w2 = va(q0 + q2); }
-    if (ok3) { w3 = va(q0 + q3); }
+    let r = nr_load(lid, tl, live, q0, nq);
     let fl = f32(l);
     let eps = bitcast<f32>(P[9]);
     var k = vec2<f32>(0.0);
     if (NORM_OP == 1u) {
-        let mt = nr_wmax(nr_wmax(nr_wmax(nr_wmax(-inf_f(), w0, ok0), w1, ok1), w2, ok2), w3, ok3);
-        let e0 = nr_wexp(w0, ok0, mt);
-        let e1 = nr_wexp(w1, ok1, mt);
-        let e2 = nr_wexp(w2, ok2, mt);
-        let e3 = nr_wexp(w3, ok3, mt);
-        let st = ((nr_sum4(e0[0]) + nr_sum4(e0[1])) + (nr_sum4(e1[0]) + nr_sum4(e1[1])))
-            + ((nr_sum4(e2[0]) + nr_sum4(e2[1])) + (nr_sum4(e3[0]) + nr_sum4(e3[1])));
-        let r = nr_reduce(vec3<f32>(mt, st, 0.0), lid, tl);
-        k = vec2<f32>(r.x, log_f32(r.y));
+        let mt = nr_rmax(r);
+        let st = (nr_esum(nr_wexp(r.w0, r.ok.x, mt)) + nr_esum(nr_wexp(r.w1, r.ok.y, mt)))
+            + (nr_esum(nr_wexp(r.w2, r.ok.z, mt)) + nr_esum(nr_wexp(r.w3, r.ok.w, mt)));
+        let m = nr_reduce(vec3<f32>(mt, st, 0.0), lid, tl);
+        k = vec2<f32>(m.x, log_f32(m.y));
     } else if (NORM_OP == 2u) {
         var shift = 0.0;
         if (live) { shift = nr_unpack(va(q0))[0].x; }
-        let s1 = (nr_wsum(w0, ok0, shift, 1u) + nr_wsum(w1, ok1, shift, 1u))
-            + (nr_wsum(w2, ok2, shift, 1u) + nr_wsum(w3, ok3, shift, 1u));
-        let mean = shift + nr_sum(s1, lid, tl, 0u) / fl;
-        let s2 = (nr_wsum(w0, ok0, mean, 2u) + nr_wsum(w1, ok1, mean, 2u))
-            + (nr_wsum(w2, ok2, mean, 2u) + nr_wsum(w3, ok3, mean, 2u));
-        k = vec2<f32>(mean, 1.0 / sqrt(nr_sum(s2, lid, tl, 256u) / fl + eps));
+        let mean = shift + nr_sum(nr_rsum(r, shift, 1u), lid, tl, 0u) / fl;
+        k = vec2<f32>(mean, 1.0 / sqrt(nr_sum(nr_rsum(r, mean, 2u), lid, tl, 256u) / fl + eps));
     } else {
-        let s = (nr_wsum(w0, ok0, 0.0, 2u) + nr_wsum(w1, ok1, 0.0, 2u))
-            + (nr_wsum(w2, ok2, 0.0, 2u) + nr_wsum(w3, ok3, 0.0, 2u));
-        k = vec2<f32>(1.0 / sqrt(nr_sum(s, lid, tl, 0u) / fl + eps), 0.0);
+        k = vec2<f32>(1.0 / sqrt(nr_sum(nr_rsum(r, 0.0, 2u), lid, tl, 0u) / fl + eps), 0.0);
     }
     let ob = row * l;
-    nr_wout(w0, ok0, t, ob, k);
-    nr_wout(w1, ok1, q1, ob, k);
-    nr_wout(w2, ok2, q2, ob, k);
-    nr_wout(w3, ok3, q3, ob, k);
+    nr_wout(r.w0, r.ok.x, r.q.x, ob, k);
+    nr_wout(r.w1, r.ok.y, r.q.y, ob, k);
+    nr_wout(r.w2, r.ok.z, r.q.z, ob, k);
+    nr_wout(r.w3, r.ok.w, r.q.w, ob, k);
 }
 
 // As norm_rows for contiguous rows whose start and length are multiples of a vec4
