@@ -923,8 +923,16 @@ impl<D: Driver> Backend for GpuBackend<D> {
         };
         let y = match self.input(&b) {
             Ok(y) => y,
-            // B past a binding: parts of its columns, placed side by side.
-            Err(_) => return self.matmul_b_parts(a, b, c, alpha, beta, &shape),
+            // B past a binding: parts of its columns, placed side by side, else
+            // (a row-major B) partial products over parts of K, summed.
+            Err(_) => {
+                return match self.matmul_b_parts(a, b, c, alpha, beta, &shape) {
+                    Err(Error::OutOfRange { .. }) => {
+                        self.matmul_k_parts(a, b, c, alpha, beta, &shape)
+                    }
+                    r => r,
+                };
+            }
         };
         let z = c.map(|c| self.input(&c)).transpose()?;
         self.record(&shape, a.dtype, |bt, o| {

@@ -368,6 +368,28 @@ fn moved(offset: usize, strides: &[isize], idx: &[usize]) -> k::Result<usize> {
         .map_err(|_| k::Error::Shape("a piece's offset falls before its view's start".into()))
 }
 
+/// All of `buffer` as a 1-D input of `flat` (`[n]`) elements.
+fn dense<'b, B>(buffer: &'b B, dtype: k::DType, flat: &'b [usize]) -> k::Strided<'b, B> {
+    k::Strided {
+        buffer,
+        window: None,
+        dtype,
+        shape: flat,
+        strides: &[1],
+        offset: 0,
+    }
+}
+
+/// All of `buffer` as an output of `shape`.
+fn out_to<'b, B>(buffer: &'b B, dtype: k::DType, shape: &'b [usize]) -> k::Contig<'b, B> {
+    k::Contig {
+        buffer,
+        window: None,
+        dtype,
+        shape,
+    }
+}
+
 /// The window a piece writes its output through: `None` when the whole output is
 /// one piece that fits a binding.
 pub(crate) fn out_window(
@@ -779,6 +801,91 @@ impl<D: Driver> GpuBackend<D> {
         let mut batch = self.lock_batch();
         self.kernels
             .concatenate(&mut batch, &views, nd - 1, &o)
+            .map_err(kerr)?;
+        Ok(out)
+    }
+
+    /// A matmul whose B is larger than a binding and cut along K (a row-major B,
+    /// whose column blocks each span all of it; A, C and the output fit a binding):
+    /// partial products over ranges of K, each in f32 (alpha applied, beta * C added
+    /// to the first), summed in f32 and rounded once into the output's dtype.
+    pub(crate) fn matmul_k_parts(
+        &self,
+        a: View<'_, GpuBuffer<D>>,
+        b: View<'_, GpuBuffer<D>>,
+        c: Option<View<'_, GpuBuffer<D>>>,
+        alpha: f64,
+        beta: f64,
+        shape: &[usize],
+    ) -> Result<GpuBuffer<D>> {
+        self.check()?;
+        let (x, z) = (self.input(&a)?, c.map(|c| self.input(&c)).transpose()?);
+        let nd = shape.len();
+        let kd = kdtype(a.dtype)?;
+        let (bbuf, parts) = self.parts_along(&b, nd - 2)?;
+        let n = wmx_core::layout::numel(shape);
+        let (f32, flat) = (k::DType::F32, [n]);
+        // Every temporary lives to the end (the batch reads them).
+        let mut temps: Vec<(GpuBuffer<D>, D::Buffer)> = Vec::new();
+        let mut sum: Option<usize> = None;
+        for (j, p) in parts.iter().enumerate() {
+            let mut a_shape = a.layout.shape.clone();
+            a_shape[nd - 1] = p.shape[nd - 2];
+            let mut at = vec![0; nd];
+            at[nd - 1] = p.lo;
+            let av = k::Strided {
+                shape: &a_shape,
+                offset: moved(x.offset, &x.strides, &at).map_err(kerr)?,
+                ..x.strided()
+            };
+            let cv = z.as_ref().filter(|_| j == 0).map(|z| z.strided());
+            let part = self.output(n, DType::F32)?;
+            let mut batch = self.lock_batch();
+            self.kernels
+                .matmul(
+                    &mut batch,
+                    &av,
+                    &p.strided(&bbuf, kd),
+                    cv.as_ref(),
+                    alpha,
+                    beta,
+                    &out_to(&part.1, f32, shape),
+                )
+                .map_err(kerr)?;
+            temps.push(part);
+            if let Some(s) = sum {
+                let total = self.output(n, DType::F32)?;
+                let (prev, this) = (&temps[s].1, &temps[temps.len() - 1].1);
+                self.kernels
+                    .binary(
+                        &mut batch,
+                        "add",
+                        &dense(prev, f32, &flat),
+                        &dense(this, f32, &flat),
+                        &out_to(&total.1, f32, &flat),
+                    )
+                    .map_err(kerr)?;
+                temps.push(total);
+            }
+            sum = Some(temps.len() - 1);
+            if batch.len() >= MAX_BATCH {
+                self.submit(&mut batch)?;
+            }
+        }
+        let Some(s) = sum else {
+            return Err(self.cannot_split(shape, a.dtype, "a matmul with no parts"));
+        };
+        if a.dtype == DType::F32 {
+            return Ok(temps.swap_remove(s).0);
+        }
+        let (out, g) = self.output(n, a.dtype)?;
+        let mut batch = self.lock_batch();
+        self.kernels
+            .copy(
+                &mut batch,
+                &dense(&temps[s].1, f32, &flat),
+                &out_to(&g, kd, &flat),
+            )
             .map_err(kerr)?;
         Ok(out)
     }
@@ -1207,24 +1314,6 @@ impl<D: Driver> GpuBackend<D> {
         let mut totals = [make("wmx partials")?, make("wmx partials")?];
         let part = make("wmx partial")?;
         let flat = [n];
-        fn dense<'b, B>(buffer: &'b B, dtype: k::DType, flat: &'b [usize]) -> k::Strided<'b, B> {
-            k::Strided {
-                buffer,
-                window: None,
-                dtype,
-                shape: flat,
-                strides: &[1],
-                offset: 0,
-            }
-        }
-        fn out_to<'b, B>(buffer: &'b B, dtype: k::DType, flat: &'b [usize]) -> k::Contig<'b, B> {
-            k::Contig {
-                buffer,
-                window: None,
-                dtype,
-                shape: flat,
-            }
-        }
         for (i, p) in pieces.iter().enumerate() {
             let s = p.ins[0].strided(&buf, kd, &p.shape);
             let target = if i == 0 { &totals[0] } else { &part };

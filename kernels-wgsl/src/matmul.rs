@@ -50,7 +50,9 @@ fn i32_bits(s: isize) -> u32 {
 impl<D: Driver> Kernels<D> {
     /// `out = alpha * a @ bb + beta * c` over matching batch dims: `a` is
     /// `[..., M, K]`, `bb` `[..., K, N]`, `c` (optional) and `out` `[..., M, N]`; one
-    /// float dtype. Any strides (0 broadcasts); K may be 0 (then `out = beta * c`).
+    /// float dtype, except that 16-bit operands may write an f32 `out` (their f32
+    /// accumulation unrounded: partial products summed later). Any strides (0
+    /// broadcasts); K may be 0 (then `out = beta * c`).
     #[allow(clippy::too_many_arguments)]
     pub fn matmul(
         &self,
@@ -86,7 +88,8 @@ impl<D: Driver> Kernels<D> {
             return Err(bad());
         }
         let d = a.dtype;
-        if !d.is_float() || bb.dtype != d || out.dtype != d || c.is_some_and(|c| c.dtype != d) {
+        let out_ok = out.dtype == d || out.dtype == DType::F32 && d.epw() == 2;
+        if !d.is_float() || bb.dtype != d || !out_ok || c.is_some_and(|c| c.dtype != d) {
             return Err(Error::OpNotDefined {
                 op: "matmul".into(),
                 dtype: d.name(),

@@ -511,10 +511,65 @@ fn matmul_by_a_weight_past_the_binding_limit() {
                 assert_eq!(z[i * ROWS + r], want, "addmm [{i}, {r}]");
             }
         }
-        // Row-major, each column block spans all of w: an Err naming the pieces.
-        let x2 = wmx::ones(&[2, ROWS], DType::F32)?;
-        let e = wmx::matmul(&x2, &w)?.eval().unwrap_err();
-        assert!(e.to_string().contains("pieces"), "{e}");
+        // Row-major w (each column block spans all of it): partial products over
+        // ranges of K, summed. x2[i, r] = (i + 2r) % 3 - 1.
+        let x2v: Vec<f32> = (0..3 * ROWS)
+            .map(|k| ((k / ROWS + 2 * (k % ROWS)) % 3) as f32 - 1.0)
+            .collect();
+        let x2 = wmx::Array::from_slice(&x2v, &[3, ROWS])?;
+        let dot2 =
+            |i: usize, c: usize| -> f32 { (0..ROWS).map(|r| x2v[i * ROWS + r] * wv(r, c)).sum() };
+        let y2 = wmx::matmul(&x2, &w)?.to_vec::<f32>()?;
+        let bias2 = wmx::arange(0.0, COLS as f64, 1.0, DType::F32)?;
+        let z2 = wmx::addmm(&bias2, &x2, &w, 0.5, 3.0)?.to_vec::<f32>()?;
+        for i in 0..3 {
+            for c in [0, 1, 500, COLS - 1] {
+                assert_eq!(y2[i * COLS + c], dot2(i, c), "x2 @ w [{i}, {c}]");
+                let want = 0.5 * dot2(i, c) + 3.0 * c as f32;
+                assert_eq!(z2[i * COLS + c], want, "addmm over K parts [{i}, {c}]");
+            }
+        }
+        drop((w, y2, z2));
+        // f16 (summed in f32, rounded once): w16[r, j] = (r % 13 + j) % 13 - 6,
+        // 40 000 x 2000 (160 MB), computed in f16 (exact); x16 picks the rows
+        // r = i (mod 2000), so each output sums 20 small integers. (Parts of K stay
+        // below ~50 000: lavapipe cuts loops of more iterations, see the note.)
+        let (rows16, cols16) = (40_000usize, 2000usize);
+        let r13 = wmx::remainder(
+            &wmx::reshape(
+                &wmx::arange(0.0, rows16 as f64, 1.0, DType::F32)?,
+                &[rows16 as isize, 1],
+            )?,
+            &wmx::scalar(13.0, DType::F32)?,
+        )?;
+        let h = |a: &wmx::Array| wmx::astype(a, DType::F16);
+        let j16 = wmx::arange(0.0, cols16 as f64, 1.0, DType::F16)?;
+        let w16 = wmx::subtract(
+            &wmx::remainder(&wmx::add(&h(&r13)?, &j16)?, &wmx::scalar(13.0, DType::F16)?)?,
+            &wmx::scalar(6.0, DType::F16)?,
+        )?;
+        let x16v: Vec<f32> = (0..2 * rows16)
+            .map(|k| f32::from(k % rows16 % cols16 == k / rows16))
+            .collect();
+        let x16 = h(&wmx::Array::from_slice(&x16v, &[2, rows16])?)?;
+        let y16 = wmx::astype(&wmx::matmul(&x16, &w16)?, DType::F32)?.to_vec::<f32>()?;
+        for i in 0..2 {
+            for j in [0, 7, cols16 - 1] {
+                let want: f32 = (0..rows16)
+                    .filter(|r| r % cols16 == i)
+                    .map(|r| ((r % 13 + j) % 13) as f32 - 6.0)
+                    .sum();
+                assert_eq!(y16[i * cols16 + j], want, "f16 x16 @ w16 [{i}, {j}]");
+            }
+        }
+        // A vector @ the large matrix (the vector-matrix kernel, per part).
+        let v16 = wmx::slice(&x16, &[Slice::range(1, 2), Slice::ALL])?;
+        let v16 = wmx::reshape(&v16, &[rows16 as isize])?;
+        let yv = wmx::astype(&wmx::matmul(&v16, &w16)?, DType::F32)?.to_vec::<f32>()?;
+        assert_eq!(yv.len(), cols16);
+        for j in [0, 7, cols16 - 1] {
+            assert_eq!(yv[j], y16[cols16 + j], "f16 vector @ w16 [{j}]");
+        }
         Ok::<(), wmx::Error>(())
     })
     .unwrap();

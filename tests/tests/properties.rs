@@ -83,3 +83,13 @@ proptest! {
         }
     }
 }
+
+/// A case proptest found: floor_divide(1012, 7.0531055e-4), whose exact quotient
+/// (1434828.954) rounds to the integer 1434829 in f32; lavapipe floors to 1434828,
+/// within WGSL's 2.5-ulp bound on division.
+#[test]
+fn floor_divide_of_a_quotient_next_to_an_integer() {
+    for d in devices() {
+        props::broadcast_binary(&d, &[1, 1], &[3, 4, 2], 7263915683114473396);
+    }
+}
