@@ -40,6 +40,11 @@ const COOP_VEC_WORKGROUP_BYTES: u32 = 2 * 9216 * 2 + 2048 * 4;
 
 /// Gemv chunks: column-mode launches aim for at least this many invocations.
 const GEMV_MIN_THREADS: u64 = 1 << 17;
+/// Most of K one tiled dispatch takes: longer products go in dispatches over parts
+/// of K, summed in f32. Mesa's llvmpipe (lavapipe) stops a shader's loops once one
+/// invocation's loops together reach 65 535 iterations, and the tiled kernel's
+/// loops run about K / 8 times 10 (wrong from K ~ 52 000 there).
+const MM_K_CHUNK: usize = 16384;
 /// Rows per workgroup of the vectorised row kernel (`GV_ROWS` in gemv.wgsl).
 const GEMV_ROWS: usize = 4;
 
@@ -114,9 +119,101 @@ impl<D: Driver> Kernels<D> {
         }
         if m == 1 || n == 1 {
             self.gemv(b, a, bb, c, alpha, beta, out)
+        } else if k > MM_K_CHUNK && !self.coop_operands(a) {
+            self.k_chunks(b, a, bb, c, alpha, beta, out)
         } else {
             self.tiled(b, a, bb, c, alpha, beta, out)
         }
+    }
+
+    /// Whether f16 products may take the cooperative-matrix kernels (no long loops
+    /// per invocation to bound: the adapters that have them run loops whole).
+    fn coop_operands(&self, a: &Strided<D::Buffer>) -> bool {
+        self.target().coop > 0 && a.dtype == DType::F16
+    }
+
+    /// The tiled product over parts of K of at most [`MM_K_CHUNK`]: each part's
+    /// product (alpha applied, beta * C added to the first) in f32, summed in f32,
+    /// rounded once into `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn k_chunks(
+        &self,
+        b: &mut Batch<D>,
+        a: &Strided<D::Buffer>,
+        bb: &Strided<D::Buffer>,
+        c: Option<&Strided<D::Buffer>>,
+        alpha: f64,
+        beta: f64,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let nd = a.shape.len();
+        let k = a.shape[nd - 1];
+        let parts = k.div_ceil(MM_K_CHUNK);
+        let kc = k.div_ceil(parts);
+        let n = out.numel();
+        let flat = [n];
+        fn dense<'b, B>(buffer: &'b B, flat: &'b [usize]) -> Strided<'b, B> {
+            Strided {
+                buffer,
+                window: None,
+                dtype: DType::F32,
+                shape: flat,
+                strides: &[1],
+                offset: 0,
+            }
+        }
+        let moved = |x: &Strided<D::Buffer>, d: usize, by: usize| {
+            usize::try_from(x.offset as isize + by as isize * x.strides[d])
+                .map_err(|_| Error::Shape("matmul: a part of K before its view".into()))
+        };
+        let mut sum: Option<D::Buffer> = None;
+        for j in 0..parts {
+            let (k0, len) = (j * kc, kc.min(k - j * kc));
+            let mut a_shape = a.shape.to_vec();
+            a_shape[nd - 1] = len;
+            let mut b_shape = bb.shape.to_vec();
+            b_shape[nd - 2] = len;
+            let aj = Strided {
+                shape: &a_shape,
+                offset: moved(a, nd - 1, k0)?,
+                ..*a
+            };
+            let bj = Strided {
+                shape: &b_shape,
+                offset: moved(bb, nd - 2, k0)?,
+                ..*bb
+            };
+            let part = self.create_buffer(n as u64 * 4, Some("wmx matmul part of K"))?;
+            let o = Contig {
+                buffer: &part,
+                window: None,
+                dtype: DType::F32,
+                shape: out.shape,
+            };
+            self.tiled(b, &aj, &bj, c.filter(|_| j == 0), alpha, beta, &o)?;
+            sum = Some(match sum {
+                None => part,
+                Some(prev) => {
+                    let total = self.create_buffer(n as u64 * 4, Some("wmx matmul sum"))?;
+                    let o = Contig {
+                        buffer: &total,
+                        window: None,
+                        dtype: DType::F32,
+                        shape: &flat,
+                    };
+                    self.binary(b, "add", &dense(&prev, &flat), &dense(&part, &flat), &o)?;
+                    total
+                }
+            });
+        }
+        let sum = sum.expect("K > MM_K_CHUNK has parts");
+        let o = Contig {
+            buffer: out.buffer,
+            window: out.window,
+            dtype: out.dtype,
+            shape: &flat,
+        };
+        self.copy(b, &dense(&sum, &flat), &o)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -19,6 +19,10 @@ use crate::{Error, Result};
 
 /// Positions per block of `scan_blocks` (WG * SCAN_K in scan.wgsl for WG = 256).
 const SCAN_K: u64 = 8;
+/// Longest line the serial kernel (`ScanLines`, one invocation per strided line)
+/// takes: Mesa's llvmpipe stops a shader's loops after 65 535 iterations per
+/// invocation. Longer lines are moved last (a copy) and scanned in blocks.
+const SERIAL_LINE_MAX: usize = 16384;
 
 const REVERSE: u32 = 1;
 pub(crate) const EXCLUSIVE: u32 = 2;
@@ -82,6 +86,9 @@ impl<D: Driver> Kernels<D> {
         let rows: usize = x.shape[..axis].iter().product();
         let len = x.shape[axis];
         let inner: usize = x.shape[axis + 1..].iter().product();
+        if inner > 1 && len > SERIAL_LINE_MAX {
+            return self.scan_moved_last(b, op, x, axis, reverse, inclusive, out);
+        }
         let flags = if reverse { REVERSE } else { 0 } | if inclusive { 0 } else { EXCLUSIVE };
         let tmp = if out.dtype == acc {
             None
@@ -123,6 +130,71 @@ impl<D: Driver> Kernels<D> {
             self.copy(b, &from, out)?;
         }
         Ok(())
+    }
+
+    /// [`Kernels::scan`] of long strided lines: `x` copied with `axis` last, scanned
+    /// along it in blocks, and copied back.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_moved_last(
+        &self,
+        b: &mut Batch<D>,
+        op: &'static str,
+        x: &Strided<D::Buffer>,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let rank = x.shape.len();
+        let order: Vec<usize> = (0..rank).filter(|&d| d != axis).chain([axis]).collect();
+        let shape: Vec<usize> = order.iter().map(|&d| x.shape[d]).collect();
+        let n = out.numel() as u64;
+        let moved_in = Strided {
+            shape: &shape,
+            strides: &order.iter().map(|&d| x.strides[d]).collect::<Vec<_>>(),
+            ..*x
+        };
+        let xt = self.create_buffer(n * x.dtype.size() as u64, Some("wmx scan input"))?;
+        let yt = self.create_buffer(n * out.dtype.size() as u64, Some("wmx scan output"))?;
+        let contig = |buffer, dtype| Contig {
+            buffer,
+            window: None,
+            dtype,
+            shape: &shape,
+        };
+        self.copy(b, &moved_in, &contig(&xt, x.dtype))?;
+        let st = contiguous_strides(&shape);
+        let xs = Strided {
+            buffer: &xt,
+            window: None,
+            dtype: x.dtype,
+            shape: &shape,
+            strides: &st,
+            offset: 0,
+        };
+        self.scan(
+            b,
+            op,
+            &xs,
+            rank - 1,
+            reverse,
+            inclusive,
+            &contig(&yt, out.dtype),
+        )?;
+        // Back: the scanned array's strides for out's dims.
+        let mut back = vec![0isize; rank];
+        for (j, &d) in order.iter().enumerate() {
+            back[d] = st[j];
+        }
+        let ys = Strided {
+            buffer: &yt,
+            window: None,
+            dtype: out.dtype,
+            shape: out.shape,
+            strides: &back,
+            offset: 0,
+        };
+        self.copy(b, &ys, out)
     }
 
     /// Scans `rows` contiguous lines of `len` elements of `src` (buffer, dtype,

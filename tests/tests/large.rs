@@ -532,8 +532,7 @@ fn matmul_by_a_weight_past_the_binding_limit() {
         drop((w, y2, z2));
         // f16 (summed in f32, rounded once): w16[r, j] = (r % 13 + j) % 13 - 6,
         // 40 000 x 2000 (160 MB), computed in f16 (exact); x16 picks the rows
-        // r = i (mod 2000), so each output sums 20 small integers. (Parts of K stay
-        // below ~50 000: lavapipe cuts loops of more iterations, see the note.)
+        // r = i (mod 2000), so each output sums 20 small integers.
         let (rows16, cols16) = (40_000usize, 2000usize);
         let r13 = wmx::remainder(
             &wmx::reshape(

@@ -317,6 +317,17 @@ pub fn matmul_big_and_special(dev: &Device) {
         let got = ok(&what, wmx::matmul(&a.array(dev, dt), &b.array(dev, dt)));
         check(&what, &got, &want, &mags, 3, dt);
     }
+    // K past the tiled kernel's loop budget (dispatched over parts of K, summed in
+    // f32; lavapipe cut the loops at K ~ 52 000), f32 and 16-bit.
+    for d in float_dtypes(dev) {
+        let (m, k, n) = (3, 60_001, 20);
+        let what = format!("matmul {d} [{m},{k}] @ [{k},{n}]");
+        let a = Host::random(&mut rng, d, &[m, k]);
+        let b = Host::random(&mut rng, d, &[k, n]);
+        let (want, mags) = reference(&a, &b, None, 1.0, 0.0);
+        let got = ok(&what, wmx::matmul(&a.array(dev, d), &b.array(dev, d)));
+        check(&what, &got, &want, &mags, k, d);
+    }
     // NaN and inf propagate as in the f64 sum (inf * 0 is NaN, inf - inf is NaN).
     for (m, n) in [(4, 4), (4, 1), (1, 4)] {
         let k = 3;

@@ -175,6 +175,20 @@ pub fn scan_values(dev: &Device) {
             check(&what, &got, &want, &mags, out);
         }
     }
+    // Lines longer than the serial kernel takes (moved last and scanned in blocks;
+    // lavapipe cut the serial loop at 65 535), along the first axis, both ways.
+    let dt = DType::F32;
+    for op in [ReduceOp::Sum, ReduceOp::Max] {
+        let v = data(&mut rng, op, dt, 70_001 * 3);
+        let x = make_ok(dev, dt, &v, &[70_001, 3]);
+        let hx = HostArr::new(&[70_001, 3], v);
+        for (reverse, inclusive) in [(false, true), (true, false)] {
+            let what = format!("{op} scan of {dt} [70001, 3] along 0 (reverse {reverse})");
+            let got = ok(&what, wmx::scan(op, &x, Some(0), reverse, inclusive));
+            let (want, mags) = reference(op, &hx, 0, reverse, inclusive, dt);
+            check(&what, &got, &want, &mags, dt);
+        }
+    }
     // NaN propagates through max and min from where it appears.
     let what = "cummax with NaN";
     let x = ok(
