@@ -807,8 +807,8 @@ impl<D: Driver> GpuBackend<D> {
 
     /// A matmul whose B is larger than a binding and cut along K (a row-major B,
     /// whose column blocks each span all of it; A, C and the output fit a binding):
-    /// partial products over ranges of K, each in f32 (alpha applied, beta * C added
-    /// to the first), summed in f32 and rounded once into the output's dtype.
+    /// `Kernels::matmul_parts` over parts of K, each part of B bound through its
+    /// window.
     pub(crate) fn matmul_k_parts(
         &self,
         a: View<'_, GpuBuffer<D>>,
@@ -823,69 +823,31 @@ impl<D: Driver> GpuBackend<D> {
         let nd = shape.len();
         let kd = kdtype(a.dtype)?;
         let (bbuf, parts) = self.parts_along(&b, nd - 2)?;
-        let n = wmx_core::layout::numel(shape);
-        let (f32, flat) = (k::DType::F32, [n]);
-        // Every temporary lives to the end (the batch reads them).
-        let mut temps: Vec<(GpuBuffer<D>, D::Buffer)> = Vec::new();
-        let mut sum: Option<usize> = None;
-        for (j, p) in parts.iter().enumerate() {
-            let mut a_shape = a.layout.shape.clone();
-            a_shape[nd - 1] = p.shape[nd - 2];
+        let a_shapes: Vec<Vec<usize>> = parts
+            .iter()
+            .map(|p| {
+                let mut s = a.layout.shape.clone();
+                s[nd - 1] = p.shape[nd - 2];
+                s
+            })
+            .collect();
+        let mut views = Vec::with_capacity(parts.len());
+        for (p, a_shape) in parts.iter().zip(&a_shapes) {
             let mut at = vec![0; nd];
             at[nd - 1] = p.lo;
             let av = k::Strided {
-                shape: &a_shape,
+                shape: a_shape,
                 offset: moved(x.offset, &x.strides, &at).map_err(kerr)?,
                 ..x.strided()
             };
-            let cv = z.as_ref().filter(|_| j == 0).map(|z| z.strided());
-            let part = self.output(n, DType::F32)?;
-            let mut batch = self.lock_batch();
-            self.kernels
-                .matmul(
-                    &mut batch,
-                    &av,
-                    &p.strided(&bbuf, kd),
-                    cv.as_ref(),
-                    alpha,
-                    beta,
-                    &out_to(&part.1, f32, shape),
-                )
-                .map_err(kerr)?;
-            temps.push(part);
-            if let Some(s) = sum {
-                let total = self.output(n, DType::F32)?;
-                let (prev, this) = (&temps[s].1, &temps[temps.len() - 1].1);
-                self.kernels
-                    .binary(
-                        &mut batch,
-                        "add",
-                        &dense(prev, f32, &flat),
-                        &dense(this, f32, &flat),
-                        &out_to(&total.1, f32, &flat),
-                    )
-                    .map_err(kerr)?;
-                temps.push(total);
-            }
-            sum = Some(temps.len() - 1);
-            if batch.len() >= MAX_BATCH {
-                self.submit(&mut batch)?;
-            }
+            views.push((av, p.strided(&bbuf, kd)));
         }
-        let Some(s) = sum else {
-            return Err(self.cannot_split(shape, a.dtype, "a matmul with no parts"));
-        };
-        if a.dtype == DType::F32 {
-            return Ok(temps.swap_remove(s).0);
-        }
-        let (out, g) = self.output(n, a.dtype)?;
+        let (out, g) = self.output(wmx_core::layout::numel(shape), a.dtype)?;
+        let o = out_to(&g, kd, shape);
+        let zs = z.as_ref().map(|z| z.strided());
         let mut batch = self.lock_batch();
         self.kernels
-            .copy(
-                &mut batch,
-                &dense(&temps[s].1, f32, &flat),
-                &out_to(&g, kd, &flat),
-            )
+            .matmul_parts(&mut batch, &views, zs.as_ref(), alpha, beta, &o)
             .map_err(kerr)?;
         Ok(out)
     }

@@ -132,9 +132,8 @@ impl<D: Driver> Kernels<D> {
         self.target().coop > 0 && a.dtype == DType::F16
     }
 
-    /// The tiled product over parts of K of at most [`MM_K_CHUNK`]: each part's
-    /// product (alpha applied, beta * C added to the first) in f32, summed in f32,
-    /// rounded once into `out`.
+    /// The tiled product over parts of K of at most [`MM_K_CHUNK`]
+    /// ([`Kernels::matmul_parts`]).
     #[allow(clippy::too_many_arguments)]
     fn k_chunks(
         &self,
@@ -150,6 +149,51 @@ impl<D: Driver> Kernels<D> {
         let k = a.shape[nd - 1];
         let parts = k.div_ceil(MM_K_CHUNK);
         let kc = k.div_ceil(parts);
+        let moved = |x: &Strided<D::Buffer>, d: usize, by: usize| {
+            usize::try_from(x.offset as isize + by as isize * x.strides[d])
+                .map_err(|_| Error::Shape("matmul: a part of K before its view".into()))
+        };
+        let mut shapes = Vec::with_capacity(parts);
+        for j in 0..parts {
+            let len = kc.min(k - j * kc);
+            let mut a_shape = a.shape.to_vec();
+            a_shape[nd - 1] = len;
+            let mut b_shape = bb.shape.to_vec();
+            b_shape[nd - 2] = len;
+            shapes.push((a_shape, b_shape));
+        }
+        let mut views = Vec::with_capacity(parts);
+        for (j, (a_shape, b_shape)) in shapes.iter().enumerate() {
+            let aj = Strided {
+                shape: a_shape,
+                offset: moved(a, nd - 1, j * kc)?,
+                ..*a
+            };
+            let bj = Strided {
+                shape: b_shape,
+                offset: moved(bb, nd - 2, j * kc)?,
+                ..*bb
+            };
+            views.push((aj, bj));
+        }
+        self.matmul_parts(b, &views, c, alpha, beta, out)
+    }
+
+    /// `out = alpha * sum_j a_j @ b_j + beta * c` over parts of K (`parts`: each
+    /// `(a_j, b_j)` as [`Kernels::matmul`]'s operands): each part's product in f32
+    /// (alpha applied, beta * C added to the first), summed in f32, rounded once
+    /// into `out`. Long products (K past a loop budget) and operands bound part by
+    /// part (a B larger than one binding) go this way.
+    #[allow(clippy::type_complexity)]
+    pub fn matmul_parts(
+        &self,
+        b: &mut Batch<D>,
+        parts: &[(Strided<D::Buffer>, Strided<D::Buffer>)],
+        c: Option<&Strided<D::Buffer>>,
+        alpha: f64,
+        beta: f64,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
         let n = out.numel();
         let flat = [n];
         fn dense<'b, B>(buffer: &'b B, flat: &'b [usize]) -> Strided<'b, B> {
@@ -162,51 +206,32 @@ impl<D: Driver> Kernels<D> {
                 offset: 0,
             }
         }
-        let moved = |x: &Strided<D::Buffer>, d: usize, by: usize| {
-            usize::try_from(x.offset as isize + by as isize * x.strides[d])
-                .map_err(|_| Error::Shape("matmul: a part of K before its view".into()))
-        };
-        let mut sum: Option<D::Buffer> = None;
-        for j in 0..parts {
-            let (k0, len) = (j * kc, kc.min(k - j * kc));
-            let mut a_shape = a.shape.to_vec();
-            a_shape[nd - 1] = len;
-            let mut b_shape = bb.shape.to_vec();
-            b_shape[nd - 2] = len;
-            let aj = Strided {
-                shape: &a_shape,
-                offset: moved(a, nd - 1, k0)?,
-                ..*a
-            };
-            let bj = Strided {
-                shape: &b_shape,
-                offset: moved(bb, nd - 2, k0)?,
-                ..*bb
-            };
-            let part = self.create_buffer(n as u64 * 4, Some("wmx matmul part of K"))?;
-            let o = Contig {
-                buffer: &part,
+        fn f32_out<'b, B>(buffer: &'b B, shape: &'b [usize]) -> Contig<'b, B> {
+            Contig {
+                buffer,
                 window: None,
                 dtype: DType::F32,
-                shape: out.shape,
-            };
-            self.tiled(b, &aj, &bj, c.filter(|_| j == 0), alpha, beta, &o)?;
+                shape,
+            }
+        }
+        let mut sum: Option<D::Buffer> = None;
+        for (j, (aj, bj)) in parts.iter().enumerate() {
+            let part = self.create_buffer(n as u64 * 4, Some("wmx matmul part of K"))?;
+            let cj = c.filter(|_| j == 0);
+            self.matmul(b, aj, bj, cj, alpha, beta, &f32_out(&part, out.shape))?;
             sum = Some(match sum {
                 None => part,
                 Some(prev) => {
                     let total = self.create_buffer(n as u64 * 4, Some("wmx matmul sum"))?;
-                    let o = Contig {
-                        buffer: &total,
-                        window: None,
-                        dtype: DType::F32,
-                        shape: &flat,
-                    };
-                    self.binary(b, "add", &dense(&prev, &flat), &dense(&part, &flat), &o)?;
+                    let (x, y) = (dense(&prev, &flat), dense(&part, &flat));
+                    self.binary(b, "add", &x, &y, &f32_out(&total, &flat))?;
                     total
                 }
             });
         }
-        let sum = sum.expect("K > MM_K_CHUNK has parts");
+        let Some(sum) = sum else {
+            return Err(Error::Shape("matmul_parts: no parts of K".into()));
+        };
         let o = Contig {
             buffer: out.buffer,
             window: out.window,
