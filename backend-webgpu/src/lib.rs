@@ -37,11 +37,13 @@ mod custom;
 mod fused;
 mod kernel;
 mod pool;
+mod segments;
 mod split;
 mod submit;
 
 use futures::future::BoxFuture;
 use pool::Shared;
+use segments::Mem;
 use std::sync::{Arc, Mutex};
 use submit::Submitter;
 use wmx_core::{
@@ -49,7 +51,7 @@ use wmx_core::{
     ReduceOp, Result, UnaryOp, View,
 };
 use wmx_kernels as k;
-use wmx_kernels::{Driver, DriverBuffer, Wgpu};
+use wmx_kernels::{Driver, Wgpu};
 
 pub use custom::{CustomEval, GpuInput, GpuOutput};
 pub use k::{Caps, Kernels, RequestOptions, UserModule, UserPipeline};
@@ -78,7 +80,7 @@ pub struct GpuBuffer<D: Driver = Wgpu> {
 }
 
 struct Data<D: Driver> {
-    gpu: Option<D::Buffer>,
+    gpu: Option<Mem<D::Buffer>>,
     host: Option<Arc<Vec<u8>>>,
 }
 
@@ -115,7 +117,7 @@ impl<D: Driver> Drop for GpuBuffer<D> {
             .unwrap_or_else(|e| e.into_inner())
             .gpu
             .take();
-        if let Some(b) = gpu {
+        for b in gpu.into_iter().flat_map(|m| m.parts) {
             self.shared.release(b);
         }
     }
@@ -269,27 +271,14 @@ impl<D: Driver> GpuBackend<D> {
         self.shared.check().map_err(|msg| self.err(msg))
     }
 
-    /// The GPU buffer of `b`, uploading host data first if needed.
-    fn gpu(&self, b: &GpuBuffer<D>) -> Result<D::Buffer> {
-        let mut d = b.data.lock().unwrap();
-        if let Some(g) = &d.gpu {
-            return Ok(g.clone());
-        }
-        let host = d.host.clone().expect("a buffer has host or GPU data");
-        let g = self.shared.pool().take(b.bytes, false).map_err(kerr)?;
-        if !host.is_empty() {
-            let mut bytes = host.to_vec();
-            bytes.resize(bytes.len().div_ceil(4) * 4, 0);
-            self.kernels.driver().write_buffer(&g, 0, &bytes);
-        }
-        self.shared.count_upload(b.bytes);
-        d.gpu = Some(g.clone());
-        Ok(g)
-    }
-
     /// A fresh output buffer of `n` elements of `dtype`.
     fn output(&self, n: usize, dtype: DType) -> Result<(GpuBuffer<D>, D::Buffer)> {
         new_output(&self.shared, n, dtype)
+    }
+
+    /// Fresh memory for `n` elements of `dtype`: one buffer, or segments.
+    fn output_mem(&self, n: usize, dtype: DType) -> Result<(GpuBuffer<D>, Mem<D::Buffer>)> {
+        new_output_mem(&self.shared, n, dtype)
     }
 
     /// Records one kernel producing a fresh output of `shape`/`dtype`.
@@ -379,17 +368,19 @@ impl<D: Driver> GpuBackend<D> {
     }
 
     /// `v` as one kernel input: its buffer bound whole, or through a window when
-    /// the buffer is larger than a binding but the view fits one. `Err` when the
-    /// view itself does not fit (ops that split such views do not come here).
+    /// the buffer is larger than a binding (or held in segments) but the view fits
+    /// one. `Err` when the view itself does not fit (ops that split such views do
+    /// not come here).
     fn input<'a>(&self, v: &View<'a, GpuBuffer<D>>) -> Result<In<'a, D::Buffer>> {
         let l = v.layout;
-        let buf = self.gpu(v.buffer)?;
+        let mem = self.mem(v.buffer)?;
         let dtype = kdtype(v.dtype)?;
         let x = split::Operand {
             strides: &l.strides,
             offset: l.offset,
             size: dtype.size() as u64,
-            buffer: buf.byte_size(),
+            buffer: mem.byte_size(),
+            seg: mem.seg,
         };
         let lim = self.limits();
         let piece = split::plan(&l.shape, &[x], 0, split::Out::Unchecked, lim)
@@ -402,6 +393,9 @@ impl<D: Driver> GpuBackend<D> {
             }
             None => (vec![0; l.shape.len()], 0, None), // empty: nothing is read
         };
+        // A view of an array held in segments: the one segment holding it (or a
+        // copy of its window where it spans two).
+        let (buf, window) = self.bind_view(&mem, window)?;
         Ok(In {
             buf,
             dtype,
@@ -501,7 +495,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
                 Ok(host) => return Ok(host),
                 Err(g) => g,
             };
-            let bytes = self.kernels.read_blocking(&g, 0, b.bytes).map_err(kerr)?;
+            let bytes = pollster::block_on(read_mem(&self.kernels, &g, b.bytes))?;
             // An error raised by the work behind these bytes: do not hand them out.
             self.check()?;
             Ok(self.store_download(b, bytes))
@@ -525,7 +519,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
         let data = b.data.clone();
         let name = self.name.clone();
         Box::pin(async move {
-            let bytes = kernels.read(&g, 0, len).await.map_err(kerr)?;
+            let bytes = read_mem(&kernels, &g, len).await?;
             // In the browser validation errors arrive asynchronously (no blocking
             // error scopes): one raised by the work behind this read has been
             // delivered by the time the map completes. Do not hand out its bytes.
@@ -574,12 +568,30 @@ impl<D: Driver> Backend for GpuBackend<D> {
                 self.kernels.fused(b, &spec, &refs, o)
             });
         }
-        let ins: Vec<In<'_, D::Buffer>> = inputs
-            .iter()
-            .map(|v| self.input(v))
-            .collect::<Result<_>>()?;
         let Some(first) = inputs.first() else {
             return Err(Error::invalid("fused", "a kernel without inputs"));
+        };
+        let ins: Vec<In<'_, D::Buffer>> = match inputs.iter().map(|v| self.input(v)).collect() {
+            Ok(ins) => ins,
+            // An input past a binding or one buffer: the elementwise part in pieces,
+            // then the reduction in pieces.
+            Err(_) => {
+                let (Some(last), Some((op, axes))) = (kernel.steps.last(), &kernel.reduce) else {
+                    return Err(Error::invalid("fused", "a kernel without steps"));
+                };
+                let elementwise = wmx_core::FusedKernel {
+                    reduce: None,
+                    ..kernel.clone()
+                };
+                let values = self.fused(&elementwise, inputs, last.dtype)?;
+                let layout = Layout::contiguous(&first.layout.shape);
+                let view = View {
+                    buffer: &values,
+                    dtype: last.dtype,
+                    layout: &layout,
+                };
+                return Backend::reduce(self, *op, view, axes);
+            }
         };
         let shape = &first.layout.shape;
         let out_shape: Vec<usize> = match &kernel.reduce {
@@ -997,12 +1009,13 @@ impl<D: Driver> Backend for GpuBackend<D> {
 }
 
 impl<D: Driver> GpuBackend<D> {
-    /// The host copy if there is one, else the GPU buffer after submitting pending
+    /// The host copy if there is one, else the GPU memory after submitting pending
     /// work (so the download sees it).
+    #[allow(clippy::type_complexity)] // one of two named things, used twice
     fn cached_or_gpu(
         &self,
         b: &GpuBuffer<D>,
-    ) -> Result<std::result::Result<Arc<Vec<u8>>, D::Buffer>> {
+    ) -> Result<std::result::Result<Arc<Vec<u8>>, Mem<D::Buffer>>> {
         if let Some(h) = &b.data.lock().unwrap().host {
             return Ok(Ok(h.clone()));
         }
@@ -1026,25 +1039,72 @@ impl<D: Driver> GpuBackend<D> {
     }
 }
 
-/// A fresh buffer of `n` elements of `dtype` from the pool (not zeroed).
+/// A fresh buffer of `n` elements of `dtype` from the pool (not zeroed); `Err`
+/// past one buffer (see [`new_output_mem`]).
 pub(crate) fn new_output<D: Driver>(
     shared: &Arc<Shared<D>>,
     n: usize,
     dtype: DType,
 ) -> Result<(GpuBuffer<D>, D::Buffer)> {
-    let bytes = (n * dtype.size()) as u64;
-    let g = shared.pool().take(bytes, true).map_err(kerr)?;
+    let bytes = (n as u64).saturating_mul(dtype.size() as u64);
+    let max = shared.max_buffer();
+    if bytes.div_ceil(16) * 16 > max {
+        return Err(Error::OutOfRange {
+            op: "webgpu",
+            msg: format!(
+                "an output of {n} {dtype} elements ({bytes} bytes) is larger than one \
+                 buffer of this device ({max} bytes), which this op needs"
+            ),
+        });
+    }
+    let (out, mem) = new_output_mem(shared, n, dtype)?;
+    let g = mem.parts[0].clone();
+    Ok((out, g))
+}
+
+/// Fresh GPU memory for `n` elements of `dtype` from the pool (not zeroed): one
+/// buffer, or segments past one buffer's limit.
+pub(crate) fn new_output_mem<D: Driver>(
+    shared: &Arc<Shared<D>>,
+    n: usize,
+    dtype: DType,
+) -> Result<(GpuBuffer<D>, Mem<D::Buffer>)> {
+    let bytes = (n as u64).saturating_mul(dtype.size() as u64);
+    let mem = segments::alloc(shared, bytes, true)?;
     Ok((
         GpuBuffer {
             shared: shared.clone(),
             bytes,
             data: Arc::new(Mutex::new(Data {
-                gpu: Some(g.clone()),
+                gpu: Some(mem.clone()),
                 host: None,
             })),
         },
-        g,
+        mem,
     ))
+}
+
+/// The first `bytes` of `mem`, segment by segment.
+async fn read_mem<D: Driver>(
+    kernels: &Kernels<D>,
+    mem: &Mem<D::Buffer>,
+    bytes: u64,
+) -> Result<Vec<u8>> {
+    if mem.is_one() {
+        return kernels.read(&mem.parts[0], 0, bytes).await.map_err(kerr);
+    }
+    let mut all = Vec::new();
+    all.try_reserve_exact(bytes as usize)
+        .map_err(|_| Error::Backend {
+            backend: D::NAME.into(),
+            msg: format!("out of memory: {bytes} bytes of host memory for a read"),
+        })?;
+    for (part, start, end) in mem.ranges(bytes) {
+        if start < end {
+            all.extend(kernels.read(part, 0, end - start).await.map_err(kerr)?);
+        }
+    }
+    Ok(all)
 }
 
 // ---------------------------------------------------------------- public helpers

@@ -36,13 +36,14 @@ pub struct Stats {
 }
 
 /// The size a request of `bytes` is rounded to: its size class, unless that passes
-/// the binding limit `limit` while the request does not. An array that fits one
-/// binding gets a buffer that does too, and kernels bind it whole (the class would
-/// round 2 GiB - 100 bytes past NVIDIA's 2 GiB - 4).
-fn pool_class(bytes: u64, limit: u64) -> u64 {
+/// the binding limit `limit` or the buffer limit `max` while the request does not.
+/// An array that fits one binding gets a buffer that does too, and kernels bind it
+/// whole (the class would round 2 GiB - 100 bytes past NVIDIA's 2 GiB - 4); one
+/// that fits one buffer gets one.
+fn pool_class(bytes: u64, limit: u64, max: u64) -> u64 {
     let class = size_class(bytes);
     let exact = bytes.max(16).div_ceil(16) * 16;
-    if class > limit && exact <= limit {
+    if (class > limit && exact <= limit) || (class > max && exact <= max) {
         exact
     } else {
         class
@@ -80,7 +81,8 @@ impl<D: Driver> Pool<D> {
     /// A buffer of at least `bytes`; `for_output` allows buffers released during
     /// the batch being recorded.
     pub fn take(&mut self, bytes: u64, for_output: bool) -> k::Result<D::Buffer> {
-        let class = pool_class(bytes, self.kernels.caps().max_storage_binding);
+        let caps = self.kernels.caps();
+        let class = pool_class(bytes, caps.max_storage_binding, caps.max_buffer);
         let reused = if for_output {
             self.recent.get_mut(&class).and_then(Vec::pop)
         } else {
@@ -184,6 +186,11 @@ impl<D: Driver> Shared<D> {
         self.pool.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The largest buffer the device may have (arrays past it are segmented).
+    pub fn max_buffer(&self) -> u64 {
+        self.pool().kernels.caps().max_buffer
+    }
+
     pub fn release(&self, b: D::Buffer) {
         self.pool().release(b);
     }
@@ -254,13 +261,16 @@ mod tests {
     #[test]
     fn buffers_of_arrays_that_fit_a_binding_fit_it() {
         let limit = (1u64 << 31) - 4;
+        let max = 4_292_870_144; // NVIDIA's max_buffer_size through Vulkan
         for bytes in [(1u64 << 31) - 100, (1 << 31) - 16, 1_900_000_000] {
-            let c = pool_class(bytes, limit);
+            let c = pool_class(bytes, limit, max);
             assert!(c >= bytes && c <= limit, "{bytes} -> {c}");
         }
         // Past the limit, or far below it, the size classes stay.
-        assert_eq!(pool_class((1 << 31) - 2, limit), 1 << 31);
-        assert_eq!(pool_class(1000, limit), 1024);
-        assert_eq!(pool_class(3 << 30, limit), 3 << 30);
+        assert_eq!(pool_class((1 << 31) - 2, limit, max), 1 << 31);
+        assert_eq!(pool_class(1000, limit, max), 1024);
+        assert_eq!(pool_class(3 << 30, limit, max), 3 << 30);
+        // Within a buffer, a buffer (the class of 4 GiB - 1 MiB is 4 GiB).
+        assert_eq!(pool_class(max - (1 << 20), limit, max), max - (1 << 20));
     }
 }

@@ -10,8 +10,9 @@
 //! sliced arrays, broadcast views, row-wise transposes; a layout that cannot be
 //! cut (a transpose whose single row spans more than a binding) is an `Err`.
 
+use crate::segments::{Mem, segment_bytes};
 use crate::{GpuBackend, GpuBuffer, MAX_BATCH, kdtype, kerr};
-use wmx_core::{ArgReduceOp, DType, Error, ReduceOp, Result, View};
+use wmx_core::{ArgReduceOp, DType, Error, Layout, ReduceOp, Result, View};
 use wmx_kernels::{self as k, Window};
 use wmx_kernels::{Driver, DriverBuffer};
 
@@ -41,8 +42,10 @@ pub(crate) struct Operand<'a> {
     pub offset: usize,
     /// Bytes per element.
     pub size: u64,
-    /// Bytes of the buffer.
+    /// Bytes of the buffer (of all its segments).
     pub buffer: u64,
+    /// Bytes per segment of its memory (`u64::MAX` for one buffer; `segments.rs`).
+    pub seg: u64,
 }
 
 impl Operand<'_> {
@@ -146,6 +149,21 @@ pub(crate) fn plan(
     out: Out,
     lim: Limits,
 ) -> Result<Vec<Piece>, String> {
+    plan_segmented(shape, ins, cut, out, u64::MAX, lim)
+}
+
+/// [`plan`] for an output held in segments of `out_seg` bytes (with
+/// [`Out::Window`]; `u64::MAX`: one buffer). Pieces end at a segment boundary of
+/// an input or the output that would fall inside them where a shorter piece can
+/// (one that cannot is bridged when bound, `segments.rs`).
+pub(crate) fn plan_segmented(
+    shape: &[usize],
+    ins: &[Operand<'_>],
+    cut: usize,
+    out: Out,
+    out_seg: u64,
+    lim: Limits,
+) -> Result<Vec<Piece>, String> {
     if shape.contains(&0) {
         return Ok(Vec::new());
     }
@@ -154,6 +172,7 @@ pub(crate) fn plan(
         ins,
         cut,
         out,
+        out_seg,
         lim,
     };
     let mut pieces = Vec::new();
@@ -167,6 +186,7 @@ struct Planner<'a> {
     ins: &'a [Operand<'a>],
     cut: usize,
     out: Out,
+    out_seg: u64,
     lim: Limits,
 }
 
@@ -222,14 +242,34 @@ impl Planner<'_> {
             let c = lo * q;
             let mut i = 0;
             while i < extent {
-                ext[d] = c.min(extent - i) as usize;
                 let o: Vec<i128> = origin
                     .iter()
                     .zip(stride(d))
                     .map(|(o, s)| o + i as i128 * s)
                     .collect();
-                self.emit(ext.clone(), &o, out_start + i * inner, pieces)?;
-                i += c;
+                let at = out_start + i * inner;
+                let mut n = c.min(extent - i);
+                ext[d] = n as usize;
+                if self.crosses(&ext, &o, at) {
+                    // The longest run of multiples of q from i that crosses no
+                    // boundary (crossing is monotone in the run's length).
+                    let (mut a, mut b) = (0u64, (n - 1) / q);
+                    while a < b {
+                        let mid = a + (b - a).div_ceil(2);
+                        ext[d] = (mid * q) as usize;
+                        if self.crosses(&ext, &o, at) {
+                            b = mid - 1;
+                        } else {
+                            a = mid;
+                        }
+                    }
+                    if a > 0 {
+                        n = a * q;
+                    }
+                    ext[d] = n as usize;
+                }
+                self.emit(ext.clone(), &o, at, pieces)?;
+                i += n;
             }
             return Ok(());
         }
@@ -304,27 +344,11 @@ impl Planner<'_> {
                         window: None,
                     };
                 }
-                let (mut lo, mut hi) = (o, o);
-                for (&e, &s) in ext.iter().zip(x.strides) {
-                    let span = (e as i128 - 1) * s as i128;
-                    if span < 0 {
-                        lo += span;
-                    } else {
-                        hi += span;
-                    }
-                }
-                let size = x.size as i128;
-                let align = self.lim.align as i128;
-                let start = (lo * size) / align * align;
-                let end = ((hi + 1) * size + 15) / 16 * 16;
-                let end = end.min(x.buffer as i128);
+                let w = self.window(x, &ext, o);
                 Part {
                     strides,
-                    offset: (o - start / size) as usize,
-                    window: Some(Window {
-                        start: start as u64,
-                        len: (end - start) as u64,
-                    }),
+                    offset: (o - w.start as i128 / x.size as i128) as usize,
+                    window: Some(w),
                 }
             })
             .collect();
@@ -334,6 +358,52 @@ impl Planner<'_> {
             ins,
         });
         Ok(())
+    }
+
+    /// The window of `x` a box of extents `ext` at element offset `o` binds: from
+    /// its lowest element (rounded down to the alignment) to past its highest
+    /// (rounded up to 16 bytes, within the buffer).
+    fn window(&self, x: &Operand<'_>, ext: &[usize], o: i128) -> Window {
+        let (mut lo, mut hi) = (o, o);
+        for (&e, &s) in ext.iter().zip(x.strides) {
+            let span = (e as i128 - 1) * s as i128;
+            if span < 0 {
+                lo += span;
+            } else {
+                hi += span;
+            }
+        }
+        let size = x.size as i128;
+        let align = self.lim.align as i128;
+        let start = (lo * size) / align * align;
+        let end = ((hi + 1) * size + 15) / 16 * 16;
+        let end = end.min(x.buffer as i128);
+        Window {
+            start: start as u64,
+            len: (end - start) as u64,
+        }
+    }
+
+    /// Whether a box of extents `ext` at element offsets `origin` (output index
+    /// `out_start`) binds a window across a segment boundary of an input or the
+    /// output.
+    fn crosses(&self, ext: &[usize], origin: &[i128], out_start: u64) -> bool {
+        let across = |start: u64, len: u64, seg: u64| start / seg != (start + len - 1) / seg;
+        let ins = self.ins.iter().zip(origin).any(|(x, &o)| {
+            if x.seg >= x.buffer || x.whole(self.lim) {
+                return false;
+            }
+            let w = self.window(x, ext, o);
+            across(w.start, w.len, x.seg)
+        });
+        let out = match self.out {
+            Out::Window(size) if self.out_seg != u64::MAX => {
+                let n: u64 = ext[..self.cut].iter().map(|&e| e as u64).product();
+                across(out_start * size, (n * size).div_ceil(16) * 16, self.out_seg)
+            }
+            _ => false,
+        };
+        ins || out
     }
 
     fn unsplittable(&self) -> String {
@@ -416,7 +486,9 @@ impl<D: Driver> GpuBackend<D> {
     /// Records an elementwise op over `shape` (every input has `shape`, broadcast
     /// through its strides) into a fresh output, cut into pieces when an operand is
     /// larger than a binding or than 2^30 elements (see `split.rs`). `f` gets each
-    /// piece's inputs and output and the piece's first output element.
+    /// piece's inputs and output and the piece's first output element (row-major);
+    /// the pieces' shapes may merge dims of `shape` (for ops that need its dims,
+    /// [`GpuBackend::record_rows`]).
     pub(crate) fn record_pieces(
         &self,
         shape: &[usize],
@@ -429,7 +501,38 @@ impl<D: Driver> GpuBackend<D> {
             u64,
         ) -> k::Result<()>,
     ) -> Result<GpuBuffer<D>> {
-        self.record_rows(shape, shape.len(), 1, dtype, views, f)
+        // Where memory is segmented, contiguous dims are merged first, so pieces can
+        // end where segments do (a row of 12 bytes never does at a power of two).
+        let n = wmx_core::layout::numel(shape) as u64;
+        let segmented = self.segmented(n.saturating_mul(dtype.size() as u64))
+            || views.iter().any(|v| self.segmented(v.buffer.bytes));
+        if !segmented || n == 0 {
+            return self.record_rows(shape, shape.len(), 1, dtype, views, f);
+        }
+        let out = Layout::contiguous(shape);
+        let mut all: Vec<&[isize]> = views.iter().map(|v| &v.layout.strides[..]).collect();
+        all.push(&out.strides);
+        let (flat, strides) = wmx_core::layout::collapse_dims(shape, &all);
+        let layouts: Vec<Layout> = views
+            .iter()
+            .zip(strides)
+            .map(|(v, strides)| Layout {
+                shape: flat.clone(),
+                strides,
+                offset: v.layout.offset,
+            })
+            .collect();
+        let merged: Vec<View<'_, GpuBuffer<D>>> = views
+            .iter()
+            .zip(&layouts)
+            .map(|(v, layout)| View {
+                buffer: v.buffer,
+                dtype: v.dtype,
+                layout,
+            })
+            .collect();
+        let refs: Vec<&View<'_, GpuBuffer<D>>> = merged.iter().collect();
+        self.record_rows(&flat, flat.len(), 1, dtype, &refs, f)
     }
 
     /// [`GpuBackend::record_pieces`] for ops whose output has `shape` too but that
@@ -454,9 +557,9 @@ impl<D: Driver> GpuBackend<D> {
     ) -> Result<GpuBuffer<D>> {
         self.check()?;
         let kd = kdtype(dtype)?;
-        let bufs = views
+        let mems = views
             .iter()
-            .map(|v| self.gpu(v.buffer))
+            .map(|v| self.mem(v.buffer))
             .collect::<Result<Vec<_>>>()?;
         let kds = views
             .iter()
@@ -464,13 +567,14 @@ impl<D: Driver> GpuBackend<D> {
             .collect::<Result<Vec<_>>>()?;
         let ops: Vec<Operand<'_>> = views
             .iter()
-            .zip(&bufs)
+            .zip(&mems)
             .zip(&kds)
-            .map(|((v, b), d)| Operand {
+            .map(|((v, m), d)| Operand {
                 strides: &v.layout.strides,
                 offset: v.layout.offset,
                 size: d.size() as u64,
-                buffer: b.byte_size(),
+                buffer: m.byte_size(),
+                seg: m.seg,
             })
             .collect();
         let mut lim = self.limits();
@@ -478,26 +582,45 @@ impl<D: Driver> GpuBackend<D> {
         // The output as rows over the leading dims: bytes per row.
         let row: u64 = shape[cut..].iter().map(|&e| e as u64).product();
         let size = kd.size() as u64 * row;
-        let pieces = plan(shape, &ops, cut, Out::Window(size), lim)
-            .map_err(|msg| self.cannot_split(shape, dtype, &msg))?;
         let n = wmx_core::layout::numel(shape);
-        let (out, g) = self.output(n, dtype)?;
+        let (out, g) = self.output_mem(n, dtype)?;
+        let pieces = plan_segmented(shape, &ops, cut, Out::Window(size), g.seg, lim)
+            .map_err(|msg| self.cannot_split(shape, dtype, &msg))?;
         let mut batch = self.lock_batch();
         for p in &pieces {
+            let bound = p
+                .ins
+                .iter()
+                .zip(&mems)
+                .map(|(part, m)| self.bind_in(&mut batch, m, part.window))
+                .collect::<Result<Vec<_>>>()?;
             let ins: Vec<k::Strided<'_, D::Buffer>> = p
                 .ins
                 .iter()
-                .zip(&bufs)
+                .zip(&bound)
                 .zip(&kds)
-                .map(|((part, buffer), &dtype)| part.strided(buffer, dtype, &p.shape))
+                .map(|((part, b), &dtype)| {
+                    let (buffer, window) = b.binding();
+                    k::Strided {
+                        window,
+                        ..part.strided(buffer, dtype, &p.shape)
+                    }
+                })
                 .collect();
+            let w = out_window(pieces.len(), p, cut, size, g.byte_size(), lim);
+            let bytes = wmx_core::layout::numel(&p.shape[..cut]) as u64 * size;
+            let o_bound = self.bind_out(&g, w, bytes)?;
+            let (buffer, window) = o_bound.binding();
             let o = k::Contig {
-                buffer: &g,
-                window: out_window(pieces.len(), p, cut, size, g.byte_size(), lim),
+                buffer,
+                window,
                 dtype: kd,
                 shape: &p.shape,
             };
             f(&mut batch, &ins, &o, p.out_start).map_err(kerr)?;
+            self.unbind_out(&mut batch, &g, o_bound)?;
+            drop(ins);
+            self.unbind_in(bound);
             if batch.len() >= MAX_BATCH {
                 self.submit(&mut batch)?;
             }
@@ -653,6 +776,7 @@ impl<D: Driver> GpuBackend<D> {
             offset: a.layout.offset,
             size,
             buffer: abuf.byte_size(),
+            seg: u64::MAX,
         };
         let lim = self.limits();
         let row = size * n as u64;
@@ -712,19 +836,26 @@ impl<D: Driver> GpuBackend<D> {
         let xi = self.input(&x)?;
         let shape = indices.layout.shape.clone();
         let x_axis = x.layout.shape[axis];
-        self.record_pieces(&shape, x.dtype, &[&indices], |b, s, o, start| {
-            // x moved to the piece's first index, off `axis`.
-            let mut idx = unravel(start, &shape);
-            idx[axis] = 0;
-            let mut x_shape = s[0].shape.to_vec();
-            x_shape[axis] = x_axis;
-            let xv = k::Strided {
-                shape: &x_shape,
-                offset: moved(xi.offset, &xi.strides, &idx)?,
-                ..xi.strided()
-            };
-            self.kernels.gather(b, &xv, &s[0], axis, o)
-        })
+        self.record_rows(
+            &shape,
+            shape.len(),
+            1,
+            x.dtype,
+            &[&indices],
+            |b, s, o, start| {
+                // x moved to the piece's first index, off `axis`.
+                let mut idx = unravel(start, &shape);
+                idx[axis] = 0;
+                let mut x_shape = s[0].shape.to_vec();
+                x_shape[axis] = x_axis;
+                let xv = k::Strided {
+                    shape: &x_shape,
+                    offset: moved(xi.offset, &xi.strides, &idx)?,
+                    ..xi.strided()
+                };
+                self.kernels.gather(b, &xv, &s[0], axis, o)
+            },
+        )
     }
 
     /// A matmul whose B is larger than a binding (A, C and the output fit one): B is
@@ -910,37 +1041,44 @@ impl<D: Driver> GpuBackend<D> {
         let shape = base.layout.shape.clone();
         let rank = shape.len();
         let counts = &update.layout.shape;
-        self.record_pieces(&shape, base.dtype, &[&base], |b, s, o, start| {
-            let lo = unravel(start, &shape);
-            let (mut first, mut count, mut at) = (vec![], vec![], vec![]);
-            for d in 0..rank {
-                let (a, st, c) = (starts[d] as i64, steps[d] as i64, counts[d] as i64);
-                let (plo, phi) = (lo[d] as i64, (lo[d] + s[0].shape[d]) as i64);
-                // The update's indices i with a + i * st in [plo, phi).
-                let (i0, i1) = if st > 0 {
-                    let ceil = |x: i64| -((-x).div_euclid(st));
-                    (ceil(plo - a).max(0), ceil(phi - a).min(c))
-                } else {
-                    let m = -st;
-                    (
-                        ((a - phi).div_euclid(m) + 1).max(0),
-                        ((a - plo).div_euclid(m) + 1).min(c),
-                    )
-                };
-                if i0 >= i1 {
-                    return self.kernels.copy(b, &s[0], o);
+        self.record_rows(
+            &shape,
+            shape.len(),
+            1,
+            base.dtype,
+            &[&base],
+            |b, s, o, start| {
+                let lo = unravel(start, &shape);
+                let (mut first, mut count, mut at) = (vec![], vec![], vec![]);
+                for d in 0..rank {
+                    let (a, st, c) = (starts[d] as i64, steps[d] as i64, counts[d] as i64);
+                    let (plo, phi) = (lo[d] as i64, (lo[d] + s[0].shape[d]) as i64);
+                    // The update's indices i with a + i * st in [plo, phi).
+                    let (i0, i1) = if st > 0 {
+                        let ceil = |x: i64| -((-x).div_euclid(st));
+                        (ceil(plo - a).max(0), ceil(phi - a).min(c))
+                    } else {
+                        let m = -st;
+                        (
+                            ((a - phi).div_euclid(m) + 1).max(0),
+                            ((a - plo).div_euclid(m) + 1).min(c),
+                        )
+                    };
+                    if i0 >= i1 {
+                        return self.kernels.copy(b, &s[0], o);
+                    }
+                    first.push(i0 as usize);
+                    count.push((i1 - i0) as usize);
+                    at.push((a + i0 * st - plo) as usize);
                 }
-                first.push(i0 as usize);
-                count.push((i1 - i0) as usize);
-                at.push((a + i0 * st - plo) as usize);
-            }
-            let uv = k::Strided {
-                shape: &count,
-                offset: moved(ui.offset, &ui.strides, &first)?,
-                ..ui.strided()
-            };
-            self.kernels.slice_update(b, &s[0], &uv, &at, steps, o)
-        })
+                let uv = k::Strided {
+                    shape: &count,
+                    offset: moved(ui.offset, &ui.strides, &first)?,
+                    ..ui.strided()
+                };
+                self.kernels.slice_update(b, &s[0], &uv, &at, steps, o)
+            },
+        )
     }
 
     /// A scatter into a base larger than a binding: pieces of the base's dims
@@ -1028,6 +1166,7 @@ impl<D: Driver> GpuBackend<D> {
             offset: v.layout.offset,
             size: kdtype(v.dtype)?.size() as u64,
             buffer: buf.byte_size(),
+            seg: u64::MAX,
         };
         let pieces = plan(&shape_p, &[op], 1, Out::Unchecked, self.limits())
             .map_err(|msg| self.cannot_split(shape, v.dtype, &msg))?;
@@ -1136,24 +1275,42 @@ impl<D: Driver> GpuBackend<D> {
             offset: x.layout.offset,
             size: kd.size() as u64,
             buffer: buf.byte_size(),
+            seg: buf.seg,
         };
         let lim = self.limits();
         let cut = kept.len();
         let raxes: Vec<usize> = (cut..shape.len()).collect();
         let size = od.size() as u64;
         let n = wmx_core::layout::numel(&shape[..cut]);
-        if let Ok(pieces) = plan(&shape, &[operand()], cut, Out::Window(size), lim) {
-            let (out, g) = self.output(n, out_dtype)?;
+        let out_seg = match self.segmented(n as u64 * size) {
+            true => segment_bytes(self.kernels.caps().max_buffer),
+            false => u64::MAX,
+        };
+        if let Ok(pieces) =
+            plan_segmented(&shape, &[operand()], cut, Out::Window(size), out_seg, lim)
+        {
+            let (out, g) = self.output_mem(n, out_dtype)?;
             let mut batch = self.lock_batch();
             for p in &pieces {
-                let s = p.ins[0].strided(&buf, kd, &p.shape);
+                let b = self.bind_in(&mut batch, &buf, p.ins[0].window)?;
+                let (buffer, window) = b.binding();
+                let s = k::Strided {
+                    window,
+                    ..p.ins[0].strided(buffer, kd, &p.shape)
+                };
+                let w = out_window(pieces.len(), p, cut, size, g.byte_size(), lim);
+                let bytes = wmx_core::layout::numel(&p.shape[..cut]) as u64 * size;
+                let o_bound = self.bind_out(&g, w, bytes)?;
+                let (buffer, window) = o_bound.binding();
                 let o = k::Contig {
-                    buffer: &g,
-                    window: out_window(pieces.len(), p, cut, size, g.byte_size(), lim),
+                    buffer,
+                    window,
                     dtype: od,
                     shape: &p.shape[..cut],
                 };
                 f(&mut batch, &s, &raxes, &o).map_err(kerr)?;
+                self.unbind_out(&mut batch, &g, o_bound)?;
+                self.unbind_in(vec![b]);
                 if batch.len() >= MAX_BATCH {
                     self.submit(&mut batch)?;
                 }
@@ -1174,15 +1331,21 @@ impl<D: Driver> GpuBackend<D> {
         for p in &pieces {
             let np = wmx_core::layout::numel(&p.shape[..cut]);
             let (part, g) = self.output(np, out_dtype)?;
-            let s = p.ins[0].strided(&buf, kd, &p.shape);
+            let mut batch = self.lock_batch();
+            let b = self.bind_in(&mut batch, &buf, p.ins[0].window)?;
+            let (buffer, window) = b.binding();
+            let s = k::Strided {
+                window,
+                ..p.ins[0].strided(buffer, kd, &p.shape)
+            };
             let o = k::Contig {
                 buffer: &g,
                 window: None,
                 dtype: od,
                 shape: &p.shape[..cut],
             };
-            let mut batch = self.lock_batch();
             f(&mut batch, &s, &raxes, &o).map_err(kerr)?;
+            self.unbind_in(vec![b]);
             if batch.len() >= MAX_BATCH {
                 self.submit(&mut batch)?;
             }
@@ -1215,19 +1378,19 @@ impl<D: Driver> GpuBackend<D> {
         Ok(Some(out))
     }
 
-    /// `x`'s dims `first` then `then` (shape and strides), its GPU buffer and dtype.
+    /// `x`'s dims `first` then `then` (shape and strides), its GPU memory and dtype.
     #[allow(clippy::type_complexity)] // four named parts, used once
     fn permuted(
         &self,
         x: &View<'_, GpuBuffer<D>>,
         first: &[usize],
         then: &[usize],
-    ) -> Result<(Vec<usize>, Vec<isize>, D::Buffer, k::DType)> {
+    ) -> Result<(Vec<usize>, Vec<isize>, Mem<D::Buffer>, k::DType)> {
         let l = x.layout;
         let order = first.iter().chain(then);
         let shape = order.clone().map(|&d| l.shape[d]).collect();
         let strides = order.map(|&d| l.strides[d]).collect();
-        Ok((shape, strides, self.gpu(x.buffer)?, kdtype(x.dtype)?))
+        Ok((shape, strides, self.mem(x.buffer)?, kdtype(x.dtype)?))
     }
 
     /// A reduction whose rows are each larger than a binding: partial results of
@@ -1259,6 +1422,7 @@ impl<D: Driver> GpuBackend<D> {
             offset: l.offset,
             size: kd.size() as u64,
             buffer: buf.byte_size(),
+            seg: buf.seg,
         };
         let cut = axes.len();
         let pieces = plan(&shape, &[operand], cut, Out::Unchecked, lim).map_err(|m| fail(&m))?;
@@ -1277,7 +1441,13 @@ impl<D: Driver> GpuBackend<D> {
         let part = make("wmx partial")?;
         let flat = [n];
         for (i, p) in pieces.iter().enumerate() {
-            let s = p.ins[0].strided(&buf, kd, &p.shape);
+            let mut batch = self.lock_batch();
+            let b = self.bind_in(&mut batch, &buf, p.ins[0].window)?;
+            let (buffer, window) = b.binding();
+            let s = k::Strided {
+                window,
+                ..p.ins[0].strided(buffer, kd, &p.shape)
+            };
             let target = if i == 0 { &totals[0] } else { &part };
             let o = k::Contig {
                 buffer: target,
@@ -1285,10 +1455,10 @@ impl<D: Driver> GpuBackend<D> {
                 dtype: acc,
                 shape: &p.shape[cut..],
             };
-            let mut batch = self.lock_batch();
             self.kernels
                 .reduce(&mut batch, op.name(), &s, &raxes, &o)
                 .map_err(kerr)?;
+            self.unbind_in(vec![b]);
             if i > 0 {
                 let [cur, next] = totals.clone();
                 self.kernels
@@ -1335,6 +1505,7 @@ mod tests {
             offset,
             size: 4,
             buffer: elems * 4,
+            seg: u64::MAX,
         }
     }
 
@@ -1396,6 +1567,7 @@ mod tests {
             offset: 0,
             size: 4,
             buffer: 16,
+            seg: u64::MAX,
         };
         let lim = Limits {
             bytes: 1 << 40,
@@ -1428,6 +1600,7 @@ mod tests {
             offset: 0,
             size: 1,
             buffer: 24000,
+            seg: u64::MAX,
         };
         assert!(plan(&shape, &[x], 1, Out::Window(4), LIM).is_err());
         let p = plan(&shape, &[x], 1, Out::Own(4), LIM).unwrap();
@@ -1440,6 +1613,7 @@ mod tests {
             offset: 0,
             size: 1,
             buffer: 10000,
+            seg: u64::MAX,
         };
         assert!(plan(&shape, &[x], 1, Out::Window(4), LIM).is_err());
     }

@@ -360,6 +360,24 @@ impl<D: Driver> Kernels<D> {
         })
     }
 
+    /// The same library planning with a smaller binding limit and buffer size (at
+    /// most the device's; the binding at least 1 MiB, both multiples of 256): a
+    /// testing aid that makes the paths for arrays past a binding and past one
+    /// buffer run on small arrays. `Err` once the library is shared (clones exist).
+    pub fn with_limits(self, max_binding: u64, max_buffer: u64) -> Result<Kernels<D>> {
+        let mut inner =
+            Arc::try_unwrap(self.inner).map_err(|_| Error::RequestDevice("shared".into()))?;
+        let c = &mut inner.caps;
+        c.max_storage_binding = c.max_storage_binding.min(max_binding.max(1 << 20) & !255);
+        c.max_buffer = c
+            .max_buffer
+            .min(max_buffer & !255)
+            .max(c.max_storage_binding);
+        Ok(Kernels {
+            inner: Arc::new(inner),
+        })
+    }
+
     /// The driver (for wgpu: the device and queue).
     pub fn driver(&self) -> &D {
         &self.inner.driver

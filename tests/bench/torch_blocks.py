@@ -36,7 +36,19 @@ def main():
         ]
         h = rand(2 * n).half().reshape(2 * n // cols, cols)
         cases.append(("large_add_3GiB", "float16", 12.0 * n, lambda: h + h))
-        return report(cases, args, 60, n)
+        report(cases, args, 60, n)
+        # bench --large's 6 GiB cases (past one buffer of the device through Vulkan).
+        del x, h
+        n = 3 << 29
+        x = rand(n).reshape(n // cols, cols)
+        cases = [
+            ("huge_add_6GiB", "float32", 12.0 * n, lambda: x + x),
+            ("huge_sum_6GiB", "float32", 4.0 * n, lambda: x.sum()),
+            ("huge_rowsum_6GiB", "float32", 4.0 * n, lambda: x.sum(1)),
+            ("huge_colsum_6GiB", "float32", 4.0 * n, lambda: x.sum(0)),
+        ]
+        huge = args.json and args.json.replace(".json", "_huge.json")
+        return report(cases, argparse.Namespace(json=huge), 30, n)
     n = 1 << 25
     a, b = rand(n), rand(n)
     cases.append((f"concat_2x{n}", 2 * n, 16.0 * n, lambda: torch.cat([a, b])))

@@ -293,6 +293,89 @@ pub(crate) fn bench_large(
             format!("f16 add: {hs:?} -> {ys:?}")
         })?;
         case("large_add_3GiB", DType::F16, 6.0 * m as f64, &add)?;
+        drop(h);
     }
+    bench_huge(dev, stamps, reps, rows)
+}
+
+/// 6 GiB f32 arrays: past one buffer of the H200 (4 GiB through Vulkan), so held in
+/// segments of 2 GiB (`backend-webgpu/src/segments.rs`). Add, the full sum, row and
+/// column sums. The pool may keep 16 GiB here (its 1 GiB default would free each
+/// 6 GiB output and allocate the next; PyTorch's caching allocator keeps them).
+fn bench_huge(dev: &Device, stamps: Option<&Stamps>, reps: usize, rows: &mut Vec<Row>) -> Res<()> {
+    let n = 3usize << 29; // 6 GiB of f32
+    let cols = 4096;
+    let Some(b) = wmx::webgpu::backend(dev) else {
+        return Ok(());
+    };
+    if (n as u64) * 4 <= b.kernels().caps().max_buffer {
+        println!("huge cases skipped: 6 GiB fits one buffer of this device");
+        return Ok(());
+    }
+    b.clear_cache();
+    b.set_cache_limit(16 << 30);
+    let x = wmx::with_device(dev, || {
+        let i = wmx::arange(0.0, n as f64, 1.0, DType::F32)?;
+        let x = wmx::sin(&wmx::multiply(&i, &wmx::scalar(0.001, DType::F32)?)?)?;
+        wmx::reshape(&x, &[(n / cols) as isize, cols as isize])
+    })
+    .map_err(err)?;
+    x.eval().map_err(err)?;
+    let mut case = |name: &str, bytes: f64, run: &dyn Fn() -> wmx::Result<Array>| {
+        let samples = sample_n(false, reps, 500.0, || time_evals(dev, stamps, 30, run))?;
+        let ms = median(samples);
+        println!(
+            "wmx      {name:<28} f32   {:>10.1} us {:>8.1} GB/s",
+            ms * 1e3,
+            bytes / (ms * 1e6)
+        );
+        rows.push(Row {
+            path: "wmx",
+            op: name.to_string(),
+            dtype: DType::F32,
+            n,
+            ms,
+            gbps: bytes / (ms * 1e6),
+            extra: vec![],
+        });
+        Res::Ok(())
+    };
+    // Checked first against f64 sums of the same values read back, a wrong answer
+    // is never timed.
+    let xs: Vec<f32> = x.to_vec().map_err(err)?;
+    let add = || wmx::add(&x, &x);
+    let ys: Vec<f32> = add().and_then(|y| y.to_vec()).map_err(err)?;
+    check(xs.iter().zip(&ys).all(|(a, b)| 2.0 * a == *b), || {
+        "huge add: a wrong element".to_string()
+    })?;
+    drop(ys);
+    let sum = || wmx::sum(&x, None, false);
+    let rsum = || wmx::sum(&x, Some(&[1]), false);
+    let csum = || wmx::sum(&x, Some(&[0]), false);
+    let total = sum().and_then(|s| s.item::<f32>()).map_err(err)?;
+    let rs: Vec<f32> = rsum().and_then(|s| s.to_vec()).map_err(err)?;
+    let cs: Vec<f32> = csum().and_then(|s| s.to_vec()).map_err(err)?;
+    let want: f64 = xs.iter().map(|&v| v as f64).sum();
+    let row0: f64 = xs[..cols].iter().map(|&v| v as f64).sum();
+    let col0: f64 = xs.iter().step_by(cols).map(|&v| v as f64).sum();
+    drop(xs);
+    check(
+        (total as f64 - want).abs() < 1e-5 * n as f64
+            && (rs[0] as f64 - row0).abs() < 1e-3
+            && (cs[0] as f64 - col0).abs() < 1e-5 * (n / cols) as f64,
+        || {
+            format!(
+                "huge sums: {total} vs {want}, row 0 {} vs {row0}, col 0 {} vs {col0}",
+                rs[0], cs[0]
+            )
+        },
+    )?;
+    case("huge_add_6GiB", 12.0 * n as f64, &add)?;
+    case("huge_sum_6GiB", 4.0 * n as f64, &sum)?;
+    case("huge_rowsum_6GiB", 4.0 * n as f64, &rsum)?;
+    case("huge_colsum_6GiB", 4.0 * n as f64, &csum)?;
+    drop(x);
+    b.set_cache_limit(1 << 30);
+    b.clear_cache();
     Ok(())
 }

@@ -1,0 +1,287 @@
+//! Arrays larger than one buffer, held in segments (`backend-webgpu/src/segments.rs`),
+//! on a device whose limits are lowered to a 1 MiB binding and 4 MiB buffers
+//! (`Kernels::with_limits`), so arrays of a few MB take the path a 5 GiB array
+//! takes on an NVIDIA GPU. Every result is checked against host values computed
+//! here; the ops that do not take segmented arrays give an `Err` naming the limit.
+
+use std::sync::Arc;
+use wmx_core::{self as wmx, Array, DType, Device, Slice, f16};
+use wmx_webgpu::{Kernels, RequestOptions, WebGpuBackend};
+
+const BINDING: u64 = 1 << 20;
+const BUFFER: u64 = 4 << 20;
+
+fn open_small() -> wmx::Result<Device> {
+    let k = pollster::block_on(Kernels::request(&RequestOptions::default()))
+        .map_err(|e| wmx::Error::NoDevice(e.to_string()))?
+        .with_limits(BINDING, BUFFER)
+        .map_err(|e| wmx::Error::NoDevice(e.to_string()))?;
+    Ok(Device::new(Arc::new(WebGpuBackend::from_kernels(k))))
+}
+
+fn gpu() -> Option<Device> {
+    let dev = wmx_tests::gpu::device(open_small)?;
+    let caps = wmx_webgpu::backend(&dev).unwrap().kernels().caps().clone();
+    assert_eq!(
+        (caps.max_storage_binding, caps.max_buffer),
+        (BINDING, BUFFER)
+    );
+    Some(dev)
+}
+
+/// A value per index that is exact in f32 and varies within and across segments.
+fn val(i: usize) -> f32 {
+    ((i * 7919) % 100_003) as f32 - 50_000.0
+}
+
+fn host(n: usize) -> Vec<f32> {
+    (0..n).map(val).collect()
+}
+
+fn assert_close(got: f32, want: f64, rtol: f64, what: &str) {
+    assert!(
+        (got as f64 - want).abs() <= rtol * want.abs().max(1.0),
+        "{what}: {got} vs {want}"
+    );
+}
+
+fn segments_of(a: &Array) -> u64 {
+    (a.size() * a.dtype().size()) as u64 / BUFFER
+}
+
+#[test]
+fn uploads_reads_creation_and_elementwise_ops_span_segments() {
+    let Some(dev) = gpu() else { return };
+    wmx::with_device(&dev, || {
+        // 3 000 017 f32: three segments (12 MB), read back whole.
+        let n = 3_000_017;
+        let xs = host(n);
+        let x = Array::from_slice(&xs, &[n])?;
+        assert!(segments_of(&x) >= 2);
+        assert_eq!(x.to_vec::<f32>()?, xs);
+        // Elementwise with a second segmented array and a scalar; a cast to f16
+        // (two segments of output); a comparison to bool.
+        let y = wmx::arange(0.0, n as f64, 1.0, DType::F32)?;
+        let z = wmx::add(&wmx::multiply(&x, &wmx::scalar(3.0, DType::F32)?)?, &y)?;
+        let zv = z.to_vec::<f32>()?;
+        assert!(
+            zv.iter()
+                .enumerate()
+                .all(|(i, &v)| v == 3.0 * xs[i] + i as f32)
+        );
+        let h = wmx::astype(&x, DType::F16)?.to_vec::<f16>()?;
+        assert!(
+            h.iter()
+                .enumerate()
+                .all(|(i, &v)| v == f16::from_f32(xs[i]))
+        );
+        let big = 9_000_011; // bool output of 9 MB: three segments
+        let w = wmx::arange(0.0, big as f64, 1.0, DType::F32)?;
+        let odd = wmx::greater(
+            &wmx::remainder(&w, &wmx::scalar(3.0, DType::F32)?)?,
+            &wmx::scalar(0.5, DType::F32)?,
+        )?;
+        let ov = odd.to_vec::<bool>()?;
+        assert_eq!(ov.len(), big);
+        assert!(ov.iter().enumerate().all(|(i, &v)| v == (i % 3 != 0)));
+        // full and zeros of segmented sizes.
+        let f = wmx::full(&[n], 2.5, DType::F32)?.to_vec::<f32>()?;
+        assert!(f.iter().all(|&v| v == 2.5));
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn broadcasts_slices_and_transposes_of_segmented_arrays() {
+    let Some(dev) = gpu() else { return };
+    wmx::with_device(&dev, || {
+        // Rows of 3 f32 (12 bytes): no power-of-two boundary falls between rows,
+        // so pieces at a boundary are bridged.
+        let rows = 1_000_003;
+        let xs = host(rows * 3);
+        let x = Array::from_slice(&xs, &[rows, 3])?;
+        let bias = Array::from_slice(&[1.0f32, -2.0, 0.5], &[3])?;
+        let s = wmx::add(&x, &bias)?.to_vec::<f32>()?;
+        let b = [1.0f32, -2.0, 0.5];
+        assert!(s.iter().enumerate().all(|(i, &v)| v == xs[i] + b[i % 3]));
+        // A column broadcast the other way: [rows, 1] against [rows, 3].
+        let col = wmx::slice(&x, &[Slice::ALL, Slice::range(1, 2)])?;
+        let d = wmx::subtract(&x, &col)?.to_vec::<f32>()?;
+        assert!(
+            d.iter()
+                .enumerate()
+                .all(|(i, &v)| v == xs[i] - xs[i / 3 * 3 + 1])
+        );
+        // Every other row from the end (a negative stride across segments).
+        let rev = wmx::slice(&x, &[Slice::new(None, None, -2), Slice::ALL])?;
+        let rv = wmx::negative(&rev)?.to_vec::<f32>()?;
+        assert_eq!(rv.len(), rows.div_ceil(2) * 3);
+        for (k, &v) in rv.iter().enumerate() {
+            let r = rows - 1 - 2 * (k / 3);
+            assert_eq!(v, -xs[r * 3 + k % 3], "rev[{k}]");
+        }
+        // A transpose made contiguous: both the input and the output segmented.
+        let (r, c) = (600, 2001);
+        let ms = host(r * c);
+        let m = Array::from_slice(&ms, &[r, c])?;
+        let t = wmx::contiguous(&wmx::transpose(&m, None)?)?.to_vec::<f32>()?;
+        for j in 0..c {
+            for i in 0..r {
+                assert_eq!(t[j * r + i], ms[i * c + j], "t[{j}, {i}]");
+            }
+        }
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn reductions_of_segmented_arrays_match_f64() {
+    let Some(dev) = gpu() else { return };
+    wmx::with_device(&dev, || {
+        let (r, c) = (1500, 2003);
+        let xs = host(r * c);
+        let m = Array::from_slice(&xs, &[r, c])?;
+        let total: f64 = xs.iter().map(|&v| v as f64).sum();
+        assert_close(
+            wmx::sum(&m, None, false)?.item::<f32>()?,
+            total,
+            1e-5,
+            "sum",
+        );
+        let max = xs.iter().cloned().fold(f32::MIN, f32::max);
+        assert_eq!(wmx::max(&m, None, false)?.item::<f32>()?, max);
+        let rs = wmx::sum(&m, Some(&[1]), false)?.to_vec::<f32>()?;
+        for (i, &v) in rs.iter().enumerate() {
+            let want: f64 = xs[i * c..(i + 1) * c].iter().map(|&v| v as f64).sum();
+            assert_close(v, want, 1e-5, &format!("row {i}"));
+        }
+        let cm = wmx::min(&m, Some(&[0]), false)?.to_vec::<f32>()?;
+        for (j, &v) in cm.iter().enumerate() {
+            let want = (0..r).map(|i| xs[i * c + j]).fold(f32::MAX, f32::min);
+            assert_eq!(v, want, "col {j}");
+        }
+        let am = wmx::argmax(&m, 1, false)?.to_vec::<u32>()?;
+        for (i, &v) in am.iter().enumerate().step_by(7) {
+            let row = &xs[i * c..(i + 1) * c];
+            let want = (0..c).fold(0, |b, j| if row[j] > row[b] { j } else { b });
+            assert_eq!(v as usize, want, "argmax row {i}");
+        }
+        // A segmented output: pairs summed, 2 000 003 of them out of 16 MB.
+        let n = 2_000_003;
+        let ps = host(n * 2);
+        let p = Array::from_slice(&ps, &[n, 2])?;
+        let pv = wmx::sum(&p, Some(&[1]), false)?.to_vec::<f32>()?;
+        assert!(
+            pv.iter()
+                .enumerate()
+                .all(|(i, &v)| v == ps[2 * i] + ps[2 * i + 1])
+        );
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn random_draws_and_compiled_reductions_span_segments() {
+    let Some(dev) = gpu() else { return };
+    let n = 3_000_001;
+    let key = wmx::random::key(11).unwrap();
+    let on = |d: &Device| {
+        wmx::with_device(d, || {
+            let u = wmx::random::uniform(&key, &[n], -1.0, 1.0, DType::F32)?;
+            u.to_vec::<f32>()
+        })
+    };
+    let (g, c) = (on(&dev).unwrap(), on(&Device::cpu()).unwrap());
+    assert!(g == c, "uniform draws differ from the CPU's");
+    // A compiled function whose elementwise part is fused into a reduction: the
+    // fused kernel computes in pieces, then the reduction.
+    wmx::with_device(&dev, || {
+        let xs = host(n);
+        let x = Array::from_slice(&xs, &[n])?;
+        let f = wmx::compile::compile(|a: &[Array]| {
+            let sq = wmx::multiply(&a[0], &a[0])?;
+            Ok(vec![wmx::sum(&wmx::add(&sq, &a[0])?, None, false)?])
+        });
+        let got = f.call(&[x])?[0].item::<f32>()?;
+        let want: f64 = xs.iter().map(|&v| (v * v + v) as f64).sum();
+        assert_close(got, want, 1e-5, "compiled sum");
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn row_ops_scans_and_sorts_along_rows_of_segmented_arrays() {
+    let Some(dev) = gpu() else { return };
+    wmx::with_device(&dev, || {
+        let (r, c) = (1500, 2003);
+        let xs: Vec<f32> = (0..r * c).map(|i| val(i) / 50_000.0).collect();
+        let m = Array::from_slice(&xs, &[r, c])?;
+        let cum = wmx::cumsum(&m, Some(1), false, true)?.to_vec::<f32>()?;
+        let order = wmx::argsort(&m, Some(1))?.to_vec::<u32>()?;
+        let sm = wmx::softmax(&m, &[1])?.to_vec::<f32>()?;
+        for i in (0..r).step_by(13) {
+            let row = &xs[i * c..(i + 1) * c];
+            let mut acc = 0.0f64;
+            for j in 0..c {
+                acc += row[j] as f64;
+                assert_close(cum[i * c + j], acc, 1e-4, &format!("cumsum[{i}, {j}]"));
+            }
+            let mut want: Vec<u32> = (0..c as u32).collect();
+            want.sort_by(|&a, &b| row[a as usize].total_cmp(&row[b as usize]));
+            assert_eq!(&order[i * c..(i + 1) * c], &want[..], "argsort row {i}");
+            let mx = row.iter().cloned().fold(f32::MIN, f32::max) as f64;
+            let z: f64 = row.iter().map(|&v| (v as f64 - mx).exp()).sum();
+            for j in 0..c {
+                let want = (row[j] as f64 - mx).exp() / z;
+                assert!(
+                    (sm[i * c + j] as f64 - want).abs() <= 1e-6 * want + 1e-9,
+                    "softmax[{i}, {j}]"
+                );
+            }
+        }
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn small_views_of_segmented_arrays_work_with_every_op_and_the_rest_is_an_err() {
+    let Some(dev) = gpu() else { return };
+    wmx::with_device(&dev, || {
+        let n = 3_000_017;
+        let xs = host(n);
+        let x = Array::from_slice(&xs, &[n])?;
+        // A view across the first boundary (bridged) through an op that reads
+        // its input in one piece: a scan.
+        let at = (BUFFER / 4) as usize - 5;
+        let v = wmx::slice(&x, &[Slice::range(at as isize, at as isize + 10)])?;
+        let cum = wmx::cumsum(&v, None, false, true)?.to_vec::<f32>()?;
+        let mut acc = 0.0f32;
+        for (k, &got) in cum.iter().enumerate() {
+            acc += xs[at + k];
+            assert_eq!(got, acc, "cumsum[{k}]");
+        }
+        // Within the last segment: a sort.
+        let tail = wmx::slice(&x, &[Slice::range(n as isize - 100, n as isize)])?;
+        let mut want = xs[n - 100..].to_vec();
+        want.sort_by(f32::total_cmp);
+        assert_eq!(wmx::sort(&tail, None)?.to_vec::<f32>()?, want);
+        // Concatenation reads its inputs from one buffer each: an Err naming the limit.
+        let e = wmx::concatenate(&[&x, &x], 0)
+            .and_then(|c| c.to_vec::<f32>())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("larger than one buffer"), "{e}");
+        // The array stays usable after the Err.
+        assert_eq!(
+            wmx::max(&x, None, false)?.item::<f32>()?,
+            xs.iter().cloned().fold(f32::MIN, f32::max)
+        );
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
