@@ -874,13 +874,19 @@ impl<D: Driver> Backend for GpuBackend<D> {
         axis: usize,
     ) -> Result<GpuBuffer<D>> {
         let dtype = x.dtype;
+        // x and the indices of one shape (a sort): pieces of whole lines of both.
+        let lines = x.layout.shape == indices.layout.shape;
         let i = match self.input(&indices) {
             Ok(i) if self.fits_one(&indices.layout.shape, dtype) => i,
             // The indices or the output past a binding: pieces of them (x whole).
+            _ if lines && self.input(&x).is_err() => {
+                return self.gather_lines(x, indices, axis);
+            }
             _ => return self.gather_pieces(x, indices, axis),
         };
         let x = match self.input(&x) {
             Ok(x) => x,
+            Err(_) if lines => return self.gather_lines(x, indices, axis),
             // x past a binding: parts of it along `axis`.
             Err(_) => return self.gather_parts(x, indices, axis),
         };

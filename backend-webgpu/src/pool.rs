@@ -166,6 +166,8 @@ impl<D: Driver> Pool<D> {
 /// State shared by the backend and every buffer it made.
 pub struct Shared<D: Driver> {
     pool: Mutex<Pool<D>>,
+    /// The most bytes one array may have (`segments::max_array_bytes`).
+    max_array: u64,
     error: Mutex<Option<String>>,
     lost: Mutex<Option<String>>,
     /// Set with `error` or `lost`, so the common check (nothing reported) locks nothing.
@@ -175,6 +177,7 @@ pub struct Shared<D: Driver> {
 impl<D: Driver> Shared<D> {
     pub fn new(kernels: k::Kernels<D>) -> Arc<Shared<D>> {
         Arc::new(Shared {
+            max_array: crate::segments::max_array_bytes(kernels.caps().device_type),
             pool: Mutex::new(Pool::new(kernels)),
             error: Mutex::new(None),
             lost: Mutex::new(None),
@@ -189,6 +192,11 @@ impl<D: Driver> Shared<D> {
     /// The largest buffer the device may have (arrays past it are segmented).
     pub fn max_buffer(&self) -> u64 {
         self.pool().kernels.caps().max_buffer
+    }
+
+    /// The most bytes one array may have on this device.
+    pub fn max_array(&self) -> u64 {
+        self.max_array
     }
 
     pub fn release(&self, b: D::Buffer) {

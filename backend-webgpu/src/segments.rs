@@ -2,9 +2,10 @@
 //! through Vulkan, 2 GiB on lavapipe): held in segments, buffers of one size (the
 //! largest power of two a buffer may have; the last segment shorter).
 //!
-//! The ops that compute in pieces (elementwise ops, copies, casts, creation, random
-//! draws, fused elementwise kernels, reductions) and uploads and reads take such
-//! arrays: the planner ends pieces at segment boundaries where it can (`split.rs`),
+//! The ops that compute in pieces through `GpuBackend::record_rows`, the
+//! reductions' pieces or concatenation's (elementwise ops, copies, casts, creation,
+//! random draws, fused kernels, reductions, scans, sorts, row ops, concatenation),
+//! uploads and reads take such arrays: the planner ends pieces at segment boundaries where it can (`split.rs`),
 //! and each piece binds its window in the segment that holds it. A window across a
 //! boundary is bridged: an input's bytes are copied into a scratch buffer first, an
 //! output's written there and copied into place after, all in the same batch. Every
@@ -123,8 +124,9 @@ impl<D: Driver> GpuBackend<D> {
             msg: format!(
                 "an array of {} bytes is larger than one buffer of this device ({} bytes) \
                  and is held in {} segments: elementwise ops, copies, casts, creation, \
-                 random draws and reductions compute such arrays, this op does not \
-                 (compute it in parts, e.g. on slices, or on the CPU)",
+                 random draws, reductions, concatenation, and scans, sorts and row ops \
+                 along the last axis compute such arrays, this op does not (compute it in parts, e.g. \
+                 on slices that fit a buffer, or on the CPU)",
                 b.bytes,
                 self.kernels.caps().max_buffer,
                 mem.parts.len()
@@ -318,6 +320,31 @@ impl<D: Driver> GpuBackend<D> {
     }
 }
 
+/// The most bytes one array held in segments may have: the host's memory on a CPU
+/// adapter (lavapipe, SwiftShader: their memory is the host's, and allocations
+/// past it are not refused until pages are touched), else 1 TiB (past any GPU's
+/// memory today; drivers refuse allocations past theirs).
+pub(crate) fn max_array_bytes(device_type: wgpu::DeviceType) -> u64 {
+    const TIB: u64 = 1 << 40;
+    if device_type != wgpu::DeviceType::Cpu {
+        return TIB;
+    }
+    #[cfg(all(unix, not(target_arch = "wasm32")))]
+    {
+        // SAFETY: sysconf only reads system configuration.
+        let (pages, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        if pages > 0 && page > 0 {
+            return (pages as u64).saturating_mul(page as u64).min(TIB);
+        }
+    }
+    TIB
+}
+
 /// Fresh GPU memory for `bytes` from the pool: one buffer, or segments where one
 /// buffer would pass the device's limit (`for_output`: see `Pool::take`). On
 /// failure the segments already taken go back.
@@ -330,6 +357,16 @@ pub(crate) fn alloc<D: Driver>(
     if bytes.div_ceil(16) * 16 <= max {
         let g = shared.pool().take(bytes, for_output).map_err(kerr)?;
         return Ok(Mem::one(g));
+    }
+    let most = shared.max_array();
+    if bytes > most {
+        return Err(Error::Backend {
+            backend: D::NAME.into(),
+            msg: format!(
+                "out of memory: an array of {bytes} bytes is larger than this device's \
+                 memory allows one array ({most} bytes)"
+            ),
+        });
     }
     let seg = segment_bytes(max);
     let mut parts = Vec::with_capacity(bytes.div_ceil(seg) as usize);

@@ -679,21 +679,21 @@ impl<D: Driver> GpuBackend<D> {
                  first axis, or in parts)",
             ));
         }
-        // Row-major inputs: (buffer, offset in elements, extent along the axis).
+        // Row-major inputs: (memory, offset in elements, extent along the axis).
         let mut held = Vec::new();
         let mut ins = Vec::new();
         for v in inputs {
             let n_i = v.layout.shape[axis];
             if v.layout.is_row_contiguous() {
-                ins.push((self.gpu(v.buffer)?, v.layout.offset, n_i));
+                ins.push((self.mem(v.buffer)?, v.layout.offset, n_i));
             } else {
                 let c = wmx_core::Backend::copy(self, *v, dtype)?;
-                ins.push((self.gpu(&c)?, 0, n_i));
+                ins.push((self.mem(&c)?, 0, n_i));
                 held.push(c);
             }
         }
         let n = wmx_core::layout::numel(shape);
-        let (out, g) = self.output(n, dtype)?;
+        let (out, g) = self.output_mem(n, dtype)?;
         let window = |first: u64, end: u64, buffer: u64| -> Result<(Window, usize)> {
             // Bytes [first, end) of a buffer, through a window starting aligned below.
             let start = first / lim.align * lim.align;
@@ -707,42 +707,51 @@ impl<D: Driver> GpuBackend<D> {
         for (r0, r1, a0, a1) in pieces {
             let mut parts = Vec::new();
             let mut c = 0;
-            for (buf, off, n_i) in &ins {
+            for (mem, off, n_i) in &ins {
                 let (lo, hi) = (a0.max(c), a1.min(c + n_i));
                 if lo < hi {
                     let row = (n_i * inner) as u64;
                     let first = *off as u64 + r0 as u64 * row + ((lo - c) * inner) as u64;
                     let last = *off as u64 + (r1 - 1) as u64 * row + ((hi - c) * inner) as u64;
-                    let (w, offset) = window(first * size, last * size, buf.byte_size())?;
+                    let (w, offset) = window(first * size, last * size, mem.byte_size())?;
+                    let bound = self.bind_in(&mut batch, mem, Some(w))?;
                     let strides = [row as isize, inner as isize, 1];
-                    parts.push((buf, w, [r1 - r0, hi - lo, inner], strides, offset));
+                    parts.push((bound, [r1 - r0, hi - lo, inner], strides, offset));
                 }
                 c += n_i;
             }
             let views: Vec<k::Strided<'_, D::Buffer>> = parts
                 .iter()
-                .map(|(buffer, w, shape, strides, offset)| k::Strided {
-                    buffer: *buffer,
-                    window: Some(*w),
-                    dtype: kd,
-                    shape,
-                    strides,
-                    offset: *offset,
+                .map(|(bound, shape, strides, offset)| {
+                    let (buffer, window) = bound.binding();
+                    k::Strided {
+                        buffer,
+                        window,
+                        dtype: kd,
+                        shape,
+                        strides,
+                        offset: *offset,
+                    }
                 })
                 .collect();
             let o_shape = [r1 - r0, a1 - a0, inner];
             let first = (r0 * slots + a0) as u64 * unit;
             let end = first + ((r1 - r0) * (a1 - a0)) as u64 * unit;
             let (w, _) = window(first, end, g.byte_size())?;
+            let o_bound = self.bind_out(&g, Some(w), end - first)?;
+            let (buffer, window) = o_bound.binding();
             let o = k::Contig {
-                buffer: &g,
-                window: Some(w),
+                buffer,
+                window,
                 dtype: kd,
                 shape: &o_shape,
             };
             self.kernels
                 .concatenate(&mut batch, &views, 1, &o)
                 .map_err(kerr)?;
+            self.unbind_out(&mut batch, &g, o_bound)?;
+            drop(views);
+            self.unbind_in(parts.into_iter().map(|p| p.0).collect());
             if batch.len() >= MAX_BATCH {
                 self.submit(&mut batch)?;
             }
@@ -821,6 +830,21 @@ impl<D: Driver> GpuBackend<D> {
             }
         }
         Ok(out)
+    }
+
+    /// A gather whose `x` and indices have one shape (`sort` takes along its
+    /// `argsort`), past a binding or one buffer: pieces of whole lines along `axis`
+    /// (boxes of the dims before it), each reading the same lines of both.
+    pub(crate) fn gather_lines(
+        &self,
+        x: View<'_, GpuBuffer<D>>,
+        indices: View<'_, GpuBuffer<D>>,
+        axis: usize,
+    ) -> Result<GpuBuffer<D>> {
+        let shape = indices.layout.shape.clone();
+        self.record_rows(&shape, axis, 1, x.dtype, &[&indices, &x], |b, s, o, _| {
+            self.kernels.gather(b, &s[1], &s[0], axis, o)
+        })
     }
 
     /// A gather (`take_along_axis`) whose indices or output are larger than a

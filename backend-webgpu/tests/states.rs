@@ -291,9 +291,9 @@ fn evals_while_the_gpu_is_busy_share_one_submit() {
 }
 
 /// An uploaded array past the binding limit computes (in pieces, see
-/// `src/split.rs`); an output past the largest buffer is an error naming the limit.
+/// `src/split.rs`), and the device goes on.
 #[test]
-fn arrays_past_the_binding_limit_compute_past_the_buffer_limit_fail() {
+fn arrays_past_the_binding_limit_compute() {
     let Some((dev, be)) = gpu() else { return };
     let caps = be.kernels().caps().clone();
     let limit = caps.max_storage_binding;
@@ -309,18 +309,8 @@ fn arrays_past_the_binding_limit_compute_past_the_buffer_limit_fail() {
     let y = wmx_core::add(&x, &x).unwrap().to_vec::<f32>().unwrap();
     assert!(y.iter().zip(&host).all(|(y, x)| *y == 2.0 * x));
     drop((x, y, host));
-    let past = (caps.max_buffer / 4) as usize + 1024;
-    let wide = wmx_core::broadcast_to(
-        &Array::from_slice_on(&[1.0f32], &[1], &dev).unwrap(),
-        &[past],
-    )
-    .unwrap();
-    let e = wmx_core::exp(&wide).unwrap().eval().unwrap_err();
-    let msg = e.to_string();
-    assert!(
-        msg.contains("exceeds the device limit") && msg.contains(&caps.max_buffer.to_string()),
-        "{msg}"
-    );
+    // Past the largest buffer, arrays are held in segments: tests/segments.rs of
+    // wmx-tests computes them on lowered limits (here one would take 2 GiB).
     // Smaller work on the same device still runs.
     let y = Array::from_slice_on(&[1.0f32, 2.0], &[2], &dev).unwrap();
     assert_eq!(

@@ -658,7 +658,16 @@ impl Kernels<Wgpu> {
                 limits.max_storage_buffer_binding_size,
                 std::env::var("WMX_MAX_BINDING").ok().as_deref(),
             ),
-            max_buffer: limits.max_buffer_size,
+            // Never below a binding: a piece's window fits one segment.
+            max_buffer: binding_cap(
+                limits.max_buffer_size,
+                std::env::var("WMX_MAX_BUFFER").ok().as_deref(),
+            )
+            .max(
+                limits
+                    .max_storage_buffer_binding_size
+                    .min(limits.max_buffer_size),
+            ),
             max_workgroups_per_dim: limits.max_compute_workgroups_per_dimension,
             max_invocations: limits.max_compute_invocations_per_workgroup,
             max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
@@ -1009,7 +1018,8 @@ fn coop_subgroup(adapter: &wgpu::Adapter, wanted: bool) -> u32 {
 /// The binding limit wmx plans with: the device's, or less with
 /// `WMX_MAX_BINDING=bytes` (at least 1 MiB, a multiple of 256): a testing aid that
 /// makes the paths for arrays past a binding run on any device (the large-array
-/// tests on an NVIDIA GPU, whose own limit is 2 GiB).
+/// tests on an NVIDIA GPU, whose own limit is 2 GiB). `WMX_MAX_BUFFER` caps the
+/// buffer size the same way (arrays past it are held in segments).
 fn binding_cap(device: u64, env: Option<&str>) -> u64 {
     let cap = env
         .and_then(|v| v.trim().parse::<u64>().ok())

@@ -222,6 +222,7 @@ fn row_ops_scans_and_sorts_along_rows_of_segmented_arrays() {
         let m = Array::from_slice(&xs, &[r, c])?;
         let cum = wmx::cumsum(&m, Some(1), false, true)?.to_vec::<f32>()?;
         let order = wmx::argsort(&m, Some(1))?.to_vec::<u32>()?;
+        let sorted = wmx::sort(&m, Some(1))?.to_vec::<f32>()?;
         let sm = wmx::softmax(&m, &[1])?.to_vec::<f32>()?;
         for i in (0..r).step_by(13) {
             let row = &xs[i * c..(i + 1) * c];
@@ -233,6 +234,8 @@ fn row_ops_scans_and_sorts_along_rows_of_segmented_arrays() {
             let mut want: Vec<u32> = (0..c as u32).collect();
             want.sort_by(|&a, &b| row[a as usize].total_cmp(&row[b as usize]));
             assert_eq!(&order[i * c..(i + 1) * c], &want[..], "argsort row {i}");
+            let values: Vec<f32> = want.iter().map(|&j| row[j as usize]).collect();
+            assert_eq!(&sorted[i * c..(i + 1) * c], &values[..], "sorted row {i}");
             let mx = row.iter().cloned().fold(f32::MIN, f32::max) as f64;
             let z: f64 = row.iter().map(|&v| (v as f64 - mx).exp()).sum();
             for j in 0..c {
@@ -270,8 +273,29 @@ fn small_views_of_segmented_arrays_work_with_every_op_and_the_rest_is_an_err() {
         let mut want = xs[n - 100..].to_vec();
         want.sort_by(f32::total_cmp);
         assert_eq!(wmx::sort(&tail, None)?.to_vec::<f32>()?, want);
-        // Concatenation reads its inputs from one buffer each: an Err naming the limit.
-        let e = wmx::concatenate(&[&x, &x], 0)
+        // Concatenation of segmented arrays, along the only axis.
+        let both = wmx::concatenate(&[&x, &wmx::negative(&x)?], 0)?.to_vec::<f32>()?;
+        assert_eq!(both.len(), 2 * n);
+        assert!(both[..n] == xs[..] && both[n..].iter().zip(&xs).all(|(a, b)| *a == -b));
+        // Along the second axis of [rows, 3] and [rows, 1] (a bridge at each boundary).
+        let rows = 1_000_003;
+        let a = wmx::reshape(
+            &wmx::slice(&x, &[Slice::range(0, 3 * rows as isize)])?,
+            &[rows as isize, 3],
+        )?;
+        let b = wmx::reshape(
+            &wmx::slice(&x, &[Slice::range(0, rows as isize)])?,
+            &[rows as isize, 1],
+        )?;
+        let ab = wmx::concatenate(&[&a, &b], 1)?.to_vec::<f32>()?;
+        for r in 0..rows {
+            let got = &ab[4 * r..4 * r + 4];
+            let want = [xs[3 * r], xs[3 * r + 1], xs[3 * r + 2], xs[r]];
+            assert_eq!(got, want, "row {r}");
+        }
+        // Matmul reads A from one buffer: an Err naming the limit.
+        let w = wmx::ones(&[3, 2], DType::F32)?;
+        let e = wmx::matmul(&a, &w)
             .and_then(|c| c.to_vec::<f32>())
             .unwrap_err()
             .to_string();

@@ -253,6 +253,12 @@ pub(crate) fn bench_large(
     check(xs.iter().zip(&ys).all(|(a, b)| 2.0 * a == *b), || {
         format!("add: {xs:?} -> {ys:?}")
     })?;
+    if let Some(b) = wmx::webgpu::backend(dev) {
+        let before = b.stats().dispatches;
+        wmx::eval(&[add().map_err(err)?]).map_err(err)?;
+        dev.synchronize().map_err(err)?;
+        println!("large add: {} dispatches", b.stats().dispatches - before);
+    }
     case("large_add_3GiB", DType::F32, 12.0 * n as f64, &add)?;
     let sum = || wmx::sum(&x, None, false);
     let total = sum().and_then(|s| s.item::<f32>()).map_err(err)?;
@@ -370,6 +376,10 @@ fn bench_huge(dev: &Device, stamps: Option<&Stamps>, reps: usize, rows: &mut Vec
             )
         },
     )?;
+    let before = b.stats().dispatches;
+    wmx::eval(&[add().map_err(err)?]).map_err(err)?;
+    dev.synchronize().map_err(err)?;
+    println!("huge add: {} dispatches", b.stats().dispatches - before);
     case("huge_add_6GiB", 12.0 * n as f64, &add)?;
     case("huge_sum_6GiB", 4.0 * n as f64, &sum)?;
     case("huge_rowsum_6GiB", 4.0 * n as f64, &rsum)?;
