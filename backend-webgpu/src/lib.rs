@@ -809,6 +809,9 @@ impl<D: Driver> Backend for GpuBackend<D> {
         let out_dtype = op.out_dtype(x.dtype);
         // Lines along `axis` stay whole; past a binding, pieces of the dims before it.
         let shape = x.layout.shape.clone();
+        if !self.line_fits(&shape, axis, x.dtype.size().max(out_dtype.size())) {
+            return self.scan_blocked(op, x, axis, reverse, inclusive);
+        }
         self.record_rows(&shape, axis, 1, out_dtype, &[&x], |b, s, o, _| {
             self.kernels
                 .scan(b, op.name(), &s[0], axis, reverse, inclusive, o)

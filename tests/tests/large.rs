@@ -1,7 +1,8 @@
 //! Arrays past the device's storage-binding limit (128 MiB on lavapipe; on a
 //! device with more, run with `WMX_MAX_BINDING=134217728`) and views
 //! of 2^32 elements, computed on the GPU in pieces: elementwise ops, copies, casts,
-//! creation, random draws (against the CPU's, bit for bit), concatenation, scans,
+//! creation, random draws (against the CPU's, bit for bit), concatenation, scans
+//! (along rows, and along lines past a binding in blocks),
 //! sorts, row ops (softmax, layer_norm), matmul (by a large A or a large B), gathers, slice updates and scatters against host values, and reductions against f64 host
 //! references; what cannot be cut is an
 //! `Err` naming the limit, never a panic or a wrong answer.
@@ -336,9 +337,23 @@ fn scans_and_sorts_of_rows_past_the_binding_limit() {
             assert_eq!(&s[r * COLS..(r + 1) * COLS], &want[..], "argsort row {r}");
         }
         drop(s);
-        // A scan along the first axis would need columns whole: an Err naming it.
-        let e = wmx::cumsum(&x, Some(0), false, true)?.eval().unwrap_err();
-        assert!(e.to_string().contains("pieces"), "{e}");
+        // Along the first axis each line is the whole array: blocks of rows scanned,
+        // their totals' exclusive scan added, then the rows after the last block.
+        for reverse in [false, true] {
+            let c = wmx::cumsum(&x, Some(0), reverse, true)?.to_vec::<f32>()?;
+            for col in [0, 1, 500, COLS - 1] {
+                let mut acc = 0.0;
+                for k in 0..ROWS {
+                    let r = if reverse { ROWS - 1 - k } else { k };
+                    acc += val(r, col);
+                    assert_eq!(
+                        c[r * COLS + col] as f64,
+                        acc,
+                        "cumsum [{r}, {col}] reverse {reverse}"
+                    );
+                }
+            }
+        }
         Ok::<(), wmx::Error>(())
     })
     .unwrap();

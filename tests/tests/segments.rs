@@ -251,6 +251,103 @@ fn row_ops_scans_and_sorts_along_rows_of_segmented_arrays() {
     .unwrap();
 }
 
+/// Values in {-1, 0, 1}: every prefix sum of 3 million is exact in f32.
+fn steps(n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7919 + i / 3) % 3) as f32 - 1.0)
+        .collect()
+}
+
+/// The scan of `xs` along a line of `len` positions with `inner` lanes, as f64.
+fn scan_ref(
+    xs: &[f32],
+    len: usize,
+    inner: usize,
+    f: fn(f64, f64) -> f64,
+    id: f64,
+    reverse: bool,
+    inclusive: bool,
+) -> Vec<f64> {
+    let mut out = vec![0.0; xs.len()];
+    for o in 0..xs.len() / (len * inner) {
+        for c in 0..inner {
+            let mut acc = id;
+            for k in 0..len {
+                let j = if reverse { len - 1 - k } else { k };
+                let at = (o * len + j) * inner + c;
+                let v = xs[at] as f64;
+                if inclusive {
+                    acc = f(acc, v);
+                    out[at] = acc;
+                } else {
+                    out[at] = acc;
+                    acc = f(acc, v);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn scans_along_lines_past_a_binding_and_one_buffer() {
+    let Some(dev) = gpu() else { return };
+    wmx::with_device(&dev, || {
+        // 3 000 017 f32 positions in one line: 12 MB, past the 1 MiB binding and
+        // three segments; blocks of 2^16 and a tail of 50 001.
+        let n = 3_000_017;
+        let xs = steps(n);
+        let x = Array::from_slice(&xs, &[n])?;
+        for (reverse, inclusive) in [(false, true), (true, true), (false, false), (true, false)] {
+            let got = wmx::cumsum(&x, Some(0), reverse, inclusive)?.to_vec::<f32>()?;
+            let want = scan_ref(&xs, n, 1, |a, b| a + b, 0.0, reverse, inclusive);
+            assert!(
+                got.iter().zip(&want).all(|(g, w)| *g as f64 == *w),
+                "cumsum reverse {reverse} inclusive {inclusive}"
+            );
+        }
+        let got = wmx::cummax(&x, Some(0), true, true)?.to_vec::<f32>()?;
+        let want = scan_ref(&xs, n, 1, f64::max, f64::NEG_INFINITY, true, true);
+        assert!(
+            got.iter().zip(&want).all(|(g, w)| *g as f64 == *w),
+            "cummax"
+        );
+        // f16 (accumulated in f32, rounded once) and i32.
+        let h =
+            wmx::cumsum(&wmx::astype(&x, DType::F16)?, Some(0), false, true)?.to_vec::<f16>()?;
+        let want = scan_ref(&xs, n, 1, |a, b| a + b, 0.0, false, true);
+        assert!(
+            h.iter().zip(&want).all(|(g, w)| *g == f16::from_f64(*w)),
+            "f16 cumsum"
+        );
+        let i =
+            wmx::cumsum(&wmx::astype(&x, DType::I32)?, Some(0), true, false)?.to_vec::<i32>()?;
+        let want = scan_ref(&xs, n, 1, |a, b| a + b, 0.0, true, false);
+        assert!(
+            i.iter().zip(&want).all(|(g, w)| *g as f64 == *w),
+            "i32 cumsum"
+        );
+        // Along the middle axis of [2, 500 001, 3] (lanes after the axis, rows before).
+        let (len, inner) = (500_001, 3);
+        let ms = steps(2 * len * inner);
+        let m = Array::from_slice(&ms, &[2, len, inner])?;
+        let got = wmx::cumsum(&m, Some(1), false, true)?.to_vec::<f32>()?;
+        let want = scan_ref(&ms, len, inner, |a, b| a + b, 0.0, false, true);
+        assert!(
+            got.iter().zip(&want).all(|(g, w)| *g as f64 == *w),
+            "cumsum axis 1"
+        );
+        let got = wmx::cumsum(&m, Some(1), true, false)?.to_vec::<f32>()?;
+        let want = scan_ref(&ms, len, inner, |a, b| a + b, 0.0, true, false);
+        assert!(
+            got.iter().zip(&want).all(|(g, w)| *g as f64 == *w),
+            "reverse exclusive axis 1"
+        );
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
+
 #[test]
 fn small_views_of_segmented_arrays_work_with_every_op_and_the_rest_is_an_err() {
     let Some(dev) = gpu() else { return };
