@@ -253,15 +253,53 @@ impl<D: Driver> Kernels<D> {
                 )?;
             }
         } else if pro.is_none() && plan.vec_cols(x) {
-            let params = plan.params(1, plan.r, x.offset, 0);
             let per_group = TXV * 4 * x.dtype.epw() as u64;
-            self.record(
-                b,
-                &spec(x.dtype, Variant::ColsVec, acc),
-                [target.clone(), x.binding()],
-                params,
-                plan.k.div_ceil(per_group),
-            )?;
+            let groups = plan.k.div_ceil(per_group);
+            // A tall matrix (few column groups, many rows): chunks of rows, each
+            // writing partials [K, S], then the rows kernel over them.
+            let mut s = 1;
+            if groups < TARGET_GROUPS && plan.r > 2 * MIN_CHUNK {
+                s = TARGET_GROUPS
+                    .div_ceil(groups)
+                    .min(plan.r.div_ceil(MIN_CHUNK))
+                    .max(1);
+            }
+            let chunk = plan.r.div_ceil(s).max(1);
+            let s = plan.r.div_ceil(chunk).max(1);
+            if s == 1 {
+                let params = plan.params(1, plan.r, x.offset, 0);
+                self.record(
+                    b,
+                    &spec(x.dtype, Variant::ColsVec, acc),
+                    [target.clone(), x.binding()],
+                    params,
+                    groups,
+                )?;
+            } else {
+                let partial = self.scratch(0, plan.k * s * 4)?;
+                self.record(
+                    b,
+                    &spec(x.dtype, Variant::ColsVec, acc),
+                    [partial.clone().into(), x.binding()],
+                    plan.params(s, chunk, x.offset, 0),
+                    groups * s,
+                )?;
+                let second = Plan {
+                    k: plan.k,
+                    r: s,
+                    shape_k: vec![plan.k as usize],
+                    stride_k: vec![s as isize],
+                    shape_r: vec![s as usize],
+                    stride_r: vec![1],
+                };
+                self.record(
+                    b,
+                    &spec(acc, Variant::RowsVec, acc),
+                    [target.clone(), partial.into()],
+                    second.params(1, s, 0, 0),
+                    plan.k,
+                )?;
+            }
         } else {
             let params = plan.params(1, plan.r, x.offset, 0);
             self.first_pass(

@@ -364,6 +364,25 @@ fn reductions_big_sizes() {
         &[(&[N], 0, Lay::Contig), (&[70000, 20], 1, Lay::Contig)],
         303,
     );
+    // Tall matrices, columns reduced: chunks of rows, then their partials (every
+    // op and dtype; 9000 x 12 has three vec4 columns, 20001 x 64 one workgroup).
+    for (i, op) in REDUCE_OPS.iter().enumerate() {
+        for d in DType::ALL {
+            if k.supports(d) {
+                reduce_cases(
+                    k,
+                    op,
+                    d,
+                    &[
+                        (&[20001, 64], &[0], Lay::Contig),
+                        (&[9000, 12], &[0], Lay::Contig),
+                        (&[3, 9001, 16], &[1], Lay::Contig),
+                    ],
+                    310 + i as u64,
+                );
+            }
+        }
+    }
     if let Some(kf) = k_fallback() {
         reduce_cases(kf, "sum", DType::F32, &[(&[N], &[0], Lay::Contig)], 304);
         arg_cases(kf, "argmin", DType::F32, &[(&[N], 0, Lay::Neg)], 305);

@@ -445,13 +445,18 @@ const TXV: u32 = 16u;
 fn reduce_cols_v(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                  @builtin(num_workgroups) nwg: vec3<u32>) {
     let K = P[0];
-    let R = P[1];
+    let S = P[2];
     let epw = 1u << LA;
     let blk = 4u << LA;
     let ny = WG / TXV;
     let tx = lid.x % TXV;
     let ty = lid.x / TXV;
-    let c = (wid.x + wid.y * nwg.x) * TXV + tx;
+    // With S > 1 chunks of P[3] rows each (a tall matrix: more workgroups than
+    // column groups), workgroup g takes chunk g % S and writes partials [K, S].
+    let g = wid.x + wid.y * nwg.x;
+    let sc = g % S;
+    let R = min(P[1], (sc + 1u) * P[3]);
+    let c = (g / S) * TXV + tx;
     let k0 = c * blk;
     let valid = k0 < K;
     var acc: array<ACC, 16>;
@@ -460,7 +465,7 @@ fn reduce_cols_v(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgrou
         // kept_base(k0) = x_off + k0; the reduced stride is a multiple of blk.
         let v0 = (P[4] + k0) / blk;
         let pitch = P[8u + 2u * P[5] + 1u] / blk;
-        var r = ty;
+        var r = sc * P[3] + ty;
         for (; r + ny < R; r += 2u * ny) {
             let p = va(v0 + r * pitch);
             let q = va(v0 + (r + ny) * pitch);
@@ -492,7 +497,11 @@ fn reduce_cols_v(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgrou
         if (ty == 0u && valid && k0 + q < K) {
             var a = SH[tx];
             for (var t = 1u; t < ny; t++) { a = combine(a, SH[t * TXV + tx]); }
-            O[P[7] + k0 + q] = st_acc(a);
+            if (S == 1u) {
+                O[P[7] + k0 + q] = st_acc(a);
+            } else {
+                O[(k0 + q) * S + sc] = st_acc(a);
+            }
         }
         workgroupBarrier();
     }
