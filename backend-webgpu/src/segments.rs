@@ -182,28 +182,8 @@ impl<D: Driver> GpuBackend<D> {
         scratch: &D::Buffer,
     ) -> Result<()> {
         for (part, a, b) in self.pieces_of(mem, w) {
-            let n = [((b - a) / 4) as usize];
-            let src = k::Strided {
-                buffer: part,
-                window: Some(Window {
-                    start: a - self.seg_start(mem, a),
-                    len: b - a,
-                }),
-                dtype: k::DType::U32,
-                shape: &n,
-                strides: &[1],
-                offset: 0,
-            };
-            let dst = k::Contig {
-                buffer: scratch,
-                window: Some(Window {
-                    start: a - w.start,
-                    len: b - a,
-                }),
-                dtype: k::DType::U32,
-                shape: &n,
-            };
-            self.kernels.copy(batch, &src, &dst).map_err(kerr)?;
+            let at = a - self.seg_start(mem, a);
+            self.copy_bytes(batch, (part, at), (scratch, a - w.start), b - a)?;
         }
         Ok(())
     }
@@ -249,31 +229,38 @@ impl<D: Driver> GpuBackend<D> {
             return Ok(());
         };
         for (part, a, b) in self.pieces_of(mem, w) {
-            let n = [((b - a) / 4) as usize];
-            let src = k::Strided {
-                buffer: &scratch,
-                window: Some(Window {
-                    start: a - w.start,
-                    len: b - a,
-                }),
-                dtype: k::DType::U32,
-                shape: &n,
-                strides: &[1],
-                offset: 0,
-            };
-            let dst = k::Contig {
-                buffer: part,
-                window: Some(Window {
-                    start: a - self.seg_start(mem, a),
-                    len: b - a,
-                }),
-                dtype: k::DType::U32,
-                shape: &n,
-            };
-            self.kernels.copy(batch, &src, &dst).map_err(kerr)?;
+            let at = a - self.seg_start(mem, a);
+            self.copy_bytes(batch, (&scratch, a - w.start), (part, at), b - a)?;
         }
         self.shared.release(scratch);
         Ok(())
+    }
+
+    /// Records a copy of `len` bytes (a multiple of 4) from `src` at its offset to
+    /// `dst` at its offset (both aligned as windows must be), as u32 words.
+    fn copy_bytes(
+        &self,
+        batch: &mut k::Batch<D>,
+        src: (&D::Buffer, u64),
+        dst: (&D::Buffer, u64),
+        len: u64,
+    ) -> Result<()> {
+        let n = [(len / 4) as usize];
+        let from = k::Strided {
+            buffer: src.0,
+            window: Some(Window { start: src.1, len }),
+            dtype: k::DType::U32,
+            shape: &n,
+            strides: &[1],
+            offset: 0,
+        };
+        let to = k::Contig {
+            buffer: dst.0,
+            window: Some(Window { start: dst.1, len }),
+            dtype: k::DType::U32,
+            shape: &n,
+        };
+        self.kernels.copy(batch, &from, &to).map_err(kerr)
     }
 
     /// `w` when it crosses a segment boundary of `mem` (then it is a window:

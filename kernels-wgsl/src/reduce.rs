@@ -40,6 +40,18 @@ struct Plan {
 }
 
 impl Plan {
+    /// The rows of `k` outputs' `s` partials, contiguous ([K, S]).
+    fn partials(k: u64, s: u64) -> Plan {
+        Plan {
+            k,
+            r: s,
+            shape_k: vec![k as usize],
+            stride_k: vec![s as isize],
+            shape_r: vec![s as usize],
+            stride_r: vec![1],
+        }
+    }
+
     fn new<B>(x: &Strided<B>, reduced: &[bool]) -> Plan {
         let pick = |want: bool| -> (Vec<usize>, Vec<isize>) {
             let sh: Vec<usize> = (0..x.shape.len())
@@ -202,16 +214,7 @@ impl<D: Driver> Kernels<D> {
             } else {
                 Variant::Rows
             };
-            let wg = self.wg() as u64;
-            let mut s = 1;
-            if plan.k < TARGET_GROUPS && plan.r > 2 * MIN_CHUNK.max(wg) {
-                s = TARGET_GROUPS
-                    .div_ceil(plan.k)
-                    .min(plan.r.div_ceil(MIN_CHUNK))
-                    .max(1);
-            }
-            let chunk = plan.r.div_ceil(s).max(1);
-            let s = plan.r.div_ceil(chunk).max(1);
+            let (s, chunk) = chunks(plan.k, plan.r, self.wg() as u64);
             if s == 1 {
                 let params = plan.params(1, plan.r.max(1), x.offset, 0);
                 self.first_pass(
@@ -235,15 +238,7 @@ impl<D: Driver> Kernels<D> {
                 )?;
                 // Second pass: rows of the [K, S] partials (contiguous, in a scratch
                 // buffer of a power-of-two size: vec4 loads).
-                let second = Plan {
-                    k: plan.k,
-                    r: s,
-                    shape_k: vec![plan.k as usize],
-                    stride_k: vec![s as isize],
-                    shape_r: vec![s as usize],
-                    stride_r: vec![1],
-                };
-                let params = second.params(1, s, 0, 0);
+                let params = Plan::partials(plan.k, s).params(1, s, 0, 0);
                 self.record(
                     b,
                     &spec(acc, Variant::RowsVec, final_out),
@@ -257,15 +252,7 @@ impl<D: Driver> Kernels<D> {
             let groups = plan.k.div_ceil(per_group);
             // A tall matrix (few column groups, many rows): chunks of rows, each
             // writing partials [K, S], then the rows kernel over them.
-            let mut s = 1;
-            if groups < TARGET_GROUPS && plan.r > 2 * MIN_CHUNK {
-                s = TARGET_GROUPS
-                    .div_ceil(groups)
-                    .min(plan.r.div_ceil(MIN_CHUNK))
-                    .max(1);
-            }
-            let chunk = plan.r.div_ceil(s).max(1);
-            let s = plan.r.div_ceil(chunk).max(1);
+            let (s, chunk) = chunks(groups, plan.r, 1);
             if s == 1 {
                 let params = plan.params(1, plan.r, x.offset, 0);
                 self.record(
@@ -284,19 +271,11 @@ impl<D: Driver> Kernels<D> {
                     plan.params(s, chunk, x.offset, 0),
                     groups * s,
                 )?;
-                let second = Plan {
-                    k: plan.k,
-                    r: s,
-                    shape_k: vec![plan.k as usize],
-                    stride_k: vec![s as isize],
-                    shape_r: vec![s as usize],
-                    stride_r: vec![1],
-                };
                 self.record(
                     b,
                     &spec(acc, Variant::RowsVec, acc),
                     [target.clone(), partial.into()],
-                    second.params(1, s, 0, 0),
+                    Plan::partials(plan.k, s).params(1, s, 0, 0),
                     plan.k,
                 )?;
             }
@@ -442,6 +421,22 @@ impl<D: Driver> Kernels<D> {
         let bound = std::iter::once(target).chain(pro.buffers.iter().cloned());
         self.record_pipe(b, pipe, bound, params, groups)
     }
+}
+
+/// Chunks of the reduced range `r` for `groups` workgroups' worth of outputs:
+/// (count, rows each). More than one when the outputs alone fill fewer than
+/// `TARGET_GROUPS` workgroups and `r` is long (more than twice `MIN_CHUNK` and
+/// `at_least`).
+fn chunks(groups: u64, r: u64, at_least: u64) -> (u64, u64) {
+    let mut s = 1;
+    if groups < TARGET_GROUPS && r > 2 * MIN_CHUNK.max(at_least) {
+        s = TARGET_GROUPS
+            .div_ceil(groups)
+            .min(r.div_ceil(MIN_CHUNK))
+            .max(1);
+    }
+    let chunk = r.div_ceil(s).max(1);
+    (r.div_ceil(chunk).max(1), chunk)
 }
 
 fn axes_mask<B>(x: &Strided<B>, axes: &[usize]) -> Result<Vec<bool>> {

@@ -40,6 +40,48 @@ pub(crate) fn time_evals(
     Ok(ms / iters as f64)
 }
 
+/// How the large cases are timed: `evals` evals per sample, `reps` samples.
+struct Timed<'a> {
+    dev: &'a Device,
+    stamps: Option<&'a Stamps>,
+    reps: usize,
+    evals: usize,
+}
+
+impl Timed<'_> {
+    /// Times `run`, prints it and records a row of `n` elements moving `bytes`.
+    fn case(
+        &self,
+        name: &str,
+        dtype: DType,
+        n: usize,
+        bytes: f64,
+        run: &dyn Fn() -> wmx::Result<Array>,
+        rows: &mut Vec<Row>,
+    ) -> Res<()> {
+        let samples = sample_n(false, self.reps, 500.0, || {
+            time_evals(self.dev, self.stamps, self.evals, run)
+        })?;
+        let ms = median(samples);
+        println!(
+            "wmx      {name:<28} {:<5} {:>10.1} us {:>8.1} GB/s",
+            format!("{dtype:?}").to_lowercase(),
+            ms * 1e3,
+            bytes / (ms * 1e6)
+        );
+        rows.push(Row {
+            path: "wmx",
+            op: name.to_string(),
+            dtype,
+            n,
+            ms,
+            gbps: bytes / (ms * 1e6),
+            extra: vec![],
+        });
+        Ok(())
+    }
+}
+
 fn check(ok: bool, what: impl FnOnce() -> String) -> Res<()> {
     if ok { Ok(()) } else { Err(what()) }
 }
@@ -209,28 +251,17 @@ pub(crate) fn bench_large(
     })
     .map_err(err)?;
     x.eval().map_err(err)?;
+    // 60 evals per sample: the pool keeps no buffer over its 1 GiB cache limit, so
+    // each sample's first eval allocates its 3 GiB output (~16 ms on the H200: 5
+    // evals read 5600 us per add, 20 read 3131, 60 read 2291).
     let mut case = |name: &str, dtype: DType, bytes: f64, run: &dyn Fn() -> wmx::Result<Array>| {
-        // 60 evals per sample: the pool keeps no buffer over its 1 GiB cache limit,
-        // so each sample's first eval allocates its 3 GiB output (~16 ms on the
-        // H200: 5 evals read 5600 us per add, 20 read 3131, 60 read 2291).
-        let samples = sample_n(false, reps, 500.0, || time_evals(dev, stamps, 60, run))?;
-        let ms = median(samples);
-        println!(
-            "wmx      {name:<28} {:<5} {:>10.1} us {:>8.1} GB/s",
-            format!("{dtype:?}").to_lowercase(),
-            ms * 1e3,
-            bytes / (ms * 1e6)
-        );
-        rows.push(Row {
-            path: "wmx",
-            op: name.to_string(),
-            dtype,
-            n,
-            ms,
-            gbps: bytes / (ms * 1e6),
-            extra: vec![],
-        });
-        Res::Ok(())
+        let t = Timed {
+            dev,
+            stamps,
+            reps,
+            evals: 60,
+        };
+        t.case(name, dtype, n, bytes, run, rows)
     };
     // Checked on samples first: a wrong answer is never timed.
     let probe = |a: &Array, idx: &[usize]| -> Res<Vec<f32>> {
@@ -328,23 +359,13 @@ fn bench_huge(dev: &Device, stamps: Option<&Stamps>, reps: usize, rows: &mut Vec
     .map_err(err)?;
     x.eval().map_err(err)?;
     let mut case = |name: &str, bytes: f64, run: &dyn Fn() -> wmx::Result<Array>| {
-        let samples = sample_n(false, reps, 500.0, || time_evals(dev, stamps, 30, run))?;
-        let ms = median(samples);
-        println!(
-            "wmx      {name:<28} f32   {:>10.1} us {:>8.1} GB/s",
-            ms * 1e3,
-            bytes / (ms * 1e6)
-        );
-        rows.push(Row {
-            path: "wmx",
-            op: name.to_string(),
-            dtype: DType::F32,
-            n,
-            ms,
-            gbps: bytes / (ms * 1e6),
-            extra: vec![],
-        });
-        Res::Ok(())
+        let t = Timed {
+            dev,
+            stamps,
+            reps,
+            evals: 30,
+        };
+        t.case(name, DType::F32, n, bytes, run, rows)
     };
     // Checked first against f64 sums of the same values read back, a wrong answer
     // is never timed.
