@@ -819,24 +819,29 @@ impl<D: Driver> GpuBackend<D> {
         let (k_len, n) = (a.layout.shape[nd - 1], shape[nd - 1]);
         let kd = kdtype(a.dtype)?;
         let size = kd.size() as u64;
-        let abuf = self.gpu(a.buffer)?;
+        let amem = self.mem(a.buffer)?;
         let op = Operand {
             strides: &a.layout.strides,
             offset: a.layout.offset,
             size,
-            buffer: abuf.byte_size(),
-            seg: u64::MAX,
+            buffer: amem.byte_size(),
+            seg: amem.seg,
         };
         let lim = self.limits();
         let row = size * n as u64;
-        let pieces = plan(&a.layout.shape, &[op], nd - 1, Out::Window(row), lim)
+        let (out, g) = self.output_mem(wmx_core::layout::numel(shape), a.dtype)?;
+        let pieces = plan_segmented(&a.layout.shape, &[op], nd - 1, Out::Window(row), g.seg, lim)
             .map_err(|msg| self.cannot_split(shape, a.dtype, &msg))?;
-        let (out, g) = self.output(wmx_core::layout::numel(shape), a.dtype)?;
         let mut batch = self.lock_batch();
         for p in &pieces {
             let idx = unravel(p.out_start, &shape[..nd - 1]);
             let part = &p.ins[0];
-            let av = part.strided(&abuf, kd, &p.shape);
+            let a_bound = self.bind_in(&mut batch, &amem, part.window)?;
+            let (buffer, window) = a_bound.binding();
+            let av = k::Strided {
+                window,
+                ..part.strided(buffer, kd, &p.shape)
+            };
             let b_shape: Vec<usize> = p.shape[..nd - 2]
                 .iter()
                 .copied()
@@ -856,15 +861,21 @@ impl<D: Driver> GpuBackend<D> {
                 }),
                 None => None,
             };
+            let w = out_window(pieces.len(), p, nd - 1, row, g.byte_size(), lim);
+            let rows = wmx_core::layout::numel(&p.shape[..nd - 1]) as u64;
+            let o_bound = self.bind_out(&g, w, rows * row)?;
+            let (buffer, window) = o_bound.binding();
             let o = k::Contig {
-                buffer: &g,
-                window: out_window(pieces.len(), p, nd - 1, row, g.byte_size(), lim),
+                buffer,
+                window,
                 dtype: kd,
                 shape: &o_shape,
             };
             self.kernels
                 .matmul(&mut batch, &av, &bv, cv.as_ref(), alpha, beta, &o)
                 .map_err(kerr)?;
+            self.unbind_out(&mut batch, &g, o_bound)?;
+            self.unbind_in(vec![a_bound]);
             if batch.len() >= MAX_BATCH {
                 self.submit(&mut batch)?;
             }

@@ -390,9 +390,32 @@ fn small_views_of_segmented_arrays_work_with_every_op_and_the_rest_is_an_err() {
             let want = [xs[3 * r], xs[3 * r + 1], xs[3 * r + 2], xs[r]];
             assert_eq!(got, want, "row {r}");
         }
-        // Matmul reads A from one buffer: an Err naming the limit.
-        let w = wmx::ones(&[3, 2], DType::F32)?;
-        let e = wmx::matmul(&a, &w)
+        // Matmul of a segmented A (pieces of its rows) into a segmented output whose
+        // rows of 12 bytes straddle the boundaries (bridged).
+        let w = Array::from_slice(&[1.0f32, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0], &[3, 3])?;
+        let aw = wmx::matmul(&a, &w)?.to_vec::<f32>()?;
+        for r in 0..rows {
+            let (p, q, t) = (xs[3 * r], xs[3 * r + 1], xs[3 * r + 2]);
+            assert_eq!(
+                &aw[3 * r..3 * r + 3],
+                &[p, q + t, p + q][..],
+                "matmul row {r}"
+            );
+        }
+        // A slice update of a segmented base (by an update that fits a binding):
+        // every third element of 30 000 across the first boundary.
+        let at = (BUFFER / 4) as usize - 15_001;
+        let upd = wmx::full(&[10_000], 7.5, DType::F32)?;
+        let slice = Slice::new(Some(at as isize), Some(at as isize + 30_000), 3);
+        let sv = wmx::slice_update(&x, &upd, &[slice])?.to_vec::<f32>()?;
+        for (i, &v) in sv.iter().enumerate() {
+            let hit = i >= at && i < at + 30_000 && (i - at).is_multiple_of(3);
+            assert_eq!(v, if hit { 7.5 } else { xs[i] }, "slice_update [{i}]");
+        }
+        // A gather from a segmented table by indices of another shape reads the
+        // table from one buffer: an Err naming the limit.
+        let idx = Array::from_slice(&[0u32, 5, n as u32 - 1], &[3])?;
+        let e = wmx::take(&x, &idx, Some(0))
             .and_then(|c| c.to_vec::<f32>())
             .unwrap_err()
             .to_string();
