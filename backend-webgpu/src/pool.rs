@@ -119,6 +119,11 @@ impl<D: Driver> Pool<D> {
     fn release(&mut self, b: D::Buffer) {
         let class = b.byte_size();
         self.stats.active_bytes = self.stats.active_bytes.saturating_sub(class);
+        // An allocation the device refused after handing it out is never reused.
+        if self.kernels.driver().refused(&b) {
+            b.destroy();
+            return;
+        }
         self.recent.entry(class).or_default().push(b);
     }
 
@@ -126,6 +131,10 @@ impl<D: Driver> Pool<D> {
     pub fn batch_done(&mut self) {
         for (class, bufs) in std::mem::take(&mut self.recent) {
             for b in bufs {
+                if self.kernels.driver().refused(&b) {
+                    b.destroy();
+                    continue;
+                }
                 self.cached += class;
                 self.order.push((class, b.clone()));
                 self.free.entry(class).or_default().push(b);
@@ -280,5 +289,47 @@ mod tests {
         assert_eq!(pool_class(3 << 30, limit, max), 3 << 30);
         // Within a buffer, a buffer (the class of 4 GiB - 1 MiB is 4 GiB).
         assert_eq!(pool_class(max - (1 << 20), limit, max), max - (1 << 20));
+    }
+}
+
+/// Buffers the device refused after handing them out (the browser's asynchronous
+/// out of memory, simulated) never come back from the pool.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod refused {
+    use wmx_core::{Backend, DType};
+
+    #[test]
+    fn a_buffer_the_device_refused_is_never_reused() {
+        let be = match crate::WebGpuBackend::new() {
+            Ok(be) => be,
+            Err(e) if std::env::var("WMX_ALLOW_NO_GPU").as_deref() == Ok("1") => {
+                eprintln!("skipped: no GPU adapter ({e}) and WMX_ALLOW_NO_GPU=1");
+                return;
+            }
+            Err(e) => panic!("no GPU adapter: {e}"),
+        };
+        let upload = |byte: u8| {
+            let a = be.from_host(vec![byte; 4096], DType::F32).unwrap();
+            let g = be.mem(&a).unwrap().parts[0].clone();
+            (a, g)
+        };
+        // A released buffer is free for uploads once a batch is submitted after it.
+        let submit = || {
+            let _k = be.generate(wmx_core::Generator::Fill(0.0), DType::F32, 4);
+            be.synchronize().unwrap();
+        };
+        // The control: a released buffer is reused by the next upload of its size.
+        let (a, first) = upload(1);
+        drop(a);
+        submit();
+        let (b, second) = upload(2);
+        assert_eq!(first, second, "the pool reuses a released buffer");
+        // Refused: destroyed on release, and the next upload gets another.
+        be.kernels().driver().refuse_for_test(&second);
+        drop(b);
+        submit();
+        let (c, third) = upload(3);
+        assert_ne!(third, second);
+        assert_eq!(be.read(&c).unwrap()[..4], [3, 3, 3, 3]);
     }
 }

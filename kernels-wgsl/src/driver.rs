@@ -76,6 +76,12 @@ pub trait Driver: Send + Sync + Sized + 'static {
     /// Drops state cached per bound buffer (bind groups), which keeps those
     /// buffers alive.
     fn clear_bindings(&self) {}
+    /// Whether the device refused `buffer`'s allocation after handing it out (in
+    /// the browser out of memory arrives asynchronously); asked once, when the
+    /// buffer is released, so it is destroyed instead of reused.
+    fn refused(&self, _buffer: &Self::Buffer) -> bool {
+        false
+    }
 }
 
 /// A driver's buffer handle: cheap to clone, compared and hashed by identity.

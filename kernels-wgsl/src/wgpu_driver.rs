@@ -59,7 +59,16 @@ pub struct Wgpu {
     layouts: Mutex<HashMap<(usize, usize), wgpu::BindGroupLayout>>,
     /// Parameters buffer and bind groups reused by `submit`.
     submit: Mutex<SubmitState>,
+    /// Buffers whose allocation the device refused after the fact (in the browser
+    /// out of memory is reported asynchronously): never reused (`Driver::refused`).
+    refused: Arc<Mutex<std::collections::HashSet<wgpu::Buffer>>>,
+    /// Where an allocation refused after the fact is reported (`on_error`'s).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    report: Arc<Mutex<Option<ErrorSink>>>,
 }
+
+/// A handler of errors that arrive after the call causing them.
+type ErrorSink = Arc<dyn Fn(String) + Send + Sync>;
 
 /// A compiled wgpu compute pipeline and its bind group layout.
 pub struct WgpuPipeline {
@@ -108,7 +117,6 @@ impl Driver for Wgpu {
     type Timestamps = wgpu::QuerySet;
 
     fn create_buffer(&self, size: u64, label: Option<&str>) -> Result<wgpu::Buffer> {
-        #[cfg(not(target_arch = "wasm32"))]
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let b = self.device.create_buffer(&wgpu::BufferDescriptor {
             label,
@@ -122,6 +130,22 @@ impl Driver for Wgpu {
         if pollster::block_on(scope.pop()).is_some() {
             b.destroy();
             return Err(Error::OutOfMemory { bytes: size });
+        }
+        // The browser cannot wait: the buffer is handed on, and if the scope reports
+        // out of memory it is marked refused (never pooled again) and the error
+        // reported, so the next check is an Err with the byte count.
+        #[cfg(target_arch = "wasm32")]
+        {
+            let pop = scope.pop();
+            let (refused, report, buf) = (self.refused.clone(), self.report.clone(), b.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                if let Some(e) = pop.await {
+                    refused.lock().unwrap().insert(buf);
+                    if let Some(r) = report.lock().unwrap().clone() {
+                        r(format!("{} ({e})", Error::OutOfMemory { bytes: size }));
+                    }
+                }
+            });
         }
         Ok(b)
     }
@@ -310,6 +334,8 @@ impl Driver for Wgpu {
         error: Box<dyn Fn(String) + Send + Sync>,
         lost: Box<dyn Fn(String) + Send + Sync>,
     ) {
+        let error: ErrorSink = Arc::from(error);
+        *self.report.lock().unwrap() = Some(error.clone());
         self.device
             .on_uncaptured_error(Arc::new(move |e: wgpu::Error| error(e.to_string())));
         self.device.set_device_lost_callback(move |reason, msg| {
@@ -320,9 +346,21 @@ impl Driver for Wgpu {
     fn clear_bindings(&self) {
         self.submit.lock().unwrap().bind_groups.clear();
     }
+
+    fn refused(&self, buffer: &wgpu::Buffer) -> bool {
+        let mut r = self.refused.lock().unwrap();
+        !r.is_empty() && r.remove(buffer)
+    }
 }
 
 impl Wgpu {
+    /// Marks `buffer` as refused by the device, as the browser's asynchronous out
+    /// of memory does: a testing aid (native allocations fail at once).
+    #[doc(hidden)]
+    pub fn refuse_for_test(&self, buffer: &wgpu::Buffer) {
+        self.refused.lock().unwrap().insert(buffer.clone());
+    }
+
     /// Binding 0 the parameters, then `outputs` writable buffers, then `inputs`
     /// read-only ones.
     fn layout(&self, outputs: usize, inputs: usize) -> wgpu::BindGroupLayout {
@@ -703,6 +741,8 @@ impl Kernels<Wgpu> {
             limits,
             layouts: Mutex::new(HashMap::new()),
             submit: Mutex::new(SubmitState::default()),
+            refused: Arc::default(),
+            report: Arc::default(),
         };
         let k = Kernels::with_driver(driver, caps, target)?;
         #[cfg(not(target_arch = "wasm32"))]
