@@ -124,8 +124,9 @@ impl<D: Driver> GpuBackend<D> {
             msg: format!(
                 "an array of {} bytes is larger than one buffer of this device ({} bytes) \
                  and is held in {} segments: elementwise ops, copies, casts, creation, \
-                 random draws, reductions, concatenation, matmul's A, scans, and sorts \
-                 and row ops along the last axis compute such arrays, this op does not (compute it in parts, e.g. \
+                 random draws, reductions, concatenation, matmul, gathers, scatters, \
+                 slice updates, scans, and sorts and row ops along the last axis compute \
+                 such arrays, this op does not (compute it in parts, e.g. \
                  on slices that fit a buffer, or on the CPU)",
                 b.bytes,
                 self.kernels.caps().max_buffer,

@@ -13,8 +13,8 @@
 use crate::segments::{Mem, segment_bytes};
 use crate::{GpuBackend, GpuBuffer, MAX_BATCH, kdtype, kerr};
 use wmx_core::{ArgReduceOp, DType, Error, Layout, ReduceOp, Result, View};
+use wmx_kernels::Driver;
 use wmx_kernels::{self as k, Window};
-use wmx_kernels::{Driver, DriverBuffer};
 
 /// What one binding may hold.
 #[derive(Clone, Copy, Debug)]
@@ -1172,11 +1172,16 @@ impl<D: Driver> GpuBackend<D> {
         let (x, z) = (self.input(&a)?, c.map(|c| self.input(&c)).transpose()?);
         let nd = shape.len();
         let kd = kdtype(a.dtype)?;
-        let (bbuf, parts) = self.parts_along(&b, nd - 1)?;
+        let (bmem, parts) = self.parts_along(&b, nd - 1)?;
         let mut outs = Vec::with_capacity(parts.len());
         for p in &parts {
             let (nb, n0) = (p.shape[nd - 1], p.lo);
-            let bv = p.strided(&bbuf, kd);
+            let b_bound = self.bind_in(&mut self.lock_batch(), &bmem, p.window)?;
+            let (buffer, window) = b_bound.binding();
+            let bv = k::Strided {
+                window,
+                ..p.strided(buffer, kd)
+            };
             let mut o_shape = shape.to_vec();
             o_shape[nd - 1] = nb;
             let mut at = vec![0; nd];
@@ -1200,6 +1205,7 @@ impl<D: Driver> GpuBackend<D> {
             self.kernels
                 .matmul(&mut batch, &x.strided(), &bv, cv.as_ref(), alpha, beta, &o)
                 .map_err(kerr)?;
+            self.unbind_in(vec![b_bound]);
             if batch.len() >= MAX_BATCH {
                 self.submit(&mut batch)?;
             }
@@ -1248,7 +1254,7 @@ impl<D: Driver> GpuBackend<D> {
         let (x, z) = (self.input(&a)?, c.map(|c| self.input(&c)).transpose()?);
         let nd = shape.len();
         let kd = kdtype(a.dtype)?;
-        let (bbuf, parts) = self.parts_along(&b, nd - 2)?;
+        let (bmem, parts) = self.parts_along(&b, nd - 2)?;
         let a_shapes: Vec<Vec<usize>> = parts
             .iter()
             .map(|p| {
@@ -1257,8 +1263,13 @@ impl<D: Driver> GpuBackend<D> {
                 s
             })
             .collect();
+        let mut batch = self.lock_batch();
+        let bound = parts
+            .iter()
+            .map(|p| self.bind_in(&mut batch, &bmem, p.window))
+            .collect::<Result<Vec<_>>>()?;
         let mut views = Vec::with_capacity(parts.len());
-        for (p, a_shape) in parts.iter().zip(&a_shapes) {
+        for ((p, a_shape), b) in parts.iter().zip(&a_shapes).zip(&bound) {
             let mut at = vec![0; nd];
             at[nd - 1] = p.lo;
             let av = k::Strided {
@@ -1266,8 +1277,16 @@ impl<D: Driver> GpuBackend<D> {
                 offset: moved(x.offset, &x.strides, &at).map_err(kerr)?,
                 ..x.strided()
             };
-            views.push((av, p.strided(&bbuf, kd)));
+            let (buffer, window) = b.binding();
+            views.push((
+                av,
+                k::Strided {
+                    window,
+                    ..p.strided(buffer, kd)
+                },
+            ));
         }
+        drop(batch);
         let (out, g) = self.output(wmx_core::layout::numel(shape), a.dtype)?;
         let o = out_to(&g, kd, shape);
         let zs = z.as_ref().map(|z| z.strided());
@@ -1275,6 +1294,8 @@ impl<D: Driver> GpuBackend<D> {
         self.kernels
             .matmul_parts(&mut batch, &views, zs.as_ref(), alpha, beta, &o)
             .map_err(kerr)?;
+        drop(views);
+        self.unbind_in(bound);
         Ok(out)
     }
 
@@ -1299,7 +1320,7 @@ impl<D: Driver> GpuBackend<D> {
             ));
         }
         let kd = kdtype(x.dtype)?;
-        let (xb, parts) = self.parts_along(&x, axis)?;
+        let (xm, parts) = self.parts_along(&x, axis)?;
         let axis_len = x.layout.shape[axis];
         let (out, g) = self.output(wmx_core::layout::numel(&out_shape), x.dtype)?;
         let o = k::Contig {
@@ -1310,10 +1331,16 @@ impl<D: Driver> GpuBackend<D> {
         };
         let mut batch = self.lock_batch();
         for p in &parts {
-            let xv = p.strided(&xb, kd);
+            let bound = self.bind_in(&mut batch, &xm, p.window)?;
+            let (buffer, window) = bound.binding();
+            let xv = k::Strided {
+                window,
+                ..p.strided(buffer, kd)
+            };
             self.kernels
                 .gather_rows(&mut batch, &xv, &ii.strided(), axis, axis_len, p.lo, &o)
                 .map_err(kerr)?;
+            self.unbind_in(vec![bound]);
             if batch.len() >= MAX_BATCH {
                 self.submit(&mut batch)?;
             }
@@ -1447,8 +1474,8 @@ impl<D: Driver> GpuBackend<D> {
         &self,
         v: &View<'_, GpuBuffer<D>>,
         dim: usize,
-    ) -> Result<(D::Buffer, Vec<AxisPart>)> {
-        let buf = self.gpu(v.buffer)?;
+    ) -> Result<(Mem<D::Buffer>, Vec<AxisPart>)> {
+        let buf = self.mem(v.buffer)?;
         let (shape, strides) = (&v.layout.shape, &v.layout.strides);
         // The index space with `dim` first, so that pieces are ranges of it.
         let order: Vec<usize> = std::iter::once(dim)
@@ -1461,7 +1488,7 @@ impl<D: Driver> GpuBackend<D> {
             offset: v.layout.offset,
             size: kdtype(v.dtype)?.size() as u64,
             buffer: buf.byte_size(),
-            seg: u64::MAX,
+            seg: buf.seg,
         };
         let pieces = plan(&shape_p, &[op], 1, Out::Unchecked, self.limits())
             .map_err(|msg| self.cannot_split(shape, v.dtype, &msg))?;

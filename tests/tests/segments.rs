@@ -412,14 +412,65 @@ fn small_views_of_segmented_arrays_work_with_every_op_and_the_rest_is_an_err() {
             let hit = i >= at && i < at + 30_000 && (i - at).is_multiple_of(3);
             assert_eq!(v, if hit { 7.5 } else { xs[i] }, "slice_update [{i}]");
         }
-        // A gather from a segmented table by indices of another shape reads the
-        // table from one buffer: an Err naming the limit.
-        let idx = Array::from_slice(&[0u32, 5, n as u32 - 1], &[3])?;
-        let e = wmx::take(&x, &idx, Some(0))
+        // Scatter-add into a segmented base (an embedding's gradient): rows on both
+        // sides of the first boundary (row 349 525 holds it), one of them twice.
+        let rows_at = [0usize, 349_524, 349_525, 349_526, rows - 1, 349_525];
+        let ids: Vec<u32> = rows_at.iter().map(|&r| r as u32).collect();
+        let idx = Array::from_slice(&ids, &[6])?;
+        let upd = wmx::full(&[6, 3], 0.5, DType::F32)?;
+        let sa = wmx::scatter_add(&a, &idx, &upd, 0)?.to_vec::<f32>()?;
+        let mut want = xs[..3 * rows].to_vec();
+        for &r in &rows_at {
+            for c in 0..3 {
+                want[3 * r + c] += 0.5;
+            }
+        }
+        assert!(sa == want, "scatter_add into a segmented base");
+        // A gather from a segmented table (parts of it along the axis, each taking
+        // the indices that fall in it), on both sides of a boundary.
+        let picks = [
+            0u32,
+            5,
+            (BUFFER / 4) as u32 - 1,
+            (BUFFER / 4) as u32,
+            n as u32 - 1,
+        ];
+        let idx = Array::from_slice(&picks, &[5])?;
+        let got = wmx::take(&x, &idx, Some(0))?.to_vec::<f32>()?;
+        let want: Vec<f32> = picks.iter().map(|&i| xs[i as usize]).collect();
+        assert_eq!(got, want, "take from a segmented table");
+        // Matmul by a segmented B, transposed (x @ w.t(): parts of its rows) and
+        // row-major (x @ w: partial products over parts of K).
+        let (nr, kc) = (200_000, 6);
+        let wt = wmx::reshape(
+            &wmx::slice(&x, &[Slice::range(0, (nr * kc) as isize)])?,
+            &[nr as isize, kc as isize],
+        )?;
+        let v = Array::from_slice(&[1.0f32, 2.0, 0.0, 0.0, 0.0, -1.0], &[1, kc])?;
+        let vw = wmx::matmul(&v, &wmx::transpose(&wt, None)?)?.to_vec::<f32>()?;
+        for (r, &got) in vw.iter().enumerate() {
+            let w = &xs[kc * r..kc * r + kc];
+            assert_eq!(got, w[0] + 2.0 * w[1] - w[5], "x @ w.t() [{r}]");
+        }
+        let u = wmx::ones(&[1, nr], DType::F32)?;
+        let uw = wmx::matmul(&u, &wt)?.to_vec::<f32>()?;
+        for c in 0..kc {
+            let want: f64 = (0..nr).map(|r| xs[kc * r + c] as f64).sum();
+            let tol = 1e-6 * (nr as f64) * 5e4;
+            assert!(
+                (uw[c] as f64 - want).abs() <= tol,
+                "x @ w [{c}]: {} vs {want}",
+                uw[c]
+            );
+        }
+        // A gather whose table and indices are both past a binding, of different
+        // shapes: an Err naming the limit.
+        let many = wmx::zeros(&[400_000], DType::U32)?;
+        let e = wmx::take(&x, &many, Some(0))
             .and_then(|c| c.to_vec::<f32>())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("larger than one buffer"), "{e}");
+        assert!(e.contains("larger than one"), "{e}");
         // The array stays usable after the Err.
         assert_eq!(
             wmx::max(&x, None, false)?.item::<f32>()?,
