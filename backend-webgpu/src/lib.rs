@@ -325,7 +325,7 @@ impl<D: Driver> GpuBackend<D> {
 
 /// A kernel input: the GPU buffer (bound whole or through a window) plus the
 /// view's dtype and layout (offset from the window's start).
-struct In<'a, B> {
+pub(crate) struct In<'a, B> {
     buf: B,
     dtype: k::DType,
     layout: &'a Layout,
@@ -879,15 +879,20 @@ impl<D: Driver> Backend for GpuBackend<D> {
         let dtype = x.dtype;
         // x and the indices of one shape (a sort): pieces of whole lines of both.
         let lines = x.layout.shape == indices.layout.shape;
+        // Once: binding a view across segments records a copy.
+        let xi = self.input(&x);
         let i = match self.input(&indices) {
             Ok(i) if self.fits_one(&indices.layout.shape, dtype) => i,
             // The indices or the output past a binding: pieces of them (x whole).
-            _ if lines && self.input(&x).is_err() => {
-                return self.gather_lines(x, indices, axis);
+            _ => {
+                return match xi {
+                    Ok(xi) => self.gather_pieces(xi, dtype, indices, axis),
+                    Err(_) if lines => self.gather_lines(x, indices, axis),
+                    Err(e) => Err(e),
+                };
             }
-            _ => return self.gather_pieces(x, indices, axis),
         };
-        let x = match self.input(&x) {
+        let x = match xi {
             Ok(x) => x,
             Err(_) if lines => return self.gather_lines(x, indices, axis),
             // x past a binding: parts of it along `axis`.

@@ -11,7 +11,7 @@
 //! cut (a transpose whose single row spans more than a binding) is an `Err`.
 
 use crate::segments::{Mem, segment_bytes};
-use crate::{GpuBackend, GpuBuffer, MAX_BATCH, kdtype, kerr};
+use crate::{GpuBackend, GpuBuffer, In, MAX_BATCH, kdtype, kerr};
 use wmx_core::{ArgReduceOp, DType, Error, Layout, ReduceOp, Result, View};
 use wmx_kernels::Driver;
 use wmx_kernels::{self as k, Window};
@@ -1120,22 +1120,22 @@ impl<D: Driver> GpuBackend<D> {
 
     /// A gather (`take_along_axis`) whose indices or output are larger than a
     /// binding: pieces of the indices' index space, each writing its range of the
-    /// output through a window; `x` must fit a binding and is bound whole, offset
-    /// to each piece's start off `axis` (all of `axis` stays readable).
+    /// output through a window; `x` (as one input, `xi`, of `dtype`) fits a binding and is bound
+    /// whole, offset to each piece's start off `axis` (all of `axis` stays readable).
     pub(crate) fn gather_pieces(
         &self,
-        x: View<'_, GpuBuffer<D>>,
+        xi: In<'_, D::Buffer>,
+        dtype: DType,
         indices: View<'_, GpuBuffer<D>>,
         axis: usize,
     ) -> Result<GpuBuffer<D>> {
-        let xi = self.input(&x)?;
         let shape = indices.layout.shape.clone();
-        let x_axis = x.layout.shape[axis];
+        let x_axis = xi.layout.shape[axis];
         self.record_rows(
             &shape,
             shape.len(),
             1,
-            x.dtype,
+            dtype,
             &[&indices],
             |b, s, o, start| {
                 // x moved to the piece's first index, off `axis`.
