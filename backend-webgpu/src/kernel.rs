@@ -291,7 +291,7 @@ impl WgslKernel {
         }
         for (n, v) in &launch.template {
             if let Template::DType(d) = v {
-                crate::kdtype(*d).map_err(|_| Error::Invalid {
+                crate::gpu_dtype(*d).map_err(|_| Error::Invalid {
                     op: "wgsl_kernel",
                     msg: format!(
                         "kernel {}: template type {n} is {d}, which WGSL cannot hold",
@@ -342,7 +342,7 @@ impl WgslKernel {
     ) -> Result<Vec<k::KernelArg<'_>>> {
         let i = &self.inner;
         let kd = |d: DType, what: &str| {
-            crate::kdtype(d).map_err(|_| Error::Invalid {
+            crate::gpu_dtype(d).map_err(|_| Error::Invalid {
                 op: "wgsl_kernel",
                 msg: format!("kernel {}: {what} is {d}, which WGSL cannot hold", i.name),
             })
@@ -393,10 +393,10 @@ fn template_args(t: &[(String, Template)]) -> Vec<(&str, k::TemplateArg)> {
     t.iter()
         .map(|(n, v)| {
             let a = match *v {
-                // kdtype fails only for i64, which `args` rejects for arrays; a
+                // gpu_dtype fails only for i64, which `args` rejects for arrays; a
                 // template type gets the same message from the generator.
                 Template::DType(d) => {
-                    k::TemplateArg::DType(crate::kdtype(d).unwrap_or(k::DType::Bool))
+                    k::TemplateArg::DType(crate::gpu_dtype(d).unwrap_or(k::DType::Bool))
                 }
                 Template::Int(x) => k::TemplateArg::Int(x),
                 Template::Uint(x) => k::TemplateArg::Uint(x),

@@ -151,24 +151,17 @@ fn kerr(e: k::Error) -> Error {
     }
 }
 
-fn kdtype(d: DType) -> Result<k::DType> {
-    Ok(match d {
-        DType::Bool => k::DType::Bool,
-        DType::U8 => k::DType::U8,
-        DType::U32 => k::DType::U32,
-        DType::I32 => k::DType::I32,
-        DType::F16 => k::DType::F16,
-        DType::BF16 => k::DType::BF16,
-        DType::F32 => k::DType::F32,
-        DType::I64 => {
-            return Err(Error::DeviceDType {
-                device: "webgpu".into(),
-                dtype: d,
-                reason: "WGSL has no 64-bit integers".into(),
-            });
-        }
-        DType::F64 => k::DType::F64,
-    })
+/// `d`, or an `Err` for a dtype the GPU kernels lack (i64: WGSL has no 64-bit
+/// integers).
+fn gpu_dtype(d: DType) -> Result<DType> {
+    if d == DType::I64 {
+        return Err(Error::DeviceDType {
+            device: "webgpu".into(),
+            dtype: d,
+            reason: "WGSL has no 64-bit integers".into(),
+        });
+    }
+    Ok(d)
 }
 
 /// The WebGPU backend: [`GpuBackend`] on wgpu.
@@ -289,7 +282,7 @@ impl<D: Driver> GpuBackend<D> {
         f: impl FnOnce(&mut k::Batch<D>, &k::Contig<D::Buffer>) -> k::Result<()>,
     ) -> Result<GpuBuffer<D>> {
         self.check()?;
-        let kd = kdtype(dtype)?;
+        let kd = gpu_dtype(dtype)?;
         let n = wmx_core::layout::numel(shape);
         let lim = self.limits();
         let bytes = (n as u64).saturating_mul(kd.size() as u64);
@@ -374,7 +367,7 @@ impl<D: Driver> GpuBackend<D> {
     fn input<'a>(&self, v: &View<'a, GpuBuffer<D>>) -> Result<In<'a, D::Buffer>> {
         let l = v.layout;
         let mem = self.mem(v.buffer)?;
-        let dtype = kdtype(v.dtype)?;
+        let dtype = gpu_dtype(v.dtype)?;
         let x = split::Operand {
             strides: &l.strides,
             offset: l.offset,
@@ -448,7 +441,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
         DeviceKind::Gpu
     }
     fn check_dtype(&self, dtype: DType) -> Result<()> {
-        let kd = kdtype(dtype)?;
+        let kd = gpu_dtype(dtype)?;
         if !self.kernels.supports(kd) {
             let reason = if dtype == DType::F64 {
                 "the adapter lacks SHADER_F64 (browsers and Metal have no f64: compute on \
@@ -606,9 +599,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
             let refs: Vec<&k::Strided<'_, D::Buffer>> = strided.iter().collect();
             match &kernel.reduce {
                 None => self.kernels.fused(b, &spec, &refs, o),
-                Some((op, axes)) => self
-                    .kernels
-                    .fused_reduce(b, op.name(), &spec, &refs, axes, o),
+                Some((op, axes)) => self.kernels.fused_reduce(b, *op, &spec, &refs, axes, o),
             }
         })
     }
@@ -641,7 +632,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
 
     fn unary(&self, op: UnaryOp, x: View<'_, GpuBuffer<D>>, out: DType) -> Result<GpuBuffer<D>> {
         self.record_pieces(&x.layout.shape, out, &[&x], |b, s, o, _| {
-            self.kernels.unary(b, op.name(), &s[0], o)
+            self.kernels.unary(b, op, &s[0], o)
         })
     }
 
@@ -653,7 +644,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
         out: DType,
     ) -> Result<GpuBuffer<D>> {
         self.record_pieces(&a.layout.shape, out, &[&a, &bv], |b, s, o, _| {
-            self.kernels.binary(b, op.name(), &s[0], &s[1], o)
+            self.kernels.binary(b, op, &s[0], &s[1], o)
         })
     }
 
@@ -728,7 +719,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
         let x = self.input(&x)?;
         let shape = wmx_core::layout::kept_shape(&x.layout.shape, axes);
         self.record(&shape, out_dtype, |b, o| {
-            self.kernels.reduce(b, op.name(), &x.strided(), axes, o)
+            self.kernels.reduce(b, op, &x.strided(), axes, o)
         })
     }
 
@@ -744,7 +735,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
         let x = self.input(&x)?;
         let shape = wmx_core::layout::kept_shape(&x.layout.shape, &[axis]);
         self.record(&shape, DType::U32, |b, o| {
-            self.kernels.arg_reduce(b, op.name(), &x.strided(), axis, o)
+            self.kernels.arg_reduce(b, op, &x.strided(), axis, o)
         })
     }
 
@@ -813,8 +804,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
             return self.scan_blocked(op, x, axis, reverse, inclusive);
         }
         self.record_rows(&shape, axis, 1, out_dtype, &[&x], |b, s, o, _| {
-            self.kernels
-                .scan(b, op.name(), &s[0], axis, reverse, inclusive, o)
+            self.kernels.scan(b, op, &s[0], axis, reverse, inclusive, o)
         })
     }
 
@@ -919,15 +909,8 @@ impl<D: Driver> Backend for GpuBackend<D> {
         };
         let (i, u) = (self.input(&indices)?, self.input(&updates)?);
         self.record(&x.layout.shape, dtype, |b, o| {
-            self.kernels.scatter(
-                b,
-                op.name(),
-                &x.strided(),
-                &i.strided(),
-                &u.strided(),
-                axis,
-                o,
-            )
+            self.kernels
+                .scatter(b, op, &x.strided(), &i.strided(), &u.strided(), axis, o)
         })
     }
 
@@ -1017,7 +1000,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
                 })
                 .collect();
             let refs: Vec<_> = ps.iter().collect();
-            self.kernels.normalize(b, op.name(), &s[0], &refs, eps, o)
+            self.kernels.normalize(b, op, &s[0], &refs, eps, o)
         })
     }
 }

@@ -300,13 +300,8 @@ mod refused {
 
     #[test]
     fn a_buffer_the_device_refused_is_never_reused() {
-        let be = match crate::WebGpuBackend::new() {
-            Ok(be) => be,
-            Err(e) if std::env::var("WMX_ALLOW_NO_GPU").as_deref() == Ok("1") => {
-                eprintln!("skipped: no GPU adapter ({e}) and WMX_ALLOW_NO_GPU=1");
-                return;
-            }
-            Err(e) => panic!("no GPU adapter: {e}"),
+        let Some(be) = wmx_reference::gpu::opened(crate::WebGpuBackend::new()) else {
+            return;
         };
         let upload = |byte: u8| {
             let a = be.from_host(vec![byte; 4096], DType::F32).unwrap();

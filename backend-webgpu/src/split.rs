@@ -11,7 +11,7 @@
 //! cut (a transpose whose single row spans more than a binding) is an `Err`.
 
 use crate::segments::{Mem, segment_bytes};
-use crate::{GpuBackend, GpuBuffer, In, MAX_BATCH, kdtype, kerr};
+use crate::{GpuBackend, GpuBuffer, In, MAX_BATCH, gpu_dtype, kerr};
 use wmx_core::{ArgReduceOp, DType, Error, Layout, ReduceOp, Result, View};
 use wmx_kernels::Driver;
 use wmx_kernels::{self as k, Window};
@@ -556,14 +556,14 @@ impl<D: Driver> GpuBackend<D> {
         ) -> k::Result<()>,
     ) -> Result<GpuBuffer<D>> {
         self.check()?;
-        let kd = kdtype(dtype)?;
+        let kd = gpu_dtype(dtype)?;
         let mems = views
             .iter()
             .map(|v| self.mem(v.buffer))
             .collect::<Result<Vec<_>>>()?;
         let kds = views
             .iter()
-            .map(|v| kdtype(v.dtype))
+            .map(|v| gpu_dtype(v.dtype))
             .collect::<Result<Vec<_>>>()?;
         let ops: Vec<Operand<'_>> = views
             .iter()
@@ -643,7 +643,7 @@ impl<D: Driver> GpuBackend<D> {
     ) -> Result<GpuBuffer<D>> {
         self.check()?;
         let dtype = inputs[0].dtype;
-        let kd = kdtype(dtype)?;
+        let kd = gpu_dtype(dtype)?;
         let size = kd.size() as u64;
         let lim = self.limits();
         let rows: usize = shape[..axis].iter().product();
@@ -817,7 +817,7 @@ impl<D: Driver> GpuBackend<D> {
         let (y, z) = (self.input(&b)?, c.map(|c| self.input(&c)).transpose()?);
         let nd = shape.len();
         let (k_len, n) = (a.layout.shape[nd - 1], shape[nd - 1]);
-        let kd = kdtype(a.dtype)?;
+        let kd = gpu_dtype(a.dtype)?;
         let size = kd.size() as u64;
         let amem = self.mem(a.buffer)?;
         let op = Operand {
@@ -906,22 +906,17 @@ impl<D: Driver> GpuBackend<D> {
         reverse: bool,
         inclusive: bool,
     ) -> Result<GpuBuffer<D>> {
-        use wmx_core::{Backend, BinaryOp};
+        use wmx_core::Backend;
         let out_dtype = op.out_dtype(x.dtype);
         let acc = match x.dtype {
             DType::F16 | DType::BF16 => DType::F32,
             DType::Bool | DType::U8 => DType::U32,
             d => d,
         };
-        let combine = match op {
-            ReduceOp::Sum => BinaryOp::Add,
-            ReduceOp::Prod => BinaryOp::Multiply,
-            ReduceOp::Max => BinaryOp::Maximum,
-            ReduceOp::Min => BinaryOp::Minimum,
-            ReduceOp::Any | ReduceOp::All => {
-                return Err(Error::invalid("scan", "any/all have no cumulative form"));
-            }
-        };
+        if matches!(op, ReduceOp::Any | ReduceOp::All) {
+            return Err(Error::invalid("scan", "any/all have no cumulative form"));
+        }
+        let combine = op.combiner();
         let shape = x.layout.shape.clone();
         let outer: usize = shape[..axis].iter().product();
         let len = shape[axis];
@@ -1171,7 +1166,7 @@ impl<D: Driver> GpuBackend<D> {
         self.check()?;
         let (x, z) = (self.input(&a)?, c.map(|c| self.input(&c)).transpose()?);
         let nd = shape.len();
-        let kd = kdtype(a.dtype)?;
+        let kd = gpu_dtype(a.dtype)?;
         let (bmem, parts) = self.parts_along(&b, nd - 1)?;
         let mut outs = Vec::with_capacity(parts.len());
         for p in &parts {
@@ -1253,7 +1248,7 @@ impl<D: Driver> GpuBackend<D> {
         self.check()?;
         let (x, z) = (self.input(&a)?, c.map(|c| self.input(&c)).transpose()?);
         let nd = shape.len();
-        let kd = kdtype(a.dtype)?;
+        let kd = gpu_dtype(a.dtype)?;
         let (bmem, parts) = self.parts_along(&b, nd - 2)?;
         let a_shapes: Vec<Vec<usize>> = parts
             .iter()
@@ -1319,7 +1314,7 @@ impl<D: Driver> GpuBackend<D> {
                 "a gather whose array and indices are both past a binding",
             ));
         }
-        let kd = kdtype(x.dtype)?;
+        let kd = gpu_dtype(x.dtype)?;
         let (xm, parts) = self.parts_along(&x, axis)?;
         let axis_len = x.layout.shape[axis];
         let (out, g) = self.output(wmx_core::layout::numel(&out_shape), x.dtype)?;
@@ -1463,7 +1458,7 @@ impl<D: Driver> GpuBackend<D> {
                 ..ui.strided()
             };
             self.kernels
-                .scatter_rows(b, op.name(), &s[0], &iv, &uv, axis, shape[axis], lo, o)
+                .scatter_rows(b, op, &s[0], &iv, &uv, axis, shape[axis], lo, o)
         })
     }
 
@@ -1486,7 +1481,7 @@ impl<D: Driver> GpuBackend<D> {
         let op = Operand {
             strides: &strides_p,
             offset: v.layout.offset,
-            size: kdtype(v.dtype)?.size() as u64,
+            size: gpu_dtype(v.dtype)?.size() as u64,
             buffer: buf.byte_size(),
             seg: buf.seg,
         };
@@ -1538,12 +1533,11 @@ impl<D: Driver> GpuBackend<D> {
             .filter(|d| !axes.contains(d))
             .collect();
         let out_shape: Vec<usize> = kept.iter().map(|&d| x.layout.shape[d]).collect();
-        let whole = |b: &mut k::Batch<D>,
-                     s: &k::Strided<'_, D::Buffer>,
-                     raxes: &[usize],
-                     o: &k::Contig<'_, D::Buffer>| {
-            self.kernels.reduce(b, op.name(), s, raxes, o)
-        };
+        let whole =
+            |b: &mut k::Batch<D>,
+             s: &k::Strided<'_, D::Buffer>,
+             raxes: &[usize],
+             o: &k::Contig<'_, D::Buffer>| { self.kernels.reduce(b, op, s, raxes, o) };
         if let Some(out) = self.rows_in_pieces(x, &kept, axes, out_dtype, &whole)? {
             return Ok(out);
         }
@@ -1562,7 +1556,7 @@ impl<D: Driver> GpuBackend<D> {
                  s: &k::Strided<'_, D::Buffer>,
                  raxes: &[usize],
                  o: &k::Contig<'_, D::Buffer>| {
-            self.kernels.arg_reduce(b, op.name(), s, raxes[0], o)
+            self.kernels.arg_reduce(b, op, s, raxes[0], o)
         };
         match self.rows_in_pieces(x, &kept, &[axis], DType::U32, &f)? {
             Some(out) => Ok(out),
@@ -1591,7 +1585,7 @@ impl<D: Driver> GpuBackend<D> {
         ) -> k::Result<()>,
     ) -> Result<Option<GpuBuffer<D>>> {
         let (shape, strides, buf, kd) = self.permuted(x, kept, axes)?;
-        let od = kdtype(out_dtype)?;
+        let od = gpu_dtype(out_dtype)?;
         let operand = || Operand {
             strides: &strides,
             offset: x.layout.offset,
@@ -1712,7 +1706,7 @@ impl<D: Driver> GpuBackend<D> {
         let order = first.iter().chain(then);
         let shape = order.clone().map(|&d| l.shape[d]).collect();
         let strides = order.map(|&d| l.strides[d]).collect();
-        Ok((shape, strides, self.mem(x.buffer)?, kdtype(x.dtype)?))
+        Ok((shape, strides, self.mem(x.buffer)?, gpu_dtype(x.dtype)?))
     }
 
     /// A reduction whose rows are each larger than a binding: partial results of
@@ -1729,8 +1723,8 @@ impl<D: Driver> GpuBackend<D> {
         let l = x.layout;
         let (shape, strides, buf, kd) = self.permuted(x, axes, kept)?;
         let out_dtype = op.out_dtype(x.dtype);
-        let od = kdtype(out_dtype)?;
-        let acc = k::reduce_acc_dtype(op.name(), kd).expect("reduce op in the table");
+        let od = gpu_dtype(out_dtype)?;
+        let acc = op.acc_dtype(kd);
         let lim = self.limits();
         let n = wmx_core::layout::numel(out_shape);
         let fail = |msg: &str| self.cannot_split(&l.shape, x.dtype, msg);
@@ -1748,12 +1742,7 @@ impl<D: Driver> GpuBackend<D> {
         };
         let cut = axes.len();
         let pieces = plan(&shape, &[operand], cut, Out::Unchecked, lim).map_err(|m| fail(&m))?;
-        let combine = match op {
-            ReduceOp::Sum => "add",
-            ReduceOp::Prod => "multiply",
-            ReduceOp::Max | ReduceOp::Any => "maximum",
-            ReduceOp::Min | ReduceOp::All => "minimum",
-        };
+        let combine = op.combiner();
         let raxes: Vec<usize> = (0..cut).collect();
         // The running total alternates between two buffers (a one-element total would
         // not be combined in place: the kernels read it as a broadcast scalar).
@@ -1778,7 +1767,7 @@ impl<D: Driver> GpuBackend<D> {
                 shape: &p.shape[cut..],
             };
             self.kernels
-                .reduce(&mut batch, op.name(), &s, &raxes, &o)
+                .reduce(&mut batch, op, &s, &raxes, &o)
                 .map_err(kerr)?;
             self.unbind_in(vec![b]);
             if i > 0 {

@@ -3,7 +3,7 @@
 
 use crate::{
     ArgReduceOp, BinaryOp, CustomPrimitive, DType, Error, FusedKernel, Generator, Layout, NormOp,
-    ReduceOp, Result, ScatterOp, UnaryOp,
+    Primitive, ReduceOp, Result, ScatterOp, UnaryOp,
 };
 use futures::future::BoxFuture;
 use std::any::Any;
@@ -262,6 +262,8 @@ pub struct DynView<'a> {
 }
 
 /// Object-safe [`Backend`], implemented for every backend; [`crate::Device`] holds one.
+/// The families are [`Backend`]'s methods alone: [`DynBackend::compute`] sends each
+/// [`Primitive`] to its family, so adding a family edits `Backend` and one arm here.
 #[allow(missing_docs)]
 pub trait DynBackend: Send + Sync + 'static {
     fn name(&self) -> String;
@@ -275,67 +277,18 @@ pub trait DynBackend: Send + Sync + 'static {
     fn flush(&self) -> Result<()>;
     fn synchronize(&self) -> Result<()>;
     fn check_errors(&self) -> Result<()>;
-    fn unary(&self, op: UnaryOp, x: DynView<'_>, out: DType) -> Result<Buffer>;
-    fn binary(&self, op: BinaryOp, a: DynView<'_>, b: DynView<'_>, out: DType) -> Result<Buffer>;
-    fn select(&self, c: DynView<'_>, x: DynView<'_>, y: DynView<'_>) -> Result<Buffer>;
-    fn copy(&self, x: DynView<'_>, out: DType) -> Result<Buffer>;
-    fn generate(&self, g: Generator, dtype: DType, len: usize) -> Result<Buffer>;
-    fn axpby(&self, x: DynView<'_>, y: DynView<'_>, alpha: f64, beta: f64) -> Result<Buffer>;
-    fn reduce(&self, op: ReduceOp, x: DynView<'_>, axes: &[usize]) -> Result<Buffer>;
-    fn arg_reduce(&self, op: ArgReduceOp, x: DynView<'_>, axis: usize) -> Result<Buffer>;
-    fn slice_update(
+    fn commit(&self) -> Result<()>;
+    fn fusion_limit(&self) -> Option<usize>;
+    fn fused_source(&self, kernel: &FusedKernel, inputs: &[(DType, Layout)]) -> Option<String>;
+    /// The output (of `shape` and `dtype`, not empty) of `prim` on `inputs`, by the
+    /// backend's family method. Views have no computation: an `Err`.
+    fn compute(
         &self,
-        base: DynView<'_>,
-        update: DynView<'_>,
-        starts: &[usize],
-        steps: &[isize],
-    ) -> Result<Buffer>;
-    fn concatenate(&self, inputs: &[DynView<'_>], axis: usize) -> Result<Buffer>;
-    fn gather(&self, x: DynView<'_>, indices: DynView<'_>, axis: usize) -> Result<Buffer>;
-    fn scatter(
-        &self,
-        op: ScatterOp,
-        base: DynView<'_>,
-        indices: DynView<'_>,
-        updates: DynView<'_>,
-        axis: usize,
-    ) -> Result<Buffer>;
-    fn random_bits(&self, keys: DynView<'_>, len: usize, dtype: DType) -> Result<Buffer>;
-    fn argsort(&self, x: DynView<'_>) -> Result<Buffer>;
-    fn scan(
-        &self,
-        op: ReduceOp,
-        x: DynView<'_>,
-        axis: usize,
-        reverse: bool,
-        inclusive: bool,
-    ) -> Result<Buffer>;
-    fn matmul(
-        &self,
-        a: DynView<'_>,
-        b: DynView<'_>,
-        c: Option<DynView<'_>>,
-        alpha: f64,
-        beta: f64,
-    ) -> Result<Buffer>;
-    fn normalize(
-        &self,
-        op: NormOp,
-        x: DynView<'_>,
-        params: &[DynView<'_>],
-        eps: f64,
-    ) -> Result<Buffer>;
-    fn custom(
-        &self,
-        prim: &dyn CustomPrimitive,
+        prim: &Primitive,
         inputs: &[DynView<'_>],
         shape: &[usize],
         dtype: DType,
     ) -> Result<Buffer>;
-    fn commit(&self) -> Result<()>;
-    fn fusion_limit(&self) -> Option<usize>;
-    fn fused(&self, kernel: &FusedKernel, inputs: &[DynView<'_>], out: DType) -> Result<Buffer>;
-    fn fused_source(&self, kernel: &FusedKernel, inputs: &[(DType, Layout)]) -> Option<String>;
 }
 
 fn foreign(name: String) -> Error {
@@ -346,22 +299,6 @@ fn foreign(name: String) -> Error {
 }
 
 impl<B: Backend> DynBackend for B {
-    fn commit(&self) -> Result<()> {
-        Backend::commit(self)
-    }
-    fn fusion_limit(&self) -> Option<usize> {
-        Backend::fusion_limit(self)
-    }
-    fn fused(&self, kernel: &FusedKernel, inputs: &[DynView<'_>], out: DType) -> Result<Buffer> {
-        let ins: Vec<View<'_, B::Buffer>> = inputs
-            .iter()
-            .map(|v| typed::<B>(self, v))
-            .collect::<Result<_>>()?;
-        Ok(Buffer::new(Backend::fused(self, kernel, &ins, out)?))
-    }
-    fn fused_source(&self, kernel: &FusedKernel, inputs: &[(DType, Layout)]) -> Option<String> {
-        Backend::fused_source(self, kernel, inputs)
-    }
     fn name(&self) -> String {
         Backend::name(self)
     }
@@ -401,129 +338,19 @@ impl<B: Backend> DynBackend for B {
     fn check_errors(&self) -> Result<()> {
         Backend::check_errors(self)
     }
-    fn unary(&self, op: UnaryOp, x: DynView<'_>, out: DType) -> Result<Buffer> {
-        let x = typed::<B>(self, &x)?;
-        Ok(Buffer::new(Backend::unary(self, op, x, out)?))
+    fn commit(&self) -> Result<()> {
+        Backend::commit(self)
     }
-    fn binary(&self, op: BinaryOp, a: DynView<'_>, b: DynView<'_>, out: DType) -> Result<Buffer> {
-        let (a, b) = (typed::<B>(self, &a)?, typed::<B>(self, &b)?);
-        Ok(Buffer::new(Backend::binary(self, op, a, b, out)?))
+    fn fusion_limit(&self) -> Option<usize> {
+        Backend::fusion_limit(self)
     }
-    fn select(&self, c: DynView<'_>, x: DynView<'_>, y: DynView<'_>) -> Result<Buffer> {
-        let (c, x, y) = (
-            typed::<B>(self, &c)?,
-            typed::<B>(self, &x)?,
-            typed::<B>(self, &y)?,
-        );
-        Ok(Buffer::new(Backend::select(self, c, x, y)?))
+    fn fused_source(&self, kernel: &FusedKernel, inputs: &[(DType, Layout)]) -> Option<String> {
+        Backend::fused_source(self, kernel, inputs)
     }
-    fn copy(&self, x: DynView<'_>, out: DType) -> Result<Buffer> {
-        let x = typed::<B>(self, &x)?;
-        Ok(Buffer::new(Backend::copy(self, x, out)?))
-    }
-    fn generate(&self, g: Generator, dtype: DType, len: usize) -> Result<Buffer> {
-        Ok(Buffer::new(Backend::generate(self, g, dtype, len)?))
-    }
-    fn axpby(&self, x: DynView<'_>, y: DynView<'_>, alpha: f64, beta: f64) -> Result<Buffer> {
-        let (x, y) = (typed::<B>(self, &x)?, typed::<B>(self, &y)?);
-        Ok(Buffer::new(Backend::axpby(self, x, y, alpha, beta)?))
-    }
-    fn reduce(&self, op: ReduceOp, x: DynView<'_>, axes: &[usize]) -> Result<Buffer> {
-        let x = typed::<B>(self, &x)?;
-        Ok(Buffer::new(Backend::reduce(self, op, x, axes)?))
-    }
-    fn arg_reduce(&self, op: ArgReduceOp, x: DynView<'_>, axis: usize) -> Result<Buffer> {
-        let x = typed::<B>(self, &x)?;
-        Ok(Buffer::new(Backend::arg_reduce(self, op, x, axis)?))
-    }
-    fn slice_update(
+
+    fn compute(
         &self,
-        base: DynView<'_>,
-        update: DynView<'_>,
-        starts: &[usize],
-        steps: &[isize],
-    ) -> Result<Buffer> {
-        let (b, u) = (typed::<B>(self, &base)?, typed::<B>(self, &update)?);
-        Ok(Buffer::new(Backend::slice_update(
-            self, b, u, starts, steps,
-        )?))
-    }
-    fn matmul(
-        &self,
-        a: DynView<'_>,
-        b: DynView<'_>,
-        c: Option<DynView<'_>>,
-        alpha: f64,
-        beta: f64,
-    ) -> Result<Buffer> {
-        let (a, b) = (typed::<B>(self, &a)?, typed::<B>(self, &b)?);
-        let c = c.map(|c| typed::<B>(self, &c)).transpose()?;
-        Ok(Buffer::new(Backend::matmul(self, a, b, c, alpha, beta)?))
-    }
-    fn concatenate(&self, inputs: &[DynView<'_>], axis: usize) -> Result<Buffer> {
-        let ins: Vec<View<'_, B::Buffer>> = inputs
-            .iter()
-            .map(|v| typed::<B>(self, v))
-            .collect::<Result<_>>()?;
-        Ok(Buffer::new(Backend::concatenate(self, &ins, axis)?))
-    }
-    fn scan(
-        &self,
-        op: ReduceOp,
-        x: DynView<'_>,
-        axis: usize,
-        reverse: bool,
-        inclusive: bool,
-    ) -> Result<Buffer> {
-        let x = typed::<B>(self, &x)?;
-        Ok(Buffer::new(Backend::scan(
-            self, op, x, axis, reverse, inclusive,
-        )?))
-    }
-    fn argsort(&self, x: DynView<'_>) -> Result<Buffer> {
-        let x = typed::<B>(self, &x)?;
-        Ok(Buffer::new(Backend::argsort(self, x)?))
-    }
-    fn random_bits(&self, keys: DynView<'_>, len: usize, dtype: DType) -> Result<Buffer> {
-        let k = typed::<B>(self, &keys)?;
-        Ok(Buffer::new(Backend::random_bits(self, k, len, dtype)?))
-    }
-    fn gather(&self, x: DynView<'_>, indices: DynView<'_>, axis: usize) -> Result<Buffer> {
-        let (x, i) = (typed::<B>(self, &x)?, typed::<B>(self, &indices)?);
-        Ok(Buffer::new(Backend::gather(self, x, i, axis)?))
-    }
-    fn scatter(
-        &self,
-        op: ScatterOp,
-        base: DynView<'_>,
-        indices: DynView<'_>,
-        updates: DynView<'_>,
-        axis: usize,
-    ) -> Result<Buffer> {
-        let (b, i, u) = (
-            typed::<B>(self, &base)?,
-            typed::<B>(self, &indices)?,
-            typed::<B>(self, &updates)?,
-        );
-        Ok(Buffer::new(Backend::scatter(self, op, b, i, u, axis)?))
-    }
-    fn normalize(
-        &self,
-        op: NormOp,
-        x: DynView<'_>,
-        params: &[DynView<'_>],
-        eps: f64,
-    ) -> Result<Buffer> {
-        let x = typed::<B>(self, &x)?;
-        let ps: Vec<View<'_, B::Buffer>> = params
-            .iter()
-            .map(|p| typed::<B>(self, p))
-            .collect::<Result<_>>()?;
-        Ok(Buffer::new(Backend::normalize(self, op, x, &ps, eps)?))
-    }
-    fn custom(
-        &self,
-        prim: &dyn CustomPrimitive,
+        prim: &Primitive,
         inputs: &[DynView<'_>],
         shape: &[usize],
         dtype: DType,
@@ -532,25 +359,73 @@ impl<B: Backend> DynBackend for B {
             .iter()
             .map(|v| typed::<B>(self, v))
             .collect::<Result<_>>()?;
-        // A panic in user code is an Err at this op; errors the primitive's own
-        // device work raised belong to it, not to the next op.
-        let run = std::panic::AssertUnwindSafe(|| Backend::custom(self, prim, &ins, shape, dtype));
-        let out = std::panic::catch_unwind(run).map_err(|p| Error::Backend {
-            backend: self.name(),
-            msg: format!(
-                "custom primitive {} panicked: {}",
-                prim.name(),
-                panic_text(&*p)
-            ),
-        });
-        let device_errors = Backend::check_errors(self).map_err(|e| Error::Backend {
-            backend: self.name(),
-            msg: format!("in custom primitive {}: {e}", prim.name()),
-        });
-        let out = out??;
-        device_errors?;
+        let v = |i: usize| ins[i];
+        let out = match prim {
+            Primitive::Unary(op) => self.unary(*op, v(0), dtype)?,
+            Primitive::Binary(op) => self.binary(*op, v(0), v(1), dtype)?,
+            Primitive::Select => self.select(v(0), v(1), v(2))?,
+            Primitive::Copy => self.copy(v(0), dtype)?,
+            Primitive::Generate(g) => self.generate(*g, dtype, crate::layout::numel(shape))?,
+            Primitive::Axpby { alpha, beta } => self.axpby(v(0), v(1), *alpha, *beta)?,
+            Primitive::Reduce { op, axes } => self.reduce(*op, v(0), axes)?,
+            Primitive::ArgReduce { op, axis } => self.arg_reduce(*op, v(0), *axis)?,
+            Primitive::Matmul { alpha, beta } => {
+                let c = ins.get(2).copied();
+                self.matmul(v(0), v(1), c, *alpha, *beta)?
+            }
+            Primitive::Normalize { op, eps } => self.normalize(*op, v(0), &ins[1..], *eps)?,
+            Primitive::SliceUpdate { starts, steps } => {
+                self.slice_update(v(0), v(1), starts, steps)?
+            }
+            Primitive::Concatenate { axis } => self.concatenate(&ins, *axis)?,
+            Primitive::Gather { axis } => self.gather(v(0), v(1), *axis)?,
+            Primitive::Scatter { op, axis } => self.scatter(*op, v(0), v(1), v(2), *axis)?,
+            Primitive::Scan {
+                op,
+                axis,
+                reverse,
+                inclusive,
+            } => self.scan(*op, v(0), *axis, *reverse, *inclusive)?,
+            Primitive::ArgSort => self.argsort(v(0))?,
+            Primitive::RandomBits => self.random_bits(v(0), crate::layout::numel(shape), dtype)?,
+            Primitive::Fused(k) => self.fused(k, &ins, dtype)?,
+            Primitive::Custom(c) => custom_caught(self, &**c, &ins, shape, dtype)?,
+            Primitive::View(_) => {
+                return Err(Error::invalid(
+                    "eval",
+                    "a view shares its input's buffer: nothing to compute",
+                ));
+            }
+        };
         Ok(Buffer::new(out))
     }
+}
+
+/// [`Backend::custom`], with a panic in user code an `Err` at this op, and errors
+/// the primitive's own device work raised belonging to it, not to the next op.
+fn custom_caught<B: Backend>(
+    be: &B,
+    prim: &dyn CustomPrimitive,
+    ins: &[View<'_, B::Buffer>],
+    shape: &[usize],
+    dtype: DType,
+) -> Result<B::Buffer> {
+    let run = std::panic::AssertUnwindSafe(|| be.custom(prim, ins, shape, dtype));
+    let out = std::panic::catch_unwind(run).map_err(|p| Error::Backend {
+        backend: be.name(),
+        msg: format!(
+            "custom primitive {} panicked: {}",
+            prim.name(),
+            panic_text(&*p)
+        ),
+    });
+    let device_errors = be.check_errors().map_err(|e| Error::Backend {
+        backend: be.name(),
+        msg: format!("in custom primitive {}: {e}", prim.name()),
+    });
+    let out = out??;
+    device_errors?;
+    Ok(out)
 }
 
 /// The message of a panic payload.

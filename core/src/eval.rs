@@ -152,11 +152,13 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
             input_buffer(a, device)
         })
         .collect::<Result<_>>()?;
-    let v = |i: usize| DynView {
-        buffer: &bufs[i],
-        dtype: inputs[i].dtype(),
-        layout: inputs[i].layout(),
-    };
+    let views: Vec<DynView<'_>> = (0..inputs.len())
+        .map(|i| DynView {
+            buffer: &bufs[i],
+            dtype: inputs[i].dtype(),
+            layout: inputs[i].layout(),
+        })
+        .collect();
     // Inside `catching_oom`: a host allocation that fails is this node's Err.
     let run = || -> Result<Buffer> {
         if node.size() == 0 {
@@ -164,53 +166,15 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
             // huge: no backend sees such shapes).
             return be.from_host(Vec::new(), node.dtype());
         }
-        Ok(match &prim {
-            Primitive::Unary(op) => be.unary(*op, v(0), node.dtype())?,
-            Primitive::Binary(op) => be.binary(*op, v(0), v(1), node.dtype())?,
-            Primitive::Select => be.select(v(0), v(1), v(2))?,
-            Primitive::Copy => be.copy(v(0), node.dtype())?,
-            Primitive::Generate(g) => be.generate(*g, node.dtype(), node.size())?,
-            Primitive::Axpby { alpha, beta } => be.axpby(v(0), v(1), *alpha, *beta)?,
-            Primitive::Reduce { op, axes } => be.reduce(*op, v(0), axes)?,
-            Primitive::ArgReduce { op, axis } => be.arg_reduce(*op, v(0), *axis)?,
-            Primitive::Matmul { alpha, beta } => {
-                be.matmul(v(0), v(1), (inputs.len() > 2).then(|| v(2)), *alpha, *beta)?
-            }
-            Primitive::Normalize { op, eps } => {
-                let ps: Vec<DynView<'_>> = (1..inputs.len()).map(v).collect();
-                be.normalize(*op, v(0), &ps, *eps)?
-            }
-            Primitive::View(_) => bufs[0].clone(),
-            Primitive::SliceUpdate { starts, steps } => {
-                be.slice_update(v(0), v(1), starts, steps)?
-            }
-            Primitive::Concatenate { axis } => {
-                let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();
-                be.concatenate(&views, *axis)?
-            }
-            Primitive::Gather { axis } => be.gather(v(0), v(1), *axis)?,
-            Primitive::RandomBits => be.random_bits(v(0), node.size(), node.dtype())?,
-            Primitive::ArgSort => be.argsort(v(0))?,
-            Primitive::Scan {
-                op,
-                axis,
-                reverse,
-                inclusive,
-            } => be.scan(*op, v(0), *axis, *reverse, *inclusive)?,
-            Primitive::Scatter { op, axis } => be.scatter(*op, v(0), v(1), v(2), *axis)?,
-            Primitive::Fused(k) => {
-                let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();
-                be.fused(k, &views, node.dtype())?
-            }
+        match &prim {
+            Primitive::View(_) => Ok(bufs[0].clone()),
+            // A custom function's output: the output of its body, as a view is.
             Primitive::Custom(c) => match crate::transforms::CustomNode::forwarded(&**c) {
-                // A custom function's output: the output of its body, as a view is.
-                Some(k) => bufs[k].clone(),
-                None => {
-                    let views: Vec<DynView<'_>> = (0..inputs.len()).map(v).collect();
-                    be.custom(&**c, &views, node.shape(), node.dtype())?
-                }
+                Some(k) => Ok(bufs[k].clone()),
+                None => be.compute(&prim, &views, node.shape(), node.dtype()),
             },
-        })
+            _ => be.compute(&prim, &views, node.shape(), node.dtype()),
+        }
     };
     let out = crate::cpu::alloc::catching_oom(device, run)?;
     let mut st = node.lock();

@@ -3,11 +3,12 @@
 //! the functions reachable from the chosen entry point are kept (smaller modules
 //! compile faster in naga and in the driver).
 
-use crate::dtype::{Ct, DType};
-use crate::ops::{self, ARG_REDUCE_OPS, BINARY_OPS, REDUCE_OPS, UNARY_OPS};
+use crate::dtype::{Ct, DType, Words};
+use crate::ops;
 use crate::{Error, Result};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
+use wmx_spec::{ArgReduceOp, BinaryOp, NormOp, ReduceOp, ScatterOp, UnaryOp};
 
 pub(crate) const COMMON: &str = include_str!("wgsl/common.wgsl");
 pub(crate) const WORDS: &str = include_str!("wgsl/words.wgsl");
@@ -30,12 +31,31 @@ const SCAN: &str = include_str!("wgsl/scan.wgsl");
 const SORT: &str = include_str!("wgsl/sort.wgsl");
 const RADIX: &str = include_str!("wgsl/radix.wgsl");
 
+/// Tile configurations of the tiled kernel: (invocations along N, along M, K depth).
+/// Each invocation computes 8 x 8 outputs, so the tile is 8·WY x 8·WX.
+/// 0 and 1 are the defaults for large and small products; the others are measured
+/// alternatives (`WMX_MATMUL_TILE=i` forces one, for tuning).
+pub const TILES: [(u32, u32, u32); 5] = [
+    (16, 16, 8),
+    (8, 8, 8),
+    (16, 16, 16),
+    (32, 8, 8),
+    (8, 16, 16),
+];
+
+/// Whether tile configuration `i` moves whole vec4s of A and B per invocation and
+/// K step (the vec4-load variant needs it).
+pub(crate) fn vec4_tile(i: usize) -> bool {
+    let (wx, wy, bk) = TILES[i];
+    (8 * bk / wx).is_multiple_of(4) && (8 * bk / wy).is_multiple_of(4) && bk.is_multiple_of(4)
+}
+
 /// Kernel family of a module.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
-    /// One input, op from [`crate::UNARY_OPS`].
+    /// One input, a [`UnaryOp`].
     Unary,
-    /// Two inputs, op from [`crate::BINARY_OPS`].
+    /// Two inputs, a [`BinaryOp`].
     Binary,
     /// `cond ? x : y`.
     Select,
@@ -47,9 +67,9 @@ pub enum Family {
     Fill,
     /// `start + i * step`.
     Arange,
-    /// Reductions from [`crate::REDUCE_OPS`].
+    /// Reductions by a [`ReduceOp`].
     Reduce,
-    /// Arg reductions from [`crate::ARG_REDUCE_OPS`].
+    /// Arg reductions by an [`ArgReduceOp`].
     ArgReduce,
     /// A copy of the base (input 0) with the update (input 1) over a strided region.
     SliceUpdate,
@@ -57,7 +77,7 @@ pub enum Family {
     Matmul,
     /// Matrix-vector product (variants `Rows`, `RowsVec`, `Cols`, `Finish`).
     Gemv,
-    /// Row operations over the last axis, op from [`crate::NORM_OPS`] (input x,
+    /// Row operations over the last axis, a [`NormOp`] (input x,
     /// then the op's weight and bias).
     Norm,
     /// One input written into its box of a concatenation's output (bits unchanged).
@@ -138,7 +158,7 @@ pub enum Variant {
     /// Reductions: as `Cols`, for contiguous outputs over one reduced dim, with the
     /// input offset and the reduced stride multiples of a vec4: `vec4<u32>` loads.
     ColsVec,
-    /// Matmul: tile configuration `i` of [`crate::TILES`].
+    /// Matmul: tile configuration `i` of [`TILES`].
     Tiled(u8),
     /// As `Tiled`, with vec4 loads of f32 operands contiguous along K (A) and N (B).
     TiledVec(u8),
@@ -219,13 +239,67 @@ impl Default for Target {
     }
 }
 
+/// What a module computes within its family: one of the workspace's op enums, or,
+/// for families whose kernels are not ops of an enum (sorts, products, copies), the
+/// kernel's own name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// A unary elementwise op.
+    Unary(UnaryOp),
+    /// A binary elementwise op.
+    Binary(BinaryOp),
+    /// A reduction (or, with the scan variants, a scan).
+    Reduce(ReduceOp),
+    /// An arg reduction.
+    ArgReduce(ArgReduceOp),
+    /// A row operation.
+    Norm(NormOp),
+    /// How a scatter combines.
+    Scatter(ScatterOp),
+    /// A family's own kernel (`"sort_init"`, `"gemv"`, `"place_flat"`, ...).
+    Named(&'static str),
+}
+
+impl Op {
+    /// The op's name (the enum op's, or the kernel's own).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Unary(o) => o.name(),
+            Op::Binary(o) => o.name(),
+            Op::Reduce(o) => o.name(),
+            Op::ArgReduce(o) => o.name(),
+            Op::Norm(o) => o.name(),
+            Op::Scatter(o) => o.name(),
+            Op::Named(n) => n,
+        }
+    }
+}
+
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+macro_rules! op_from {
+    ($($t:ty => $v:ident),*) => {$(
+        impl From<$t> for Op {
+            fn from(o: $t) -> Op {
+                Op::$v(o)
+            }
+        }
+    )*};
+}
+op_from!(UnaryOp => Unary, BinaryOp => Binary, ReduceOp => Reduce, ArgReduceOp => ArgReduce,
+    NormOp => Norm, ScatterOp => Scatter, &'static str => Named);
+
 /// Everything that determines one kernel module and its pipeline.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ModuleSpec {
     /// Family.
     pub family: Family,
-    /// Op name (`"add"`, `"sum"`, ...); for families without ops their own name.
-    pub op: &'static str,
+    /// The op (for families without op enums, the kernel's name).
+    pub op: Op,
     /// Input dtypes (as many as the family's arity).
     pub inputs: Vec<DType>,
     /// Output dtype.
@@ -247,11 +321,11 @@ impl ModuleSpec {
             (Family::Fill, _) => "fill",
             (Family::Arange, _) => "arange",
             (Family::SliceUpdate, _) => "slice_update",
-            (Family::Place, _) => self.op,
+            (Family::Place, _) => self.op.name(),
             (Family::Gather, _) => "gather",
             (Family::Scatter, _) => "scatter",
-            (Family::RandomBits, _) => self.op,
-            (Family::Sort, _) => self.op,
+            (Family::RandomBits, _) => self.op.name(),
+            (Family::Sort, _) => self.op.name(),
             (Family::Matmul, _) if self.variant == Variant::Coop => "matmul_coop",
             (Family::Matmul, _) if matches!(self.variant, Variant::CoopVec(_)) => "matmul_coop_vec",
             (Family::Matmul, _) => "matmul",
@@ -301,7 +375,9 @@ impl ModuleSpec {
             Family::Copy | Family::SliceUpdate | Family::Place | Family::Gather => {
                 self.inputs.first() == Some(&self.output)
             }
-            Family::Scatter => self.op == "scatter" && self.inputs.get(1) == Some(&self.output),
+            Family::Scatter => {
+                self.op == Op::Scatter(ScatterOp::Set) && self.inputs.get(1) == Some(&self.output)
+            }
             _ => false,
         }
     }
@@ -366,6 +442,12 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
         return Err(Error::UnsupportedDType {
             dtype: "f64",
             reason: format!("{:?} '{}' has no f64 kernel", spec.family, spec.op),
+        });
+    }
+    if spec.inputs.contains(&DType::I64) || spec.output == DType::I64 {
+        return Err(Error::UnsupportedDType {
+            dtype: "i64",
+            reason: "WGSL has no 64-bit integers".into(),
         });
     }
     let mut p = String::new();
@@ -524,19 +606,23 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
         op: spec.op.to_string(),
         dtype: d.name(),
     };
+    let wrong_op = || {
+        Error::Validation(format!(
+            "a {:?} module cannot compute '{}'",
+            spec.family, spec.op
+        ))
+    };
     let mut files: Vec<&str> = vec![COMMON];
     match spec.family {
         Family::Unary => {
-            let op = ops::lookup(UNARY_OPS, "unary", spec.op)?;
+            let Op::Unary(op) = spec.op else {
+                return Err(wrong_op());
+            };
             let d = spec.inputs[0];
-            if !ops::unary_op_supports(op, d) {
+            if !op.supports(d) {
                 return Err(undefined(d));
             }
-            let want = if ops::unary_outputs_bool(op) {
-                DType::Bool
-            } else {
-                d
-            };
+            let want = if op.outputs_bool() { DType::Bool } else { d };
             check_out(spec, want)?;
             writeln!(
                 p,
@@ -547,7 +633,9 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
             files.extend([WORDS, ELEMENTWISE, UNARY]);
         }
         Family::Binary => {
-            let op = ops::lookup(BINARY_OPS, "binary", spec.op)?;
+            let Op::Binary(op) = spec.op else {
+                return Err(wrong_op());
+            };
             let d = spec.inputs[0];
             if spec.inputs[1] != d {
                 return Err(Error::Shape(format!(
@@ -555,14 +643,10 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
                     d, spec.inputs[1]
                 )));
             }
-            if !ops::binary_op_supports(op, d) {
+            if !op.supports(d) {
                 return Err(undefined(d));
             }
-            let want = if ops::binary_outputs_bool(op) {
-                DType::Bool
-            } else {
-                d
-            };
+            let want = if op.outputs_bool() { DType::Bool } else { d };
             check_out(spec, want)?;
             writeln!(
                 p,
@@ -628,19 +712,12 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
             }
         }
         Family::Norm => {
-            let k = crate::ops::NORM_OPS
-                .iter()
-                .position(|&o| o == spec.op)
-                .ok_or_else(|| Error::UnknownOp {
-                    family: "norm",
-                    op: spec.op.to_string(),
-                })?;
-            let d = spec.inputs[0];
-            let params = match k {
-                0 | 1 => 0,
-                2 => 2,
-                _ => 1,
+            let Op::Norm(op) = spec.op else {
+                return Err(wrong_op());
             };
+            let k = op as u32;
+            let d = spec.inputs[0];
+            let params = op.arity() - 1;
             if !d.is_float()
                 || spec.inputs.len() != 1 + params
                 || spec.inputs.iter().any(|&p| p != d)
@@ -683,7 +760,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
         Family::Sort => {
             let ok = spec.output == DType::U32
                 && spec.variant == Variant::General
-                && match spec.op {
+                && match spec.op.name() {
                     "sort_init" | "radix_hist" => spec.inputs.len() == 1,
                     "radix_scatter" => spec.inputs.len() == 2 && spec.inputs[1] == DType::U32,
                     "sort_global" | "sort_global2" | "sort_local" => spec.inputs.is_empty(),
@@ -696,7 +773,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
                     spec.op, spec.inputs, spec.output, spec.variant
                 )));
             }
-            if matches!(spec.op, "sort_init" | "radix_hist" | "radix_scatter") {
+            if matches!(spec.op.name(), "sort_init" | "radix_hist" | "radix_scatter") {
                 let key = match spec.inputs[0].ct() {
                     // NaN last (every NaN alike), -0 as +0, then sign-magnitude to
                     // an unsigned order.
@@ -708,7 +785,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
                 };
                 writeln!(p, "fn sort_key(v: CA) -> u32 {{ {key} }}").unwrap();
             }
-            files.push(if spec.op.starts_with("radix") {
+            files.push(if spec.op.name().starts_with("radix") {
                 RADIX
             } else {
                 SORT
@@ -718,7 +795,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
             if spec.inputs[..] != [DType::U32]
                 || spec.output != DType::U32
                 || spec.variant != Variant::General
-                || !["random_bits", "random_bits_part"].contains(&spec.op)
+                || !["random_bits", "random_bits_part"].contains(&spec.op.name())
             {
                 return Err(Error::Shape(format!(
                     "random_bits reads u32 keys and writes u32 (general variant), got {} {:?} -> {} ({:?})",
@@ -744,13 +821,11 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
             files.extend([WORDS, COPY]);
         }
         Family::Reduce => {
-            let op = ops::lookup(REDUCE_OPS, "reduce", spec.op)?;
-            let d = spec.inputs[0];
-            let acc = if matches!(op, "all" | "any") {
-                DType::U32
-            } else {
-                d.acc()
+            let Op::Reduce(op) = spec.op else {
+                return Err(wrong_op());
             };
+            let d = spec.inputs[0];
+            let acc = op.acc_dtype(d);
             // f32 accumulators may be stored rounded to f16/bf16, one value per word
             // (the caller gives each result its own word: single-output reductions).
             let narrow = acc == DType::F32 && matches!(spec.output, DType::F16 | DType::BF16);
@@ -765,10 +840,11 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
                 identity(op, acc.ct())
             )
             .unwrap();
-            let load = match (op, d.ct()) {
-                ("all" | "any", Ct::F32) => "select(0u, 1u, nz_f(a))",
-                ("all" | "any", Ct::I32) => "select(0u, 1u, a != 0i)",
-                ("all" | "any", Ct::U32) => "select(0u, 1u, a != 0u)",
+            let logical = matches!(op, ReduceOp::All | ReduceOp::Any);
+            let load = match (logical, d.ct()) {
+                (true, Ct::F32) => "select(0u, 1u, nz_f(a))",
+                (true, Ct::I32) => "select(0u, 1u, a != 0i)",
+                (true, Ct::U32) => "select(0u, 1u, a != 0u)",
                 _ => "a",
             };
             writeln!(p, "fn acc_load(a: CA) -> ACC {{ return {load}; }}").unwrap();
@@ -800,7 +876,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
             files.push(REDUCE);
             if matches!(spec.variant, Variant::ScanLines | Variant::ScanBlocks) {
                 let carry = spec.inputs.get(1);
-                if matches!(op, "all" | "any") || narrow || carry.is_some_and(|&c| c != acc) {
+                if logical || narrow || carry.is_some_and(|&c| c != acc) {
                     return Err(Error::Shape(format!(
                         "scans write {acc} accumulators of sum/prod/max/min and read {acc} carries, got {op} {:?} -> {}",
                         spec.inputs, spec.output
@@ -813,15 +889,17 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
             }
         }
         Family::ArgReduce => {
-            let op = ops::lookup(ARG_REDUCE_OPS, "arg_reduce", spec.op)?;
+            let Op::ArgReduce(op) = spec.op else {
+                return Err(wrong_op());
+            };
             check_out(spec, DType::U32)?;
             let d = spec.inputs[0];
             let a = d.ct().wgsl();
             writeln!(p, "alias ACC = {a};").unwrap();
-            let (id, cmp) = if op == "argmax" {
-                (identity("max", d.ct()), ">")
+            let (id, cmp) = if op == ArgReduceOp::ArgMax {
+                (identity(ReduceOp::Max, d.ct()), ">")
             } else {
-                (identity("min", d.ct()), "<")
+                (identity(ReduceOp::Min, d.ct()), "<")
             };
             writeln!(
                 p,
@@ -915,13 +993,13 @@ fn product_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
             return Err(Error::Shape("matmul has only tiled variants".into()));
         };
         let vec = matches!(spec.variant, Variant::TiledVec(_));
-        if vec && (ins[0] != DType::F32 || !crate::matmul::vec4_tile(i as usize)) {
+        if vec && (ins[0] != DType::F32 || !vec4_tile(i as usize)) {
             return Err(Error::Shape(format!(
                 "the vec4 matmul reads f32 operands in whole vec4s per invocation, got {ins:?}, tile {i}"
             )));
         }
         writeln!(p, "const MM_VEC: bool = {vec};").unwrap();
-        let (wx, wy, bk) = crate::matmul::TILES
+        let (wx, wy, bk) = TILES
             .get(i as usize)
             .copied()
             .ok_or_else(|| Error::Shape(format!("no matmul tile configuration {i}")))?;
@@ -966,20 +1044,15 @@ fn index_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
         return bad("has only the general variant");
     }
     let idx = match spec.family {
-        Family::Place if raw && matches!(spec.op, "place" | "place_flat") => return Ok(()),
+        Family::Place if raw && matches!(spec.op.name(), "place" | "place_flat") => return Ok(()),
         Family::Place => return bad("moves bits of one dtype"),
         Family::Gather if !raw => return bad("moves bits of one dtype"),
         Family::Gather => (1, ins[1]),
         _ => {
             let add = match spec.op {
-                "scatter" => false,
-                "scatter_add" => true,
-                _ => {
-                    return Err(Error::UnknownOp {
-                        family: "scatter",
-                        op: spec.op.to_string(),
-                    });
-                }
+                Op::Scatter(ScatterOp::Set) => false,
+                Op::Scatter(ScatterOp::Add) => true,
+                _ => return bad("combines by set or add"),
             };
             if ins[1] != spec.output || (add && spec.output == DType::Bool) {
                 return bad("needs updates of the output's dtype (add: not bool)");
@@ -1034,21 +1107,21 @@ fn check_out(spec: &ModuleSpec, want: DType) -> Result<()> {
 /// accepts it): a bitcast of a `let` is a runtime expression.
 const INF_BITS: &str = "let ninf_bits = 0xff800000u; let pinf_bits = 0x7f800000u;";
 
-fn identity(op: &str, ct: Ct) -> &'static str {
+fn identity(op: ReduceOp, ct: Ct) -> &'static str {
+    use ReduceOp::*;
     match (op, ct) {
-        ("sum", Ct::F32) => "0.0",
-        ("sum", Ct::I32) => "0i",
-        ("sum", Ct::U32) | ("any", _) => "0u",
-        ("prod", Ct::F32) => "1.0",
-        ("prod", Ct::I32) => "1i",
-        ("prod", Ct::U32) | ("all", _) => "1u",
-        ("max", Ct::F32) => "bitcast<f32>(ninf_bits)",
-        ("max", Ct::I32) => "(-2147483647i - 1i)",
-        ("max", Ct::U32) => "0u",
-        ("min", Ct::F32) => "bitcast<f32>(pinf_bits)",
-        ("min", Ct::I32) => "2147483647i",
-        ("min", Ct::U32) => "0xffffffffu",
-        _ => unreachable!("identity of {op}"),
+        (Sum, Ct::F32) => "0.0",
+        (Sum, Ct::I32) => "0i",
+        (Sum, Ct::U32) | (Any, _) => "0u",
+        (Prod, Ct::F32) => "1.0",
+        (Prod, Ct::I32) => "1i",
+        (Prod, Ct::U32) | (All, _) => "1u",
+        (Max, Ct::F32) => "bitcast<f32>(ninf_bits)",
+        (Max, Ct::I32) => "(-2147483647i - 1i)",
+        (Max, Ct::U32) => "0u",
+        (Min, Ct::F32) => "bitcast<f32>(pinf_bits)",
+        (Min, Ct::I32) => "2147483647i",
+        (Min, Ct::U32) => "0xffffffffu",
     }
 }
 
@@ -1193,7 +1266,7 @@ pub fn check_specs(
 pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
     use InputMode::*;
     let mut v = Vec::new();
-    let spec = |family, op, inputs: Vec<DType>, output, variant| ModuleSpec {
+    let spec = |family, op: Op, inputs: Vec<DType>, output, variant| ModuleSpec {
         family,
         op,
         inputs,
@@ -1217,33 +1290,25 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
         Variant::General,
     ];
     for d in DType::WORDS {
-        for op in UNARY_OPS {
-            if ops::unary_op_supports(op, d) {
-                let o = if ops::unary_outputs_bool(op) {
-                    DType::Bool
-                } else {
-                    d
-                };
+        for &op in UnaryOp::ALL {
+            if op.supports(d) {
+                let o = if op.outputs_bool() { DType::Bool } else { d };
                 for var in one {
-                    v.push(spec(Family::Unary, op, vec![d], o, var));
+                    v.push(spec(Family::Unary, op.into(), vec![d], o, var));
                 }
             }
         }
-        for op in BINARY_OPS {
-            if ops::binary_op_supports(op, d) {
-                let o = if ops::binary_outputs_bool(op) {
-                    DType::Bool
-                } else {
-                    d
-                };
+        for &op in BinaryOp::ALL {
+            if op.supports(d) {
+                let o = if op.outputs_bool() { DType::Bool } else { d };
                 for var in two {
-                    v.push(spec(Family::Binary, op, vec![d, d], o, var));
+                    v.push(spec(Family::Binary, op.into(), vec![d, d], o, var));
                 }
             }
         }
         if d.is_float() {
             for var in two {
-                v.push(spec(Family::Axpby, "axpby", vec![d, d], d, var));
+                v.push(spec(Family::Axpby, Op::Named("axpby"), vec![d, d], d, var));
             }
         }
         for var in [
@@ -1253,7 +1318,7 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
         ] {
             v.push(spec(
                 Family::Select,
-                "select",
+                Op::Named("select"),
                 vec![DType::Bool, d, d],
                 d,
                 var,
@@ -1265,20 +1330,26 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
                 Contig([Elem, Scalar, Scalar]),
                 Variant::General,
             ] {
-                v.push(spec(Family::Copy, "copy", vec![d], o, var));
+                v.push(spec(Family::Copy, Op::Named("copy"), vec![d], o, var));
             }
         }
         v.push(spec(
             Family::SliceUpdate,
-            "slice_update",
+            Op::Named("slice_update"),
             vec![d, d],
             d,
             Variant::General,
         ));
-        v.push(spec(Family::Place, "place", vec![d], d, Variant::General));
         v.push(spec(
             Family::Place,
-            "place_flat",
+            Op::Named("place"),
+            vec![d],
+            d,
+            Variant::General,
+        ));
+        v.push(spec(
+            Family::Place,
+            Op::Named("place_flat"),
             vec![d],
             d,
             Variant::General,
@@ -1286,18 +1357,30 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
         let g = Variant::General;
         if d == DType::U32 {
             for op in ["random_bits", "random_bits_part"] {
-                v.push(spec(Family::RandomBits, op, vec![d], d, g));
+                v.push(spec(Family::RandomBits, Op::Named(op), vec![d], d, g));
             }
             for op in ["sort_global", "sort_global2", "sort_local"] {
-                v.push(spec(Family::Sort, op, vec![], d, g));
+                v.push(spec(Family::Sort, Op::Named(op), vec![], d, g));
             }
-            v.push(spec(Family::Sort, "sort_finish", vec![d], d, g));
+            v.push(spec(Family::Sort, Op::Named("sort_finish"), vec![d], d, g));
         }
-        v.push(spec(Family::Sort, "sort_init", vec![d], DType::U32, g));
-        v.push(spec(Family::Sort, "radix_hist", vec![d], DType::U32, g));
         v.push(spec(
             Family::Sort,
-            "radix_scatter",
+            Op::Named("sort_init"),
+            vec![d],
+            DType::U32,
+            g,
+        ));
+        v.push(spec(
+            Family::Sort,
+            Op::Named("radix_hist"),
+            vec![d],
+            DType::U32,
+            g,
+        ));
+        v.push(spec(
+            Family::Sort,
+            Op::Named("radix_scatter"),
             vec![d, DType::U32],
             DType::U32,
             g,
@@ -1305,77 +1388,92 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
         for i in [DType::I32, DType::U32, DType::U8] {
             v.push(spec(
                 Family::Gather,
-                "gather",
+                Op::Named("gather"),
                 vec![d, i],
                 d,
                 Variant::General,
             ));
             v.push(spec(
                 Family::Scatter,
-                "scatter",
+                ScatterOp::Set.into(),
                 vec![i, d],
                 d,
                 Variant::General,
             ));
             if d != DType::Bool {
-                let op = "scatter_add";
+                let op = ScatterOp::Add.into();
                 v.push(spec(Family::Scatter, op, vec![i, d], d, Variant::General));
             }
         }
-        v.push(spec(Family::Fill, "fill", vec![], d, Contig([Scalar; 3])));
         v.push(spec(
-            Family::Arange,
-            "arange",
+            Family::Fill,
+            Op::Named("fill"),
             vec![],
             d,
             Contig([Scalar; 3]),
         ));
-        for op in REDUCE_OPS {
-            let acc = if matches!(*op, "all" | "any") {
-                DType::U32
-            } else {
-                d.acc()
-            };
+        v.push(spec(
+            Family::Arange,
+            Op::Named("arange"),
+            vec![],
+            d,
+            Contig([Scalar; 3]),
+        ));
+        for &op in ReduceOp::ALL {
+            let acc = op.acc_dtype(d);
             for var in [
                 Variant::Rows,
                 Variant::Cols,
                 Variant::RowsVec,
                 Variant::ColsVec,
             ] {
-                v.push(spec(Family::Reduce, op, vec![d], acc, var));
+                v.push(spec(Family::Reduce, op.into(), vec![d], acc, var));
             }
             // Single f16/bf16 results stored by the final row pass itself.
-            if d.is_float() && d != DType::F32 && !matches!(*op, "all" | "any") {
+            if d.is_float() && d != DType::F32 && acc == DType::F32 {
                 for (input, var) in [
                     (d, Variant::Rows),
                     (d, Variant::RowsVec),
                     (acc, Variant::RowsVec),
                 ] {
-                    v.push(spec(Family::Reduce, op, vec![input], d, var));
+                    v.push(spec(Family::Reduce, op.into(), vec![input], d, var));
                 }
             }
         }
-        for op in REDUCE_OPS.iter().filter(|o| !matches!(**o, "all" | "any")) {
+        let scans = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min];
+        for op in scans.map(Op::Reduce) {
             let acc = d.acc();
             v.push(spec(Family::Reduce, op, vec![d], acc, Variant::ScanLines));
             v.push(spec(Family::Reduce, op, vec![d], acc, Variant::ScanBlocks));
             let var = Variant::ScanBlocks;
             v.push(spec(Family::Reduce, op, vec![d, acc], acc, var));
         }
-        for op in ARG_REDUCE_OPS {
+        for &op in ArgReduceOp::ALL {
             for var in [Variant::Rows, Variant::Cols, Variant::RowsVec] {
-                v.push(spec(Family::ArgReduce, op, vec![d], DType::U32, var));
+                v.push(spec(Family::ArgReduce, op.into(), vec![d], DType::U32, var));
             }
         }
         if d.is_float() {
             for out in [d, DType::F32] {
                 for ins in [vec![d, d], vec![d, d, d]] {
-                    for i in 0..crate::matmul::TILES.len() {
+                    for i in 0..TILES.len() {
                         let var = Variant::Tiled(i as u8);
-                        v.push(spec(Family::Matmul, "matmul", ins.clone(), out, var));
-                        if d == DType::F32 && crate::matmul::vec4_tile(i) {
+                        v.push(spec(
+                            Family::Matmul,
+                            Op::Named("matmul"),
+                            ins.clone(),
+                            out,
+                            var,
+                        ));
+                        if d == DType::F32 && vec4_tile(i) {
                             let var = Variant::TiledVec(i as u8);
-                            v.push(spec(Family::Matmul, "matmul", ins.clone(), out, var));
+                            v.push(spec(
+                                Family::Matmul,
+                                Op::Named("matmul"),
+                                ins.clone(),
+                                out,
+                                var,
+                            ));
                         }
                     }
                     for var in [
@@ -1384,23 +1482,35 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
                         Variant::Cols,
                         Variant::ColsVec,
                     ] {
-                        v.push(spec(Family::Gemv, "gemv", ins.clone(), out, var));
+                        v.push(spec(Family::Gemv, Op::Named("gemv"), ins.clone(), out, var));
                     }
                     if target.coop > 0 && d == DType::F16 {
                         let vecs = (0..4).map(Variant::CoopVec);
                         for var in std::iter::once(Variant::Coop).chain(vecs) {
-                            v.push(spec(Family::Matmul, "matmul", ins.clone(), out, var));
+                            v.push(spec(
+                                Family::Matmul,
+                                Op::Named("matmul"),
+                                ins.clone(),
+                                out,
+                                var,
+                            ));
                         }
                     }
                 }
             }
             for ins in [vec![DType::F32], vec![DType::F32, d]] {
-                v.push(spec(Family::Gemv, "gemv", ins, d, Variant::Finish));
+                v.push(spec(
+                    Family::Gemv,
+                    Op::Named("gemv"),
+                    ins,
+                    d,
+                    Variant::Finish,
+                ));
             }
-            for (op, params) in crate::ops::NORM_OPS.iter().zip([0, 0, 2, 1]) {
+            for &op in NormOp::ALL {
                 for out in [d, DType::F32] {
                     for var in [Variant::Rows, Variant::RowsVec] {
-                        v.push(spec(Family::Norm, op, vec![d; 1 + params], out, var));
+                        v.push(spec(Family::Norm, op.into(), vec![d; op.arity()], out, var));
                     }
                 }
             }
@@ -1410,3 +1520,25 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
 }
 
 use Variant::Contig;
+
+/// naga's verdict on a WGSL module: `Err` with its message, pointing into the source.
+pub fn validate_wgsl(label: &str, source: &str, entry: &str) -> Result<()> {
+    let module = naga::front::wgsl::parse_str(source)
+        .map_err(|e| Error::Validation(format!("{label}: {}", e.emit_to_string(source))))?;
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .map_err(|e| Error::Validation(format!("{label}: {}", e.emit_to_string(source))))?;
+    if !module
+        .entry_points
+        .iter()
+        .any(|e| e.name == entry && e.stage == naga::ShaderStage::Compute)
+    {
+        return Err(Error::Validation(format!(
+            "{label}: no @compute entry point named `{entry}`"
+        )));
+    }
+    Ok(())
+}

@@ -6,8 +6,8 @@
 //! the same plans, the WGSL modules translated to MSL by naga.
 
 use crate::Result;
-use crate::kernels::Batch;
 use std::future::Future;
+use std::sync::Arc;
 
 /// A GPU API the kernel library records and submits work through.
 ///
@@ -102,3 +102,170 @@ impl DriverBuffer for wgpu::Buffer {
         wgpu::Buffer::destroy(self);
     }
 }
+
+/// Most buffers (outputs plus inputs) one user kernel binds: WebGPU's default
+/// limit of 8 storage buffers per stage, less the parameters.
+pub const MAX_USER_BUFFERS: usize = 7;
+
+/// What the device can do, read once when it is opened.
+#[derive(Clone, Debug)]
+pub struct Caps {
+    /// `SHADER_F16` is available (required for the `F16` dtype).
+    pub f16: bool,
+    /// `SHADER_F64` is available (required for the `F64` dtype).
+    pub f64: bool,
+    /// `SUBGROUP` is available (reductions use subgroup operations).
+    pub subgroups: bool,
+    /// Smallest subgroup size of the adapter, 0 without subgroups.
+    pub subgroup_size: u32,
+    /// `TIMESTAMP_QUERY` is available (and requested).
+    pub timestamps: bool,
+    /// Largest storage buffer binding in bytes (whole buffers are bound).
+    pub max_storage_binding: u64,
+    /// Largest buffer in bytes.
+    pub max_buffer: u64,
+    /// Workgroups per grid dimension.
+    pub max_workgroups_per_dim: u32,
+    /// Invocations per workgroup.
+    pub max_invocations: u32,
+    /// Storage buffers one kernel may bind (the parameters included).
+    pub max_storage_buffers: u32,
+    /// Bytes of workgroup memory one kernel may use.
+    pub max_workgroup_storage: u32,
+    /// Alignment of a bound range's start in bytes (`min_storage_buffer_offset_alignment`).
+    pub offset_align: u32,
+    /// Backend of the adapter (`Metal` for `wmx-metal`).
+    pub backend: wgpu::Backend,
+    /// Adapter name.
+    pub adapter_name: String,
+    /// Adapter type.
+    pub device_type: wgpu::DeviceType,
+}
+
+/// A byte range of a buffer bound instead of the whole buffer: how arrays larger
+/// than the device's storage-binding limit are computed in pieces. `start` is a
+/// multiple of `min_storage_buffer_offset_alignment` (256 bytes on every adapter
+/// wgpu knows), `len` a multiple of 4, and the range lies inside the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Window {
+    /// First byte bound.
+    pub start: u64,
+    /// Bytes bound.
+    pub len: u64,
+}
+
+/// A buffer bound by one dispatch, whole or through a [`Window`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Binding<B> {
+    /// The buffer.
+    pub buffer: B,
+    /// The part bound (`None`: all of it).
+    pub window: Option<Window>,
+}
+
+impl<B> From<B> for Binding<B> {
+    fn from(buffer: B) -> Binding<B> {
+        Binding {
+            buffer,
+            window: None,
+        }
+    }
+}
+
+impl<B: Clone> From<&B> for Binding<B> {
+    fn from(buffer: &B) -> Binding<B> {
+        buffer.clone().into()
+    }
+}
+
+impl<B: DriverBuffer> Binding<B> {
+    /// Bytes the kernel sees.
+    pub fn bound_bytes(&self) -> u64 {
+        bound_len(&self.buffer, self.window)
+    }
+}
+
+/// Bytes a kernel sees of `buffer` bound through `window`.
+pub(crate) fn bound_len<B: DriverBuffer>(buffer: &B, window: Option<Window>) -> u64 {
+    window.map_or_else(|| buffer.byte_size(), |w| w.len)
+}
+
+/// One recorded launch.
+pub struct Dispatch<D: Driver> {
+    /// The compiled kernel.
+    pub pipe: Arc<D::Pipeline>,
+    /// Bindings 1.. (outputs, then inputs); `None` past the last.
+    pub buffers: Bound<D>,
+    /// The parameter words (binding 0).
+    pub params: Vec<u32>,
+    /// Workgroups in x, y, z.
+    pub groups: [u32; 3],
+}
+
+/// Buffers bound at 1.. by one dispatch: the library's kernels use up to 4, users'
+/// kernels up to [`MAX_USER_BUFFERS`].
+pub type Bound<D> = [Option<Binding<<D as Driver>::Buffer>>; MAX_USER_BUFFERS];
+
+/// A timestamp written between dispatches: before dispatch `at` (or after the last).
+pub struct Stamp<D: Driver> {
+    /// Dispatches recorded before it.
+    pub at: usize,
+    /// Where it is written.
+    pub set: D::Timestamps,
+    /// Its index in `set`.
+    pub index: u32,
+}
+
+/// Recorded dispatches (and timestamps between them); nothing runs until
+/// [`crate::Kernels::submit`] (or wgpu's [`crate::Kernels::encode`]).
+pub struct Batch<D: Driver> {
+    /// The launches, in order.
+    pub dispatches: Vec<Dispatch<D>>,
+    /// Timestamps between them.
+    pub stamps: Vec<Stamp<D>>,
+}
+
+impl<D: Driver> Default for Batch<D> {
+    fn default() -> Self {
+        Batch {
+            dispatches: Vec::new(),
+            stamps: Vec::new(),
+        }
+    }
+}
+
+impl<D: Driver> Batch<D> {
+    /// New empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Number of recorded dispatches.
+    pub fn len(&self) -> usize {
+        self.dispatches.len()
+    }
+    /// True if nothing was recorded (no dispatch and no timestamp).
+    pub fn is_empty(&self) -> bool {
+        self.dispatches.is_empty() && self.stamps.is_empty()
+    }
+    /// Drops the dispatches recorded after the first `dispatches` (and the
+    /// timestamps after them).
+    pub fn truncate(&mut self, dispatches: usize) {
+        self.dispatches.truncate(dispatches);
+        self.stamps.retain(|s| s.at <= dispatches);
+    }
+    /// Writes GPU timestamp `index` of `set` after the dispatches recorded so far
+    /// and before later ones, in the same submit: like a CUDA event, it measures the
+    /// GPU work between two stamps without a round trip to the host. On wgpu it
+    /// needs `Features::TIMESTAMP_QUERY_INSIDE_ENCODERS` (else the submit returns `Err`).
+    pub fn write_timestamp(&mut self, set: &D::Timestamps, index: u32) {
+        self.stamps.push(Stamp {
+            at: self.dispatches.len(),
+            set: set.clone(),
+            index,
+        });
+    }
+}
+
+/// rustc's FxHash: the pipeline and bind-group lookups run per dispatch and their
+/// keys are small; SipHash's DoS resistance buys nothing here.
+pub(crate) type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;

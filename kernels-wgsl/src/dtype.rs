@@ -1,26 +1,7 @@
-//! Element types and how each is stored in `u32` words and computed in WGSL.
+//! How each dtype is stored in `u32` words and computed in WGSL. The dtypes
+//! themselves are the workspace's ([`wmx_spec::DType`]).
 
-/// Element type of a buffer.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DType {
-    /// One byte per element, 0 or 1.
-    Bool,
-    /// Unsigned byte.
-    U8,
-    /// Unsigned 32-bit integer.
-    U32,
-    /// Signed 32-bit integer.
-    I32,
-    /// IEEE binary16 (needs `SHADER_F16` on the adapter).
-    F16,
-    /// bfloat16: the upper half of an f32.
-    BF16,
-    /// IEEE binary32.
-    F32,
-    /// IEEE binary64 (needs `SHADER_F64` on the adapter; computed by the kernels of
-    /// `f64.wgsl`, moved by the others as pairs of `u32` words).
-    F64,
-}
+pub use wmx_spec::DType;
 
 /// The WGSL type a dtype is computed in.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -40,69 +21,32 @@ impl Ct {
     }
 }
 
-impl DType {
-    /// All dtypes, in a fixed order (used by tests and completeness checks).
-    pub const ALL: [DType; 8] = [
-        DType::Bool,
-        DType::U8,
-        DType::U32,
-        DType::I32,
-        DType::F16,
-        DType::BF16,
-        DType::F32,
-        DType::F64,
-    ];
-
-    /// The dtypes the word kernels (everything but `f64.wgsl`) compose modules for:
-    /// all but `F64`, which [`DType::ALL`] lists last.
-    pub const WORDS: [DType; 7] = *Self::ALL.first_chunk::<7>().unwrap();
-
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            DType::Bool | DType::U8 => 1,
-            DType::F16 | DType::BF16 => 2,
-            DType::U32 | DType::I32 | DType::F32 => 4,
-            DType::F64 => 8,
-        }
-    }
-
-    /// Lower-case name (`"f32"`, `"bf16"`, `"bool"`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            DType::Bool => "bool",
-            DType::U8 => "u8",
-            DType::U32 => "u32",
-            DType::I32 => "i32",
-            DType::F16 => "f16",
-            DType::BF16 => "bf16",
-            DType::F32 => "f32",
-            DType::F64 => "f64",
-        }
-    }
-
-    /// True for f64, f32, f16 and bf16.
-    pub fn is_float(self) -> bool {
-        matches!(self, DType::F64 | DType::F32 | DType::F16 | DType::BF16)
-    }
-
-    /// True for the integer dtypes (not bool).
-    pub fn is_int(self) -> bool {
-        matches!(self, DType::U8 | DType::U32 | DType::I32)
-    }
-
+/// The word kernels' view of a dtype.
+pub(crate) trait Words {
     /// The compute type of the word kernels. f64 never reaches them (`compose`
-    /// refuses it); it maps to f32 only to keep this total.
-    pub(crate) fn ct(self) -> Ct {
+    /// refuses it), nor i64 (refused at every entry); they map to f32 and i32 only
+    /// to keep this total.
+    fn ct(self) -> Ct;
+    /// log2 of the number of elements in one `u32` word.
+    fn log_epw(self) -> u32;
+    /// Elements per `u32` word.
+    fn epw(self) -> usize;
+    /// Name of the WGSL extract/store helper suffix (`ex_*`, `st_*` in common.wgsl).
+    fn storage(self) -> &'static str;
+    /// The 32-bit dtype reductions and scans accumulate in.
+    fn acc(self) -> DType;
+}
+
+impl Words for DType {
+    fn ct(self) -> Ct {
         match self {
             DType::F64 | DType::F32 | DType::F16 | DType::BF16 => Ct::F32,
-            DType::I32 => Ct::I32,
+            DType::I32 | DType::I64 => Ct::I32,
             DType::U32 | DType::U8 | DType::Bool => Ct::U32,
         }
     }
 
-    /// log2 of the number of elements in one `u32` word.
-    pub(crate) fn log_epw(self) -> u32 {
+    fn log_epw(self) -> u32 {
         match self.size() {
             1 => 2,
             2 => 1,
@@ -110,18 +54,15 @@ impl DType {
         }
     }
 
-    /// Elements per `u32` word.
-    pub(crate) fn epw(self) -> usize {
+    fn epw(self) -> usize {
         1 << self.log_epw()
     }
 
-    /// Name of the WGSL extract/store helper suffix (`ex_*`, `st_*` in common.wgsl).
-    pub(crate) fn storage(self) -> &'static str {
+    fn storage(self) -> &'static str {
         self.name()
     }
 
-    /// The 32-bit dtype reductions accumulate in.
-    pub(crate) fn acc(self) -> DType {
+    fn acc(self) -> DType {
         match self.ct() {
             Ct::F32 => DType::F32,
             Ct::I32 => DType::I32,
@@ -130,8 +71,34 @@ impl DType {
     }
 }
 
-impl std::fmt::Display for DType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+/// `x` rounded to f32 with ties and inexact results sent to the odd neighbour, so
+/// a second rounding to f16/bf16 gives the correctly rounded result (`half`'s
+/// `from_f64` rounds through f32 the usual way, twice).
+fn f32_round_to_odd(x: f64) -> f32 {
+    let r = x as f32;
+    if !x.is_finite() || r as f64 == x {
+        return r;
+    }
+    let toward_zero = if (r as f64).abs() > x.abs() {
+        f32::from_bits(r.to_bits() - 1)
+    } else {
+        r
+    };
+    f32::from_bits(toward_zero.to_bits() | 1)
+}
+
+/// Storage bits of `value` cast to `dtype` (float → int truncates and saturates, NaN
+/// → 0; to bool: nonzero; to f16/bf16: round to nearest even).
+pub(crate) fn scalar_bits(value: f64, dtype: DType) -> u32 {
+    match dtype {
+        // f64 fills are computed in f64.rs; its words are not one u32.
+        DType::F32 | DType::F64 => (value as f32).to_bits(),
+        DType::F16 => half::f16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
+        DType::BF16 => half::bf16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
+        // i64 never reaches the word kernels.
+        DType::I32 | DType::I64 => (value as i32) as u32,
+        DType::U32 => value as u32,
+        DType::U8 => value as u8 as u32,
+        DType::Bool => (value != 0.0) as u32,
     }
 }

@@ -4,56 +4,50 @@
 //! scalar, contiguous, or general. All-scalar/contiguous launches use the vec4
 //! kernels (`contig1..3`), anything else the general strided kernels.
 
-use crate::compose::{Family, InputMode, ModuleSpec, Variant};
+use crate::compose::{Family, InputMode, ModuleSpec, Op, Variant};
+use crate::driver::Batch;
 use crate::driver::Driver;
-use crate::dtype::DType;
-use crate::kernels::{Batch, Contig, Kernels, Strided};
-use crate::layout::{check_out, check_view, collapse, contiguous_strides};
-use crate::ops::{self, BINARY_OPS, UNARY_OPS};
+use crate::dtype::{DType, Words, scalar_bits};
+use crate::kernels::{Kernels, MAX_GROUPS};
+use crate::layout::{Contig, Strided};
+use crate::layout::{check_out, check_view, collapse, contiguous_strides, dense_or_scalar};
 use crate::{Error, Result};
-
-/// Upper bound on launched workgroups; kernels grid-stride past it. 16384 groups of
-/// 256 invocations: up to 2^24 f32 elements each thread handles one vec4, at 2^26
-/// four (one vec4 per thread on a 65535 x 2 grid reached 0.89x PyTorch on an H100,
-/// four per thread 0.97x in the shared measurement).
-pub(crate) const MAX_GROUPS: u64 = 1 << 14;
+use wmx_spec::{BinaryOp, UnaryOp};
 
 impl<D: Driver> Kernels<D> {
-    /// `out = op(x)` for a unary op from [`crate::UNARY_OPS`]. `x` has `out`'s shape
+    /// `out = op(x)` for a unary op. `x` has `out`'s shape
     /// (broadcast through zero strides). Output dtype: bool for `logical_not`, `isnan`,
     /// `isinf`, else `x.dtype`.
     pub fn unary(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: UnaryOp,
         x: &Strided<D::Buffer>,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        let op = ops::lookup(UNARY_OPS, "unary", op)?;
-        if !ops::unary_op_supports(op, x.dtype) {
+        if !op.supports(x.dtype) {
             return Err(Error::OpNotDefined {
-                op: op.into(),
+                op: op.name().into(),
                 dtype: x.dtype.name(),
             });
         }
         self.elementwise(b, Family::Unary, op, &[x], out, [0, 0])
     }
 
-    /// `out = op(a, bb)` for a binary op from [`crate::BINARY_OPS`]. Both inputs have
+    /// `out = op(a, bb)` for a binary op. Both inputs have
     /// the same dtype and `out`'s shape (broadcast via zero strides). Output dtype:
     /// bool for comparisons and logical ops, else the input dtype.
     pub fn binary(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: BinaryOp,
         a: &Strided<D::Buffer>,
         bb: &Strided<D::Buffer>,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        let op = ops::lookup(BINARY_OPS, "binary", op)?;
-        if !ops::binary_op_supports(op, a.dtype) {
+        if !op.supports(a.dtype) {
             return Err(Error::OpNotDefined {
-                op: op.into(),
+                op: op.name().into(),
                 dtype: a.dtype.name(),
             });
         }
@@ -134,7 +128,7 @@ impl<D: Driver> Kernels<D> {
             });
         }
         if x.dtype == DType::F64 {
-            self.elementwise_checks(Family::Axpby, "axpby", &[x, y], out)?;
+            self.elementwise_checks(Family::Axpby, Op::Named("axpby"), &[x, y], out)?;
             return self.f64_axpby(b, x, y, alpha, beta, out);
         }
         let s = [(alpha as f32).to_bits(), (beta as f32).to_bits()];
@@ -181,7 +175,7 @@ impl<D: Driver> Kernels<D> {
             }
         }
         if out.dtype == DType::F64 && base.dtype == DType::F64 && update.dtype == DType::F64 {
-            use crate::f64::{Pairs, pair_out, pair_shape};
+            use crate::layout::{Pairs, pair_out, pair_shape};
             let (bw, uw) = (Pairs::of(base), Pairs::of(update));
             let (mut st, mut sp) = (starts.to_vec(), steps.to_vec());
             st.push(0);
@@ -286,11 +280,11 @@ impl<D: Driver> Kernels<D> {
         }
         let spec = ModuleSpec {
             family,
-            op: if family == Family::Fill {
+            op: Op::Named(if family == Family::Fill {
                 "fill"
             } else {
                 "arange"
-            },
+            }),
             inputs: vec![],
             output: out.dtype,
             variant: Variant::Contig([InputMode::Scalar; 3]),
@@ -307,7 +301,7 @@ impl<D: Driver> Kernels<D> {
     fn elementwise_checks(
         &self,
         family: Family,
-        op: &str,
+        op: Op,
         inputs: &[&Strided<D::Buffer>],
         out: &Contig<D::Buffer>,
     ) -> Result<[u64; 3]> {
@@ -334,11 +328,12 @@ impl<D: Driver> Kernels<D> {
         &self,
         b: &mut Batch<D>,
         family: Family,
-        op: &'static str,
+        op: impl Into<Op>,
         inputs: &[&Strided<D::Buffer>],
         out: &Contig<D::Buffer>,
         s: [u32; 2],
     ) -> Result<()> {
+        let op = op.into();
         let hi = self.elementwise_checks(family, op, inputs, out)?;
         if out.dtype == DType::F64 || inputs.iter().any(|x| x.dtype == DType::F64) {
             return self.f64_elementwise(b, family, op, inputs, out);
@@ -471,10 +466,11 @@ impl<D: Driver> Kernels<D> {
     pub(crate) fn gathering_module(
         &self,
         family: Family,
-        op: &'static str,
+        op: impl Into<Op>,
         inputs: &[&Strided<D::Buffer>],
         out: &Contig<D::Buffer>,
     ) -> Result<Option<ModuleSpec>> {
+        let op = op.into();
         for x in inputs {
             self.check_dtype(x.dtype)?;
             check_view(x, &format!("{op} input"))?;
@@ -498,7 +494,7 @@ impl<D: Driver> Kernels<D> {
     pub(crate) fn spec(
         &self,
         family: Family,
-        op: &'static str,
+        op: impl Into<Op>,
         inputs: Vec<DType>,
         output: DType,
         variant: Variant,
@@ -506,65 +502,12 @@ impl<D: Driver> Kernels<D> {
     ) -> ModuleSpec {
         ModuleSpec {
             family,
-            op,
+            op: op.into(),
             inputs,
             output,
             variant,
             alias,
             target: self.inner.target,
         }
-    }
-}
-
-/// `Some(true)` if every stride over a dim longer than 1 is zero (a broadcast
-/// scalar), `Some(false)` if the view is row-major contiguous over those dims, `None`
-/// otherwise (the caller collapses dims).
-pub(crate) fn dense_or_scalar(shape: &[usize], strides: &[isize]) -> Option<bool> {
-    let (mut scalar, mut dense, mut expect) = (true, true, 1isize);
-    for (&d, &s) in shape.iter().zip(strides).rev() {
-        if d == 1 {
-            continue;
-        }
-        scalar &= s == 0;
-        dense &= s == expect;
-        expect = expect.wrapping_mul(d as isize);
-    }
-    if scalar {
-        Some(true)
-    } else if dense {
-        Some(false)
-    } else {
-        None
-    }
-}
-
-/// Storage bits of `value` cast to `dtype` (float → int truncates and saturates, NaN
-/// → 0; to bool: nonzero; to f16/bf16: round to nearest even).
-/// `x` rounded to f32 with ties and inexact results sent to the odd neighbour, so
-/// a second rounding to f16/bf16 gives the correctly rounded result (`half`'s
-/// `from_f64` rounds through f32 the usual way, twice).
-fn f32_round_to_odd(x: f64) -> f32 {
-    let r = x as f32;
-    if !x.is_finite() || r as f64 == x {
-        return r;
-    }
-    let toward_zero = if (r as f64).abs() > x.abs() {
-        f32::from_bits(r.to_bits() - 1)
-    } else {
-        r
-    };
-    f32::from_bits(toward_zero.to_bits() | 1)
-}
-
-pub(crate) fn scalar_bits(value: f64, dtype: DType) -> u32 {
-    match dtype {
-        // f64 fills are computed in f64.rs; its words are not one u32.
-        DType::F32 | DType::F64 => (value as f32).to_bits(),
-        DType::F16 => half::f16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
-        DType::BF16 => half::bf16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
-        DType::I32 => (value as i32) as u32,
-        DType::U32 => value as u32,
-        DType::U8 => value as u8 as u32,
-        DType::Bool => (value != 0.0) as u32,
     }
 }

@@ -6,15 +6,17 @@
 //!
 //! Each public family method of [`Kernels`] sends f64 here after its own checks.
 
-use crate::compose::{Family, tree_shake};
+use crate::compose::{Family, Op, tree_shake};
 use crate::driver::Driver;
+use crate::driver::{Batch, Binding};
 use crate::dtype::DType;
-use crate::elementwise::MAX_GROUPS;
-use crate::kernels::{Batch, Binding, Contig, Kernels, Strided};
-use crate::layout::{check_out, contiguous_strides};
-use crate::ops::{binary_outputs_bool, unary_outputs_bool};
+use crate::kernels::Kernels;
+use crate::kernels::MAX_GROUPS;
+use crate::layout::{Contig, Strided};
+use crate::layout::{Pairs, check_out, contiguous_strides, pair_out, pair_shape};
 use crate::{Error, Result};
 use std::sync::Arc;
+use wmx_spec::{ArgReduceOp, BinaryOp, NormOp, ReduceOp, UnaryOp};
 
 const F64_WGSL: &str = include_str!("wgsl/f64.wgsl");
 
@@ -41,57 +43,6 @@ struct Module<'a> {
     out: Ty,
     ins: &'a [Ty],
     code: &'a str,
-}
-
-/// A view of `x` (f64) as `u32` words: one more axis of two words.
-pub(crate) struct Pairs {
-    shape: Vec<usize>,
-    strides: Vec<isize>,
-    offset: usize,
-}
-
-impl Pairs {
-    /// The words of f64 view `x`.
-    pub(crate) fn of<B>(x: &Strided<B>) -> Pairs {
-        let mut shape = x.shape.to_vec();
-        shape.push(2);
-        let mut strides: Vec<isize> = x.strides.iter().map(|s| 2 * s).collect();
-        strides.push(1);
-        Pairs {
-            shape,
-            strides,
-            offset: 2 * x.offset,
-        }
-    }
-    /// `x` (any dtype) repeated along a new last axis of 2 (for a view that pairs
-    /// with words: a select's condition, a gather's indices).
-    pub(crate) fn spread<B>(x: &Strided<B>) -> Pairs {
-        let mut shape = x.shape.to_vec();
-        shape.push(2);
-        let mut strides = x.strides.to_vec();
-        strides.push(0);
-        Pairs {
-            shape,
-            strides,
-            offset: x.offset,
-        }
-    }
-    /// The view over `x`'s buffer (`U32` words for [`Pairs::of`], `x`'s dtype for
-    /// [`Pairs::spread`]).
-    pub(crate) fn view<'a, B>(&'a self, x: &Strided<'a, B>) -> Strided<'a, B> {
-        Strided {
-            buffer: x.buffer,
-            window: x.window,
-            dtype: if x.dtype == DType::F64 {
-                DType::U32
-            } else {
-                x.dtype
-            },
-            shape: &self.shape,
-            strides: &self.strides,
-            offset: self.offset,
-        }
-    }
 }
 
 /// A contiguous scratch array: written through [`Temp::out`], read through
@@ -138,23 +89,6 @@ fn pair_shape_front(shape: &[usize]) -> Vec<usize> {
     std::iter::once(2).chain(shape.iter().copied()).collect()
 }
 
-/// The shape of an f64 output's words.
-pub(crate) fn pair_shape(shape: &[usize]) -> Vec<usize> {
-    let mut s = shape.to_vec();
-    s.push(2);
-    s
-}
-
-/// `out`'s words, of shape `words` (from [`pair_shape`]).
-pub(crate) fn pair_out<'a, B>(out: &Contig<'a, B>, words: &'a [usize]) -> Contig<'a, B> {
-    Contig {
-        buffer: out.buffer,
-        window: out.window,
-        dtype: DType::U32,
-        shape: words,
-    }
-}
-
 fn bits(v: f64) -> [u32; 2] {
     let b = v.to_bits();
     [b as u32, (b >> 32) as u32]
@@ -167,91 +101,49 @@ fn unsupported(what: &str) -> Error {
     }
 }
 
-/// The WGSL of unary `op` on `a: f64` (bool ops give `bool`).
-fn unary_code(op: &str) -> Option<String> {
-    let e = match op {
-        "negative" => "-a",
-        "abs" => "abs(a)",
-        "sign" => "sign_d(a)",
-        "square" => "a * a",
-        "sqrt" => "sqrt(a)",
-        "rsqrt" => "1.0lf / sqrt(a)",
-        "exp" => "exp_d(a)",
-        "expm1" => "expm1_d(a)",
-        "log" => "log_d(a)",
-        "log1p" => "log1p_d(a)",
-        "log2" => "log2_d(a)",
-        "sin" => "sin_d(a)",
-        "cos" => "cos_d(a)",
-        "tan" => "tan_d(a)",
-        "tanh" => "tanh_d(a)",
-        "sigmoid" => "sigmoid_d(a)",
-        "erf" => "erf_d(a)",
-        "erfinv" => "erfinv_d(a)",
-        "floor" => "floor(a)",
-        "ceil" => "ceil(a)",
-        "round" => "round(a)",
-        "logical_not" => "a == 0.0lf",
-        "isnan" => "isnan_d(a)",
-        "isinf" => "isinf_d(a)",
-        _ => return None,
-    };
-    let t = if unary_outputs_bool(op) {
-        "bool"
-    } else {
-        "f64"
-    };
-    Some(format!("fn op(a: f64) -> {t} {{ return {e}; }}\n"))
+/// The WGSL of unary `op` on `a: f64` (bool ops give `bool`): `{op}_d`, beside the
+/// op's other functions in `unary.wgsl` (or, for math the library shares, in
+/// `f64.wgsl`).
+fn unary_code(op: UnaryOp) -> String {
+    let t = if op.outputs_bool() { "bool" } else { "f64" };
+    format!("fn op(a: f64) -> {t} {{ return {op}_d(a); }}\n")
 }
 
-/// The WGSL of binary `op` on `a, b: f64`.
-fn binary_code(op: &str) -> Option<String> {
-    let e = match op {
-        "add" => "a + b",
-        "subtract" => "a - b",
-        "multiply" => "a * b",
-        "divide" => "a / b",
-        "floor_divide" => "floor(a / b)",
-        "remainder" => "rem_d(a, b)",
-        "power" => "pow_d(a, b)",
-        "maximum" => "max_d(a, b)",
-        "minimum" => "min_d(a, b)",
-        "arctan2" => "atan2_d(a, b)",
-        "equal" => "a == b",
-        // naga compiles `!=` to an ordered compare: false for NaN.
-        "not_equal" => "!(a == b)",
-        "less" => "a < b",
-        "less_equal" => "a <= b",
-        "greater" => "a > b",
-        "greater_equal" => "a >= b",
-        "logical_and" => "nz_d(a) && nz_d(b)",
-        "logical_or" => "nz_d(a) || nz_d(b)",
-        _ => return None,
-    };
-    let t = if binary_outputs_bool(op) {
-        "bool"
-    } else {
-        "f64"
-    };
-    Some(format!("fn op(a: f64, b: f64) -> {t} {{ return {e}; }}\n"))
+/// The WGSL of binary `op` on `a, b: f64`: `{op}_d` in `binary.wgsl` (or
+/// `f64.wgsl`); `None` for the ops not defined on floats.
+fn binary_code(op: BinaryOp) -> Option<String> {
+    if !op.supports(DType::F64) {
+        return None;
+    }
+    let t = if op.outputs_bool() { "bool" } else { "f64" };
+    Some(format!(
+        "fn op(a: f64, b: f64) -> {t} {{ return {op}_d(a, b); }}\n"
+    ))
+}
+
+/// Where f64 modules find their functions: the f64 math, and the ops' `_d`
+/// functions beside their word-kernel forms (tree-shaking keeps what is called).
+fn f64_sources() -> String {
+    [F64_WGSL, crate::compose::UNARY, crate::compose::BINARY].concat()
 }
 
 /// Identity and combination of reduction or scan `op`.
-fn reduce_code(op: &str) -> Option<&'static str> {
+fn reduce_code(op: ReduceOp) -> Option<&'static str> {
     Some(match op {
-        "sum" => {
+        ReduceOp::Sum => {
             "fn ident() -> f64 { return 0.0lf; }\nfn combine(a: f64, b: f64) -> f64 { return a + b; }\n"
         }
-        "prod" => {
+        ReduceOp::Prod => {
             "fn ident() -> f64 { return 1.0lf; }\nfn combine(a: f64, b: f64) -> f64 { return a * b; }\n"
         }
-        "max" => {
+        ReduceOp::Max => {
             "fn ident() -> f64 { return -inf_d(); }\nfn combine(a: f64, b: f64) -> f64 { return max_d(a, b); }\n"
         }
-        "min" => {
+        ReduceOp::Min => {
             "fn ident() -> f64 { return inf_d(); }\nfn combine(a: f64, b: f64) -> f64 { return min_d(a, b); }\n"
         }
-        _ => return None,
+        // Logical reductions of f64 read it as u32 0/1 words (the word kernels).
+        ReduceOp::All | ReduceOp::Any => return None,
     })
 }
 
@@ -301,22 +193,14 @@ pub fn f64_modules(wg: u32) -> Vec<(String, String, &'static str)> {
     let f = Ty::F64;
     let u = Ty::U32;
     let mut codes: Vec<(&'static str, Ty, Vec<Ty>, String)> = Vec::new();
-    for op in crate::UNARY_OPS {
-        let code = unary_code(op).expect("every unary op has f64 code");
-        let e = if unary_outputs_bool(op) {
-            "pack1"
-        } else {
-            "map1"
-        };
+    for &op in UnaryOp::ALL {
+        let code = unary_code(op);
+        let e = if op.outputs_bool() { "pack1" } else { "map1" };
         codes.push((e, if e == "pack1" { u } else { f }, vec![f], code));
     }
-    for op in crate::BINARY_OPS {
+    for &op in BinaryOp::ALL {
         if let Some(code) = binary_code(op) {
-            let e = if binary_outputs_bool(op) {
-                "pack2"
-            } else {
-                "map2"
-            };
+            let e = if op.outputs_bool() { "pack2" } else { "map2" };
             codes.push((e, if e == "pack2" { u } else { f }, vec![f, f], code));
         }
     }
@@ -330,8 +214,10 @@ pub fn f64_modules(wg: u32) -> Vec<(String, String, &'static str)> {
         let code = format!("fn op(a: u32) -> f64 {{ return {g}(a); }}\n");
         codes.push(("map1", f, vec![u], code));
     }
-    for op in ["sum", "prod", "max", "min"] {
-        let code = reduce_code(op).expect("reduce op").to_string();
+    for &op in ReduceOp::ALL {
+        let Some(code) = reduce_code(op).map(str::to_string) else {
+            continue;
+        };
         codes.push(("reduce", f, vec![f], code.clone()));
         codes.push(("scan", f, vec![f], code));
     }
@@ -339,7 +225,7 @@ pub fn f64_modules(wg: u32) -> Vec<(String, String, &'static str)> {
         let code = format!("fn better(a: f64, b: f64) -> bool {{ return b {cmp} a; }}\n");
         codes.push(("argreduce", u, vec![f], code));
     }
-    for i in 0..crate::NORM_OPS.len() {
+    for i in 0..NormOp::ALL.len() {
         codes.push((
             "norm",
             f,
@@ -361,7 +247,7 @@ pub fn f64_modules(wg: u32) -> Vec<(String, String, &'static str)> {
                 code: &code,
             };
             let p = prelude(&m, wg);
-            let src = format!("{p}{}", tree_shake(&p, F64_WGSL, entry));
+            let src = format!("{p}{}", tree_shake(&p, &f64_sources(), entry));
             (format!("f64 {entry}: {}", code.trim()), src, entry)
         })
         .collect()
@@ -389,7 +275,7 @@ impl<D: Driver> Kernels<D> {
         if let Some(p) = self.inner.f64_pipes.lock().unwrap().get(&key) {
             return Ok(p.clone());
         }
-        let source = format!("{prelude}{}", tree_shake(&prelude, F64_WGSL, m.entry));
+        let source = format!("{prelude}{}", tree_shake(&prelude, &f64_sources(), m.entry));
         let label = format!("f64 {}", m.entry);
         let pipe =
             Arc::new(self.compile_module(&label, &source, m.entry, (1, m.ins.len()), &[], true)?);
@@ -491,7 +377,7 @@ impl<D: Driver> Kernels<D> {
         &self,
         b: &mut Batch<D>,
         family: Family,
-        op: &str,
+        op: Op,
         ins: &[&Strided<D::Buffer>],
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
@@ -504,11 +390,17 @@ impl<D: Driver> Kernels<D> {
                 self.select(b, &c.view(ins[0]), &x.view(ins[1]), &y.view(ins[2]), &o)
             }
             Family::Unary => {
-                let code = unary_code(op).ok_or_else(|| unsupported(op))?;
-                self.f64_map(b, &code, ins, &[Ty::F64], out, [0.0; 2])
+                let Op::Unary(op) = op else {
+                    return Err(unsupported(&format!("{family:?} '{op}'")));
+                };
+                self.f64_map(b, &unary_code(op), ins, &[Ty::F64], out, [0.0; 2])
             }
             Family::Binary => {
-                let code = binary_code(op).ok_or_else(|| unsupported(op))?;
+                let code = match op {
+                    Op::Binary(o) => binary_code(o),
+                    _ => None,
+                };
+                let code = code.ok_or_else(|| unsupported(op.name()))?;
                 let tys = [Ty::F64, Ty::F64];
                 self.f64_map(b, &code, ins, &tys, out, [0.0; 2])
             }
@@ -613,17 +505,17 @@ impl<D: Driver> Kernels<D> {
     pub(crate) fn f64_reduce(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: ReduceOp,
         x: &Strided<D::Buffer>,
         axes: &[usize],
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        if matches!(op, "all" | "any") {
+        if matches!(op, ReduceOp::All | ReduceOp::Any) {
             // Truth values first (the cast to bool), then the bool reduction.
             let t = self.f64_widen(b, x, DType::Bool)?;
             return self.reduce(b, op, &t.view(), axes, out);
         }
-        let code = reduce_code(op).ok_or_else(|| unsupported(op))?;
+        let code = reduce_code(op).ok_or_else(|| unsupported(op.name()))?;
         self.f64_rows(b, "reduce", code, x, axes, out)
     }
 
@@ -631,12 +523,12 @@ impl<D: Driver> Kernels<D> {
     pub(crate) fn f64_arg_reduce(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: ArgReduceOp,
         x: &Strided<D::Buffer>,
         axis: usize,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        let code = if op == "argmax" {
+        let code = if op == ArgReduceOp::ArgMax {
             "fn better(a: f64, b: f64) -> bool { return b > a; }\n"
         } else {
             "fn better(a: f64, b: f64) -> bool { return b < a; }\n"
@@ -687,14 +579,14 @@ impl<D: Driver> Kernels<D> {
     pub(crate) fn f64_scan(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: ReduceOp,
         x: &Strided<D::Buffer>,
         axis: usize,
         reverse: bool,
         inclusive: bool,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        let code = reduce_code(op).ok_or_else(|| unsupported(op))?;
+        let code = reduce_code(op).ok_or_else(|| unsupported(op.name()))?;
         let m = Module {
             entry: "scan",
             out: Ty::F64,
@@ -814,18 +706,18 @@ impl<D: Driver> Kernels<D> {
         self.f64_record(b, &module, buffers, p, tiles.min(MAX_GROUPS))
     }
 
-    /// Row op `op` (index `op_index` of NORM_OPS) of f64 `x` over its last axis.
+    /// Row op `op` of f64 `x` over its last axis.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn f64_normalize(
         &self,
         b: &mut Batch<D>,
-        op_index: usize,
+        op: NormOp,
         x: &Strided<D::Buffer>,
         params: &[&Strided<D::Buffer>],
         eps: f64,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        let code = format!("const NORM_OP: u32 = {op_index}u;\n");
+        let code = format!("const NORM_OP: u32 = {}u;\n", op as u32);
         let module = Module {
             entry: "norm",
             out: Ty::F64,
@@ -840,9 +732,9 @@ impl<D: Driver> Kernels<D> {
         }
         let rows = n / len;
         // layer_norm has weight and bias, rms_norm weight: absent ones are marked.
-        let (w, bias) = match (op_index, params) {
-            (2, [w, bias]) => (Some(*w), Some(*bias)),
-            (2 | 3, [w]) => (Some(*w), None),
+        let (w, bias) = match (op, params) {
+            (NormOp::LayerNorm, [w, bias]) => (Some(*w), Some(*bias)),
+            (NormOp::LayerNorm | NormOp::RmsNorm, [w]) => (Some(*w), None),
             _ => (None, None),
         };
         let e = bits(eps);

@@ -9,41 +9,15 @@ use crate::compose::{
     BINARY, COMMON, InputCode, ModuleSpec, UNARY, WORDS, compose_with, f16_helpers, tree_shake,
 };
 use crate::driver::Driver;
-use crate::dtype::DType;
-use crate::elementwise::MAX_GROUPS;
-use crate::kernels::{Batch, Binding, Contig, Strided};
+use crate::driver::{Batch, Binding};
+use crate::dtype::{DType, Words};
+use crate::kernels::MAX_GROUPS;
+use crate::layout::{Contig, Strided};
 use crate::layout::{check_out, check_view};
-use crate::ops::{self, BINARY_OPS, UNARY_OPS};
+use crate::ops;
 use crate::{Error, Kernels, Result};
 use std::fmt::Write;
-
-/// One step of a [`FusedSpec`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum FusedOp {
-    /// A unary op from [`crate::UNARY_OPS`] on the argument's dtype.
-    Unary(&'static str),
-    /// A binary op from [`crate::BINARY_OPS`] on two arguments of one dtype.
-    Binary(&'static str),
-    /// `args[0] != 0 ? args[1] : args[2]` (a bool condition).
-    Select,
-    /// The argument converted to the step's dtype (the library's cast rules).
-    Cast,
-    /// `alpha * args[0] + beta * args[1]` (f32 bits of alpha and beta).
-    Axpby(u32, u32),
-    /// A constant: the value `full` would store, as f64 bits.
-    Const(u64),
-}
-
-/// A step: `op` on earlier values, giving a value of `dtype`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct FusedStep {
-    /// The operation.
-    pub op: FusedOp,
-    /// Value indices: inputs first, then steps.
-    pub args: Vec<u32>,
-    /// The result's dtype.
-    pub dtype: DType,
-}
+use wmx_spec::{FusedOp, FusedStep, ReduceOp};
 
 /// A fused elementwise kernel: inputs of the output's shape and the steps; the
 /// last step is the output.
@@ -86,8 +60,11 @@ pub(crate) struct FusedKey {
     pub(crate) reduce: Option<(ModuleSpec, usize)>,
 }
 
+/// The compiled fused pipelines (a family cache of the kernel core).
+type FusedCache<D> = crate::driver::FxMap<FusedKey, std::sync::Arc<<D as Driver>::Pipeline>>;
+
 fn read_of(shape: &[usize], strides: &[isize]) -> InputRead {
-    match crate::elementwise::dense_or_scalar(shape, strides) {
+    match crate::layout::dense_or_scalar(shape, strides) {
         Some(true) => InputRead::Scalar,
         Some(false) => InputRead::Dense,
         None => InputRead::Strided,
@@ -96,8 +73,7 @@ fn read_of(shape: &[usize], strides: &[isize]) -> InputRead {
 
 impl FusedSpec {
     /// The dtype of value `v`.
-    fn dtype_of(&self, v: u32) -> Result<DType> {
-        let v = v as usize;
+    fn dtype_of(&self, v: usize) -> Result<DType> {
         let n = self.inputs.len();
         if v < n {
             return Ok(self.inputs[v]);
@@ -122,7 +98,7 @@ impl FusedSpec {
         let s = &self.steps[k];
         let n = self.inputs.len();
         for &a in &s.args {
-            if a as usize >= n + k {
+            if a >= n + k {
                 return Err(Error::Shape(format!(
                     "fused step {k} reads value {a}, not computed before it"
                 )));
@@ -154,47 +130,37 @@ impl FusedSpec {
         Ok(match &s.op {
             FusedOp::Unary(op) => {
                 want(1)?;
-                let op = ops::lookup(UNARY_OPS, "unary", op)?;
                 let a = d(0)?;
-                if !ops::unary_op_supports(op, a) {
-                    return Err(undefined(op, a));
+                if !op.supports(a) {
+                    return Err(undefined(op.name(), a));
                 }
-                let out = if ops::unary_outputs_bool(op) {
-                    DType::Bool
-                } else {
-                    a
-                };
+                let out = if op.outputs_bool() { DType::Bool } else { a };
                 if out != s.dtype {
                     return Err(mismatch(&format!("input {a}")));
                 }
                 format!(
                     "fn s{k}(a: {}) -> {co} {{ return {}; }}",
                     a.ct().wgsl(),
-                    ops::unary_expr(op, a, UNARY)
+                    ops::unary_expr(*op, a, UNARY)
                 )
             }
             FusedOp::Binary(op) => {
                 want(2)?;
-                let op = ops::lookup(BINARY_OPS, "binary", op)?;
                 let (a, b) = (d(0)?, d(1)?);
                 if a != b {
                     return Err(mismatch(&format!("inputs {a} and {b}")));
                 }
-                if !ops::binary_op_supports(op, a) {
-                    return Err(undefined(op, a));
+                if !op.supports(a) {
+                    return Err(undefined(op.name(), a));
                 }
-                let out = if ops::binary_outputs_bool(op) {
-                    DType::Bool
-                } else {
-                    a
-                };
+                let out = if op.outputs_bool() { DType::Bool } else { a };
                 if out != s.dtype {
                     return Err(mismatch(&format!("inputs {a}")));
                 }
                 let ct = a.ct().wgsl();
                 format!(
                     "fn s{k}(a: {ct}, b: {ct}) -> {co} {{ return {}; }}",
-                    ops::binary_expr(op, a.ct())
+                    ops::binary_expr(*op, a.ct())
                 )
             }
             FusedOp::Select => {
@@ -216,7 +182,8 @@ impl FusedSpec {
                     ops::cast_expr(a, s.dtype)
                 )
             }
-            FusedOp::Axpby(alpha, beta) => {
+            FusedOp::Axpby { alpha, beta } => {
+                let (alpha, beta) = ((*alpha as f32).to_bits(), (*beta as f32).to_bits());
                 want(2)?;
                 let (a, b) = (d(0)?, d(1)?);
                 if !a.is_float() || a != b || a != s.dtype {
@@ -226,9 +193,9 @@ impl FusedSpec {
                     "fn s{k}(a: f32, b: f32) -> f32 {{ return bitcast<f32>({alpha}u) * a + bitcast<f32>({beta}u) * b; }}"
                 )
             }
-            FusedOp::Const(bits) => {
+            FusedOp::Const(v) => {
                 want(0)?;
-                let v = crate::elementwise::scalar_bits(f64::from_bits(*bits), s.dtype);
+                let v = crate::dtype::scalar_bits(*v, s.dtype);
                 format!(
                     "fn s{k}() -> {co} {{ return ex_{}({v}u, 0u); }}",
                     s.dtype.storage()
@@ -510,8 +477,7 @@ impl<D: Driver> Kernels<D> {
         self.record_pipe(b, pipe, bound, params, groups)
     }
 
-    /// Records `out = reduce(op, spec(inputs), axes)` (an op from
-    /// [`crate::REDUCE_OPS`], `axes` sorted and unique, `out` of the kept dims and
+    /// Records `out = reduce(op, spec(inputs), axes)` (`axes` sorted and unique, `out` of the kept dims and
     /// the op's output dtype): the reduction's first pass computes the kernel's
     /// values as it reads them, so the elementwise result is never stored. Every
     /// input has one shape (broadcast through zero strides).
@@ -519,7 +485,7 @@ impl<D: Driver> Kernels<D> {
     pub fn fused_reduce(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: ReduceOp,
         spec: &FusedSpec,
         inputs: &[&Strided<D::Buffer>],
         axes: &[usize],
@@ -636,8 +602,8 @@ impl<D: Driver> Kernels<D> {
         key: &FusedKey,
         buffers: usize,
     ) -> Result<std::sync::Arc<D::Pipeline>> {
-        if let Some(p) = self.inner.fused_pipes.lock().unwrap().get(key) {
-            return Ok(p.clone());
+        if let Some(p) = self.family_cache(|c: &mut FusedCache<D>| c.get(key).cloned()) {
+            return Ok(p);
         }
         let reduce = key.reduce.as_ref().map(|(m, base)| (m, *base));
         let src = compose_module(&key.spec, &key.reads, &key.bind, reduce, self.inner.target)?;
@@ -651,12 +617,13 @@ impl<D: Driver> Kernels<D> {
             &wg,
             true,
         )?);
-        let mut cache = self.inner.fused_pipes.lock().unwrap();
-        // A long-running program that compiles many shapes: start over past a bound.
-        if cache.len() >= 4096 {
-            cache.clear();
-        }
-        cache.insert(key.clone(), pipe.clone());
+        self.family_cache(|cache: &mut FusedCache<D>| {
+            // A long-running program that compiles many shapes: start over past a bound.
+            if cache.len() >= 4096 {
+                cache.clear();
+            }
+            cache.insert(key.clone(), pipe.clone());
+        });
         Ok(pipe)
     }
 }

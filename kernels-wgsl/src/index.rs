@@ -7,12 +7,15 @@
 //! buffer whatever the indices hold.
 
 use crate::compose::{Family, Variant};
+use crate::driver::Batch;
 use crate::driver::Driver;
-use crate::dtype::DType;
-use crate::elementwise::MAX_GROUPS;
-use crate::kernels::{Batch, Contig, Kernels, Strided};
+use crate::dtype::{DType, Words};
+use crate::kernels::Kernels;
+use crate::kernels::MAX_GROUPS;
+use crate::layout::{Contig, Strided};
 use crate::layout::{check_out, check_view};
 use crate::{Error, Result};
+use wmx_spec::ScatterOp;
 
 /// Storage bits a gather writes for an out-of-range index: a quiet NaN for float
 /// dtypes, the most negative value for i32, the largest for unsigned, `true` for
@@ -28,6 +31,8 @@ pub fn gather_fill_bits(d: DType) -> u32 {
         DType::Bool => 1,
         // Both words: a NaN.
         DType::F64 => u32::MAX,
+        // Never gathered: WGSL has no 64-bit integers.
+        DType::I64 => 0,
     }
 }
 
@@ -76,10 +81,10 @@ impl<D: Driver> Kernels<D> {
         self.check_dtype(out.dtype)?;
         check_out(out)?;
         if out.dtype == DType::F64 {
-            let words: Vec<_> = inputs.iter().map(crate::f64::Pairs::of).collect();
+            let words: Vec<_> = inputs.iter().map(crate::layout::Pairs::of).collect();
             let views: Vec<_> = words.iter().zip(inputs).map(|(w, x)| w.view(x)).collect();
-            let shape = crate::f64::pair_shape(out.shape);
-            return self.concatenate(b, &views, axis, &crate::f64::pair_out(out, &shape));
+            let shape = crate::layout::pair_shape(out.shape);
+            return self.concatenate(b, &views, axis, &crate::layout::pair_out(out, &shape));
         }
         let spec = self.spec(
             Family::Place,
@@ -207,9 +212,12 @@ impl<D: Driver> Kernels<D> {
         }
         check_index_dtype("gather", indices.dtype)?;
         if x.dtype == DType::F64 {
-            let (xw, iw) = (crate::f64::Pairs::of(x), crate::f64::Pairs::spread(indices));
-            let words = crate::f64::pair_shape(out.shape);
-            let o = crate::f64::pair_out(out, &words);
+            let (xw, iw) = (
+                crate::layout::Pairs::of(x),
+                crate::layout::Pairs::spread(indices),
+            );
+            let words = crate::layout::pair_shape(out.shape);
+            let o = crate::layout::pair_out(out, &words);
             return self.gather_rows(b, &xw.view(x), &iw.view(indices), axis, axis_len, lo, &o);
         }
         let Some(spec) = self.gathering_module(Family::Gather, "gather", &[x, indices], out)?
@@ -238,7 +246,7 @@ impl<D: Driver> Kernels<D> {
     }
 
     /// `out` = `base` with `updates` combined at `indices` along `axis`: `op` is
-    /// `"scatter"` (set) or `"scatter_add"` (add, not for bool; floats computed in
+    /// [`ScatterOp::Set`] or [`ScatterOp::Add`] (not for bool; floats computed in
     /// f32 and rounded after each addition). `indices` (i32, u32 or u8) and
     /// `updates` have one shape, equal to `base`'s (and `out`'s) off `axis`.
     /// Duplicate indices: one update wins (set) or all accumulate in an unspecified
@@ -247,7 +255,7 @@ impl<D: Driver> Kernels<D> {
     pub fn scatter(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: ScatterOp,
         base: &Strided<D::Buffer>,
         indices: &Strided<D::Buffer>,
         updates: &Strided<D::Buffer>,
@@ -268,7 +276,7 @@ impl<D: Driver> Kernels<D> {
     pub fn scatter_rows(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: ScatterOp,
         base: &Strided<D::Buffer>,
         indices: &Strided<D::Buffer>,
         updates: &Strided<D::Buffer>,
@@ -288,16 +296,6 @@ impl<D: Driver> Kernels<D> {
                 out.dtype
             )));
         }
-        let op: &'static str = match op {
-            "scatter" => "scatter",
-            "scatter_add" => "scatter_add",
-            _ => {
-                return Err(Error::UnknownOp {
-                    family: "scatter",
-                    op: op.to_string(),
-                });
-            }
-        };
         let rank = out.shape.len();
         if base.dtype != out.dtype
             || updates.dtype != out.dtype
@@ -318,10 +316,10 @@ impl<D: Driver> Kernels<D> {
                 out.shape
             )));
         }
-        check_index_dtype(op, indices.dtype)?;
-        if op == "scatter_add" && out.dtype == DType::Bool {
+        check_index_dtype(op.name(), indices.dtype)?;
+        if op == ScatterOp::Add && out.dtype == DType::Bool {
             return Err(Error::OpNotDefined {
-                op: op.into(),
+                op: op.name().into(),
                 dtype: out.dtype.name(),
             });
         }
@@ -344,10 +342,10 @@ impl<D: Driver> Kernels<D> {
         }
         if out.dtype == DType::F64 {
             check_view(base, "scatter input")?;
-            if op == "scatter_add" {
+            if op == ScatterOp::Add {
                 return self.f64_scatter_add(b, base, indices, updates, axis, out);
             }
-            use crate::f64::{Pairs, pair_out, pair_shape};
+            use crate::layout::{Pairs, pair_out, pair_shape};
             let (bw, iw, uw) = (Pairs::of(base), Pairs::spread(indices), Pairs::of(updates));
             let shape = pair_shape(out.shape);
             let o = pair_out(out, &shape);

@@ -3,257 +3,27 @@
 //! checks every dispatch passes before it is recorded.
 
 use crate::compose::{ModuleSpec, Target, compose};
-use crate::driver::{Driver, DriverBuffer};
+use crate::driver::{Batch, Binding, Bound, Caps, Dispatch, Driver, DriverBuffer, FxMap};
 use crate::dtype::DType;
 use crate::wgpu_driver::Wgpu;
 use crate::{Error, Result};
+use std::any::{Any, TypeId};
 use std::sync::{Arc, Mutex};
 
-/// What the device can do, read once when it is opened.
-#[derive(Clone, Debug)]
-pub struct Caps {
-    /// `SHADER_F16` is available (required for the `F16` dtype).
-    pub f16: bool,
-    /// `SHADER_F64` is available (required for the `F64` dtype).
-    pub f64: bool,
-    /// `SUBGROUP` is available (reductions use subgroup operations).
-    pub subgroups: bool,
-    /// Smallest subgroup size of the adapter, 0 without subgroups.
-    pub subgroup_size: u32,
-    /// `TIMESTAMP_QUERY` is available (and requested).
-    pub timestamps: bool,
-    /// Largest storage buffer binding in bytes (whole buffers are bound).
-    pub max_storage_binding: u64,
-    /// Largest buffer in bytes.
-    pub max_buffer: u64,
-    /// Workgroups per grid dimension.
-    pub max_workgroups_per_dim: u32,
-    /// Invocations per workgroup.
-    pub max_invocations: u32,
-    /// Storage buffers one kernel may bind (the parameters included).
-    pub max_storage_buffers: u32,
-    /// Bytes of workgroup memory one kernel may use.
-    pub max_workgroup_storage: u32,
-    /// Alignment of a bound range's start in bytes (`min_storage_buffer_offset_alignment`).
-    pub offset_align: u32,
-    /// Backend of the adapter (`Metal` for `wmx-metal`).
-    pub backend: wgpu::Backend,
-    /// Adapter name.
-    pub adapter_name: String,
-    /// Adapter type.
-    pub device_type: wgpu::DeviceType,
-}
-
-/// A byte range of a buffer bound instead of the whole buffer: how arrays larger
-/// than the device's storage-binding limit are computed in pieces. `start` is a
-/// multiple of `min_storage_buffer_offset_alignment` (256 bytes on every adapter
-/// wgpu knows), `len` a multiple of 4, and the range lies inside the buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Window {
-    /// First byte bound.
-    pub start: u64,
-    /// Bytes bound.
-    pub len: u64,
-}
-
-/// A buffer bound by one dispatch, whole or through a [`Window`].
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Binding<B> {
-    /// The buffer.
-    pub buffer: B,
-    /// The part bound (`None`: all of it).
-    pub window: Option<Window>,
-}
-
-impl<B> From<B> for Binding<B> {
-    fn from(buffer: B) -> Binding<B> {
-        Binding {
-            buffer,
-            window: None,
-        }
-    }
-}
-
-impl<B: Clone> From<&B> for Binding<B> {
-    fn from(buffer: &B) -> Binding<B> {
-        buffer.clone().into()
-    }
-}
-
-impl<B: DriverBuffer> Binding<B> {
-    /// Bytes the kernel sees.
-    pub fn bound_bytes(&self) -> u64 {
-        bound_len(&self.buffer, self.window)
-    }
-}
-
-/// Bytes a kernel sees of `buffer` bound through `window`.
-fn bound_len<B: DriverBuffer>(buffer: &B, window: Option<Window>) -> u64 {
-    window.map_or_else(|| buffer.byte_size(), |w| w.len)
-}
-
-/// A strided input view: `shape` and `strides` in elements (0 broadcasts, negative
-/// strides allowed), starting `offset` elements into `buffer` (into its window when
-/// it has one). `B` is the driver's buffer type (wgpu's by default).
-#[derive(Debug)]
-pub struct Strided<'a, B = wgpu::Buffer> {
-    /// The buffer.
-    pub buffer: &'a B,
-    /// The part of `buffer` bound (`None`: all of it); `offset` counts from its start.
-    pub window: Option<Window>,
-    /// Element type.
-    pub dtype: DType,
-    /// Shape.
-    pub shape: &'a [usize],
-    /// Strides in elements.
-    pub strides: &'a [isize],
-    /// Offset of element `[0, 0, ...]` in elements.
-    pub offset: usize,
-}
-
-/// A contiguous row-major output starting at element 0 of `buffer` (of its window
-/// when it has one).
-#[derive(Debug)]
-pub struct Contig<'a, B = wgpu::Buffer> {
-    /// The buffer (bytes past the output are left as they were).
-    pub buffer: &'a B,
-    /// The part of `buffer` bound (`None`: all of it).
-    pub window: Option<Window>,
-    /// Element type.
-    pub dtype: DType,
-    /// Shape.
-    pub shape: &'a [usize],
-}
-
-// Copy without requiring `B: Copy` (the views hold references).
-impl<B> Clone for Strided<'_, B> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<B> Copy for Strided<'_, B> {}
-impl<B> Clone for Contig<'_, B> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<B> Copy for Contig<'_, B> {}
-
-impl<B: PartialEq> Contig<'_, B> {
-    pub(crate) fn numel(&self) -> usize {
-        crate::layout::numel(self.shape)
-    }
-    /// Whether `x` is bound to the same bytes.
-    pub(crate) fn same_binding(&self, x: &Strided<B>) -> bool {
-        self.buffer == x.buffer && self.window == x.window
-    }
-}
-
-/// `binding()` and `bytes()` of the view types: their buffer, through their window.
-macro_rules! bound_views {
-    ($($view:ident),*) => {$(
-        impl<B: DriverBuffer> $view<'_, B> {
-            /// What a dispatch binds for this view.
-            pub(crate) fn binding(&self) -> Binding<B> {
-                Binding {
-                    buffer: self.buffer.clone(),
-                    window: self.window,
-                }
-            }
-            /// Bytes the kernel sees.
-            pub(crate) fn bytes(&self) -> u64 {
-                bound_len(self.buffer, self.window)
-            }
-        }
-    )*};
-}
-bound_views!(Contig, Strided);
-
-/// One recorded launch.
-pub struct Dispatch<D: Driver> {
-    /// The compiled kernel.
-    pub pipe: Arc<D::Pipeline>,
-    /// Bindings 1.. (outputs, then inputs); `None` past the last.
-    pub buffers: Bound<D>,
-    /// The parameter words (binding 0).
-    pub params: Vec<u32>,
-    /// Workgroups in x, y, z.
-    pub groups: [u32; 3],
-}
-
-/// Buffers bound at 1.. by one dispatch: the library's kernels use up to 4, users'
-/// kernels up to [`crate::MAX_USER_BUFFERS`].
-pub type Bound<D> = [Option<Binding<<D as Driver>::Buffer>>; crate::MAX_USER_BUFFERS];
-
-/// A timestamp written between dispatches: before dispatch `at` (or after the last).
-pub struct Stamp<D: Driver> {
-    /// Dispatches recorded before it.
-    pub at: usize,
-    /// Where it is written.
-    pub set: D::Timestamps,
-    /// Its index in `set`.
-    pub index: u32,
-}
-
-/// Recorded dispatches (and timestamps between them); nothing runs until
-/// [`Kernels::submit`] (or wgpu's [`Kernels::encode`]).
-pub struct Batch<D: Driver = Wgpu> {
-    /// The launches, in order.
-    pub dispatches: Vec<Dispatch<D>>,
-    /// Timestamps between them.
-    pub stamps: Vec<Stamp<D>>,
-}
-
-impl<D: Driver> Default for Batch<D> {
-    fn default() -> Self {
-        Batch {
-            dispatches: Vec::new(),
-            stamps: Vec::new(),
-        }
-    }
-}
-
-impl<D: Driver> Batch<D> {
-    /// New empty batch.
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Number of recorded dispatches.
-    pub fn len(&self) -> usize {
-        self.dispatches.len()
-    }
-    /// True if nothing was recorded (no dispatch and no timestamp).
-    pub fn is_empty(&self) -> bool {
-        self.dispatches.is_empty() && self.stamps.is_empty()
-    }
-    /// Drops the dispatches recorded after the first `dispatches` (and the
-    /// timestamps after them).
-    pub fn truncate(&mut self, dispatches: usize) {
-        self.dispatches.truncate(dispatches);
-        self.stamps.retain(|s| s.at <= dispatches);
-    }
-    /// Writes GPU timestamp `index` of `set` after the dispatches recorded so far
-    /// and before later ones, in the same submit: like a CUDA event, it measures the
-    /// GPU work between two stamps without a round trip to the host. On wgpu it
-    /// needs `Features::TIMESTAMP_QUERY_INSIDE_ENCODERS` (else the submit returns `Err`).
-    pub fn write_timestamp(&mut self, set: &D::Timestamps, index: u32) {
-        self.stamps.push(Stamp {
-            at: self.dispatches.len(),
-            set: set.clone(),
-            index,
-        });
-    }
-}
+/// Upper bound on launched workgroups; kernels grid-stride past it. 16384 groups of
+/// 256 invocations: up to 2^24 f32 elements each thread handles one vec4, at 2^26
+/// four (one vec4 per thread on a 65535 x 2 grid reached 0.89x PyTorch on an H100,
+/// four per thread 0.97x in the shared measurement).
+pub(crate) const MAX_GROUPS: u64 = 1 << 14;
 
 pub(crate) struct Inner<D: Driver> {
     pub(crate) driver: D,
     pub(crate) caps: Caps,
     pub(crate) target: Target,
     pub(crate) pipelines: Mutex<PipeCache<D>>,
-    /// Pipelines of users' modules (see [`Kernels::user_pipeline`]).
-    pub(crate) user_pipes: Mutex<FxMap<crate::user::UserKey, crate::user::UserEntry<D>>>,
-    /// Pipelines of fused kernels (see [`Kernels::fused`]).
-    pub(crate) fused_pipes: Mutex<FxMap<crate::fused::FusedKey, Arc<D::Pipeline>>>,
+    /// Pipelines that families cache by keys of their own (users' modules, fused
+    /// kernels): one map per key type, see [`Kernels::family_cache`].
+    family_pipes: Mutex<FxMap<TypeId, Box<dyn Any + Send>>>,
     /// Pipelines of the f64 kernels, by entry point and prelude (see `f64.rs`).
     pub(crate) f64_pipes: Mutex<FxMap<String, Arc<D::Pipeline>>>,
     /// Scratch buffers kept between calls: 0 and 1 for multi-pass reductions (a
@@ -295,10 +65,6 @@ impl<D: Driver> PipeCache<D> {
     }
 }
 
-/// rustc's FxHash: the pipeline and bind-group lookups run per dispatch and their
-/// keys are small; SipHash's DoS resistance buys nothing here.
-pub(crate) type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
-
 /// The kernel library on one device, recording through driver `D` (wgpu by
 /// default). Cheap to clone (shared inside).
 pub struct Kernels<D: Driver = Wgpu> {
@@ -339,8 +105,7 @@ impl<D: Driver> Kernels<D> {
                 caps,
                 target,
                 pipelines: Mutex::new(PipeCache::new()),
-                user_pipes: Mutex::new(FxMap::default()),
-                fused_pipes: Mutex::new(FxMap::default()),
+                family_pipes: Mutex::new(FxMap::default()),
                 f64_pipes: Mutex::new(FxMap::default()),
                 scratch: Mutex::new(Default::default()),
                 dummy,
@@ -392,11 +157,12 @@ impl<D: Driver> Kernels<D> {
     }
 
     /// Whether `dtype` can be used on this device (`F16` needs `SHADER_F16`, `F64`
-    /// `SHADER_F64`).
+    /// `SHADER_F64`; `I64` never: WGSL has no 64-bit integers).
     pub fn supports(&self, dtype: DType) -> bool {
         match dtype {
             DType::F16 => self.inner.caps.f16,
             DType::F64 => self.inner.caps.f64,
+            DType::I64 => false,
             _ => true,
         }
     }
@@ -404,6 +170,11 @@ impl<D: Driver> Kernels<D> {
     pub(crate) fn check_dtype(&self, dtype: DType) -> Result<()> {
         if self.supports(dtype) {
             Ok(())
+        } else if dtype == DType::I64 {
+            Err(Error::UnsupportedDType {
+                dtype: dtype.name(),
+                reason: "WGSL has no 64-bit integers".into(),
+            })
         } else {
             Err(Error::UnsupportedDType {
                 dtype: dtype.name(),
@@ -428,14 +199,14 @@ impl<D: Driver> Kernels<D> {
         Ok(())
     }
 
-    /// The alignment of a [`Window`]'s start (the device's
+    /// The alignment of a [`crate::Window`]'s start (the device's
     /// `min_storage_buffer_offset_alignment`).
     pub fn window_align(&self) -> u64 {
         self.inner.caps.offset_align.max(16) as u64
     }
 
     /// A binding a dispatch may use: at most `max_storage_buffer_binding_size`
-    /// bytes (a larger buffer is bound through a [`Window`]), a window aligned and
+    /// bytes (a larger buffer is bound through a [`crate::Window`]), a window aligned and
     /// inside its buffer.
     fn check_binding(&self, b: &Binding<D::Buffer>) -> Result<()> {
         let size = b.buffer.byte_size();
@@ -469,7 +240,7 @@ impl<D: Driver> Kernels<D> {
     /// rounded up to a multiple of 16 bytes (at least 16) so the vec4 kernels can
     /// read whole vectors; sizes over the device's buffer limit give
     /// [`Error::BufferTooLarge`] (a buffer larger than the binding limit is bound
-    /// through [`Window`]s). Natively an allocation the device refuses is
+    /// through [`crate::Window`]s). Natively an allocation the device refuses is
     /// [`Error::OutOfMemory`] here, never an invalid buffer handed on (in the
     /// browser the error arrives later).
     pub fn create_buffer(&self, bytes: u64, label: Option<&str>) -> Result<D::Buffer> {
@@ -577,10 +348,23 @@ impl<D: Driver> Kernels<D> {
         constants: &[(&str, f64)],
         trusted: bool,
     ) -> Result<D::Pipeline> {
-        crate::user::validate_wgsl(label, source, entry)?;
+        crate::compose::validate_wgsl(label, source, entry)?;
         self.inner
             .driver
             .compile(label, source, entry, buffers, constants, trusted)
+    }
+
+    /// Runs `f` on the family cache of key type `K` (made empty on first use).
+    pub(crate) fn family_cache<K, V, R>(&self, f: impl FnOnce(&mut FxMap<K, V>) -> R) -> R
+    where
+        K: Send + 'static,
+        V: Send + 'static,
+    {
+        let mut all = self.inner.family_pipes.lock().unwrap();
+        let map = all
+            .entry(TypeId::of::<FxMap<K, V>>())
+            .or_insert_with(|| Box::new(FxMap::<K, V>::default()));
+        f(map.downcast_mut().expect("one map type per TypeId"))
     }
 
     /// Number of cached pipelines.

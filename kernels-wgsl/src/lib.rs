@@ -8,8 +8,9 @@
 //! [`Kernels::axpby`], [`Kernels::reduce`], [`Kernels::arg_reduce`], [`Kernels::matmul`],
 //! [`Kernels::normalize`], [`Kernels::concatenate`], [`Kernels::gather`] and
 //! [`Kernels::scatter`] — take buffers,
-//! a dtype, a shape and strides, and an op passed by name (see [`BINARY_OPS`],
-//! [`UNARY_OPS`], [`REDUCE_OPS`], [`ARG_REDUCE_OPS`]). Calls record dispatches into a
+//! a dtype, a shape and strides, and an op of the workspace's vocabulary
+//! ([`UnaryOp`], [`BinaryOp`], [`ReduceOp`], [`ArgReduceOp`], [`NormOp`],
+//! [`ScatterOp`] and [`DType`], all from `wmx-spec`). Calls record dispatches into a
 //! [`Batch`]; [`Kernels::submit`] encodes a batch into one compute pass and one queue
 //! submit.
 //!
@@ -26,6 +27,20 @@
 //!
 //! The WGSL source of every kernel module can be produced without a GPU through
 //! [`compose`] and a [`ModuleSpec`]; the tests validate all of them with naga.
+//!
+//! # Layers
+//!
+//! A module imports only from its own layer or those below, never in a circle
+//! (`tests/layers.rs` checks the modules' `crate::` paths against this table):
+//!
+//! | layer | modules | what they hold |
+//! |---|---|---|
+//! | 0 | `dtype`, `driver` | how dtypes sit in words; what a GPU API must do ([`Driver`], [`Batch`], [`Caps`]) |
+//! | 1 | `layout`, `ops`, `wgpu_driver` | views of buffers and their checks; WGSL op expressions; wgpu's driver |
+//! | 2 | `compose` | module specs, the generated prelude, tree-shaking, naga validation |
+//! | 3 | `kernels` | the library on one device: pipeline cache, scratch buffers, recording |
+//! | 4 | `elementwise`, `reduce`, `scan`, `matmul`, `norm`, `index`, `sort`, `fused`, `f64`, `user` | the kernel families, each an `impl Kernels` block |
+//! | 5 | `wgpu_open` | opening a wgpu device and probing its hardware paths with kernels |
 #![doc = include_str!("../README.md")]
 
 mod compose;
@@ -45,23 +60,25 @@ mod scan;
 mod sort;
 mod user;
 mod wgpu_driver;
+mod wgpu_open;
 
-pub use compose::{Family, ModuleSpec, Target, Variant, check_specs, compose, module_specs};
-pub use driver::{Driver, DriverBuffer};
-pub use dtype::DType;
+pub use compose::{
+    Family, ModuleSpec, Op, TILES, Target, Variant, check_specs, compose, module_specs,
+    validate_wgsl,
+};
+pub use driver::{
+    Batch, Binding, Bound, Caps, Dispatch, Driver, DriverBuffer, MAX_USER_BUFFERS, Stamp, Window,
+};
 pub use f64::f64_modules;
-pub use fused::{FusedOp, FusedSpec, FusedStep, InputRead, compose_module as compose_fused};
+pub use fused::{FusedSpec, InputRead, compose_module as compose_fused};
 pub use index::gather_fill_bits;
-pub use kernels::{Batch, Binding, Bound, Caps, Contig, Dispatch, Kernels, Stamp, Strided, Window};
-pub use matmul::TILES;
-pub use ops::{
-    ARG_REDUCE_OPS, BINARY_OPS, NORM_OPS, REDUCE_OPS, UNARY_OPS, binary_op_supports,
-    reduce_acc_dtype, reduce_output_dtype, unary_op_supports,
-};
-pub use user::{
-    KernelArg, KernelSource, MAX_USER_BUFFERS, TemplateArg, UserModule, UserPipeline, validate_wgsl,
-};
+pub use kernels::Kernels;
+pub use layout::{Contig, Strided};
+pub use user::{KernelArg, KernelSource, TemplateArg, UserModule, UserPipeline};
 pub use wgpu_driver::{RequestOptions, Wgpu, WgpuPipeline};
+pub use wmx_spec::{
+    ArgReduceOp, BinaryOp, DType, FusedOp, FusedStep, NormOp, ReduceOp, ScatterOp, UnaryOp,
+};
 
 /// Errors returned by the kernel library. Display messages contain the offending values.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -73,14 +90,6 @@ pub enum Error {
         dtype: &'static str,
         /// Why it is unavailable.
         reason: String,
-    },
-    /// The op name is not in the family's op table.
-    #[error("unknown {family} op '{op}'")]
-    UnknownOp {
-        /// The family (`binary`, `unary`, `reduce`, `arg_reduce`).
-        family: &'static str,
-        /// The name that was passed.
-        op: String,
     },
     /// The op exists but is not defined for this dtype (e.g. `bitwise_and` on f32).
     #[error("op '{op}' is not defined for dtype {dtype}")]

@@ -6,30 +6,14 @@
 //! rounded once.
 
 use crate::compose::{Family, Variant};
+use crate::compose::{TILES, vec4_tile};
 use crate::driver::Driver;
-use crate::dtype::DType;
-use crate::kernels::{Batch, Binding, Contig, Kernels, Strided};
+use crate::driver::{Batch, Binding};
+use crate::dtype::{DType, Words};
+use crate::kernels::Kernels;
+use crate::layout::{Contig, Strided};
 use crate::layout::{check_out, check_view, collapse};
 use crate::{Error, Result};
-
-/// Tile configurations of the tiled kernel: (invocations along N, along M, K depth).
-/// Each invocation computes 8 x 8 outputs, so the tile is 8·WY x 8·WX.
-/// 0 and 1 are the defaults for large and small products; the others are measured
-/// alternatives (`WMX_MATMUL_TILE=i` forces one, for tuning).
-pub const TILES: [(u32, u32, u32); 5] = [
-    (16, 16, 8),
-    (8, 8, 8),
-    (16, 16, 16),
-    (32, 8, 8),
-    (8, 16, 16),
-];
-
-/// Whether tile configuration `i` moves whole vec4s of A and B per invocation and
-/// K step (the vec4-load variant needs it).
-pub(crate) fn vec4_tile(i: usize) -> bool {
-    let (wx, wy, bk) = TILES[i];
-    (8 * bk / wx).is_multiple_of(4) && (8 * bk / wy).is_multiple_of(4) && bk.is_multiple_of(4)
-}
 
 /// Workgroups below which the large tile leaves the GPU idle and the small one is
 /// used (about two per compute unit of a large GPU).
@@ -224,7 +208,7 @@ impl<D: Driver> Kernels<D> {
                 Some(prev) => {
                     let total = self.create_buffer(n as u64 * 4, Some("wmx matmul sum"))?;
                     let (x, y) = (dense(&prev, &flat), dense(&part, &flat));
-                    self.binary(b, "add", &x, &y, &f32_out(&total, &flat))?;
+                    self.binary(b, wmx_spec::BinaryOp::Add, &x, &y, &f32_out(&total, &flat))?;
                     total
                 }
             });

@@ -3,25 +3,27 @@
 
 use crate::compose::{Family, Variant};
 use crate::driver::Driver;
-use crate::dtype::DType;
-use crate::kernels::{Batch, Binding, Contig, Kernels, Strided};
+use crate::driver::{Batch, Binding};
+use crate::dtype::{DType, Words};
+use crate::kernels::Kernels;
+use crate::layout::{Contig, Strided};
 use crate::layout::{check_out, check_view, collapse};
 use crate::{Error, Result};
+use wmx_spec::NormOp;
 
 impl<D: Driver> Kernels<D> {
-    /// `out = op(x)` over the last axis of `x` (op from [`crate::NORM_OPS`]);
+    /// `out = op(x)` over the last axis of `x`;
     /// `params` are the op's per-column inputs of shape `[L]` (layer_norm: weight,
     /// bias; rms_norm: weight), all of `x`'s float dtype, as is `out` (`x`'s shape).
     pub fn normalize(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: NormOp,
         x: &Strided<D::Buffer>,
         params: &[&Strided<D::Buffer>],
         eps: f64,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        let op = crate::ops::lookup(crate::NORM_OPS, "norm", op)?;
         let nd = x.shape.len();
         let l = x.shape.last().copied().unwrap_or(0);
         if nd == 0 || out.shape != x.shape || params.iter().any(|p| p.shape != [l]) {
@@ -34,7 +36,7 @@ impl<D: Driver> Kernels<D> {
         }
         for v in std::iter::once(x).chain(params.iter().copied()) {
             self.check_dtype(v.dtype)?;
-            check_view(v, op)?;
+            check_view(v, op.name())?;
             if v.buffer == out.buffer {
                 return Err(Error::Shape(format!(
                     "{op}: inputs must not share the output buffer"
@@ -46,8 +48,7 @@ impl<D: Driver> Kernels<D> {
             if params.iter().any(|p| p.dtype != DType::F64) || out.dtype != DType::F64 {
                 return Err(Error::Shape(format!("{op}: f64 x with other dtypes")));
             }
-            let index = crate::NORM_OPS.iter().position(|o| *o == op).unwrap_or(0);
-            return self.f64_normalize(b, index, x, params, eps, out);
+            return self.f64_normalize(b, op, x, params, eps, out);
         }
         let mut inputs = vec![x.dtype];
         inputs.extend(params.iter().map(|p| p.dtype));

@@ -11,12 +11,14 @@
 
 use crate::compose::{Family, ModuleSpec, Variant};
 use crate::driver::Driver;
-use crate::dtype::DType;
+use crate::driver::{Batch, Binding};
+use crate::dtype::{DType, Words};
 use crate::fused::Prologue;
-use crate::kernels::{Batch, Binding, Contig, Kernels, Strided};
+use crate::kernels::Kernels;
+use crate::layout::{Contig, Strided};
 use crate::layout::{check_out, check_view, collapse};
-use crate::ops::{self, ARG_REDUCE_OPS, REDUCE_OPS};
 use crate::{Error, Result};
+use wmx_spec::{ArgReduceOp, ReduceOp};
 
 /// Outputs per workgroup of the column kernels (`TX` in reduce.wgsl).
 const TX: u64 = 32;
@@ -140,16 +142,15 @@ impl Plan {
 }
 
 impl<D: Driver> Kernels<D> {
-    /// Reduces `x` over `axes` (sorted, unique) with an op from
-    /// [`crate::REDUCE_OPS`]. `out` holds the kept dims in order (its element count
-    /// must equal their product) and has the dtype given by
-    /// [`crate::reduce_output_dtype`], or the accumulator dtype given by
-    /// [`crate::reduce_acc_dtype`] (partial results, not rounded). Empty reductions give 0 (sum), 1 (prod), true
+    /// Reduces `x` over `axes` (sorted, unique) by `op`. `out` holds the kept dims
+    /// in order (its element count must equal their product) and has the dtype
+    /// given by [`ReduceOp::out_dtype`], or the accumulator dtype given by
+    /// [`ReduceOp::acc_dtype`] (partial results, not rounded). Empty reductions give 0 (sum), 1 (prod), true
     /// (all), false (any); max/min of nothing is an error.
     pub fn reduce(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: ReduceOp,
         x: &Strided<D::Buffer>,
         axes: &[usize],
         out: &Contig<D::Buffer>,
@@ -163,16 +164,15 @@ impl<D: Driver> Kernels<D> {
     pub(crate) fn reduce_with(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: ReduceOp,
         x: &Strided<D::Buffer>,
         axes: &[usize],
         out: &Contig<D::Buffer>,
         pro: Option<&Prologue<'_, D::Buffer>>,
     ) -> Result<()> {
-        let op = ops::lookup(REDUCE_OPS, "reduce", op)?;
         self.check_dtype(x.dtype)?;
-        let want = ops::reduce_output_dtype(op, x.dtype).expect("reduce op in table");
-        let acc = ops::reduce_acc_dtype(op, x.dtype).expect("reduce op in table");
+        let want = op.out_dtype(x.dtype);
+        let acc = op.acc_dtype(x.dtype);
         if out.dtype != want && out.dtype != acc {
             return Err(Error::Shape(format!(
                 "reduce '{op}' of {} gives {want} (accumulated in {acc}), but the output is {}",
@@ -184,7 +184,7 @@ impl<D: Driver> Kernels<D> {
         if plan.k == 0 {
             return Ok(());
         }
-        if plan.r == 0 && matches!(op, "max" | "min") {
+        if plan.r == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
             return Err(Error::Shape(format!(
                 "reduce '{op}' over zero elements (shape {:?}, axes {axes:?})",
                 x.shape
@@ -320,12 +320,11 @@ impl<D: Driver> Kernels<D> {
     pub fn arg_reduce(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: ArgReduceOp,
         x: &Strided<D::Buffer>,
         axis: usize,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        let op = ops::lookup(ARG_REDUCE_OPS, "arg_reduce", op)?;
         self.check_dtype(x.dtype)?;
         if out.dtype != DType::U32 {
             return Err(Error::Shape(format!(

@@ -11,11 +11,13 @@
 
 use crate::compose::{Family, Variant};
 use crate::driver::Driver;
-use crate::dtype::DType;
-use crate::kernels::{Batch, Binding, Contig, Kernels, Strided};
+use crate::driver::{Batch, Binding};
+use crate::dtype::{DType, Words};
+use crate::kernels::Kernels;
+use crate::layout::{Contig, Strided};
 use crate::layout::{check_out, check_view, contiguous_strides};
-use crate::ops::{self, REDUCE_OPS};
 use crate::{Error, Result};
+use wmx_spec::ReduceOp;
 
 /// Positions per block of `scan_blocks` (WG * SCAN_K in scan.wgsl for WG = 256).
 const SCAN_K: u64 = 8;
@@ -33,21 +35,20 @@ impl<D: Driver> Kernels<D> {
     /// `out` = the scan of `x` by `op` (`sum`, `prod`, `max`, `min`) along `axis`:
     /// `inclusive` or exclusive (the first element is the identity), `reverse`
     /// from the end. `x` is row-major (any offset); `out` has its shape and the
-    /// dtype of [`crate::reduce_output_dtype`]. Floats accumulate in f32, integers
+    /// dtype of [`ReduceOp::out_dtype`]. Floats accumulate in f32, integers
     /// wrap; max/min propagate NaN.
     #[allow(clippy::too_many_arguments)]
     pub fn scan(
         &self,
         b: &mut Batch<D>,
-        op: &str,
+        op: ReduceOp,
         x: &Strided<D::Buffer>,
         axis: usize,
         reverse: bool,
         inclusive: bool,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        let op = ops::lookup(REDUCE_OPS, "scan", op)?;
-        if matches!(op, "all" | "any") {
+        if matches!(op, ReduceOp::All | ReduceOp::Any) {
             return Err(Error::OpNotDefined {
                 op: format!("cumulative {op}"),
                 dtype: x.dtype.name(),
@@ -55,10 +56,10 @@ impl<D: Driver> Kernels<D> {
         }
         let rank = x.shape.len();
         let dense = crate::layout::is_row_major(x);
-        let want = ops::reduce_output_dtype(op, x.dtype);
-        if axis >= rank || out.shape != x.shape || !dense || want != Some(out.dtype) {
+        let want = op.out_dtype(x.dtype);
+        if axis >= rank || out.shape != x.shape || !dense || want != out.dtype {
             return Err(Error::Shape(format!(
-                "scan {op}: {} {:?} (strides {:?}) along axis {axis} into {} {:?} (needs a row-major input and a {:?} output)",
+                "scan {op}: {} {:?} (strides {:?}) along axis {axis} into {} {:?} (needs a row-major input and a {} output)",
                 x.dtype, x.shape, x.strides, out.dtype, out.shape, want
             )));
         }
@@ -112,7 +113,7 @@ impl<D: Driver> Kernels<D> {
             ];
             let groups = lines
                 .div_ceil(self.wg() as u64)
-                .min(crate::elementwise::MAX_GROUPS);
+                .min(crate::kernels::MAX_GROUPS);
             self.record(b, &spec, [dst.clone(), x.binding()], params, groups)?;
         } else {
             self.scan_rows(b, op, src, rows, len, flags, &dst)?;
@@ -138,7 +139,7 @@ impl<D: Driver> Kernels<D> {
     fn scan_moved_last(
         &self,
         b: &mut Batch<D>,
-        op: &'static str,
+        op: ReduceOp,
         x: &Strided<D::Buffer>,
         axis: usize,
         reverse: bool,
@@ -203,7 +204,7 @@ impl<D: Driver> Kernels<D> {
     pub(crate) fn scan_rows(
         &self,
         b: &mut Batch<D>,
-        op: &'static str,
+        op: ReduceOp,
         src: (Binding<D::Buffer>, DType, usize),
         rows: usize,
         len: usize,
@@ -274,7 +275,7 @@ impl<D: Driver> Kernels<D> {
     /// The scan module of `op` over `dtype`, with `carry` as its second input.
     fn scan_spec(
         &self,
-        op: &'static str,
+        op: ReduceOp,
         dtype: DType,
         carry: Option<DType>,
         variant: Variant,

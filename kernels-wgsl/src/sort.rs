@@ -10,10 +10,12 @@
 //! grows linearly with `n`.
 
 use crate::compose::{Family, Variant};
+use crate::driver::Batch;
 use crate::driver::Driver;
 use crate::dtype::DType;
-use crate::elementwise::MAX_GROUPS;
-use crate::kernels::{Batch, Contig, Kernels, Strided};
+use crate::kernels::Kernels;
+use crate::kernels::MAX_GROUPS;
+use crate::layout::{Contig, Strided};
 use crate::layout::{check_out, check_view};
 use crate::{Error, Result};
 
@@ -212,7 +214,7 @@ impl<D: Driver> Kernels<D> {
             )?;
             self.scan_rows(
                 b,
-                "sum",
+                wmx_spec::ReduceOp::Sum,
                 (counts.clone().into(), DType::U32, 0),
                 rows,
                 tiles << BITS,

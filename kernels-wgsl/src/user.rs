@@ -3,14 +3,11 @@
 //! bindings, shape and stride helpers and an entry point ([`KernelSource`]).
 
 use crate::driver::Driver;
-use crate::kernels::{Bound, Dispatch};
-use crate::{Batch, DType, Error, Kernels, Result};
+use crate::driver::{Batch, MAX_USER_BUFFERS};
+use crate::driver::{Bound, Dispatch};
+use crate::{DType, Error, Kernels, Result};
 use std::fmt::Write;
 use std::sync::Arc;
-
-/// Most buffers (outputs plus inputs) one user kernel binds: WebGPU's default
-/// limit of 8 storage buffers per stage, less the parameters.
-pub const MAX_USER_BUFFERS: usize = 7;
 
 /// A user's WGSL module and how it binds its buffers, for [`Kernels::user_pipeline`].
 ///
@@ -51,6 +48,9 @@ pub(crate) struct UserEntry<D: Driver> {
     pipe: Arc<D::Pipeline>,
 }
 
+/// The compiled user pipelines (a family cache of the kernel core).
+type UserCache<D> = crate::driver::FxMap<UserKey, UserEntry<D>>;
+
 fn source_hash(s: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
@@ -90,28 +90,6 @@ impl<D: Driver> std::fmt::Debug for UserPipeline<D> {
     }
 }
 
-/// naga's verdict on a WGSL module: `Err` with its message, pointing into the source.
-pub fn validate_wgsl(label: &str, source: &str, entry: &str) -> Result<()> {
-    let module = naga::front::wgsl::parse_str(source)
-        .map_err(|e| Error::Validation(format!("{label}: {}", e.emit_to_string(source))))?;
-    naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .map_err(|e| Error::Validation(format!("{label}: {}", e.emit_to_string(source))))?;
-    if !module
-        .entry_points
-        .iter()
-        .any(|e| e.name == entry && e.stage == naga::ShaderStage::Compute)
-    {
-        return Err(Error::Validation(format!(
-            "{label}: no @compute entry point named `{entry}`"
-        )));
-    }
-    Ok(())
-}
-
 impl<D: Driver> Kernels<D> {
     /// Compiles a user's module (see [`UserModule`] for its bindings), once per
     /// source: naga validates it first, so an invalid module is an `Err` carrying
@@ -131,14 +109,11 @@ impl<D: Driver> Kernels<D> {
             outputs: m.outputs,
             inputs: m.inputs,
         };
-        let cached = self
-            .inner
-            .user_pipes
-            .lock()
-            .unwrap()
-            .get(&key)
-            .filter(|e| &*e.source == m.source)
-            .map(|e| e.pipe.clone());
+        let cached = self.family_cache(|c: &mut UserCache<D>| {
+            c.get(&key)
+                .filter(|e| &*e.source == m.source)
+                .map(|e| e.pipe.clone())
+        });
         let pipe = match cached {
             Some(p) => p,
             None => {
@@ -155,7 +130,7 @@ impl<D: Driver> Kernels<D> {
                     pipe: p.clone(),
                 };
                 // On a hash collision the newer source takes the slot.
-                self.inner.user_pipes.lock().unwrap().insert(key, entry);
+                self.family_cache(|c: &mut UserCache<D>| c.insert(key, entry));
                 p
             }
         };
@@ -177,7 +152,7 @@ impl<D: Driver> Kernels<D> {
 
     /// Number of compiled user pipelines.
     pub fn user_pipeline_count(&self) -> usize {
-        self.inner.user_pipes.lock().unwrap().len()
+        self.family_cache(|c: &mut UserCache<D>| c.len())
     }
 }
 

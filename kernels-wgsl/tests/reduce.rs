@@ -7,9 +7,9 @@
 
 mod common;
 use common::*;
-use wmx_kernels::{
-    ARG_REDUCE_OPS, Batch, Contig, DType, Error, Kernels, REDUCE_OPS, Strided, reduce_output_dtype,
-};
+use wmx_kernels::{ArgReduceOp, Batch, Contig, DType, Error, Kernels, ReduceOp, Strided, Wgpu};
+use wmx_reference::reference;
+use wmx_reference::val::Val;
 
 struct Case {
     label: String,
@@ -20,7 +20,7 @@ struct Case {
     rtol: f64,
 }
 
-fn finish(k: &Kernels, batch: Batch, cases: Vec<Case>) {
+fn finish(k: &Kernels, batch: Batch<Wgpu>, cases: Vec<Case>) {
     k.submit(batch).unwrap();
     for c in cases {
         let n = c.want.len();
@@ -63,51 +63,29 @@ fn groups(vals: &[f64], shape: &[usize], axes: &[usize]) -> Vec<Vec<f64>> {
     g
 }
 
-fn ref_reduce(op: &str, d: DType, xs: &[f64]) -> f64 {
-    let od = reduce_output_dtype(op, d).unwrap();
-    match op {
-        "all" => xs.iter().all(|x| *x != 0.0) as u8 as f64,
-        "any" => xs.iter().any(|x| *x != 0.0) as u8 as f64,
-        "max" | "min" => {
-            if xs.iter().any(|x| x.is_nan()) {
-                return f64::NAN;
-            }
-            let f = if op == "max" { f64::max } else { f64::min };
-            xs.iter().copied().reduce(f).unwrap()
-        }
-        _ if d.is_float() => {
-            let r = if op == "sum" {
-                xs.iter().sum::<f64>()
-            } else {
-                xs.iter().product::<f64>()
-            };
-            round_to(r, od)
-        }
-        "sum" => wrap(
-            xs.iter()
-                .map(|x| *x as i128)
-                .fold(0i128, |a, b| (a + b) % (1i128 << 64)),
-            od,
-        ),
-        _ => wrap(
-            xs.iter()
-                .fold(1i128, |a, b| (a * (*b as i128)) % (1i128 << 64)),
-            od,
-        ),
+/// The shared reference (`wmx_reference`) of a reduction of `xs` (values of `d`),
+/// rounded to the output dtype.
+fn ref_reduce(op: ReduceOp, d: DType, xs: &[f64]) -> f64 {
+    let od = op.out_dtype(d);
+    let vals: Vec<Val> = xs.iter().map(|&x| val(x, d)).collect();
+    match reference::reduce(op.name(), d, &vals).expect("a defined reduction") {
+        Val::I(i) => i as f64,
+        Val::F(x) => round_to(x, od),
     }
 }
 
-fn ref_arg(op: &str, xs: &[f64]) -> f64 {
-    if let Some(i) = xs.iter().position(|x| x.is_nan()) {
-        return i as f64;
+/// The shared reference of an arg reduction: the index.
+fn ref_arg(op: ArgReduceOp, d: DType, xs: &[f64]) -> f64 {
+    let vals: Vec<Val> = xs.iter().map(|&x| val(x, d)).collect();
+    reference::arg_reduce(op.name(), &vals).expect("a non-empty axis") as f64
+}
+
+fn val(a: f64, d: DType) -> Val {
+    if d.is_float() {
+        Val::F(a)
+    } else {
+        Val::I(a as i128)
     }
-    let mut best = 0;
-    for (i, x) in xs.iter().enumerate() {
-        if (op == "argmax" && *x > xs[best]) || (op == "argmin" && *x < xs[best]) {
-            best = i;
-        }
-    }
-    best as f64
 }
 
 struct Input {
@@ -171,22 +149,28 @@ const SMALL: &[Shape] = &[
     (&[9, 48], &[0], Lay::Contig),
 ];
 
-fn data_for(op: &str) -> Data {
-    if op == "prod" {
+fn data_for(op: ReduceOp) -> Data {
+    if op == ReduceOp::Prod {
         Data::Range(0.9, 1.1)
     } else {
         Data::Range(-10.0, 10.0)
     }
 }
 
-fn reduce_cases(k: &Kernels, op: &str, d: DType, shapes: &[(&[usize], &[usize], Lay)], seed: u64) {
+fn reduce_cases(
+    k: &Kernels,
+    op: ReduceOp,
+    d: DType,
+    shapes: &[(&[usize], &[usize], Lay)],
+    seed: u64,
+) {
     let mut rng = Rng(seed);
     let mut batch = Batch::new();
     let mut cases = Vec::new();
-    let od = reduce_output_dtype(op, d).unwrap();
+    let od = op.out_dtype(d);
     for (shape, axes, lay) in shapes {
         let nred: usize = axes.iter().map(|a| shape[*a]).product();
-        if nred == 0 && matches!(op, "max" | "min") {
+        if nred == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
             continue;
         }
         let x = Input::new(k, &mut rng, d, shape, *lay, data_for(op));
@@ -207,11 +191,11 @@ fn reduce_cases(k: &Kernels, op: &str, d: DType, shapes: &[(&[usize], &[usize], 
         )
         .unwrap();
         let want = g.iter().map(|xs| ref_reduce(op, d, xs)).collect();
-        let float_acc = d.is_float() && matches!(op, "sum" | "prod");
+        let float_acc = d.is_float() && matches!(op, ReduceOp::Sum | ReduceOp::Prod);
         let atol = g
             .iter()
             .map(|xs| {
-                if float_acc && op == "sum" {
+                if float_acc && op == ReduceOp::Sum {
                     1e-6 * xs.iter().map(|v| v.abs()).sum::<f64>()
                 } else {
                     0.0
@@ -219,7 +203,7 @@ fn reduce_cases(k: &Kernels, op: &str, d: DType, shapes: &[(&[usize], &[usize], 
             })
             .collect();
         let rtol = if float_acc {
-            ulp(od) + if op == "prod" { 1e-4 } else { 0.0 }
+            ulp(od) + if op == ReduceOp::Prod { 1e-4 } else { 0.0 }
         } else {
             0.0
         };
@@ -235,7 +219,7 @@ fn reduce_cases(k: &Kernels, op: &str, d: DType, shapes: &[(&[usize], &[usize], 
     finish(k, batch, cases);
 }
 
-fn arg_cases(k: &Kernels, op: &str, d: DType, shapes: &[(&[usize], usize, Lay)], seed: u64) {
+fn arg_cases(k: &Kernels, op: ArgReduceOp, d: DType, shapes: &[(&[usize], usize, Lay)], seed: u64) {
     let mut rng = Rng(seed);
     let mut batch = Batch::new();
     let mut cases = Vec::new();
@@ -263,7 +247,7 @@ fn arg_cases(k: &Kernels, op: &str, d: DType, shapes: &[(&[usize], usize, Lay)],
             },
         )
         .unwrap();
-        let want = g.iter().map(|xs| ref_arg(op, xs)).collect();
+        let want = g.iter().map(|xs| ref_arg(op, d, xs)).collect();
         cases.push(Case {
             label: format!("{op} {d} {shape:?} axis {axis} {lay:?}"),
             out,
@@ -289,15 +273,15 @@ const ARG_SHAPES: &[(&[usize], usize, Lay)] = &[
 ];
 
 fn all_reductions(k: &Kernels) {
-    for (i, op) in REDUCE_OPS.iter().enumerate() {
-        for d in DType::ALL {
+    for (i, &op) in ReduceOp::ALL.iter().enumerate() {
+        for d in DType::WGSL {
             if k.supports(d) {
                 reduce_cases(k, op, d, SMALL, 100 + i as u64);
             }
         }
     }
-    for (i, op) in ARG_REDUCE_OPS.iter().enumerate() {
-        for d in DType::ALL {
+    for (i, &op) in ArgReduceOp::ALL.iter().enumerate() {
+        for d in DType::WGSL {
             if k.supports(d) {
                 arg_cases(k, op, d, ARG_SHAPES, 200 + i as u64);
             }
@@ -330,9 +314,13 @@ fn reductions_big_sizes() {
     let Some(k) = k() else { return };
     const N: usize = (1 << 20) + 3;
     const HUGE: usize = 65535 * 256 + 3;
-    for d in DType::ALL {
+    for d in DType::WGSL {
         if k.supports(d) {
-            let op = if d == DType::Bool { "any" } else { "sum" };
+            let op = if d == DType::Bool {
+                ReduceOp::Any
+            } else {
+                ReduceOp::Sum
+            };
             reduce_cases(
                 k,
                 op,
@@ -343,13 +331,13 @@ fn reductions_big_sizes() {
                 ],
                 300,
             );
-            reduce_cases(k, "max", d, &[(&[N], &[0], Lay::Neg)], 301);
+            reduce_cases(k, ReduceOp::Max, d, &[(&[N], &[0], Lay::Neg)], 301);
         }
     }
     // Two-pass reduce-all with > 65535 * 256 elements; rows: > 65535 workgroups.
     reduce_cases(
         k,
-        "sum",
+        ReduceOp::Sum,
         DType::F32,
         &[
             (&[HUGE], &[0], Lay::Contig),
@@ -359,15 +347,15 @@ fn reductions_big_sizes() {
     );
     arg_cases(
         k,
-        "argmax",
+        ArgReduceOp::ArgMax,
         DType::F32,
         &[(&[N], 0, Lay::Contig), (&[70000, 20], 1, Lay::Contig)],
         303,
     );
     // Tall matrices, columns reduced: chunks of rows, then their partials (every
     // op and dtype; 9000 x 12 has three vec4 columns, 20001 x 64 one workgroup).
-    for (i, op) in REDUCE_OPS.iter().enumerate() {
-        for d in DType::ALL {
+    for (i, &op) in ReduceOp::ALL.iter().enumerate() {
+        for d in DType::WGSL {
             if k.supports(d) {
                 reduce_cases(
                     k,
@@ -384,8 +372,20 @@ fn reductions_big_sizes() {
         }
     }
     if let Some(kf) = k_fallback() {
-        reduce_cases(kf, "sum", DType::F32, &[(&[N], &[0], Lay::Contig)], 304);
-        arg_cases(kf, "argmin", DType::F32, &[(&[N], 0, Lay::Neg)], 305);
+        reduce_cases(
+            kf,
+            ReduceOp::Sum,
+            DType::F32,
+            &[(&[N], &[0], Lay::Contig)],
+            304,
+        );
+        arg_cases(
+            kf,
+            ArgReduceOp::ArgMin,
+            DType::F32,
+            &[(&[N], 0, Lay::Neg)],
+            305,
+        );
     }
 }
 
@@ -410,12 +410,8 @@ fn reduction_errors() {
         shape: &[4],
     };
     assert!(matches!(
-        k.reduce(&mut b, "max", &x, &[1], &o),
+        k.reduce(&mut b, ReduceOp::Max, &x, &[1], &o),
         Err(Error::Shape(_))
-    ));
-    assert!(matches!(
-        k.reduce(&mut b, "mean", &x, &[1], &o),
-        Err(Error::UnknownOp { .. })
     ));
     let y = Strided {
         window: None,
@@ -432,7 +428,7 @@ fn reduction_errors() {
     assert!(matches!(
         k.reduce(
             &mut b,
-            "sum",
+            ReduceOp::Sum,
             &yu8,
             &[1],
             &Contig {
@@ -444,11 +440,11 @@ fn reduction_errors() {
         Err(Error::Shape(_))
     ));
     assert!(matches!(
-        k.reduce(&mut b, "sum", &y, &[1, 0], &o),
+        k.reduce(&mut b, ReduceOp::Sum, &y, &[1, 0], &o),
         Err(Error::Shape(_))
     ));
     assert!(matches!(
-        k.arg_reduce(&mut b, "argmax", &y, 1, &o),
+        k.arg_reduce(&mut b, ArgReduceOp::ArgMax, &y, 1, &o),
         Err(Error::Shape(_))
     ));
     assert!(b.is_empty());

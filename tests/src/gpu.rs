@@ -8,16 +8,8 @@ use wmx_core::Device;
 /// with a printed note: a GPU test never skips silently.
 pub fn device(open: fn() -> wmx_core::Result<Device>) -> Option<Device> {
     static DEV: OnceLock<Result<Device, String>> = OnceLock::new();
-    match DEV.get_or_init(|| open().map_err(|e| e.to_string())) {
-        Ok(d) => Some(d.clone()),
-        Err(e) if std::env::var("WMX_ALLOW_NO_GPU").as_deref() == Ok("1") => {
-            eprintln!("skipped: no GPU adapter ({e}) and WMX_ALLOW_NO_GPU=1");
-            None
-        }
-        Err(e) => {
-            panic!("no GPU adapter: {e} (install mesa-vulkan-drivers, or set WMX_ALLOW_NO_GPU=1)")
-        }
-    }
+    let opened = DEV.get_or_init(|| open().map_err(|e| e.to_string()));
+    wmx_reference::gpu::opened(opened.as_ref()).cloned()
 }
 
 /// The CPU, and the GPU when one opens (see [`device`]).

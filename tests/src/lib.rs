@@ -1,12 +1,9 @@
 //! The wmx conformance suite, written once and run against every backend.
 //!
-//! - [`rng`]: a deterministic SplitMix64 generator and test data per dtype, with
-//!   edge values (NaN, ±inf, −0, integer MIN/MAX, values near f16 overflow);
-//! - [`val`]: host values ([`Val`]), rounding to f32/f16/bf16, casts and type
-//!   promotion, all written from `docs/SEMANTICS.md` without calling core's CPU code;
-//! - [`reference`](mod@reference): an independent f64/i128 reference of every op;
-//! - [`tol`]: the one tolerance table and the comparison helpers;
-//! - [`host`]: a host-side n-d array (views computed by plain index math);
+//! - the reference crate's modules, re-exported: [`rng`] (test data with edge
+//!   values), [`reference`](mod@reference) (an independent f64/i128 reference of
+//!   every op), [`tol`] (the tolerance table), [`host`] (host-side n-d arrays), and
+//!   [`val`] (host values, with moving them in and out of arrays);
 //! - [`cases`]: the test bodies, each `pub fn name(dev: &Device)`;
 //! - [`props`]: property checks (driven by proptest in `tests/properties.rs`).
 //!
@@ -17,12 +14,9 @@
 //! ```
 
 pub mod cases;
-pub mod host;
 pub mod props;
-pub mod reference;
-pub mod rng;
-pub mod tol;
 pub mod val;
+pub use wmx_reference::{host, reference, rng, tol};
 
 pub use val::Val;
 

@@ -647,58 +647,55 @@ fn arg(a: &Array, axis: Option<i32>, keepdims: Option<bool>, f: ArgFn) -> JsResu
     }
 }
 
+// The elementwise ops, functions and methods, from the op tables of `wmx-spec`
+// (a JavaScript name is the function's unless the table gives one).
 macro_rules! unary_api {
-    ($($f:ident => $js:literal),* $(,)?) => {
-        $(
-            #[doc = concat!("Elementwise `", $js, "`.")]
-            #[wasm_bindgen(js_name = $js)]
-            pub fn $f(x: &ArrayInput) -> JsResult<NdArray> { wrap(wc::$f(&lead(x)?)) }
-        )*
+    ($($(#[$m:meta])* $op:ident => $f:ident $(/ $js:literal)?, $kind:ident;)*) => {
+        $( unary_api!(@op [$(#[$m])*] $f, $($js)?); )*
+    };
+    (@op [$($doc:tt)*] $f:ident, ) => { unary_api!(@op [$($doc)*] $f, $f); };
+    (@op [$($doc:tt)*] $f:ident, $js:tt) => {
+        $($doc)*
+        #[wasm_bindgen(js_name = $js)]
+        pub fn $f(x: &ArrayInput) -> JsResult<NdArray> { wrap(wc::$f(&lead(x)?)) }
         #[wasm_bindgen]
         impl NdArray {
-            $(
-                #[doc = concat!("Elementwise `", $js, "`.")]
-                #[wasm_bindgen(js_name = $js)]
-                pub fn $f(&self) -> JsResult<NdArray> { wrap(wc::$f(&self.arr()?)) }
-            )*
+            $($doc)*
+            #[wasm_bindgen(js_name = $js)]
+            pub fn $f(&self) -> JsResult<NdArray> { wrap(wc::$f(&self.arr()?)) }
         }
     };
 }
-unary_api!(negative => "negative", abs => "abs", sign => "sign", square => "square",
-    sqrt => "sqrt", rsqrt => "rsqrt", exp => "exp", expm1 => "expm1", log => "log",
-    log1p => "log1p", log2 => "log2", sin => "sin", cos => "cos", tan => "tan",
-    tanh => "tanh", sigmoid => "sigmoid", erf => "erf", erfinv => "erfinv", floor => "floor", ceil => "ceil",
-    round => "round", logical_not => "logicalNot", isnan => "isnan", isinf => "isinf");
+wmx_spec::for_each_unary_op!(unary_api);
 
 macro_rules! binary_api {
-    ($($f:ident => $js:literal),* $(,)?) => {
-        $(
-            #[doc = concat!("Elementwise `", $js, "` with numpy broadcasting; either operand may be a number.")]
-            #[wasm_bindgen(js_name = $js)]
-            pub fn $f(a: &ArrayInput, b: &ArrayInput) -> JsResult<NdArray> {
-                let (a, b) = pair(a, b)?;
-                wrap(wc::$f(&a, &b))
-            }
-        )*
+    ($($(#[$m:meta])* $op:ident => $f:ident $(/ $js:literal)?, $kind:ident;)*) => {
+        $( binary_api!(@op [$(#[$m])*] $f, $($js)?); )*
+    };
+    (@op [$($doc:tt)*] $f:ident, ) => { binary_api!(@op [$($doc)*] $f, $f); };
+    (@op [$($doc:tt)*] $f:ident, $js:tt) => {
+        $($doc)*
+        ///
+        /// With numpy broadcasting; either operand may be a number.
+        #[wasm_bindgen(js_name = $js)]
+        pub fn $f(a: &ArrayInput, b: &ArrayInput) -> JsResult<NdArray> {
+            let (a, b) = pair(a, b)?;
+            wrap(wc::$f(&a, &b))
+        }
         #[wasm_bindgen]
         impl NdArray {
-            $(
-                #[doc = concat!("Elementwise `", $js, "` with numpy broadcasting; `other` may be a number.")]
-                #[wasm_bindgen(js_name = $js)]
-                pub fn $f(&self, other: &ArrayInput) -> JsResult<NdArray> {
-                    let me = self.arr()?;
-                    wrap(wc::$f(&me, &operand(other, &me)?))
-                }
-            )*
+            $($doc)*
+            ///
+            /// With numpy broadcasting; `other` may be a number.
+            #[wasm_bindgen(js_name = $js)]
+            pub fn $f(&self, other: &ArrayInput) -> JsResult<NdArray> {
+                let me = self.arr()?;
+                wrap(wc::$f(&me, &operand(other, &me)?))
+            }
         }
     };
 }
-binary_api!(add => "add", subtract => "subtract", multiply => "multiply", divide => "divide",
-    floor_divide => "floorDivide", remainder => "remainder", power => "power",
-    maximum => "maximum", minimum => "minimum", arctan2 => "arctan2", equal => "equal",
-    not_equal => "notEqual", less => "less", less_equal => "lessEqual", greater => "greater",
-    greater_equal => "greaterEqual", logical_and => "logicalAnd", logical_or => "logicalOr",
-    bitwise_and => "bitwiseAnd", bitwise_or => "bitwiseOr", bitwise_xor => "bitwiseXor");
+wmx_spec::for_each_binary_op!(binary_api);
 
 macro_rules! reduce_api {
     ($($f:ident => $js:literal),* $(,)?) => {

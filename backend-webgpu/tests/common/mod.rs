@@ -7,19 +7,8 @@ use wmx_webgpu::WebGpuBackend;
 
 /// A fresh backend per test, so its counters start at zero.
 pub fn gpu() -> Option<(Device, Arc<WebGpuBackend>)> {
-    match WebGpuBackend::new() {
-        Ok(b) => {
-            let b = Arc::new(b);
-            Some((Device::new(b.clone()), b))
-        }
-        Err(e) if std::env::var("WMX_ALLOW_NO_GPU").as_deref() == Ok("1") => {
-            eprintln!("no GPU adapter ({e}); skipped because WMX_ALLOW_NO_GPU=1");
-            None
-        }
-        Err(e) => {
-            panic!("no GPU adapter: {e} (install mesa-vulkan-drivers, or set WMX_ALLOW_NO_GPU=1)")
-        }
-    }
+    let b = Arc::new(wmx_reference::gpu::opened(WebGpuBackend::new())?);
+    Some((Device::new(b.clone()), b))
 }
 
 pub fn data(n: usize, seed: u32) -> Vec<f32> {

@@ -2,43 +2,9 @@
 //! ([`crate::Primitive::Fused`]), and its expansion back into plain ops (the
 //! transforms' rules and backends without fusion use it).
 
-use crate::{
-    Array, BinaryOp, DType, Error, Generator, Primitive, ReduceOp, Result, UnaryOp, ops as o,
-};
+use crate::{Array, DType, Error, Generator, Primitive, ReduceOp, Result, ops as o};
 
-/// One operation of a [`FusedKernel`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum FusedOp {
-    /// A unary op (argument of the step's input dtype, see [`UnaryOp::kind`]).
-    Unary(UnaryOp),
-    /// A binary op on two arguments of one dtype.
-    Binary(BinaryOp),
-    /// `args[0] ? args[1] : args[2]` (a bool condition).
-    Select,
-    /// The argument converted to the step's dtype (the cast rules of `astype`).
-    Cast,
-    /// `alpha * args[0] + beta * args[1]`.
-    Axpby {
-        /// Scale of the first argument.
-        alpha: f64,
-        /// Scale of the second.
-        beta: f64,
-    },
-    /// A constant (no arguments), converted to the step's dtype as `full` does.
-    Const(f64),
-}
-
-/// One step: `op` applied to earlier values, giving a value of `dtype`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FusedStep {
-    /// The operation.
-    pub op: FusedOp,
-    /// Value indices: `0..inputs.len()` are the kernel's inputs, `inputs.len() + k`
-    /// is step `k`'s result.
-    pub args: Vec<usize>,
-    /// The result's dtype.
-    pub dtype: DType,
-}
+pub use wmx_spec::{FusedOp, FusedStep};
 
 /// An elementwise subgraph computed in one pass: every input has one shape
 /// (broadcast and strided views are read in place), the steps run per element,

@@ -1,4 +1,5 @@
-//! Element storage and arithmetic on the CPU: the CPU function of every op.
+//! Element storage and arithmetic on the CPU: the CPU function of every op, and
+//! the table naming each elementwise op's ([`unary_fn!`], [`binary_fn!`]).
 //!
 //! Each dtype has a storage type (`Store`, the bytes in the buffer) and a compute
 //! type (`Compute`): f16/bf16 compute in f32, bool in i32, the rest in themselves
@@ -110,7 +111,9 @@ impl Accum for i64 {
     }
 }
 
-/// Arithmetic of one compute type: one method per elementwise op.
+/// Arithmetic of one compute type: one method per elementwise op. Float math
+/// has a default through f64, which integers keep (they never reach it: ops
+/// promote them to f32 first) and the float types override.
 #[allow(missing_docs)]
 pub trait Compute: Copy + PartialOrd + Send + Sync + 'static {
     fn add(self, o: Self) -> Self;
@@ -129,20 +132,48 @@ pub trait Compute: Copy + PartialOrd + Send + Sync + 'static {
     fn neg(self) -> Self;
     fn abs(self) -> Self;
     fn sign(self) -> Self;
-    fn sqrt(self) -> Self;
-    fn rsqrt(self) -> Self;
-    fn exp(self) -> Self;
-    fn expm1(self) -> Self;
-    fn ln(self) -> Self;
-    fn ln1p(self) -> Self;
-    fn log2(self) -> Self;
-    fn sin(self) -> Self;
-    fn cos(self) -> Self;
-    fn tan(self) -> Self;
-    fn tanh(self) -> Self;
-    fn sigmoid(self) -> Self;
-    fn erf(self) -> Self;
-    fn erfinv(self) -> Self;
+    fn sqrt(self) -> Self {
+        Self::from_f64(self.to_f64().sqrt())
+    }
+    fn rsqrt(self) -> Self {
+        Self::from_f64(1.0 / self.to_f64().sqrt())
+    }
+    fn exp(self) -> Self {
+        Self::from_f64(self.to_f64().exp())
+    }
+    fn expm1(self) -> Self {
+        Self::from_f64(self.to_f64().exp_m1())
+    }
+    fn ln(self) -> Self {
+        Self::from_f64(self.to_f64().ln())
+    }
+    fn ln1p(self) -> Self {
+        Self::from_f64(self.to_f64().ln_1p())
+    }
+    fn log2(self) -> Self {
+        Self::from_f64(self.to_f64().log2())
+    }
+    fn sin(self) -> Self {
+        Self::from_f64(self.to_f64().sin())
+    }
+    fn cos(self) -> Self {
+        Self::from_f64(self.to_f64().cos())
+    }
+    fn tan(self) -> Self {
+        Self::from_f64(self.to_f64().tan())
+    }
+    fn tanh(self) -> Self {
+        Self::from_f64(self.to_f64().tanh())
+    }
+    fn sigmoid(self) -> Self {
+        Self::from_f64(1.0 / (1.0 + (-self.to_f64()).exp()))
+    }
+    fn erf(self) -> Self {
+        Self::from_f64(libm::erf(self.to_f64()))
+    }
+    fn erfinv(self) -> Self {
+        Self::from_f64(erfinv(self.to_f64()))
+    }
     fn floor(self) -> Self;
     fn ceil(self) -> Self;
     fn round(self) -> Self;
@@ -153,6 +184,81 @@ pub trait Compute: Copy + PartialOrd + Send + Sync + 'static {
     fn to_f64(self) -> f64;
     fn from_f64(v: f64) -> Self;
 }
+
+/// Each op's per-element function, one line an op: `$body` runs with `$f` bound
+/// to the op's generic function (`fn $f<C: Compute>(..) -> C`).
+macro_rules! op_fns {
+    ($enum:ident, $op:expr, $f:ident => $body:expr; $($v:ident => |$($x:ident),+| $e:expr,)*) => {
+        match $op {
+            $(crate::$enum::$v => {
+                fn $f<C: Compute>($($x: C),+) -> C {
+                    $e
+                }
+                $body
+            })*
+        }
+    };
+}
+
+macro_rules! unary_fn {
+    ($op:expr, $f:ident => $body:expr) => {
+        op_fns!(UnaryOp, $op, $f => $body;
+            Negative     => |x| x.neg(),
+            Abs          => |x| x.abs(),
+            Sign         => |x| x.sign(),
+            Square       => |x| x.mul(x),
+            Sqrt         => |x| x.sqrt(),
+            Rsqrt        => |x| x.rsqrt(),
+            Exp          => |x| x.exp(),
+            Expm1        => |x| x.expm1(),
+            Log          => |x| x.ln(),
+            Log1p        => |x| x.ln1p(),
+            Log2         => |x| x.log2(),
+            Sin          => |x| x.sin(),
+            Cos          => |x| x.cos(),
+            Tan          => |x| x.tan(),
+            Tanh         => |x| x.tanh(),
+            Sigmoid      => |x| x.sigmoid(),
+            Erf          => |x| x.erf(),
+            Erfinv       => |x| x.erfinv(),
+            Floor        => |x| x.floor(),
+            Ceil         => |x| x.ceil(),
+            Round        => |x| x.round(),
+            LogicalNot   => |x| C::from_bool(!x.nonzero()),
+            IsNan        => |x| C::from_bool(x.is_nan()),
+            IsInf        => |x| C::from_bool(x.is_inf()),
+        )
+    };
+}
+
+macro_rules! binary_fn {
+    ($op:expr, $f:ident => $body:expr) => {
+        op_fns!(BinaryOp, $op, $f => $body;
+            Add          => |a, b| a.add(b),
+            Subtract     => |a, b| a.sub(b),
+            Multiply     => |a, b| a.mul(b),
+            Divide       => |a, b| a.div(b),
+            FloorDivide  => |a, b| a.floor_div(b),
+            Remainder    => |a, b| a.rem(b),
+            Power        => |a, b| a.pow(b),
+            Maximum      => |a, b| a.max(b),
+            Minimum      => |a, b| a.min(b),
+            Arctan2      => |a, b| a.atan2(b),
+            Equal        => |a, b| C::from_bool(a == b),
+            NotEqual     => |a, b| C::from_bool(a != b),
+            Less         => |a, b| C::from_bool(a < b),
+            LessEqual    => |a, b| C::from_bool(a <= b),
+            Greater      => |a, b| C::from_bool(a > b),
+            GreaterEqual => |a, b| C::from_bool(a >= b),
+            LogicalAnd   => |a, b| C::from_bool(a.nonzero() && b.nonzero()),
+            LogicalOr    => |a, b| C::from_bool(a.nonzero() || b.nonzero()),
+            BitwiseAnd   => |a, b| a.band(b),
+            BitwiseOr    => |a, b| a.bor(b),
+            BitwiseXor   => |a, b| a.bxor(b),
+        )
+    };
+}
+pub(crate) use {binary_fn, op_fns, unary_fn};
 
 /// Float arithmetic in `$t` (f32, which f16/bf16 also compute in, and f64).
 macro_rules! float_compute {
@@ -390,50 +496,6 @@ macro_rules! int_compute {
                 } else {
                     0
                 }
-            }
-            // Float math never reaches integers (ops promote to f32 first); these
-            // keep the trait total.
-            fn sqrt(self) -> Self {
-                <Self as Compute>::from_f64((self as f64).sqrt())
-            }
-            fn rsqrt(self) -> Self {
-                <Self as Compute>::from_f64(1.0 / (self as f64).sqrt())
-            }
-            fn exp(self) -> Self {
-                <Self as Compute>::from_f64((self as f64).exp())
-            }
-            fn expm1(self) -> Self {
-                <Self as Compute>::from_f64((self as f64).exp_m1())
-            }
-            fn ln(self) -> Self {
-                <Self as Compute>::from_f64((self as f64).ln())
-            }
-            fn ln1p(self) -> Self {
-                <Self as Compute>::from_f64((self as f64).ln_1p())
-            }
-            fn log2(self) -> Self {
-                <Self as Compute>::from_f64((self as f64).log2())
-            }
-            fn sin(self) -> Self {
-                <Self as Compute>::from_f64((self as f64).sin())
-            }
-            fn cos(self) -> Self {
-                <Self as Compute>::from_f64((self as f64).cos())
-            }
-            fn tan(self) -> Self {
-                <Self as Compute>::from_f64((self as f64).tan())
-            }
-            fn tanh(self) -> Self {
-                <Self as Compute>::from_f64((self as f64).tanh())
-            }
-            fn sigmoid(self) -> Self {
-                <Self as Compute>::from_f64(1.0 / (1.0 + (-(self as f64)).exp()))
-            }
-            fn erf(self) -> Self {
-                <Self as Compute>::from_f64(libm::erf(self as f64))
-            }
-            fn erfinv(self) -> Self {
-                <Self as Compute>::from_f64(erfinv(self as f64))
             }
             fn floor(self) -> Self {
                 self

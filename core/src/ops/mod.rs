@@ -296,10 +296,13 @@ pub fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
     node(Primitive::Binary(op), vec![a, b], &shape, out, d)
 }
 
+// The elementwise functions and their `Array` methods, from the op tables of
+// `wmx-spec` (one line an op there).
 macro_rules! unary_fns {
-    ($($f:ident => $op:ident),* $(,)?) => {
+    ($($(#[$m:meta])* $op:ident => $f:ident $(/ $js:literal)?, $kind:ident;)*) => {
         $(
-            #[doc = concat!("Elementwise `", stringify!($f), "` (see [`UnaryOp::", stringify!($op), "`]).")]
+            $(#[$m])*
+            #[doc = concat!("\n\nElementwise, lazy ([`UnaryOp::", stringify!($op), "`]).")]
             pub fn $f(x: &Array) -> Result<Array> { unary(UnaryOp::$op, x) }
         )*
         impl Array {
@@ -308,21 +311,15 @@ macro_rules! unary_fns {
                 pub fn $f(&self) -> Result<Array> { unary(UnaryOp::$op, self) }
             )*
         }
-        /// The unary functions' names (each also an `Array` method).
-        #[cfg(test)]
-        const UNARY_FNS: &[&str] = &[$(stringify!($f)),*];
     };
 }
-unary_fns!(negative => Negative, abs => Abs, sign => Sign, square => Square, sqrt => Sqrt,
-    rsqrt => Rsqrt, exp => Exp, expm1 => Expm1, log => Log, log1p => Log1p, log2 => Log2,
-    sin => Sin, cos => Cos, tan => Tan, tanh => Tanh, sigmoid => Sigmoid, erf => Erf, erfinv => Erfinv,
-    floor => Floor, ceil => Ceil, round => Round, logical_not => LogicalNot, isnan => IsNan,
-    isinf => IsInf);
+wmx_spec::for_each_unary_op!(unary_fns);
 
 macro_rules! binary_fns {
-    ($($f:ident => $op:ident),* $(,)?) => {
+    ($($(#[$m:meta])* $op:ident => $f:ident $(/ $js:literal)?, $kind:ident;)*) => {
         $(
-            #[doc = concat!("Elementwise `", stringify!($f), "` with broadcasting (see [`BinaryOp::", stringify!($op), "`]).")]
+            $(#[$m])*
+            #[doc = concat!("\n\nElementwise with broadcasting, lazy ([`BinaryOp::", stringify!($op), "`]).")]
             pub fn $f(a: &Array, b: &Array) -> Result<Array> { binary(BinaryOp::$op, a, b) }
         )*
         impl Array {
@@ -331,17 +328,9 @@ macro_rules! binary_fns {
                 pub fn $f(&self, other: &Array) -> Result<Array> { binary(BinaryOp::$op, self, other) }
             )*
         }
-        /// The binary functions' names (each also an `Array` method).
-        #[cfg(test)]
-        const BINARY_FNS: &[&str] = &[$(stringify!($f)),*];
     };
 }
-binary_fns!(add => Add, subtract => Subtract, multiply => Multiply, divide => Divide,
-    floor_divide => FloorDivide, remainder => Remainder, power => Power, maximum => Maximum,
-    minimum => Minimum, arctan2 => Arctan2, equal => Equal, not_equal => NotEqual, less => Less,
-    less_equal => LessEqual, greater => Greater, greater_equal => GreaterEqual,
-    logical_and => LogicalAnd, logical_or => LogicalOr, bitwise_and => BitwiseAnd,
-    bitwise_or => BitwiseOr, bitwise_xor => BitwiseXor);
+wmx_spec::for_each_binary_op!(binary_fns);
 
 /// `cond ? x : y` elementwise, all three broadcast together; `cond` is converted to
 /// bool (nonzero is true), `x` and `y` promoted to a common dtype.
@@ -1068,25 +1057,5 @@ impl Array {
             self.dtype(),
             device.clone(),
         )
-    }
-}
-
-#[cfg(test)]
-mod table_tests {
-    use crate::{BinaryOp, UnaryOp};
-
-    /// Every op of the tables has a function and a method of its own name.
-    #[test]
-    fn every_op_has_a_function_and_a_method() {
-        let mut want: Vec<&str> = UnaryOp::ALL.iter().map(|o| o.name()).collect();
-        let mut got = super::UNARY_FNS.to_vec();
-        want.sort_unstable();
-        got.sort_unstable();
-        assert_eq!(got, want, "unary_fns! against UnaryOp::ALL");
-        let mut want: Vec<&str> = BinaryOp::ALL.iter().map(|o| o.name()).collect();
-        let mut got = super::BINARY_FNS.to_vec();
-        want.sort_unstable();
-        got.sort_unstable();
-        assert_eq!(got, want, "binary_fns! against BinaryOp::ALL");
     }
 }

@@ -306,3 +306,25 @@ fn bitwise_xor_u32(a: u32, b: u32) -> u32 { return a ^ b; }
 fn axpby_f32(a: f32, b: f32) -> f32 {
     return bitcast<f32>(P[2]) * a + bitcast<f32>(P[3]) * b;
 }
+
+// f64 forms (`{op}_d`, adapters with SHADER_F64; f64 modules only), on the math of
+// f64.wgsl.
+fn add_d(a: f64, b: f64) -> f64 { return a + b; }
+fn subtract_d(a: f64, b: f64) -> f64 { return a - b; }
+fn multiply_d(a: f64, b: f64) -> f64 { return a * b; }
+fn divide_d(a: f64, b: f64) -> f64 { return a / b; }
+fn floor_divide_d(a: f64, b: f64) -> f64 { return floor(a / b); }
+fn remainder_d(a: f64, b: f64) -> f64 { return rem_d(a, b); }
+fn power_d(a: f64, b: f64) -> f64 { return pow_d(a, b); }
+fn maximum_d(a: f64, b: f64) -> f64 { return max_d(a, b); }
+fn minimum_d(a: f64, b: f64) -> f64 { return min_d(a, b); }
+fn arctan2_d(a: f64, b: f64) -> f64 { return atan2_d(a, b); }
+fn equal_d(a: f64, b: f64) -> bool { return a == b; }
+// naga compiles `!=` to an ordered compare: false for NaN.
+fn not_equal_d(a: f64, b: f64) -> bool { return !(a == b); }
+fn less_d(a: f64, b: f64) -> bool { return a < b; }
+fn less_equal_d(a: f64, b: f64) -> bool { return a <= b; }
+fn greater_d(a: f64, b: f64) -> bool { return a > b; }
+fn greater_equal_d(a: f64, b: f64) -> bool { return a >= b; }
+fn logical_and_d(a: f64, b: f64) -> bool { return nz_d(a) && nz_d(b); }
+fn logical_or_d(a: f64, b: f64) -> bool { return nz_d(a) || nz_d(b); }

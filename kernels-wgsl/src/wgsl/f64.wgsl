@@ -422,7 +422,7 @@ const PIO2_3: f64 = 2.02226624871116645580e-21lf;
 // multiple of pi/2 (tan's poles) needs it.
 const PIO2_4: f64 = 8.478427660368899643958701e-32lf;
 
-fn sin_poly(r: f64) -> f64 {
+fn sin_poly_d(r: f64) -> f64 {
     if (r == 0.0lf) { return r; }
     let z = r * r;
     var p = -1.0lf / 121645100408832000.0lf;
@@ -436,7 +436,7 @@ fn sin_poly(r: f64) -> f64 {
     p = fma(p, z, -1.0lf / 6.0lf);
     return fma(r * z, p, r);
 }
-fn cos_poly(r: f64) -> f64 {
+fn cos_poly_d(r: f64) -> f64 {
     let z = r * r;
     var p = -1.0lf / 6402373705728000.0lf;
     p = fma(p, z, 1.0lf / 20922789888000.0lf);
@@ -453,7 +453,7 @@ fn cos_poly(r: f64) -> f64 {
 }
 
 struct Reduced { r: f64, q: u32 }
-fn reduce_pio2(x: f64) -> Reduced {
+fn reduce_pio2_d(x: f64) -> Reduced {
     if (abs(x) <= 0.7853981633974483lf) { return Reduced(x, 0u); }
     let k = round(x * 6.36619772367581382433e-01lf);
     let r = fma(-k, PIO2_4, fma(-k, PIO2_3, fma(-k, PIO2_2, fma(-k, PIO2_1, x))));
@@ -462,29 +462,29 @@ fn reduce_pio2(x: f64) -> Reduced {
 
 fn sin_d(x: f64) -> f64 {
     if (isnan_d(x) || isinf_d(x)) { return nan_d(); }
-    let t = reduce_pio2(x);
+    let t = reduce_pio2_d(x);
     switch (t.q) {
-        case 0u: { return sin_poly(t.r); }
-        case 1u: { return cos_poly(t.r); }
-        case 2u: { return -sin_poly(t.r); }
-        default: { return -cos_poly(t.r); }
+        case 0u: { return sin_poly_d(t.r); }
+        case 1u: { return cos_poly_d(t.r); }
+        case 2u: { return -sin_poly_d(t.r); }
+        default: { return -cos_poly_d(t.r); }
     }
 }
 fn cos_d(x: f64) -> f64 {
     if (isnan_d(x) || isinf_d(x)) { return nan_d(); }
-    let t = reduce_pio2(x);
+    let t = reduce_pio2_d(x);
     switch (t.q) {
-        case 0u: { return cos_poly(t.r); }
-        case 1u: { return -sin_poly(t.r); }
-        case 2u: { return -cos_poly(t.r); }
-        default: { return sin_poly(t.r); }
+        case 0u: { return cos_poly_d(t.r); }
+        case 1u: { return -sin_poly_d(t.r); }
+        case 2u: { return -cos_poly_d(t.r); }
+        default: { return sin_poly_d(t.r); }
     }
 }
 fn tan_d(x: f64) -> f64 {
     if (isnan_d(x) || isinf_d(x)) { return nan_d(); }
-    let t = reduce_pio2(x);
-    let s = sin_poly(t.r);
-    let c = cos_poly(t.r);
+    let t = reduce_pio2_d(x);
+    let s = sin_poly_d(t.r);
+    let c = cos_poly_d(t.r);
     return select(s / c, -c / s, (t.q & 1u) == 1u);
 }
 

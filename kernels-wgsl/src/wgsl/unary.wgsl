@@ -309,3 +309,15 @@ fn isnan_u32(a: u32) -> bool { return false; }
 fn isinf_f32(a: f32) -> bool { return isinf_f(a); }
 fn isinf_i32(a: i32) -> bool { return false; }
 fn isinf_u32(a: u32) -> bool { return false; }
+
+// f64 forms (`{op}_d`, adapters with SHADER_F64; f64 modules only). The math that
+// f64.wgsl implements in software (exp_d, sin_d, erf_d, ...) is named so there.
+fn negative_d(a: f64) -> f64 { return -a; }
+fn abs_d(a: f64) -> f64 { return abs(a); }
+fn square_d(a: f64) -> f64 { return a * a; }
+fn sqrt_d(a: f64) -> f64 { return sqrt(a); }
+fn rsqrt_d(a: f64) -> f64 { return 1.0lf / sqrt(a); }
+fn floor_d(a: f64) -> f64 { return floor(a); }
+fn ceil_d(a: f64) -> f64 { return ceil(a); }
+fn round_d(a: f64) -> f64 { return round(a); }
+fn logical_not_d(a: f64) -> bool { return a == 0.0lf; }

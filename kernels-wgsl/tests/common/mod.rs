@@ -15,17 +15,7 @@ fn open(fallback: bool) -> Option<Kernels> {
         software_f16: fallback,
         ..Default::default()
     };
-    match pollster::block_on(Kernels::request(&opts)) {
-        Ok(k) => Some(k),
-        Err(e) => {
-            if std::env::var("WMX_ALLOW_NO_GPU").as_deref() == Ok("1") {
-                eprintln!("no GPU ({e}); skipping because WMX_ALLOW_NO_GPU=1");
-                None
-            } else {
-                panic!("no GPU adapter: {e} (set WMX_ALLOW_NO_GPU=1 to skip GPU tests)");
-            }
-        }
-    }
+    wmx_reference::gpu::opened(pollster::block_on(Kernels::request(&opts)))
 }
 
 /// The shared device (panics without an adapter unless WMX_ALLOW_NO_GPU=1).
@@ -113,6 +103,7 @@ pub fn round_to(x: f64, d: DType) -> f64 {
         DType::F16 => f16::from_f64(x).to_f64(),
         DType::BF16 => bf16::from_f64(x).to_f64(),
         DType::I32 => x as i32 as f64,
+        DType::I64 => x as i64 as f64,
         DType::U32 => x as u32 as f64,
         DType::U8 => x as u8 as f64,
         DType::Bool => (x != 0.0) as u8 as f64,
@@ -139,6 +130,7 @@ pub fn encode(v: &[f64], d: DType) -> Vec<u8> {
             DType::F16 => out.extend(f16::from_f64(x).to_le_bytes()),
             DType::BF16 => out.extend(bf16::from_f64(x).to_le_bytes()),
             DType::I32 => out.extend((x as i32).to_le_bytes()),
+            DType::I64 => out.extend((x as i64).to_le_bytes()),
             DType::U32 => out.extend((x as u32).to_le_bytes()),
             DType::U8 => out.push(x as u8),
             DType::Bool => out.push((x != 0.0) as u8),
@@ -155,6 +147,7 @@ pub fn decode(b: &[u8], d: DType) -> Vec<f64> {
             DType::F16 => f16::from_le_bytes(c.try_into().unwrap()).to_f64(),
             DType::BF16 => bf16::from_le_bytes(c.try_into().unwrap()).to_f64(),
             DType::I32 => i32::from_le_bytes(c.try_into().unwrap()) as f64,
+            DType::I64 => i64::from_le_bytes(c.try_into().unwrap()) as f64,
             DType::U32 => u32::from_le_bytes(c.try_into().unwrap()) as f64,
             DType::U8 | DType::Bool => c[0] as f64,
         })

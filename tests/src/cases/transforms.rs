@@ -1,11 +1,12 @@
 //! Transforms (vjp, jvp, grad, vmap) and the slice update they rely on.
 //!
-//! References are independent of wmx: derivatives written out in f64 per op,
-//! central finite differences of f64 host functions (`HostArr`), and for vmap an
-//! explicit loop over the mapped axis. Each op table is iterated, so an op added
-//! without a reference here fails these cases.
+//! References are independent of wmx: central finite differences in f64 of the
+//! reference's value of each op (`wmx_reference::reference`) and of f64 host
+//! functions (`HostArr`), and for vmap an explicit loop over the mapped axis. Each
+//! op table is iterated, so an op without a reference fails these cases.
 
 use crate::host::HostArr;
+use crate::reference;
 use crate::rng::Rng;
 use crate::val::{Val, make_ok, read_ok, round_to};
 use wmx_core::{self as wmx, Array, BinaryOp, DType, Device, ReduceOp, Result, Slice, UnaryOp};
@@ -50,74 +51,18 @@ fn rtol(dt: DType) -> f64 {
     }
 }
 
-/// Value and derivative of a unary op in f64, with the domain to sample
-/// (`None`: the op's output is not a float, its derivative is absent).
-fn unary_ref(op: UnaryOp, x: f64) -> (f64, f64) {
-    use UnaryOp::*;
-    let s = 1.0 / (1.0 + (-x).exp());
-    match op {
-        Negative => (-x, -1.0),
-        Abs => (x.abs(), x.signum()),
-        Sign => (x.signum(), 0.0),
-        Square => (x * x, 2.0 * x),
-        Sqrt => (x.sqrt(), 0.5 / x.sqrt()),
-        Rsqrt => (1.0 / x.sqrt(), -0.5 * x.powf(-1.5)),
-        Exp => (x.exp(), x.exp()),
-        Expm1 => (x.exp_m1(), x.exp()),
-        Log => (x.ln(), 1.0 / x),
-        Log1p => (x.ln_1p(), 1.0 / (1.0 + x)),
-        Log2 => (x.log2(), 1.0 / (x * std::f64::consts::LN_2)),
-        Sin => (x.sin(), x.cos()),
-        Cos => (x.cos(), -x.sin()),
-        Tan => (x.tan(), 1.0 / (x.cos() * x.cos())),
-        Tanh => (x.tanh(), 1.0 - x.tanh() * x.tanh()),
-        Sigmoid => (s, s * (1.0 - s)),
-        Erf => (erf(x), std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp()),
-        Erfinv => {
-            let y = crate::reference::erfinv(x);
-            (y, 0.886_226_925_452_758 * (y * y).exp())
+/// Value and derivative of a unary op in f64 at a point `x` sampled from the op's
+/// domain where it is smooth (the reference's value, its central difference).
+fn unary_sample(op: UnaryOp, rng: &mut Rng) -> (f64, f64, f64) {
+    let f = |x: f64| reference::unary(op.name(), DType::F64, Val::F(x)).f();
+    let (lo, hi) = reference::unary_domain(op.name());
+    for _ in 0..1000 {
+        let x = rng.uniform(lo, hi);
+        if let Some(d) = reference::derivative(f, x) {
+            return (x, f(x), d);
         }
-        Floor => (x.floor(), 0.0),
-        Ceil => (x.ceil(), 0.0),
-        Round => (x.round_ties_even(), 0.0),
-        LogicalNot | IsNan | IsInf => (f64::NAN, 0.0),
     }
-}
-
-/// erf by its Taylor series (|x| < 3 here; 60 terms reach f64 precision there).
-fn erf(x: f64) -> f64 {
-    let (mut term, mut sum) = (x, x);
-    for n in 1..60 {
-        term *= -x * x / n as f64;
-        sum += term / (2 * n + 1) as f64;
-    }
-    sum * std::f64::consts::FRAC_2_SQRT_PI
-}
-
-fn unary_domain(op: UnaryOp) -> (f64, f64) {
-    use UnaryOp::*;
-    match op {
-        Sqrt | Rsqrt | Log | Log2 => (0.3, 4.0),
-        Log1p => (-0.6, 3.0),
-        Tan => (-1.2, 1.2),
-        Erf => (-2.5, 2.5),
-        Erfinv => (-0.9, 0.9),
-        _ => (-3.0, 3.0),
-    }
-}
-
-/// Keeps samples off the points where an op is not differentiable.
-fn away_from_kinks(op: UnaryOp, x: f64) -> f64 {
-    use UnaryOp::*;
-    match op {
-        Abs | Sign if x.abs() < 0.1 => x + 0.25,
-        Floor | Ceil | Round
-            if (x - x.round()).abs() < 0.05 || (x.fract().abs() - 0.5).abs() < 0.05 =>
-        {
-            x + 0.2
-        }
-        _ => x,
-    }
+    panic!("{op}: no smooth point in its domain");
 }
 
 /// Every unary op: vjp and jvp against the derivative written in f64, on f32 and
@@ -137,12 +82,12 @@ pub fn grad_unary_ops(dev: &Device) {
                 continue;
             }
             let what = format!("{op} on {dt}");
-            let (lo, hi) = unary_domain(op);
-            let xs: Vec<f64> = uniform(&mut rng, n, lo, hi)
-                .into_iter()
-                .map(|x| away_from_kinks(op, x))
+            // Points rounded to `dt` first, then the reference at the rounded points.
+            let xs: Vec<f64> = (0..n)
+                .map(|_| round_to(dt, unary_sample(op, &mut rng).0))
                 .collect();
             let (x, xr) = arr(dev, dt, &xs, &[n]);
+            let r = |x: f64| reference::unary(op.name(), DType::F64, Val::F(x)).f();
             let (w, wr) = arr(dev, dt, &uniform(&mut rng, n, -2.0, 2.0), &[n]);
             let bool_out = matches!(op, UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf);
             let f = move |a: &[Array]| -> Result<Vec<Array>> {
@@ -154,7 +99,10 @@ pub fn grad_unary_ops(dev: &Device) {
                 wmx::vjp(f, std::slice::from_ref(&x), std::slice::from_ref(&w)),
             );
             let (_, t) = ok(&what, wmx::jvp(f, std::slice::from_ref(&x), &[w]));
-            let d: Vec<f64> = xr.iter().map(|&x| unary_ref(op, x).1).collect();
+            let d: Vec<f64> = xr
+                .iter()
+                .map(|&x| reference::derivative(r, x).expect("a smooth point, rounded"))
+                .collect();
             let want: Vec<f64> = d.iter().zip(&wr).map(|(d, w)| d * w).collect();
             let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             let atol = rtol(dt) * scale.max(1.0) * 0.1;
@@ -173,7 +121,7 @@ pub fn grad_unary_ops(dev: &Device) {
                 atol,
             );
             if !bool_out {
-                let v: Vec<f64> = xr.iter().map(|&x| unary_ref(op, x).0).collect();
+                let v: Vec<f64> = xr.iter().map(|&x| r(x)).collect();
                 close(
                     &format!("value of {what}"),
                     &f64s(&outs[0], &what),
@@ -186,31 +134,25 @@ pub fn grad_unary_ops(dev: &Device) {
     }
 }
 
-/// Value and partial derivatives of a binary op in f64.
-fn binary_ref(op: BinaryOp, a: f64, b: f64) -> (f64, f64, f64) {
-    use BinaryOp::*;
-    let tie = |g: bool, eq: bool| {
-        if eq {
-            0.5
-        } else if g {
-            1.0
-        } else {
-            0.0
+/// Value and partial derivatives of a binary op in f64: the reference's value
+/// and its central differences (`None` where it is not smooth at `(a, b)`).
+fn binary_ref(op: BinaryOp, a: f64, b: f64) -> Option<(f64, f64, f64)> {
+    let f = |x: f64, y: f64| reference::binary(op.name(), DType::F64, Val::F(x), Val::F(y)).f();
+    let da = reference::derivative(|x| f(x, b), a)?;
+    let db = reference::derivative(|y| f(a, y), b)?;
+    Some((f(a, b), da, db))
+}
+
+/// A pair from [`binary_sample`], rounded to f32, where the op is smooth.
+fn smooth_pair(op: BinaryOp, rng: &mut Rng, i: usize) -> (f64, f64) {
+    for _ in 0..1000 {
+        let (a, b) = binary_sample(op, rng, i);
+        let (a, b) = (round_to(DType::F32, a), round_to(DType::F32, b));
+        if binary_ref(op, a, b).is_some() {
+            return (a, b);
         }
-    };
-    match op {
-        Add => (a + b, 1.0, 1.0),
-        Subtract => (a - b, 1.0, -1.0),
-        Multiply => (a * b, b, a),
-        Divide => (a / b, 1.0 / b, -a / (b * b)),
-        FloorDivide => ((a / b).floor(), 0.0, 0.0),
-        Remainder => (a - b * (a / b).floor(), 1.0, -(a / b).floor()),
-        Power => (a.powf(b), b * a.powf(b - 1.0), a.powf(b) * a.ln()),
-        Maximum => (a.max(b), tie(a > b, a == b), tie(b > a, a == b)),
-        Minimum => (a.min(b), tie(a < b, a == b), tie(b < a, a == b)),
-        Arctan2 => (a.atan2(b), b / (a * a + b * b), -a / (a * a + b * b)),
-        _ => (f64::NAN, 0.0, 0.0), // bool outputs: zero derivative
     }
+    panic!("{op}: no smooth pair");
 }
 
 fn binary_sample(op: BinaryOp, rng: &mut Rng, i: usize) -> (f64, f64) {
@@ -246,7 +188,7 @@ pub fn grad_binary_ops(dev: &Device) {
             continue; // integers only: no derivatives (grad_errors checks the Err)
         }
         let what = format!("{op}");
-        let (av, bv): (Vec<f64>, Vec<f64>) = (0..n).map(|i| binary_sample(op, &mut rng, i)).unzip();
+        let (av, bv): (Vec<f64>, Vec<f64>) = (0..n).map(|i| smooth_pair(op, &mut rng, i)).unzip();
         let (a, ar) = arr(dev, DType::F32, &av, &[n]);
         let (b, br) = arr(dev, DType::F32, &bv, &[n]);
         let (w, wr) = arr(dev, DType::F32, &uniform(&mut rng, n, -2.0, 2.0), &[n]);
@@ -270,7 +212,7 @@ pub fn grad_binary_ops(dev: &Device) {
         let refs: Vec<(f64, f64, f64)> = ar
             .iter()
             .zip(&br)
-            .map(|(&a, &b)| binary_ref(op, a, b))
+            .map(|(&a, &b)| binary_ref(op, a, b).expect("a smooth pair"))
             .collect();
         let ga: Vec<f64> = refs.iter().zip(&wr).map(|(r, w)| r.1 * w).collect();
         let gb: Vec<f64> = refs.iter().zip(&wr).map(|(r, w)| r.2 * w).collect();

@@ -907,7 +907,7 @@ struct KCase {
 /// Records one launch of `op` (several dispatches for the composed axpby).
 fn k_record(
     kern: &k::Kernels,
-    b: &mut k::Batch,
+    b: &mut k::Batch<k::Wgpu>,
     op: Op,
     c: &KCase,
     d: k::DType,
@@ -952,33 +952,78 @@ fn k_record(
     };
     match op {
         Op::Copy => kern.copy(b, &v(&c.x), &out(&c.out, d, &shape)),
-        Op::Add | Op::AddSubmitEach => {
-            kern.binary(b, "add", &v(&c.x), &v(&c.y), &out(&c.out, d, &shape))
-        }
-        Op::Multiply => kern.binary(b, "multiply", &v(&c.x), &v(&c.y), &out(&c.out, d, &shape)),
-        Op::Exp => kern.unary(b, "exp", &v(&c.x), &out(&c.out, d, &shape)),
+        Op::Add | Op::AddSubmitEach => kern.binary(
+            b,
+            wmx_kernels::BinaryOp::Add,
+            &v(&c.x),
+            &v(&c.y),
+            &out(&c.out, d, &shape),
+        ),
+        Op::Multiply => kern.binary(
+            b,
+            wmx_kernels::BinaryOp::Multiply,
+            &v(&c.x),
+            &v(&c.y),
+            &out(&c.out, d, &shape),
+        ),
+        Op::Exp => kern.unary(
+            b,
+            wmx_kernels::UnaryOp::Exp,
+            &v(&c.x),
+            &out(&c.out, d, &shape),
+        ),
         Op::Axpby => kern.axpby(b, &v(&c.x), &v(&c.y), ALPHA, BETA, &out(&c.out, d, &shape)),
         Op::AxpbyComposed => {
             kern.binary(
                 b,
-                "multiply",
+                wmx_kernels::BinaryOp::Multiply,
                 &v(&c.x),
                 &scalar(&c.two),
                 &out(&c.t1, d, &shape),
             )?;
             kern.binary(
                 b,
-                "multiply",
+                wmx_kernels::BinaryOp::Multiply,
                 &v(&c.y),
                 &scalar(&c.half),
                 &out(&c.t2, d, &shape),
             )?;
-            kern.binary(b, "add", &v(&c.t1), &v(&c.t2), &out(&c.out, d, &shape))
+            kern.binary(
+                b,
+                wmx_kernels::BinaryOp::Add,
+                &v(&c.t1),
+                &v(&c.t2),
+                &out(&c.out, d, &shape),
+            )
         }
-        Op::SumAll => kern.reduce(b, "sum", &v(&c.x), &[0], &out(&c.out, d, &[])),
-        Op::SumLast => kern.reduce(b, "sum", &m, &[1], &out(&c.out, d, &[rows])),
-        Op::SumFirst => kern.reduce(b, "sum", &m, &[0], &out(&c.out, d, &[cols])),
-        Op::ArgmaxLast => kern.arg_reduce(b, "argmax", &m, 1, &out(&c.out, k::DType::U32, &[rows])),
+        Op::SumAll => kern.reduce(
+            b,
+            wmx_kernels::ReduceOp::Sum,
+            &v(&c.x),
+            &[0],
+            &out(&c.out, d, &[]),
+        ),
+        Op::SumLast => kern.reduce(
+            b,
+            wmx_kernels::ReduceOp::Sum,
+            &m,
+            &[1],
+            &out(&c.out, d, &[rows]),
+        ),
+        Op::SumFirst => kern.reduce(
+            b,
+            wmx_kernels::ReduceOp::Sum,
+            &m,
+            &[0],
+            &out(&c.out, d, &[cols]),
+        ),
+        Op::ArgmaxLast => kern.arg_reduce(
+            b,
+            k::ArgReduceOp::ArgMax,
+            &m,
+            1,
+            &out(&c.out, k::DType::U32, &[rows]),
+        ),
         Op::CopyBuffer => unreachable!("not a kernel"),
         Op::SumAxpby
         | Op::GradSumAxpby

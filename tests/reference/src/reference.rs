@@ -5,8 +5,9 @@
 //! Ops are looked up by name, so an op added to core without a reference here
 //! fails the suite ("no reference for …") instead of going untested.
 
+use crate::tol::Class;
 use crate::val::{Val, promote, to_float, wrap};
-use wmx_core::DType;
+use wmx_spec::DType;
 
 /// The dtype rule of an elementwise op (restated from SEMANTICS.md, by name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +34,9 @@ pub fn unary_rule(name: &str) -> Rule {
         | "tanh" | "sigmoid" | "erf" | "erfinv" => Rule::Float,
         "logical_not" => Rule::Logical,
         "isnan" | "isinf" => Rule::Predicate,
-        _ => panic!("no reference for unary op {name:?}: add it to wmx-tests/src/reference.rs"),
+        _ => {
+            panic!("no reference for unary op {name:?}: add it to tests/reference/src/reference.rs")
+        }
     }
 }
 
@@ -48,7 +51,9 @@ pub fn binary_rule(name: &str) -> Rule {
         }
         "logical_and" | "logical_or" => Rule::Logical,
         "bitwise_and" | "bitwise_or" | "bitwise_xor" => Rule::Bitwise,
-        _ => panic!("no reference for binary op {name:?}: add it to wmx-tests/src/reference.rs"),
+        _ => panic!(
+            "no reference for binary op {name:?}: add it to tests/reference/src/reference.rs"
+        ),
     }
 }
 
@@ -73,6 +78,45 @@ pub fn binary_dtypes(name: &str, a: DType, b: DType) -> Option<(DType, DType)> {
         Rule::Bitwise if c.is_float() => return None,
         Rule::Bitwise => (c, c),
     })
+}
+
+/// The accuracy class of an elementwise op by name.
+pub fn class_of(name: &str) -> Class {
+    match name {
+        "add" | "subtract" | "multiply" | "square" | "remainder" => Class::Arith,
+        "divide" | "floor_divide" | "sqrt" | "rsqrt" => Class::Divide,
+        "exp" | "expm1" | "log" | "log1p" | "log2" | "sin" | "cos" | "tan" | "tanh" | "sigmoid"
+        | "erf" | "erfinv" | "arctan2" => Class::Transcendental,
+        "power" => Class::Power,
+        _ => Class::Exact,
+    }
+}
+
+/// Where a unary op's derivative is sampled: where it is finite and its f32
+/// computation well conditioned.
+pub fn unary_domain(name: &str) -> (f64, f64) {
+    match name {
+        "sqrt" | "rsqrt" | "log" | "log2" => (0.3, 4.0),
+        "log1p" => (-0.6, 3.0),
+        "tan" => (-1.2, 1.2),
+        "erf" => (-2.5, 2.5),
+        "erfinv" => (-0.9, 0.9),
+        _ => (-3.0, 3.0),
+    }
+}
+
+/// The derivative of `f` at `x` by central differences in f64, or `None` where
+/// `f` is not smooth within about 1e-3 of `x` (a kink, a jump, a pole, NaN), so
+/// tests sample elsewhere: steps of 1e-6 and 1e-3 (relative to `max(|x|, 1)`)
+/// must agree to 1e-4.
+pub fn derivative(f: impl Fn(f64) -> f64, x: f64) -> Option<f64> {
+    let s = x.abs().max(1.0);
+    let d = |h: f64| (f(x + h * s) - f(x - h * s)) / (2.0 * h * s);
+    let (fine, coarse) = (d(1e-6), d(1e-3));
+    let smooth = fine.is_finite()
+        && coarse.is_finite()
+        && (fine - coarse).abs() <= 1e-4 * fine.abs().max(1.0);
+    smooth.then_some(fine)
 }
 
 fn b(x: bool) -> Val {
@@ -406,7 +450,9 @@ pub fn reduce_dtype(name: &str, x: DType) -> DType {
         },
         "max" | "min" => x,
         "all" | "any" => DType::Bool,
-        _ => panic!("no reference for reduction {name:?}: add it to wmx-tests/src/reference.rs"),
+        _ => panic!(
+            "no reference for reduction {name:?}: add it to tests/reference/src/reference.rs"
+        ),
     }
 }
 

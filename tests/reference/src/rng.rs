@@ -1,7 +1,7 @@
 //! Deterministic test data: SplitMix64 and value generators per dtype.
 
 use crate::val::{Val, round_to};
-use wmx_core::DType;
+use wmx_spec::DType;
 
 /// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough for tests.
 #[derive(Debug, Clone)]

@@ -26,8 +26,9 @@
 //! `scale` is the magnitude of the inputs the result is computed from (e.g.
 //! `max|x|` for logsumexp, `mean(x²)` for var); the cases pass it as `abs`.
 
+pub use crate::reference::class_of;
 use crate::val::{Val, round_to, ulp};
-use wmx_core::DType;
+use wmx_spec::DType;
 
 /// How accurate an op must be (see the module table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,18 +128,6 @@ impl Tol {
             abs,
             log_ulps,
         }
-    }
-}
-
-/// The accuracy class of an elementwise op by name.
-pub fn class_of(name: &str) -> Class {
-    match name {
-        "add" | "subtract" | "multiply" | "square" | "remainder" => Class::Arith,
-        "divide" | "floor_divide" | "sqrt" | "rsqrt" => Class::Divide,
-        "exp" | "expm1" | "log" | "log1p" | "log2" | "sin" | "cos" | "tan" | "tanh" | "sigmoid"
-        | "erf" | "erfinv" | "arctan2" => Class::Transcendental,
-        "power" => Class::Power,
-        _ => Class::Exact,
     }
 }
 

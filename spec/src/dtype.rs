@@ -1,0 +1,205 @@
+//! Element types and their promotion rules.
+
+use std::fmt;
+
+/// The element type of an array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// Boolean, one byte (0 or 1).
+    Bool,
+    /// Unsigned 8-bit integer.
+    U8,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Signed 32-bit integer.
+    I32,
+    /// Signed 64-bit integer (CPU only).
+    I64,
+    /// IEEE half precision.
+    F16,
+    /// bfloat16: the upper half of an f32.
+    BF16,
+    /// IEEE single precision.
+    F32,
+    /// IEEE double precision (CPU; WebGPU only where the adapter has `SHADER_F64`).
+    F64,
+}
+
+impl DType {
+    /// Every dtype, in promotion order.
+    pub const ALL: [DType; 9] = [
+        DType::Bool,
+        DType::U8,
+        DType::U32,
+        DType::I32,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// The dtypes WGSL kernels compute: all but `I64` (WGSL has no 64-bit integers).
+    pub const WGSL: [DType; 8] = [
+        DType::Bool,
+        DType::U8,
+        DType::U32,
+        DType::I32,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// The dtypes stored in whole 32-bit words or parts of one: [`DType::WGSL`]
+    /// less `F64` (moved as pairs of words, computed by kernels of its own).
+    pub const WORDS: [DType; 7] = *Self::WGSL.first_chunk::<7>().unwrap();
+
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            DType::Bool | DType::U8 => 1,
+            DType::F16 | DType::BF16 => 2,
+            DType::U32 | DType::I32 | DType::F32 => 4,
+            DType::I64 | DType::F64 => 8,
+        }
+    }
+
+    /// The lowercase name (`"f32"`, `"bool"`, …).
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U8 => "u8",
+            DType::U32 => "u32",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+
+    /// Parses a name as printed by [`DType::name`] (also accepts numpy spellings).
+    pub fn from_name(name: &str) -> Option<DType> {
+        Some(match name {
+            "bool" => DType::Bool,
+            "u8" | "uint8" => DType::U8,
+            "u32" | "uint32" => DType::U32,
+            "i32" | "int32" => DType::I32,
+            "i64" | "int64" => DType::I64,
+            "f16" | "float16" => DType::F16,
+            "bf16" | "bfloat16" => DType::BF16,
+            "f32" | "float32" => DType::F32,
+            "f64" | "float64" => DType::F64,
+            _ => return None,
+        })
+    }
+
+    /// f16, bf16, f32 or f64.
+    pub const fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// Any integer type (not bool).
+    pub const fn is_int(self) -> bool {
+        matches!(self, DType::U8 | DType::U32 | DType::I32 | DType::I64)
+    }
+
+    /// Signed integer types.
+    pub const fn is_signed_int(self) -> bool {
+        matches!(self, DType::I32 | DType::I64)
+    }
+
+    /// Unsigned integer types.
+    pub const fn is_unsigned(self) -> bool {
+        matches!(self, DType::U8 | DType::U32)
+    }
+
+    /// The dtype float math on `self` produces: `self` for floats, f32 otherwise.
+    pub const fn to_float(self) -> DType {
+        if self.is_float() { self } else { DType::F32 }
+    }
+
+    /// The type both operands of a binary op are converted to, as in MLX:
+    ///
+    /// | a \ b | rule |
+    /// |---|---|
+    /// | bool, X | X |
+    /// | unsigned, unsigned / signed, signed | the wider |
+    /// | u8, i32 → i32; u8, i64 → i64; u32, i32 → i64; u32, i64 → i64 | smallest signed type holding both |
+    /// | integer, float | the float |
+    /// | f16, bf16 | f32 |
+    /// | float, float | the wider (f64 wins) |
+    pub fn promote(a: DType, b: DType) -> DType {
+        use DType::*;
+        if a == b {
+            return a;
+        }
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        match (lo, hi) {
+            (Bool, x) => x,
+            (F16, BF16) => F32,
+            (x, y) if x.is_float() && y.is_float() => F32.max(y),
+            (_, f) if f.is_float() => f,
+            (U8, U32) => U32,
+            (U8, I32) => I32,
+            (U32, I32) => I64,
+            (_, I64) => I64,
+            (I32, _) | (U8, _) | (U32, _) => unreachable!("all integer pairs are listed"),
+            _ => hi,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn promotion_is_symmetric_and_idempotent() {
+        for a in DType::ALL {
+            assert_eq!(DType::promote(a, a), a);
+            for b in DType::ALL {
+                assert_eq!(DType::promote(a, b), DType::promote(b, a), "{a} {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn promotion_table() {
+        use DType::*;
+        let cases = [
+            (Bool, U8, U8),
+            (U8, U32, U32),
+            (U8, I32, I32),
+            (U32, I32, I64),
+            (U32, I64, I64),
+            (I32, I64, I64),
+            (I32, F16, F16),
+            (I64, BF16, BF16),
+            (U8, F32, F32),
+            (F16, BF16, F32),
+            (F16, F32, F32),
+            (BF16, F32, F32),
+            (Bool, F16, F16),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(DType::promote(a, b), want, "{a} + {b}");
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(DType::from_name(d.name()), Some(d));
+        }
+        assert_eq!(DType::from_name("complex64"), None);
+    }
+}
