@@ -74,6 +74,8 @@ op_table! {
         Sqrt => sqrt, FloatMath;
         /// `1/sqrt(x)`
         Rsqrt => rsqrt, FloatMath;
+        /// Real cube root (negative for negative `x`).
+        Cbrt => cbrt, FloatMath;
         /// `e^x`
         Exp => exp, FloatMath;
         /// `e^x - 1`, accurate near 0.

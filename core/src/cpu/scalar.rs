@@ -138,6 +138,9 @@ pub trait Compute: Copy + PartialOrd + Send + Sync + 'static {
     fn rsqrt(self) -> Self {
         Self::from_f64(1.0 / self.to_f64().sqrt())
     }
+    fn cbrt(self) -> Self {
+        Self::from_f64(self.to_f64().cbrt())
+    }
     fn exp(self) -> Self {
         Self::from_f64(self.to_f64().exp())
     }
@@ -209,6 +212,7 @@ macro_rules! unary_fn {
             Square       => |x| x.mul(x),
             Sqrt         => |x| x.sqrt(),
             Rsqrt        => |x| x.rsqrt(),
+            Cbrt         => |x| x.cbrt(),
             Exp          => |x| x.exp(),
             Expm1        => |x| x.expm1(),
             Log          => |x| x.ln(),
@@ -338,6 +342,9 @@ macro_rules! float_compute {
             }
             fn rsqrt(self) -> Self {
                 1.0 / <$t>::sqrt(self)
+            }
+            fn cbrt(self) -> Self {
+                <$t>::cbrt(self)
             }
             fn exp(self) -> Self {
                 <$t>::exp(self)

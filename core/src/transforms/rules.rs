@@ -53,6 +53,8 @@ pub(super) fn unary(op: UnaryOp, x: &Array, y: &Array) -> Result<Partial> {
         Sqrt => Scale(o::divide(&c(y, 0.5)?, y)?),
         // d x^-1/2 = -1/2 x^-3/2 = -1/2 y / x
         Rsqrt => Scale(o::multiply(&o::divide(y, x)?, &c(y, -0.5)?)?),
+        // 1 / (3 y^2): inf at 0, as the derivative is
+        Cbrt => Scale(o::divide(&c(y, 1.0 / 3.0)?, &o::square(y)?)?),
         Exp => Scale(y.clone()),
         Expm1 => Scale(o::add(y, &c(y, 1.0)?)?),
         Log => Scale(o::divide(&c(x, 1.0)?, x)?),

@@ -21,6 +21,15 @@ fn square_u32(a: u32) -> u32 { return a * a; }
 
 fn sqrt_f32(a: f32) -> f32 { return sqrt(a); }
 fn rsqrt_f32(a: f32) -> f32 { return 1.0 / sqrt(a); }
+// Real cube root (WGSL has none): exp2(log2 |a| / 3), then a Newton step in the
+// form that neither overflows nor underflows; 0, inf and NaN come back as they are.
+fn cbrt_f32(a: f32) -> f32 {
+    let m = abs(a);
+    if (m == 0.0 || isinf_f(m) || isnan_f(m)) { return a; }
+    var y = exp2(log2(m) / 3.0);
+    y = (2.0 * y + m / (y * y)) / 3.0;
+    return select(y, -y, a < 0.0);
+}
 fn exp_f32(a: f32) -> f32 { return exp_acc(a); }
 // For f16/bf16 results (ops.rs picks `*_narrow` there): the driver's exp is within
 // a few f32 ulp, so the rounded result stays within 1 narrow ulp, while exp_acc's
@@ -317,6 +326,20 @@ fn abs_d(a: f64) -> f64 { return abs(a); }
 fn square_d(a: f64) -> f64 { return a * a; }
 fn sqrt_d(a: f64) -> f64 { return sqrt(a); }
 fn rsqrt_d(a: f64) -> f64 { return 1.0lf / sqrt(a); }
+// |a| = m 2^(3q + r) (m from split_d, r in 0..2): cbrt = cbrt(m 2^r) 2^q, from an
+// f32 estimate and three Newton steps in f64.
+fn cbrt_d(a: f64) -> f64 {
+    if (a == 0.0lf || isnan_d(a) || isinf_d(a)) { return a; }
+    let s = split_d(abs(a));
+    var q = s.e / 3;
+    var r = s.e - 3 * q;
+    if (r < 0) { r += 3; q -= 1; }
+    let m = scale2(s.m, r);
+    var y = f64(exp2(log2(f32(m)) / 3.0));
+    for (var i = 0; i < 3; i++) { y = (2.0lf * y + m / (y * y)) / 3.0lf; }
+    let c = scale2(y, q);
+    return select(c, -c, a < 0.0lf);
+}
 fn floor_d(a: f64) -> f64 { return floor(a); }
 fn ceil_d(a: f64) -> f64 { return ceil(a); }
 fn round_d(a: f64) -> f64 { return round(a); }

@@ -30,8 +30,8 @@ pub enum Rule {
 pub fn unary_rule(name: &str) -> Rule {
     match name {
         "negative" | "abs" | "sign" | "square" | "floor" | "ceil" | "round" => Rule::Same,
-        "sqrt" | "rsqrt" | "exp" | "expm1" | "log" | "log1p" | "log2" | "sin" | "cos" | "tan"
-        | "tanh" | "sigmoid" | "erf" | "erfinv" => Rule::Float,
+        "sqrt" | "rsqrt" | "cbrt" | "exp" | "expm1" | "log" | "log1p" | "log2" | "sin" | "cos"
+        | "tan" | "tanh" | "sigmoid" | "erf" | "erfinv" => Rule::Float,
         "logical_not" => Rule::Logical,
         "isnan" | "isinf" => Rule::Predicate,
         _ => {
@@ -86,7 +86,7 @@ pub fn class_of(name: &str) -> Class {
         "add" | "subtract" | "multiply" | "square" | "remainder" => Class::Arith,
         "divide" | "floor_divide" | "sqrt" | "rsqrt" => Class::Divide,
         "exp" | "expm1" | "log" | "log1p" | "log2" | "sin" | "cos" | "tan" | "tanh" | "sigmoid"
-        | "erf" | "erfinv" | "arctan2" => Class::Transcendental,
+        | "erf" | "erfinv" | "arctan2" | "cbrt" => Class::Transcendental,
         "power" => Class::Power,
         _ => Class::Exact,
     }
@@ -163,6 +163,7 @@ pub fn unary(name: &str, dt: DType, x: Val) -> Val {
             "round" => v.round_ties_even(),
             "sqrt" => v.sqrt(),
             "rsqrt" => 1.0 / v.sqrt(),
+            "cbrt" => v.cbrt(),
             "exp" => v.exp(),
             "expm1" => v.exp_m1(),
             "log" => v.ln(),
