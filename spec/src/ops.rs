@@ -139,6 +139,9 @@ op_table! {
         Minimum => minimum, Arith;
         /// Angle of (b, a).
         Arctan2 => arctan2, FloatMath;
+        /// `sqrt(a² + b²)`, without overflow or underflow on the way (inf if either
+        /// is infinite, even beside a NaN).
+        Hypot => hypot, FloatMath;
         /// `a == b`
         Equal => equal, Compare;
         /// `a != b`

@@ -126,6 +126,9 @@ pub trait Compute: Copy + PartialOrd + Send + Sync + 'static {
     fn max(self, o: Self) -> Self;
     fn min(self, o: Self) -> Self;
     fn atan2(self, o: Self) -> Self;
+    fn hypot(self, o: Self) -> Self {
+        Self::from_f64(self.to_f64().hypot(o.to_f64()))
+    }
     fn band(self, o: Self) -> Self;
     fn bor(self, o: Self) -> Self;
     fn bxor(self, o: Self) -> Self;
@@ -248,6 +251,7 @@ macro_rules! binary_fn {
             Maximum      => |a, b| a.max(b),
             Minimum      => |a, b| a.min(b),
             Arctan2      => |a, b| a.atan2(b),
+            Hypot        => |a, b| a.hypot(b),
             Equal        => |a, b| C::from_bool(a == b),
             NotEqual     => |a, b| C::from_bool(a != b),
             Less         => |a, b| C::from_bool(a < b),
@@ -312,6 +316,9 @@ macro_rules! float_compute {
             }
             fn atan2(self, o: Self) -> Self {
                 <$t>::atan2(self, o)
+            }
+            fn hypot(self, o: Self) -> Self {
+                <$t>::hypot(self, o)
             }
             fn band(self, o: Self) -> Self {
                 <$t>::from_bits(self.to_bits() & o.to_bits())

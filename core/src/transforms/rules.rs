@@ -117,6 +117,8 @@ pub(super) fn binary(op: BinaryOp, a: &Array, b: &Array, y: &Array) -> Result<[P
         }
         Maximum => split(o::greater(a, b)?, o::less(a, b)?)?,
         Minimum => split(o::less(a, b)?, o::greater(a, b)?)?,
+        // a / y, b / y (NaN at the origin, as the derivative is undefined there)
+        Hypot => [Scale(o::divide(a, y)?), Scale(o::divide(b, y)?)],
         Arctan2 => {
             let den = o::add(&o::square(a)?, &o::square(b)?)?;
             [

@@ -244,6 +244,19 @@ fn atan_unit(t: f32) -> f32 {
     return base + p;
 }
 
+// sqrt(a² + b²) scaled by the larger magnitude, so no square overflows or
+// underflows; an infinite input gives inf even beside a NaN (IEEE 754's rule).
+fn hypot_f32(a: f32, b: f32) -> f32 {
+    let x = abs(a);
+    let y = abs(b);
+    if (isinf_f(x) || isinf_f(y)) { return inf_f(); }
+    if (isnan_f(x) || isnan_f(y)) { return nan_f(); }
+    let m = max(x, y);
+    if (m == 0.0) { return 0.0; }
+    let r = min(x, y) / m;
+    return m * sqrt(1.0 + r * r);
+}
+
 // IEEE atan2 with every special case (signed zeros, infinities), NaN propagated.
 fn arctan2_f32(y: f32, x: f32) -> f32 {
     if (isnan_f(x) || isnan_f(y)) { return nan_f(); }
@@ -319,6 +332,16 @@ fn power_d(a: f64, b: f64) -> f64 { return pow_d(a, b); }
 fn maximum_d(a: f64, b: f64) -> f64 { return max_d(a, b); }
 fn minimum_d(a: f64, b: f64) -> f64 { return min_d(a, b); }
 fn arctan2_d(a: f64, b: f64) -> f64 { return atan2_d(a, b); }
+fn hypot_d(a: f64, b: f64) -> f64 {
+    let x = abs(a);
+    let y = abs(b);
+    if (isinf_d(x) || isinf_d(y)) { return inf_d(); }
+    if (isnan_d(x) || isnan_d(y)) { return nan_d(); }
+    let m = max(x, y);
+    if (m == 0.0lf) { return 0.0lf; }
+    let r = min(x, y) / m;
+    return m * sqrt(1.0lf + r * r);
+}
 fn equal_d(a: f64, b: f64) -> bool { return a == b; }
 // naga compiles `!=` to an ordered compare: false for NaN.
 fn not_equal_d(a: f64, b: f64) -> bool { return !(a == b); }

@@ -45,7 +45,7 @@ pub fn binary_rule(name: &str) -> Rule {
     match name {
         "add" | "subtract" | "multiply" | "floor_divide" | "remainder" | "power" | "maximum"
         | "minimum" => Rule::Same,
-        "divide" | "arctan2" => Rule::Float,
+        "divide" | "arctan2" | "hypot" => Rule::Float,
         "equal" | "not_equal" | "less" | "less_equal" | "greater" | "greater_equal" => {
             Rule::Compare
         }
@@ -84,7 +84,7 @@ pub fn binary_dtypes(name: &str, a: DType, b: DType) -> Option<(DType, DType)> {
 pub fn class_of(name: &str) -> Class {
     match name {
         "add" | "subtract" | "multiply" | "square" | "remainder" => Class::Arith,
-        "divide" | "floor_divide" | "sqrt" | "rsqrt" => Class::Divide,
+        "divide" | "floor_divide" | "sqrt" | "rsqrt" | "hypot" => Class::Divide,
         "exp" | "expm1" | "log" | "log1p" | "log2" | "sin" | "cos" | "tan" | "tanh" | "sigmoid"
         | "erf" | "erfinv" | "arctan2" | "cbrt" => Class::Transcendental,
         "power" => Class::Power,
@@ -266,6 +266,7 @@ pub fn binary(name: &str, dt: DType, a: Val, bv: Val) -> Val {
                 "maximum" => x.max(y),
                 "minimum" => x.min(y),
                 "arctan2" => x.atan2(y),
+                "hypot" => x.hypot(y),
                 _ => panic!("binary {name} on float {dt}"),
             })
         }
