@@ -1,5 +1,7 @@
-//! `wmx-webgpu`: the [`wmx_core::Backend`] on the `wmx-kernels` WGSL library, so
-//! every core op runs on any wgpu adapter (Vulkan, Metal, DX12, GL, the browser).
+//! `wmx-webgpu`: the GPU [`wmx_core::Backend`] for every driver of the `wmx-kernels`
+//! WGSL library ([`GpuBackend`]), so every core op runs on any wgpu adapter
+//! (Vulkan, Metal, DX12, GL, the browser; [`WebGpuBackend`]) and on `wmx-metal`'s
+//! native Metal driver.
 //!
 //! # Buffer states
 //! ```text
