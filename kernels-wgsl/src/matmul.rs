@@ -264,7 +264,7 @@ impl<D: Driver> Kernels<D> {
         // multiples of 8) take 128 x 128 tiles staged from 16-byte loads; the rest
         // take 64 x 64 tiles staged element by element, for the products the large
         // plain tile does not take (that kernel ran only ~10 TFLOP/s at 2048^3 on the
-        // H200, where the plain one runs 22-26: tests/bench/NOTES.md, runs 25-26).
+        // H200, where the plain one runs 22-26: bench/NOTES.md, runs 25-26).
         let coop_any = self.target().coop > 0 && a.dtype == DType::F16 && forced.is_none();
         let a_mfast = a.strides[nd - 2] == 1 && a.strides[nd - 1] != 1;
         let b_kfast = bb.strides[nd - 2] == 1 && bb.strides[nd - 1] != 1;

@@ -25,7 +25,7 @@ const TX: u64 = 32;
 /// vec4 columns per workgroup of the vectorised column kernel (`TXV`).
 const TXV: u64 = 16;
 /// First-pass workgroups aimed for when outputs are few: about one full wave of
-/// 256-invocation groups on a 132-SM GPU. Measured on an H200 (tests/bench/NOTES.md,
+/// 256-invocation groups on a 132-SM GPU. Measured on an H200 (bench/NOTES.md,
 /// run 11) against 2048: sums over 1024 rows became one pass (f32 sum_last 2^24
 /// 26.2 -> 20.0 µs, f16 18.5 -> 11.0 µs) and no case got slower.
 const TARGET_GROUPS: u64 = 1024;

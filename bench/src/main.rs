@@ -3,9 +3,9 @@
 //! (what the kernels alone reach), plus the CPU cost of a lazy 1000-op graph.
 //!
 //! ```text
-//! cargo run --release -p wmx-tests --bin bench                        # default sizes
-//! cargo run --release -p wmx-tests --bin bench -- --sizes 2^20,2^26 --json wmx.json
-//! cargo run --release -p wmx-tests --bin bench -- --smoke             # CI: checks only
+//! cargo run --release -p wmx-bench --bin bench                        # default sizes
+//! cargo run --release -p wmx-bench --bin bench -- --sizes 2^20,2^26 --json wmx.json
+//! cargo run --release -p wmx-bench --bin bench -- --smoke             # CI: checks only
 //! ```
 //!
 //! Options: `--sizes` (element counts, `2^k` allowed; default 2^10,2^16,2^20,2^24,2^26),
@@ -33,11 +33,11 @@
 //!
 //! `--coop-peak` measures naga's cooperative-matrix multiply-adds alone (`coop.rs`).
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
-//! scatter_add; `tests/bench/torch_blocks.py` is their PyTorch side). `--large`
+//! scatter_add; `bench/torch_blocks.py` is their PyTorch side). `--large`
 //! runs 3 GiB arrays, computed in pieces past the binding limit
 //! (`torch_blocks.py --large`).
 //! `--smoke` runs small sizes with one repetition, checks every result and the
-//! 1000-op chain, and asserts nothing about timings (`tests/tests/bench_smoke.rs`).
+//! 1000-op chain, and asserts nothing about timings (`bench/tests/smoke.rs`).
 
 mod blocks;
 mod coop;

@@ -4,7 +4,7 @@ against torch_ref.py (single ops) and torch_compile.py (the 10-op chain, eager a
 torch.compile). Prints Markdown tables; ratio = PyTorch time / wmx time (> 1: wmx
 faster).
 
-    python3 tests/bench/compare_compile.py --wmx wmx.json [--repeat wmx_repeat.json] \
+    python3 bench/compare_compile.py --wmx wmx.json [--repeat wmx_repeat.json] \
         --torch torch.json --torch-compile torch_compile.json
 """
 import argparse

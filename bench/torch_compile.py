@@ -3,7 +3,7 @@
 gelu_sum, gelu_sum_compiled, lazy_chain_1000[_compiled]), run in the same call as
 the wmx bench:
 
-    python3 tests/bench/torch_compile.py --json torch_compile.json
+    python3 bench/torch_compile.py --json torch_compile.json
 
 Each case runs eager (one kernel per op) and under torch.compile (Triton, fused).
 Times are medians of CUDA-event timings (torch_timing.py); bytes as bench counts

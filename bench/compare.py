@@ -2,8 +2,8 @@
 """Turn wmx's bench JSON and torch_ref.py's JSON (same call, same GPU) into ratios,
 a Markdown table and an SVG plot (bandwidth vs size: wmx, PyTorch, copy limit).
 
-    python3 tests/bench/compare.py --wmx wmx.json --torch torch.json \
-        --md tests/bench/results.md --svg tests/bench/bandwidth.svg
+    python3 bench/compare.py --wmx wmx.json --torch torch.json \
+        --md bench/results.md --svg bench/bandwidth.svg
 
 Python 3 standard library only (no numpy/matplotlib): the plot is written by hand.
 """

@@ -2,9 +2,9 @@
 """PyTorch reference for wmx's building-block cases (bench --blocks), run in the
 same call as the wmx bench:
 
-    python3 tests/bench/torch_blocks.py --json torch_blocks.json
+    python3 bench/torch_blocks.py --json torch_blocks.json
 
-Same case names, sizes and byte counts as tests/src/bin/bench/blocks.rs:
+Same case names, sizes and byte counts as bench/src/blocks.rs:
 torch.cat, indexing x[idx], torch.cumsum, torch.sort, torch.rand and
 index_add_ (scatter_add into bins), all f32. With --large, the 3 GiB cases of
 bench --large instead (add, sum, row and column sums of f32; an f16 add).

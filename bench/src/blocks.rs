@@ -1,7 +1,7 @@
 //! The building blocks through the public API (`--blocks`): concatenate, take,
 //! cumsum, sort, random uniform, scatter_add. Each case is checked first (sampled
 //! elements against the host), then timed as the product cases are (GPU timestamps
-//! around `iters` evals). `tests/bench/torch_blocks.py` measures the same cases
+//! around `iters` evals). `bench/torch_blocks.py` measures the same cases
 //! with PyTorch.
 
 use super::{Res, Row, Stamps, err, median, sample_n};

@@ -2,7 +2,7 @@
 //! matrices, matrix-vector and vector-matrix products, batches of small matrices.
 //! Each case is checked first on sampled outputs against f64 dot products, then
 //! timed as the element-wise cases are (GPU timestamps around `iters` evals).
-//! `tests/bench/torch_linalg.py` measures the same cases with PyTorch (cuBLAS).
+//! `bench/torch_linalg.py` measures the same cases with PyTorch (cuBLAS).
 
 use super::{Options, Res, Row, Stamps, err, host, median, random, sample_n};
 use wmx::{Array, DType, Device};

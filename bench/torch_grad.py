@@ -2,7 +2,7 @@
 """PyTorch autograd reference for wmx's transform cases (bench.rs: sum_axpby,
 grad_sum_axpby, gelu_sum, grad_gelu_sum), run in the same call as the wmx bench.
 
-    python3 tests/bench/torch_grad.py --json torch_grad.json
+    python3 bench/torch_grad.py --json torch_grad.json
 
 Each figure is the median of CUDA-event timings over many calls after a warm-up.
 The grad cases run the forward and the backward (torch.autograd.grad), as wmx's

@@ -2,9 +2,9 @@
 """PyTorch (cuBLAS) reference for wmx's matrix-product cases (bench --linalg), run
 in the same call as the wmx bench:
 
-    python3 tests/bench/torch_linalg.py --json torch_linalg.json
+    python3 bench/torch_linalg.py --json torch_linalg.json
 
-Same case names, shapes and counting as tests/src/bin/bench/linalg.rs: TFLOP/s of
+Same case names, shapes and counting as bench/src/linalg.rs: TFLOP/s of
 2·batch·M·K·N, GB/s of both operands read and the output written once. TF32 is
 off (`allow_tf32 = False`), so f32 figures are true FP32 GEMMs. Median of CUDA-
 event timings over many calls after a warm-up.
