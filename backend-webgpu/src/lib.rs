@@ -38,6 +38,7 @@
 mod custom;
 mod fused;
 mod kernel;
+mod pieces;
 mod pool;
 mod segments;
 mod split;
