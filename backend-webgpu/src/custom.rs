@@ -135,7 +135,10 @@ impl CustomEval<Wgpu> {
 
 impl<D: Driver> GpuBackend<D> {
     /// [`wmx_core::Backend::custom`]: runs `prim.eval_webgpu` on a [`CustomEval`]
-    /// holding the current batch, and puts the batch back whatever happens.
+    /// with a batch of its own, then appends that batch to the backend's (dropped if
+    /// the code fails). No lock is held while the code runs, so it may evaluate
+    /// other arrays of this device: their work is recorded after what came before
+    /// this op, and this op's after theirs.
     pub(crate) fn run_custom(
         &self,
         prim: &dyn CustomPrimitive,
@@ -155,13 +158,11 @@ impl<D: Driver> GpuBackend<D> {
             })
             .collect::<Result<Vec<_>>>()?;
         let (out, g) = new_output(&self.shared, wmx_core::layout::numel(shape), dtype)?;
-        let mut batch = self.lock_batch();
-        let before = batch.len();
         let mut ev = CustomEval {
             kernels: self.kernels.clone(),
             shared: self.shared.clone(),
             replaced: None,
-            batch: std::mem::take(&mut *batch),
+            batch: k::Batch::new(),
             inputs,
             output: GpuOutput {
                 buffer: g,
@@ -169,35 +170,21 @@ impl<D: Driver> GpuBackend<D> {
                 shape: shape.to_vec(),
             },
         };
-        let run = std::panic::AssertUnwindSafe(|| {
-            // WGSL kernels (`WgslKernel`) are this backend's own primitives and run
-            // on any driver; other primitives bring code per backend.
-            let any: &dyn std::any::Any = prim;
-            if let Some(call) = any.downcast_ref::<crate::kernel::KernelCall>() {
-                call.run(&mut ev)
-            } else if let Some(sibling) = any.downcast_ref::<crate::kernel::Sibling>() {
-                sibling.run(&mut ev)
-            } else if std::any::TypeId::of::<D>() == std::any::TypeId::of::<Wgpu>() {
-                prim.eval_webgpu(&mut GpuContext::new(&self.name, &mut ev))
-            } else {
-                prim.eval_metal(&mut GpuContext::new(&self.name, &mut ev))
-            }
-        });
-        let res = std::panic::catch_unwind(run);
-        *batch = std::mem::take(&mut ev.batch);
-        if !matches!(res, Ok(Ok(()))) {
-            // The failed op's dispatches go; the earlier ones of the batch stay.
-            batch.truncate(before);
-        }
-        let res = match res {
-            Ok(r) => r,
-            Err(p) => {
-                // Released first: the lock must not be poisoned for later ops.
-                drop(batch);
-                std::panic::resume_unwind(p)
-            }
-        };
-        res?;
+        // WGSL kernels (`WgslKernel`) are this backend's own primitives and run on
+        // any driver; other primitives bring code per backend. A failed op's
+        // dispatches go with `ev`; the backend's batch never saw them.
+        let any: &dyn std::any::Any = prim;
+        if let Some(call) = any.downcast_ref::<crate::kernel::KernelCall>() {
+            call.run(&mut ev)
+        } else if let Some(sibling) = any.downcast_ref::<crate::kernel::Sibling>() {
+            sibling.run(&mut ev)
+        } else if std::any::TypeId::of::<D>() == std::any::TypeId::of::<Wgpu>() {
+            prim.eval_webgpu(&mut GpuContext::new(&self.name, &mut ev))
+        } else {
+            prim.eval_metal(&mut GpuContext::new(&self.name, &mut ev))
+        }?;
+        let mut batch = self.lock_batch();
+        batch.append(std::mem::take(&mut ev.batch));
         if batch.len() >= crate::MAX_BATCH {
             self.submit(&mut batch)?;
         }

@@ -360,7 +360,10 @@ pub(crate) fn alloc<D: Driver>(
     let mut parts = Vec::with_capacity(bytes.div_ceil(seg) as usize);
     let mut at = 0;
     while at < bytes {
-        match shared.pool().take(seg.min(bytes - at), for_output) {
+        // Taken in a statement of its own: the pool's guard must be gone before a
+        // refusal releases the parts taken so far (release locks the pool too).
+        let taken = shared.pool().take(seg.min(bytes - at), for_output);
+        match taken {
             Ok(b) => parts.push(b),
             Err(e) => {
                 for b in parts {

@@ -247,6 +247,15 @@ impl<D: Driver> Batch<D> {
     pub fn is_empty(&self) -> bool {
         self.dispatches.is_empty() && self.stamps.is_empty()
     }
+    /// Moves `other`'s dispatches and timestamps after this batch's, in order.
+    pub fn append(&mut self, other: Batch<D>) {
+        let shift = self.dispatches.len();
+        self.dispatches.extend(other.dispatches);
+        self.stamps.extend(other.stamps.into_iter().map(|mut s| {
+            s.at += shift;
+            s
+        }));
+    }
     /// Drops the dispatches recorded after the first `dispatches` (and the
     /// timestamps after them).
     pub fn truncate(&mut self, dispatches: usize) {

@@ -21,12 +21,13 @@ pub fn devices() -> Vec<Device> {
 
 /// Runs the test `name` of this test binary again in a child process under
 /// `ulimit -v limit_kib`, with `marker` set in its environment (the test runs its
-/// checks when it sees it); fails unless the child succeeds and prints `done`.
-/// Out-of-memory tests use it, so the machine running them is never at risk.
+/// checks when it sees it); fails unless the child succeeds and prints `done`
+/// within 5 minutes (a hang is killed and fails the test). Out-of-memory tests use
+/// it, so the machine running them is never at risk.
 pub fn in_memory_limited_child(name: &str, marker: &str, limit_kib: u64, done: &str) {
     let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new("sh")
-        .arg("-c")
+    let out = std::process::Command::new("timeout")
+        .args(["-k", "10", "300", "sh", "-c"])
         .arg(format!(
             "ulimit -v {limit_kib} && exec \"$0\" --exact {name} --nocapture --test-threads=1"
         ))

@@ -95,6 +95,7 @@ macro_rules! for_each_case {
             index_errors,
             grad_index,
             custom_primitive_in_transforms,
+            custom_code_may_evaluate_other_arrays,
             custom_function_rules,
             compile_matches_uncompiled,
             compile_cache,

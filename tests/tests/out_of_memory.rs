@@ -35,6 +35,38 @@ fn gpu_out_of_memory_is_an_error_and_recovers() {
     );
 }
 
+/// An array past one buffer (16 GiB, segments of 2 GiB on lavapipe) whose segments
+/// the device cannot all allocate: an `Err` with the byte count, the segments taken
+/// so far given back, and the device goes on working. (The refusal's clean-up
+/// locked the pool its caller still held: a deadlock.)
+#[test]
+fn gpu_segmented_allocation_failure_is_an_error() {
+    if std::env::var("WMX_GPU_SEG_OOM_CHILD").is_ok() {
+        return gpu_segments_child();
+    }
+    // 10 GiB of address space: four or five segments, not eight.
+    in_memory_limited_child(
+        "gpu_segmented_allocation_failure_is_an_error",
+        "WMX_GPU_SEG_OOM_CHILD",
+        10 << 20,
+        "segmented out-of-memory checks passed",
+    );
+}
+
+fn gpu_segments_child() {
+    let Some(dev) = wmx_tests::gpu::device(wmx_webgpu::open) else {
+        return;
+    };
+    let on = |f: &dyn Fn() -> wmx::Result<Array>| wmx::with_device(&dev, f).unwrap();
+    let big = on(&|| wmx::zeros(&[4 << 30], DType::F32));
+    let e = big.eval().unwrap_err().to_string();
+    assert!(e.contains("out of memory"), "{e}");
+    drop(big);
+    let s = wmx::sum(&on(&|| wmx::ones(&[1 << 20], DType::F32)), None, false).unwrap();
+    assert_eq!(s.item::<f32>().unwrap(), (1 << 20) as f32);
+    println!("segmented out-of-memory checks passed");
+}
+
 fn child() {
     let dev = Device::cpu();
     let on = |f: &dyn Fn() -> wmx::Result<Array>| wmx::with_device(&dev, f).unwrap();

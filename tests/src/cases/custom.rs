@@ -150,6 +150,92 @@ fn close(what: &str, got: &[f64], want: &[f64]) {
     }
 }
 
+/// `x^3`, whose code first reads another pending array of its device (a nested
+/// eval inside the primitive's code) and keeps what it read.
+struct CubeAfterPeek {
+    other: Array,
+    seen: std::sync::Mutex<Option<f32>>,
+}
+
+impl std::fmt::Debug for CubeAfterPeek {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CubeAfterPeek")
+    }
+}
+
+impl CubeAfterPeek {
+    fn peek(&self) -> Result<()> {
+        *self.seen.lock().unwrap() = Some(self.other.item::<f32>()?);
+        Ok(())
+    }
+}
+
+impl CustomPrimitive for CubeAfterPeek {
+    fn name(&self) -> &str {
+        "cube_after_peek"
+    }
+    fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+        self.peek()?;
+        Cube.eval_cpu(inputs, out)
+    }
+    fn eval_webgpu(&self, gpu: &mut GpuContext<'_>) -> Result<()> {
+        self.peek()?;
+        Cube.eval_webgpu(gpu)
+    }
+}
+
+/// A primitive's code may evaluate other arrays of its device, as user code may
+/// anywhere: on the GPU the peeked array's work is recorded after what came before
+/// the primitive, and the primitive's after it (it deadlocked on the recording
+/// lock).
+pub fn custom_code_may_evaluate_other_arrays(dev: &Device) {
+    // On a thread of its own, so a deadlock fails the case instead of hanging it.
+    let (done, finished) = std::sync::mpsc::channel();
+    let dev = dev.clone();
+    std::thread::spawn(move || {
+        nested_eval(&dev);
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(std::time::Duration::from_secs(120)) {
+        Ok(()) => {}
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("a custom primitive reading another array did not finish in 120 s")
+        }
+        Err(_) => panic!("the nested eval case failed (its panic is printed above)"),
+    }
+}
+
+fn nested_eval(dev: &Device) {
+    let x = ok("x", Array::from_slice_on(&[1.0f32, -2.0, 3.0], &[3], dev));
+    // Pending work on both sides: the input is computed before the primitive, the
+    // peeked value only when its code asks for it.
+    let x2 = ok(
+        "x + 1",
+        wmx::add(&x, &ok("one", wmx::scalar(1.0, DType::F32))),
+    );
+    let other = ok(
+        "sum",
+        wmx::sum(
+            &ok(
+                "x * 10",
+                wmx::multiply(&x, &ok("ten", wmx::scalar(10.0, DType::F32))),
+            ),
+            None,
+            false,
+        ),
+    );
+    let prim = Arc::new(CubeAfterPeek {
+        other,
+        seen: std::sync::Mutex::new(None),
+    });
+    let y = ok(
+        "custom",
+        wmx::custom(prim.clone(), std::slice::from_ref(&x2), &[3], DType::F32),
+    );
+    close("cube(x + 1)", &read(&y), &[8.0, -1.0, 64.0]);
+    assert_eq!(*prim.seen.lock().unwrap(), Some(20.0));
+}
+
 /// A custom primitive (CPU code, WGSL code, rules) on views, inside grad, jvp,
 /// vmap and grad of vmap, against f64 references.
 pub fn custom_primitive_in_transforms(dev: &Device) {
