@@ -14,6 +14,8 @@
 //! decoding), never first into a buffer of the whole file. The file must not be
 //! truncated while it loads (as with any memory map, that would fault).
 
+mod npy;
+
 use crate::{Array, DType, Element, Error, Result, f16};
 use npyz::WriterBuilder;
 use std::io::{Read, Seek, Write};
@@ -61,114 +63,140 @@ fn write_npy<W: Write>(op: &'static str, path: &Path, a: &Array, w: W) -> Result
     r.map_err(|e| io_err(op, path, e))
 }
 
-/// Reads one `.npy` stream into an array on the default device. `raw`: the whole
-/// stream's bytes where they are at hand (a memory map): little-endian data is then
-/// copied from them once, without decoding.
-fn read_npy<R: Read>(
-    op: &'static str,
-    path: &Path,
-    f: npyz::NpyFile<R>,
-    raw: Option<&[u8]>,
-) -> Result<Array> {
-    let shape: Vec<usize> = f.shape().iter().map(|&d| d as usize).collect();
-    let fortran = f.order() == npyz::Order::Fortran;
-    // A plain type string such as `<f4`; records and subarrays have no wmx dtype.
-    let descr = match f.dtype() {
-        npyz::DType::Plain(ts) => ts.to_string(),
-        other => other.descr(),
-    };
-    let dtype = match descr.trim_start_matches(['<', '>', '|', '=']) {
-        "b1" => DType::Bool,
-        "u1" => DType::U8,
-        "i4" => DType::I32,
-        "u4" => DType::U32,
-        "i8" => DType::I64,
-        "f2" => DType::F16,
-        "f4" => DType::F32,
-        "f8" => DType::F64,
-        _ => {
-            return Err(Error::invalid(
-                op,
-                format!(
-                    "{}: numpy dtype {descr:?} has no wmx dtype (bool, uint8, int32, uint32, int64, float16, float32, float64)",
-                    path.display()
-                ),
-            ));
-        }
-    };
+/// The array a `.npy` stream's header and data make, on the default device.
+fn finish(op: &'static str, path: &Path, h: &npy::Header, mut data: Vec<u8>) -> Result<Array> {
+    if h.big_endian {
+        npy::swap_bytes(&mut data, h.dtype.size());
+    }
     // Fortran order: the data is the transpose's, row-major.
-    let stored: Vec<usize> = if fortran {
-        shape.iter().rev().copied().collect()
+    let stored: Vec<usize> = if h.fortran {
+        h.shape.iter().rev().copied().collect()
     } else {
-        shape.clone()
+        h.shape.clone()
     };
-    let little = descr.starts_with(['<', '|']);
-    let a = match raw.filter(|_| little) {
-        Some(raw) => {
-            let n = crate::layout::checked_numel(op, &stored, dtype)?;
-            let data = npy_data_offset(raw)
-                .and_then(|b| Some((b, b.checked_add(n.checked_mul(dtype.size())?)?)))
-                .and_then(|(b, e)| raw.get(b..e))
-                .ok_or_else(|| {
-                    io_err(
-                        op,
-                        path,
-                        format!("the file ends before its {n} elements of {dtype}"),
-                    )
-                })?;
-            Array::from_bytes_on(data.to_vec(), &stored, dtype, &crate::default_device()?)
-                .map_err(|e| io_err(op, path, e))?
-        }
-        None => {
-            fn typed<T: Element + npyz::Deserialize, R: Read>(
-                f: npyz::NpyFile<R>,
-                stored: &[usize],
-            ) -> std::io::Result<Result<Array>> {
-                Ok(Array::from_slice(&f.into_vec::<T>()?, stored))
-            }
-            match dtype {
-                DType::Bool => typed::<bool, R>(f, &stored),
-                DType::U8 => typed::<u8, R>(f, &stored),
-                DType::I32 => typed::<i32, R>(f, &stored),
-                DType::U32 => typed::<u32, R>(f, &stored),
-                DType::I64 => typed::<i64, R>(f, &stored),
-                DType::F16 => typed::<f16, R>(f, &stored),
-                DType::F64 => typed::<f64, R>(f, &stored),
-                DType::F32 | DType::BF16 => typed::<f32, R>(f, &stored), // bf16: never parsed
-            }
-            .map_err(|e| io_err(op, path, e))??
-        }
-    };
-    if fortran && shape.len() > 1 {
+    let device = crate::default_device()?;
+    let a = crate::cpu::alloc::catching_oom(&device, || {
+        Array::from_bytes_on(data, &stored, h.dtype, &device)
+    })
+    .map_err(|e| io_err(op, path, e))?;
+    if h.fortran && h.shape.len() > 1 {
         crate::transpose(&a, None)
     } else {
         Ok(a)
     }
 }
 
-/// Where a `.npy` stream's data starts: after the magic (6 bytes), the version (2),
-/// the header's length (2 bytes in version 1, 4 after) and the header.
-fn npy_data_offset(raw: &[u8]) -> Option<usize> {
-    match *raw.get(6)? {
-        1 => Some(10 + u16::from_le_bytes(raw.get(8..10)?.try_into().ok()?) as usize),
-        2 | 3 => 12usize.checked_add(u32::from_le_bytes(raw.get(8..12)?.try_into().ok()?) as usize),
-        _ => None,
-    }
+/// What a header's size error says.
+fn short(h: &npy::Header, n: usize) -> String {
+    format!(
+        "the data ends before the {n} bytes of its shape {:?} of {}",
+        h.shape, h.dtype
+    )
 }
 
-/// Saves `a` to a `.npy` file (numpy's `np.save`).
+/// Reads one `.npy` stream held whole in memory (a memory map).
+fn read_npy(op: &'static str, path: &Path, raw: &[u8]) -> Result<Array> {
+    let h = npy::parse_header(raw, Some(raw.len() as u64)).map_err(|e| io_err(op, path, e))?;
+    let n = h.data_bytes().map_err(|e| io_err(op, path, e))?;
+    let bytes = h
+        .data_start
+        .checked_add(n)
+        .and_then(|end| raw.get(h.data_start..end))
+        .ok_or_else(|| io_err(op, path, short(&h, n)))?;
+    let mut data = npy::alloc(op, n).map_err(|e| io_err(op, path, e))?;
+    data.extend_from_slice(bytes);
+    finish(op, path, &h, data)
+}
+
+/// Reads one `.npy` stream of `len` bytes (a `.npz` member) to its end, so the
+/// archive's checksum of it is verified.
+fn read_npy_stream<R: Read>(op: &'static str, path: &Path, mut r: R, len: u64) -> Result<Array> {
+    let e = |x: &dyn std::fmt::Display| io_err(op, path, x);
+    let mut head = vec![0u8; 12.min(len as usize)];
+    r.read_exact(&mut head).map_err(|x| e(&x))?;
+    // The header's length, then the header (bounded by npy::parse_header's checks).
+    let hlen = match head.get(6..12) {
+        Some([1, _, a, b, ..]) => (u16::from_le_bytes([*a, *b]) as u64).saturating_sub(2),
+        Some([2 | 3, _, a, b, c, d]) => u32::from_le_bytes([*a, *b, *c, *d]) as u64,
+        _ => 0,
+    };
+    if 12 + hlen <= len.min(1 << 20) {
+        let mut rest = vec![0u8; hlen as usize];
+        r.read_exact(&mut rest).map_err(|x| e(&x))?;
+        head.extend(rest);
+    }
+    let h = npy::parse_header(&head, Some(len)).map_err(|x| e(&x))?;
+    let n = h.data_bytes().map_err(|x| e(&x))?;
+    if (h.data_start as u64).saturating_add(n as u64) > len {
+        return Err(e(&short(&h, n)));
+    }
+    let mut data = npy::alloc(op, n).map_err(|x| e(&x))?;
+    // Header bytes read past the header are the data's first bytes.
+    data.extend_from_slice(&head[h.data_start.min(head.len())..]);
+    let want = n - data.len().min(n);
+    (&mut r)
+        .take(want as u64)
+        .read_to_end(&mut data)
+        .map_err(|x| e(&x))?;
+    if data.len() != n {
+        return Err(e(&short(&h, n)));
+    }
+    // The end of the member: where zip checks its CRC-32.
+    let mut one = [0u8; 1];
+    if r.read(&mut one).map_err(|x| e(&x))? != 0 {
+        return Err(e(&"bytes after the array's data"));
+    }
+    finish(op, path, &h, data)
+}
+
+/// Writes the file at `path` through `write`, atomically: into a temporary file in
+/// the same folder, renamed over `path` once complete and flushed. A failed save
+/// (an invalid array, a full disk) leaves the old file as it was and no temporary.
+fn write_atomically(
+    op: &'static str,
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<()>,
+) -> Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SAVES: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .ok_or_else(|| io_err(op, path, "not a file name"))?;
+    let tmp = path.with_file_name(format!(
+        ".{}.{}-{}.wmx-tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        SAVES.fetch_add(1, Ordering::Relaxed)
+    ));
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| io_err(op, path, e))?;
+    let mut w = std::io::BufWriter::new(file);
+    let done = write(&mut w).and_then(|()| {
+        let file = w.into_inner().map_err(|e| io_err(op, path, e.error()))?;
+        file.sync_all().map_err(|e| io_err(op, path, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| io_err(op, path, e))
+    });
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
+/// Saves `a` to a `.npy` file (numpy's `np.save`); a failed save leaves an existing
+/// file as it was.
 pub fn save_npy(path: impl AsRef<Path>, a: &Array) -> Result<()> {
     let path = path.as_ref();
-    let file = std::fs::File::create(path).map_err(|e| io_err("save_npy", path, e))?;
-    write_npy("save_npy", path, a, std::io::BufWriter::new(file))
+    write_atomically("save_npy", path, |w| write_npy("save_npy", path, a, w))
 }
 
 /// Loads a `.npy` file (numpy's `np.load`).
 pub fn load_npy(path: impl AsRef<Path>) -> Result<Array> {
     let path = path.as_ref();
     let map = map_file("load_npy", path)?;
-    let f = npyz::NpyFile::new(&map[..]).map_err(|e| io_err("load_npy", path, e))?;
-    read_npy("load_npy", path, f, Some(&map))
+    read_npy("load_npy", path, &map)
 }
 
 /// The file's bytes, memory-mapped read-only.
@@ -177,24 +205,32 @@ fn map_file(op: &'static str, path: &Path) -> Result<memmap2::Mmap> {
     // SAFETY: a read-only private map, dropped before the load returns; its bytes are
     // only copied. Another process truncating the file meanwhile would fault, as it
     // would for any reader of a memory map (the module docs say so).
-    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io_err(op, path, e))
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| {
+        let len = file.metadata().map_or(0, |m| m.len());
+        io_err(
+            op,
+            path,
+            format!("the file's {len} bytes could not be mapped: {e}"),
+        )
+    })
 }
 
-/// Saves named arrays to a `.npz` archive (numpy's `np.savez`, uncompressed).
+/// Saves named arrays to a `.npz` archive (numpy's `np.savez`, uncompressed); a
+/// failed save leaves an existing file as it was.
 pub fn save_npz(path: impl AsRef<Path>, arrays: &[(&str, &Array)]) -> Result<()> {
     let path = path.as_ref();
-    let e = |e: std::io::Error| io_err("save_npz", path, e);
-    let file = std::fs::File::create(path).map_err(e)?;
-    let mut zip = zip::ZipWriter::new(std::io::BufWriter::new(file));
-    for (name, a) in arrays {
-        let opts =
-            zip::write::FileOptions::default().compression_method(zip::CompressionMethod::Stored);
-        zip.start_file(format!("{name}.npy"), opts)
-            .map_err(|x| io_err("save_npz", path, x))?;
-        write_npy("save_npz", path, a, &mut zip)?;
-    }
-    zip.finish().map_err(|x| io_err("save_npz", path, x))?;
-    Ok(())
+    write_atomically("save_npz", path, |w| {
+        let mut zip = zip::ZipWriter::new(w);
+        for (name, a) in arrays {
+            let opts = zip::write::FileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored);
+            zip.start_file(format!("{name}.npy"), opts)
+                .map_err(|x| io_err("save_npz", path, x))?;
+            write_npy("save_npz", path, a, &mut zip)?;
+        }
+        zip.finish().map_err(|x| io_err("save_npz", path, x))?;
+        Ok(())
+    })
 }
 
 /// Loads every array of a `.npz` archive, by name (in the archive's order).
@@ -214,8 +250,10 @@ fn read_npz<R: Read + Seek>(path: &Path, r: R) -> Result<Vec<(String, Array)>> {
         let Some(name) = file.name().strip_suffix(".npy").map(str::to_string) else {
             continue;
         };
-        let f = npyz::NpyFile::new(file).map_err(|x| e(&x))?;
-        out.push((name, read_npy("load_npz", path, f, None)?));
+        let len = file.size();
+        let a = read_npy_stream("load_npz", path, file, len)
+            .map_err(|x| e(&format!("member {name}: {x}")))?;
+        out.push((name, a));
     }
     Ok(out)
 }
@@ -236,7 +274,8 @@ const ST_DTYPES: [(DType, safetensors::Dtype); 9] = {
     ]
 };
 
-/// Saves named arrays to a safetensors file.
+/// Saves named arrays to a safetensors file; a failed save leaves an existing file
+/// as it was.
 pub fn save_safetensors(path: impl AsRef<Path>, arrays: &[(&str, &Array)]) -> Result<()> {
     let path = path.as_ref();
     let data: Vec<(String, Vec<u8>, &Array)> = arrays
@@ -258,8 +297,12 @@ pub fn save_safetensors(path: impl AsRef<Path>, arrays: &[(&str, &Array)]) -> Re
                 .map_err(|e| io_err("save_safetensors", path, e))
         })
         .collect::<Result<Vec<_>>>()?;
-    safetensors::serialize_to_file(views, None, path)
-        .map_err(|e| io_err("save_safetensors", path, e))
+    let bytes =
+        safetensors::serialize(views, None).map_err(|e| io_err("save_safetensors", path, e))?;
+    write_atomically("save_safetensors", path, |w| {
+        w.write_all(&bytes)
+            .map_err(|e| io_err("save_safetensors", path, e))
+    })
 }
 
 /// Loads every tensor of a safetensors file, sorted by name.
