@@ -411,7 +411,7 @@ fn custom_caught<B: Backend>(
     dtype: DType,
 ) -> Result<B::Buffer> {
     let run = std::panic::AssertUnwindSafe(|| be.custom(prim, ins, shape, dtype));
-    let out = std::panic::catch_unwind(run).map_err(|p| Error::Backend {
+    let out = quietly(|| std::panic::catch_unwind(run)).map_err(|p| Error::Backend {
         backend: be.name(),
         msg: format!(
             "custom primitive {} panicked: {}",
@@ -426,6 +426,31 @@ fn custom_caught<B: Backend>(
     let out = out??;
     device_errors?;
     Ok(out)
+}
+
+thread_local! {
+    /// Set while user code runs under [`quietly`].
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the panic hook silent on this thread: a panic in a custom
+/// primitive's code becomes that op's `Err` (with the panic's message), not a
+/// backtrace on stderr as well. The hook installed before wmx's first custom op
+/// (the default, or the program's own) still runs for every other panic.
+fn quietly<T>(f: impl FnOnce() -> T) -> T {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(|q| q.get()) {
+                previous(info)
+            }
+        }));
+    });
+    let was = QUIET.with(|q| q.replace(true));
+    let out = f();
+    QUIET.with(|q| q.set(was));
+    out
 }
 
 /// The message of a panic payload.

@@ -15,7 +15,7 @@ pub enum Error {
         /// Second shape.
         rhs: Vec<usize>,
     },
-    /// An axis outside `-ndim..ndim`, or repeated.
+    /// An axis outside `-ndim..ndim` (a repeated one is [`Error::Invalid`], saying so).
     #[error("bad axis {axis} for an array of {ndim} dimensions in {op}")]
     BadAxis {
         /// The operation that failed.

@@ -112,7 +112,10 @@ pub fn normalize_axes(op: &'static str, axes: &[isize], ndim: usize) -> Result<V
     for &a in axes {
         let n = normalize_axis(op, a, ndim)?;
         if out.contains(&n) {
-            return Err(Error::BadAxis { op, axis: a, ndim });
+            return Err(Error::invalid(
+                op,
+                format!("repeated axis {a} in axes {axes:?} of an array of {ndim} dimensions"),
+            ));
         }
         out.push(n);
     }

@@ -226,6 +226,28 @@ pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) 
             format!("empty range [{low}, {high})"),
         ));
     }
+    // As numpy: bounds the dtype cannot hold are an error, not a saturated draw.
+    let (min, max): (i128, i128) = match dtype {
+        DType::U8 => (0, u8::MAX as i128),
+        DType::U32 => (0, u32::MAX as i128),
+        DType::I32 => (i32::MIN as i128, i32::MAX as i128),
+        _ => (i64::MIN as i128, i64::MAX as i128),
+    };
+    for (name, v, lo, hi) in [
+        ("low", low as i128, min, max),
+        ("high", high as i128, min + 1, max + 1),
+    ] {
+        if v < lo || v > hi {
+            return Err(Error::OutOfRange {
+                op: "random::randint",
+                msg: format!(
+                    "{name} {v} is out of bounds for {dtype} (low in [{min}, {max}], high in [{}, {}])",
+                    min + 1,
+                    max + 1
+                ),
+            });
+        }
+    }
     let u = uniform(key, shape, low as f64, high as f64, DType::F32)?;
     let i = o::astype(&o::floor(&u)?, dtype)?;
     let i = o::minimum(&i, &constant(key, (high - 1) as f64, dtype)?)?;
@@ -233,8 +255,15 @@ pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) 
 }
 
 /// Booleans of `shape`, true with probability `p` (MLX's formula: `bits < p *
-/// 2^32` in f32; `p <= 0` gives all false, `p >= 1` all true).
+/// 2^32` in f32; `p = 0` gives all false, `p = 1` all true). A `p` outside
+/// `[0, 1]`, or NaN, is an error (as numpy's).
 pub fn bernoulli(key: &Array, p: f64, shape: &[usize]) -> Result<Array> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(Error::OutOfRange {
+            op: "random::bernoulli",
+            msg: format!("probability {p} is not in [0, 1]"),
+        });
+    }
     // The f32 just above 2^32, so p = 1 is true for every u32.
     let upper = 4_294_967_296.0 + 512.0;
     let b = o::astype(&bits(key, shape)?, DType::F32)?;

@@ -287,3 +287,29 @@ fn fuzz_child() {
     std::fs::remove_dir_all(&d).unwrap();
     println!("fuzzed loads checked: {total} mutants");
 }
+
+/// A load that fails on the device (an i64 tensor on WebGPU, whose kernels have no
+/// 64-bit integers) names the file and the tensor.
+#[test]
+fn load_errors_name_the_file_and_the_tensor() {
+    let Some(gpu) = wmx_tests::gpu::device(wmx_webgpu::open) else {
+        return;
+    };
+    let d = dir("names");
+    let p = d.join("mixed.safetensors");
+    let cpu = Device::cpu();
+    let f = Array::from_slice_on(&[1.0f32, 2.0], &[2], &cpu).unwrap();
+    let i = Array::from_slice_on(&[7i64, 8], &[2], &cpu).unwrap();
+    io::save_safetensors(&p, &[("weights", &f), ("steps", &i)]).unwrap();
+    let e = wmx::with_device(&gpu, || io::load_safetensors(&p))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&p.display().to_string()) && e.contains("tensor steps") && e.contains("i64"),
+        "{e}"
+    );
+    // On the CPU the same file loads whole.
+    let all = wmx::with_device(&cpu, || io::load_safetensors(&p)).unwrap();
+    assert_eq!(all.len(), 2);
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -320,7 +320,8 @@ pub fn load_safetensors(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> 
                 v.dtype()
             )));
         };
-        let a = Array::from_bytes_on(v.data().to_vec(), v.shape(), dtype, &device)?;
+        let a = Array::from_bytes_on(v.data().to_vec(), v.shape(), dtype, &device)
+            .map_err(|x| e(&format!("tensor {name}: {x}")))?;
         out.push((name, a));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));

@@ -115,7 +115,19 @@ fn product(
 /// `[..., M, N]` for operands of at least two dims, batch dims broadcast.
 fn out_shape(op: &'static str, a: &Array, b: &Array) -> Result<Vec<usize>> {
     let (an, bn) = (a.ndim(), b.ndim());
-    let batch = broadcast_shapes(op, &a.shape()[..an - 2], &b.shape()[..bn - 2])?;
+    // The batch dims' mismatch shows both operands whole.
+    let batch = broadcast_shapes(op, &a.shape()[..an - 2], &b.shape()[..bn - 2]).map_err(|_| {
+        Error::invalid(
+            op,
+            format!(
+                "batch dims do not broadcast: shapes {:?} and {:?} (batch {:?} and {:?})",
+                a.shape(),
+                b.shape(),
+                &a.shape()[..an - 2],
+                &b.shape()[..bn - 2]
+            ),
+        )
+    })?;
     let mut s = batch;
     s.extend([a.shape()[an - 2], b.shape()[bn - 1]]);
     Ok(s)

@@ -404,11 +404,10 @@ pub fn transpose(x: &Array, axes: Option<&[isize]>) -> Result<Array> {
             let mut seen = vec![false; nd];
             for (&p, &a) in perm.iter().zip(ax) {
                 if std::mem::replace(&mut seen[p], true) {
-                    return Err(Error::BadAxis {
-                        op: "transpose",
-                        axis: a,
-                        ndim: nd,
-                    });
+                    return Err(Error::invalid(
+                        "transpose",
+                        format!("repeated axis {a} in axes {ax:?} of an array of {nd} dimensions"),
+                    ));
                 }
             }
             perm
@@ -831,8 +830,25 @@ pub fn argmin(x: &Array, axis: isize, keepdims: bool) -> Result<Array> {
     arg_reduce(ArgReduceOp::ArgMin, x, axis, keepdims)
 }
 
+/// An `Err` when the u32 indices of `op` cannot count along `axis` of `x` (2^32
+/// elements or more), rather than indices that wrap.
+pub(crate) fn check_u32_indices(op: &'static str, x: &Array, axis: usize) -> Result<()> {
+    let n = x.shape().get(axis).copied().unwrap_or(1);
+    if x.size() > 0 && n as u64 > u32::MAX as u64 {
+        return Err(Error::OutOfRange {
+            op,
+            msg: format!(
+                "an axis of {n} elements (shape {:?}) is past what u32 indices count (2^32)",
+                x.shape()
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn arg_reduce(op: ArgReduceOp, x: &Array, axis: isize, keepdims: bool) -> Result<Array> {
     let a = normalize_axis(op.name(), axis, x.ndim())?;
+    check_u32_indices(op.name(), x, a)?;
     let out_shape = kept_shape(x.shape(), &[a]);
     if x.shape()[a] == 0 && numel(&out_shape) > 0 {
         return Err(Error::invalid(

@@ -8,6 +8,7 @@ use crate::{Array, DType, Error, Primitive, Result};
 
 /// The primitive on the last axis.
 pub(crate) fn argsort_node(x: &Array) -> Result<Array> {
+    super::check_u32_indices("argsort", x, x.ndim().saturating_sub(1))?;
     let d = op_device(x);
     node(
         Primitive::ArgSort,

@@ -17,6 +17,33 @@ pub fn errors_carry_values(dev: &Device) {
         &values(&mut Rng::new(16), dt, 4, Domain::Any),
         &[4],
     );
+    // u32 indices cannot count along an axis of 2^32 elements: an Err, not a wrap.
+    let one = make_ok(dev, dt, &[Val::F(1.0)], &[1]);
+    let long = ok("broadcast", one.broadcast_to(&[1 << 32]));
+    expect_err(
+        "argmax 2^32",
+        long.argmax(0, false),
+        &["argmax", "4294967296"],
+    );
+    expect_err(
+        "argsort 2^32",
+        wmx::argsort(&long, None),
+        &["argsort", "4294967296"],
+    );
+    let key = ok("key", wmx::with_device(dev, || wmx::random::key(1)));
+    expect_err(
+        "permutation 2^32",
+        wmx::random::permutation(&key, 1 << 32),
+        &["4294967296"],
+    );
+    // A batch mismatch shows both operands whole.
+    let p = make_ok(dev, dt, &vec![Val::F(1.0); 12], &[2, 2, 3]);
+    let q = make_ok(dev, dt, &vec![Val::F(1.0); 45], &[5, 3, 3]);
+    expect_err(
+        "matmul batch",
+        wmx::matmul(&p, &q),
+        &["matmul", "[2, 2, 3]", "[5, 3, 3]", "batch"],
+    );
     expect_err(
         "add [2,3] + [4]",
         wmx::add(&x, &y),
@@ -51,12 +78,12 @@ pub fn errors_carry_values(dev: &Device) {
     expect_err(
         "sum repeated axis",
         wmx::sum(&x, Some(&[1, 1]), false),
-        &["axis 1", "sum"],
+        &["repeated axis 1", "sum"],
     );
     expect_err(
         "max repeated axis",
         wmx::max(&x, Some(&[0, -2]), false),
-        &["axis -2"],
+        &["repeated axis -2"],
     );
     expect_err(
         "mean bad axis",
@@ -81,7 +108,7 @@ pub fn errors_carry_values(dev: &Device) {
     expect_err(
         "transpose repeated",
         x.transpose(Some(&[0, 0])),
-        &["axis 0", "transpose"],
+        &["repeated axis 0", "transpose"],
     );
     expect_err(
         "transpose wrong count",

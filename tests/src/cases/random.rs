@@ -321,6 +321,29 @@ pub fn random_errors(dev: &Device) {
         random::randint(&key, &[4], 3, 3, DType::I32),
         &["random::randint", "[3, 3)"],
     );
+    // Bounds the dtype cannot hold, and probabilities outside [0, 1]: numpy's errors.
+    expect_err(
+        "randint high past i32",
+        random::randint(&key, &[4], 0, (1 << 31) + 1, DType::I32),
+        &["random::randint", "high 2147483649", "i32"],
+    );
+    expect_err(
+        "randint low below u8",
+        random::randint(&key, &[4], -1, 3, DType::U8),
+        &["random::randint", "low -1", "u8"],
+    );
+    let full = ok(
+        "randint over all of u8",
+        random::randint(&key, &[64], 0, 256, DType::U8),
+    );
+    assert_eq!(full.dtype(), DType::U8);
+    for p in [-0.5, 1.5, f64::NAN] {
+        expect_err(
+            "bernoulli p",
+            random::bernoulli(&key, p, &[4]),
+            &["random::bernoulli", "[0, 1]"],
+        );
+    }
     expect_err(
         "categorical of i32",
         random::categorical(
