@@ -312,8 +312,14 @@ impl Array {
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         self.eval()?;
         let buf = self.buffer().expect("evaluated");
-        let bytes = self.0.device.backend().read(&buf)?;
         let esize = self.dtype().size();
+        // On the CPU the view's elements are gathered from the buffer in place: a
+        // read of one element of a large array must not copy all of it (it failed
+        // after an out of memory).
+        if let Some(cpu) = buf.downcast::<crate::cpu::CpuBuffer>() {
+            return host(self, || Ok(gather_bytes(cpu.bytes(), self.layout(), esize)));
+        }
+        let bytes = self.0.device.backend().read(&buf)?;
         host(self, || Ok(gather_bytes(&bytes, self.layout(), esize)))
     }
 

@@ -35,6 +35,44 @@ fn gpu_out_of_memory_is_an_error_and_recovers() {
     );
 }
 
+/// After an out of memory, a large array the program holds stays readable in
+/// parts: reading one element copies that element, not the whole buffer (which
+/// failed where the buffer was larger than the memory left).
+#[test]
+fn cpu_held_arrays_stay_readable_after_out_of_memory() {
+    if std::env::var("WMX_HELD_CHILD").is_ok() {
+        return held_child();
+    }
+    // 1.5 GiB of address space, a 1 GiB array held.
+    in_memory_limited_child(
+        "cpu_held_arrays_stay_readable_after_out_of_memory",
+        "WMX_HELD_CHILD",
+        3 << 19,
+        "held arrays read",
+    );
+}
+
+fn held_child() {
+    let dev = Device::cpu();
+    let on = |f: &dyn Fn() -> wmx::Result<Array>| wmx::with_device(&dev, f).unwrap();
+    let big = on(&|| wmx::arange(0.0, (1 << 28) as f64, 1.0, DType::F32));
+    big.eval().unwrap();
+    let more = on(&|| wmx::zeros(&[1 << 28], DType::F32));
+    let e = more.eval().unwrap_err().to_string();
+    assert!(e.contains("out of memory"), "{e}");
+    let one = wmx::slice(&big, &[wmx::Slice::range(12345, 12346)]).unwrap();
+    assert_eq!(one.to_vec::<f32>().unwrap(), vec![12345.0]);
+    assert_eq!(
+        big.reshape(&[1 << 14, 1 << 14])
+            .unwrap()
+            .t()
+            .unwrap()
+            .shape(),
+        &[1 << 14, 1 << 14]
+    );
+    println!("held arrays read");
+}
+
 /// An array past one buffer (16 GiB, segments of 2 GiB on lavapipe) whose segments
 /// the device cannot all allocate: an `Err` with the byte count, the segments taken
 /// so far given back, and the device goes on working. (The refusal's clean-up
