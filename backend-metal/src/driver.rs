@@ -158,6 +158,7 @@ impl Metal {
             offset_align: 256,
             backend: wgpu::Backend::Metal,
             adapter_name: device.name().to_string(),
+            loop_budget: None,
             device_type: if device.hasUnifiedMemory() {
                 wgpu::DeviceType::IntegratedGpu
             } else {

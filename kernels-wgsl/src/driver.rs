@@ -138,6 +138,9 @@ pub struct Caps {
     pub backend: wgpu::Backend,
     /// Adapter name.
     pub adapter_name: String,
+    /// Loop iterations one invocation may run before the driver stops its loops
+    /// silently (Mesa's llvmpipe: 65 535), where known; `None`: no such budget.
+    pub loop_budget: Option<u32>,
     /// Adapter type.
     pub device_type: wgpu::DeviceType,
 }

@@ -96,6 +96,16 @@ impl<D: Driver> Kernels<D> {
     /// naga's message with the offending line, returned here and not by a later
     /// call. Unlike the library's kernels, user code keeps wgpu's bounds checks.
     pub fn user_pipeline(&self, m: &UserModule<'_>) -> Result<UserPipeline<D>> {
+        if let Some(budget) = self.inner.caps.loop_budget {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                eprintln!(
+                    "wmx: adapter '{}' stops a shader's loops after {budget} iterations per \
+                     invocation, silently: user kernels must loop less (docs/EXTENDING.md)",
+                    self.inner.caps.adapter_name
+                )
+            });
+        }
         let max = self.max_user_buffers();
         if m.outputs + m.inputs > max {
             return Err(Error::Shape(format!(

@@ -154,6 +154,8 @@ impl Kernels<Wgpu> {
             offset_align: limits.min_storage_buffer_offset_alignment,
             backend: info.backend,
             adapter_name: info.name.clone(),
+            // Mesa's llvmpipe (lavapipe) ends loops past LP_MAX_TGSI_LOOP_ITERATIONS.
+            loop_budget: info.name.contains("llvmpipe").then_some(65_535),
             device_type: info.device_type,
         };
         let max_wg = limits

@@ -1117,3 +1117,43 @@ fn windows_bind_parts_of_buffers() {
         assert!(e.to_string().contains("Window"), "{e}");
     }
 }
+
+/// `Caps::loop_budget` tells the truth: a user kernel counting to 100 000 in one
+/// loop gets there, except on an adapter with a budget, where its loop stops early
+/// (Mesa's llvmpipe, CI's lavapipe) and the count says so.
+#[test]
+fn the_loop_budget_is_detected() {
+    let Some(k) = k() else { return };
+    let source = "
+@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+@compute @workgroup_size(1)
+fn main() {
+    var n = 0u;
+    for (var i = 0u; i < p[0]; i++) { n += 1u; }
+    y[0] = n;
+}";
+    let pipe = k
+        .user_pipeline(&wmx_kernels::UserModule {
+            label: "count",
+            source,
+            entry: "main",
+            outputs: 1,
+            inputs: 0,
+        })
+        .unwrap();
+    let out = k.create_buffer(16, None).unwrap();
+    let mut b = Batch::new();
+    b.dispatch_user(&pipe, &[&out], &[100_000], [1, 1, 1])
+        .unwrap();
+    k.submit(b).unwrap();
+    let got = u32::from_le_bytes(
+        k.read_blocking(&out, 0, 4).unwrap()[..4]
+            .try_into()
+            .unwrap(),
+    );
+    match k.caps().loop_budget {
+        Some(budget) => assert!(got <= budget, "{got} iterations past a budget of {budget}"),
+        None => assert_eq!(got, 100_000, "{}", k.caps().adapter_name),
+    }
+}
