@@ -125,8 +125,14 @@ mod on_apple {
             shape: &shape,
         };
         let mut batch = Batch::new();
-        k.binary(&mut batch, "add", &view(&ab, &ta), &view(&bb, &tb), &o)
-            .unwrap();
+        k.binary(
+            &mut batch,
+            wmx_kernels::BinaryOp::Add,
+            &view(&ab, &ta),
+            &view(&bb, &tb),
+            &o,
+        )
+        .unwrap();
         k.submit(batch).unwrap();
         let got = k.read_blocking(&out, 0, (r * c * 4) as u64).unwrap();
         for j in 0..c {

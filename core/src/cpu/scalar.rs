@@ -1,5 +1,5 @@
 //! Element storage and arithmetic on the CPU: the CPU function of every op, and
-//! the table naming each elementwise op's ([`unary_fn!`], [`binary_fn!`]).
+//! the table naming each elementwise op's (`unary_fn!`, `binary_fn!`).
 //!
 //! Each dtype has a storage type (`Store`, the bytes in the buffer) and a compute
 //! type (`Compute`): f16/bf16 compute in f32, bool in i32, the rest in themselves
