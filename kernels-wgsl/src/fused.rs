@@ -43,8 +43,6 @@ pub enum InputRead {
 /// A fused kernel feeding a reduction ([`Kernels::fused_reduce`]).
 pub(crate) struct Prologue<'a, B> {
     pub(crate) key: FusedKey,
-    /// The kernel (its scalars are parameter words).
-    pub(crate) spec: &'a FusedSpec,
     pub(crate) buffers: &'a [Binding<B>],
     pub(crate) shape: &'a [usize],
     pub(crate) inputs: &'a [&'a Strided<'a, B>],
@@ -73,49 +71,7 @@ fn read_of(shape: &[usize], strides: &[isize]) -> InputRead {
     }
 }
 
-/// Parameter words a step's scalars take.
-fn constant_words(op: &FusedOp) -> usize {
-    match op {
-        FusedOp::Const(_) => 1,
-        FusedOp::Axpby { .. } => 2,
-        _ => 0,
-    }
-}
-
 impl FusedSpec {
-    /// The words of the steps' scalars, in step order (after the value parameters).
-    pub(crate) fn constants(&self) -> Vec<u32> {
-        let mut w = Vec::new();
-        for s in &self.steps {
-            match s.op {
-                FusedOp::Const(v) => w.push(crate::dtype::scalar_bits(v, s.dtype)),
-                FusedOp::Axpby { alpha, beta } => {
-                    w.extend([(alpha as f32).to_bits(), (beta as f32).to_bits()])
-                }
-                _ => {}
-            }
-        }
-        w
-    }
-
-    /// The spec with every scalar zero: what keys its pipeline.
-    pub(crate) fn without_constants(&self) -> FusedSpec {
-        let mut spec = self.clone();
-        for s in &mut spec.steps {
-            match &mut s.op {
-                FusedOp::Const(v) => *v = 0.0,
-                FusedOp::Axpby { alpha, beta } => (*alpha, *beta) = (0.0, 0.0),
-                _ => {}
-            }
-        }
-        spec
-    }
-
-    /// The first word of step `k`'s scalars among [`FusedSpec::constants`].
-    fn constant_slot(&self, k: usize) -> usize {
-        self.steps[..k].iter().map(|s| constant_words(&s.op)).sum()
-    }
-
     /// The dtype of value `v`.
     fn dtype_of(&self, v: usize) -> Result<DType> {
         let n = self.inputs.len();
@@ -226,26 +182,23 @@ impl FusedSpec {
                     ops::cast_expr(a, s.dtype)
                 )
             }
-            // Scalars are parameter words (`cparam`), not literals: one pipeline
-            // serves every value (a learning rate changing each step compiled anew).
-            FusedOp::Axpby { .. } => {
+            FusedOp::Axpby { alpha, beta } => {
+                let (alpha, beta) = ((*alpha as f32).to_bits(), (*beta as f32).to_bits());
                 want(2)?;
                 let (a, b) = (d(0)?, d(1)?);
                 if !a.is_float() || a != b || a != s.dtype {
                     return Err(undefined("axpby", a));
                 }
-                let j = self.constant_slot(k);
                 format!(
-                    "fn s{k}(a: f32, b: f32) -> f32 {{ return bitcast<f32>(cparam({j}u)) * a + bitcast<f32>(cparam({}u)) * b; }}",
-                    j + 1
+                    "fn s{k}(a: f32, b: f32) -> f32 {{ return bitcast<f32>({alpha}u) * a + bitcast<f32>({beta}u) * b; }}"
                 )
             }
-            FusedOp::Const(_) => {
+            FusedOp::Const(v) => {
                 want(0)?;
+                let v = crate::dtype::scalar_bits(*v, s.dtype);
                 format!(
-                    "fn s{k}() -> {co} {{ return ex_{}(cparam({}u), 0u); }}",
-                    s.dtype.storage(),
-                    self.constant_slot(k)
+                    "fn s{k}() -> {co} {{ return ex_{}({v}u, 0u); }}",
+                    s.dtype.storage()
                 )
             }
         })
@@ -305,13 +258,6 @@ pub(crate) fn value_prelude(
         .unwrap();
     }
     writeln!(p, "const FB: u32 = {base}u;").unwrap();
-    // The steps' scalars follow the value parameters (see `value_params`).
-    writeln!(
-        p,
-        "fn cparam(j: u32) -> u32 {{ let rank = P[FB + 1u]; return P[FB + 2u + rank + {}u * (rank + 1u) + j]; }}",
-        spec.inputs.len()
-    )
-    .unwrap();
     p.push_str(
         "fn sidx(i: u32, base: u32) -> u32 {\n    let rank = P[FB + 1u];\n    var r = i;\n    var off = P[base];\n    \
          for (var d = rank; d > 0u; d--) {\n        let e = P[FB + 1u + d];\n        \
@@ -354,14 +300,8 @@ pub(crate) fn value_prelude(
     Ok(p)
 }
 
-/// The parameters of [`value_prelude`] for `inputs` of `shape`, then the steps'
-/// scalars.
-pub(crate) fn value_params<B>(
-    spec: &FusedSpec,
-    shape: &[usize],
-    inputs: &[&Strided<B>],
-    params: &mut Vec<u32>,
-) {
+/// The parameters of [`value_prelude`] for `inputs` of `shape`.
+pub(crate) fn value_params<B>(shape: &[usize], inputs: &[&Strided<B>], params: &mut Vec<u32>) {
     let n = crate::layout::numel(shape);
     params.extend([n as u32, shape.len() as u32]);
     params.extend(shape.iter().map(|d| *d as u32));
@@ -369,7 +309,6 @@ pub(crate) fn value_params<B>(
         params.push(x.offset as u32);
         params.extend(x.strides.iter().map(|s| *s as i32 as u32));
     }
-    params.extend(spec.constants());
 }
 
 /// The module of a fused kernel: `spec` reading its inputs as `reads` through
@@ -530,7 +469,7 @@ impl<D: Driver> Kernels<D> {
         }
         let pipe = self.fused_pipeline(&key, buffers.len())?;
         let mut params = Vec::new();
-        value_params(spec, out.shape, inputs, &mut params);
+        value_params(out.shape, inputs, &mut params);
         let words = n.div_ceil(od.epw()) as u64;
         // Four words per invocation (the unrolled loop of FUSED_MAIN) from 1024 words up.
         let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
@@ -587,7 +526,6 @@ impl<D: Driver> Kernels<D> {
         };
         let pro = Prologue {
             key,
-            spec,
             buffers: &buffers,
             shape,
             inputs,
@@ -650,19 +588,13 @@ impl<D: Driver> Kernels<D> {
         let reads = inputs.iter().map(|x| read_of(x.shape, x.strides)).collect();
         Ok((
             FusedKey {
-                spec: spec.without_constants(),
+                spec: spec.clone(),
                 reads,
                 bind,
                 reduce: None,
             },
             buffers,
         ))
-    }
-
-    /// Number of compiled fused pipelines (one per program shape: the scalars a
-    /// kernel captures are parameters, not part of its code).
-    pub fn fused_pipeline_count(&self) -> usize {
-        self.family_cache(|c: &mut FusedCache<D>| c.len())
     }
 
     pub(crate) fn fused_pipeline(
