@@ -36,7 +36,7 @@ fn check(spec: &ModuleSpec) -> Result<(), String> {
     }
     // Matmul tiles choose their own threadgroup sizes; every other family runs WG.
     let [x, y, z] = k.workgroup_size;
-    let want_x = spec.family != wmx_kernels::Family::Matmul;
+    let want_x = spec.family != &wmx_kernels::families::MATMUL;
     if (want_x && x != spec.target.workgroup_size) || x == 0 || x > 1024 || y != 1 || z != 1 {
         return Err(format!("workgroup size {:?}", k.workgroup_size));
     }

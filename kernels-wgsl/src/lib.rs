@@ -37,9 +37,9 @@
 //! |---|---|---|
 //! | 0 | `dtype`, `driver` | how dtypes sit in words; what a GPU API must do ([`Driver`], [`Batch`], [`Caps`]) |
 //! | 1 | `layout`, `ops`, `wgpu_driver` | views of buffers and their checks; WGSL op expressions; wgpu's driver |
-//! | 2 | `compose` | module specs, the generated prelude, tree-shaking, naga validation |
+//! | 2 | `compose` | module specs, the generic prelude, tree-shaking, naga validation |
 //! | 3 | `kernels` | the library on one device: pipeline cache, scratch buffers, recording |
-//! | 4 | `elementwise`, `reduce`, `scan`, `matmul`, `norm`, `index`, `sort`, `fused`, `f64`, `user` | the kernel families, each an `impl Kernels` block |
+//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
 //! | 5 | `wgpu_open` | opening a wgpu device and probing its hardware paths with kernels |
 #![doc = include_str!("../README.md")]
 
@@ -55,17 +55,60 @@ mod layout;
 mod matmul;
 mod norm;
 mod ops;
+mod random;
 mod reduce;
-mod scan;
 mod sort;
 mod user;
 mod wgpu_driver;
 mod wgpu_open;
 
 pub use compose::{
-    Family, ModuleSpec, Op, TILES, Target, Variant, check_specs, compose, module_specs,
-    validate_wgsl,
+    Family, InputMode, ModuleSpec, Op, Target, Variant, check_specs, compose, validate_wgsl,
 };
+pub use matmul::TILES;
+
+/// The kernel families, each defined in its folder: `ModuleSpec::family` is one of
+/// these.
+pub mod families {
+    pub use crate::elementwise::{ARANGE, AXPBY, BINARY, COPY, FILL, SELECT, SLICE_UPDATE, UNARY};
+    pub use crate::index::{GATHER, PLACE, SCATTER};
+    pub use crate::matmul::{GEMV, MATMUL};
+    pub use crate::norm::NORM;
+    pub use crate::random::RANDOM_BITS;
+    pub use crate::reduce::{ARG_REDUCE, REDUCE};
+    pub use crate::sort::SORT;
+}
+
+/// Every family, for [`module_specs`].
+const FAMILIES: &[&Family] = {
+    use families::*;
+    &[
+        &UNARY,
+        &BINARY,
+        &AXPBY,
+        &SELECT,
+        &COPY,
+        &SLICE_UPDATE,
+        &FILL,
+        &ARANGE,
+        &REDUCE,
+        &ARG_REDUCE,
+        &MATMUL,
+        &GEMV,
+        &NORM,
+        &PLACE,
+        &GATHER,
+        &SCATTER,
+        &RANDOM_BITS,
+        &SORT,
+    ]
+};
+
+/// Every module the library can build for `target`: each (family, op, dtype,
+/// variant) combination that the op tables define. Used by the completeness tests.
+pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
+    FAMILIES.iter().flat_map(|f| (f.specs)(target)).collect()
+}
 pub use driver::{
     Batch, Binding, Bound, Caps, Dispatch, Driver, DriverBuffer, MAX_USER_BUFFERS, Stamp, Window,
 };

@@ -1,12 +1,28 @@
-//! The modules of `src/` import only from their own layer or below, in no circle:
+//! The modules of `src/` (a file, or a family's folder) import only from their own
+//! layer or below, in no circle:
 //! the layer table in `src/lib.rs`'s docs, checked against every `crate::` path
 //! outside comments (root re-exports are traced to the module they come from).
 
 use std::collections::{BTreeMap, BTreeSet};
 
+/// A module's code: `src/{name}.rs`, or every `.rs` file of the folder `src/{name}/`.
 fn src(name: &str) -> String {
-    let path = format!("{}/src/{name}.rs", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    let base = format!("{}/src/{name}", env!("CARGO_MANIFEST_DIR"));
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let file = std::path::PathBuf::from(format!("{base}.rs"));
+    if file.exists() {
+        return read(&file);
+    }
+    let mut files: Vec<_> = std::fs::read_dir(&base)
+        .unwrap_or_else(|e| panic!("{base}: {e}"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{base} has no Rust files");
+    files.iter().map(|p| read(p)).collect()
 }
 
 /// Module → layer, from the table in lib.rs.

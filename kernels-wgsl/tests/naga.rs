@@ -5,7 +5,7 @@ use naga::back::PipelineConstants;
 use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
 use wmx_kernels::{
     ArgReduceOp, BinaryOp, DType, Error, Family, ModuleSpec, Op, ReduceOp, Target, UnaryOp,
-    Variant, check_specs, compose, module_specs,
+    Variant, check_specs, compose, families, module_specs,
 };
 use wmx_reference::reference::{self, Rule};
 
@@ -244,7 +244,7 @@ fn small_workgroup_size_modules_validate() {
 fn op_tables_are_complete() {
     let t = Target::default();
     let specs = module_specs(t);
-    let has = |family: Family, op: Op, d: DType| {
+    let has = |family: &Family, op: Op, d: DType| {
         specs
             .iter()
             .any(|s| s.family == family && s.op == op && s.inputs[0] == d)
@@ -255,13 +255,13 @@ fn op_tables_are_complete() {
             let supported = op.supports(d);
             any |= supported;
             assert_eq!(
-                has(Family::Binary, op.into(), d),
+                has(&families::BINARY, op.into(), d),
                 supported,
                 "binary {op} {d}"
             );
             if !supported {
                 let spec = ModuleSpec {
-                    family: Family::Binary,
+                    family: &families::BINARY,
                     op: op.into(),
                     inputs: vec![d, d],
                     output: d,
@@ -288,7 +288,7 @@ fn op_tables_are_complete() {
     for &op in UnaryOp::ALL {
         for d in DType::WORDS {
             assert_eq!(
-                has(Family::Unary, op.into(), d),
+                has(&families::UNARY, op.into(), d),
                 op.supports(d),
                 "unary {op} {d}"
             );
@@ -297,12 +297,15 @@ fn op_tables_are_complete() {
     }
     for &op in ReduceOp::ALL {
         for d in DType::WORDS {
-            assert!(has(Family::Reduce, op.into(), d), "reduce {op} {d}");
+            assert!(has(&families::REDUCE, op.into(), d), "reduce {op} {d}");
         }
     }
     for &op in ArgReduceOp::ALL {
         for d in DType::WORDS {
-            assert!(has(Family::ArgReduce, op.into(), d), "arg_reduce {op} {d}");
+            assert!(
+                has(&families::ARG_REDUCE, op.into(), d),
+                "arg_reduce {op} {d}"
+            );
         }
     }
     // Every cast pair.
@@ -311,13 +314,13 @@ fn op_tables_are_complete() {
             assert!(
                 specs
                     .iter()
-                    .any(|s| s.family == Family::Copy && s.inputs[0] == a && s.output == b)
+                    .any(|s| s.family == &families::COPY && s.inputs[0] == a && s.output == b)
             );
         }
     }
     // A family given another family's op is refused.
     let unknown = ModuleSpec {
-        family: Family::Binary,
+        family: &families::BINARY,
         op: UnaryOp::Exp.into(),
         inputs: vec![DType::F32, DType::F32],
         output: DType::F32,
@@ -340,7 +343,7 @@ fn subgroup_directive_follows_the_target() {
     };
     let spec = module_specs(t)
         .into_iter()
-        .find(|s| s.family == Family::Reduce)
+        .find(|s| s.family == &families::REDUCE)
         .unwrap();
     let src = compose(&spec).unwrap();
     assert!(src.starts_with("enable subgroups;"));
@@ -606,7 +609,7 @@ fn fused_modules_validate_and_translate() {
                     _ => DType::U32,
                 };
                 let m = ModuleSpec {
-                    family: Family::Reduce,
+                    family: &families::REDUCE,
                     op: op.into(),
                     inputs: vec![d],
                     output: acc,

@@ -9,7 +9,13 @@
 //! Kernels write 32-bit accumulators; packed output dtypes (bool, u8, f16, bf16) get
 //! a final cast pass from a scratch buffer.
 
-use crate::compose::{Family, ModuleSpec, Variant};
+mod family;
+mod scan;
+
+pub use family::{ARG_REDUCE, REDUCE};
+pub(crate) use scan::EXCLUSIVE;
+
+use crate::compose::{ModuleSpec, Variant};
 use crate::driver::Driver;
 use crate::driver::{Batch, Binding};
 use crate::dtype::{DType, Words};
@@ -205,9 +211,8 @@ impl<D: Driver> Kernels<D> {
             self.scratch(1, plan.k * 4)?.into()
         };
         let final_out = if narrow_one { out.dtype } else { acc };
-        let spec = |input: DType, variant, output| {
-            self.spec(Family::Reduce, op, vec![input], output, variant, 0)
-        };
+        let spec =
+            |input: DType, variant, output| self.spec(&REDUCE, op, vec![input], output, variant, 0);
         if plan.rows() {
             let rows = if pro.is_none() && plan.vec_rows(x) {
                 Variant::RowsVec
@@ -359,7 +364,7 @@ impl<D: Driver> Kernels<D> {
         } else {
             (Variant::Cols, plan.k.div_ceil(TX))
         };
-        let spec = self.spec(Family::ArgReduce, op, vec![x.dtype], DType::U32, variant, 0);
+        let spec = self.spec(&ARG_REDUCE, op, vec![x.dtype], DType::U32, variant, 0);
         self.record(b, &spec, [out.binding(), x.binding()], params, groups)
     }
 

@@ -9,7 +9,11 @@
 //! histogram per tile, a scan of the histograms and a stable scatter, so the work
 //! grows linearly with `n`.
 
-use crate::compose::{Family, Variant};
+mod family;
+
+pub use family::SORT;
+
+use crate::compose::Variant;
 use crate::driver::Batch;
 use crate::driver::Driver;
 use crate::dtype::DType;
@@ -71,7 +75,7 @@ impl<D: Driver> Kernels<D> {
             return self.f64_argsort(b, x, out);
         }
         let g = Variant::General;
-        let init = self.spec(Family::Sort, "sort_init", vec![x.dtype], DType::U32, g, 0);
+        let init = self.spec(&SORT, "sort_init", vec![x.dtype], DType::U32, g, 0);
         let n = *x.shape.last().unwrap();
         let rows: usize = x.shape[..x.shape.len() - 1].iter().product();
         if n == 0 || rows == 0 {
@@ -110,9 +114,9 @@ impl<D: Driver> Kernels<D> {
             params(0, 0, 0),
             spread(total),
         )?;
-        let local = self.spec(Family::Sort, "sort_local", vec![], DType::U32, g, 0);
-        let global = self.spec(Family::Sort, "sort_global", vec![], DType::U32, g, 0);
-        let global2 = self.spec(Family::Sort, "sort_global2", vec![], DType::U32, g, 0);
+        let local = self.spec(&SORT, "sort_local", vec![], DType::U32, g, 0);
+        let global = self.spec(&SORT, "sort_global", vec![], DType::U32, g, 0);
+        let global2 = self.spec(&SORT, "sort_global2", vec![], DType::U32, g, 0);
         let blocks = total.div_ceil(BLOCK);
         // Every merge whose sequences fit a block, then each longer merge: its long
         // steps one pass each, its short ones in one local pass.
@@ -135,14 +139,7 @@ impl<D: Driver> Kernels<D> {
             self.record(b, &local, [pairs.clone()], params(k, 0, k), blocks)?;
             k *= 2;
         }
-        let finish = self.spec(
-            Family::Sort,
-            "sort_finish",
-            vec![DType::U32],
-            DType::U32,
-            g,
-            0,
-        );
+        let finish = self.spec(&SORT, "sort_finish", vec![DType::U32], DType::U32, g, 0);
         let count = (rows * n) as u64;
         self.record(
             b,
@@ -178,9 +175,9 @@ impl<D: Driver> Kernels<D> {
         let bytes = self.argsort_scratch_bytes(rows, n);
         let pairs = [self.scratch(2, bytes)?, self.scratch(3, bytes)?];
         let g = Variant::General;
-        let hist = self.spec(Family::Sort, "radix_hist", vec![x.dtype], DType::U32, g, 0);
+        let hist = self.spec(&SORT, "radix_hist", vec![x.dtype], DType::U32, g, 0);
         let inputs = vec![x.dtype, DType::U32];
-        let scatter = self.spec(Family::Sort, "radix_scatter", inputs, DType::U32, g, 0);
+        let scatter = self.spec(&SORT, "radix_scatter", inputs, DType::U32, g, 0);
         let passes = 32 / BITS;
         for pass in 0..passes {
             let (first, last) = (pass == 0, pass + 1 == passes);
@@ -218,7 +215,7 @@ impl<D: Driver> Kernels<D> {
                 (counts.clone().into(), DType::U32, 0),
                 rows,
                 tiles << BITS,
-                crate::scan::EXCLUSIVE,
+                crate::reduce::EXCLUSIVE,
                 &offsets.clone().into(),
             )?;
             let bufs = [dst.clone(), src.clone(), offsets.clone().into()];

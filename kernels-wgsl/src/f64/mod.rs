@@ -10,6 +10,7 @@ use crate::compose::{Family, Op, tree_shake};
 use crate::driver::Driver;
 use crate::driver::{Batch, Binding};
 use crate::dtype::DType;
+use crate::elementwise::{BINARY_WGSL, COPY, SELECT, UNARY_WGSL};
 use crate::kernels::Kernels;
 use crate::kernels::MAX_GROUPS;
 use crate::layout::{Contig, Strided};
@@ -18,7 +19,7 @@ use crate::{Error, Result};
 use std::sync::Arc;
 use wmx_spec::{ArgReduceOp, BinaryOp, NormOp, ReduceOp, UnaryOp};
 
-const F64_WGSL: &str = include_str!("wgsl/f64.wgsl");
+const F64_WGSL: &str = include_str!("f64.wgsl");
 
 /// WGSL element type of a binding.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -124,7 +125,7 @@ fn binary_code(op: BinaryOp) -> Option<String> {
 /// Where f64 modules find their functions: the f64 math, and the ops' `_d`
 /// functions beside their word-kernel forms (tree-shaking keeps what is called).
 fn f64_sources() -> String {
-    [F64_WGSL, crate::compose::UNARY, crate::compose::BINARY].concat()
+    [F64_WGSL, UNARY_WGSL, BINARY_WGSL].concat()
 }
 
 /// Identity and combination of reduction or scan `op`.
@@ -376,35 +377,26 @@ impl<D: Driver> Kernels<D> {
     pub(crate) fn f64_elementwise(
         &self,
         b: &mut Batch<D>,
-        family: Family,
+        family: &'static Family,
         op: Op,
         ins: &[&Strided<D::Buffer>],
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        match family {
-            Family::Copy => self.f64_copy(b, ins[0], out),
-            Family::Select => {
-                let (c, x, y) = (Pairs::spread(ins[0]), Pairs::of(ins[1]), Pairs::of(ins[2]));
-                let words = pair_shape(out.shape);
-                let o = pair_out(out, &words);
-                self.select(b, &c.view(ins[0]), &x.view(ins[1]), &y.view(ins[2]), &o)
-            }
-            Family::Unary => {
-                let Op::Unary(op) = op else {
-                    return Err(unsupported(&format!("{family:?} '{op}'")));
-                };
-                self.f64_map(b, &unary_code(op), ins, &[Ty::F64], out, [0.0; 2])
-            }
-            Family::Binary => {
-                let code = match op {
-                    Op::Binary(o) => binary_code(o),
-                    _ => None,
-                };
-                let code = code.ok_or_else(|| unsupported(op.name()))?;
-                let tys = [Ty::F64, Ty::F64];
-                self.f64_map(b, &code, ins, &tys, out, [0.0; 2])
-            }
-            _ => Err(unsupported(&format!("{family:?}"))),
+        if family == &COPY {
+            self.f64_copy(b, ins[0], out)
+        } else if family == &SELECT {
+            let (c, x, y) = (Pairs::spread(ins[0]), Pairs::of(ins[1]), Pairs::of(ins[2]));
+            let words = pair_shape(out.shape);
+            let o = pair_out(out, &words);
+            self.select(b, &c.view(ins[0]), &x.view(ins[1]), &y.view(ins[2]), &o)
+        } else if let Op::Unary(op) = op {
+            self.f64_map(b, &unary_code(op), ins, &[Ty::F64], out, [0.0; 2])
+        } else if let Op::Binary(o) = op {
+            let code = binary_code(o).ok_or_else(|| unsupported(op.name()))?;
+            let tys = [Ty::F64, Ty::F64];
+            self.f64_map(b, &code, ins, &tys, out, [0.0; 2])
+        } else {
+            Err(unsupported(&format!("{family:?} '{op}'")))
         }
     }
 

@@ -9,7 +9,8 @@
 //! accumulators (f32 for floats, so f16/bf16 sums are rounded once per element);
 //! packed output dtypes get a cast pass.
 
-use crate::compose::{Family, Variant};
+use super::REDUCE;
+use crate::compose::Variant;
 use crate::driver::Driver;
 use crate::driver::{Batch, Binding};
 use crate::dtype::{DType, Words};
@@ -72,14 +73,7 @@ impl<D: Driver> Kernels<D> {
         }
         let acc = x.dtype.acc();
         let n = out.numel();
-        let spec = self.spec(
-            Family::Reduce,
-            op,
-            vec![x.dtype],
-            acc,
-            Variant::ScanBlocks,
-            0,
-        );
+        let spec = self.spec(&REDUCE, op, vec![x.dtype], acc, Variant::ScanBlocks, 0);
         if n == 0 {
             crate::compose::compose(&spec)?;
             return Ok(());
@@ -282,6 +276,6 @@ impl<D: Driver> Kernels<D> {
     ) -> crate::compose::ModuleSpec {
         let mut inputs = vec![dtype];
         inputs.extend(carry);
-        self.spec(Family::Reduce, op, inputs, dtype.acc(), variant, 0)
+        self.spec(&REDUCE, op, inputs, dtype.acc(), variant, 0)
     }
 }

@@ -4,6 +4,11 @@
 //! scalar, contiguous, or general. All-scalar/contiguous launches use the vec4
 //! kernels (`contig1..3`), anything else the general strided kernels.
 
+mod family;
+
+pub use family::{ARANGE, AXPBY, BINARY, COPY, FILL, SELECT, SLICE_UPDATE, UNARY};
+pub(crate) use family::{BINARY_WGSL, UNARY_WGSL};
+
 use crate::compose::{Family, InputMode, ModuleSpec, Op, Variant};
 use crate::driver::Batch;
 use crate::driver::Driver;
@@ -31,7 +36,7 @@ impl<D: Driver> Kernels<D> {
                 dtype: x.dtype.name(),
             });
         }
-        self.elementwise(b, Family::Unary, op, &[x], out, [0, 0])
+        self.elementwise(b, &UNARY, op, &[x], out, [0, 0])
     }
 
     /// `out = op(a, bb)` for a binary op. Both inputs have
@@ -51,7 +56,7 @@ impl<D: Driver> Kernels<D> {
                 dtype: a.dtype.name(),
             });
         }
-        self.elementwise(b, Family::Binary, op, &[a, bb], out, [0, 0])
+        self.elementwise(b, &BINARY, op, &[a, bb], out, [0, 0])
     }
 
     /// `out = cond ? x : y`; `cond` is bool, `x`, `y` and `out` share a dtype.
@@ -63,7 +68,7 @@ impl<D: Driver> Kernels<D> {
         y: &Strided<D::Buffer>,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        self.elementwise(b, Family::Select, "select", &[cond, x, y], out, [0, 0])
+        self.elementwise(b, &SELECT, "select", &[cond, x, y], out, [0, 0])
     }
 
     /// Strided → contiguous copy, casting when `out.dtype != x.dtype` (SEMANTICS.md
@@ -74,7 +79,7 @@ impl<D: Driver> Kernels<D> {
         x: &Strided<D::Buffer>,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        self.elementwise(b, Family::Copy, "copy", &[x], out, [0, 0])
+        self.elementwise(b, &COPY, "copy", &[x], out, [0, 0])
     }
 
     /// An f32 buffer for `out`'s elements when `needed`: kernels whose 16-bit results
@@ -128,11 +133,11 @@ impl<D: Driver> Kernels<D> {
             });
         }
         if x.dtype == DType::F64 {
-            self.elementwise_checks(Family::Axpby, Op::Named("axpby"), &[x, y], out)?;
+            self.elementwise_checks(&AXPBY, Op::Named("axpby"), &[x, y], out)?;
             return self.f64_axpby(b, x, y, alpha, beta, out);
         }
         let s = [(alpha as f32).to_bits(), (beta as f32).to_bits()];
-        self.elementwise(b, Family::Axpby, "axpby", &[x, y], out, s)
+        self.elementwise(b, &AXPBY, "axpby", &[x, y], out, s)
     }
 
     /// `out` = `base` (of `out`'s shape) with `update` written over the region that
@@ -185,7 +190,7 @@ impl<D: Driver> Kernels<D> {
             return self.slice_update(b, &bw.view(base), &uw.view(update), &st, &sp, &o);
         }
         let Some(spec) =
-            self.gathering_module(Family::SliceUpdate, "slice_update", &[base, update], out)?
+            self.gathering_module(&SLICE_UPDATE, "slice_update", &[base, update], out)?
         else {
             return Ok(());
         };
@@ -228,7 +233,7 @@ impl<D: Driver> Kernels<D> {
             2 => bits | (bits << 16),
             _ => bits,
         };
-        self.output_only(b, Family::Fill, out, [pattern, 0], 0)
+        self.output_only(b, &FILL, out, [pattern, 0], 0)
     }
 
     /// `out[i] = start + i * step`: in f32 for float outputs (then rounded to the
@@ -256,13 +261,13 @@ impl<D: Driver> Kernels<D> {
         } else {
             ([(start as i64) as u32, (step as i64) as u32], 0)
         };
-        self.output_only(b, Family::Arange, out, s, lo)
+        self.output_only(b, &ARANGE, out, s, lo)
     }
 
     fn output_only(
         &self,
         b: &mut Batch<D>,
-        family: Family,
+        family: &'static Family,
         out: &Contig<D::Buffer>,
         s: [u32; 2],
         extra: u32,
@@ -280,11 +285,7 @@ impl<D: Driver> Kernels<D> {
         }
         let spec = ModuleSpec {
             family,
-            op: Op::Named(if family == Family::Fill {
-                "fill"
-            } else {
-                "arange"
-            }),
+            op: Op::Named(if family == &FILL { "fill" } else { "arange" }),
             inputs: vec![],
             output: out.dtype,
             variant: Variant::Contig([InputMode::Scalar; 3]),
@@ -300,7 +301,7 @@ impl<D: Driver> Kernels<D> {
     /// element offset.
     fn elementwise_checks(
         &self,
-        family: Family,
+        family: &'static Family,
         op: Op,
         inputs: &[&Strided<D::Buffer>],
         out: &Contig<D::Buffer>,
@@ -327,7 +328,7 @@ impl<D: Driver> Kernels<D> {
     pub(crate) fn elementwise(
         &self,
         b: &mut Batch<D>,
-        family: Family,
+        family: &'static Family,
         op: impl Into<Op>,
         inputs: &[&Strided<D::Buffer>],
         out: &Contig<D::Buffer>,
@@ -465,7 +466,7 @@ impl<D: Driver> Kernels<D> {
     /// error there too).
     pub(crate) fn gathering_module(
         &self,
-        family: Family,
+        family: &'static Family,
         op: impl Into<Op>,
         inputs: &[&Strided<D::Buffer>],
         out: &Contig<D::Buffer>,
@@ -493,7 +494,7 @@ impl<D: Driver> Kernels<D> {
 
     pub(crate) fn spec(
         &self,
-        family: Family,
+        family: &'static Family,
         op: impl Into<Op>,
         inputs: Vec<DType>,
         output: DType,

@@ -1,7 +1,11 @@
 //! Row operations over the last axis (`norm.wgsl`): softmax, log_softmax,
 //! layer_norm, rms_norm; one workgroup per row, inputs read in place.
 
-use crate::compose::{Family, Variant};
+mod family;
+
+pub use family::NORM;
+
+use crate::compose::Variant;
 use crate::driver::Driver;
 use crate::driver::{Batch, Binding};
 use crate::dtype::{DType, Words};
@@ -69,7 +73,7 @@ impl<D: Driver> Kernels<D> {
         } else {
             Variant::Rows
         };
-        let spec = self.spec(Family::Norm, op, inputs, odt, variant, 0);
+        let spec = self.spec(&NORM, op, inputs, odt, variant, 0);
         let n = out.numel();
         if n == 0 {
             crate::compose::compose(&spec)?;

@@ -5,12 +5,11 @@
 //! so the fused result equals the unfused chain's (up to the multiply-add
 //! contraction the compiler may apply within one kernel).
 
-use crate::compose::{
-    BINARY, COMMON, InputCode, ModuleSpec, UNARY, WORDS, compose_with, f16_helpers, tree_shake,
-};
+use crate::compose::{COMMON, InputCode, ModuleSpec, WORDS, compose_with, f16_helpers, tree_shake};
 use crate::driver::Driver;
 use crate::driver::{Batch, Binding};
 use crate::dtype::{DType, Words};
+use crate::elementwise::{BINARY_WGSL as BINARY, UNARY_WGSL as UNARY};
 use crate::kernels::MAX_GROUPS;
 use crate::layout::{Contig, Strided};
 use crate::layout::{check_out, check_view};
@@ -339,7 +338,7 @@ pub fn compose_module(
     let Some((m, base)) = reduce else {
         return fused_source(spec, reads, bind, target.f16);
     };
-    if m.family != crate::Family::Reduce || m.inputs.first() != Some(&spec.output()?) {
+    if !matches!(m.op, crate::compose::Op::Reduce(_)) || m.inputs.first() != Some(&spec.output()?) {
         return Err(Error::Shape(format!(
             "fused: {:?} of {:?} cannot read a kernel giving {}",
             m.family,
@@ -355,6 +354,7 @@ pub fn compose_module(
     let input = InputCode {
         code: &code,
         f16: uses_f16(spec),
+        files: &[UNARY, BINARY],
     };
     compose_with(m, Some(input))
 }

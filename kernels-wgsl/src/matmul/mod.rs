@@ -5,8 +5,12 @@
 //! batch dims are collapsed first. Everything accumulates in f32; the result is
 //! rounded once.
 
-use crate::compose::{Family, Variant};
-use crate::compose::{TILES, vec4_tile};
+mod family;
+
+pub(crate) use family::vec4_tile;
+pub use family::{GEMV, MATMUL, TILES};
+
+use crate::compose::Variant;
 use crate::driver::Driver;
 use crate::driver::{Batch, Binding};
 use crate::dtype::{DType, Words};
@@ -334,7 +338,7 @@ impl<D: Driver> Kernels<D> {
             inputs.push(c.dtype);
         }
         let spec = self.spec(
-            Family::Matmul,
+            &MATMUL,
             "matmul",
             inputs,
             odt,
@@ -514,7 +518,7 @@ impl<D: Driver> Kernels<D> {
             (Variant::Rows, rows)
         };
         let odt = if via_scratch { DType::F32 } else { out.dtype };
-        let spec = self.spec(Family::Gemv, "gemv", inputs, odt, variant, 0);
+        let spec = self.spec(&GEMV, "gemv", inputs, odt, variant, 0);
         self.record(b, &spec, buffers, params.clone(), groups)?;
         if let Some(s) = scratch {
             let mut inputs = vec![DType::F32];
@@ -523,7 +527,7 @@ impl<D: Driver> Kernels<D> {
                 inputs.push(d);
                 buffers.push(c.binding());
             }
-            let spec = self.spec(Family::Gemv, "gemv", inputs, out.dtype, Variant::Finish, 0);
+            let spec = self.spec(&GEMV, "gemv", inputs, out.dtype, Variant::Finish, 0);
             let words = rows.div_ceil(out.dtype.epw() as u64);
             let groups = words.div_ceil(wg).min(1 << 14);
             self.record(b, &spec, buffers, params, groups)?;

@@ -1,0 +1,170 @@
+//! The indexing families' modules (concatenation's placement, gather, scatter):
+//! their checks, prelude lines and files.
+
+use crate::compose::{Family, Io, ModuleSpec, Op, Target, Variant, WORDS};
+use crate::dtype::{DType, Words};
+use crate::{Error, Result};
+use std::fmt::Write;
+use wmx_spec::ScatterOp;
+
+const INDEX_WGSL: &str = include_str!("index.wgsl");
+const SCATTER_WGSL: &str = include_str!("scatter.wgsl");
+
+/// Same-dtype modules move bits, not values.
+fn same_dtype(spec: &ModuleSpec) -> bool {
+    spec.inputs.first() == Some(&spec.output)
+}
+
+/// An indexing family: the general variant only, the op naming the entry point.
+const fn indexing(
+    name: &'static str,
+    arity: usize,
+    specs: fn(Target) -> Vec<ModuleSpec>,
+) -> Family {
+    Family {
+        name,
+        arity,
+        takes: |s| s.inputs.len() == s.family.arity,
+        entry: |s| s.op.name(),
+        raw: same_dtype,
+        io: Io::elementwise,
+        body: |spec, p| {
+            index_prelude(spec, p)?;
+            Ok(vec![WORDS, INDEX_WGSL])
+        },
+        specs,
+    }
+}
+
+/// One input written into its box of a concatenation's output (bits unchanged).
+pub static PLACE: Family = indexing("Place", 1, |t| {
+    let g = Variant::General;
+    let mut v = Vec::new();
+    for d in DType::WORDS {
+        for op in ["place", "place_flat"] {
+            v.push(ModuleSpec::new(&PLACE, op, vec![d], d, g, t));
+        }
+    }
+    v
+});
+
+/// `take_along_axis`: input x, then integer indices (bits unchanged).
+pub static GATHER: Family = Family {
+    entry: |_| "gather",
+    ..indexing("Gather", 2, |t| {
+        let g = Variant::General;
+        let mut v = Vec::new();
+        for d in DType::WORDS {
+            for i in [DType::I32, DType::U32, DType::U8] {
+                v.push(ModuleSpec::new(&GATHER, "gather", vec![d, i], d, g, t));
+            }
+        }
+        v
+    })
+};
+
+/// Set or add updates at indices along an axis: inputs indices and updates; the
+/// output, already holding the base, is updated in place through atomics.
+pub static SCATTER: Family = Family {
+    entry: |_| "scatter",
+    raw: |s| s.op == Op::Scatter(ScatterOp::Set) && s.inputs.get(1) == Some(&s.output),
+    io: |s| Io {
+        out: "array<atomic<u32>>",
+        ..Io::elementwise(s)
+    },
+    body: |spec, p| {
+        index_prelude(spec, p)?;
+        Ok(vec![WORDS, INDEX_WGSL, SCATTER_WGSL])
+    },
+    ..indexing("Scatter", 2, |t| {
+        let g = Variant::General;
+        let mut v = Vec::new();
+        for d in DType::WORDS {
+            for i in [DType::I32, DType::U32, DType::U8] {
+                v.push(ModuleSpec::new(
+                    &SCATTER,
+                    ScatterOp::Set,
+                    vec![i, d],
+                    d,
+                    g,
+                    t,
+                ));
+                if d != DType::Bool {
+                    v.push(ModuleSpec::new(
+                        &SCATTER,
+                        ScatterOp::Add,
+                        vec![i, d],
+                        d,
+                        g,
+                        t,
+                    ));
+                }
+            }
+        }
+        v
+    })
+};
+
+/// Dtype checks of the indexing families and their helpers: `index_a`/`index_b`
+/// (the index input's value made to count from the end when negative, `NO_INDEX`
+/// outside the axis) and the scatter's `combine`.
+fn index_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
+    let ins = &spec.inputs;
+    let raw = spec.raw_bits();
+    let bad = |why: &str| {
+        Err(Error::Shape(format!(
+            "{:?} '{}' {why}, got {ins:?} -> {} ({:?})",
+            spec.family, spec.op, spec.output, spec.variant
+        )))
+    };
+    if spec.variant != Variant::General {
+        return bad("has only the general variant");
+    }
+    let idx = match spec.family.name {
+        "Place" if raw && matches!(spec.op.name(), "place" | "place_flat") => return Ok(()),
+        "Place" => return bad("moves bits of one dtype"),
+        "Gather" if !raw => return bad("moves bits of one dtype"),
+        "Gather" => (1, ins[1]),
+        _ => {
+            let add = match spec.op {
+                Op::Scatter(ScatterOp::Set) => false,
+                Op::Scatter(ScatterOp::Add) => true,
+                _ => return bad("combines by set or add"),
+            };
+            if ins[1] != spec.output || (add && spec.output == DType::Bool) {
+                return bad("needs updates of the output's dtype (add: not bool)");
+            }
+            let e = if add {
+                format!("st_o(ex_{}(w, j) + u)", spec.output.storage())
+            } else {
+                "st_o(u)".to_string()
+            };
+            writeln!(
+                p,
+                "fn combine(w: u32, j: u32, u: CB) -> u32 {{ return {e}; }}"
+            )
+            .unwrap();
+            (0, ins[0])
+        }
+    };
+    let l = ['a', 'b'][idx.0];
+    let body = match idx.1 {
+        DType::I32 => {
+            let v = if raw {
+                format!("bitcast<i32>(ld_{l}(p))")
+            } else {
+                format!("ld_{l}(p)")
+            };
+            format!(
+                "let v = {v}; let k = select(v, v + i32(n), v < 0i); \
+                 return select(NO_INDEX, u32(k), k >= 0i && u32(k) < n);"
+            )
+        }
+        DType::U32 | DType::U8 => {
+            format!("let v = ld_{l}(p); return select(NO_INDEX, v, v < n);")
+        }
+        _ => return bad("takes i32, u32 or u8 indices"),
+    };
+    writeln!(p, "fn index_{l}(p: u32, n: u32) -> u32 {{ {body} }}").unwrap();
+    Ok(())
+}

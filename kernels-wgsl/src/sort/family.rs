@@ -1,0 +1,74 @@
+//! The sorting passes' modules (bitonic and radix argsort): their checks, prelude
+//! lines and files.
+
+use crate::compose::{Family, Io, ModuleSpec, Variant};
+use crate::dtype::{Ct, DType, Words};
+use crate::{Error, Result};
+use std::fmt::Write;
+
+const SORT_WGSL: &str = include_str!("sort.wgsl");
+const RADIX_WGSL: &str = include_str!("radix.wgsl");
+
+/// Argsort passes; the op names the entry point (bitonic: `sort_init` reads the
+/// input, `sort_global`/`sort_local` work in place on the pairs, `sort_finish`
+/// reads the pairs; radix: `radix_hist`, `radix_scatter`).
+pub static SORT: Family = Family {
+    name: "Sort",
+    arity: 1,
+    takes: |s| s.inputs.len() <= 2,
+    entry: |s| s.op.name(),
+    raw: |_| false,
+    io: Io::elementwise,
+    body: sort_body,
+    specs: |t| {
+        let (g, u) = (Variant::General, DType::U32);
+        let mut v = Vec::new();
+        for d in DType::WORDS {
+            if d == u {
+                for op in ["sort_global", "sort_global2", "sort_local"] {
+                    v.push(ModuleSpec::new(&SORT, op, vec![], d, g, t));
+                }
+                v.push(ModuleSpec::new(&SORT, "sort_finish", vec![d], d, g, t));
+            }
+            v.push(ModuleSpec::new(&SORT, "sort_init", vec![d], u, g, t));
+            v.push(ModuleSpec::new(&SORT, "radix_hist", vec![d], u, g, t));
+            v.push(ModuleSpec::new(&SORT, "radix_scatter", vec![d, u], u, g, t));
+        }
+        v
+    },
+};
+
+fn sort_body(spec: &ModuleSpec, p: &mut String) -> Result<Vec<&'static str>> {
+    let ok = spec.output == DType::U32
+        && spec.variant == Variant::General
+        && match spec.op.name() {
+            "sort_init" | "radix_hist" => spec.inputs.len() == 1,
+            "radix_scatter" => spec.inputs.len() == 2 && spec.inputs[1] == DType::U32,
+            "sort_global" | "sort_global2" | "sort_local" => spec.inputs.is_empty(),
+            "sort_finish" => spec.inputs[..] == [DType::U32],
+            _ => false,
+        };
+    if !ok {
+        return Err(Error::Shape(format!(
+            "sort pass '{}' on {:?} -> {} ({:?})",
+            spec.op, spec.inputs, spec.output, spec.variant
+        )));
+    }
+    if matches!(spec.op.name(), "sort_init" | "radix_hist" | "radix_scatter") {
+        let key = match spec.inputs[0].ct() {
+            // NaN last (every NaN alike), -0 as +0, then sign-magnitude to
+            // an unsigned order.
+            Ct::F32 => {
+                "let b = bitcast<u32>(v); if ((b & 0x7fffffffu) > 0x7f800000u) { return 0xffffffffu; } let c = select(b, 0u, b == 0x80000000u); return select(c | 0x80000000u, ~c, (c & 0x80000000u) != 0u);"
+            }
+            Ct::I32 => "return bitcast<u32>(v) ^ 0x80000000u;",
+            Ct::U32 => "return v;",
+        };
+        writeln!(p, "fn sort_key(v: CA) -> u32 {{ {key} }}").unwrap();
+    }
+    Ok(vec![if spec.op.name().starts_with("radix") {
+        RADIX_WGSL
+    } else {
+        SORT_WGSL
+    }])
+}
