@@ -60,11 +60,11 @@ pub struct GpuOutput<B = wgpu::Buffer> {
 /// # }
 /// ```
 pub struct CustomEval<D: Driver = Wgpu> {
-    kernels: k::Kernels<D>,
+    pub(crate) kernels: k::Kernels<D>,
     shared: Arc<Shared<D>>,
-    batch: k::Batch<D>,
-    inputs: Vec<GpuInput<D::Buffer>>,
-    output: GpuOutput<D::Buffer>,
+    pub(crate) batch: k::Batch<D>,
+    pub(crate) inputs: Vec<GpuInput<D::Buffer>>,
+    pub(crate) output: GpuOutput<D::Buffer>,
     /// A buffer standing for the output instead of `output` ([`CustomEval::set_output`]).
     replaced: Option<GpuBuffer<D>>,
 }
@@ -170,11 +170,13 @@ impl<D: Driver> GpuBackend<D> {
                 shape: shape.to_vec(),
             },
         };
-        // WGSL kernels (`WgslKernel`) are this backend's own primitives and run on
-        // any driver; other primitives bring code per backend. A failed op's
+        // Core's families and WGSL kernels (`WgslKernel`) are this backend's own
+        // primitives and run on any driver; other primitives bring code per backend. A failed op's
         // dispatches go with `ev`; the backend's batch never saw them.
         let any: &dyn std::any::Any = prim;
-        if let Some(call) = any.downcast_ref::<crate::kernel::KernelCall>() {
+        if let Some(done) = crate::families::eval(any, &mut ev) {
+            done
+        } else if let Some(call) = any.downcast_ref::<crate::kernel::KernelCall>() {
             call.run(&mut ev)
         } else if let Some(sibling) = any.downcast_ref::<crate::kernel::Sibling>() {
             sibling.run(&mut ev)

@@ -36,6 +36,7 @@
 //! share a pending node may both compute it (the first result is kept).
 
 mod custom;
+mod families;
 mod fused;
 mod kernel;
 mod pieces;

@@ -50,6 +50,7 @@ pub use eval::eval;
 pub use half::{bf16, f16};
 pub use layout::Layout;
 pub use nested::{Nested, array};
+pub use ops::families;
 pub use ops::*;
 pub use primitive::{
     ArgReduceOp, BinaryOp, Generator, NormOp, OpKind, Primitive, ReduceOp, ScatterOp, UnaryOp,

@@ -39,7 +39,7 @@
 //! | 1 | `layout`, `ops`, `wgpu_driver` | views of buffers and their checks; WGSL op expressions; wgpu's driver |
 //! | 2 | `compose` | module specs, the generic prelude, tree-shaking, naga validation |
 //! | 3 | `kernels` | the library on one device: pipeline cache, scratch buffers, recording |
-//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
+//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
 //! | 5 | `wgpu_open` | opening a wgpu device and probing its hardware paths with kernels |
 #![doc = include_str!("../README.md")]
 
@@ -57,6 +57,7 @@ mod norm;
 mod ops;
 mod random;
 mod reduce;
+mod rope;
 mod sort;
 mod user;
 mod wgpu_driver;
@@ -66,6 +67,7 @@ pub use compose::{
     Family, InputMode, ModuleSpec, Op, Target, Variant, check_specs, compose, validate_wgsl,
 };
 pub use matmul::TILES;
+pub use rope::RopeParams;
 
 /// The kernel families, each defined in its folder: `ModuleSpec::family` is one of
 /// these.
@@ -76,6 +78,7 @@ pub mod families {
     pub use crate::norm::NORM;
     pub use crate::random::RANDOM_BITS;
     pub use crate::reduce::{ARG_REDUCE, REDUCE};
+    pub use crate::rope::ROPE;
     pub use crate::sort::SORT;
 }
 

@@ -905,6 +905,47 @@ pub fn rms_norm(x: &ArrayInput, weight: Option<ArrayInput>, eps: Option<f64>) ->
     wrap(wc::rms_norm(&lead(x)?, w.as_ref(), eps.unwrap_or(1e-5)))
 }
 
+/// Rotary position embedding (MLX's `fast.rope`) of `x` (`[..., L, D]`): the first
+/// `dims` elements of each row rotate in pairs (`traditional`: adjacent pairs, else
+/// the two halves) by `scale * position * base^(-2k / dims)`, or `/ freqs[k]` when
+/// `freqs` is given (then `base` must be `null`). `offset`: the first position, a
+/// number or an integer array with one per index of `x`'s first axis. Defaults:
+/// `traditional` false, `base` 10000 (without `freqs`), `scale` 1, `offset` 0.
+#[wasm_bindgen]
+pub fn rope(
+    x: &ArrayInput,
+    dims: usize,
+    traditional: Option<bool>,
+    base: Option<f64>,
+    scale: Option<f64>,
+    offset: Option<ArrayInput>,
+    freqs: Option<ArrayInput>,
+) -> JsResult<NdArray> {
+    let x = lead(x)?;
+    let freqs = param(&opt(freqs))?;
+    let base = base.or(freqs.is_none().then_some(10000.0));
+    let offset = opt(offset);
+    let offset = match offset.as_f64() {
+        Some(n) if n.fract() == 0.0 => {
+            wc::with_device(x.device(), || wc::scalar(n, DType::I32)).map_err(err)?
+        }
+        Some(n) => return Err(js_err(format!("rope: offset must be an integer, got {n}"))),
+        None if cv::is_nullish(&offset) => {
+            wc::with_device(x.device(), || wc::scalar(0.0, DType::I32)).map_err(err)?
+        }
+        None => lead(&offset)?,
+    };
+    wrap(wc::rope(
+        &x,
+        dims,
+        traditional.unwrap_or(false),
+        base,
+        scale.unwrap_or(1.0),
+        &offset,
+        freqs.as_ref(),
+    ))
+}
+
 #[wasm_bindgen]
 impl NdArray {
     /// Matrix product with `other` (see the free function `matmul`).

@@ -1003,6 +1003,57 @@ async fn softmax_and_norms() {
     close(&read(&y).await, &rows(&rms), 1e-5, 1e-6, "rms_norm");
 }
 
+/// rope's JavaScript defaults (half-split pairs, base 10000, offset a number), and
+/// the per-batch offsets of a decode step, against an f64 loop over pairs.
+#[wasm_bindgen_test]
+async fn rope_defaults_and_offsets() {
+    gpu().await;
+    let (b, l, d, dims) = (2usize, 3usize, 8usize, 6usize);
+    let x: Vec<f64> = rand(b * l * d, 77, -2.0, 2.0)
+        .iter()
+        .map(|&t| round_to(t, "f32"))
+        .collect();
+    let want = |offs: &[f64]| -> Vec<f64> {
+        let mut out = x.clone();
+        for row in 0..b * l {
+            let p = (offs[row / l] as f32 + (row % l) as f32) as f64;
+            for k in 0..dims / 2 {
+                let inv = 10000f64.powf(-2.0 * k as f64 / dims as f64) as f32;
+                let th = (p as f32 * inv) as f64;
+                let (i, j) = (row * d + k, row * d + k + dims / 2);
+                out[i] = x[i] * th.cos() - x[j] * th.sin();
+                out[j] = x[i] * th.sin() + x[j] * th.cos();
+            }
+        }
+        out
+    };
+    let xa = || typed(&x, &[b, 1, l, d], "f32");
+    let offset: ArrayInput = JsValue::from(5.0).unchecked_into();
+    let y = v(wmx::rope(&xa(), dims, None, None, None, Some(offset), None).unwrap());
+    close(
+        &read(&y).await,
+        &want(&[5.0, 5.0]),
+        1e-5,
+        1e-6,
+        "rope, offset 5",
+    );
+    let offs = typed(&[2.0, 40.0], &[2], "i32");
+    let y = v(wmx::rope(&xa(), dims, None, None, None, Some(offs), None).unwrap());
+    close(
+        &read(&y).await,
+        &want(&[2.0, 40.0]),
+        1e-5,
+        1e-6,
+        "rope, offsets per batch",
+    );
+    let bad: ArrayInput = JsValue::from(1.5).unchecked_into();
+    let e = wmx::rope(&xa(), dims, None, None, None, Some(bad), None)
+        .err()
+        .map(err_msg)
+        .unwrap_or_default();
+    assert!(e.contains("offset"), "{e}");
+}
+
 #[wasm_bindgen_test]
 async fn building_blocks() {
     gpu().await;

@@ -16,6 +16,7 @@ mod index;
 mod linalg;
 mod nn;
 mod operators;
+pub(crate) mod rope;
 mod scan;
 mod shaping;
 mod sort;
@@ -28,6 +29,14 @@ pub(crate) use linalg::matmul_nd;
 pub use linalg::{addmm, matmul};
 pub use nn::{layer_norm, log_softmax, rms_norm, softmax};
 pub(crate) use nn::{normalize_composed, normalize_last};
+pub use rope::rope;
+
+/// The primitives of families built as custom primitives (their CPU code and
+/// rules here, their GPU code in `wmx-webgpu`'s `families.rs`), public for the
+/// backends that run them.
+pub mod families {
+    pub use super::rope::Rope;
+}
 pub use scan::{cummax, cummin, cumprod, cumsum, scan};
 pub(crate) use scan::{scan_jvp, scan_node, scan_vjp};
 pub(crate) use shaping::concat_node;

@@ -176,7 +176,7 @@ pub enum Variant {
     /// Reductions: as `Cols`, for contiguous outputs over one reduced dim, with the
     /// input offset and the reduced stride multiples of a vec4: `vec4<u32>` loads.
     ColsVec,
-    /// Matmul: tile configuration `i` of [`TILES`].
+    /// Matmul: tile configuration `i` of [`TILES`](crate::TILES).
     Tiled(u8),
     /// As `Tiled`, with vec4 loads of f32 operands contiguous along K (A) and N (B).
     TiledVec(u8),

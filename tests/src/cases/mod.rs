@@ -219,6 +219,95 @@ fn keep_shape(shape: &[usize], axes: &[usize], keepdims: bool) -> Vec<usize> {
         .collect()
 }
 
+/// The one list of cases, shared by [`conformance_tests!`](crate::conformance_tests)
+/// and [`ALL`]: a new case file adds its `mod` line below and its names here.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! for_each_case {
+    ($($args:tt)*) => {
+        $crate::__dispatch_cases! { [$($args)*]
+            creation_from_slice_round_trip,
+            creation_scalar,
+            creation_full_zeros_ones,
+            creation_arange,
+            creation_linspace,
+            creation_eye,
+            unary_all_ops_all_dtypes,
+            unary_special_values,
+            f64_library_sweep,
+            binary_all_ops_all_dtype_pairs,
+            binary_float_special_values,
+            integer_overflow_wraps,
+            integer_division_and_remainder,
+            integer_power,
+            bool_arithmetic,
+            half_precision_rounding,
+            where_select,
+            clip_bounds,
+            astype_all_pairs,
+            axpby_dtypes_and_broadcast,
+            reductions_all_ops_all_axes,
+            reductions_empty,
+            reductions_nan_and_inf,
+            mean_var_logsumexp,
+            argmax_argmin,
+            views_values,
+            reshape_view_and_copy,
+            ops_on_views_match_contiguous,
+            edge_shapes,
+            big_add_and_sum,
+            graph_shared_subgraph,
+            graph_long_chain,
+            lazy_until_read,
+            display_format,
+            errors_carry_values,
+            device_dtype_support,
+            grad_unary_ops,
+            grad_binary_ops,
+            grad_reductions,
+            grad_views_and_composites,
+            vmap_matches_loop,
+            transform_compositions,
+            transform_errors,
+            slice_update_values,
+            transforms_cover_every_primitive,
+            matmul_values,
+            matmul_big_and_special,
+            addmm_values,
+            matmul_errors,
+            grad_matmul,
+            norm_values,
+            norm_special_values,
+            grad_norm,
+            rope_values,
+            rope_errors,
+            grad_rope,
+            join_values,
+            gather_values,
+            scatter_values,
+            one_hot_values,
+            index_errors,
+            grad_index,
+            custom_primitive_in_transforms,
+            custom_code_may_evaluate_other_arrays,
+            custom_function_rules,
+            compile_matches_uncompiled,
+            compile_cache,
+            compile_report_and_errors,
+            modes_and_async_eval,
+            compiled_mode_fuses_eval,
+            huge_shapes_and_hostile_arguments,
+            random_matches_mlx,
+            random_distributions,
+            random_errors,
+            scan_values,
+            grad_scan,
+            sort_values,
+            permutation_and_grad_sort,
+        }
+    };
+}
+
 mod compile;
 mod creation;
 mod custom;
@@ -231,6 +320,7 @@ mod nn;
 mod random;
 mod reduce;
 mod robust;
+mod rope;
 mod scan;
 mod shapes;
 mod sort;
@@ -248,6 +338,7 @@ pub use nn::*;
 pub use random::*;
 pub use reduce::*;
 pub use robust::*;
+pub use rope::*;
 pub use scan::*;
 pub use shapes::*;
 pub use sort::*;

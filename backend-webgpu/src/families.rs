@@ -1,0 +1,58 @@
+//! The GPU code of core's families that are custom primitives
+//! (`wmx_core::families`), on any kernel driver: each takes the primitive's
+//! [`CustomEval`] and calls its kernels.
+
+use crate::custom::{CustomEval, GpuInput};
+use crate::kerr;
+use std::any::Any;
+use wmx_core::Result;
+use wmx_core::families::Rope;
+use wmx_kernels as k;
+use wmx_kernels::Driver;
+
+/// Runs `prim` if it is one of core's families; `None` for other primitives.
+pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<Result<()>> {
+    if let Some(r) = prim.downcast_ref::<Rope>() {
+        return Some(rope(r, ev));
+    }
+    None
+}
+
+fn view<B>(x: &GpuInput<B>) -> k::Strided<'_, B> {
+    k::Strided {
+        buffer: &x.buffer,
+        window: None,
+        dtype: x.dtype,
+        shape: &x.layout.shape,
+        strides: &x.layout.strides,
+        offset: x.layout.offset,
+    }
+}
+
+fn rope<D: Driver>(r: &Rope, ev: &mut CustomEval<D>) -> Result<()> {
+    let (x, off, inv) = (&ev.inputs[0], &ev.inputs[1], &ev.inputs[2]);
+    let (seq_len, _) = Rope::geometry(&x.layout.shape);
+    let params = k::RopeParams {
+        seq_len,
+        dims: r.dims,
+        traditional: r.traditional,
+        scale: r.scale,
+    };
+    let o = &ev.output;
+    let out = k::Contig {
+        buffer: &o.buffer,
+        window: None,
+        dtype: o.dtype,
+        shape: &o.shape,
+    };
+    ev.kernels
+        .rope(
+            &mut ev.batch,
+            &view(x),
+            &view(off),
+            &view(inv),
+            params,
+            &out,
+        )
+        .map_err(kerr)
+}
