@@ -208,6 +208,14 @@ enum Op {
     Gelu10Compiled,
     /// `gelu_sum` through `wmx::compile` (wmx path only).
     GeluSumCompiled,
+    /// A row-major copy of the transposed `[rows, cols]` view (the strided kernel;
+    /// wmx path only).
+    TransposeCopy,
+    /// `x + y.T` on square views (the strided two-input kernel; wmx path only).
+    AddTransposed,
+    /// `rope` of `[b, 64, 128]` rows (base 10000; wmx path only): against the copy
+    /// limit (issue 37 asks for 0.9x).
+    Rope,
 }
 
 /// Ops that only the wmx path runs (transforms have no kernels-path equivalent).
@@ -221,10 +229,37 @@ fn wmx_only(op: Op) -> bool {
             | Op::Gelu10
             | Op::Gelu10Compiled
             | Op::GeluSumCompiled
+            | Op::TransposeCopy
+            | Op::AddTransposed
+            | Op::Rope
     )
 }
 
-const OPS: [Op; 19] = [
+/// Side of the square view of `n` elements (`add_transposed` runs only then).
+fn square_side(n: usize) -> Option<usize> {
+    let s = (n as f64).sqrt().round() as usize;
+    (s * s == n).then_some(s)
+}
+
+/// `rope`'s `[b, l, d]` view of `n` elements: rows of 128 in sequences of 64 where
+/// they divide, else one row.
+fn rope_shape(n: usize) -> [usize; 3] {
+    let d = if n.is_multiple_of(128) { 128 } else { n };
+    let rows = n / d;
+    let l = if rows.is_multiple_of(64) { 64 } else { rows };
+    [rows / l, l, d]
+}
+
+/// Whether `op` runs on `n` elements.
+fn applies(op: Op, n: usize) -> bool {
+    match op {
+        Op::AddTransposed => square_side(n).is_some(),
+        Op::Rope => rope_shape(n)[2].is_multiple_of(2),
+        _ => true,
+    }
+}
+
+const OPS: [Op; 22] = [
     Op::Copy,
     Op::CopyBuffer,
     Op::Add,
@@ -244,6 +279,9 @@ const OPS: [Op; 19] = [
     Op::Gelu10,
     Op::Gelu10Compiled,
     Op::GeluSumCompiled,
+    Op::TransposeCopy,
+    Op::AddTransposed,
+    Op::Rope,
 ];
 
 /// Offset (elements) of the view `copy` reads on the wmx path: a sliced view is
@@ -274,6 +312,9 @@ impl Op {
             Op::Gelu10 => "gelu10",
             Op::Gelu10Compiled => "gelu10_compiled",
             Op::GeluSumCompiled => "gelu_sum_compiled",
+            Op::TransposeCopy => "transpose_copy",
+            Op::AddTransposed => "add_transposed",
+            Op::Rope => "rope",
         }
     }
 
@@ -281,7 +322,8 @@ impl Op {
     fn bytes(self, n: usize, e: usize) -> f64 {
         let n = n as f64 * e as f64;
         match self {
-            Op::Copy | Op::CopyBuffer | Op::Exp => 2.0 * n,
+            Op::Copy | Op::CopyBuffer | Op::Exp | Op::TransposeCopy | Op::Rope => 2.0 * n,
+            Op::AddTransposed => 3.0 * n,
             Op::Add | Op::AddSubmitEach | Op::Multiply | Op::Axpby | Op::AxpbyComposed => 3.0 * n,
             Op::SumAll
             | Op::SumLast
@@ -441,6 +483,34 @@ fn reference(op: Op, x: &[f64], y: &[f64], dtype: DType) -> Expect {
                 .sum(),
         )]),
         Op::GradSumAxpby => ew(vec![ALPHA; n]),
+        Op::TransposeCopy => ew((0..n).map(|k| x[(k % rows) * cols + k / rows]).collect()),
+        Op::AddTransposed => {
+            let s = square_side(n).expect("a square");
+            ew((0..n).map(|k| x[k] + y[(k % s) * s + k / s]).collect())
+        }
+        Op::Rope => {
+            let [_, l, d] = rope_shape(n);
+            let inv: Vec<f32> = (0..d / 2)
+                .map(|k| 10000f64.powf(-2.0 * k as f64 / d as f64) as f32)
+                .collect();
+            let (mut want, mut tol) = (x.to_vec(), vec![0.0; n]);
+            for row in 0..n / d {
+                let p = (row % l) as f32;
+                for (k, f) in inv.iter().enumerate() {
+                    let (i, j) = (row * d + k, row * d + k + d / 2);
+                    let th = (p * f) as f64;
+                    want[i] = x[i] * th.cos() - x[j] * th.sin();
+                    want[j] = x[i] * th.sin() + x[j] * th.cos();
+                    let t = rel * (x[i].abs() + x[j].abs()) + abs;
+                    (tol[i], tol[j]) = (t, t);
+                }
+            }
+            Expect {
+                want,
+                tol,
+                arg_of: None,
+            }
+        }
         Op::Gelu10 | Op::Gelu10Compiled => {
             let mut e = ew(x.iter().map(|&v| gelu(v).0).collect());
             if f16 {
@@ -627,6 +697,8 @@ struct WmxCase {
     x: Array,
     y: Array,
     m: Array,
+    /// Square views of x and y, where n is a square.
+    sq: Option<(Array, Array)>,
     gelu10: wmx::Compiled,
     gelu_sum: wmx::Compiled,
 }
@@ -691,6 +763,24 @@ fn wmx_build_one(op: Op, c: &WmxCase) -> wmx::Result<Array> {
         Op::SumLast => wmx::sum(&c.m, Some(&[-1]), false),
         Op::SumFirst => wmx::sum(&c.m, Some(&[0]), false),
         Op::ArgmaxLast => wmx::argmax(&c.m, -1, false),
+        Op::TransposeCopy => wmx::contiguous(&c.m.t()?),
+        Op::AddTransposed => {
+            let (a, b) = c.sq.as_ref().expect("a square");
+            wmx::add(a, &b.t()?)
+        }
+        Op::Rope => {
+            let s = rope_shape(c.x.size()).map(|v| v as isize);
+            let off = wmx::with_device(c.x.device(), || wmx::scalar(0.0, DType::I32))?;
+            wmx::rope(
+                &c.x.reshape(&s)?,
+                s[2] as usize,
+                false,
+                Some(1e4),
+                1.0,
+                &off,
+                None,
+            )
+        }
         Op::CopyBuffer | Op::AddSubmitEach => unreachable!("kernels path only"),
         _ => unreachable!("built by wmx_build"),
     }
@@ -710,16 +800,24 @@ fn bench_wmx(
     let y = Array::from_bytes_on(data.1.bytes.clone(), &shape, dtype, dev).map_err(err)?;
     let r = rows_for(n);
     let m = x.reshape(&[r as isize, (n / r) as isize]).map_err(err)?;
+    let sq = match square_side(n) {
+        Some(s) => {
+            let s = [s as isize, s as isize];
+            Some((x.reshape(&s).map_err(err)?, y.reshape(&s).map_err(err)?))
+        }
+        None => None,
+    };
     let c = WmxCase {
         x,
         y,
         m,
+        sq,
         gelu10: wmx::compile(|a: &[Array]| Ok(vec![gelu10(&a[0])?])),
         gelu_sum: wmx::compile(|a: &[Array]| Ok(vec![gelu_sum(&a[0])?])),
     };
     let iters = iters_for(n, o.smoke);
     for op in selected(o) {
-        if matches!(op, Op::CopyBuffer | Op::AddSubmitEach) {
+        if matches!(op, Op::CopyBuffer | Op::AddSubmitEach) || !applies(op, n) {
             continue;
         }
         let what = format!("wmx {} {} n={n}", op.name(), dtype_name(dtype));
@@ -1031,7 +1129,10 @@ fn k_record(
         | Op::GradGeluSum
         | Op::Gelu10
         | Op::Gelu10Compiled
-        | Op::GeluSumCompiled => {
+        | Op::GeluSumCompiled
+        | Op::TransposeCopy
+        | Op::AddTransposed
+        | Op::Rope => {
             unreachable!("wmx path only")
         }
     }
