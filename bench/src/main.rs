@@ -425,8 +425,13 @@ struct Expect {
 
 fn reference(op: Op, x: &[f64], y: &[f64], dtype: DType) -> Expect {
     let f16 = dtype == DType::F16;
-    // Elementwise: relative to the value (f16 outputs round, composed ops round twice).
-    let (rel, abs) = if f16 { (4e-3, 1e-3) } else { (1e-5, 1e-6) };
+    // Elementwise: relative to the value (f16 outputs round, composed ops round twice;
+    // bf16 keeps 8 bits).
+    let (rel, abs) = match dtype {
+        DType::F16 => (4e-3, 1e-3),
+        DType::BF16 => (1.6e-2, 4e-3),
+        _ => (1e-5, 1e-6),
+    };
     let ew = |want: Vec<f64>| {
         let tol = want.iter().map(|w| rel * w.abs() + abs).collect();
         Expect {

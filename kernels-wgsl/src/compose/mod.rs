@@ -81,16 +81,15 @@ impl std::hash::Hash for Family {
     }
 }
 
-/// The entry point of an elementwise-like module: `contig1`..`contig3`,
-/// `general1`..`general3` by arity and variant.
+/// The entry point of an elementwise-like module: `contig1`..`contig3` by arity,
+/// or the strided loop `general`.
 pub(crate) fn elementwise_entry(spec: &ModuleSpec) -> &'static str {
-    let general = spec.variant == Variant::General;
+    if spec.variant == Variant::General {
+        return "general";
+    }
     match spec.family.arity {
-        1 if general => "general1",
         1 => "contig1",
-        2 if general => "general2",
         2 => "contig2",
-        _ if general => "general3",
         _ => "contig3",
     }
 }

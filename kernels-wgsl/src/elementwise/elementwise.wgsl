@@ -165,95 +165,25 @@ fn contig3(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) 
     }
 }
 
-@compute @workgroup_size(WG)
-fn general1(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-            @builtin(num_workgroups) nwg: vec3<u32>) {
-    let n = P[0];
+// Element i of any-rank strided inputs (the general variant; `general` in
+// words.wgsl loops over the output words): each input's offset from i's position in
+// the row-major output, P = [n, rank, 0, 0, off_a, off_b, off_c, shape[rank],
+// strides_a[rank], strides_b[rank], strides_c[rank]]. ARITY (the prelude's) leaves
+// the offsets of absent inputs out at compile time; `op_at` reads and applies.
+fn general_elem(i: u32) -> u32 {
     let rank = P[1];
-    let nw = (n + EPO - 1u) / EPO;
-    for (var w = thread_index(lid, wid, nwg); w < nw; w += thread_count(nwg)) {
-        let i0 = w * EPO;
-        var word = 0u;
-        if (i0 + EPO > n) { word = O[w]; }
-        for (var j = 0u; j < EPO; j++) {
-            let i = i0 + j;
-            if (i < n) {
-                var rem = i;
-                var pa = P[4];
-                for (var d = rank; d > 0u; d--) {
-                    let s = P[6u + d];
-                    let q = rem / s;
-                    let c = rem - q * s;
-                    rem = q;
-                    pa += c * P[6u + rank + d];
-                }
-                word = put(word, j, st_o(op(ld_a(pa))));
-            }
-        }
-        O[w] = word;
+    var rem = i;
+    var pa = P[4];
+    var pb = P[5];
+    var pc = P[6];
+    for (var d = rank; d > 0u; d--) {
+        let s = P[6u + d];
+        let q = rem / s;
+        let c = rem - q * s;
+        rem = q;
+        pa += c * P[6u + rank + d];
+        if (ARITY > 1u) { pb += c * P[6u + 2u * rank + d]; }
+        if (ARITY > 2u) { pc += c * P[6u + 3u * rank + d]; }
     }
-}
-
-@compute @workgroup_size(WG)
-fn general2(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-            @builtin(num_workgroups) nwg: vec3<u32>) {
-    let n = P[0];
-    let rank = P[1];
-    let nw = (n + EPO - 1u) / EPO;
-    for (var w = thread_index(lid, wid, nwg); w < nw; w += thread_count(nwg)) {
-        let i0 = w * EPO;
-        var word = 0u;
-        if (i0 + EPO > n) { word = O[w]; }
-        for (var j = 0u; j < EPO; j++) {
-            let i = i0 + j;
-            if (i < n) {
-                var rem = i;
-                var pa = P[4];
-                var pb = P[5];
-                for (var d = rank; d > 0u; d--) {
-                    let s = P[6u + d];
-                    let q = rem / s;
-                    let c = rem - q * s;
-                    rem = q;
-                    pa += c * P[6u + rank + d];
-                    pb += c * P[6u + 2u * rank + d];
-                }
-                word = put(word, j, st_o(op(ld_a(pa), ld_b(pb))));
-            }
-        }
-        O[w] = word;
-    }
-}
-
-@compute @workgroup_size(WG)
-fn general3(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-            @builtin(num_workgroups) nwg: vec3<u32>) {
-    let n = P[0];
-    let rank = P[1];
-    let nw = (n + EPO - 1u) / EPO;
-    for (var w = thread_index(lid, wid, nwg); w < nw; w += thread_count(nwg)) {
-        let i0 = w * EPO;
-        var word = 0u;
-        if (i0 + EPO > n) { word = O[w]; }
-        for (var j = 0u; j < EPO; j++) {
-            let i = i0 + j;
-            if (i < n) {
-                var rem = i;
-                var pa = P[4];
-                var pb = P[5];
-                var pc = P[6];
-                for (var d = rank; d > 0u; d--) {
-                    let s = P[6u + d];
-                    let q = rem / s;
-                    let c = rem - q * s;
-                    rem = q;
-                    pa += c * P[6u + rank + d];
-                    pb += c * P[6u + 2u * rank + d];
-                    pc += c * P[6u + 3u * rank + d];
-                }
-                word = put(word, j, st_o(op(ld_a(pa), ld_b(pb), ld_c(pc))));
-            }
-        }
-        O[w] = word;
-    }
+    return st_o(op_at(pa, pb, pc));
 }

@@ -36,6 +36,25 @@ const TWO: [Variant; 6] = [
     Variant::General,
 ];
 
+/// The general variant's reads for `general_elem` (elementwise.wgsl): how many
+/// inputs have offsets, and `op` applied to the elements at them.
+fn strided(spec: &ModuleSpec, p: &mut String) {
+    if spec.variant != Variant::General {
+        return;
+    }
+    let call = match spec.family.arity {
+        1 => "op(ld_a(pa))",
+        2 => "op(ld_a(pa), ld_b(pb))",
+        _ => "op(ld_a(pa), ld_b(pb), ld_c(pc))",
+    };
+    writeln!(
+        p,
+        "const ARITY: u32 = {}u;\nfn op_at(pa: u32, pb: u32, pc: u32) -> CO {{ return {call}; }}",
+        spec.family.arity
+    )
+    .unwrap();
+}
+
 /// One input, a [`UnaryOp`].
 pub static UNARY: Family = Family::elementwise("Unary", 1, unary_body, |t| {
     let mut v = Vec::new();
@@ -64,6 +83,7 @@ fn unary_body(spec: &ModuleSpec, p: &mut String) -> Result<Vec<&'static str>> {
         ops::unary_expr(op, d, UNARY_WGSL)
     )
     .unwrap();
+    strided(spec, p);
     Ok(vec![WORDS, ELEMENTWISE, UNARY_WGSL])
 }
 
@@ -101,6 +121,7 @@ fn binary_body(spec: &ModuleSpec, p: &mut String) -> Result<Vec<&'static str>> {
         ops::binary_expr(op, d.ct())
     )
     .unwrap();
+    strided(spec, p);
     Ok(vec![WORDS, ELEMENTWISE, BINARY_WGSL])
 }
 
@@ -115,6 +136,7 @@ pub static AXPBY: Family = Family::elementwise(
         }
         check_out(spec, d)?;
         p.push_str("fn op(a: CA, b: CB) -> CO { return axpby_f32(a, b); }\n");
+        strided(spec, p);
         Ok(vec![WORDS, ELEMENTWISE, BINARY_WGSL])
     },
     |t| {
@@ -140,6 +162,7 @@ pub static SELECT: Family = Family::elementwise(
         }
         check_out(spec, spec.inputs[1])?;
         p.push_str("fn op(a: CA, b: CB, c: CC) -> CO { return select(c, b, a != 0u); }\n");
+        strided(spec, p);
         Ok(vec![WORDS, ELEMENTWISE])
     },
     |t| {
@@ -177,6 +200,7 @@ pub static COPY: Family =
                     ops::cast_expr(spec.inputs[0], spec.output)
                 };
                 writeln!(p, "fn op(a: CA) -> CO {{ return {e}; }}").unwrap();
+                strided(spec, p);
                 Ok(vec![WORDS, ELEMENTWISE])
             },
             |t| {
@@ -201,7 +225,7 @@ pub static COPY: Family =
 /// A copy of the base (input 0) with the update (input 1) over a strided region.
 pub static SLICE_UPDATE: Family = Family {
     raw: same_dtype,
-    entry: |_| "slice_update",
+    entry: |_| "general",
     ..Family::elementwise(
         "SliceUpdate",
         2,

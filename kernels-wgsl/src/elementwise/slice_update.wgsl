@@ -1,4 +1,4 @@
-// Slice update, in gather form: out[i] = i in the region ? update[its index there]
+// Slice update, in gather form (element i for the `general` loop of words.wgsl): out[i] = i in the region ? update[its index there]
 // : base[i]. The region starts at `start` and steps by `step` on each axis, `count`
 // long (the update's shape). Computing each output word from its own position (no
 // scatter) keeps packed outputs (bool, u8, f16, bf16) free of races between
@@ -10,43 +10,27 @@
 // The output is row-major in `shape`; strides and offsets in elements (i32 bits,
 // offset arithmetic wrapping in u32 as in the general elementwise kernels).
 
-@compute @workgroup_size(WG)
-fn slice_update(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-                @builtin(num_workgroups) nwg: vec3<u32>) {
-    let n = P[0];
+fn general_elem(i: u32) -> u32 {
     let rank = P[1];
-    let nw = (n + EPO - 1u) / EPO;
-    for (var w = thread_index(lid, wid, nwg); w < nw; w += thread_count(nwg)) {
-        let i0 = w * EPO;
-        var word = 0u;
-        if (i0 + EPO > n) { word = O[w]; }
-        for (var j = 0u; j < EPO; j++) {
-            let i = i0 + j;
-            if (i < n) {
-                var rem = i;
-                var pa = P[4];
-                var pb = P[5];
-                var inside = true;
-                for (var d = rank; d > 0u; d--) {
-                    let s = P[6u + d];
-                    let q = rem / s;
-                    let c = rem - q * s;
-                    rem = q;
-                    pa += c * P[6u + rank + d];
-                    // Position along the region on this axis, if any.
-                    let rel = i32(c) - i32(P[6u + 3u * rank + d]);
-                    let step = bitcast<i32>(P[6u + 4u * rank + d]);
-                    let k = rel / step;
-                    inside = inside && k * step == rel && k >= 0i && u32(k) < P[6u + 5u * rank + d];
-                    pb += u32(k) * P[6u + 2u * rank + d];
-                }
-                if (inside) {
-                    word = put(word, j, st_o(ld_b(pb)));
-                } else {
-                    word = put(word, j, st_o(ld_a(pa)));
-                }
-            }
-        }
-        O[w] = word;
+    var rem = i;
+    var pa = P[4];
+    var pb = P[5];
+    var inside = true;
+    for (var d = rank; d > 0u; d--) {
+        let s = P[6u + d];
+        let q = rem / s;
+        let c = rem - q * s;
+        rem = q;
+        pa += c * P[6u + rank + d];
+        // Position along the region on this axis, if any.
+        let rel = i32(c) - i32(P[6u + 3u * rank + d]);
+        let step = bitcast<i32>(P[6u + 4u * rank + d]);
+        let k = rel / step;
+        inside = inside && k * step == rel && k >= 0i && u32(k) < P[6u + 5u * rank + d];
+        pb += u32(k) * P[6u + 2u * rank + d];
     }
+    if (inside) {
+        return st_o(ld_b(pb));
+    }
+    return st_o(ld_a(pa));
 }

@@ -17,7 +17,7 @@ pub static ROPE: Family = Family {
     name: "Rope",
     arity: 3,
     takes: |s| s.inputs.len() == 3,
-    entry: |_| "rope",
+    entry: |s| s.op.name(),
     raw: |_| false,
     io: Io::elementwise,
     body: |spec, _| {
@@ -26,6 +26,7 @@ pub static ROPE: Family = Family {
         if !(d == DType::F32 || float16)
             || spec.inputs[1..] != [DType::I32, DType::F32]
             || spec.variant != Variant::General
+            || !matches!(spec.op.name(), "rope" | "rope_elems")
         {
             return Err(Error::Shape(format!(
                 "rope reads f32/f16/bf16 x, i32 offsets and f32 frequencies (general variant), got {:?} ({:?})",
@@ -37,9 +38,13 @@ pub static ROPE: Family = Family {
     },
     specs: |t| {
         let ins = |d| vec![d, DType::I32, DType::F32];
-        [DType::F32, DType::F16, DType::BF16]
-            .map(|d| ModuleSpec::new(&ROPE, "rope", ins(d), d, Variant::General, t))
-            .into()
+        let mut v = Vec::new();
+        for d in [DType::F32, DType::F16, DType::BF16] {
+            for op in ["rope", "rope_elems"] {
+                v.push(ModuleSpec::new(&ROPE, op, ins(d), d, Variant::General, t));
+            }
+        }
+        v
     },
 };
 
@@ -108,27 +113,53 @@ impl<D: Driver> Kernels<D> {
         check_view(offsets, "rope offsets")?;
         check_view(inv_freqs, "rope frequencies")?;
         check_out(out)?;
+        // Whole words per row and per pair of words: the word kernel.
+        let epw = out.dtype.epw();
+        let words = x.offset.is_multiple_of(epw)
+            && row.is_multiple_of(epw)
+            && p.dims.is_multiple_of(2 * epw);
+        let per_row = p.dims / (2 * epw) + row.saturating_sub(p.dims) / epw;
+        let rows = n / row.max(1);
+        // Items per row rounded up to a power of two: row and item by shifts.
+        let shift = per_row.max(1).next_power_of_two().trailing_zeros();
+        let (op, count) = if words {
+            ("rope", rows << shift)
+        } else {
+            ("rope_elems", n.div_ceil(epw))
+        };
         let inputs = vec![x.dtype, offsets.dtype, inv_freqs.dtype];
-        let spec = self.spec(&ROPE, "rope", inputs, out.dtype, Variant::General, 0);
+        let spec = self.spec(&ROPE, op, inputs, out.dtype, Variant::General, 0);
         if n == 0 {
             crate::compose::compose(&spec)?;
             return Ok(());
         }
-        let words = n.div_ceil(out.dtype.epw());
+        if count > u32::MAX as usize {
+            return Err(Error::Shape(format!(
+                "rope: {count} work items exceed the kernel's u32 count"
+            )));
+        }
+        let per = n / no / row.max(1);
+        let rcp = |b: usize| (1.0 / b as f32).to_bits();
         let params = vec![
-            words as u32,
-            n as u32,
+            count as u32,
+            per_row as u32,
             p.seq_len as u32,
             row as u32,
             p.dims as u32,
             p.traditional as u32,
             p.scale.to_bits(),
-            (n / no) as u32,
+            per as u32,
             x.offset as u32,
             offsets.offset as u32,
             inv_freqs.offset as u32,
+            n as u32,
+            shift,
+            rcp(p.seq_len),
+            rcp(per),
+            // The reciprocal division is exact for rows below 2^22.
+            (rows < 1 << 22) as u32,
         ];
-        let groups = (words as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        let groups = (count as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
         let buffers = [
             out.binding(),
             x.binding(),

@@ -135,7 +135,8 @@ fn offsets_of(o: &[i64], dev: &Device) -> Array {
 }
 
 /// Every layout and frequency choice on random data of each float dtype, scalar
-/// and per-batch offsets, large positions, a transposed and a sliced input.
+/// and per-batch offsets, large positions (angles past 51000 take the kernel's
+/// exact reduction), a transposed and a sliced input.
 pub fn rope_values(dev: &Device) {
     let mut rng = Rng::new(0x40be);
     let rots = [
@@ -181,7 +182,13 @@ pub fn rope_values(dev: &Device) {
             .collect();
         let xa = arr(dev, dt, &x, &shape);
         for r in rots {
-            for offs in [vec![0i64], vec![3], vec![7, 30_000], vec![-4, 2]] {
+            for offs in [
+                vec![0i64],
+                vec![3],
+                vec![7, 30_000],
+                vec![-4, 2],
+                vec![100_000, 51_000],
+            ] {
                 let what = format!("rope {dt} {r:?} offsets {offs:?}");
                 let y = ok(&what, run(dev, &xa, r, &offsets_of(&offs, dev)));
                 assert_eq!(y.dtype(), dt, "{what}: dtype");
