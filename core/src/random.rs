@@ -76,6 +76,25 @@ fn constant(key: &Array, v: f64, dtype: DType) -> Result<Array> {
     crate::with_device(key.device(), || o::scalar(v, dtype))
 }
 
+/// The dtype the continuous distributions compute their transcendental steps in:
+/// f64 where the key's device computes it, so the f32 result is the correctly
+/// rounded value on every such backend (the same bits on the CPU and GPUs with
+/// f64; a tie within 2^-52 of an f32 rounding boundary is the only exception),
+/// else f32 (browsers), within a few f32 ulp of it.
+fn wide(key: &Array) -> DType {
+    if key.device().check_dtype(DType::F64).is_ok() {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+/// `z`, computed in [`wide`], rounded to f32 and then to `dtype` (the same two
+/// roundings everywhere).
+fn narrow(z: &Array, dtype: DType) -> Result<Array> {
+    o::astype(&o::astype(z, DType::F32)?, dtype)
+}
+
 /// `Err` unless `dtype` is a float dtype (the continuous distributions).
 fn check_float(op: &'static str, dtype: DType) -> Result<()> {
     if dtype.is_float() {
@@ -153,7 +172,8 @@ fn unit(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
 
 /// Standard normal samples truncated to `[lower, upper]` (MLX's
 /// `truncated_normal`): uniform draws on `(erf(lower/√2), erf(upper/√2))` mapped
-/// by `√2 erfinv` (in f32), clipped to the bounds, cast to float `dtype`. Bounds may
+/// by `√2 erfinv` (computed as [`normal`]'s transform is), clipped to the bounds,
+/// cast to float `dtype`. Bounds may
 /// be infinite; both far in one tail (where f32's erf cannot tell them apart, past
 /// about 5) give samples at the nearer bound's end of the interval.
 pub fn truncated_normal(
@@ -175,7 +195,9 @@ pub fn truncated_normal(
     } else {
         crate::with_device(key.device(), || o::full(shape, a, DType::F32))?
     };
-    let z = o::multiply(&o::erfinv(&u)?, &constant(key, s2, DType::F32)?)?;
+    let w = wide(key);
+    let z = o::multiply(&o::erfinv(&o::astype(&u, w)?)?, &constant(key, s2, w)?)?;
+    let z = narrow(&z, DType::F32)?;
     let z = o::maximum(
         &o::minimum(&z, &constant(key, upper, DType::F32)?)?,
         &constant(key, lower, DType::F32)?,
@@ -184,31 +206,30 @@ pub fn truncated_normal(
 }
 
 /// Normal samples `loc + scale * z` of `shape` and float `dtype`, `z` from the
-/// Box–Muller transform of two f32 uniform draws (computed in f32, then cast).
+/// Box–Muller transform of two f32 uniform draws. The transform is computed in f64
+/// where the key's device computes f64 and rounded to f32, then to `dtype`: the
+/// correctly rounded value, the same bits on the CPU and on every GPU with f64
+/// (an exact tie aside); in f32 on devices without f64 (browsers), within a few
+/// f32 ulp of it.
 pub fn normal(key: &Array, shape: &[usize], loc: f64, scale: f64, dtype: DType) -> Result<Array> {
     check_float("random::normal", dtype)?;
     let mut two = vec![2];
     two.extend_from_slice(shape);
-    let u = unit(key, &two, DType::F32)?;
+    let w = wide(key);
+    let u = o::astype(&unit(key, &two, DType::F32)?, w)?;
     let half = |i: isize| -> Result<Array> {
         o::squeeze(&u.slice(&[o::Slice::range(i, i + 1)])?, Some(&[0]))
     };
     // 1 - u is in (0, 1]: the log is finite.
-    let u1 = o::subtract(&constant(key, 1.0, DType::F32)?, &half(0)?)?;
-    let r = o::sqrt(&o::multiply(
-        &constant(key, -2.0, DType::F32)?,
-        &o::log(&u1)?,
-    )?)?;
-    let theta = o::multiply(
-        &constant(key, std::f64::consts::TAU, DType::F32)?,
-        &half(1)?,
-    )?;
+    let u1 = o::subtract(&constant(key, 1.0, w)?, &half(0)?)?;
+    let r = o::sqrt(&o::multiply(&constant(key, -2.0, w)?, &o::log(&u1)?)?)?;
+    let theta = o::multiply(&constant(key, std::f64::consts::TAU, w)?, &half(1)?)?;
     let z = o::multiply(&r, &o::cos(&theta)?)?;
     let z = o::add(
-        &o::multiply(&z, &constant(key, scale, DType::F32)?)?,
-        &constant(key, loc, DType::F32)?,
+        &o::multiply(&z, &constant(key, scale, w)?)?,
+        &constant(key, loc, w)?,
     )?;
-    o::astype(&z, dtype)
+    narrow(&z, dtype)
 }
 
 /// Integers uniform on `[low, high)` of `shape` and integer `dtype` (MLX's
@@ -274,10 +295,15 @@ pub fn bernoulli(key: &Array, p: f64, shape: &[usize]) -> Result<Array> {
     o::less(&b, &t)
 }
 
-/// Gumbel samples `-log(-log(u))` of `shape` and float `dtype` (MLX's formula).
+/// Gumbel samples `-log(-log(u))` of `shape` and float `dtype` (MLX's formula;
+/// the logs computed as [`normal`]'s steps are, in f64 for an f64 `dtype`).
 pub fn gumbel(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
     let u = uniform(key, shape, 0.0, 1.0, dtype)?;
-    o::negative(&o::log(&o::negative(&o::log(&u)?)?)?)
+    if dtype == DType::F64 {
+        return o::negative(&o::log(&o::negative(&o::log(&u)?)?)?);
+    }
+    let u = o::astype(&u, wide(key))?;
+    narrow(&o::negative(&o::log(&o::negative(&o::log(&u)?)?)?)?, dtype)
 }
 
 /// Indices (u32) drawn from the categorical distributions given by unnormalised

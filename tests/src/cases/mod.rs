@@ -300,6 +300,7 @@ macro_rules! for_each_case {
             random_matches_mlx,
             random_distributions,
             random_errors,
+            random_same_values_as_cpu,
             scan_values,
             grad_scan,
             sort_values,

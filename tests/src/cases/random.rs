@@ -272,6 +272,53 @@ pub fn random_distributions(dev: &Device) {
     }
 }
 
+/// `normal`, `truncated_normal` and `gumbel` give the CPU's bits for the same key
+/// on a device that computes f64 (their transcendental steps run in f64 and round
+/// once to f32), for f32, f16 and bf16; elsewhere within a few f32 ulp.
+pub fn random_same_values_as_cpu(dev: &Device) {
+    let cpu = Device::cpu();
+    let exact = dev.check_dtype(DType::F64).is_ok();
+    const N: usize = 10_001;
+    type Draw = fn(&Array, DType) -> Result<Array>;
+    let draws: [(&str, Draw); 4] = [
+        ("normal", |k, d| random::normal(k, &[N], 0.5, 2.0, d)),
+        ("truncated_normal", |k, d| {
+            random::truncated_normal(k, -1.5, 2.5, &[N], d)
+        }),
+        ("truncated_normal, one tail", |k, d| {
+            random::truncated_normal(k, 1.0, f64::INFINITY, &[N], d)
+        }),
+        ("gumbel", |k, d| random::gumbel(k, &[N], d)),
+    ];
+    for (name, draw) in draws {
+        for dt in [DType::F32, DType::F16, DType::BF16] {
+            if !super::supported(dev, dt) {
+                continue;
+            }
+            let what = format!("{name} {dt} on {dev} and the CPU");
+            let on = |d: &Device| -> Vec<f64> {
+                let x = ok(&what, draw(&key_on(d, 77), dt));
+                ok(
+                    &what,
+                    ok(&what, wmx::astype(&x, DType::F32)).to_vec::<f32>(),
+                )
+                .into_iter()
+                .map(f64::from)
+                .collect()
+            };
+            let (got, want) = (on(dev), on(&cpu));
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+                let near = (g - w).abs() <= 4.0 * f64::from(f32::EPSILON) * w.abs().max(1e-30);
+                assert!(
+                    same || (!exact && near),
+                    "{what}: value {k}: {g} here, {w} on the CPU"
+                );
+            }
+        }
+    }
+}
+
 /// Keys of the wrong dtype or shape, empty ranges and non-float dtypes are errors.
 pub fn random_errors(dev: &Device) {
     use super::expect_err;
