@@ -42,6 +42,8 @@ pub enum InputRead {
 /// A fused kernel feeding a reduction ([`Kernels::fused_reduce`]).
 pub(crate) struct Prologue<'a, B> {
     pub(crate) key: FusedKey,
+    /// The scalars' parameter words (empty when they are literals).
+    pub(crate) constants: Vec<u32>,
     pub(crate) buffers: &'a [Binding<B>],
     pub(crate) shape: &'a [usize],
     pub(crate) inputs: &'a [&'a Strided<'a, B>],
@@ -50,7 +52,10 @@ pub(crate) struct Prologue<'a, B> {
 /// Cache key of a fused pipeline.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct FusedKey {
+    /// The program; with `params`, its scalars zeroed (they are parameter words).
     spec: FusedSpec,
+    /// The steps' scalars are parameter words rather than literals.
+    params: bool,
     reads: Vec<InputRead>,
     /// The binding each input reads.
     bind: Vec<u8>,
@@ -62,6 +67,24 @@ pub(crate) struct FusedKey {
 /// The compiled fused pipelines (a family cache of the kernel core).
 type FusedCache<D> = crate::driver::FxMap<FusedKey, std::sync::Arc<<D as Driver>::Pipeline>>;
 
+/// Literal pipelines made per program shape (the key of its parameter form).
+type LiteralCounts = crate::driver::FxMap<FusedKey, usize>;
+
+/// Pipelines with literal scalars a program shape gets before its new scalar values
+/// become parameter words: literals run fastest (3-7 % on compiled GELU f32, bench
+/// run 48), parameters keep a changing scalar (a learning rate, a step count) from
+/// compiling and keeping a pipeline per value.
+const LITERAL_VARIANTS: usize = 4;
+
+/// Parameter words a step's scalars take.
+fn constant_words(op: &FusedOp) -> usize {
+    match op {
+        FusedOp::Const(_) => 1,
+        FusedOp::Axpby { .. } => 2,
+        _ => 0,
+    }
+}
+
 fn read_of(shape: &[usize], strides: &[isize]) -> InputRead {
     match crate::layout::dense_or_scalar(shape, strides) {
         Some(true) => InputRead::Scalar,
@@ -71,6 +94,40 @@ fn read_of(shape: &[usize], strides: &[isize]) -> InputRead {
 }
 
 impl FusedSpec {
+    /// The words of the steps' scalars, in step order (after the value parameters
+    /// when they are parameters).
+    fn constants(&self) -> Vec<u32> {
+        let mut w = Vec::new();
+        for s in &self.steps {
+            match s.op {
+                FusedOp::Const(v) => w.push(crate::dtype::scalar_bits(v, s.dtype)),
+                FusedOp::Axpby { alpha, beta } => {
+                    w.extend([(alpha as f32).to_bits(), (beta as f32).to_bits()])
+                }
+                _ => {}
+            }
+        }
+        w
+    }
+
+    /// The spec with every scalar zero: the key of its parameter form.
+    fn without_constants(&self) -> FusedSpec {
+        let mut spec = self.clone();
+        for s in &mut spec.steps {
+            match &mut s.op {
+                FusedOp::Const(v) => *v = 0.0,
+                FusedOp::Axpby { alpha, beta } => (*alpha, *beta) = (0.0, 0.0),
+                _ => {}
+            }
+        }
+        spec
+    }
+
+    /// The first word of step `k`'s scalars among [`FusedSpec::constants`].
+    fn constant_slot(&self, k: usize) -> usize {
+        self.steps[..k].iter().map(|s| constant_words(&s.op)).sum()
+    }
+
     /// The dtype of value `v`.
     fn dtype_of(&self, v: usize) -> Result<DType> {
         let n = self.inputs.len();
@@ -92,8 +149,9 @@ impl FusedSpec {
     }
 
     /// The WGSL function of step `k` (`fn s{k}(a, b, c) -> C`), after checking its
-    /// op and dtypes.
-    fn step_fn(&self, k: usize) -> Result<String> {
+    /// op and dtypes; its scalars literals, or parameter words (`cparam`) with
+    /// `params`.
+    fn step_fn(&self, k: usize, params: bool) -> Result<String> {
         let s = &self.steps[k];
         let n = self.inputs.len();
         for &a in &s.args {
@@ -182,21 +240,32 @@ impl FusedSpec {
                 )
             }
             FusedOp::Axpby { alpha, beta } => {
-                let (alpha, beta) = ((*alpha as f32).to_bits(), (*beta as f32).to_bits());
+                let (mut alpha, mut beta) = (
+                    format!("{}u", (*alpha as f32).to_bits()),
+                    format!("{}u", (*beta as f32).to_bits()),
+                );
+                if params {
+                    let j = self.constant_slot(k);
+                    (alpha, beta) = (format!("cparam({j}u)"), format!("cparam({}u)", j + 1));
+                }
                 want(2)?;
                 let (a, b) = (d(0)?, d(1)?);
                 if !a.is_float() || a != b || a != s.dtype {
                     return Err(undefined("axpby", a));
                 }
                 format!(
-                    "fn s{k}(a: f32, b: f32) -> f32 {{ return bitcast<f32>({alpha}u) * a + bitcast<f32>({beta}u) * b; }}"
+                    "fn s{k}(a: f32, b: f32) -> f32 {{ return bitcast<f32>({alpha}) * a + bitcast<f32>({beta}) * b; }}"
                 )
             }
             FusedOp::Const(v) => {
                 want(0)?;
-                let v = crate::dtype::scalar_bits(*v, s.dtype);
+                let v = if params {
+                    format!("cparam({}u)", self.constant_slot(k))
+                } else {
+                    format!("{}u", crate::dtype::scalar_bits(*v, s.dtype))
+                };
                 format!(
-                    "fn s{k}() -> {co} {{ return ex_{}({v}u, 0u); }}",
+                    "fn s{k}() -> {co} {{ return ex_{}({v}, 0u); }}",
                     s.dtype.storage()
                 )
             }
@@ -244,6 +313,7 @@ pub(crate) fn value_prelude(
     reads: &[InputRead],
     bind: &[u8],
     base: usize,
+    params: bool,
 ) -> Result<String> {
     let out = spec.output()?;
     let mut p = String::new();
@@ -257,6 +327,15 @@ pub(crate) fn value_prelude(
         .unwrap();
     }
     writeln!(p, "const FB: u32 = {base}u;").unwrap();
+    if params {
+        // The steps' scalars follow the value parameters (see `value_params`).
+        writeln!(
+            p,
+            "fn cparam(j: u32) -> u32 {{ let rank = P[FB + 1u]; return P[FB + 2u + rank + {}u * (rank + 1u) + j]; }}",
+            spec.inputs.len()
+        )
+        .unwrap();
+    }
     p.push_str(
         "fn sidx(i: u32, base: u32) -> u32 {\n    let rank = P[FB + 1u];\n    var r = i;\n    var off = P[base];\n    \
          for (var d = rank; d > 0u; d--) {\n        let e = P[FB + 1u + d];\n        \
@@ -275,7 +354,7 @@ pub(crate) fn value_prelude(
         .unwrap();
     }
     for k in 0..spec.steps.len() {
-        p.push_str(&spec.step_fn(k)?);
+        p.push_str(&spec.step_fn(k, params)?);
         p.push('\n');
     }
     writeln!(p, "fn value(i: u32) -> {} {{", out.ct().wgsl()).unwrap();
@@ -299,8 +378,14 @@ pub(crate) fn value_prelude(
     Ok(p)
 }
 
-/// The parameters of [`value_prelude`] for `inputs` of `shape`.
-pub(crate) fn value_params<B>(shape: &[usize], inputs: &[&Strided<B>], params: &mut Vec<u32>) {
+/// The parameters of [`value_prelude`] for `inputs` of `shape`, then `constants`
+/// (the scalars' words when they are parameters).
+pub(crate) fn value_params<B>(
+    shape: &[usize],
+    inputs: &[&Strided<B>],
+    constants: &[u32],
+    params: &mut Vec<u32>,
+) {
     let n = crate::layout::numel(shape);
     params.extend([n as u32, shape.len() as u32]);
     params.extend(shape.iter().map(|d| *d as u32));
@@ -308,6 +393,7 @@ pub(crate) fn value_params<B>(shape: &[usize], inputs: &[&Strided<B>], params: &
         params.push(x.offset as u32);
         params.extend(x.strides.iter().map(|s| *s as i32 as u32));
     }
+    params.extend(constants);
 }
 
 /// The module of a fused kernel: `spec` reading its inputs as `reads` through
@@ -320,6 +406,18 @@ pub fn compose_module(
     bind: &[u8],
     reduce: Option<(&ModuleSpec, usize)>,
     target: crate::Target,
+) -> Result<String> {
+    compose_module_with(spec, reads, bind, reduce, target, false)
+}
+
+/// [`compose_module`], the scalars parameter words with `params`.
+fn compose_module_with(
+    spec: &FusedSpec,
+    reads: &[InputRead],
+    bind: &[u8],
+    reduce: Option<(&ModuleSpec, usize)>,
+    target: crate::Target,
+    params: bool,
 ) -> Result<String> {
     if spec.inputs.contains(&DType::F64) || spec.steps.iter().any(|s| s.dtype == DType::F64) {
         return Err(Error::UnsupportedDType {
@@ -336,7 +434,7 @@ pub fn compose_module(
         )));
     }
     let Some((m, base)) = reduce else {
-        return fused_source(spec, reads, bind, target.f16);
+        return fused_source(spec, reads, bind, target.f16, params);
     };
     if !matches!(m.op, crate::compose::Op::Reduce(_)) || m.inputs.first() != Some(&spec.output()?) {
         return Err(Error::Shape(format!(
@@ -346,7 +444,7 @@ pub fn compose_module(
             spec.output()?
         )));
     }
-    let mut code = value_prelude(spec, reads, bind, base)?;
+    let mut code = value_prelude(spec, reads, bind, base, params)?;
     code.push_str("fn ld_a(i: u32) -> CA { return value(i); }\n");
     if uses_f16(spec) {
         code.push_str(rnd_f16_def(m.target.f16));
@@ -405,6 +503,7 @@ fn fused_source(
     reads: &[InputRead],
     bind: &[u8],
     f16_hw: bool,
+    params: bool,
 ) -> Result<String> {
     let out = spec.output()?;
     let f16 = uses_f16(spec);
@@ -416,7 +515,7 @@ fn fused_source(
         p.push_str(f16_helpers(f16_hw));
         p.push_str(rnd_f16_def(f16_hw));
     }
-    p.push_str(&value_prelude(spec, reads, bind, 0)?);
+    p.push_str(&value_prelude(spec, reads, bind, 0, params)?);
     writeln!(
         p,
         "fn st_o(v: {}) -> u32 {{ return st_{}(v); }}",
@@ -450,7 +549,7 @@ impl<D: Driver> Kernels<D> {
         self.check_dtype(od)?;
         self.check_inputs(spec, inputs, out.shape)?;
         check_out(out)?;
-        let (key, buffers) = self.fused_key(spec, inputs)?;
+        let (key, buffers, constants) = self.fused_key(spec, inputs)?;
         if buffers.len() + 1 > self.max_user_buffers() {
             return Err(Error::Shape(format!(
                 "fused: {} input buffers exceed the {} a kernel can bind here",
@@ -469,7 +568,7 @@ impl<D: Driver> Kernels<D> {
         }
         let pipe = self.fused_pipeline(&key, buffers.len())?;
         let mut params = Vec::new();
-        value_params(out.shape, inputs, &mut params);
+        value_params(out.shape, inputs, &constants, &mut params);
         let words = n.div_ceil(od.epw()) as u64;
         // Four words per invocation (the unrolled loop of FUSED_MAIN) from 1024 words up.
         let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
@@ -497,7 +596,7 @@ impl<D: Driver> Kernels<D> {
         };
         let shape = first.shape;
         self.check_inputs(spec, inputs, shape)?;
-        let (key, buffers) = self.fused_key(spec, inputs)?;
+        let (key, buffers, constants) = self.fused_key(spec, inputs)?;
         if buffers.len() + 1 > self.max_user_buffers() {
             return Err(Error::Shape(format!(
                 "fused_reduce: {} input buffers exceed the {} a kernel can bind here",
@@ -513,7 +612,7 @@ impl<D: Driver> Kernels<D> {
         if out.numel() == 0 || crate::layout::numel(shape) == 0 {
             // Nothing may run: still validate the steps.
             let n = inputs.len();
-            fused_source(spec, &vec![InputRead::Dense; n], &vec![0; n], false)?;
+            fused_source(spec, &vec![InputRead::Dense; n], &vec![0; n], false, false)?;
         }
         let strides = crate::layout::contiguous_strides(shape);
         let x = Strided {
@@ -526,6 +625,7 @@ impl<D: Driver> Kernels<D> {
         };
         let pro = Prologue {
             key,
+            constants,
             buffers: &buffers,
             shape,
             inputs,
@@ -568,11 +668,15 @@ impl<D: Driver> Kernels<D> {
         compose_module(spec, &reads, &bind, None, self.inner.target)
     }
 
+    /// The pipeline key of `spec` on `inputs`, the buffers to bind, and the
+    /// scalars' parameter words (empty when they are literals: the first
+    /// [`LITERAL_VARIANTS`] sets of values of a program shape).
+    #[allow(clippy::type_complexity)]
     fn fused_key(
         &self,
         spec: &FusedSpec,
         inputs: &[&Strided<D::Buffer>],
-    ) -> Result<(FusedKey, Vec<Binding<D::Buffer>>)> {
+    ) -> Result<(FusedKey, Vec<Binding<D::Buffer>>, Vec<u32>)> {
         let mut buffers: Vec<Binding<D::Buffer>> = Vec::new();
         let mut bind = Vec::with_capacity(inputs.len());
         for x in inputs {
@@ -585,16 +689,43 @@ impl<D: Driver> Kernels<D> {
             };
             bind.push(b as u8);
         }
-        let reads = inputs.iter().map(|x| read_of(x.shape, x.strides)).collect();
-        Ok((
-            FusedKey {
-                spec: spec.clone(),
-                reads,
-                bind,
-                reduce: None,
-            },
-            buffers,
-        ))
+        let reads: Vec<InputRead> = inputs.iter().map(|x| read_of(x.shape, x.strides)).collect();
+        let literal = FusedKey {
+            spec: spec.clone(),
+            params: false,
+            reads,
+            bind,
+            reduce: None,
+        };
+        let constants = spec.constants();
+        if constants.is_empty()
+            || self.family_cache(|c: &mut FusedCache<D>| c.contains_key(&literal))
+        {
+            return Ok((literal, buffers, Vec::new()));
+        }
+        let shape = FusedKey {
+            spec: spec.without_constants(),
+            params: true,
+            ..literal.clone()
+        };
+        let fresh = self.family_cache(|c: &mut LiteralCounts| {
+            if c.len() >= 4096 {
+                c.clear();
+            }
+            let n = c.entry(shape.clone()).or_insert(0);
+            *n += 1;
+            *n <= LITERAL_VARIANTS
+        });
+        if fresh {
+            Ok((literal, buffers, Vec::new()))
+        } else {
+            Ok((shape, buffers, constants))
+        }
+    }
+
+    /// Number of compiled fused pipelines.
+    pub fn fused_pipeline_count(&self) -> usize {
+        self.family_cache(|c: &mut FusedCache<D>| c.len())
     }
 
     pub(crate) fn fused_pipeline(
@@ -606,7 +737,9 @@ impl<D: Driver> Kernels<D> {
             return Ok(p);
         }
         let reduce = key.reduce.as_ref().map(|(m, base)| (m, *base));
-        let src = compose_module(&key.spec, &key.reads, &key.bind, reduce, self.inner.target)?;
+        let target = self.inner.target;
+        let src =
+            compose_module_with(&key.spec, &key.reads, &key.bind, reduce, target, key.params)?;
         let entry = reduce.map_or("fused", |(m, _)| m.entry_point());
         let wg = [("WG", self.wg() as f64)];
         let pipe = std::sync::Arc::new(self.compile_module(

@@ -417,7 +417,7 @@ impl<D: Driver> Kernels<D> {
             return self.record(b, spec, buffers, params, groups);
         };
         let base = params.len();
-        crate::fused::value_params(pro.shape, pro.inputs, &mut params);
+        crate::fused::value_params(pro.shape, pro.inputs, &pro.constants, &mut params);
         let mut key = pro.key.clone();
         key.reduce = Some((spec.clone(), base));
         let pipe = self.fused_pipeline(&key, pro.buffers.len())?;
