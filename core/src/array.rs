@@ -319,14 +319,45 @@ impl Array {
         if let Some(cpu) = buf.downcast::<crate::cpu::CpuBuffer>() {
             return host(self, || Ok(gather_bytes(cpu.bytes(), self.layout(), esize)));
         }
+        if let Some(small) = self.compacted(&buf)? {
+            return small.to_bytes();
+        }
         let bytes = self.0.device.backend().read(&buf)?;
         host(self, || Ok(gather_bytes(&bytes, self.layout(), esize)))
+    }
+
+    /// A view holding at most half of a buffer of 1 MiB or more, copied out on its
+    /// device (a read then moves only its bytes, as PyTorch's does: one element of a
+    /// large array copied all of it to the host, which failed after an out of
+    /// memory); `None` otherwise (the whole buffer is read, and kept on the host for
+    /// the next read).
+    fn compacted(&self, buf: &crate::Buffer) -> Result<Option<Array>> {
+        let view = (self.size() * self.dtype().size()) as u64;
+        match buf.len_bytes() {
+            Some(total) if view > 0 && view * 2 <= total && total >= 1 << 20 => {
+                let c = crate::ops::node(
+                    crate::Primitive::Copy,
+                    vec![self.clone()],
+                    self.shape(),
+                    self.dtype(),
+                    self.device().clone(),
+                )?;
+                c.eval()?;
+                Ok(Some(c))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Like [`Array::to_bytes`], without blocking (works on wasm).
     pub async fn to_bytes_async(&self) -> Result<Vec<u8>> {
         self.eval()?;
         let buf = self.buffer().expect("evaluated");
+        if buf.downcast::<crate::cpu::CpuBuffer>().is_none()
+            && let Some(small) = self.compacted(&buf)?
+        {
+            return Box::pin(small.to_bytes_async()).await;
+        }
         let bytes = self.0.device.backend().read_async(&buf).await?;
         let esize = self.dtype().size();
         host(self, || Ok(gather_bytes(&bytes, self.layout(), esize)))

@@ -238,16 +238,24 @@ pub trait Backend: Send + Sync + 'static {
 
 /// A backend buffer with its type erased, shared by every array viewing it.
 #[derive(Clone)]
-pub struct Buffer(pub(crate) Arc<dyn Any + Send + Sync>);
+pub struct Buffer(pub(crate) Arc<dyn Any + Send + Sync>, Option<u64>);
 
 impl Buffer {
     /// Wraps a backend's buffer.
     pub fn new<T: Send + Sync + 'static>(b: T) -> Buffer {
-        Buffer(Arc::new(b))
+        Buffer(Arc::new(b), None)
+    }
+    /// Wraps a backend's buffer holding `bytes` bytes of elements.
+    pub fn with_len<T: Send + Sync + 'static>(b: T, bytes: u64) -> Buffer {
+        Buffer(Arc::new(b), Some(bytes))
     }
     /// The backend's buffer, if it is of type `T`.
     pub fn downcast<T: 'static>(&self) -> Option<&T> {
         self.0.downcast_ref()
+    }
+    /// The bytes of elements it holds, where known.
+    pub fn len_bytes(&self) -> Option<u64> {
+        self.1
     }
 }
 
@@ -312,7 +320,11 @@ impl<B: Backend> DynBackend for B {
         self
     }
     fn from_host(&self, bytes: Vec<u8>, dtype: DType) -> Result<Buffer> {
-        Ok(Buffer::new(Backend::from_host(self, bytes, dtype)?))
+        let len = bytes.len() as u64;
+        Ok(Buffer::with_len(
+            Backend::from_host(self, bytes, dtype)?,
+            len,
+        ))
     }
     fn read(&self, buffer: &Buffer) -> Result<Arc<Vec<u8>>> {
         let b = buffer
@@ -397,7 +409,8 @@ impl<B: Backend> DynBackend for B {
                 ));
             }
         };
-        Ok(Buffer::new(out))
+        let len = (crate::layout::numel(shape) * dtype.size()) as u64;
+        Ok(Buffer::with_len(out, len))
     }
 }
 

@@ -107,6 +107,13 @@ pub(crate) struct SubmitState {
     offsets: Vec<u32>,
 }
 
+/// The largest staging buffer of a read (bigger reads go through it in turns: a
+/// submit and a map per chunk, a few percent of a large read's time).
+const READ_CHUNK: u64 = 64 << 20;
+
+/// The smallest staging buffer a read falls back to when the device is full.
+const MIN_READ_CHUNK: u64 = 1 << 20;
+
 impl Driver for Wgpu {
     const NAME: &'static str = "webgpu";
     type Buffer = wgpu::Buffer;
@@ -171,8 +178,11 @@ impl Driver for Wgpu {
         self.queue.write_buffer(buffer, offset, bytes);
     }
 
-    /// Copies the range into a staging buffer, maps it and copies out. On native
-    /// the device is polled; in the browser the map callback is awaited.
+    /// Copies the range into a staging buffer, maps it and copies out, at most
+    /// [`READ_CHUNK`] bytes at a time through one staging buffer (smaller when the
+    /// device cannot allocate that much): reading an array never needs a second
+    /// copy of it on the device, which fails when the device is nearly full. On
+    /// native the device is polled; in the browser the map callbacks are awaited.
     fn read(
         &self,
         buffer: &wgpu::Buffer,
@@ -183,35 +193,61 @@ impl Driver for Wgpu {
         let queue = self.queue.clone();
         let buffer = buffer.clone();
         async move {
-            let staging = dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("wmx-kernels readback"),
-                size,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("wmx-kernels read"),
-            });
-            enc.copy_buffer_to_buffer(&buffer, offset, &staging, 0, size);
-            queue.submit([enc.finish()]);
-            let (tx, rx) = futures::channel::oneshot::channel();
-            staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-                let _ = tx.send(r);
-            });
-            #[cfg(not(target_arch = "wasm32"))]
-            dev.poll(wgpu::PollType::wait_indefinitely())
-                .map_err(|e| Error::Map(e.to_string()))?;
-            rx.await
-                .map_err(|_| Error::Map("map callback dropped".into()))?
-                .map_err(|e| Error::Map(e.to_string()))?;
-            let out = {
-                let view = staging
-                    .slice(..)
-                    .get_mapped_range()
-                    .map_err(|e| Error::Map(e.to_string()))?;
-                view.to_vec()
+            let mut out = Vec::new();
+            out.try_reserve_exact(size as usize).map_err(|_| {
+                Error::Map(format!(
+                    "out of memory: {size} bytes of host memory for a read"
+                ))
+            })?;
+            let mut chunk = size.min(READ_CHUNK);
+            let staging = loop {
+                let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+                let staging = dev.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("wmx-kernels readback"),
+                    size: chunk,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                if scope.pop().await.is_none() {
+                    break staging;
+                }
+                staging.destroy();
+                if chunk <= MIN_READ_CHUNK {
+                    return Err(Error::OutOfMemory { bytes: chunk });
+                }
+                chunk = (chunk / 2).max(MIN_READ_CHUNK).next_multiple_of(4);
             };
-            staging.unmap();
+            let mut done = 0;
+            while done < size {
+                let len = (size - done).min(chunk);
+                let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("wmx-kernels read"),
+                });
+                enc.copy_buffer_to_buffer(&buffer, offset + done, &staging, 0, len);
+                queue.submit([enc.finish()]);
+                let (tx, rx) = futures::channel::oneshot::channel();
+                staging
+                    .slice(..len)
+                    .map_async(wgpu::MapMode::Read, move |r| {
+                        let _ = tx.send(r);
+                    });
+                #[cfg(not(target_arch = "wasm32"))]
+                dev.poll(wgpu::PollType::wait_indefinitely())
+                    .map_err(|e| Error::Map(e.to_string()))?;
+                rx.await
+                    .map_err(|_| Error::Map("map callback dropped".into()))?
+                    .map_err(|e| Error::Map(e.to_string()))?;
+                {
+                    let view = staging
+                        .slice(..len)
+                        .get_mapped_range()
+                        .map_err(|e| Error::Map(e.to_string()))?;
+                    out.extend_from_slice(&view);
+                }
+                staging.unmap();
+                done += len;
+            }
+            staging.destroy();
             Ok(out)
         }
     }
