@@ -48,6 +48,12 @@ pub use wmx_core::{
     vmap, vmap1, with_device, with_mode,
 };
 
+/// Neural-network layers, activations, initialisers and losses (MLX's `mlx.nn`).
+pub use wmx_core::nn;
+/// Optimizers, learning-rate schedules and gradient clipping (MLX's
+/// `mlx.optimizers`).
+pub use wmx_core::optim;
+
 /// For backend implementers: the [`Backend`](backend::Backend) trait and its buffer
 /// and view types, layouts, the CPU backend, and registering a GPU backend.
 pub mod backend {

@@ -27,7 +27,9 @@ pub mod layout;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
 mod nested;
+pub mod nn;
 pub mod ops;
+pub mod optim;
 mod primitive;
 pub mod random;
 pub mod transforms;

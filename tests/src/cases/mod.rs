@@ -282,6 +282,11 @@ macro_rules! for_each_case {
             rope_values,
             rope_errors,
             grad_rope,
+            nn_layers_match_torch,
+            nn_activations_match_torch,
+            nn_losses_match_torch,
+            optim_match_torch,
+            nn_module_api,
             join_values,
             gather_values,
             scatter_values,
@@ -325,6 +330,7 @@ mod rope;
 mod scan;
 mod shapes;
 mod sort;
+mod training;
 mod transforms;
 mod views;
 pub use compile::*;
@@ -343,5 +349,6 @@ pub use rope::*;
 pub use scan::*;
 pub use shapes::*;
 pub use sort::*;
+pub use training::*;
 pub use transforms::*;
 pub use views::*;

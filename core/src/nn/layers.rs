@@ -1,0 +1,296 @@
+//! Layers: `Linear`, `Embedding`, `Sequential`, `LayerNorm`, `RmsNorm`, `Dropout`.
+
+use super::{Layer, Module, Param, Visitor, init};
+use crate::{Array, DType, Error, Result};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// `y = x W^T + b`: weight `[out, in]` and bias `[out]`, PyTorch's and MLX's layout
+/// and initialisation (uniform in ±1/√in).
+pub struct Linear {
+    /// `[out_features, in_features]`.
+    pub weight: Param,
+    /// `[out_features]`, if any.
+    pub bias: Option<Param>,
+}
+
+impl Linear {
+    /// A layer from `in_features` to `out_features`, f32, drawn from `key`.
+    pub fn new(key: &Array, in_features: usize, out_features: usize, bias: bool) -> Result<Linear> {
+        if in_features == 0 || out_features == 0 {
+            return Err(Error::invalid(
+                "Linear::new",
+                format!("features must be positive, got {in_features} -> {out_features}"),
+            ));
+        }
+        let keys = crate::random::split(key, 2)?;
+        let k = |i: isize| keys.slice(&[crate::Slice::range(i, i + 1)])?.reshape(&[2]);
+        let s = 1.0 / (in_features as f64).sqrt();
+        let w = crate::random::uniform(&k(0)?, &[out_features, in_features], -s, s, DType::F32)?;
+        let b = if bias {
+            let b = crate::random::uniform(&k(1)?, &[out_features], -s, s, DType::F32)?;
+            Some(Param::new(b))
+        } else {
+            None
+        };
+        Ok(Linear {
+            weight: Param::new(w),
+            bias: b,
+        })
+    }
+
+    /// A layer holding the given arrays (`weight` `[out, in]`, `bias` `[out]`).
+    pub fn from_arrays(weight: Array, bias: Option<Array>) -> Result<Linear> {
+        let out = match weight.shape() {
+            [o, _] => *o,
+            s => {
+                return Err(Error::invalid(
+                    "Linear::from_arrays",
+                    format!("weight must be [out, in], got {s:?}"),
+                ));
+            }
+        };
+        if let Some(b) = &bias
+            && b.shape() != [out]
+        {
+            return Err(Error::invalid(
+                "Linear::from_arrays",
+                format!("bias must be [{out}], got {:?}", b.shape()),
+            ));
+        }
+        Ok(Linear {
+            weight: Param::new(weight),
+            bias: bias.map(Param::new),
+        })
+    }
+}
+
+impl Module for Linear {
+    fn visit(&self, v: &mut dyn Visitor) {
+        v.param("weight", &self.weight);
+        if let Some(b) = &self.bias {
+            v.param("bias", b);
+        }
+    }
+}
+
+impl Layer for Linear {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let w = self.weight.value();
+        let wt = w.t()?;
+        match &self.bias {
+            // One kernel: the bias is the product's epilogue.
+            Some(b) => crate::addmm(&b.value(), x, &wt, 1.0, 1.0),
+            None => crate::matmul(x, &wt),
+        }
+    }
+}
+
+/// A lookup table: row `i` of `weight` (`[num, dim]`) for index `i`.
+pub struct Embedding {
+    /// `[num_embeddings, dim]`.
+    pub weight: Param,
+}
+
+impl Embedding {
+    /// `num` rows of `dim`, standard normal (PyTorch's initialisation), f32.
+    pub fn new(key: &Array, num: usize, dim: usize) -> Result<Embedding> {
+        Ok(Embedding {
+            weight: Param::new(init::normal(key, &[num, dim], 0.0, 1.0)?),
+        })
+    }
+
+    /// The rows for integer `indices` (any shape): `indices.shape + [dim]`.
+    pub fn forward(&self, indices: &Array) -> Result<Array> {
+        if !indices.dtype().is_int() {
+            return Err(Error::invalid(
+                "Embedding",
+                format!("indices must be integers, got {}", indices.dtype()),
+            ));
+        }
+        crate::take(&self.weight.value(), indices, Some(0))
+    }
+
+    /// `x @ weight^T`: scores against every row (a tied output layer).
+    pub fn as_linear(&self, x: &Array) -> Result<Array> {
+        crate::matmul(x, &self.weight.value().t()?)
+    }
+}
+
+impl Module for Embedding {
+    fn visit(&self, v: &mut dyn Visitor) {
+        v.param("weight", &self.weight);
+    }
+}
+
+impl Layer for Embedding {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        Embedding::forward(self, x)
+    }
+}
+
+/// Layers applied in order; parameters named by position (`0.weight`, ...).
+#[derive(Default)]
+pub struct Sequential {
+    layers: Vec<Box<dyn Layer>>,
+}
+
+impl Sequential {
+    /// An empty chain.
+    pub fn new() -> Sequential {
+        Sequential::default()
+    }
+
+    /// The chain with `layer` appended.
+    pub fn push(mut self, layer: impl Layer + 'static) -> Sequential {
+        self.layers.push(Box::new(layer));
+        self
+    }
+
+    /// The layers.
+    pub fn layers(&self) -> &[Box<dyn Layer>] {
+        &self.layers
+    }
+}
+
+impl Module for Sequential {
+    fn visit(&self, v: &mut dyn Visitor) {
+        for (i, l) in self.layers.iter().enumerate() {
+            v.module(&i.to_string(), l.as_ref());
+        }
+    }
+}
+
+impl Layer for Sequential {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let mut y = x.clone();
+        for l in &self.layers {
+            y = l.forward(&y)?;
+        }
+        Ok(y)
+    }
+}
+
+/// Layer normalisation over the last axis, with an optional affine weight and
+/// bias (ones and zeros).
+pub struct LayerNorm {
+    /// `[dims]`, if affine.
+    pub weight: Option<Param>,
+    /// `[dims]`, if affine and biased.
+    pub bias: Option<Param>,
+    /// Added to the variance.
+    pub eps: f64,
+}
+
+impl LayerNorm {
+    /// Over a last axis of `dims` (PyTorch's defaults: affine, eps 1e-5).
+    pub fn new(dims: usize, eps: f64, affine: bool, bias: bool) -> Result<LayerNorm> {
+        let p = |v: f64| -> Result<Param> { Ok(Param::new(crate::full(&[dims], v, DType::F32)?)) };
+        Ok(LayerNorm {
+            weight: if affine { Some(p(1.0)?) } else { None },
+            bias: if affine && bias { Some(p(0.0)?) } else { None },
+            eps,
+        })
+    }
+}
+
+impl Module for LayerNorm {
+    fn visit(&self, v: &mut dyn Visitor) {
+        if let Some(w) = &self.weight {
+            v.param("weight", w);
+        }
+        if let Some(b) = &self.bias {
+            v.param("bias", b);
+        }
+    }
+}
+
+impl Layer for LayerNorm {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let w = self.weight.as_ref().map(Param::value);
+        let b = self.bias.as_ref().map(Param::value);
+        crate::layer_norm(x, w.as_ref(), b.as_ref(), self.eps)
+    }
+}
+
+/// Root-mean-square normalisation over the last axis, with a weight (ones).
+pub struct RmsNorm {
+    /// `[dims]`.
+    pub weight: Param,
+    /// Added to the mean square.
+    pub eps: f64,
+}
+
+impl RmsNorm {
+    /// Over a last axis of `dims`.
+    pub fn new(dims: usize, eps: f64) -> Result<RmsNorm> {
+        Ok(RmsNorm {
+            weight: Param::new(crate::ones(&[dims], DType::F32)?),
+            eps,
+        })
+    }
+}
+
+impl Module for RmsNorm {
+    fn visit(&self, v: &mut dyn Visitor) {
+        v.param("weight", &self.weight);
+    }
+}
+
+impl Layer for RmsNorm {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        crate::rms_norm(x, Some(&self.weight.value()), self.eps)
+    }
+}
+
+/// Zeroes each element with probability `p` in training mode and scales the
+/// rest by `1 / (1 - p)`; the identity in evaluation mode. Each call draws a fresh
+/// mask from its key (split per call), so a run is reproducible from the seed.
+pub struct Dropout {
+    p: f64,
+    training: AtomicBool,
+    key: Array,
+    calls: AtomicU64,
+}
+
+impl Dropout {
+    /// Drops with probability `p` in `[0, 1)`, masks drawn from `key`.
+    pub fn new(key: &Array, p: f64) -> Result<Dropout> {
+        if !(0.0..1.0).contains(&p) {
+            return Err(Error::invalid(
+                "Dropout::new",
+                format!("p must be in [0, 1), got {p}"),
+            ));
+        }
+        Ok(Dropout {
+            p,
+            training: AtomicBool::new(true),
+            key: key.clone(),
+            calls: AtomicU64::new(0),
+        })
+    }
+}
+
+impl Module for Dropout {
+    fn visit(&self, _: &mut dyn Visitor) {}
+
+    fn set_training(&self, training: bool) {
+        self.training.store(training, Ordering::Relaxed);
+    }
+}
+
+impl Layer for Dropout {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        if !self.training.load(Ordering::Relaxed) || self.p == 0.0 {
+            return Ok(x.clone());
+        }
+        let call = self.calls.fetch_add(1, Ordering::Relaxed);
+        // The key for this call: the key folded with the call count.
+        let salt = crate::with_device(self.key.device(), || {
+            Array::from_slice(&[(call >> 32) as u32, call as u32], &[2])
+        })?;
+        let key = crate::bitwise_xor(&self.key, &salt)?;
+        let keep = crate::random::bernoulli(&key, 1.0 - self.p, x.shape())?;
+        let scale = crate::scalar_like(x, 1.0 / (1.0 - self.p))?;
+        crate::where_(&keep, &crate::multiply(x, &scale)?, &crate::zeros_like(x)?)
+    }
+}

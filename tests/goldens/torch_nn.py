@@ -1,0 +1,172 @@
+"""Goldens for wmx::nn and wmx::optim from PyTorch (CPU, float32).
+
+Run: python3 torch_nn.py > torch_nn.txt   (needs torch; CI reads the output only)
+
+Each line is `name|shape|values`: shape comma-separated (empty for a scalar),
+values comma-separated Python reprs of the float32 values. Inputs are written too,
+so the Rust side needs no random generator of torch's.
+"""
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(2026)
+out = []
+
+
+def rec(name, t):
+    shape = ",".join(str(d) for d in t.shape)
+    vals = t.detach().to(torch.float64).reshape(-1)
+    out.append(f"{name}|{shape}|" + ",".join(repr(float(v)) for v in vals))
+
+
+def grads_of(fn, inputs, g):
+    xs = [i.clone().requires_grad_(True) for i in inputs]
+    y = fn(*xs)
+    (y * g).sum().backward()
+    return y, [x.grad for x in xs]
+
+
+# ---- layers: forward and gradients of sum(y * g)
+x = torch.randn(4, 5)
+w = torch.randn(3, 5)
+b = torch.randn(3)
+g = torch.randn(4, 3)
+y, (dx, dw, db) = grads_of(lambda x, w, b: F.linear(x, w, b), [x, w, b], g)
+for n, t in [("linear.x", x), ("linear.w", w), ("linear.b", b), ("linear.g", g), ("linear.y", y),
+             ("linear.dx", dx), ("linear.dw", dw), ("linear.db", db)]:
+    rec(n, t)
+
+x = torch.randn(3, 7) * 2 + 1
+w = torch.randn(7)
+b = torch.randn(7)
+g = torch.randn(3, 7)
+y, (dx, dw, db) = grads_of(lambda x, w, b: F.layer_norm(x, (7,), w, b, 1e-5), [x, w, b], g)
+for n, t in [("ln.x", x), ("ln.w", w), ("ln.b", b), ("ln.g", g), ("ln.y", y), ("ln.dx", dx),
+             ("ln.dw", dw), ("ln.db", db)]:
+    rec(n, t)
+y, (dx, dw) = grads_of(lambda x, w: F.rms_norm(x, (7,), w, 1e-6), [x, w], g)
+for n, t in [("rms.y", y), ("rms.dx", dx), ("rms.dw", dw)]:
+    rec(n, t)
+
+emb = torch.randn(6, 4)
+idx = torch.tensor([[1, 5, 1], [0, 2, 1]])
+g = torch.randn(2, 3, 4)
+y, (de,) = grads_of(lambda e: F.embedding(idx, e), [emb], g)
+for n, t in [("emb.w", emb), ("emb.idx", idx.float()), ("emb.g", g), ("emb.y", y), ("emb.dw", de)]:
+    rec(n, t)
+
+# ---- activations
+x = torch.linspace(-4, 4, 33)
+g = torch.randn(33)
+rec("act.x", x)
+rec("act.g", g)
+acts = {
+    "relu": F.relu,
+    "relu6": F.relu6,
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.1),
+    "elu": lambda x: F.elu(x, 1.0),
+    "selu": F.selu,
+    "silu": F.silu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "mish": F.mish,
+    "softplus": F.softplus,
+    "log_sigmoid": F.logsigmoid,
+    "hardswish": F.hardswish,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+}
+for name, f in acts.items():
+    y, (dx,) = grads_of(f, [x], g)
+    rec(f"act.{name}.y", y)
+    rec(f"act.{name}.dx", dx)
+xg = torch.randn(3, 8)
+gg = torch.randn(3, 4)
+y, (dx,) = grads_of(lambda x: F.glu(x, -1), [xg], gg)
+for n, t in [("glu.x", xg), ("glu.g", gg), ("glu.y", y), ("glu.dx", dx)]:
+    rec(n, t)
+
+
+# ---- losses: value and gradient with respect to the predictions
+def loss_case(name, fn, pred, *rest):
+    p = pred.clone().requires_grad_(True)
+    v = fn(p, *rest)
+    v.sum().backward()
+    rec(f"loss.{name}.v", v)
+    rec(f"loss.{name}.d", p.grad)
+
+
+logits = torch.randn(5, 4)
+tgt = torch.tensor([0, 3, 1, 1, 2])
+tgt_ign = torch.tensor([0, -100, 1, 1, 2])
+cw = torch.tensor([0.5, 2.0, 1.0, 1.5])
+probs = torch.softmax(torch.randn(5, 4), -1)
+rec("loss.logits", logits)
+rec("loss.tgt", tgt.float())
+rec("loss.tgt_ign", tgt_ign.float())
+rec("loss.cw", cw)
+rec("loss.probs", probs)
+loss_case("ce", lambda p: F.cross_entropy(p, tgt), logits)
+loss_case("ce_none", lambda p: F.cross_entropy(p, tgt, reduction="none"), logits)
+loss_case("ce_sum", lambda p: F.cross_entropy(p, tgt, reduction="sum"), logits)
+loss_case("ce_w", lambda p: F.cross_entropy(p, tgt, weight=cw), logits)
+loss_case("ce_ign", lambda p: F.cross_entropy(p, tgt_ign, ignore_index=-100), logits)
+loss_case("ce_ls", lambda p: F.cross_entropy(p, tgt, label_smoothing=0.1), logits)
+loss_case("ce_w_ls", lambda p: F.cross_entropy(p, tgt, weight=cw, label_smoothing=0.2), logits)
+loss_case("ce_probs", lambda p: F.cross_entropy(p, probs), logits)
+loss_case("ce_probs_ls", lambda p: F.cross_entropy(p, probs, label_smoothing=0.1), logits)
+logits3 = torch.randn(2, 4, 3)
+tgt3 = torch.tensor([[0, 3, 1], [2, 2, 0]])
+rec("loss.logits3", logits3)
+rec("loss.tgt3", tgt3.float())
+loss_case("ce3", lambda p: F.cross_entropy(p, tgt3), logits3)
+logp = torch.log_softmax(torch.randn(5, 4), -1)
+rec("loss.logp", logp)
+loss_case("nll", lambda p: F.nll_loss(p, tgt), logp)
+a = torch.randn(6, 3)
+t = torch.randn(6, 3)
+rec("loss.a", a)
+rec("loss.t", t)
+loss_case("mse", lambda p: F.mse_loss(p, t), a)
+loss_case("l1", lambda p: F.l1_loss(p, t), a)
+loss_case("huber", lambda p: F.huber_loss(p, t, delta=0.7), a)
+loss_case("smooth_l1", lambda p: F.smooth_l1_loss(p, t, beta=0.7), a)
+loss_case("cos", lambda p: F.cosine_similarity(p, t, dim=1), a)
+pb = torch.sigmoid(torch.randn(6, 3))
+tb = (torch.rand(6, 3) > 0.5).float()
+rec("loss.pb", pb)
+rec("loss.tb", tb)
+loss_case("bce", lambda p: F.binary_cross_entropy(p, tb), pb)
+loss_case("bce_logits", lambda p: F.binary_cross_entropy_with_logits(p, tb), a)
+loss_case("kl", lambda p: F.kl_div(p, probs, reduction="sum"), logp)
+
+# ---- optimizers: 20 steps on a least-squares problem, parameters after each
+X = torch.randn(16, 3)
+Y = torch.randn(16, 2)
+W0 = torch.randn(3, 2)
+B0 = torch.randn(2)
+for n, tt in [("opt.X", X), ("opt.Y", Y), ("opt.W0", W0), ("opt.B0", B0)]:
+    rec(n, tt)
+optims = {
+    "sgd": lambda ps: torch.optim.SGD(ps, lr=0.05),
+    "sgd_momentum": lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, dampening=0.1),
+    "sgd_nesterov": lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True,
+                                               weight_decay=0.01),
+    "adam": lambda ps: torch.optim.Adam(ps, lr=0.05),
+    "adam_l2": lambda ps: torch.optim.Adam(ps, lr=0.05, betas=(0.8, 0.99), weight_decay=0.1),
+    "adamw": lambda ps: torch.optim.AdamW(ps, lr=0.05, weight_decay=0.1),
+}
+for name, make in optims.items():
+    W = W0.clone().requires_grad_(True)
+    B = B0.clone().requires_grad_(True)
+    opt = make([W, B])
+    for step in range(20):
+        opt.zero_grad()
+        loss = ((X @ W + B - Y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        if step in (0, 4, 19):
+            rec(f"opt.{name}.{step}.W", W)
+            rec(f"opt.{name}.{step}.B", B)
+
+print("\n".join(out))

@@ -1,0 +1,584 @@
+//! `wmx::nn` and `wmx::optim` against PyTorch goldens (`tests/goldens/torch_nn.py`,
+//! CPU float32): layers' outputs and gradients, activations, losses with their
+//! options, and 20-step optimizer trajectories; and the module API (names, updates,
+//! freezing, modes, checkpoints, errors).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use wmx_core::nn::losses::{self, CrossEntropy, Reduction};
+use wmx_core::nn::{self, Layer, Module, ModuleExt, Param, Params, Visitor};
+use wmx_core::optim::{self, Optimizer};
+use wmx_core::{self as wmx, Array, DType, Device, Result};
+
+fn ok<T>(what: &str, r: Result<T>) -> T {
+    super::ok(what, r)
+}
+
+const GOLDENS: &str = include_str!("../../goldens/torch_nn.txt");
+
+type Golden = (Vec<usize>, Vec<f64>);
+
+fn goldens() -> &'static HashMap<String, Golden> {
+    static G: OnceLock<HashMap<String, Golden>> = OnceLock::new();
+    G.get_or_init(|| {
+        GOLDENS
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let mut it = l.split('|');
+                let name = it.next().unwrap().to_string();
+                let shape = it
+                    .next()
+                    .unwrap()
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(|s| s.parse().unwrap())
+                    .collect();
+                let vals = it
+                    .next()
+                    .unwrap()
+                    .split(',')
+                    .map(|s| s.parse().unwrap())
+                    .collect();
+                (name, (shape, vals))
+            })
+            .collect()
+    })
+}
+
+fn golden(name: &str) -> &'static Golden {
+    goldens()
+        .get(name)
+        .unwrap_or_else(|| panic!("no golden {name}"))
+}
+
+/// The golden as an f32 array on `dev`.
+fn arr(dev: &Device, name: &str) -> Array {
+    let (shape, v) = golden(name);
+    let v: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+    ok(name, Array::from_slice_on(&v, shape, dev))
+}
+
+/// The golden as an i32 array on `dev` (indices).
+fn idx(dev: &Device, name: &str) -> Array {
+    let (shape, v) = golden(name);
+    let v: Vec<i32> = v.iter().map(|&x| x as i32).collect();
+    ok(name, Array::from_slice_on(&v, shape, dev))
+}
+
+/// `got` against golden `name`: shape, and values within `rtol`/`atol` of the
+/// golden's scale.
+fn check(what: &str, got: &Array, name: &str, rtol: f64, atol: f64) {
+    let (shape, want) = golden(name);
+    assert_eq!(got.shape(), shape.as_slice(), "{what}: shape");
+    let g: Vec<f64> = ok(what, got.to_vec_as::<f64>());
+    let scale = want.iter().fold(0f64, |m, v| m.max(v.abs())).max(1.0);
+    for (i, (&a, &b)) in g.iter().zip(want).enumerate() {
+        assert!(
+            (a - b).abs() <= rtol * b.abs() + atol * scale,
+            "{what}: element {i}: got {a}, PyTorch {b}"
+        );
+    }
+}
+
+fn close(what: &str, got: &Array, name: &str) {
+    check(what, got, name, 2e-5, 2e-6)
+}
+
+fn sum_times(y: &Array, g: &Array) -> Result<Array> {
+    wmx::sum(&wmx::multiply(y, g)?, None, false)
+}
+
+/// Linear, LayerNorm, RmsNorm and Embedding: outputs, and the gradients of
+/// `sum(y * g)` for inputs (wmx::grad) and parameters (nn::value_and_grad).
+pub fn nn_layers_match_torch(dev: &Device) {
+    let lin = ok(
+        "linear",
+        nn::Linear::from_arrays(arr(dev, "linear.w"), Some(arr(dev, "linear.b"))),
+    );
+    let (x, g) = (arr(dev, "linear.x"), arr(dev, "linear.g"));
+    close("linear", &ok("linear", lin.forward(&x)), "linear.y");
+    let vg = nn::value_and_grad(&lin, |a: &[Array]| sum_times(&lin.forward(&a[0])?, &a[1]));
+    let (_, grads) = ok("linear grads", vg(&[x.clone(), g.clone()]));
+    close("linear dW", &grads["weight"], "linear.dw");
+    close("linear db", &grads["bias"], "linear.db");
+    let dx = ok(
+        "linear dx",
+        wmx::grad1(|x: &Array| sum_times(&lin.forward(x)?, &g))(&x),
+    );
+    close("linear dx", &dx, "linear.dx");
+
+    let ln = ok("ln", nn::LayerNorm::new(7, 1e-5, true, true));
+    ok(
+        "ln",
+        ln.update(&Params::from([
+            ("weight".to_string(), arr(dev, "ln.w")),
+            ("bias".to_string(), arr(dev, "ln.b")),
+        ])),
+    );
+    let (x, g) = (arr(dev, "ln.x"), arr(dev, "ln.g"));
+    close("layer_norm", &ok("ln", ln.forward(&x)), "ln.y");
+    let vg = nn::value_and_grad(&ln, |a: &[Array]| sum_times(&ln.forward(&a[0])?, &a[1]));
+    let (_, grads) = ok("ln grads", vg(&[x.clone(), g.clone()]));
+    check("layer_norm dW", &grads["weight"], "ln.dw", 1e-4, 1e-5);
+    check("layer_norm db", &grads["bias"], "ln.db", 1e-4, 1e-5);
+    let dx = ok(
+        "ln dx",
+        wmx::grad1(|x: &Array| sum_times(&ln.forward(x)?, &g))(&x),
+    );
+    check("layer_norm dx", &dx, "ln.dx", 1e-4, 1e-5);
+
+    let rms = ok("rms", nn::RmsNorm::new(7, 1e-6));
+    ok("rms", rms.weight.set(arr(dev, "ln.w")));
+    close("rms_norm", &ok("rms", rms.forward(&x)), "rms.y");
+    let vg = nn::value_and_grad(&rms, |a: &[Array]| sum_times(&rms.forward(&a[0])?, &a[1]));
+    let (_, grads) = ok("rms grads", vg(&[x.clone(), g.clone()]));
+    check("rms_norm dW", &grads["weight"], "rms.dw", 1e-4, 1e-5);
+    let dx = ok(
+        "rms dx",
+        wmx::grad1(|x: &Array| sum_times(&rms.forward(x)?, &g))(&x),
+    );
+    check("rms_norm dx", &dx, "rms.dx", 1e-4, 1e-5);
+
+    let emb = nn::Embedding {
+        weight: Param::new(arr(dev, "emb.w")),
+    };
+    let (i, g) = (idx(dev, "emb.idx"), arr(dev, "emb.g"));
+    close("embedding", &ok("emb", emb.forward(&i)), "emb.y");
+    let vg = nn::value_and_grad(&emb, |a: &[Array]| sum_times(&emb.forward(&a[0])?, &a[1]));
+    let (_, grads) = ok("emb grads", vg(&[i, g]));
+    close(
+        "embedding dW (repeated rows add)",
+        &grads["weight"],
+        "emb.dw",
+    );
+    let f = ok("emb", wmx::full(&[2], 1.5, DType::F32));
+    super::expect_err("float indices", emb.forward(&f), &["integers"]);
+}
+
+/// Every activation's values and derivative on -4..4 (33 points, 0 included).
+pub fn nn_activations_match_torch(dev: &Device) {
+    use nn::Activation as A;
+    let (x, g) = (arr(dev, "act.x"), arr(dev, "act.g"));
+    let acts = [
+        ("relu", A::Relu),
+        ("relu6", A::Relu6),
+        ("leaky_relu", A::LeakyRelu(0.1)),
+        ("elu", A::Elu(1.0)),
+        ("selu", A::Selu),
+        ("silu", A::Silu),
+        ("gelu", A::Gelu(nn::Gelu::Exact)),
+        ("gelu_tanh", A::Gelu(nn::Gelu::Tanh)),
+        ("mish", A::Mish),
+        ("softplus", A::Softplus),
+        ("log_sigmoid", A::LogSigmoid),
+        ("hardswish", A::Hardswish),
+        ("sigmoid", A::Sigmoid),
+        ("tanh", A::Tanh),
+    ];
+    for (name, a) in acts {
+        let y = ok(name, a.forward(&x));
+        check(name, &y, &format!("act.{name}.y"), 1e-5, 1e-6);
+        let dx = ok(
+            name,
+            wmx::grad1(|x: &Array| sum_times(&a.forward(x)?, &g))(&x),
+        );
+        check(
+            &format!("{name}'"),
+            &dx,
+            &format!("act.{name}.dx"),
+            1e-4,
+            1e-5,
+        );
+    }
+    let (x, g) = (arr(dev, "glu.x"), arr(dev, "glu.g"));
+    close("glu", &ok("glu", nn::glu(&x, -1)), "glu.y");
+    let dx = ok(
+        "glu",
+        wmx::grad1(|x: &Array| sum_times(&nn::glu(x, -1)?, &g))(&x),
+    );
+    close("glu'", &dx, "glu.dx");
+}
+
+/// Each loss and option: the value and its gradient (of the value's sum) with
+/// respect to the predictions.
+pub fn nn_losses_match_torch(dev: &Device) {
+    let logits = arr(dev, "loss.logits");
+    let (tgt, ign) = (idx(dev, "loss.tgt"), idx(dev, "loss.tgt_ign"));
+    let (cw, probs) = (arr(dev, "loss.cw"), arr(dev, "loss.probs"));
+    type F<'a> = Box<dyn Fn(&Array) -> Result<Array> + 'a>;
+    let ce = |t: &Array, o: CrossEntropy<'_>, r: Reduction, p: &Array| {
+        losses::cross_entropy(p, t, &o, r)
+    };
+    let cases: Vec<(&str, &Array, F<'_>)> = vec![
+        (
+            "ce",
+            &logits,
+            Box::new(|p| ce(&tgt, CrossEntropy::default(), Reduction::Mean, p)),
+        ),
+        (
+            "ce_none",
+            &logits,
+            Box::new(|p| ce(&tgt, CrossEntropy::default(), Reduction::None, p)),
+        ),
+        (
+            "ce_sum",
+            &logits,
+            Box::new(|p| ce(&tgt, CrossEntropy::default(), Reduction::Sum, p)),
+        ),
+        (
+            "ce_w",
+            &logits,
+            Box::new(|p| {
+                let o = CrossEntropy {
+                    weights: Some(&cw),
+                    ..Default::default()
+                };
+                ce(&tgt, o, Reduction::Mean, p)
+            }),
+        ),
+        (
+            "ce_ign",
+            &logits,
+            Box::new(|p| {
+                let o = CrossEntropy {
+                    ignore_index: Some(-100),
+                    ..Default::default()
+                };
+                ce(&ign, o, Reduction::Mean, p)
+            }),
+        ),
+        (
+            "ce_ls",
+            &logits,
+            Box::new(|p| {
+                let o = CrossEntropy {
+                    label_smoothing: 0.1,
+                    ..Default::default()
+                };
+                ce(&tgt, o, Reduction::Mean, p)
+            }),
+        ),
+        (
+            "ce_w_ls",
+            &logits,
+            Box::new(|p| {
+                let o = CrossEntropy {
+                    weights: Some(&cw),
+                    label_smoothing: 0.2,
+                    ..Default::default()
+                };
+                ce(&tgt, o, Reduction::Mean, p)
+            }),
+        ),
+        (
+            "ce_probs",
+            &logits,
+            Box::new(|p| ce(&probs, CrossEntropy::default(), Reduction::Mean, p)),
+        ),
+        (
+            "ce_probs_ls",
+            &logits,
+            Box::new(|p| {
+                let o = CrossEntropy {
+                    label_smoothing: 0.1,
+                    ..Default::default()
+                };
+                ce(&probs, o, Reduction::Mean, p)
+            }),
+        ),
+    ];
+    let logits3 = arr(dev, "loss.logits3");
+    let tgt3 = idx(dev, "loss.tgt3");
+    let logp = arr(dev, "loss.logp");
+    let (a, t) = (arr(dev, "loss.a"), arr(dev, "loss.t"));
+    let (pb, tb) = (arr(dev, "loss.pb"), arr(dev, "loss.tb"));
+    let more: Vec<(&str, &Array, F<'_>)> = vec![
+        (
+            "ce3",
+            &logits3,
+            Box::new(|p| ce(&tgt3, CrossEntropy::default(), Reduction::Mean, p)),
+        ),
+        (
+            "nll",
+            &logp,
+            Box::new(|p| losses::nll(p, &tgt, Reduction::Mean)),
+        ),
+        ("mse", &a, Box::new(|p| losses::mse(p, &t, Reduction::Mean))),
+        ("l1", &a, Box::new(|p| losses::l1(p, &t, Reduction::Mean))),
+        (
+            "huber",
+            &a,
+            Box::new(|p| losses::huber(p, &t, 0.7, Reduction::Mean)),
+        ),
+        (
+            "smooth_l1",
+            &a,
+            Box::new(|p| losses::smooth_l1(p, &t, 0.7, Reduction::Mean)),
+        ),
+        (
+            "cos",
+            &a,
+            Box::new(|p| losses::cosine_similarity(p, &t, 1, 1e-8)),
+        ),
+        (
+            "bce",
+            &pb,
+            Box::new(|p| losses::binary_cross_entropy(p, &tb, Reduction::Mean)),
+        ),
+        (
+            "bce_logits",
+            &a,
+            Box::new(|p| losses::binary_cross_entropy_with_logits(p, &tb, Reduction::Mean)),
+        ),
+        (
+            "kl",
+            &logp,
+            Box::new(|p| losses::kl_div(p, &probs, Reduction::Sum)),
+        ),
+    ];
+    for (name, pred, f) in cases.iter().chain(&more) {
+        let what = format!("loss {name}");
+        let v = ok(&what, f(pred));
+        check(&what, &v, &format!("loss.{name}.v"), 1e-5, 1e-6);
+        let d = ok(
+            &what,
+            wmx::grad1(|p: &Array| wmx::sum(&f(p)?, None, false))(pred),
+        );
+        check(
+            &format!("{what}'"),
+            &d,
+            &format!("loss.{name}.d"),
+            1e-4,
+            1e-6,
+        );
+    }
+    let e = |r: Result<Array>, n: &str| super::expect_err("bad loss input", r, &[n]);
+    e(losses::mse(&a, &logits, Reduction::Mean), "shape");
+    e(
+        losses::cross_entropy(&logits, &tgt3, &CrossEntropy::default(), Reduction::Mean),
+        "targets",
+    );
+    let w3 = ok("w", wmx::ones(&[3], DType::F32));
+    let o = CrossEntropy {
+        weights: Some(&w3),
+        ..Default::default()
+    };
+    e(
+        losses::cross_entropy(&logits, &tgt, &o, Reduction::Mean),
+        "weights",
+    );
+    e(losses::huber(&a, &t, 0.0, Reduction::Mean), "delta");
+}
+
+/// A two-parameter model for the optimizer trajectories.
+struct Affine {
+    w: Param,
+    b: Param,
+}
+
+impl Module for Affine {
+    fn visit(&self, v: &mut dyn Visitor) {
+        v.param("w", &self.w);
+        v.param("b", &self.b);
+    }
+}
+
+/// SGD (plain, momentum with dampening, Nesterov with weight decay), Adam (with
+/// L2 and other betas) and AdamW: parameters after steps 1, 5 and 20 of a
+/// least-squares problem.
+pub fn optim_match_torch(dev: &Device) {
+    let (x, y) = (arr(dev, "opt.X"), arr(dev, "opt.Y"));
+    let make: Vec<(&str, Box<dyn Optimizer>)> = vec![
+        ("sgd", Box::new(optim::Sgd::new(0.05))),
+        (
+            "sgd_momentum",
+            Box::new(optim::Sgd::new(0.05).momentum(0.9, 0.1, false)),
+        ),
+        (
+            "sgd_nesterov",
+            Box::new(
+                optim::Sgd::new(0.05)
+                    .momentum(0.9, 0.0, true)
+                    .weight_decay(0.01),
+            ),
+        ),
+        ("adam", Box::new(optim::Adam::new(0.05))),
+        (
+            "adam_l2",
+            Box::new(optim::Adam::new(0.05).betas(0.8, 0.99).weight_decay(0.1)),
+        ),
+        ("adamw", Box::new(optim::Adam::adamw(0.05, 0.1))),
+    ];
+    for (name, mut opt) in make {
+        let m = Affine {
+            w: Param::new(arr(dev, "opt.W0")),
+            b: Param::new(arr(dev, "opt.B0")),
+        };
+        let loss = |a: &[Array]| -> Result<Array> {
+            let p = wmx::add(&wmx::matmul(&a[0], &m.w.value())?, &m.b.value())?;
+            losses::mse(&p, &a[1], Reduction::Mean)
+        };
+        let vg = nn::value_and_grad(&m, loss);
+        for step in 0..20 {
+            let (_, g) = ok(name, vg(&[x.clone(), y.clone()]));
+            ok(name, opt.update(&m, &g));
+            if [0, 4, 19].contains(&step) {
+                let what = format!("{name} after step {}", step + 1);
+                check(
+                    &what,
+                    &m.w.value(),
+                    &format!("opt.{name}.{step}.W"),
+                    1e-4,
+                    1e-5,
+                );
+                check(
+                    &what,
+                    &m.b.value(),
+                    &format!("opt.{name}.{step}.B"),
+                    1e-4,
+                    1e-5,
+                );
+            }
+        }
+        // The state round-trips: a fresh optimizer continued from it takes the
+        // same next step.
+        let state = opt.state();
+        assert_eq!(
+            ok(name, state["step"].item::<u32>()),
+            20,
+            "{name}: step count"
+        );
+    }
+    let mut bad = optim::Sgd::new(0.1).momentum(0.0, 0.0, true);
+    let m = Affine {
+        w: Param::new(arr(dev, "opt.W0")),
+        b: Param::new(arr(dev, "opt.B0")),
+    };
+    let g = m.parameters();
+    super::expect_err(
+        "nesterov without momentum",
+        bad.update(&m, &g),
+        &["Nesterov"],
+    );
+    let mut extra = g.clone();
+    extra.insert("c".into(), arr(dev, "opt.B0"));
+    super::expect_err(
+        "unknown gradient",
+        optim::Adam::new(0.1).update(&m, &extra),
+        &["\"c\""],
+    );
+}
+
+/// Names, updates and their errors, freezing, train/eval, schedules, clipping,
+/// and a checkpoint that round-trips (and one that does not fit).
+pub fn nn_module_api(dev: &Device) {
+    let on = |f: &dyn Fn() -> Result<Array>| ok("array", wmx::with_device(dev, f));
+    let key = on(&|| wmx::random::key(7));
+    let keys = ok("split", wmx::random::split(&key, 3));
+    let k = |i: isize| {
+        ok(
+            "key",
+            keys.slice(&[wmx::Slice::range(i, i + 1)])
+                .and_then(|a| a.reshape(&[2])),
+        )
+    };
+    let model = nn::Sequential::new()
+        .push(ok("l0", nn::Linear::new(&k(0), 4, 8, true)))
+        .push(nn::Activation::Gelu(nn::Gelu::Tanh))
+        .push(ok("drop", nn::Dropout::new(&k(1), 0.5)))
+        .push(ok("l3", nn::Linear::new(&k(2), 8, 2, false)));
+    let names: Vec<String> = model.parameters().keys().cloned().collect();
+    assert_eq!(names, ["0.bias", "0.weight", "3.weight"], "names");
+    assert_eq!(model.parameters()["0.weight"].shape(), [8, 4]);
+    // update: an unknown name or a wrong shape changes nothing.
+    let before: Vec<f32> = ok("w", model.parameters()["3.weight"].to_vec());
+    let bad = Params::from([(
+        "3.weight".to_string(),
+        on(&|| wmx::zeros(&[2, 9], DType::F32)),
+    )]);
+    super::expect_err("wrong shape", model.update(&bad), &["3.weight", "[2, 9]"]);
+    let bad = Params::from([(
+        "9.weight".to_string(),
+        on(&|| wmx::zeros(&[2, 8], DType::F32)),
+    )]);
+    super::expect_err("unknown name", model.update(&bad), &["9.weight"]);
+    assert_eq!(
+        ok("w", model.parameters()["3.weight"].to_vec::<f32>()),
+        before
+    );
+    // freeze / unfreeze by prefix.
+    model.freeze("0");
+    let t: Vec<String> = model.trainable_parameters().keys().cloned().collect();
+    assert_eq!(t, ["3.weight"], "frozen layer 0");
+    model.unfreeze("");
+    assert_eq!(model.trainable_parameters().len(), 3);
+    // Dropout: scaled survivors in training, the identity in evaluation.
+    let x = on(&|| wmx::ones(&[64, 4], DType::F32));
+    let d = ok("dropout", nn::Dropout::new(&k(1), 0.25));
+    let y: Vec<f32> = ok("dropout", d.forward(&x).and_then(|y| y.to_vec()));
+    assert!(y.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-6));
+    let kept = y.iter().filter(|&&v| v != 0.0).count() as f64 / y.len() as f64;
+    assert!((0.6..0.9).contains(&kept), "kept {kept}");
+    d.set_training(false);
+    assert_eq!(
+        ok("eval", d.forward(&x).and_then(|y| y.to_vec::<f32>())),
+        vec![1.0; 256]
+    );
+    model.train(false);
+    let a = ok("eval", model.forward(&x).and_then(|y| y.to_vec::<f32>()));
+    let b = ok("eval", model.forward(&x).and_then(|y| y.to_vec::<f32>()));
+    assert_eq!(a, b, "evaluation mode is deterministic");
+    // Schedules and clipping.
+    let s = ok(
+        "join",
+        optim::join_schedules(
+            vec![
+                optim::linear_schedule(0.0, 1.0, 10),
+                optim::cosine_decay(1.0, 100, 0.1),
+            ],
+            vec![10],
+        ),
+    );
+    assert!(
+        (s(5) - 0.5).abs() < 1e-12 && (s(10) - 1.0).abs() < 1e-12 && (s(110) - 0.1).abs() < 1e-12
+    );
+    assert!((optim::step_decay(1.0, 0.5, 3)(7) - 0.25).abs() < 1e-12);
+    let g = Params::from([
+        (
+            "a".to_string(),
+            on(&|| Array::from_slice(&[3.0f32, 0.0], &[2])),
+        ),
+        ("b".to_string(), on(&|| Array::from_slice(&[4.0f32], &[1]))),
+    ]);
+    let (c, norm) = ok("clip", optim::clip_grad_norm(&g, 1.0));
+    assert!((ok("norm", norm.item::<f32>()) - 5.0).abs() < 1e-6);
+    let ca: Vec<f32> = ok("clip", c["a"].to_vec());
+    assert!((ca[0] - 0.6).abs() < 1e-5, "{ca:?}");
+    // A checkpoint round-trips, and one of another model is refused whole.
+    let dir = std::env::temp_dir().join(format!(
+        "wmx-nn-{}-{}",
+        std::process::id(),
+        dev.name().len()
+    ));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("model.safetensors");
+    ok("save", model.save_weights(&path));
+    let other = nn::Sequential::new()
+        .push(ok("l0", nn::Linear::new(&k(1), 4, 8, true)))
+        .push(nn::Activation::Relu)
+        .push(ok("l2", nn::Linear::new(&k(2), 8, 2, false)));
+    let e = other.load_weights(&path).unwrap_err().to_string();
+    assert!(e.contains("2.weight") && e.contains("3.weight"), "{e}");
+    let twin = nn::Sequential::new()
+        .push(ok("l0", nn::Linear::new(&k(1), 4, 8, true)))
+        .push(nn::Activation::Relu)
+        .push(ok("d", nn::Dropout::new(&k(1), 0.1)))
+        .push(ok("l3", nn::Linear::new(&k(2), 8, 2, false)));
+    ok("load", twin.load_weights(&path));
+    for (n, a) in model.parameters() {
+        let b = &twin.parameters()[&n];
+        assert_eq!(ok(&n, a.to_vec::<f32>()), ok(&n, b.to_vec::<f32>()), "{n}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
