@@ -43,18 +43,97 @@ impl From<Schedule> for LearningRate {
     }
 }
 
-/// What every optimizer does; [`Optimizer::update`] applies a step to a model.
+/// An optimizer's state: the steps taken and each parameter's slots
+/// (`"{name}.{slot}"`: momenta).
+#[derive(Default, Clone)]
+pub struct OptState {
+    /// Steps taken.
+    pub step: usize,
+    /// The slots by `"{parameter}.{slot}"`.
+    pub slots: Params,
+}
+
+/// An optimizer: a rule for one parameter (`apply`, a pure function of arrays, so
+/// the same code runs eagerly and inside a compiled step) with per-step scalars
+/// (learning rate, bias corrections) computed on the host, and its state.
 pub trait Optimizer {
+    /// The per-step scalars `apply` reads, for step `step` (0 first).
+    fn scalars(&self, step: usize) -> Vec<f64>;
+
+    /// The names of a parameter's slots (`["m", "v"]` for Adam).
+    fn slot_names(&self) -> &'static [&'static str];
+
+    /// The new value of parameter `p` and its new slots, from its gradient `g`,
+    /// its slots (zeros before the first step) and the step's scalars (arrays).
+    fn apply(
+        &self,
+        s: &[Array],
+        p: &Array,
+        g: &Array,
+        slots: &[Array],
+    ) -> Result<(Array, Vec<Array>)>;
+
+    /// The state.
+    fn opt_state(&self) -> &OptState;
+
+    /// The state, to change.
+    fn opt_state_mut(&mut self) -> &mut OptState;
+
     /// The new values of `params` after one step with `grads` (both by name; a
     /// parameter without a gradient is left out of the result).
-    fn step(&mut self, params: &Params, grads: &Params) -> Result<Params>;
+    fn step(&mut self, params: &Params, grads: &Params) -> Result<Params> {
+        let step = self.opt_state().step;
+        let host = self.scalars(step);
+        let mut out = Params::new();
+        let mut slots_out = Vec::new();
+        for (n, p, g) in pairs(params, grads)? {
+            let s = host
+                .iter()
+                .map(|&v| crate::with_device(p.device(), || crate::scalar(v, crate::DType::F32)))
+                .collect::<Result<Vec<_>>>()?;
+            let slots = self
+                .slot_names()
+                .iter()
+                .map(|k| match self.opt_state().slots.get(&format!("{n}.{k}")) {
+                    Some(a) => Ok(a.clone()),
+                    None => crate::zeros_like(p),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let (np, ns) = self.apply(&s, p, g, &slots)?;
+            out.insert(n.clone(), np);
+            for (k, a) in self.slot_names().iter().zip(ns) {
+                slots_out.push((format!("{n}.{k}"), a));
+            }
+        }
+        let st = self.opt_state_mut();
+        st.slots.extend(slots_out);
+        st.step += 1;
+        Ok(out)
+    }
 
-    /// The optimizer's state: its step count (`"step"`) and per-parameter arrays
-    /// (`"{name}.{slot}"`).
-    fn state(&self) -> Params;
+    /// The state as a tree: the step count (`"step"`, u32) and the slots.
+    fn state(&self) -> Params {
+        let mut s = self.opt_state().slots.clone();
+        if let Ok(step) = crate::scalar(self.opt_state().step as f64, crate::DType::U32) {
+            s.insert("step".into(), step);
+        }
+        s
+    }
 
     /// Restores a state from [`Optimizer::state`].
-    fn set_state(&mut self, state: &Params) -> Result<()>;
+    fn set_state(&mut self, state: &Params) -> Result<()> {
+        let step = state
+            .get("step")
+            .ok_or_else(|| Error::invalid("set_state", "the state has no \"step\""))?;
+        let step = step.item::<u32>()? as usize;
+        let slots = state
+            .iter()
+            .filter(|(k, _)| k.as_str() != "step")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        *self.opt_state_mut() = OptState { step, slots };
+        Ok(())
+    }
 
     /// One step on `model`'s trainable parameters with `grads` (from
     /// [`crate::nn::value_and_grad`]).
@@ -72,42 +151,6 @@ pub trait Optimizer {
         }
         let new = self.step(&params, grads)?;
         model.update(&new)
-    }
-}
-
-/// The per-parameter slots, the step count, and their state tree.
-#[derive(Default, Clone)]
-struct Slots {
-    step: usize,
-    arrays: Params,
-}
-
-impl Slots {
-    fn get(&self, name: &str, slot: &str) -> Option<&Array> {
-        self.arrays.get(&format!("{name}.{slot}"))
-    }
-    fn put(&mut self, name: &str, slot: &str, a: Array) {
-        self.arrays.insert(format!("{name}.{slot}"), a);
-    }
-    fn state(&self) -> Result<Params> {
-        let mut s = self.arrays.clone();
-        s.insert(
-            "step".into(),
-            crate::scalar(self.step as f64, crate::DType::U32)?,
-        );
-        Ok(s)
-    }
-    fn set(&mut self, state: &Params) -> Result<()> {
-        let step = state
-            .get("step")
-            .ok_or_else(|| Error::invalid("set_state", "the state has no \"step\""))?;
-        self.step = step.item::<u32>()? as usize;
-        self.arrays = state
-            .iter()
-            .filter(|(k, _)| k.as_str() != "step")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        Ok(())
     }
 }
 
@@ -132,6 +175,11 @@ fn pairs<'a>(
     Ok(grads.iter().map(move |(n, g)| (n, &params[n], g)))
 }
 
+/// The step's scalars in the parameter's dtype (they are f32 arrays).
+fn in_dtype_of(s: &[Array], p: &Array) -> Result<Vec<Array>> {
+    s.iter().map(|x| crate::astype(x, p.dtype())).collect()
+}
+
 fn axpy(a: f64, x: &Array, y: &Array) -> Result<Array> {
     crate::add(&crate::multiply(x, &c(x, a)?)?, y)
 }
@@ -150,7 +198,7 @@ pub struct Sgd {
     pub weight_decay: f64,
     /// Nesterov momentum.
     pub nesterov: bool,
-    slots: Slots,
+    state: OptState,
 }
 
 impl Sgd {
@@ -162,7 +210,7 @@ impl Sgd {
             dampening: 0.0,
             weight_decay: 0.0,
             nesterov: false,
-            slots: Slots::default(),
+            state: OptState::default(),
         }
     }
     /// With momentum.
@@ -178,45 +226,66 @@ impl Sgd {
 }
 
 impl Optimizer for Sgd {
-    fn step(&mut self, params: &Params, grads: &Params) -> Result<Params> {
+    /// `[lr, momentum, 1 - dampening]`; on the first step the momentum buffer is
+    /// the gradient itself (PyTorch's), so `[lr, 0, 1]`.
+    fn scalars(&self, step: usize) -> Vec<f64> {
+        let lr = self.lr.at(step);
+        if step == 0 {
+            vec![lr, 0.0, 1.0]
+        } else {
+            vec![lr, self.momentum, 1.0 - self.dampening]
+        }
+    }
+
+    fn slot_names(&self) -> &'static [&'static str] {
+        if self.momentum != 0.0 {
+            &["momentum"]
+        } else {
+            &[]
+        }
+    }
+
+    fn apply(
+        &self,
+        s: &[Array],
+        p: &Array,
+        g: &Array,
+        slots: &[Array],
+    ) -> Result<(Array, Vec<Array>)> {
+        let s = in_dtype_of(s, p)?;
         if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
             return Err(Error::invalid(
                 "Sgd",
                 "Nesterov momentum needs a positive momentum and no dampening",
             ));
         }
-        let lr = self.lr.at(self.slots.step);
-        let mut out = Params::new();
-        for (n, p, g) in pairs(params, grads)? {
-            let mut d = g.clone();
-            if self.weight_decay != 0.0 {
-                d = axpy(self.weight_decay, p, &d)?;
-            }
-            if self.momentum != 0.0 {
-                let buf = match self.slots.get(n, "momentum") {
-                    None => d.clone(),
-                    Some(b) => crate::add(
-                        &crate::multiply(b, &c(b, self.momentum)?)?,
-                        &crate::multiply(&d, &c(&d, 1.0 - self.dampening)?)?,
-                    )?,
-                };
-                d = if self.nesterov {
-                    axpy(self.momentum, &buf, &d)?
-                } else {
-                    buf.clone()
-                };
-                self.slots.put(n, "momentum", buf);
-            }
-            out.insert(n.clone(), axpy(-lr, &d, p)?);
+        let (lr, mom, damp) = (&s[0], &s[1], &s[2]);
+        let mut d = g.clone();
+        if self.weight_decay != 0.0 {
+            d = axpy(self.weight_decay, p, &d)?;
         }
-        self.slots.step += 1;
-        Ok(out)
+        let mut new_slots = Vec::new();
+        if self.momentum != 0.0 {
+            let buf = crate::add(
+                &crate::multiply(&slots[0], mom)?,
+                &crate::multiply(&d, damp)?,
+            )?;
+            d = if self.nesterov {
+                axpy(self.momentum, &buf, &d)?
+            } else {
+                buf.clone()
+            };
+            new_slots.push(buf);
+        }
+        Ok((crate::subtract(p, &crate::multiply(&d, lr)?)?, new_slots))
     }
-    fn state(&self) -> Params {
-        self.slots.state().unwrap_or_default()
+
+    fn opt_state(&self) -> &OptState {
+        &self.state
     }
-    fn set_state(&mut self, state: &Params) -> Result<()> {
-        self.slots.set(state)
+
+    fn opt_state_mut(&mut self) -> &mut OptState {
+        &mut self.state
     }
 }
 
@@ -237,7 +306,7 @@ pub struct Adam {
     pub decoupled: bool,
     /// Divides the moments by `1 - beta^t` (PyTorch; MLX's default is off).
     pub bias_correction: bool,
-    slots: Slots,
+    state: OptState,
 }
 
 impl Adam {
@@ -250,7 +319,7 @@ impl Adam {
             weight_decay: 0.0,
             decoupled: false,
             bias_correction: true,
-            slots: Slots::default(),
+            state: OptState::default(),
         }
     }
     /// AdamW: decoupled weight decay `weight_decay` (PyTorch's default 0.01).
@@ -279,55 +348,67 @@ impl Adam {
 }
 
 impl Optimizer for Adam {
-    fn step(&mut self, params: &Params, grads: &Params) -> Result<Params> {
+    /// `[lr, lr / c1, 1 / c2, 1 - lr * weight_decay]` with the bias corrections
+    /// `c = 1 - beta^t` (1 without bias correction).
+    fn scalars(&self, step: usize) -> Vec<f64> {
         let (b1, b2) = self.betas;
-        let t = self.slots.step + 1;
-        let lr = self.lr.at(self.slots.step);
+        let t = (step + 1) as i32;
+        let lr = self.lr.at(step);
         let (c1, c2) = if self.bias_correction {
-            (1.0 - b1.powi(t as i32), 1.0 - b2.powi(t as i32))
+            (1.0 - b1.powi(t), 1.0 - b2.powi(t))
         } else {
             (1.0, 1.0)
         };
-        let mut out = Params::new();
-        for (n, p, g) in pairs(params, grads)? {
-            let mut p = p.clone();
-            let mut g = g.clone();
-            if self.weight_decay != 0.0 {
-                if self.decoupled {
-                    p = crate::multiply(&p, &c(&p, 1.0 - lr * self.weight_decay)?)?;
-                } else {
-                    g = axpy(self.weight_decay, &p, &g)?;
-                }
+        vec![lr, lr / c1, 1.0 / c2, 1.0 - lr * self.weight_decay]
+    }
+
+    fn slot_names(&self) -> &'static [&'static str] {
+        &["m", "v"]
+    }
+
+    fn apply(
+        &self,
+        s: &[Array],
+        p: &Array,
+        g: &Array,
+        slots: &[Array],
+    ) -> Result<(Array, Vec<Array>)> {
+        let s = in_dtype_of(s, p)?;
+        let (b1, b2) = self.betas;
+        let (step_size, inv_c2, decay) = (&s[1], &s[2], &s[3]);
+        let mut p = p.clone();
+        let mut g = g.clone();
+        if self.weight_decay != 0.0 {
+            if self.decoupled {
+                p = crate::multiply(&p, decay)?;
+            } else {
+                g = axpy(self.weight_decay, &p, &g)?;
             }
-            let zero = || crate::zeros_like(&g);
-            let m = self.slots.get(n, "m").cloned().map_or_else(zero, Ok)?;
-            let v = self.slots.get(n, "v").cloned().map_or_else(zero, Ok)?;
-            let m = crate::add(
-                &crate::multiply(&m, &c(&m, b1)?)?,
-                &crate::multiply(&g, &c(&g, 1.0 - b1)?)?,
-            )?;
-            let v = crate::add(
-                &crate::multiply(&v, &c(&v, b2)?)?,
-                &crate::multiply(&crate::multiply(&g, &g)?, &c(&g, 1.0 - b2)?)?,
-            )?;
-            // p - lr/c1 * m / (sqrt(v / c2) + eps)
-            let den = crate::add(
-                &crate::sqrt(&crate::divide(&v, &c(&v, c2)?)?)?,
-                &c(&v, self.eps)?,
-            )?;
-            let upd = crate::divide(&m, &den)?;
-            out.insert(n.clone(), axpy(-lr / c1, &upd, &p)?);
-            self.slots.put(n, "m", m);
-            self.slots.put(n, "v", v);
         }
-        self.slots.step += 1;
-        Ok(out)
+        let (m, v) = (&slots[0], &slots[1]);
+        let m = crate::add(
+            &crate::multiply(m, &c(m, b1)?)?,
+            &crate::multiply(&g, &c(&g, 1.0 - b1)?)?,
+        )?;
+        let v = crate::add(
+            &crate::multiply(v, &c(v, b2)?)?,
+            &crate::multiply(&crate::multiply(&g, &g)?, &c(&g, 1.0 - b2)?)?,
+        )?;
+        // p - lr / c1 * m / (sqrt(v / c2) + eps)
+        let den = crate::add(
+            &crate::sqrt(&crate::multiply(&v, inv_c2)?)?,
+            &c(&v, self.eps)?,
+        )?;
+        let upd = crate::multiply(&crate::divide(&m, &den)?, step_size)?;
+        Ok((crate::subtract(&p, &upd)?, vec![m, v]))
     }
-    fn state(&self) -> Params {
-        self.slots.state().unwrap_or_default()
+
+    fn opt_state(&self) -> &OptState {
+        &self.state
     }
-    fn set_state(&mut self, state: &Params) -> Result<()> {
-        self.slots.set(state)
+
+    fn opt_state_mut(&mut self) -> &mut OptState {
+        &mut self.state
     }
 }
 
@@ -419,4 +500,141 @@ pub fn join_schedules(schedules: Vec<Schedule>, boundaries: Vec<usize>) -> Resul
         let start = if i == 0 { 0 } else { boundaries[i - 1] };
         schedules[i](t - start)
     }))
+}
+
+/// A training step compiled once (MLX's `mx.compile(step, inputs=state,
+/// outputs=state)`): the loss, its gradients and the optimizer's update of every
+/// trainable parameter in one traced function, whose inputs are the step's
+/// scalars, the parameters, the optimizer's slots and the batch, and whose outputs
+/// are the new parameters, the new slots and the loss. Calls with batches of one
+/// shape replay the record (no retrace: [`CompiledStep::traces`]); on the GPU its
+/// elementwise work fuses into few kernels.
+///
+/// The trainable set is fixed when the step is made, and frozen parameters are
+/// constants of the record: make a new step after freezing or unfreezing. Layers
+/// that draw random numbers (dropout) draw the same numbers at every call of a
+/// compiled step; train them with the eager [`Optimizer::update`].
+pub struct CompiledStep<M: Module + 'static, O: Optimizer> {
+    model: Arc<M>,
+    opt: O,
+    names: Vec<String>,
+    compiled: crate::Compiled,
+}
+
+/// Compiles one training step of `model` with `opt` on the loss `loss(model,
+/// batch)` (see [`CompiledStep`]).
+pub fn compile_step<M, O, F>(model: Arc<M>, opt: O, loss: F) -> Result<CompiledStep<M, O>>
+where
+    M: Module + 'static,
+    O: Optimizer + Clone + Send + Sync + 'static,
+    F: Fn(&M, &[Array]) -> Result<Array> + Send + Sync + 'static,
+{
+    let params: Vec<(String, crate::nn::Param)> = model
+        .named_parameters()
+        .into_iter()
+        .filter(|(_, p)| p.trainable())
+        .collect();
+    let names: Vec<String> = params.iter().map(|(n, _)| n.clone()).collect();
+    let k = opt.scalars(0).len();
+    let ns = opt.slot_names().len();
+    let np = params.len();
+    let rule = opt.clone();
+    let m = model.clone();
+    let names_in = names.clone();
+    let f = move |a: &[Array]| -> Result<Vec<Array>> {
+        let (s, rest) = a.split_at(k);
+        let (p, rest) = rest.split_at(np);
+        let (slots, batch) = rest.split_at(np * ns);
+        // The parameters hold the traced arrays while the loss runs.
+        let saved: Vec<Array> = params.iter().map(|(_, q)| q.value()).collect();
+        for ((_, q), v) in params.iter().zip(p) {
+            q.set(v.clone())?;
+        }
+        let model_ref: &M = &m;
+        let run = crate::nn::value_and_grad(model_ref, |b: &[Array]| loss(model_ref, b))(batch);
+        for ((_, q), v) in params.iter().zip(&saved) {
+            q.set(v.clone())?;
+        }
+        let (value, grads) = run?;
+        let mut new_p = Vec::with_capacity(np);
+        let mut new_s = Vec::with_capacity(np * ns);
+        for (i, name) in names_in.iter().enumerate() {
+            let (q, sl) = rule.apply(s, &p[i], &grads[name], &slots[i * ns..(i + 1) * ns])?;
+            new_p.push(q);
+            new_s.extend(sl);
+        }
+        new_p.extend(new_s);
+        new_p.push(value);
+        Ok(new_p)
+    };
+    Ok(CompiledStep {
+        model,
+        opt,
+        names,
+        compiled: crate::compile(f),
+    })
+}
+
+impl<M: Module + 'static, O: Optimizer> CompiledStep<M, O> {
+    /// One step on `batch`: the model's parameters and the optimizer's state are
+    /// updated; returns the loss (lazy).
+    pub fn call(&mut self, batch: &[Array]) -> Result<Array> {
+        let params = self.model.parameters();
+        let step = self.opt.opt_state().step;
+        let device = params
+            .values()
+            .next()
+            .map(|p| p.device().clone())
+            .map_or_else(crate::default_device, Ok)?;
+        let mut inputs: Vec<Array> = self
+            .opt
+            .scalars(step)
+            .into_iter()
+            .map(|v| crate::with_device(&device, || crate::scalar(v, crate::DType::F32)))
+            .collect::<Result<_>>()?;
+        let slot_names = self.opt.slot_names();
+        let mut slots = Vec::new();
+        for n in &self.names {
+            let p = &params[n];
+            inputs.push(p.clone());
+            for k in slot_names {
+                // Row-major zeros: the record is keyed by the inputs' strides, and
+                // later calls pass the step's own (row-major) outputs.
+                slots.push(match self.opt.opt_state().slots.get(&format!("{n}.{k}")) {
+                    Some(a) => a.clone(),
+                    None => crate::contiguous(&crate::zeros_like(p)?)?,
+                });
+            }
+        }
+        inputs.extend(slots);
+        inputs.extend(batch.iter().cloned());
+        let mut out = self.compiled.call(&inputs)?;
+        let loss = out.pop().expect("the loss");
+        let np = self.names.len();
+        let new_slots = out.split_off(np);
+        let update: Params = self.names.iter().cloned().zip(out).collect();
+        self.model.update(&update)?;
+        let st = self.opt.opt_state_mut();
+        for (i, n) in self.names.iter().enumerate() {
+            for (j, k) in slot_names.iter().enumerate() {
+                st.slots.insert(
+                    format!("{n}.{k}"),
+                    new_slots[i * slot_names.len() + j].clone(),
+                );
+            }
+        }
+        st.step += 1;
+        Ok(loss)
+    }
+
+    /// How many times the step was traced (1 after any number of calls with
+    /// batches of one shape).
+    pub fn traces(&self) -> usize {
+        self.compiled.traces()
+    }
+
+    /// The optimizer (its state, to save).
+    pub fn optimizer(&self) -> &O {
+        &self.opt
+    }
 }

@@ -384,6 +384,26 @@ impl Module for Affine {
     }
 }
 
+/// A step: the batch in, the loss out.
+type Step = Box<dyn FnMut(&[Array]) -> Result<Array>>;
+
+/// A compiled step of `opt` on the least-squares loss, as a closure; it checks it
+/// traced once.
+fn step_of<O>(m: std::sync::Arc<Affine>, opt: O) -> Result<Step>
+where
+    O: Optimizer + Clone + Send + Sync + 'static,
+{
+    let mut step = optim::compile_step(m, opt, |m: &Affine, a: &[Array]| {
+        let p = wmx::add(&wmx::matmul(&a[0], &m.w.value())?, &m.b.value())?;
+        losses::mse(&p, &a[1], Reduction::Mean)
+    })?;
+    Ok(Box::new(move |a: &[Array]| {
+        let l = step.call(a)?;
+        assert_eq!(step.traces(), 1, "the compiled step traced again");
+        Ok(l)
+    }))
+}
+
 /// SGD (plain, momentum with dampening, Nesterov with weight decay), Adam (with
 /// L2 and other betas) and AdamW: parameters after steps 1, 5 and 20 of a
 /// least-squares problem.
@@ -449,6 +469,46 @@ pub fn optim_match_torch(dev: &Device) {
             20,
             "{name}: step count"
         );
+    }
+    // The same trajectories from one compiled step (traced once).
+    type Make = Box<dyn Fn(std::sync::Arc<Affine>) -> Result<Step>>;
+    let compiled: Vec<(&str, Make)> = vec![
+        (
+            "sgd_momentum",
+            Box::new(|m| step_of(m, optim::Sgd::new(0.05).momentum(0.9, 0.1, false))),
+        ),
+        ("adam", Box::new(|m| step_of(m, optim::Adam::new(0.05)))),
+        (
+            "adamw",
+            Box::new(|m| step_of(m, optim::Adam::adamw(0.05, 0.1))),
+        ),
+    ];
+    for (name, make) in compiled {
+        let m = std::sync::Arc::new(Affine {
+            w: Param::new(arr(dev, "opt.W0")),
+            b: Param::new(arr(dev, "opt.B0")),
+        });
+        let mut step = ok(name, make(m.clone()));
+        for k in 0..20 {
+            ok(name, step(&[x.clone(), y.clone()]).and_then(|l| l.eval()));
+            if [0, 4, 19].contains(&k) {
+                let what = format!("compiled {name} after step {}", k + 1);
+                check(
+                    &what,
+                    &m.w.value(),
+                    &format!("opt.{name}.{k}.W"),
+                    1e-4,
+                    1e-5,
+                );
+                check(
+                    &what,
+                    &m.b.value(),
+                    &format!("opt.{name}.{k}.B"),
+                    1e-4,
+                    1e-5,
+                );
+            }
+        }
     }
     let mut bad = optim::Sgd::new(0.1).momentum(0.0, 0.0, true);
     let m = Affine {
