@@ -32,6 +32,8 @@
 //!   and bracketed by timestamps in the same command encoder.
 //!
 //! `--coop-peak` measures naga's cooperative-matrix multiply-adds alone (`coop.rs`).
+//! `--train` times a training step of an MLP, lazy and compiled (`train.rs`; `torch_train.py`
+//! is the PyTorch side).
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
 //! scatter_add; `bench/torch_blocks.py` is their PyTorch side). `--large`
 //! runs 3 GiB arrays, computed in pieces past the binding limit
@@ -42,6 +44,7 @@
 mod blocks;
 mod coop;
 mod linalg;
+mod train;
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -73,6 +76,8 @@ struct Options {
     large: bool,
     /// Only the cooperative-matrix probe (`coop.rs`).
     coop_peak: bool,
+    /// Only the training steps (`train.rs`).
+    train: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
     sizes_given: bool,
 }
@@ -92,6 +97,7 @@ impl Options {
             blocks: false,
             large: false,
             coop_peak: false,
+            train: false,
             sizes_given: false,
         };
         let mut sizes_given = false;
@@ -128,10 +134,11 @@ impl Options {
                 "--blocks" => o.blocks = true,
                 "--large" => o.large = true,
                 "--coop-peak" => o.coop_peak = true,
+                "--train" => o.train = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1473,6 +1480,13 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     if o.coop_peak {
         let kr = kern.as_ref().ok_or("--coop-peak needs a WebGPU device")?;
         coop::coop_peak(kr, o.reps)?;
+        return Ok(rows);
+    }
+    if o.train {
+        train::bench_train(&dev, o.smoke, &mut rows)?;
+        if let Some(path) = &o.json {
+            std::fs::write(path, to_json(&rows, &dev.name())).map_err(|e| format!("{path}: {e}"))?;
+        }
         return Ok(rows);
     }
     if o.linalg || o.smoke {

@@ -1,0 +1,124 @@
+//! `--train`: one training step (forward, backward, AdamW) of an MLP
+//! 784-1024-1024-10 (ReLU, cross-entropy, batch 256, f32), issue 35's first model:
+//! wmx lazy (`nn::value_and_grad` + `Optimizer::update`, the new parameters
+//! evaluated each step) and wmx compiled (`optim::compile_step`). Wall clock over
+//! `STEPS` steps after warm-up, the device synchronised at both ends; host time is
+//! the CPU time of the steps' calls. `bench/torch_train.py` is the PyTorch side.
+
+use super::{Res, Row, err};
+use std::sync::Arc;
+use std::time::Instant;
+use wmx::nn::{self, Layer, ModuleExt};
+use wmx::optim::{self, Optimizer};
+use wmx::{Array, DType, Device};
+
+const BATCH: usize = 256;
+const STEPS: usize = 50;
+const WARMUP: usize = 5;
+
+fn mlp(dev: &Device) -> wmx::Result<nn::Sequential> {
+    wmx::with_device(dev, || {
+        let keys = wmx::random::split(&wmx::random::key(0)?, 3)?;
+        let k = |i: isize| keys.slice(&[wmx::Slice::range(i, i + 1)])?.reshape(&[2]);
+        Ok(nn::Sequential::new()
+            .push(nn::Linear::new(&k(0)?, 784, 1024, true)?)
+            .push(nn::Activation::Relu)
+            .push(nn::Linear::new(&k(1)?, 1024, 1024, true)?)
+            .push(nn::Activation::Relu)
+            .push(nn::Linear::new(&k(2)?, 1024, 10, true)?))
+    })
+}
+
+fn loss(m: &nn::Sequential, a: &[Array]) -> wmx::Result<Array> {
+    let ce = nn::losses::CrossEntropy::default();
+    nn::losses::cross_entropy(&m.forward(&a[0])?, &a[1], &ce, nn::losses::Reduction::Mean)
+}
+
+/// Times `step` (which must leave its results evaluated): ms per step and host ms.
+fn time(dev: &Device, steps: usize, mut step: impl FnMut() -> Res<()>) -> Res<(f64, f64)> {
+    for _ in 0..WARMUP {
+        step()?;
+    }
+    dev.synchronize().map_err(err)?;
+    let t = Instant::now();
+    let mut host = 0.0;
+    for _ in 0..steps {
+        let h = Instant::now();
+        step()?;
+        host += h.elapsed().as_secs_f64();
+    }
+    dev.synchronize().map_err(err)?;
+    let total = t.elapsed().as_secs_f64();
+    Ok((total * 1e3 / steps as f64, host * 1e3 / steps as f64))
+}
+
+pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
+    let steps = if smoke { 2 } else { STEPS };
+    let (x, y) = wmx::with_device(dev, || {
+        let k = wmx::random::key(1)?;
+        let x = wmx::random::normal(&k, &[BATCH, 784], 0.0, 1.0, DType::F32)?;
+        let y = wmx::random::randint(&k, &[BATCH], 0, 10, DType::I32)?;
+        Ok::<_, wmx::Error>((x, y))
+    })
+    .map_err(err)?;
+    // Lazy: gradients, then the update, every parameter evaluated each step.
+    let model = mlp(dev).map_err(err)?;
+    let mut opt = optim::Adam::adamw(1e-3, 0.01);
+    let vg = nn::value_and_grad(&model, |a: &[Array]| loss(&model, a));
+    let mut first = None;
+    let (ms, host) = time(dev, steps, || {
+        let (l, g) = vg(&[x.clone(), y.clone()]).map_err(err)?;
+        opt.update(&model, &g).map_err(err)?;
+        let mut outs: Vec<Array> = model.parameters().into_values().collect();
+        outs.push(l.clone());
+        wmx::eval(&outs).map_err(err)?;
+        if first.is_none() {
+            first = Some(l.item::<f32>().map_err(err)?);
+        }
+        Ok(())
+    })?;
+    let lazy_first = first.unwrap();
+    println!("train mlp lazy     f32 batch {BATCH}: {ms:8.3} ms/step (host {host:.3} ms)");
+    rows.push(row("train_mlp_lazy", ms, host));
+    // Compiled: one traced step.
+    let model = Arc::new(mlp(dev).map_err(err)?);
+    let mut step =
+        optim::compile_step(model.clone(), optim::Adam::adamw(1e-3, 0.01), loss).map_err(err)?;
+    let mut first = None;
+    let (ms, host) = time(dev, steps, || {
+        let l = step.call(&[x.clone(), y.clone()]).map_err(err)?;
+        let mut outs: Vec<Array> = model.parameters().into_values().collect();
+        outs.push(l.clone());
+        wmx::eval(&outs).map_err(err)?;
+        if first.is_none() {
+            first = Some(l.item::<f32>().map_err(err)?);
+        }
+        Ok(())
+    })?;
+    println!(
+        "train mlp compiled f32 batch {BATCH}: {ms:8.3} ms/step (host {host:.3} ms, {} trace)",
+        step.traces()
+    );
+    if step.traces() != 1 {
+        return Err(format!("the compiled step traced {} times", step.traces()));
+    }
+    // Both start from the same model and batch: the same first loss.
+    let c = first.unwrap();
+    if (c - lazy_first).abs() > 1e-4 * lazy_first.abs().max(1.0) {
+        return Err(format!("first loss: lazy {lazy_first}, compiled {c}"));
+    }
+    rows.push(row("train_mlp_compiled", ms, host));
+    Ok(())
+}
+
+fn row(op: &str, ms: f64, host: f64) -> Row {
+    Row {
+        path: "wmx",
+        op: op.to_string(),
+        dtype: DType::F32,
+        n: BATCH,
+        ms,
+        gbps: 0.0,
+        extra: vec![("host_ms", host)],
+    }
+}
