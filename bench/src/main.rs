@@ -1485,7 +1485,8 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     if o.train {
         train::bench_train(&dev, o.smoke, &mut rows)?;
         if let Some(path) = &o.json {
-            std::fs::write(path, to_json(&rows, &dev.name())).map_err(|e| format!("{path}: {e}"))?;
+            std::fs::write(path, to_json(&rows, &dev.name()))
+                .map_err(|e| format!("{path}: {e}"))?;
         }
         return Ok(rows);
     }

@@ -366,6 +366,57 @@ pub fn clip(x: &Array, lo: Option<&Array>, hi: Option<&Array>) -> Result<Array> 
     Ok(r)
 }
 
+/// Limits `x` to `[lo, hi]` given as numbers (PyTorch's `clamp`; either may be
+/// infinite), in `x`'s dtype where the bounds fit it.
+pub fn clamp(x: &Array, lo: f64, hi: f64) -> Result<Array> {
+    if lo.is_nan() || hi.is_nan() || lo > hi {
+        return Err(Error::invalid(
+            "clamp",
+            format!("bounds must be ordered numbers, got [{lo}, {hi}]"),
+        ));
+    }
+    let lo = (lo != f64::NEG_INFINITY)
+        .then(|| scalar_like(x, lo))
+        .transpose()?;
+    let hi = (hi != f64::INFINITY)
+        .then(|| scalar_like(x, hi))
+        .transpose()?;
+    clip(x, lo.as_ref(), hi.as_ref())
+}
+
+/// The lower triangle of the last two axes: elements `(i, j)` with `j <= i + k`
+/// kept, the others zero (numpy's `tril`; `k` above the diagonal when positive).
+pub fn tril(x: &Array, k: isize) -> Result<Array> {
+    triangle("tril", x, k, true)
+}
+
+/// The upper triangle of the last two axes: elements with `j >= i + k` kept
+/// (numpy's `triu`).
+pub fn triu(x: &Array, k: isize) -> Result<Array> {
+    triangle("triu", x, k, false)
+}
+
+fn triangle(op: &'static str, x: &Array, k: isize, lower: bool) -> Result<Array> {
+    let nd = x.ndim();
+    if nd < 2 {
+        return Err(Error::invalid(
+            op,
+            format!("needs 2 or more dimensions, got shape {:?}", x.shape()),
+        ));
+    }
+    let (r, c) = (x.shape()[nd - 2], x.shape()[nd - 1]);
+    let on = |f: &dyn Fn() -> Result<Array>| crate::with_device(x.device(), f);
+    let i = on(&|| arange(0.0, r as f64, 1.0, DType::I32))?.reshape(&[r as isize, 1])?;
+    let j = on(&|| arange(0.0, c as f64, 1.0, DType::I32))?.reshape(&[1, c as isize])?;
+    let shifted = add(&i, &on(&|| scalar(k as f64, DType::I32))?)?;
+    let keep = if lower {
+        less_equal(&j, &shifted)?
+    } else {
+        greater_equal(&j, &shifted)?
+    };
+    where_(&keep, x, &zeros_like(x)?)
+}
+
 /// `alpha * x + beta * y` as one primitive (one pass over memory). Inputs are
 /// promoted together, then to f32 if not float, and broadcast (MLX's `axpby`).
 pub fn axpby(x: &Array, y: &Array, alpha: f64, beta: f64) -> Result<Array> {
@@ -1057,6 +1108,50 @@ impl Array {
     /// See [`squeeze`].
     pub fn squeeze(&self, axes: Option<&[isize]>) -> Result<Array> {
         squeeze(self, axes)
+    }
+    /// See [`clamp`].
+    pub fn clamp(&self, lo: f64, hi: f64) -> Result<Array> {
+        clamp(self, lo, hi)
+    }
+    /// See [`tril`].
+    pub fn tril(&self, k: isize) -> Result<Array> {
+        tril(self, k)
+    }
+    /// See [`triu`].
+    pub fn triu(&self, k: isize) -> Result<Array> {
+        triu(self, k)
+    }
+    /// See [`softmax`].
+    pub fn softmax(&self, axes: &[isize]) -> Result<Array> {
+        softmax(self, axes)
+    }
+    /// See [`log_softmax`].
+    pub fn log_softmax(&self, axes: &[isize]) -> Result<Array> {
+        log_softmax(self, axes)
+    }
+    /// See [`take`].
+    pub fn take(&self, indices: &Array, axis: Option<isize>) -> Result<Array> {
+        take(self, indices, axis)
+    }
+    /// See [`take_along_axis`].
+    pub fn take_along_axis(&self, indices: &Array, axis: Option<isize>) -> Result<Array> {
+        take_along_axis(self, indices, axis)
+    }
+    /// See [`swapaxes`].
+    pub fn swapaxes(&self, a: isize, b: isize) -> Result<Array> {
+        swapaxes(self, a, b)
+    }
+    /// See [`moveaxis`].
+    pub fn moveaxis(&self, from: isize, to: isize) -> Result<Array> {
+        moveaxis(self, from, to)
+    }
+    /// See [`cumsum`].
+    pub fn cumsum(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
+        cumsum(self, axis, reverse, inclusive)
+    }
+    /// See [`cumprod`].
+    pub fn cumprod(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
+        cumprod(self, axis, reverse, inclusive)
     }
     /// See [`isclose`].
     pub fn isclose(&self, other: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Result<Array> {

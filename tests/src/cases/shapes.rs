@@ -211,3 +211,47 @@ pub fn big_add_and_sum(dev: &Device) {
         );
     }
 }
+
+/// `tril`/`triu` of batched, non-square matrices for diagonals below, on and above
+/// the main one, against a host loop; `clamp` with numbers (infinite bounds, NaN
+/// kept, integer dtypes); errors.
+pub fn tril_triu_clamp(dev: &Device) {
+    let (b, r, c) = (2usize, 3usize, 5usize);
+    let v: Vec<f32> = (0..b * r * c).map(|i| i as f32 + 1.0).collect();
+    let x = ok("x", Array::from_slice_on(&v, &[b, r, c], dev));
+    for k in [-2isize, -1, 0, 1, 3, 7] {
+        for lower in [true, false] {
+            let what = format!("{} k={k}", if lower { "tril" } else { "triu" });
+            let got = ok(&what, if lower { x.tril(k) } else { x.triu(k) });
+            let got: Vec<f32> = ok(&what, got.to_vec());
+            for (e, (&g, &w)) in got.iter().zip(&v).enumerate() {
+                let (i, j) = ((e / c) % r, e % c);
+                let keep = if lower {
+                    j as isize <= i as isize + k
+                } else {
+                    j as isize >= i as isize + k
+                };
+                assert_eq!(g, if keep { w } else { 0.0 }, "{what}: element {e}");
+            }
+        }
+    }
+    let one = ok("1-d", Array::from_slice_on(&[1.0f32, 2.0], &[2], dev));
+    super::expect_err("tril of 1-d", wmx::tril(&one, 0), &["2 or more"]);
+    let y = ok(
+        "y",
+        Array::from_slice_on(&[-3.0f32, 0.5, f32::NAN, 9.0], &[4], dev),
+    );
+    let got: Vec<f32> = ok("clamp", y.clamp(-1.0, 2.0).and_then(|a| a.to_vec()));
+    assert_eq!(&got[..2], &[-1.0, 0.5]);
+    assert!(got[2].is_nan() && got[3] == 2.0, "{got:?}");
+    let got: Vec<f32> = ok(
+        "clamp",
+        y.clamp(f64::NEG_INFINITY, 0.0).and_then(|a| a.to_vec()),
+    );
+    assert_eq!((got[0], got[1], got[3]), (-3.0, 0.0, 0.0));
+    let n = ok("ints", Array::from_slice_on(&[-5i32, 3, 10], &[3], dev));
+    let got = ok("clamp ints", n.clamp(0.0, 4.0));
+    assert_eq!(got.dtype(), DType::I32);
+    assert_eq!(ok("clamp ints", got.to_vec::<i32>()), vec![0, 3, 4]);
+    super::expect_err("clamp bounds", wmx::clamp(&y, 2.0, 1.0), &["ordered"]);
+}
