@@ -179,7 +179,7 @@ impl Driver for Wgpu {
     }
 
     /// Copies the range into a staging buffer, maps it and copies out, at most
-    /// [`READ_CHUNK`] bytes at a time through one staging buffer (smaller when the
+    /// 64 MiB at a time through one staging buffer (smaller when the
     /// device cannot allocate that much): reading an array never needs a second
     /// copy of it on the device, which fails when the device is nearly full. On
     /// native the device is polled; in the browser the map callbacks are awaited.
