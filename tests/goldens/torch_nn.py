@@ -147,6 +147,25 @@ W0 = torch.randn(3, 2)
 B0 = torch.randn(2)
 for n, tt in [("opt.X", X), ("opt.Y", Y), ("opt.W0", W0), ("opt.B0", B0)]:
     rec(n, tt)
+class Lion(torch.optim.Optimizer):
+    """Lion as the paper (Chen et al. 2023) and MLX define it (torch has none)."""
+
+    def __init__(self, params, lr, betas=(0.9, 0.99), weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            b1, b2 = group["betas"]
+            for p in group["params"]:
+                st = self.state[p]
+                m = st.setdefault("m", torch.zeros_like(p))
+                c = b1 * m + (1 - b1) * p.grad
+                p.mul_(1 - group["lr"] * group["weight_decay"])
+                p.add_(torch.sign(c), alpha=-group["lr"])
+                m.mul_(b2).add_(p.grad, alpha=1 - b2)
+
+
 optims = {
     "sgd": lambda ps: torch.optim.SGD(ps, lr=0.05),
     "sgd_momentum": lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, dampening=0.1),
@@ -155,6 +174,11 @@ optims = {
     "adam": lambda ps: torch.optim.Adam(ps, lr=0.05),
     "adam_l2": lambda ps: torch.optim.Adam(ps, lr=0.05, betas=(0.8, 0.99), weight_decay=0.1),
     "adamw": lambda ps: torch.optim.AdamW(ps, lr=0.05, weight_decay=0.1),
+    "adagrad": lambda ps: torch.optim.Adagrad(ps, lr=0.1, lr_decay=0.01, weight_decay=0.01),
+    "rmsprop": lambda ps: torch.optim.RMSprop(ps, lr=0.01),
+    "rmsprop_cm": lambda ps: torch.optim.RMSprop(ps, lr=0.01, momentum=0.9, centered=True,
+                                                 weight_decay=0.01),
+    "lion": lambda ps: Lion(ps, lr=0.01, weight_decay=0.1),
 }
 for name, make in optims.items():
     W = W0.clone().requires_grad_(True)

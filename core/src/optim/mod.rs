@@ -412,6 +412,227 @@ impl Optimizer for Adam {
     }
 }
 
+/// Adagrad (PyTorch's: accumulated squared gradients, learning-rate decay, L2
+/// weight decay).
+#[derive(Clone)]
+pub struct Adagrad {
+    /// The learning rate.
+    pub lr: LearningRate,
+    /// Divides the rate by `1 + (t - 1) lr_decay` at step `t`.
+    pub lr_decay: f64,
+    /// L2 penalty added to the gradient.
+    pub weight_decay: f64,
+    /// Added to the denominator.
+    pub eps: f64,
+    state: OptState,
+}
+
+impl Adagrad {
+    /// Adagrad with learning rate `lr` (eps 1e-10).
+    pub fn new(lr: impl Into<LearningRate>) -> Adagrad {
+        Adagrad {
+            lr: lr.into(),
+            lr_decay: 0.0,
+            weight_decay: 0.0,
+            eps: 1e-10,
+            state: OptState::default(),
+        }
+    }
+}
+
+impl Optimizer for Adagrad {
+    fn scalars(&self, step: usize) -> Vec<f64> {
+        vec![self.lr.at(step) / (1.0 + step as f64 * self.lr_decay)]
+    }
+    fn slot_names(&self) -> &'static [&'static str] {
+        &["sum"]
+    }
+    fn apply(
+        &self,
+        s: &[Array],
+        p: &Array,
+        g: &Array,
+        slots: &[Array],
+    ) -> Result<(Array, Vec<Array>)> {
+        let s = in_dtype_of(s, p)?;
+        let g = if self.weight_decay != 0.0 {
+            axpy(self.weight_decay, p, g)?
+        } else {
+            g.clone()
+        };
+        let sum = crate::add(&slots[0], &crate::multiply(&g, &g)?)?;
+        let den = crate::add(&crate::sqrt(&sum)?, &c(&sum, self.eps)?)?;
+        let upd = crate::multiply(&crate::divide(&g, &den)?, &s[0])?;
+        Ok((crate::subtract(p, &upd)?, vec![sum]))
+    }
+    fn opt_state(&self) -> &OptState {
+        &self.state
+    }
+    fn opt_state_mut(&mut self) -> &mut OptState {
+        &mut self.state
+    }
+}
+
+/// RMSprop (PyTorch's: smoothing `alpha`, optional momentum, centered variant, L2
+/// weight decay).
+#[derive(Clone)]
+pub struct RmsProp {
+    /// The learning rate.
+    pub lr: LearningRate,
+    /// Smoothing of the squared gradients.
+    pub alpha: f64,
+    /// Added to the denominator.
+    pub eps: f64,
+    /// L2 penalty added to the gradient.
+    pub weight_decay: f64,
+    /// Momentum of the scaled gradient (0: none).
+    pub momentum: f64,
+    /// Divides by the estimated variance instead of the second moment.
+    pub centered: bool,
+    state: OptState,
+}
+
+impl RmsProp {
+    /// RMSprop with learning rate `lr` (alpha 0.99, eps 1e-8).
+    pub fn new(lr: impl Into<LearningRate>) -> RmsProp {
+        RmsProp {
+            lr: lr.into(),
+            alpha: 0.99,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            momentum: 0.0,
+            centered: false,
+            state: OptState::default(),
+        }
+    }
+}
+
+impl Optimizer for RmsProp {
+    fn scalars(&self, step: usize) -> Vec<f64> {
+        vec![self.lr.at(step)]
+    }
+    fn slot_names(&self) -> &'static [&'static str] {
+        match (self.momentum != 0.0, self.centered) {
+            (false, false) => &["square_avg"],
+            (true, false) => &["square_avg", "momentum"],
+            (false, true) => &["square_avg", "grad_avg"],
+            (true, true) => &["square_avg", "grad_avg", "momentum"],
+        }
+    }
+    fn apply(
+        &self,
+        s: &[Array],
+        p: &Array,
+        g: &Array,
+        slots: &[Array],
+    ) -> Result<(Array, Vec<Array>)> {
+        let s = in_dtype_of(s, p)?;
+        let a = self.alpha;
+        let g = if self.weight_decay != 0.0 {
+            axpy(self.weight_decay, p, g)?
+        } else {
+            g.clone()
+        };
+        let sq = crate::add(
+            &crate::multiply(&slots[0], &c(&g, a)?)?,
+            &crate::multiply(&crate::multiply(&g, &g)?, &c(&g, 1.0 - a)?)?,
+        )?;
+        let mut out = vec![sq.clone()];
+        let var = if self.centered {
+            let ga = crate::add(
+                &crate::multiply(&slots[1], &c(&g, a)?)?,
+                &crate::multiply(&g, &c(&g, 1.0 - a)?)?,
+            )?;
+            let v = crate::subtract(&sq, &crate::multiply(&ga, &ga)?)?;
+            out.push(ga);
+            v
+        } else {
+            sq
+        };
+        let den = crate::add(&crate::sqrt(&var)?, &c(&var, self.eps)?)?;
+        let step = if self.momentum != 0.0 {
+            let buf = crate::add(
+                &crate::multiply(slots.last().expect("momentum"), &c(&g, self.momentum)?)?,
+                &crate::divide(&g, &den)?,
+            )?;
+            out.push(buf.clone());
+            buf
+        } else {
+            crate::divide(&g, &den)?
+        };
+        Ok((crate::subtract(p, &crate::multiply(&step, &s[0])?)?, out))
+    }
+    fn opt_state(&self) -> &OptState {
+        &self.state
+    }
+    fn opt_state_mut(&mut self) -> &mut OptState {
+        &mut self.state
+    }
+}
+
+/// Lion (Chen et al. 2023, as MLX's): the sign of an interpolation of the momentum
+/// and the gradient, decoupled weight decay.
+#[derive(Clone)]
+pub struct Lion {
+    /// The learning rate.
+    pub lr: LearningRate,
+    /// Interpolation (update) and momentum rates.
+    pub betas: (f64, f64),
+    /// Decoupled weight decay.
+    pub weight_decay: f64,
+    state: OptState,
+}
+
+impl Lion {
+    /// Lion with learning rate `lr`, betas (0.9, 0.99).
+    pub fn new(lr: impl Into<LearningRate>) -> Lion {
+        Lion {
+            lr: lr.into(),
+            betas: (0.9, 0.99),
+            weight_decay: 0.0,
+            state: OptState::default(),
+        }
+    }
+}
+
+impl Optimizer for Lion {
+    fn scalars(&self, step: usize) -> Vec<f64> {
+        let lr = self.lr.at(step);
+        vec![lr, 1.0 - lr * self.weight_decay]
+    }
+    fn slot_names(&self) -> &'static [&'static str] {
+        &["m"]
+    }
+    fn apply(
+        &self,
+        s: &[Array],
+        p: &Array,
+        g: &Array,
+        slots: &[Array],
+    ) -> Result<(Array, Vec<Array>)> {
+        let s = in_dtype_of(s, p)?;
+        let (b1, b2) = self.betas;
+        let m = &slots[0];
+        let mix = crate::add(
+            &crate::multiply(m, &c(m, b1)?)?,
+            &crate::multiply(g, &c(g, 1.0 - b1)?)?,
+        )?;
+        let p = crate::multiply(p, &s[1])?;
+        let p = crate::subtract(&p, &crate::multiply(&crate::sign(&mix)?, &s[0])?)?;
+        let m = crate::add(
+            &crate::multiply(m, &c(m, b2)?)?,
+            &crate::multiply(g, &c(g, 1.0 - b2)?)?,
+        )?;
+        Ok((p, vec![m]))
+    }
+    fn opt_state(&self) -> &OptState {
+        &self.state
+    }
+    fn opt_state_mut(&mut self) -> &mut OptState {
+        &mut self.state
+    }
+}
+
 /// Scales `grads` so their global L2 norm is at most `max_norm` (PyTorch's
 /// `clip_grad_norm_`, factor `max_norm / (norm + 1e-6)` when above); returns the
 /// clipped gradients and the norm before clipping.

@@ -405,8 +405,9 @@ where
 }
 
 /// SGD (plain, momentum with dampening, Nesterov with weight decay), Adam (with
-/// L2 and other betas) and AdamW: parameters after steps 1, 5 and 20 of a
-/// least-squares problem.
+/// L2 and other betas), AdamW, Adagrad (decay, weight decay), RMSprop (plain;
+/// centered with momentum and weight decay) and Lion: parameters after steps 1, 5
+/// and 20 of a least-squares problem.
 pub fn optim_match_torch(dev: &Device) {
     let (x, y) = (arr(dev, "opt.X"), arr(dev, "opt.Y"));
     let make: Vec<(&str, Box<dyn Optimizer>)> = vec![
@@ -429,6 +430,22 @@ pub fn optim_match_torch(dev: &Device) {
             Box::new(optim::Adam::new(0.05).betas(0.8, 0.99).weight_decay(0.1)),
         ),
         ("adamw", Box::new(optim::Adam::adamw(0.05, 0.1))),
+        ("adagrad", {
+            let mut o = optim::Adagrad::new(0.1);
+            (o.lr_decay, o.weight_decay) = (0.01, 0.01);
+            Box::new(o)
+        }),
+        ("rmsprop", Box::new(optim::RmsProp::new(0.01))),
+        ("rmsprop_cm", {
+            let mut o = optim::RmsProp::new(0.01);
+            (o.momentum, o.centered, o.weight_decay) = (0.9, true, 0.01);
+            Box::new(o)
+        }),
+        ("lion", {
+            let mut o = optim::Lion::new(0.01);
+            o.weight_decay = 0.1;
+            Box::new(o)
+        }),
     ];
     for (name, mut opt) in make {
         let m = Affine {
