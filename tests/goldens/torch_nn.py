@@ -193,4 +193,44 @@ for name, make in optims.items():
             rec(f"opt.{name}.{step}.W", W)
             rec(f"opt.{name}.{step}.B", B)
 
+# ---- scaled dot-product attention: values and gradients of sum(out * g)
+def sdpa_case(name, hq, hkv, lq, lk, d, dv, mask=None, gqa=False, bool_mask=None):
+    q = torch.randn(2, hq, lq, d)
+    k = torch.randn(2, hkv, lk, d)
+    v = torch.randn(2, hkv, lk, dv)
+    g = torch.randn(2, hq, lq, dv)
+    for n, t in [("q", q), ("k", k), ("v", v), ("g", g)]:
+        rec(f"sdpa.{name}.{n}", t)
+    if bool_mask is not None:
+        rec(f"sdpa.{name}.mask", bool_mask.float())
+    if mask is not None:
+        rec(f"sdpa.{name}.add", mask)
+    qs, ks, vs = (t.clone().requires_grad_(True) for t in (q, k, v))
+    m = bool_mask if bool_mask is not None else mask
+    o = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=m, enable_gqa=gqa)
+    # A query with every key masked: zeros (wmx's definition; PyTorch gives NaN).
+    o = torch.nan_to_num(o, nan=0.0)
+    (o * g).sum().backward()
+    for n, t in [("o", o), ("dq", qs.grad), ("dk", ks.grad), ("dv", vs.grad)]:
+        rec(f"sdpa.{name}.{n}", torch.nan_to_num(t, nan=0.0))
+
+
+def band(lq, lk, window=None):
+    i = torch.arange(lq)[:, None] + (lk - lq)
+    j = torch.arange(lk)[None, :]
+    keep = j <= i
+    if window is not None:
+        keep &= j > i - window
+    return keep
+
+
+sdpa_case("plain", 2, 2, 5, 5, 4, 3)
+sdpa_case("causal", 2, 2, 3, 6, 4, 4, bool_mask=band(3, 6))
+sdpa_case("gqa", 4, 2, 4, 7, 8, 8, gqa=True, bool_mask=band(4, 7))
+sdpa_case("window", 2, 1, 6, 6, 4, 4, gqa=True, bool_mask=band(6, 6, window=2))
+sdpa_case("additive", 2, 2, 3, 5, 4, 4, mask=torch.randn(1, 2, 3, 5))
+rm = torch.rand(2, 1, 4, 5) > 0.4
+rm[0, 0, 1, :] = False  # a query with no key
+sdpa_case("boolean", 2, 2, 4, 5, 4, 4, bool_mask=rm)
+
 print("\n".join(out))

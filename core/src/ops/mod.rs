@@ -12,6 +12,7 @@ use crate::{
     layout::{broadcast_shapes, kept_shape, normalize_axes, normalize_axis, numel},
 };
 
+mod attention;
 mod index;
 mod linalg;
 mod nn;
@@ -20,6 +21,7 @@ pub(crate) mod rope;
 mod scan;
 mod shaping;
 mod sort;
+pub use attention::{AttentionMask, scaled_dot_product_attention};
 pub use index::{
     add_along_axis, gather_fill, one_hot, put_along_axis, scatter, scatter_add, take,
     take_along_axis,

@@ -287,6 +287,7 @@ macro_rules! for_each_case {
             nn_losses_match_torch,
             optim_match_torch,
             nn_module_api,
+            attention_matches_torch,
             tril_triu_clamp,
             join_values,
             gather_values,

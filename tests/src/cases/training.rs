@@ -659,3 +659,82 @@ pub fn nn_module_api(dev: &Device) {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Scaled dot-product attention against PyTorch's: no mask, causal with fewer
+/// queries than keys (aligned to the end), grouped-query heads, a sliding window,
+/// an additive mask, a boolean mask with a query that sees no key (zeros, and no
+/// gradient); values and the gradients of q, k and v; f16 inputs; errors.
+pub fn attention_matches_torch(dev: &Device) {
+    use wmx::AttentionMask as M;
+    let cases: [(&str, u8); 6] = [
+        ("plain", 0),
+        ("causal", 1),
+        ("gqa", 1),
+        ("window", 2),
+        ("additive", 3),
+        ("boolean", 4),
+    ];
+    for (name, kind) in cases {
+        let a = |t: &str| arr(dev, &format!("sdpa.{name}.{t}"));
+        let (q, k, v, g) = (a("q"), a("k"), a("v"), a("g"));
+        let bool_mask = (kind == 4).then(|| ok("mask", a("mask").astype(DType::Bool)));
+        let add = (kind == 3).then(|| a("add"));
+        let f = |x: &[Array]| -> Result<Array> {
+            let mask = match kind {
+                0 => M::None,
+                1 => M::Causal,
+                2 => M::SlidingWindow(2),
+                3 => M::Additive(add.as_ref().unwrap()),
+                _ => M::Bool(bool_mask.as_ref().unwrap()),
+            };
+            wmx::scaled_dot_product_attention(&x[0], &x[1], &x[2], None, mask)
+        };
+        let what = format!("attention {name}");
+        let args = [q.clone(), k.clone(), v.clone()];
+        let o = ok(&what, f(&args));
+        check(&what, &o, &format!("sdpa.{name}.o"), 1e-5, 1e-5);
+        let loss = |x: &[Array]| -> Result<Vec<Array>> { Ok(vec![sum_times(&f(x)?, &g)?]) };
+        let grads = ok(&what, wmx::grad(loss, &[0, 1, 2])(&args));
+        for (gr, n) in grads.iter().zip(["dq", "dk", "dv"]) {
+            check(
+                &format!("{what} {n}"),
+                gr,
+                &format!("sdpa.{name}.{n}"),
+                1e-4,
+                1e-5,
+            );
+        }
+        if name == "gqa" && super::supported(dev, DType::F16) {
+            let h = |x: &Array| ok("f16", x.astype(DType::F16));
+            let o16 = ok("f16", f(&[h(&q), h(&k), h(&v)]));
+            assert_eq!(o16.dtype(), DType::F16);
+            check("attention gqa f16", &o16, "sdpa.gqa.o", 1e-2, 4e-3);
+        }
+    }
+    let a = |t: &str| arr(dev, &format!("sdpa.gqa.{t}"));
+    let (q, k, v) = (a("q"), a("k"), a("v"));
+    let e = |r: Result<Array>, n: &str| super::expect_err("bad attention", r, &[n]);
+    let q3 = ok("q3", q.slice(&[wmx::Slice::ALL, wmx::Slice::range(0, 3)]));
+    e(
+        wmx::scaled_dot_product_attention(&q3, &k, &v, None, M::None),
+        "multiple",
+    );
+    e(
+        wmx::scaled_dot_product_attention(&q, &k, &q, None, M::None),
+        "[B, Hkv, Lk, Dv]",
+    );
+    e(
+        wmx::scaled_dot_product_attention(&q, &k, &v, None, M::SlidingWindow(0)),
+        "window",
+    );
+    let fm = ok("mask", wmx::zeros(&[4, 7], DType::F32));
+    e(
+        wmx::scaled_dot_product_attention(&q, &k, &v, None, M::Bool(&fm)),
+        "bool",
+    );
+    let wrong = ok("mask", wmx::zeros(&[3, 7], DType::F32));
+    e(
+        wmx::scaled_dot_product_attention(&q, &k, &v, None, M::Additive(&wrong)),
+        "broadcast",
+    );
+}
