@@ -55,3 +55,60 @@ def run(name, compiled):
 rows = [run("eager", False), run("compiled", True)]
 if args.json:
     json.dump(rows, open(args.json, "w"), indent=1)
+
+
+class Block(nn.Module):
+    """GPT-2's pre-norm block, as nn::TransformerBlock (causal, tanh GELU)."""
+
+    def __init__(self, d, h):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d))
+        self.h = h
+
+    def forward(self, x):
+        b, l, d = x.shape
+        y = self.ln1(x)
+        sp = lambda t: t.view(b, l, self.h, d // self.h).transpose(1, 2)
+        a = torch.nn.functional.scaled_dot_product_attention(sp(self.q(y)), sp(self.k(y)), sp(self.v(y)),
+                                                             is_causal=True)
+        x = x + self.o(a.transpose(1, 2).reshape(b, l, d))
+        return x + self.mlp(self.ln2(x))
+
+
+def run_gpt(name, compiled, math_sdpa):
+    torch.manual_seed(0)
+    m = nn.Sequential(*(Block(768, 12) for _ in range(4))).to(dev)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=0.01)
+    xg = torch.randn(8, 256, 768, device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = (m(xg) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f = torch.compile(step) if compiled else step
+    ctx = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH) if math_sdpa else None
+    if ctx:
+        ctx.__enter__()
+    for _ in range(WARMUP + (10 if compiled else 0)):
+        f()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(20):
+        f()
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t) * 1e3 / 20
+    if ctx:
+        ctx.__exit__(None, None, None)
+    print(f"torch {name:22s} gpt4 f32 b8 l256 d768: {ms:8.3f} ms/step")
+    return {"op": f"train_gpt_{name}", "ms": ms}
+
+
+rows += [run_gpt("eager", False, False), run_gpt("eager_math_sdpa", False, True),
+         run_gpt("compiled", True, False)]
+if args.json:
+    json.dump(rows, open(args.json, "w"), indent=1)

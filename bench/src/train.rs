@@ -1,5 +1,7 @@
-//! `--train`: one training step (forward, backward, AdamW) of an MLP
-//! 784-1024-1024-10 (ReLU, cross-entropy, batch 256, f32), issue 35's first model:
+//! `--train`: one training step (forward, backward, AdamW) of issue 35's models:
+//! an MLP 784-1024-1024-10 (ReLU, cross-entropy, batch 256, f32), and a stack of
+//! 4 GPT-2-small blocks (d 768, 12 heads, causal, sequence 256, batch 8, f32; loss
+//! the mean square of the output):
 //! wmx lazy (`nn::value_and_grad` + `Optimizer::update`, the new parameters
 //! evaluated each step) and wmx compiled (`optim::compile_step`). Wall clock over
 //! `STEPS` steps after warm-up, the device synchronised at both ends; host time is
@@ -109,6 +111,83 @@ pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res
     }
     rows.push(row("train_mlp_compiled", ms, host));
     Ok(())
+}
+
+/// The GPT-2 blocks' step, lazy and compiled.
+pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
+    let (b, l, d, depth) = if smoke {
+        (1, 8, 64, 1)
+    } else {
+        (8, 256, 768, 4)
+    };
+    let steps = if smoke { 2 } else { 20 };
+    let make = || -> wmx::Result<Blocks> {
+        wmx::with_device(dev, || {
+            let keys = wmx::random::split(&wmx::random::key(3)?, depth)?;
+            let blocks = (0..depth)
+                .map(|i| {
+                    let k = keys.slice(&[wmx::Slice::range(i as isize, i as isize + 1)])?;
+                    nn::TransformerBlock::new(
+                        &k.reshape(&[2])?,
+                        d,
+                        if smoke { 4 } else { 12 },
+                        true,
+                    )
+                })
+                .collect::<wmx::Result<Vec<_>>>()?;
+            Ok(Blocks(blocks))
+        })
+    };
+    let x = wmx::with_device(dev, || {
+        wmx::random::normal(&wmx::random::key(4)?, &[b, l, d], 0.0, 1.0, DType::F32)
+    })
+    .map_err(err)?;
+    let model = make().map_err(err)?;
+    let mut opt = optim::Adam::adamw(1e-4, 0.01);
+    let vg = nn::value_and_grad(&model, |a: &[Array]| gpt_loss(&model, a));
+    let (ms, host) = time(dev, steps, || {
+        let (l, g) = vg(std::slice::from_ref(&x)).map_err(err)?;
+        opt.update(&model, &g).map_err(err)?;
+        let mut outs: Vec<Array> = model.parameters().into_values().collect();
+        outs.push(l);
+        wmx::eval(&outs).map_err(err)
+    })?;
+    println!("train gpt{depth} lazy     f32 b{b} l{l} d{d}: {ms:8.3} ms/step (host {host:.3} ms)");
+    rows.push(row("train_gpt_lazy", ms, host));
+    let model = Arc::new(make().map_err(err)?);
+    let mut step = optim::compile_step(model.clone(), optim::Adam::adamw(1e-4, 0.01), gpt_loss)
+        .map_err(err)?;
+    let (ms, host) = time(dev, steps, || {
+        let l = step.call(std::slice::from_ref(&x)).map_err(err)?;
+        let mut outs: Vec<Array> = model.parameters().into_values().collect();
+        outs.push(l);
+        wmx::eval(&outs).map_err(err)
+    })?;
+    println!(
+        "train gpt{depth} compiled f32 b{b} l{l} d{d}: {ms:8.3} ms/step (host {host:.3} ms, {} trace)",
+        step.traces()
+    );
+    rows.push(row("train_gpt_compiled", ms, host));
+    Ok(())
+}
+
+/// Transformer blocks in a row.
+struct Blocks(Vec<nn::TransformerBlock>);
+
+impl nn::Module for Blocks {
+    fn visit(&self, v: &mut dyn nn::Visitor) {
+        for (i, b) in self.0.iter().enumerate() {
+            v.module(&i.to_string(), b);
+        }
+    }
+}
+
+fn gpt_loss(m: &Blocks, a: &[Array]) -> wmx::Result<Array> {
+    let mut h = a[0].clone();
+    for b in &m.0 {
+        h = b.forward(&h)?;
+    }
+    wmx::mean(&wmx::multiply(&h, &h)?, None, false)
 }
 
 fn row(op: &str, ms: f64, host: f64) -> Row {

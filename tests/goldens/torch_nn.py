@@ -233,4 +233,24 @@ rm = torch.rand(2, 1, 4, 5) > 0.4
 rm[0, 0, 1, :] = False  # a query with no key
 sdpa_case("boolean", 2, 2, 4, 5, 4, 4, bool_mask=rm)
 
+# ---- multi-head attention (MLX's separate projections = PyTorch's packed ones)
+E, H, L = 8, 2, 5
+mha = torch.nn.MultiheadAttention(E, H, batch_first=True)
+with torch.no_grad():
+    for n, t in [("mha.wq", mha.in_proj_weight[:E]), ("mha.wk", mha.in_proj_weight[E:2 * E]),
+                 ("mha.wv", mha.in_proj_weight[2 * E:]), ("mha.bq", mha.in_proj_bias[:E]),
+                 ("mha.bk", mha.in_proj_bias[E:2 * E]), ("mha.bv", mha.in_proj_bias[2 * E:]),
+                 ("mha.wo", mha.out_proj.weight), ("mha.bo", mha.out_proj.bias)]:
+        rec(n, t)
+xm = torch.randn(2, L, E)
+gm = torch.randn(2, L, E)
+rec("mha.x", xm)
+rec("mha.g", gm)
+xs = xm.clone().requires_grad_(True)
+causal = torch.triu(torch.ones(L, L, dtype=torch.bool), 1)  # True: masked (PyTorch's MHA)
+o, _ = mha(xs, xs, xs, attn_mask=causal, need_weights=False)
+(o * gm).sum().backward()
+rec("mha.o", o)
+rec("mha.dx", xs.grad)
+
 print("\n".join(out))

@@ -294,3 +294,148 @@ impl Layer for Dropout {
         crate::where_(&keep, &crate::multiply(x, &scale)?, &crate::zeros_like(x)?)
     }
 }
+
+/// Multi-head attention (MLX's `nn.MultiHeadAttention`: separate query, key,
+/// value and output projections, named `query_proj`, `key_proj`, `value_proj`,
+/// `out_proj`), over [`crate::scaled_dot_product_attention`]; grouped-query when
+/// `kv_heads < heads`.
+pub struct MultiHeadAttention {
+    /// `[heads * head_dim, dims]`.
+    pub query_proj: Linear,
+    /// `[kv_heads * head_dim, dims]`.
+    pub key_proj: Linear,
+    /// `[kv_heads * head_dim, dims]`.
+    pub value_proj: Linear,
+    /// `[dims, heads * head_dim]`.
+    pub out_proj: Linear,
+    heads: usize,
+    kv_heads: usize,
+}
+
+impl MultiHeadAttention {
+    /// `heads` heads of `dims / heads` over inputs of `dims`, `kv_heads` key and
+    /// value heads (`heads` for plain attention), biased projections.
+    pub fn new(
+        key: &Array,
+        dims: usize,
+        heads: usize,
+        kv_heads: usize,
+        bias: bool,
+    ) -> Result<Self> {
+        if heads == 0 || dims % heads != 0 || kv_heads == 0 || heads % kv_heads != 0 {
+            return Err(Error::invalid(
+                "MultiHeadAttention::new",
+                format!(
+                    "dims ({dims}) must divide into heads ({heads}), a multiple of kv_heads ({kv_heads})"
+                ),
+            ));
+        }
+        let keys = crate::random::split(key, 4)?;
+        let k = |i: isize| keys.slice(&[crate::Slice::range(i, i + 1)])?.reshape(&[2]);
+        let hd = dims / heads;
+        Ok(MultiHeadAttention {
+            query_proj: Linear::new(&k(0)?, dims, heads * hd, bias)?,
+            key_proj: Linear::new(&k(1)?, dims, kv_heads * hd, bias)?,
+            value_proj: Linear::new(&k(2)?, dims, kv_heads * hd, bias)?,
+            out_proj: Linear::new(&k(3)?, heads * hd, dims, bias)?,
+            heads,
+            kv_heads,
+        })
+    }
+
+    /// Attention of `queries` `[B, Lq, dims]` over `keys` and `values` `[B, Lk,
+    /// dims]`, with `mask`: `[B, Lq, dims]`.
+    pub fn attend(
+        &self,
+        queries: &Array,
+        keys: &Array,
+        values: &Array,
+        mask: crate::AttentionMask<'_>,
+    ) -> Result<Array> {
+        let heads = |x: &Array, h: usize| -> Result<Array> {
+            let s = x.shape();
+            if s.len() != 3 {
+                return Err(Error::invalid(
+                    "MultiHeadAttention",
+                    format!("inputs must be [B, L, dims], got {s:?}"),
+                ));
+            }
+            let r = x.reshape(&[s[0] as isize, s[1] as isize, h as isize, -1])?;
+            crate::swapaxes(&r, 1, 2)
+        };
+        let q = heads(&self.query_proj.forward(queries)?, self.heads)?;
+        let k = heads(&self.key_proj.forward(keys)?, self.kv_heads)?;
+        let v = heads(&self.value_proj.forward(values)?, self.kv_heads)?;
+        let o = crate::scaled_dot_product_attention(&q, &k, &v, None, mask)?;
+        let o = crate::swapaxes(&o, 1, 2)?;
+        let s = o.shape();
+        let o = o.reshape(&[s[0] as isize, s[1] as isize, -1])?;
+        self.out_proj.forward(&o)
+    }
+}
+
+impl Module for MultiHeadAttention {
+    fn visit(&self, v: &mut dyn Visitor) {
+        v.module("query_proj", &self.query_proj);
+        v.module("key_proj", &self.key_proj);
+        v.module("value_proj", &self.value_proj);
+        v.module("out_proj", &self.out_proj);
+    }
+}
+
+/// A pre-norm transformer block (GPT-2's): `x + attn(ln1(x))`, then
+/// `x + mlp(ln2(x))` with a `4 · dims` hidden layer and tanh GELU; causal
+/// self-attention when `causal`. Parameters `ln1`, `attn`, `ln2`, `mlp.0`, `mlp.2`.
+pub struct TransformerBlock {
+    /// Before attention.
+    pub ln1: LayerNorm,
+    /// Self-attention.
+    pub attn: MultiHeadAttention,
+    /// Before the MLP.
+    pub ln2: LayerNorm,
+    /// Linear, GELU, Linear.
+    pub mlp: Sequential,
+    /// Causal self-attention.
+    pub causal: bool,
+}
+
+impl TransformerBlock {
+    /// A block of `dims` with `heads` heads.
+    pub fn new(key: &Array, dims: usize, heads: usize, causal: bool) -> Result<Self> {
+        let keys = crate::random::split(key, 3)?;
+        let k = |i: isize| keys.slice(&[crate::Slice::range(i, i + 1)])?.reshape(&[2]);
+        Ok(TransformerBlock {
+            ln1: LayerNorm::new(dims, 1e-5, true, true)?,
+            attn: MultiHeadAttention::new(&k(0)?, dims, heads, heads, true)?,
+            ln2: LayerNorm::new(dims, 1e-5, true, true)?,
+            mlp: Sequential::new()
+                .push(Linear::new(&k(1)?, dims, 4 * dims, true)?)
+                .push(super::Activation::Gelu(super::Gelu::Tanh))
+                .push(Linear::new(&k(2)?, 4 * dims, dims, true)?),
+            causal,
+        })
+    }
+}
+
+impl Module for TransformerBlock {
+    fn visit(&self, v: &mut dyn Visitor) {
+        v.module("ln1", &self.ln1);
+        v.module("attn", &self.attn);
+        v.module("ln2", &self.ln2);
+        v.module("mlp", &self.mlp);
+    }
+}
+
+impl Layer for TransformerBlock {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let mask = if self.causal {
+            crate::AttentionMask::Causal
+        } else {
+            crate::AttentionMask::None
+        };
+        let h = self.ln1.forward(x)?;
+        let x = crate::add(x, &self.attn.attend(&h, &h, &h, mask)?)?;
+        let h = self.ln2.forward(&x)?;
+        crate::add(&x, &self.mlp.forward(&h)?)
+    }
+}

@@ -44,7 +44,10 @@ pub use activations::{
     Activation, Gelu, elu, gelu, gelu_approx, gelu_fast, glu, hardswish, leaky_relu, log_sigmoid,
     mish, relu, relu6, selu, silu, softplus,
 };
-pub use layers::{Dropout, Embedding, LayerNorm, Linear, RmsNorm, Sequential};
+pub use layers::{
+    Dropout, Embedding, LayerNorm, Linear, MultiHeadAttention, RmsNorm, Sequential,
+    TransformerBlock,
+};
 
 use crate::{Array, Error, Result};
 use std::collections::BTreeMap;

@@ -288,6 +288,7 @@ macro_rules! for_each_case {
             optim_match_torch,
             nn_module_api,
             attention_matches_torch,
+            multi_head_attention_matches_torch,
             tril_triu_clamp,
             join_values,
             gather_values,

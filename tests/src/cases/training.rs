@@ -738,3 +738,42 @@ pub fn attention_matches_torch(dev: &Device) {
         "broadcast",
     );
 }
+
+/// `nn::MultiHeadAttention` (MLX's separate projections) against PyTorch's
+/// `nn.MultiheadAttention` with the same weights, causal: output and input
+/// gradient.
+pub fn multi_head_attention_matches_torch(dev: &Device) {
+    let lin = |w: &str, b: &str| {
+        ok(
+            "proj",
+            nn::Linear::from_arrays(arr(dev, w), Some(arr(dev, b))),
+        )
+    };
+    let key = ok("key", wmx::with_device(dev, || wmx::random::key(0)));
+    let mut mha = ok("mha", nn::MultiHeadAttention::new(&key, 8, 2, 2, true));
+    mha.query_proj = lin("mha.wq", "mha.bq");
+    mha.key_proj = lin("mha.wk", "mha.bk");
+    mha.value_proj = lin("mha.wv", "mha.bv");
+    mha.out_proj = lin("mha.wo", "mha.bo");
+    let names: Vec<String> = mha.parameters().keys().cloned().collect();
+    assert!(
+        names.contains(&"query_proj.weight".to_string()),
+        "{names:?}"
+    );
+    let (x, g) = (arr(dev, "mha.x"), arr(dev, "mha.g"));
+    let f = |x: &Array| mha.attend(x, x, x, wmx::AttentionMask::Causal);
+    check(
+        "multi-head attention",
+        &ok("mha", f(&x)),
+        "mha.o",
+        1e-5,
+        1e-5,
+    );
+    let dx = ok("mha dx", wmx::grad1(|x: &Array| sum_times(&f(x)?, &g))(&x));
+    check("multi-head attention dx", &dx, "mha.dx", 1e-4, 1e-5);
+    super::expect_err(
+        "heads",
+        nn::MultiHeadAttention::new(&key, 8, 3, 3, true).map(|_| ()),
+        &["heads"],
+    );
+}
