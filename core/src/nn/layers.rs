@@ -322,7 +322,11 @@ impl MultiHeadAttention {
         kv_heads: usize,
         bias: bool,
     ) -> Result<Self> {
-        if heads == 0 || dims % heads != 0 || kv_heads == 0 || heads % kv_heads != 0 {
+        if heads == 0
+            || !dims.is_multiple_of(heads)
+            || kv_heads == 0
+            || !heads.is_multiple_of(kv_heads)
+        {
             return Err(Error::invalid(
                 "MultiHeadAttention::new",
                 format!(
