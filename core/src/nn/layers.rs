@@ -443,3 +443,187 @@ impl Layer for TransformerBlock {
         crate::add(&x, &self.mlp.forward(&h)?)
     }
 }
+
+/// Group normalisation over channels-last inputs `[N, ..., C]` (MLX's layout):
+/// the `C` channels in `groups` groups, each normalised over its channels and every
+/// position of a sample, with a per-channel affine weight and bias.
+pub struct GroupNorm {
+    /// `[C]`, if affine.
+    pub weight: Option<Param>,
+    /// `[C]`, if affine.
+    pub bias: Option<Param>,
+    /// Number of groups (dividing the channels).
+    pub groups: usize,
+    /// Added to the variance.
+    pub eps: f64,
+}
+
+impl GroupNorm {
+    /// `groups` groups over `channels` channels (eps 1e-5, affine).
+    pub fn new(groups: usize, channels: usize, eps: f64, affine: bool) -> Result<GroupNorm> {
+        if groups == 0 || !channels.is_multiple_of(groups) {
+            return Err(Error::invalid(
+                "GroupNorm::new",
+                format!("{groups} groups must divide {channels} channels"),
+            ));
+        }
+        let p =
+            |v: f64| -> Result<Param> { Ok(Param::new(crate::full(&[channels], v, DType::F32)?)) };
+        Ok(GroupNorm {
+            weight: if affine { Some(p(1.0)?) } else { None },
+            bias: if affine { Some(p(0.0)?) } else { None },
+            groups,
+            eps,
+        })
+    }
+}
+
+impl Module for GroupNorm {
+    fn visit(&self, v: &mut dyn Visitor) {
+        if let Some(w) = &self.weight {
+            v.param("weight", w);
+        }
+        if let Some(b) = &self.bias {
+            v.param("bias", b);
+        }
+    }
+}
+
+impl Layer for GroupNorm {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let s = x.shape().to_vec();
+        let c = *s.last().unwrap_or(&0);
+        if s.len() < 2 || c % self.groups != 0 {
+            return Err(Error::invalid(
+                "GroupNorm",
+                format!(
+                    "input must be [N, ..., C] with C divisible by {}, got {s:?}",
+                    self.groups
+                ),
+            ));
+        }
+        let n = s[0] as isize;
+        let g = self.groups as isize;
+        // [N, positions, G, C/G] -> statistics over positions and C/G per (N, G).
+        let r = x.reshape(&[n, -1, g, (c / self.groups) as isize])?;
+        let mean = crate::mean(&r, Some(&[1, 3]), true)?;
+        let d = crate::subtract(&r, &mean)?;
+        let var = crate::mean(&crate::multiply(&d, &d)?, Some(&[1, 3]), true)?;
+        let inv = crate::rsqrt(&crate::add(&var, &crate::scalar_like(&var, self.eps)?)?)?;
+        let mut y = crate::multiply(&d, &inv)?
+            .reshape(&s.iter().map(|&v| v as isize).collect::<Vec<_>>())?;
+        if let Some(w) = &self.weight {
+            y = crate::multiply(&y, &w.value())?;
+        }
+        if let Some(b) = &self.bias {
+            y = crate::add(&y, &b.value())?;
+        }
+        Ok(y)
+    }
+}
+
+/// Batch normalisation over channels-last inputs `[N, ..., C]` (MLX's layout):
+/// in training, each channel normalised by its batch statistics, which also update
+/// the running mean and (unbiased) variance with `momentum`; in evaluation, by the
+/// running statistics (PyTorch's rule). Running statistics are parameters named
+/// `running_mean` and `running_var`, frozen (they are saved, not trained).
+pub struct BatchNorm {
+    /// `[C]`, if affine.
+    pub weight: Option<Param>,
+    /// `[C]`, if affine.
+    pub bias: Option<Param>,
+    /// `[C]`.
+    pub running_mean: Param,
+    /// `[C]`.
+    pub running_var: Param,
+    /// Added to the variance.
+    pub eps: f64,
+    /// Weight of the newest batch in the running statistics.
+    pub momentum: f64,
+    training: AtomicBool,
+}
+
+impl BatchNorm {
+    /// Over `channels` channels (PyTorch's defaults: eps 1e-5, momentum 0.1).
+    pub fn new(channels: usize, eps: f64, momentum: f64, affine: bool) -> Result<BatchNorm> {
+        let p =
+            |v: f64| -> Result<Param> { Ok(Param::new(crate::full(&[channels], v, DType::F32)?)) };
+        let (rm, rv) = (p(0.0)?, p(1.0)?);
+        rm.set_trainable(false);
+        rv.set_trainable(false);
+        Ok(BatchNorm {
+            weight: if affine { Some(p(1.0)?) } else { None },
+            bias: if affine { Some(p(0.0)?) } else { None },
+            running_mean: rm,
+            running_var: rv,
+            eps,
+            momentum,
+            training: AtomicBool::new(true),
+        })
+    }
+}
+
+impl Module for BatchNorm {
+    fn visit(&self, v: &mut dyn Visitor) {
+        if let Some(w) = &self.weight {
+            v.param("weight", w);
+        }
+        if let Some(b) = &self.bias {
+            v.param("bias", b);
+        }
+        v.param("running_mean", &self.running_mean);
+        v.param("running_var", &self.running_var);
+    }
+
+    fn set_training(&self, training: bool) {
+        self.training.store(training, Ordering::Relaxed);
+    }
+}
+
+impl Layer for BatchNorm {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let s = x.shape();
+        let c = self.running_mean.value().shape()[0];
+        if s.len() < 2 || s[s.len() - 1] != c {
+            return Err(Error::invalid(
+                "BatchNorm",
+                format!("input must be [N, ..., {c}], got {s:?}"),
+            ));
+        }
+        let axes: Vec<isize> = (0..s.len() as isize - 1).collect();
+        let (mean, var) = if self.training.load(Ordering::Relaxed) {
+            let mean = crate::mean(x, Some(&axes), false)?;
+            let d = crate::subtract(x, &mean)?;
+            let var = crate::mean(&crate::multiply(&d, &d)?, Some(&axes), false)?;
+            // The running statistics take the batch's (unbiased variance), outside
+            // the gradient.
+            let count = (x.size() / c) as f64;
+            let m = self.momentum;
+            let upd = |run: &Param, batch: &Array, scale: f64| -> Result<()> {
+                let b = crate::stop_gradient(&crate::multiply(
+                    batch,
+                    &crate::scalar_like(batch, m * scale)?,
+                )?)?;
+                let r = run.value();
+                run.set(crate::add(
+                    &crate::multiply(&r, &crate::scalar_like(&r, 1.0 - m)?)?,
+                    &b,
+                )?)
+            };
+            upd(&self.running_mean, &mean, 1.0)?;
+            upd(&self.running_var, &var, count / (count - 1.0).max(1.0))?;
+            (mean, var)
+        } else {
+            (self.running_mean.value(), self.running_var.value())
+        };
+        let inv = crate::rsqrt(&crate::add(&var, &crate::scalar_like(&var, self.eps)?)?)?;
+        let mut y = crate::multiply(&crate::subtract(x, &mean)?, &inv)?;
+        if let Some(w) = &self.weight {
+            y = crate::multiply(&y, &w.value())?;
+        }
+        if let Some(b) = &self.bias {
+            y = crate::add(&y, &b.value())?;
+        }
+        Ok(y)
+    }
+}

@@ -45,8 +45,8 @@ pub use activations::{
     mish, relu, relu6, selu, silu, softplus,
 };
 pub use layers::{
-    Dropout, Embedding, LayerNorm, Linear, MultiHeadAttention, RmsNorm, Sequential,
-    TransformerBlock,
+    BatchNorm, Dropout, Embedding, GroupNorm, LayerNorm, Linear, MultiHeadAttention, RmsNorm,
+    Sequential, TransformerBlock,
 };
 
 use crate::{Array, Error, Result};

@@ -733,8 +733,9 @@ pub fn join_schedules(schedules: Vec<Schedule>, boundaries: Vec<usize>) -> Resul
 ///
 /// The trainable set is fixed when the step is made, and frozen parameters are
 /// constants of the record: make a new step after freezing or unfreezing. Layers
-/// that draw random numbers (dropout) draw the same numbers at every call of a
-/// compiled step; train them with the eager [`Optimizer::update`].
+/// that draw random numbers (dropout) or keep statistics (batch normalisation's
+/// running mean and variance) are not state of the record: train them with the
+/// eager [`Optimizer::update`].
 pub struct CompiledStep<M: Module + 'static, O: Optimizer> {
     model: Arc<M>,
     opt: O,

@@ -289,6 +289,7 @@ macro_rules! for_each_case {
             nn_module_api,
             attention_matches_torch,
             multi_head_attention_matches_torch,
+            group_and_batch_norm_match_torch,
             tril_triu_clamp,
             join_values,
             gather_values,

@@ -777,3 +777,70 @@ pub fn multi_head_attention_matches_torch(dev: &Device) {
         &["heads"],
     );
 }
+
+/// GroupNorm and BatchNorm (channels-last) against PyTorch's modules on the
+/// permuted input: outputs, input gradients, BatchNorm's running statistics after
+/// one training step and its evaluation output.
+pub fn group_and_batch_norm_match_torch(dev: &Device) {
+    let (x, g) = (arr(dev, "norm.x"), arr(dev, "norm.g"));
+    let gn = ok("gn", nn::GroupNorm::new(3, 6, 1e-5, true));
+    ok(
+        "gn",
+        gn.update(&Params::from([
+            ("weight".to_string(), arr(dev, "gn.w")),
+            ("bias".to_string(), arr(dev, "gn.b")),
+        ])),
+    );
+    check("group_norm", &ok("gn", gn.forward(&x)), "gn.y", 1e-5, 1e-5);
+    let dx = ok(
+        "gn dx",
+        wmx::grad1(|x: &Array| sum_times(&gn.forward(x)?, &g))(&x),
+    );
+    check("group_norm dx", &dx, "gn.dx", 1e-4, 1e-5);
+    super::expect_err(
+        "groups",
+        nn::GroupNorm::new(4, 6, 1e-5, true).map(|_| ()),
+        &["divide"],
+    );
+
+    let bn = ok("bn", nn::BatchNorm::new(6, 1e-5, 0.2, true));
+    ok(
+        "bn",
+        bn.update(&Params::from([
+            ("weight".to_string(), arr(dev, "bn.w")),
+            ("bias".to_string(), arr(dev, "bn.b")),
+        ])),
+    );
+    assert_eq!(
+        bn.trainable_parameters().len(),
+        2,
+        "running statistics are not trained"
+    );
+    // A gradient through a training call updates the running statistics, as
+    // PyTorch's forward does (once); the plain forward gives the same output.
+    let dx = ok(
+        "bn dx",
+        wmx::grad1(|x: &Array| sum_times(&bn.forward(x)?, &g))(&x),
+    );
+    check("batch_norm dx", &dx, "bn.dx", 1e-4, 1e-5);
+    check(
+        "running mean",
+        &bn.running_mean.value(),
+        "bn.rm",
+        1e-5,
+        1e-6,
+    );
+    check("running var", &bn.running_var.value(), "bn.rv", 1e-5, 1e-6);
+    let (rm, rv) = (bn.running_mean.value(), bn.running_var.value());
+    check("batch_norm", &ok("bn", bn.forward(&x)), "bn.y", 1e-5, 1e-5);
+    ok("bn", bn.running_mean.set(rm));
+    ok("bn", bn.running_var.set(rv));
+    bn.train(false);
+    check(
+        "batch_norm eval",
+        &ok("bn", bn.forward(&x)),
+        "bn.y_eval",
+        1e-5,
+        1e-5,
+    );
+}
