@@ -493,7 +493,7 @@ impl Layer for GroupNorm {
     fn forward(&self, x: &Array) -> Result<Array> {
         let s = x.shape().to_vec();
         let c = *s.last().unwrap_or(&0);
-        if s.len() < 2 || c % self.groups != 0 {
+        if s.len() < 2 || !c.is_multiple_of(self.groups) {
             return Err(Error::invalid(
                 "GroupNorm",
                 format!(
