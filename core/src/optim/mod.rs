@@ -43,6 +43,18 @@ impl From<Schedule> for LearningRate {
     }
 }
 
+/// The accessors of an optimizer's `state` field.
+macro_rules! state_accessors {
+    () => {
+        fn opt_state(&self) -> &OptState {
+            &self.state
+        }
+        fn opt_state_mut(&mut self) -> &mut OptState {
+            &mut self.state
+        }
+    };
+}
+
 /// An optimizer's state: the steps taken and each parameter's slots
 /// (`"{name}.{slot}"`: momenta).
 #[derive(Default, Clone)]
@@ -280,13 +292,7 @@ impl Optimizer for Sgd {
         Ok((crate::subtract(p, &crate::multiply(&d, lr)?)?, new_slots))
     }
 
-    fn opt_state(&self) -> &OptState {
-        &self.state
-    }
-
-    fn opt_state_mut(&mut self) -> &mut OptState {
-        &mut self.state
-    }
+    state_accessors!();
 }
 
 /// Adam (PyTorch's: bias-corrected moments, L2 `weight_decay` added to the
@@ -403,13 +409,7 @@ impl Optimizer for Adam {
         Ok((crate::subtract(&p, &upd)?, vec![m, v]))
     }
 
-    fn opt_state(&self) -> &OptState {
-        &self.state
-    }
-
-    fn opt_state_mut(&mut self) -> &mut OptState {
-        &mut self.state
-    }
+    state_accessors!();
 }
 
 /// Adagrad (PyTorch's: accumulated squared gradients, learning-rate decay, L2
@@ -465,12 +465,7 @@ impl Optimizer for Adagrad {
         let upd = crate::multiply(&crate::divide(&g, &den)?, &s[0])?;
         Ok((crate::subtract(p, &upd)?, vec![sum]))
     }
-    fn opt_state(&self) -> &OptState {
-        &self.state
-    }
-    fn opt_state_mut(&mut self) -> &mut OptState {
-        &mut self.state
-    }
+    state_accessors!();
 }
 
 /// RMSprop (PyTorch's: smoothing `alpha`, optional momentum, centered variant, L2
@@ -562,12 +557,7 @@ impl Optimizer for RmsProp {
         };
         Ok((crate::subtract(p, &crate::multiply(&step, &s[0])?)?, out))
     }
-    fn opt_state(&self) -> &OptState {
-        &self.state
-    }
-    fn opt_state_mut(&mut self) -> &mut OptState {
-        &mut self.state
-    }
+    state_accessors!();
 }
 
 /// Lion (Chen et al. 2023, as MLX's): the sign of an interpolation of the momentum
@@ -625,12 +615,7 @@ impl Optimizer for Lion {
         )?;
         Ok((p, vec![m]))
     }
-    fn opt_state(&self) -> &OptState {
-        &self.state
-    }
-    fn opt_state_mut(&mut self) -> &mut OptState {
-        &mut self.state
-    }
+    state_accessors!();
 }
 
 /// Scales `grads` so their global L2 norm is at most `max_norm` (PyTorch's

@@ -501,14 +501,10 @@ impl<D: Driver> Kernels<D> {
         variant: Variant,
         alias: u8,
     ) -> ModuleSpec {
+        let target = self.inner.target;
         ModuleSpec {
-            family,
-            op: op.into(),
-            inputs,
-            output,
-            variant,
             alias,
-            target: self.inner.target,
+            ..ModuleSpec::new(family, op, inputs, output, variant, target)
         }
     }
 }
