@@ -41,6 +41,7 @@ mod fused;
 mod kernel;
 mod pieces;
 mod pool;
+mod profile;
 mod segments;
 mod split;
 mod submit;
@@ -61,6 +62,7 @@ pub use custom::{CustomEval, GpuInput, GpuOutput};
 pub use k::{Caps, Kernels, RequestOptions, UserModule, UserPipeline};
 pub use kernel::{Launch, Template, WgslKernel};
 pub use pool::Stats;
+pub use profile::{KernelTime, Profile};
 
 /// Dispatches recorded before a batch is submitted early.
 pub const MAX_BATCH: usize = 4096;
@@ -170,6 +172,39 @@ fn gpu_dtype(d: DType) -> Result<DType> {
 
 /// The WebGPU backend: [`GpuBackend`] on wgpu.
 pub type WebGpuBackend = GpuBackend<Wgpu>;
+
+impl<D: Driver> GpuBackend<D> {
+    /// Runs `f` with every dispatch it makes timed on the GPU: the [`Profile`] lists
+    /// each kernel's time ([`Profile::table`], [`Profile::chrome_trace`]). Work
+    /// recorded before is submitted first, unprofiled; `f`'s own work is submitted
+    /// and waited for before this returns. Each dispatch runs in its own pass and
+    /// each submit waits for its timestamps, so a profiled run is slower than a
+    /// plain one. An `Err` where the device writes no timestamps between
+    /// dispatches (WebGPU in the browser, Metal).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn profile<R>(&self, f: impl FnOnce() -> R) -> Result<(R, Profile)> {
+        if self.kernels.driver().timestamps(1).is_none() {
+            return Err(
+                self.err("profile: this device writes no GPU timestamps between dispatches".into())
+            );
+        }
+        wmx_core::Backend::synchronize(self)?;
+        *self.sub.profile.lock().unwrap_or_else(|e| e.into_inner()) = Some(Profile::default());
+        let t = std::time::Instant::now();
+        let r = f();
+        let done = wmx_core::Backend::synchronize(self);
+        let mut p = self
+            .sub
+            .profile
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_default();
+        done?;
+        p.wall_ms = t.elapsed().as_secs_f64() * 1e3;
+        Ok((r, p))
+    }
+}
 
 impl GpuBackend<Wgpu> {
     /// Opens the best adapter (see [`RequestOptions`]; honours `WGPU_BACKEND` and

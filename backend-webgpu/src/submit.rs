@@ -47,6 +47,8 @@ pub(crate) struct Submitter<D: Driver> {
     pace: Mutex<Pace>,
     #[cfg(not(target_arch = "wasm32"))]
     flusher: std::sync::OnceLock<Arc<Signal>>,
+    /// The dispatches' times while a profile runs (`None`: not profiling).
+    pub(crate) profile: Mutex<Option<crate::profile::Profile>>,
 }
 
 /// When the last submit ended and what it cost.
@@ -90,6 +92,7 @@ impl<D: Driver> Submitter<D> {
             }),
             #[cfg(not(target_arch = "wasm32"))]
             flusher: std::sync::OnceLock::new(),
+            profile: Mutex::new(None),
         });
         #[cfg(not(target_arch = "wasm32"))]
         exit_hook::register(&s);
@@ -105,8 +108,9 @@ impl<D: Driver> Submitter<D> {
         if batch.is_empty() {
             return Ok(());
         }
-        let b = std::mem::take(batch);
+        let mut b = std::mem::take(batch);
         let len = b.len();
+        let stamps = self.profile_stamps(&mut b);
         self.last_len.store(len, Ordering::Relaxed);
         #[cfg(not(target_arch = "wasm32"))]
         let t = Instant::now();
@@ -125,12 +129,88 @@ impl<D: Driver> Submitter<D> {
         let ns = 0;
         self.shared.count_submit(len, ns);
         submitted.map_err(|e| e.to_string())?;
+        if let Some((set, names)) = stamps {
+            self.profile_read(&set, names)?;
+        }
         let in_flight = self.in_flight.clone();
         in_flight.fetch_add(1, Ordering::AcqRel);
         self.kernels.driver().on_done(Box::new(move || {
             in_flight.fetch_sub(1, Ordering::AcqRel);
         }));
         self.shared.pool().batch_done();
+        Ok(())
+    }
+
+    /// While profiling: a timestamp before every dispatch and after the last, and
+    /// the dispatches' names and sizes.
+    #[allow(clippy::type_complexity)]
+    fn profile_stamps(
+        &self,
+        b: &mut k::Batch<D>,
+    ) -> Option<(D::Timestamps, Vec<(String, [u32; 3])>)> {
+        if self
+            .profile
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+        {
+            return None;
+        }
+        let n = b.dispatches.len();
+        let set = self.kernels.driver().timestamps(n as u32 + 1)?;
+        let names = b
+            .dispatches
+            .iter()
+            .map(|d| (D::pipeline_label(&d.pipe).to_string(), d.groups))
+            .collect();
+        let theirs = std::mem::take(&mut b.stamps);
+        let mut stamps: Vec<k::Stamp<D>> = (0..=n)
+            .map(|i| k::Stamp {
+                at: i,
+                set: set.clone(),
+                index: i as u32,
+            })
+            .collect();
+        stamps.extend(theirs);
+        stamps.sort_by_key(|s| s.at);
+        b.stamps = stamps;
+        Some((set, names))
+    }
+
+    /// Reads a profiled submit's timestamps into the profile.
+    fn profile_read(
+        &self,
+        set: &D::Timestamps,
+        names: Vec<(String, [u32; 3])>,
+    ) -> std::result::Result<(), String> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let t = self
+                .kernels
+                .driver()
+                .read_timestamps(set, names.len() as u32 + 1)
+                .map_err(|e| e.to_string())?;
+            let mut guard = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(p) = guard.as_mut() {
+                let origin = p.kernels.first().map_or(t[0], |_| p.origin_ns);
+                if p.kernels.is_empty() {
+                    p.origin_ns = t[0];
+                }
+                let submit = p.submits;
+                for (i, (name, groups)) in names.into_iter().enumerate() {
+                    p.kernels.push(crate::profile::KernelTime {
+                        name,
+                        groups,
+                        start_ns: t[i] - origin,
+                        dur_ns: (t[i + 1] - t[i]).max(0.0),
+                        submit,
+                    });
+                }
+                p.submits += 1;
+            }
+        }
+        #[cfg(target_arch = "wasm32")]
+        let _ = (set, names);
         Ok(())
     }
 

@@ -168,6 +168,25 @@ pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
         step.traces()
     );
     rows.push(row("train_gpt_compiled", ms, host));
+    // One compiled step under the profiler: where the GPU time goes.
+    if let (Some(be), true) = (
+        wmx::webgpu::backend(dev),
+        std::env::var_os("WMX_BENCH_PROFILE").is_some(),
+    ) {
+        let (r, p) = be
+            .profile(|| -> wmx::Result<()> {
+                let l = step.call(std::slice::from_ref(&x))?;
+                let mut outs: Vec<Array> = model.parameters().into_values().collect();
+                outs.push(l);
+                wmx::eval(&outs)
+            })
+            .map_err(err)?;
+        r.map_err(err)?;
+        println!("profile of one compiled gpt{depth} step:\n{}", p.table());
+        if let Ok(path) = std::env::var("WMX_BENCH_TRACE") {
+            std::fs::write(&path, p.chrome_trace()).map_err(err)?;
+        }
+    }
     Ok(())
 }
 

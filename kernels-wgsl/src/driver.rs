@@ -56,6 +56,26 @@ pub trait Driver: Send + Sync + Sized + 'static {
         constants: &[(&str, f64)],
         trusted: bool,
     ) -> Result<Self::Pipeline>;
+    /// A set of `count` GPU timestamps for [`Batch::write_timestamp`] between
+    /// dispatches, or `None` where the device cannot write them (the default).
+    fn timestamps(&self, count: u32) -> Option<Self::Timestamps> {
+        let _ = count;
+        None
+    }
+    /// The first `count` timestamps of `set` in nanoseconds, once the work writing
+    /// them has finished (native; blocking).
+    fn read_timestamps(&self, set: &Self::Timestamps, count: u32) -> Result<Vec<f64>> {
+        let _ = (set, count);
+        Err(crate::Error::Validation(format!(
+            "the {} driver reads no timestamps",
+            Self::NAME
+        )))
+    }
+    /// The label a pipeline was compiled with (profiles name kernels by it).
+    fn pipeline_label(pipeline: &Self::Pipeline) -> &str {
+        let _ = pipeline;
+        ""
+    }
     /// Encodes and submits `batch` in order: a dispatch sees what earlier ones
     /// wrote. Errors the API reports at once are returned; later ones go to the
     /// handler of [`Driver::on_error`].

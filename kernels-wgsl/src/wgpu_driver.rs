@@ -71,6 +71,7 @@ type ErrorSink = Arc<dyn Fn(String) + Send + Sync>;
 pub struct WgpuPipeline {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
+    label: String,
 }
 
 /// Bind groups kept by [`crate::Kernels::submit`] (dropped wholesale past this many).
@@ -252,6 +253,57 @@ impl Driver for Wgpu {
         }
     }
 
+    fn timestamps(&self, count: u32) -> Option<wgpu::QuerySet> {
+        let need =
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
+        (self.device.features().contains(need) && count > 0).then(|| {
+            self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("wmx-kernels profile"),
+                ty: wgpu::QueryType::Timestamp,
+                count,
+            })
+        })
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    fn read_timestamps(&self, set: &wgpu::QuerySet, count: u32) -> Result<Vec<f64>> {
+        let bytes = 8 * count as u64;
+        let buf = |usage| {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wmx-kernels profile"),
+                size: bytes,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let resolve = buf(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC);
+        let read = buf(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.resolve_query_set(set, 0..count, &resolve, 0);
+        enc.copy_buffer_to_buffer(&resolve, 0, &read, 0, bytes);
+        self.queue.submit([enc.finish()]);
+        read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Map(e.to_string()))?;
+        let period = self.queue.get_timestamp_period() as f64;
+        let ticks: Vec<f64> = {
+            let view = read
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| Error::Map(e.to_string()))?;
+            view.chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap()) as f64 * period)
+                .collect()
+        };
+        read.unmap();
+        Ok(ticks)
+    }
+
+    fn pipeline_label(p: &WgpuPipeline) -> &str {
+        &p.label
+    }
+
     fn compile(
         &self,
         label: &str,
@@ -298,7 +350,11 @@ impl Driver for Wgpu {
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Validation(format!("{label}: {e}")));
         }
-        Ok(WgpuPipeline { pipeline, layout })
+        Ok(WgpuPipeline {
+            pipeline,
+            layout,
+            label: label.to_string(),
+        })
     }
 
     fn submit(&self, batch: Batch<Wgpu>) -> Result<()> {
