@@ -12,6 +12,7 @@ import torch.nn as nn
 
 p = argparse.ArgumentParser()
 p.add_argument("--json")
+p.add_argument("--profile", action="store_true", help="torch.profiler table of one eager GPT step")
 args = p.parse_args()
 dev = "cuda"
 BATCH, STEPS, WARMUP = 256, 50, 5
@@ -91,6 +92,14 @@ def run_gpt(name, compiled, math_sdpa):
         return loss
 
     f = torch.compile(step) if compiled else step
+    if args.profile and not compiled and not math_sdpa:
+        for _ in range(3):
+            f()
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            f()
+            torch.cuda.synchronize()
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=20))
     ctx = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH) if math_sdpa else None
     if ctx:
         ctx.__enter__()
