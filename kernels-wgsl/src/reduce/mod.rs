@@ -285,15 +285,38 @@ impl<D: Driver> Kernels<D> {
                 )?;
             }
         } else {
-            let params = plan.params(1, plan.r, x.offset, 0);
-            self.first_pass(
-                b,
-                &spec(x.dtype, Variant::Cols, acc),
-                [target.clone(), x.binding()],
-                params,
-                plan.k.div_ceil(TX),
-                pro,
-            )?;
+            let groups = plan.k.div_ceil(TX);
+            // Few column groups over many rows (a bias gradient: 768 columns, 2048
+            // rows): chunks of rows writing partials [K, S], then rows over them.
+            let (s, chunk) = col_chunks(groups, plan.r);
+            if s == 1 {
+                let params = plan.params(1, plan.r, x.offset, 0);
+                self.first_pass(
+                    b,
+                    &spec(x.dtype, Variant::Cols, acc),
+                    [target.clone(), x.binding()],
+                    params,
+                    groups,
+                    pro,
+                )?;
+            } else {
+                let partial = self.scratch(0, plan.k * s * 4)?;
+                self.first_pass(
+                    b,
+                    &spec(x.dtype, Variant::Cols, acc),
+                    [partial.clone().into(), x.binding()],
+                    plan.params(s, chunk, x.offset, 0),
+                    groups * s,
+                    pro,
+                )?;
+                self.record(
+                    b,
+                    &spec(acc, Variant::RowsVec, acc),
+                    [target.clone(), partial.into()],
+                    Plan::partials(plan.k, s).params(1, s, 0, 0),
+                    plan.k,
+                )?;
+            }
         }
         if !direct {
             let shape = [plan.k as usize];
@@ -442,6 +465,22 @@ fn chunks(groups: u64, r: u64, at_least: u64) -> (u64, u64) {
     let chunk = r.div_ceil(s).max(1);
     (r.div_ceil(chunk).max(1), chunk)
 }
+
+/// [`chunks`] for the column kernel, whose workgroups each read 32 columns of
+/// every row: rows are split down to `MIN_COL_CHUNK` (a workgroup's 8 row lanes
+/// then read 32 rows each), so a bias gradient of a few hundred columns fills the
+/// GPU instead of 24 workgroups (bench/NOTES.md, run 52).
+fn col_chunks(groups: u64, r: u64) -> (u64, u64) {
+    if groups >= TARGET_GROUPS || r < 2 * MIN_COL_CHUNK {
+        return (1, r.max(1));
+    }
+    let s = TARGET_GROUPS.div_ceil(groups).min(r / MIN_COL_CHUNK).max(1);
+    let chunk = r.div_ceil(s).max(1);
+    (r.div_ceil(chunk).max(1), chunk)
+}
+
+/// Fewest rows in a chunk of the column kernel.
+const MIN_COL_CHUNK: u64 = 256;
 
 fn axes_mask<B>(x: &Strided<B>, axes: &[usize]) -> Result<Vec<bool>> {
     if x.shape.len() != x.strides.len() {

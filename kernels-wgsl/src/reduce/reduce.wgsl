@@ -235,16 +235,21 @@ fn reduce_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
 fn reduce_cols(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nwg: vec3<u32>) {
     let K = P[0];
-    let R = P[1];
+    let S = P[2];
     let ny = WG / TX;
     let tx = lid.x % TX;
     let ty = lid.x / TX;
-    let k = (wid.x + wid.y * nwg.x) * TX + tx;
+    // With S > 1 chunks of P[3] rows each (few columns, many rows), workgroup g
+    // takes chunk g % S and writes partials [K, S], as reduce_cols_v.
+    let g = wid.x + wid.y * nwg.x;
+    let sc = g % S;
+    let R = min(P[1], (sc + 1u) * P[3]);
+    let k = (g / S) * TX + tx;
     let valid = k < K;
     var acc = acc_init();
     if (valid) {
         let base = kept_base(k);
-        for (var r = ty; r < R; r += ny) {
+        for (var r = sc * P[3] + ty; r < R; r += ny) {
             acc = combine(acc, acc_load(ld_a(base + red_off(r))));
         }
     }
@@ -253,7 +258,11 @@ fn reduce_cols(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
     if (valid && ty == 0u) {
         var a = SH[tx];
         for (var t = 1u; t < ny; t++) { a = combine(a, SH[t * TX + tx]); }
-        O[P[7] + k] = st_acc(a);
+        if (S == 1u) {
+            O[P[7] + k] = st_acc(a);
+        } else {
+            O[k * S + sc] = st_acc(a);
+        }
     }
 }
 

@@ -373,3 +373,48 @@ pub fn argmax_argmin(dev: &Device) {
         );
     }
 }
+
+/// Column sums of tall matrices (few columns, many rows: a bias gradient) are
+/// computed in chunks of rows: plain, of a strided view, and fused after
+/// elementwise work under `compile`; against f64 host sums.
+pub fn tall_column_reductions(dev: &Device) {
+    for (r, c) in [(2048usize, 39usize), (4099, 5), (300, 7)] {
+        let v: Vec<f32> = (0..r * c)
+            .map(|i| ((i * 37) % 101) as f32 / 7.0 - 5.0)
+            .collect();
+        let x = ok("x", Array::from_slice_on(&v, &[r, c], dev));
+        let want: Vec<f64> = (0..c)
+            .map(|j| (0..r).map(|i| v[i * c + j] as f64).sum())
+            .collect();
+        let close = |what: &str, got: Vec<f32>, want: &[f64]| {
+            for (j, (&g, &w)) in got.iter().zip(want).enumerate() {
+                assert!(
+                    (g as f64 - w).abs() <= 1e-4 * (r as f64).sqrt() * 5.0,
+                    "{what}: column {j}: {g} vs {w}"
+                );
+            }
+        };
+        let what = format!("sum over rows of [{r}, {c}]");
+        close(
+            &what,
+            ok(
+                &what,
+                wmx::sum(&x, Some(&[0]), false).and_then(|s| s.to_vec()),
+            ),
+            &want,
+        );
+        let f = wmx::compile(|a: &[Array]| {
+            let y = wmx::add(
+                &wmx::multiply(&a[0], &wmx::scalar_like(&a[0], 2.0)?)?,
+                &wmx::scalar_like(&a[0], 1.0)?,
+            )?;
+            Ok(vec![wmx::sum(&y, Some(&[0]), false)?])
+        });
+        let got = ok(
+            &what,
+            f.call(std::slice::from_ref(&x)).and_then(|o| o[0].to_vec()),
+        );
+        let want2: Vec<f64> = want.iter().map(|w| 2.0 * w + r as f64).collect();
+        close(&format!("compiled 2x + 1, {what}"), got, &want2);
+    }
+}
