@@ -192,10 +192,10 @@ impl<D: Driver> Submitter<D> {
                 .map_err(|e| e.to_string())?;
             let mut guard = self.profile.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(p) = guard.as_mut() {
-                let origin = p.kernels.first().map_or(t[0], |_| p.origin_ns);
                 if p.kernels.is_empty() {
                     p.origin_ns = t[0];
                 }
+                let origin = p.origin_ns;
                 let submit = p.submits;
                 for (i, (name, groups)) in names.into_iter().enumerate() {
                     p.kernels.push(crate::profile::KernelTime {

@@ -36,6 +36,13 @@ fn loss(m: &nn::Sequential, a: &[Array]) -> wmx::Result<Array> {
     nn::losses::cross_entropy(&m.forward(&a[0])?, &a[1], &ce, nn::losses::Reduction::Mean)
 }
 
+/// Evaluates a step's results: the model's new parameters and the loss.
+fn settle(model: &dyn nn::Module, loss: &Array) -> wmx::Result<()> {
+    let mut outs: Vec<Array> = model.parameters().into_values().collect();
+    outs.push(loss.clone());
+    wmx::eval(&outs)
+}
+
 /// Times `step` (which must leave its results evaluated): ms per step and host ms.
 fn time(dev: &Device, steps: usize, mut step: impl FnMut() -> Res<()>) -> Res<(f64, f64)> {
     for _ in 0..WARMUP {
@@ -71,9 +78,7 @@ pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res
     let (ms, host) = time(dev, steps, || {
         let (l, g) = vg(&[x.clone(), y.clone()]).map_err(err)?;
         opt.update(&model, &g).map_err(err)?;
-        let mut outs: Vec<Array> = model.parameters().into_values().collect();
-        outs.push(l.clone());
-        wmx::eval(&outs).map_err(err)?;
+        settle(&model, &l).map_err(err)?;
         if first.is_none() {
             first = Some(l.item::<f32>().map_err(err)?);
         }
@@ -89,9 +94,7 @@ pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res
     let mut first = None;
     let (ms, host) = time(dev, steps, || {
         let l = step.call(&[x.clone(), y.clone()]).map_err(err)?;
-        let mut outs: Vec<Array> = model.parameters().into_values().collect();
-        outs.push(l.clone());
-        wmx::eval(&outs).map_err(err)?;
+        settle(&*model, &l).map_err(err)?;
         if first.is_none() {
             first = Some(l.item::<f32>().map_err(err)?);
         }
@@ -148,9 +151,7 @@ pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
     let (ms, host) = time(dev, steps, || {
         let (l, g) = vg(std::slice::from_ref(&x)).map_err(err)?;
         opt.update(&model, &g).map_err(err)?;
-        let mut outs: Vec<Array> = model.parameters().into_values().collect();
-        outs.push(l);
-        wmx::eval(&outs).map_err(err)
+        settle(&model, &l).map_err(err)
     })?;
     println!("train gpt{depth} lazy     f32 b{b} l{l} d{d}: {ms:8.3} ms/step (host {host:.3} ms)");
     rows.push(row("train_gpt_lazy", ms, host));
@@ -159,9 +160,7 @@ pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
         .map_err(err)?;
     let (ms, host) = time(dev, steps, || {
         let l = step.call(std::slice::from_ref(&x)).map_err(err)?;
-        let mut outs: Vec<Array> = model.parameters().into_values().collect();
-        outs.push(l);
-        wmx::eval(&outs).map_err(err)
+        settle(&*model, &l).map_err(err)
     })?;
     println!(
         "train gpt{depth} compiled f32 b{b} l{l} d{d}: {ms:8.3} ms/step (host {host:.3} ms, {} trace)",
@@ -176,9 +175,7 @@ pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
         let (r, p) = be
             .profile(|| -> wmx::Result<()> {
                 let l = step.call(std::slice::from_ref(&x))?;
-                let mut outs: Vec<Array> = model.parameters().into_values().collect();
-                outs.push(l);
-                wmx::eval(&outs)
+                settle(&*model, &l)
             })
             .map_err(err)?;
         r.map_err(err)?;

@@ -170,6 +170,32 @@ impl Layer for Sequential {
     }
 }
 
+/// A norm layer's per-channel parameter, every element `v` (1: weight, 0: bias).
+fn channel_param(channels: usize, v: f64) -> Result<Param> {
+    Ok(Param::new(crate::full(&[channels], v, DType::F32)?))
+}
+
+/// Visits a norm layer's optional weight and bias.
+fn visit_affine(v: &mut dyn Visitor, weight: &Option<Param>, bias: &Option<Param>) {
+    if let Some(w) = weight {
+        v.param("weight", w);
+    }
+    if let Some(b) = bias {
+        v.param("bias", b);
+    }
+}
+
+/// `y * weight + bias`, each where present.
+fn apply_affine(mut y: Array, weight: &Option<Param>, bias: &Option<Param>) -> Result<Array> {
+    if let Some(w) = weight {
+        y = crate::multiply(&y, &w.value())?;
+    }
+    if let Some(b) = bias {
+        y = crate::add(&y, &b.value())?;
+    }
+    Ok(y)
+}
+
 /// Layer normalisation over the last axis, with an optional affine weight and
 /// bias (ones and zeros).
 pub struct LayerNorm {
@@ -184,7 +210,7 @@ pub struct LayerNorm {
 impl LayerNorm {
     /// Over a last axis of `dims` (PyTorch's defaults: affine, eps 1e-5).
     pub fn new(dims: usize, eps: f64, affine: bool, bias: bool) -> Result<LayerNorm> {
-        let p = |v: f64| -> Result<Param> { Ok(Param::new(crate::full(&[dims], v, DType::F32)?)) };
+        let p = |v: f64| channel_param(dims, v);
         Ok(LayerNorm {
             weight: if affine { Some(p(1.0)?) } else { None },
             bias: if affine && bias { Some(p(0.0)?) } else { None },
@@ -195,12 +221,7 @@ impl LayerNorm {
 
 impl Module for LayerNorm {
     fn visit(&self, v: &mut dyn Visitor) {
-        if let Some(w) = &self.weight {
-            v.param("weight", w);
-        }
-        if let Some(b) = &self.bias {
-            v.param("bias", b);
-        }
+        visit_affine(v, &self.weight, &self.bias);
     }
 }
 
@@ -224,7 +245,7 @@ impl RmsNorm {
     /// Over a last axis of `dims`.
     pub fn new(dims: usize, eps: f64) -> Result<RmsNorm> {
         Ok(RmsNorm {
-            weight: Param::new(crate::ones(&[dims], DType::F32)?),
+            weight: channel_param(dims, 1.0)?,
             eps,
         })
     }
@@ -467,8 +488,7 @@ impl GroupNorm {
                 format!("{groups} groups must divide {channels} channels"),
             ));
         }
-        let p =
-            |v: f64| -> Result<Param> { Ok(Param::new(crate::full(&[channels], v, DType::F32)?)) };
+        let p = |v: f64| channel_param(channels, v);
         Ok(GroupNorm {
             weight: if affine { Some(p(1.0)?) } else { None },
             bias: if affine { Some(p(0.0)?) } else { None },
@@ -480,12 +500,7 @@ impl GroupNorm {
 
 impl Module for GroupNorm {
     fn visit(&self, v: &mut dyn Visitor) {
-        if let Some(w) = &self.weight {
-            v.param("weight", w);
-        }
-        if let Some(b) = &self.bias {
-            v.param("bias", b);
-        }
+        visit_affine(v, &self.weight, &self.bias);
     }
 }
 
@@ -510,15 +525,9 @@ impl Layer for GroupNorm {
         let d = crate::subtract(&r, &mean)?;
         let var = crate::mean(&crate::multiply(&d, &d)?, Some(&[1, 3]), true)?;
         let inv = crate::rsqrt(&crate::add(&var, &crate::scalar_like(&var, self.eps)?)?)?;
-        let mut y = crate::multiply(&d, &inv)?
+        let y = crate::multiply(&d, &inv)?
             .reshape(&s.iter().map(|&v| v as isize).collect::<Vec<_>>())?;
-        if let Some(w) = &self.weight {
-            y = crate::multiply(&y, &w.value())?;
-        }
-        if let Some(b) = &self.bias {
-            y = crate::add(&y, &b.value())?;
-        }
-        Ok(y)
+        apply_affine(y, &self.weight, &self.bias)
     }
 }
 
@@ -546,8 +555,7 @@ pub struct BatchNorm {
 impl BatchNorm {
     /// Over `channels` channels (PyTorch's defaults: eps 1e-5, momentum 0.1).
     pub fn new(channels: usize, eps: f64, momentum: f64, affine: bool) -> Result<BatchNorm> {
-        let p =
-            |v: f64| -> Result<Param> { Ok(Param::new(crate::full(&[channels], v, DType::F32)?)) };
+        let p = |v: f64| channel_param(channels, v);
         let (rm, rv) = (p(0.0)?, p(1.0)?);
         rm.set_trainable(false);
         rv.set_trainable(false);
@@ -565,12 +573,7 @@ impl BatchNorm {
 
 impl Module for BatchNorm {
     fn visit(&self, v: &mut dyn Visitor) {
-        if let Some(w) = &self.weight {
-            v.param("weight", w);
-        }
-        if let Some(b) = &self.bias {
-            v.param("bias", b);
-        }
+        visit_affine(v, &self.weight, &self.bias);
         v.param("running_mean", &self.running_mean);
         v.param("running_var", &self.running_var);
     }
@@ -617,13 +620,7 @@ impl Layer for BatchNorm {
             (self.running_mean.value(), self.running_var.value())
         };
         let inv = crate::rsqrt(&crate::add(&var, &crate::scalar_like(&var, self.eps)?)?)?;
-        let mut y = crate::multiply(&crate::subtract(x, &mean)?, &inv)?;
-        if let Some(w) = &self.weight {
-            y = crate::multiply(&y, &w.value())?;
-        }
-        if let Some(b) = &self.bias {
-            y = crate::add(&y, &b.value())?;
-        }
-        Ok(y)
+        let y = crate::multiply(&crate::subtract(x, &mean)?, &inv)?;
+        apply_affine(y, &self.weight, &self.bias)
     }
 }

@@ -366,11 +366,8 @@ where
     F: Fn(&[Array]) -> Result<Array> + 'm,
 {
     move |inputs: &[Array]| {
-        let params: Vec<(String, Param)> = {
-            let mut out = Vec::new();
-            walk(model, "", &mut out);
-            out.into_iter().filter(|(_, p)| p.trainable()).collect()
-        };
+        let mut params = model.named_parameters();
+        params.retain(|(_, p)| p.trainable());
         let n = params.len();
         let mut args: Vec<Array> = params.iter().map(|(_, p)| p.value()).collect();
         args.extend(inputs.iter().cloned());

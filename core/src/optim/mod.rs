@@ -98,20 +98,15 @@ pub trait Optimizer {
         let host = self.scalars(step);
         let mut out = Params::new();
         let mut slots_out = Vec::new();
+        // The scalars as arrays, made once per device.
+        let mut s: Option<(crate::Device, Vec<Array>)> = None;
         for (n, p, g) in pairs(params, grads)? {
-            let s = host
-                .iter()
-                .map(|&v| crate::with_device(p.device(), || crate::scalar(v, crate::DType::F32)))
-                .collect::<Result<Vec<_>>>()?;
-            let slots = self
-                .slot_names()
-                .iter()
-                .map(|k| match self.opt_state().slots.get(&format!("{n}.{k}")) {
-                    Some(a) => Ok(a.clone()),
-                    None => crate::zeros_like(p),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let (np, ns) = self.apply(&s, p, g, &slots)?;
+            if s.as_ref().is_none_or(|(d, _)| d != p.device()) {
+                s = Some((p.device().clone(), scalar_arrays(&host, p.device())?));
+            }
+            let s = &s.as_ref().expect("made above").1;
+            let slots = slots_of(self.opt_state(), self.slot_names(), n, p)?;
+            let (np, ns) = self.apply(s, p, g, &slots)?;
             out.insert(n.clone(), np);
             for (k, a) in self.slot_names().iter().zip(ns) {
                 slots_out.push((format!("{n}.{k}"), a));
@@ -185,6 +180,34 @@ fn pairs<'a>(
         }
     }
     Ok(grads.iter().map(move |(n, g)| (n, &params[n], g)))
+}
+
+/// The step's scalars as f32 arrays on `device`.
+fn scalar_arrays(host: &[f64], device: &crate::Device) -> Result<Vec<Array>> {
+    host.iter()
+        .map(|&v| crate::with_device(device, || crate::scalar(v, crate::DType::F32)))
+        .collect()
+}
+
+/// Parameter `n`'s slots: its state, or row-major zeros before its first step (a
+/// compiled step's record is keyed by its inputs' strides, and later calls pass
+/// its own row-major outputs).
+fn slots_of(st: &OptState, names: &[&str], n: &str, p: &Array) -> Result<Vec<Array>> {
+    names
+        .iter()
+        .map(|k| match st.slots.get(&format!("{n}.{k}")) {
+            Some(a) => Ok(a.clone()),
+            None => crate::contiguous(&crate::zeros_like(p)?),
+        })
+        .collect()
+}
+
+/// `beta * m + (1 - beta) * x`: a moving average.
+fn ema(m: &Array, x: &Array, beta: f64) -> Result<Array> {
+    crate::add(
+        &crate::multiply(m, &c(m, beta)?)?,
+        &crate::multiply(x, &c(x, 1.0 - beta)?)?,
+    )
 }
 
 /// The step's scalars in the parameter's dtype (they are f32 arrays).
@@ -392,14 +415,8 @@ impl Optimizer for Adam {
             }
         }
         let (m, v) = (&slots[0], &slots[1]);
-        let m = crate::add(
-            &crate::multiply(m, &c(m, b1)?)?,
-            &crate::multiply(&g, &c(&g, 1.0 - b1)?)?,
-        )?;
-        let v = crate::add(
-            &crate::multiply(v, &c(v, b2)?)?,
-            &crate::multiply(&crate::multiply(&g, &g)?, &c(&g, 1.0 - b2)?)?,
-        )?;
+        let m = ema(m, &g, b1)?;
+        let v = ema(v, &crate::multiply(&g, &g)?, b2)?;
         // p - lr / c1 * m / (sqrt(v / c2) + eps)
         let den = crate::add(
             &crate::sqrt(&crate::multiply(&v, inv_c2)?)?,
@@ -528,16 +545,10 @@ impl Optimizer for RmsProp {
         } else {
             g.clone()
         };
-        let sq = crate::add(
-            &crate::multiply(&slots[0], &c(&g, a)?)?,
-            &crate::multiply(&crate::multiply(&g, &g)?, &c(&g, 1.0 - a)?)?,
-        )?;
+        let sq = ema(&slots[0], &crate::multiply(&g, &g)?, a)?;
         let mut out = vec![sq.clone()];
         let var = if self.centered {
-            let ga = crate::add(
-                &crate::multiply(&slots[1], &c(&g, a)?)?,
-                &crate::multiply(&g, &c(&g, 1.0 - a)?)?,
-            )?;
+            let ga = ema(&slots[1], &g, a)?;
             let v = crate::subtract(&sq, &crate::multiply(&ga, &ga)?)?;
             out.push(ga);
             v
@@ -603,16 +614,10 @@ impl Optimizer for Lion {
         let s = in_dtype_of(s, p)?;
         let (b1, b2) = self.betas;
         let m = &slots[0];
-        let mix = crate::add(
-            &crate::multiply(m, &c(m, b1)?)?,
-            &crate::multiply(g, &c(g, 1.0 - b1)?)?,
-        )?;
+        let mix = ema(m, g, b1)?;
         let p = crate::multiply(p, &s[1])?;
         let p = crate::subtract(&p, &crate::multiply(&crate::sign(&mix)?, &s[0])?)?;
-        let m = crate::add(
-            &crate::multiply(m, &c(m, b2)?)?,
-            &crate::multiply(g, &c(g, 1.0 - b2)?)?,
-        )?;
+        let m = ema(m, g, b2)?;
         Ok((p, vec![m]))
     }
     state_accessors!();
@@ -793,25 +798,13 @@ impl<M: Module + 'static, O: Optimizer> CompiledStep<M, O> {
             .next()
             .map(|p| p.device().clone())
             .map_or_else(crate::default_device, Ok)?;
-        let mut inputs: Vec<Array> = self
-            .opt
-            .scalars(step)
-            .into_iter()
-            .map(|v| crate::with_device(&device, || crate::scalar(v, crate::DType::F32)))
-            .collect::<Result<_>>()?;
+        let mut inputs = scalar_arrays(&self.opt.scalars(step), &device)?;
         let slot_names = self.opt.slot_names();
         let mut slots = Vec::new();
         for n in &self.names {
             let p = &params[n];
             inputs.push(p.clone());
-            for k in slot_names {
-                // Row-major zeros: the record is keyed by the inputs' strides, and
-                // later calls pass the step's own (row-major) outputs.
-                slots.push(match self.opt.opt_state().slots.get(&format!("{n}.{k}")) {
-                    Some(a) => a.clone(),
-                    None => crate::contiguous(&crate::zeros_like(p)?)?,
-                });
-            }
+            slots.extend(slots_of(self.opt.opt_state(), slot_names, n, p)?);
         }
         inputs.extend(slots);
         inputs.extend(batch.iter().cloned());
