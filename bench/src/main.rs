@@ -34,6 +34,8 @@
 //! `--coop-peak` measures naga's cooperative-matrix multiply-adds alone (`coop.rs`).
 //! `--train` times a training step of an MLP, lazy and compiled (`train.rs`; `torch_train.py`
 //! is the PyTorch side).
+//! `--conv` times issue 36's convolution shapes forward and backward (`conv.rs`;
+//! `torch_conv.py` is the cuDNN side).
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
 //! scatter_add; `bench/torch_blocks.py` is their PyTorch side). `--large`
 //! runs 3 GiB arrays, computed in pieces past the binding limit
@@ -42,6 +44,7 @@
 //! 1000-op chain, and asserts nothing about timings (`bench/tests/smoke.rs`).
 
 mod blocks;
+mod conv;
 mod coop;
 mod linalg;
 mod train;
@@ -78,6 +81,7 @@ struct Options {
     coop_peak: bool,
     /// Only the training steps (`train.rs`).
     train: bool,
+    conv: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
     sizes_given: bool,
 }
@@ -98,6 +102,7 @@ impl Options {
             large: false,
             coop_peak: false,
             train: false,
+            conv: false,
             sizes_given: false,
         };
         let mut sizes_given = false;
@@ -135,10 +140,11 @@ impl Options {
                 "--large" => o.large = true,
                 "--coop-peak" => o.coop_peak = true,
                 "--train" => o.train = true,
+                "--conv" => o.conv = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1480,6 +1486,14 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     if o.coop_peak {
         let kr = kern.as_ref().ok_or("--coop-peak needs a WebGPU device")?;
         coop::coop_peak(kr, o.reps)?;
+        return Ok(rows);
+    }
+    if o.conv {
+        conv::bench_conv(&dev, o.smoke, &o.dtypes, &mut rows)?;
+        if let Some(path) = &o.json {
+            std::fs::write(path, to_json(&rows, &dev.name()))
+                .map_err(|e| format!("{path}: {e}"))?;
+        }
         return Ok(rows);
     }
     if o.train {

@@ -36,6 +36,7 @@
 //! ```
 
 mod activations;
+mod conv;
 pub mod init;
 mod layers;
 pub mod losses;
@@ -43,6 +44,11 @@ pub mod losses;
 pub use activations::{
     Activation, Gelu, elu, gelu, gelu_approx, gelu_fast, glu, hardswish, leaky_relu, log_sigmoid,
     mish, relu, relu6, selu, silu, softplus,
+};
+pub use conv::{
+    AdaptiveAvgPool, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AvgPool1d, AvgPool2d,
+    AvgPool3d, Conv, Conv1d, Conv2d, Conv3d, ConvConfig, ConvTranspose1d, ConvTranspose2d,
+    ConvTranspose3d, MaxPool1d, MaxPool2d, MaxPool3d, Pool,
 };
 pub use layers::{
     BatchNorm, Dropout, Embedding, GroupNorm, LayerNorm, Linear, MultiHeadAttention, RmsNorm,

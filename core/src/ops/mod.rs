@@ -13,6 +13,7 @@ use crate::{
 };
 
 mod attention;
+mod conv;
 mod index;
 mod linalg;
 mod nn;
@@ -22,6 +23,11 @@ mod scan;
 mod shaping;
 mod sort;
 pub use attention::{AttentionMask, scaled_dot_product_attention};
+pub use conv::{
+    ConvOptions, PoolOptions, adaptive_avg_pool, avg_pool, conv_general, conv_transpose_general,
+    conv_transpose1d, conv_transpose2d, conv_transpose3d, conv_weight_from_torch, conv1d, conv2d,
+    conv3d, max_pool, sliding_window_view, to_channels_first, to_channels_last,
+};
 pub use index::{
     add_along_axis, gather_fill, one_hot, put_along_axis, scatter, scatter_add, take,
     take_along_axis,

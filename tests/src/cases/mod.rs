@@ -282,6 +282,13 @@ macro_rules! for_each_case {
             rope_values,
             rope_errors,
             grad_rope,
+            conv_values,
+            conv_transpose_values,
+            pool_values,
+            adaptive_pool_and_windows,
+            conv_errors,
+            grad_conv,
+            conv_match_torch,
             nn_layers_match_torch,
             nn_activations_match_torch,
             nn_losses_match_torch,
@@ -320,10 +327,12 @@ macro_rules! for_each_case {
 }
 
 mod compile;
+mod conv;
 mod creation;
 mod custom;
 mod elementwise;
 mod errors;
+mod goldens;
 mod graph;
 mod index;
 mod linalg;
@@ -339,6 +348,7 @@ mod training;
 mod transforms;
 mod views;
 pub use compile::*;
+pub use conv::*;
 pub use creation::*;
 pub use custom::*;
 pub use elementwise::*;

@@ -3,8 +3,7 @@
 //! options, and 20-step optimizer trajectories; and the module API (names, updates,
 //! freezing, modes, checkpoints, errors).
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
+use super::goldens::Goldens;
 use wmx_core::nn::losses::{self, CrossEntropy, Reduction};
 use wmx_core::nn::{self, Layer, Module, ModuleExt, Param, Params, Visitor};
 use wmx_core::optim::{self, Optimizer};
@@ -14,71 +13,18 @@ fn ok<T>(what: &str, r: Result<T>) -> T {
     super::ok(what, r)
 }
 
-const GOLDENS: &str = include_str!("../../goldens/torch_nn.txt");
+static TORCH: Goldens = Goldens::new(include_str!("../../goldens/torch_nn.txt"));
 
-type Golden = (Vec<usize>, Vec<f64>);
-
-fn goldens() -> &'static HashMap<String, Golden> {
-    static G: OnceLock<HashMap<String, Golden>> = OnceLock::new();
-    G.get_or_init(|| {
-        GOLDENS
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(|l| {
-                let mut it = l.split('|');
-                let name = it.next().unwrap().to_string();
-                let shape = it
-                    .next()
-                    .unwrap()
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(|s| s.parse().unwrap())
-                    .collect();
-                let vals = it
-                    .next()
-                    .unwrap()
-                    .split(',')
-                    .map(|s| s.parse().unwrap())
-                    .collect();
-                (name, (shape, vals))
-            })
-            .collect()
-    })
-}
-
-fn golden(name: &str) -> &'static Golden {
-    goldens()
-        .get(name)
-        .unwrap_or_else(|| panic!("no golden {name}"))
-}
-
-/// The golden as an f32 array on `dev`.
 fn arr(dev: &Device, name: &str) -> Array {
-    let (shape, v) = golden(name);
-    let v: Vec<f32> = v.iter().map(|&x| x as f32).collect();
-    ok(name, Array::from_slice_on(&v, shape, dev))
+    TORCH.arr(dev, name)
 }
 
-/// The golden as an i32 array on `dev` (indices).
 fn idx(dev: &Device, name: &str) -> Array {
-    let (shape, v) = golden(name);
-    let v: Vec<i32> = v.iter().map(|&x| x as i32).collect();
-    ok(name, Array::from_slice_on(&v, shape, dev))
+    TORCH.idx(dev, name)
 }
 
-/// `got` against golden `name`: shape, and values within `rtol`/`atol` of the
-/// golden's scale.
 fn check(what: &str, got: &Array, name: &str, rtol: f64, atol: f64) {
-    let (shape, want) = golden(name);
-    assert_eq!(got.shape(), shape.as_slice(), "{what}: shape");
-    let g: Vec<f64> = ok(what, got.to_vec_as::<f64>());
-    let scale = want.iter().fold(0f64, |m, v| m.max(v.abs())).max(1.0);
-    for (i, (&a, &b)) in g.iter().zip(want).enumerate() {
-        assert!(
-            (a - b).abs() <= rtol * b.abs() + atol * scale,
-            "{what}: element {i}: got {a}, PyTorch {b}"
-        );
-    }
+    TORCH.check(what, got, name, rtol, atol)
 }
 
 fn close(what: &str, got: &Array, name: &str) {
