@@ -6,7 +6,7 @@ use crate::custom::{CustomEval, GpuInput};
 use crate::kerr;
 use std::any::Any;
 use wmx_core::Result;
-use wmx_core::families::Rope;
+use wmx_core::families::{Im2col, Rope};
 use wmx_kernels as k;
 use wmx_kernels::Driver;
 
@@ -14,6 +14,9 @@ use wmx_kernels::Driver;
 pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<Result<()>> {
     if let Some(r) = prim.downcast_ref::<Rope>() {
         return Some(rope(r, ev));
+    }
+    if let Some(p) = prim.downcast_ref::<Im2col>() {
+        return Some(im2col(p, ev));
     }
     None
 }
@@ -52,6 +55,34 @@ fn rope<D: Driver>(r: &Rope, ev: &mut CustomEval<D>) -> Result<()> {
             &view(off),
             &view(inv),
             params,
+            &out,
+        )
+        .map_err(kerr)
+}
+
+fn im2col<D: Driver>(p: &Im2col, ev: &mut CustomEval<D>) -> Result<()> {
+    let params = k::Im2colParams {
+        input: p.input.clone(),
+        out: p.out.clone(),
+        kernel: p.kernel.clone(),
+        stride: p.stride.clone(),
+        kernel_dilation: p.kernel_dilation.clone(),
+        input_dilation: p.input_dilation.clone(),
+        lo: p.lo.clone(),
+    };
+    let o = &ev.output;
+    let out = k::Contig {
+        buffer: &o.buffer,
+        window: None,
+        dtype: o.dtype,
+        shape: &o.shape,
+    };
+    ev.kernels
+        .im2col(
+            &mut ev.batch,
+            &view(&ev.inputs[0]),
+            &params,
+            p.adjoint,
             &out,
         )
         .map_err(kerr)

@@ -39,7 +39,7 @@
 //! | 1 | `layout`, `ops`, `wgpu_driver` | views of buffers and their checks; WGSL op expressions; wgpu's driver |
 //! | 2 | `compose` | module specs, the generic prelude, tree-shaking, naga validation |
 //! | 3 | `kernels` | the library on one device: pipeline cache, scratch buffers, recording |
-//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
+//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `im2col`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
 //! | 5 | `wgpu_open` | opening a wgpu device and probing its hardware paths with kernels |
 #![doc = include_str!("../README.md")]
 
@@ -49,6 +49,7 @@ mod dtype;
 mod elementwise;
 mod f64;
 mod fused;
+mod im2col;
 mod index;
 mod kernels;
 mod layout;
@@ -66,6 +67,7 @@ mod wgpu_open;
 pub use compose::{
     Family, InputMode, ModuleSpec, Op, Target, Variant, check_specs, compose, validate_wgsl,
 };
+pub use im2col::Im2colParams;
 pub use matmul::TILES;
 pub use rope::RopeParams;
 
@@ -73,6 +75,7 @@ pub use rope::RopeParams;
 /// these.
 pub mod families {
     pub use crate::elementwise::{ARANGE, AXPBY, BINARY, COPY, FILL, SELECT, SLICE_UPDATE, UNARY};
+    pub use crate::im2col::IM2COL;
     pub use crate::index::{GATHER, PLACE, SCATTER};
     pub use crate::matmul::{GEMV, MATMUL};
     pub use crate::norm::NORM;
@@ -104,6 +107,7 @@ const FAMILIES: &[&Family] = {
         &SCATTER,
         &RANDOM_BITS,
         &SORT,
+        &IM2COL,
     ]
 };
 

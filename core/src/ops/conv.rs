@@ -7,11 +7,12 @@
 //! [`to_channels_last`] and [`conv_weight_from_torch`] convert PyTorch's NCHW
 //! arrays and weights.
 
+use super::im2col::Im2col;
 use super::{
     Slice, astype, broadcast_to, divide, matmul, max, mean, moveaxis, multiply, pad, reshape,
     scalar_like, shaping::PadMode, slice, slice_update, stack, sum, transpose,
 };
-use crate::{Array, DType, Error, Result};
+use crate::{Array, CustomFunction, DType, Error, Result};
 
 /// Options of [`conv_general`], per spatial axis. A list of one value applies to
 /// every spatial axis; an empty list is the default.
@@ -181,23 +182,57 @@ fn convolve(op: &'static str, x: &Array, w: &Array, g: &Geometry) -> Result<Arra
         }
         out.push(((span - extent) / g.stride[i] as i64 + 1) as usize);
     }
-    let x = dilate_and_pad(&astype(x, dtype)?, g)?;
+    let x = astype(x, dtype)?;
     let mut w = astype(w, dtype)?;
     if g.flip {
         let mut flips = vec![Slice::ALL];
         flips.extend((0..d).map(|_| Slice::reversed()));
         w = slice(&w, &flips)?;
     }
-    // [N, out..., taps, C_in]: the im2col matrix, one strided view per tap.
-    let cols = windows(
-        &x,
-        &(1..=d).collect::<Vec<_>>(),
-        kernel,
-        &g.kernel_dilation,
-        &g.stride,
-        &out,
-        d + 1,
-    )?;
+    // [N, out..., taps, C_in]: the im2col matrix: a view for 1x1 kernels, else
+    // one kernel where there is one, else one strided view per tap of the padded
+    // input.
+    let direct = kernel.iter().all(|&k| k == 1)
+        && g.lo.iter().all(|&p| p == 0)
+        && g.hi.iter().all(|&p| p <= 0)
+        && g.input_dilation.iter().all(|&s| s == 1);
+    let cols = if direct {
+        // A 1x1 kernel inside the input: the columns are a strided view of it.
+        let axes: Vec<usize> = (1..=d).collect();
+        windows(
+            &x,
+            &axes,
+            kernel,
+            &g.kernel_dilation,
+            &g.stride,
+            &out,
+            d + 1,
+        )?
+    } else if Im2col::takes(dtype, d) {
+        let prim = Im2col {
+            input: x.shape()[1..=d].to_vec(),
+            out: out.clone(),
+            kernel: kernel.to_vec(),
+            stride: g.stride.clone(),
+            kernel_dilation: g.kernel_dilation.clone(),
+            input_dilation: g.input_dilation.clone(),
+            lo: g.lo.clone(),
+            adjoint: false,
+        };
+        prim.apply(&x)?
+    } else {
+        let axes: Vec<usize> = (1..=d).collect();
+        let x = dilate_and_pad(&x, g)?;
+        windows(
+            &x,
+            &axes,
+            kernel,
+            &g.kernel_dilation,
+            &g.stride,
+            &out,
+            d + 1,
+        )?
+    };
     let taps: usize = kernel.iter().product();
     let m = n * out.iter().product::<usize>();
     let (mi, c_out_i) = (m as isize, c_out as isize);
@@ -209,7 +244,7 @@ fn convolve(op: &'static str, x: &Array, w: &Array, g: &Geometry) -> Result<Arra
     );
     let y = if groups == 1 {
         let cols = reshape(&cols, &[mi, t * cg])?;
-        matmul(&cols, &reshape(&w, &[c_out_i, t * cg])?.t()?)?
+        tall_product(&cols, &reshape(&w, &[c_out_i, t * cg])?)?
     } else if c_group == 1 {
         // Depthwise: a product per channel over the taps, not `groups` products
         // of one column each.
@@ -232,6 +267,53 @@ fn convolve(op: &'static str, x: &Array, w: &Array, g: &Geometry) -> Result<Arra
     shape.extend(out.iter().map(|&o| o as isize));
     shape.push(c_out_i);
     reshape(&y, &shape)
+}
+
+/// `a @ b^T` for the tall columns `a` `[M, K]` (M: every output position) and a
+/// weight `b` `[N, K]`. The weight's gradient `ct^T @ a` is a product whose inner
+/// length is M and whose output has few tiles; it runs as a batch of row chunks
+/// summed (split-K), for that many times the workgroups.
+fn tall_product(a: &Array, b: &Array) -> Result<Array> {
+    let f = CustomFunction::new(|x: &[Array]| Ok(vec![matmul(&x[0], &x[1].t()?)?]))
+        .name("conv_general")
+        .vjp(|x, _, ct| {
+            let da = matmul(&ct[0], &x[1])?;
+            Ok(vec![Some(da), Some(split_k_tn(&ct[0], &x[0])?)])
+        });
+    Ok(f.call(&[a.clone(), b.clone()])?.remove(0))
+}
+
+/// `g^T @ a` (`[M, N]` and `[M, K]` to `[N, K]`) with M in chunks: enough to give
+/// the GPU about 264 output tiles of 64 x 64 (two per SM of a large GPU), chunks of
+/// at least 1024 rows.
+fn split_k_tn(g: &Array, a: &Array) -> Result<Array> {
+    let (m, n, k) = (a.shape()[0], g.shape()[1], a.shape()[1]);
+    let tiles = n.div_ceil(64) * k.div_ceil(64);
+    let chunks = (m / 1024).min(264usize.div_ceil(tiles.max(1)));
+    // 16-bit products lose their cooperative-matrix path when batched this way:
+    // worth it only for outputs of a few tiles (bench/NOTES.md, run 55).
+    if chunks < 2 || (a.dtype() != DType::F32 && tiles >= 16) {
+        return matmul(&g.t()?, a);
+    }
+    let rows = m / chunks;
+    let head = (chunks * rows) as isize;
+    let part = |x: &Array, cols: usize| {
+        reshape(
+            &slice(x, &[Slice::range(0, head)])?,
+            &[chunks as isize, rows as isize, cols as isize],
+        )
+    };
+    let (gb, ab) = (part(g, n)?, part(a, k)?);
+    let y = sum(
+        &matmul(&transpose(&gb, Some(&[0, 2, 1]))?, &ab)?,
+        Some(&[0]),
+        false,
+    )?;
+    if head as usize == m {
+        return Ok(y);
+    }
+    let tail = |x: &Array| slice(x, &[Slice::range(head, m as isize)]);
+    crate::add(&y, &matmul(&tail(g)?.t()?, &tail(a)?)?)
 }
 
 /// `x` with `input_dilation - 1` zeros between neighbours on each spatial axis,

@@ -14,6 +14,7 @@ use crate::{
 
 mod attention;
 mod conv;
+mod im2col;
 mod index;
 mod linalg;
 mod nn;
@@ -43,6 +44,7 @@ pub use rope::rope;
 /// rules here, their GPU code in `wmx-webgpu`'s `families.rs`), public for the
 /// backends that run them.
 pub mod families {
+    pub use super::im2col::Im2col;
     pub use super::rope::Rope;
 }
 pub use scan::{cummax, cummin, cumprod, cumsum, scan};

@@ -799,7 +799,7 @@ pub fn conv_errors(dev: &Device) {
 }
 
 /// Gradients of `sum(f(x, w) * g)` against central differences of the f64
-/// references, jvp likewise, and vmap over weights against a loop.
+/// references, jvp likewise, and vmap over weights and over inputs against a loop.
 pub fn grad_conv(dev: &Device) {
     let mut rng = Rng::new(0x6c);
     let dt = DType::F32;
@@ -883,6 +883,91 @@ pub fn grad_conv(dev: &Device) {
         &vec![16.0; want.len()],
         dt,
     );
+    // vmap over two inputs, the weight shared (the columns batch with the images).
+    let xs2 = rand(&mut rng, dt, 2 * nx);
+    let mut xshape = vec![2];
+    xshape.extend(&c.x);
+    let got = ok(
+        "conv vmap",
+        wmx::vmap(per, &[Some(0), None], &[0])(&[arr(dev, dt, &xs2, &xshape), wa.clone()]),
+    );
+    let want: Vec<f64> = (0..2)
+        .flat_map(|i| conv_ref(&xs2[i * nx..(i + 1) * nx], &w, &c))
+        .collect();
+    close_to(
+        "conv vmap over inputs",
+        &f64s(&got[0], "vmap"),
+        &want,
+        &vec![16.0; want.len()],
+        dt,
+    );
+
+    // A weight gradient over 2107 output positions: summed from row chunks (split-K)
+    // and a one-row tail.
+    let tall = Conv::new(&[1, 50, 44, 2], &[3, 2, 2, 2]);
+    let (nx, nw) = (
+        tall.x.iter().product::<usize>(),
+        tall.w.iter().product::<usize>(),
+    );
+    let (x, w) = (rand(&mut rng, dt, nx), rand(&mut rng, dt, nw));
+    let out = tall.out_shape();
+    let g = rand(&mut rng, dt, out.iter().product());
+    let (xa, ga) = (arr(dev, dt, &x, &tall.x), arr(dev, dt, &g, &out));
+    let opts = tall.options();
+    let f = |w: &Array| {
+        wmx::sum(
+            &wmx::multiply(&wmx::conv_general(&xa, w, &opts)?, &ga)?,
+            None,
+            false,
+        )
+    };
+    let got = ok("tall dW", wmx::grad1(f)(&arr(dev, dt, &w, &tall.w)));
+    let loss = |v: &[f64]| -> f64 {
+        conv_ref(&x, v, &tall)
+            .iter()
+            .zip(&g)
+            .map(|(a, b)| a * b)
+            .sum()
+    };
+    let want: Vec<f64> = (0..nw).map(|k| fd(&w, k, &loss)).collect();
+    close_to(
+        "weight gradient over 2107 positions",
+        &f64s(&got, "dw"),
+        &want,
+        &vec![400.0; nw],
+        dt,
+    );
+
+    // The input gradient in 16-bit dtypes, channels in whole words (4) and not (3).
+    let mut c3 = Conv::new(&[1, 5, 4, 3], &[2, 3, 3, 3]);
+    (c3.stride, c3.lo, c3.hi) = (vec![2, 1], vec![1, 1], vec![1, 0]);
+    for dt in [DType::F16, DType::BF16]
+        .into_iter()
+        .filter(|&d| super::supported(dev, d))
+    {
+        for c in [&c, &c3] {
+            let what = format!("grad of conv_general {c:?} {dt}");
+            let (nx, nw) = (c.x.iter().product::<usize>(), c.w.iter().product::<usize>());
+            let (x, w) = (rand(&mut rng, dt, nx), rand(&mut rng, dt, nw));
+            let out = c.out_shape();
+            let g = rand(&mut rng, dt, out.iter().product());
+            let ga = arr(dev, dt, &g, &out);
+            let wa = arr(dev, dt, &w, &c.w);
+            let opts = c.options();
+            let f = |x: &Array| {
+                wmx::sum(
+                    &wmx::multiply(&wmx::conv_general(x, &wa, &opts)?, &ga)?,
+                    None,
+                    false,
+                )
+            };
+            let got = ok(&what, wmx::grad1(f)(&arr(dev, dt, &x, &c.x)));
+            let loss =
+                |v: &[f64]| -> f64 { conv_ref(v, &w, c).iter().zip(&g).map(|(a, b)| a * b).sum() };
+            let want: Vec<f64> = (0..nx).map(|k| fd(&x, k, &loss)).collect();
+            close_to(&what, &f64s(&got, &what), &want, &vec![16.0; nx], dt);
+        }
+    }
 
     // Pooling: max (no ties in random data) and average with every option.
     for (xs, p) in pool_cases().into_iter().take(2) {

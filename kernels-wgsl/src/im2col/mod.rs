@@ -1,0 +1,188 @@
+//! Convolution columns (im2col) and their adjoint (col2im): the gather that turns a
+//! convolution into one matrix product, with padding, strides and both dilations
+//! in its index arithmetic (nothing padded or dilated in memory), and the gather
+//! that sums columns back into an input gradient. Up to 3 spatial axes.
+
+use crate::compose::{Family, Io, ModuleSpec, Variant, WORDS, check_out as check_dtype};
+use crate::driver::{Batch, Driver};
+use crate::dtype::{DType, Words};
+use crate::kernels::{Kernels, MAX_GROUPS};
+use crate::layout::{Contig, Strided, check_out, check_view, is_row_major};
+use crate::{Error, Result};
+
+/// The columns: x (f32, f16 or bf16) to cols of its dtype (`im2col`), and back
+/// (`col2im`): a kernel over whole words of rows of channels, and one over
+/// elements (`_elems`) for channels that split words.
+pub static IM2COL: Family = Family {
+    name: "Im2col",
+    arity: 1,
+    takes: |s| s.inputs.len() == 1,
+    entry: |s| match s.op.name() {
+        "im2col" => "im2col_rows",
+        "col2im" => "col2im_rows",
+        _ => "general",
+    },
+    raw: |_| false,
+    io: Io::elementwise,
+    body: |spec, _| {
+        let d = spec.inputs[0];
+        if !matches!(d, DType::F32 | DType::F16 | DType::BF16) || spec.variant != Variant::General {
+            return Err(Error::Shape(format!(
+                "im2col reads f32, f16 or bf16 (general variant), got {:?} ({:?})",
+                spec.inputs, spec.variant
+            )));
+        }
+        check_dtype(spec, d)?;
+        match spec.op.name() {
+            "im2col" | "im2col_elems" => Ok(vec![WORDS, include_str!("im2col.wgsl")]),
+            "col2im" | "col2im_elems" => Ok(vec![WORDS, include_str!("col2im.wgsl")]),
+            op => Err(Error::Shape(format!("im2col has no op {op}"))),
+        }
+    },
+    specs: |t| {
+        let mut v = Vec::new();
+        for d in [DType::F32, DType::F16, DType::BF16] {
+            for op in ["im2col", "im2col_elems", "col2im", "col2im_elems"] {
+                v.push(ModuleSpec::new(
+                    &IM2COL,
+                    op,
+                    vec![d],
+                    d,
+                    Variant::General,
+                    t,
+                ));
+            }
+        }
+        v
+    },
+};
+
+/// A convolution's column geometry per spatial axis (at most 3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Im2colParams {
+    /// The input's spatial lengths.
+    pub input: Vec<usize>,
+    /// The output's spatial lengths.
+    pub out: Vec<usize>,
+    /// The kernel's lengths.
+    pub kernel: Vec<usize>,
+    /// Output step.
+    pub stride: Vec<usize>,
+    /// Spacing of the kernel's taps.
+    pub kernel_dilation: Vec<usize>,
+    /// Spacing of the input's elements.
+    pub input_dilation: Vec<usize>,
+    /// Padding before each axis (negative crops).
+    pub lo: Vec<i64>,
+}
+
+impl<D: Driver> Kernels<D> {
+    /// im2col (`adjoint = false`): the row-major `x` `[N, input..., C]` into `out`
+    /// `[N, out..., taps, C]` (zeros where a tap reads padding); col2im (`true`):
+    /// `x` is the columns and `out` `[N, input..., C]` sums them back.
+    pub fn im2col(
+        &self,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        p: &Im2colParams,
+        adjoint: bool,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let d = p.input.len();
+        let lens = [
+            &p.out,
+            &p.kernel,
+            &p.stride,
+            &p.kernel_dilation,
+            &p.input_dilation,
+        ];
+        let (cols, image) = if adjoint {
+            (x.shape, out.shape)
+        } else {
+            (out.shape, x.shape)
+        };
+        let taps: usize = p.kernel.iter().product();
+        let ok = (1..=3).contains(&d)
+            && lens.iter().all(|v| v.len() == d)
+            && p.lo.len() == d
+            && image.len() == d + 2
+            && cols.len() == d + 3
+            && image[1..=d] == p.input[..]
+            && cols[1..=d] == p.out[..]
+            && cols[d + 1] == taps
+            && cols[0] == image[0]
+            && cols[d + 2] == image[d + 1]
+            && p.stride
+                .iter()
+                .chain(&p.kernel_dilation)
+                .chain(&p.input_dilation)
+                .all(|&s| s > 0)
+            && out.dtype == x.dtype
+            && is_row_major(x);
+        if !ok {
+            return Err(Error::Shape(format!(
+                "im2col: x {:?} (strides {:?}), out {:?}, {p:?}, adjoint {adjoint}",
+                x.shape, x.strides, out.shape
+            )));
+        }
+        check_view(x, "im2col x")?;
+        check_out(out)?;
+        let channels = image[d + 1];
+        let epw = out.dtype.epw();
+        let words = channels.is_multiple_of(epw) && x.offset.is_multiple_of(epw);
+        let op = match (adjoint, words) {
+            (false, true) => "im2col",
+            (false, false) => "im2col_elems",
+            (true, true) => "col2im",
+            (true, false) => "col2im_elems",
+        };
+        let spec = self.spec(&IM2COL, op, vec![x.dtype], out.dtype, Variant::General, 0);
+        let n: usize = out.shape.iter().product();
+        if n == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        let fits = |v: usize| u32::try_from(v).is_ok();
+        let small = |v: i64| i32::try_from(v).is_ok();
+        if !fits(n) || !fits(x.shape.iter().product()) || !p.lo.iter().all(|&l| small(l)) {
+            return Err(Error::Shape(format!(
+                "im2col: {n} elements or padding {:?} past the kernel's 32-bit indices",
+                p.lo
+            )));
+        }
+        let mut params = vec![n as u32, x.offset as u32, channels as u32, taps as u32];
+        for a in 0..3 {
+            if a < d {
+                params.extend([
+                    p.input[a] as u32,
+                    p.out[a] as u32,
+                    p.kernel[a] as u32,
+                    p.stride[a] as u32,
+                    p.kernel_dilation[a] as u32,
+                    p.input_dilation[a] as u32,
+                    p.lo[a] as i32 as u32,
+                ]);
+            } else {
+                params.extend([1, 1, 1, 1, 1, 1, 0]);
+            }
+        }
+        // Word kernels: lanes to a row (a power of two; im2col's lanes copy several
+        // words each, col2im's one word each).
+        let cw = channels / epw;
+        let rows = n / channels;
+        let lanes = if adjoint {
+            cw.next_power_of_two()
+        } else {
+            cw.next_power_of_two().min(32)
+        };
+        let threads = if words { rows * lanes } else { n.div_ceil(epw) };
+        if !fits(threads) {
+            return Err(Error::Shape(format!(
+                "im2col: {threads} threads past the kernel's 32-bit count"
+            )));
+        }
+        params.extend([cw as u32, lanes.trailing_zeros(), rows as u32]);
+        let groups = (threads as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        self.record(b, &spec, [out.binding(), x.binding()], params, groups)
+    }
+}
