@@ -263,6 +263,32 @@ impl Layer for RmsNorm {
     }
 }
 
+/// Flattens axes `start..=end` into one (PyTorch's `nn.Flatten`; the default
+/// keeps the batch axis: `[N, H, W, C]` to `[N, H * W * C]`).
+#[derive(Debug, Clone, Copy)]
+pub struct Flatten {
+    /// First axis flattened (default 1).
+    pub start: isize,
+    /// Last axis flattened, negative from the end (default -1).
+    pub end: isize,
+}
+
+impl Default for Flatten {
+    fn default() -> Self {
+        Flatten { start: 1, end: -1 }
+    }
+}
+
+impl Module for Flatten {
+    fn visit(&self, _: &mut dyn Visitor) {}
+}
+
+impl Layer for Flatten {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        crate::flatten(x, self.start, self.end)
+    }
+}
+
 /// Zeroes each element with probability `p` in training mode and scales the
 /// rest by `1 / (1 - p)`; the identity in evaluation mode. Each call draws a fresh
 /// mask from its key (split per call), so a run is reproducible from the seed.

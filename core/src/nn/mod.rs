@@ -51,8 +51,8 @@ pub use conv::{
     ConvTranspose3d, MaxPool1d, MaxPool2d, MaxPool3d, Pool,
 };
 pub use layers::{
-    BatchNorm, Dropout, Embedding, GroupNorm, LayerNorm, Linear, MultiHeadAttention, RmsNorm,
-    Sequential, TransformerBlock,
+    BatchNorm, Dropout, Embedding, Flatten, GroupNorm, LayerNorm, Linear, MultiHeadAttention,
+    RmsNorm, Sequential, TransformerBlock,
 };
 
 use crate::{Array, Error, Result};

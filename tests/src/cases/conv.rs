@@ -1108,7 +1108,8 @@ pub fn conv_match_torch(dev: &Device) {
         };
         (kernel.to_vec(), opts)
     };
-    let pools: Vec<(&str, bool, (Vec<usize>, PoolOptions))> = vec![
+    type PoolCase<'a> = (&'a str, bool, (Vec<usize>, PoolOptions));
+    let pools: Vec<PoolCase> = vec![
         (
             "max_pool2d",
             true,
