@@ -6,7 +6,7 @@ use crate::custom::{CustomEval, GpuInput};
 use crate::kerr;
 use std::any::Any;
 use wmx_core::Result;
-use wmx_core::families::{Im2col, Rope};
+use wmx_core::families::{Depthwise, Im2col, Rope};
 use wmx_kernels as k;
 use wmx_kernels::Driver;
 
@@ -17,6 +17,9 @@ pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<
     }
     if let Some(p) = prim.downcast_ref::<Im2col>() {
         return Some(im2col(p, ev));
+    }
+    if let Some(p) = prim.downcast_ref::<Depthwise>() {
+        return Some(depthwise(p, ev));
     }
     None
 }
@@ -60,8 +63,8 @@ fn rope<D: Driver>(r: &Rope, ev: &mut CustomEval<D>) -> Result<()> {
         .map_err(kerr)
 }
 
-fn im2col<D: Driver>(p: &Im2col, ev: &mut CustomEval<D>) -> Result<()> {
-    let params = k::Im2colParams {
+fn params(p: &Im2col) -> k::Im2colParams {
+    k::Im2colParams {
         input: p.input.clone(),
         out: p.out.clone(),
         kernel: p.kernel.clone(),
@@ -69,7 +72,10 @@ fn im2col<D: Driver>(p: &Im2col, ev: &mut CustomEval<D>) -> Result<()> {
         kernel_dilation: p.kernel_dilation.clone(),
         input_dilation: p.input_dilation.clone(),
         lo: p.lo.clone(),
-    };
+    }
+}
+
+fn im2col<D: Driver>(p: &Im2col, ev: &mut CustomEval<D>) -> Result<()> {
     let o = &ev.output;
     let out = k::Contig {
         buffer: &o.buffer,
@@ -81,9 +87,24 @@ fn im2col<D: Driver>(p: &Im2col, ev: &mut CustomEval<D>) -> Result<()> {
         .im2col(
             &mut ev.batch,
             &view(&ev.inputs[0]),
-            &params,
+            &params(p),
             p.adjoint,
             &out,
         )
+        .map_err(kerr)
+}
+
+fn depthwise<D: Driver>(p: &Depthwise, ev: &mut CustomEval<D>) -> Result<()> {
+    let g = &p.geometry;
+    let o = &ev.output;
+    let out = k::Contig {
+        buffer: &o.buffer,
+        window: None,
+        dtype: o.dtype,
+        shape: &o.shape,
+    };
+    let (x, w) = (view(&ev.inputs[0]), view(&ev.inputs[1]));
+    ev.kernels
+        .depthwise(&mut ev.batch, &x, &w, &params(g), g.adjoint, &out)
         .map_err(kerr)
 }

@@ -75,7 +75,7 @@ pub use rope::RopeParams;
 /// these.
 pub mod families {
     pub use crate::elementwise::{ARANGE, AXPBY, BINARY, COPY, FILL, SELECT, SLICE_UPDATE, UNARY};
-    pub use crate::im2col::IM2COL;
+    pub use crate::im2col::{DEPTHWISE, IM2COL};
     pub use crate::index::{GATHER, PLACE, SCATTER};
     pub use crate::matmul::{GEMV, MATMUL};
     pub use crate::norm::NORM;
@@ -108,6 +108,7 @@ const FAMILIES: &[&Family] = {
         &RANDOM_BITS,
         &SORT,
         &IM2COL,
+        &DEPTHWISE,
     ]
 };
 

@@ -7,7 +7,7 @@
 //! [`to_channels_last`] and [`conv_weight_from_torch`] convert PyTorch's NCHW
 //! arrays and weights.
 
-use super::im2col::Im2col;
+use super::im2col::{Depthwise, Im2col};
 use super::{
     Slice, astype, broadcast_to, divide, matmul, max, mean, moveaxis, multiply, pad, reshape,
     scalar_like, shaping::PadMode, slice, slice_update, stack, sum, transpose,
@@ -192,6 +192,25 @@ fn convolve(op: &'static str, x: &Array, w: &Array, g: &Geometry) -> Result<Arra
     // [N, out..., taps, C_in]: the im2col matrix: a view for 1x1 kernels, else
     // one kernel where there is one, else one strided view per tap of the padded
     // input.
+    let geometry = || Im2col {
+        input: x.shape()[1..=d].to_vec(),
+        out: out.clone(),
+        kernel: kernel.to_vec(),
+        stride: g.stride.clone(),
+        kernel_dilation: g.kernel_dilation.clone(),
+        input_dilation: g.input_dilation.clone(),
+        lo: g.lo.clone(),
+        adjoint: false,
+    };
+    if groups > 1 && c_group == 1 && c_out == groups && Im2col::takes(dtype, d) {
+        // Depthwise with one filter per channel: one kernel, no columns.
+        let taps = kernel.iter().product::<usize>() as isize;
+        let w = reshape(&w, &[c_out as isize, taps])?;
+        return Depthwise {
+            geometry: geometry(),
+        }
+        .apply(&x, &w);
+    }
     let direct = kernel.iter().all(|&k| k == 1)
         && g.lo.iter().all(|&p| p == 0)
         && g.hi.iter().all(|&p| p <= 0)
@@ -209,17 +228,7 @@ fn convolve(op: &'static str, x: &Array, w: &Array, g: &Geometry) -> Result<Arra
             d + 1,
         )?
     } else if Im2col::takes(dtype, d) {
-        let prim = Im2col {
-            input: x.shape()[1..=d].to_vec(),
-            out: out.clone(),
-            kernel: kernel.to_vec(),
-            stride: g.stride.clone(),
-            kernel_dilation: g.kernel_dilation.clone(),
-            input_dilation: g.input_dilation.clone(),
-            lo: g.lo.clone(),
-            adjoint: false,
-        };
-        prim.apply(&x)?
+        geometry().apply(&x)?
     } else {
         let axes: Vec<usize> = (1..=d).collect();
         let x = dilate_and_pad(&x, g)?;

@@ -211,3 +211,193 @@ impl CustomPrimitive for Im2col {
         crate::reshape(&y, &shape)
     }
 }
+
+/// Depthwise convolution (one filter per channel) on [`Im2col`]'s geometry: x
+/// `[N, input..., C]` and w `[C, taps]` to `[N, out..., C]`, each output the f32
+/// sum over taps of the input element the tap reads times the channel's weight.
+/// With `geometry.adjoint`, the transpose (the input gradient): dy
+/// `[N, out..., C]` and w to `[N, input..., C]`. f32, f16 and bf16.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Depthwise {
+    /// The taps' geometry (its `adjoint`: the transposed op).
+    pub geometry: Im2col,
+}
+
+impl Depthwise {
+    pub(crate) fn apply(&self, x: &Array, w: &Array) -> Result<Array> {
+        let g = &self.geometry;
+        let mut shape = vec![x.shape()[0]];
+        shape.extend(if g.adjoint { &g.input } else { &g.out });
+        shape.push(x.shape()[x.ndim() - 1]);
+        let inputs = [crate::contiguous(x)?, crate::contiguous(w)?];
+        crate::custom(Arc::new(self.clone()), &inputs, &shape, x.dtype())
+    }
+
+    fn with_adjoint(&self, adjoint: bool) -> Depthwise {
+        Depthwise {
+            geometry: Im2col {
+                adjoint,
+                ..self.geometry.clone()
+            },
+        }
+    }
+
+    /// The weights' gradient `[C, taps]`: over images and positions, the columns
+    /// of `image` (the forward op's input) times `grad` (its output's gradient).
+    fn weight_grad(&self, image: &Array, grad: &Array) -> Result<Array> {
+        let d = self.geometry.input.len();
+        let cols = Im2col {
+            adjoint: false,
+            ..self.geometry.clone()
+        }
+        .apply(image)?;
+        let wide = |a: &Array| crate::astype(a, DType::F32);
+        let prod = crate::multiply(&wide(&cols)?, &wide(&crate::expand_dims(grad, -2)?)?)?;
+        let axes: Vec<isize> = (0..=d as isize).collect();
+        let g = crate::sum(&prod, Some(&axes), false)?;
+        crate::astype(&g.t()?, image.dtype())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run<T: Copy>(
+        &self,
+        x: &[T],
+        w: &[T],
+        out: &mut [T],
+        n: usize,
+        c: usize,
+        ld: fn(T) -> f32,
+        st: fn(f32) -> T,
+    ) {
+        let g = &self.geometry;
+        let taps = crate::layout::numel(&g.kernel);
+        let mut acc = vec![0f32; out.len()];
+        for (r, src) in g.rows(n).iter().enumerate() {
+            let (pos, t) = (r / taps, r % taps);
+            if let Some(s) = *src {
+                // Forward: out[pos] gathers x[s]; transposed: dx[s] gathers dy[pos].
+                let (to, from) = if g.adjoint { (s, pos) } else { (pos, s) };
+                for ch in 0..c {
+                    acc[to * c + ch] += ld(x[from * c + ch]) * ld(w[ch * taps + t]);
+                }
+            }
+        }
+        for (o, a) in out.iter_mut().zip(acc) {
+            *o = st(a);
+        }
+    }
+}
+
+impl CustomPrimitive for Depthwise {
+    fn name(&self) -> &str {
+        if self.geometry.adjoint {
+            "depthwise_t"
+        } else {
+            "depthwise"
+        }
+    }
+
+    fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+        let part = |i: usize| {
+            (
+                inputs[i].buffer,
+                inputs[i].layout.offset,
+                inputs[i].layout.numel(),
+            )
+        };
+        let ((xb, x0, xn), (wb, w0, wn)) = (part(0), part(1));
+        let (n, c) = (out.shape[0], *out.shape.last().unwrap_or(&0));
+        let buf = &mut *out.buffer;
+        macro_rules! run {
+            ($t:ty, $ld:expr, $st:expr) => {
+                self.run(
+                    &xb.as_slice::<$t>()[x0..x0 + xn],
+                    &wb.as_slice::<$t>()[w0..w0 + wn],
+                    buf.as_mut_slice(),
+                    n,
+                    c,
+                    $ld,
+                    $st,
+                )
+            };
+        }
+        match out.dtype {
+            DType::F32 => run!(f32, |v| v, |v| v),
+            DType::F16 => run!(half::f16, half::f16::to_f32, half::f16::from_f32),
+            DType::BF16 => run!(half::bf16, half::bf16::to_f32, half::bf16::from_f32),
+            other => {
+                return Err(Error::invalid(
+                    "depthwise",
+                    format!("no depthwise code for {other}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {
+        (other as &dyn std::any::Any)
+            .downcast_ref::<Depthwise>()
+            .is_some_and(|o| o == self)
+    }
+
+    fn jvp(
+        &self,
+        primals: &[Array],
+        _: &Array,
+        tangents: &[Option<Array>],
+    ) -> Result<Option<Array>> {
+        // Linear in each input.
+        let mut out = None;
+        if let Some(t) = &tangents[0] {
+            out = Some(self.apply(t, &primals[1])?);
+        }
+        if let Some(t) = &tangents[1] {
+            let y = self.apply(&primals[0], t)?;
+            out = Some(match out {
+                Some(o) => crate::add(&o, &y)?,
+                None => y,
+            });
+        }
+        Ok(out)
+    }
+
+    fn vjp(&self, primals: &[Array], _: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {
+        let (x, w) = (&primals[0], &primals[1]);
+        let back = self.with_adjoint(!self.geometry.adjoint).apply(ct, w)?;
+        let dw = if self.geometry.adjoint {
+            self.weight_grad(ct, x)?
+        } else {
+            self.weight_grad(x, ct)?
+        };
+        Ok(vec![Some(back), Some(dw)])
+    }
+
+    fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {
+        let (x, w) = (&inputs[0], &inputs[1]);
+        if batched[1] {
+            // A filter per batch index: one call each.
+            let v = w.shape()[0];
+            let ys: Vec<Array> = (0..v as isize)
+                .map(|i| {
+                    let wi =
+                        crate::squeeze(&w.slice(&[crate::Slice::range(i, i + 1)])?, Some(&[0]))?;
+                    let xi = if batched[0] {
+                        crate::squeeze(&x.slice(&[crate::Slice::range(i, i + 1)])?, Some(&[0]))?
+                    } else {
+                        x.clone()
+                    };
+                    self.apply(&xi, &wi)
+                })
+                .collect::<Result<_>>()?;
+            return crate::stack(&ys.iter().collect::<Vec<_>>(), 0);
+        }
+        let (v, n) = (x.shape()[0], x.shape()[1]);
+        let mut flat = vec![(v * n) as isize];
+        flat.extend(x.shape()[2..].iter().map(|&s| s as isize));
+        let y = self.apply(&crate::reshape(x, &flat)?, w)?;
+        let mut shape = vec![v as isize, n as isize];
+        shape.extend(y.shape()[1..].iter().map(|&s| s as isize));
+        crate::reshape(&y, &shape)
+    }
+}

@@ -5,22 +5,6 @@
 //
 // Parameters as im2col.wgsl's (SH: lanes to an input row, one word each).
 
-const NONE: u32 = 0xffffffffu;
-
-fn ax(a: u32, f: u32) -> u32 { return P[4u + 7u * a + f]; }
-
-// The output position on axis a whose tap k reads input index s, or NONE.
-fn col2im_pos(a: u32, s: u32, k: u32) -> u32 {
-    let num = i32(s * ax(a, 5u)) + bitcast<i32>(ax(a, 6u)) - i32(k * ax(a, 4u));
-    if (num < 0i) { return NONE; }
-    var o = u32(num);
-    let st = ax(a, 3u);
-    if (st != 1u) {
-        if (o % st != 0u) { return NONE; }
-        o = o / st;
-    }
-    return select(NONE, o, o < ax(a, 1u));
-}
 
 // The sum over taps for input row `row` of the column elements at word offset
 // `j` of their rows (`cw` words a row) and element `lane` of the word, or, with

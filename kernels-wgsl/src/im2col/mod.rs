@@ -10,6 +10,8 @@ use crate::kernels::{Kernels, MAX_GROUPS};
 use crate::layout::{Contig, Strided, check_out, check_view, is_row_major};
 use crate::{Error, Result};
 
+const COLUMNS: &str = include_str!("columns.wgsl");
+
 /// The columns: x (f32, f16 or bf16) to cols of its dtype (`im2col`), and back
 /// (`col2im`): a kernel over whole words of rows of channels, and one over
 /// elements (`_elems`) for channels that split words.
@@ -34,8 +36,8 @@ pub static IM2COL: Family = Family {
         }
         check_dtype(spec, d)?;
         match spec.op.name() {
-            "im2col" | "im2col_elems" => Ok(vec![WORDS, include_str!("im2col.wgsl")]),
-            "col2im" | "col2im_elems" => Ok(vec![WORDS, include_str!("col2im.wgsl")]),
+            "im2col" | "im2col_elems" => Ok(vec![WORDS, COLUMNS, include_str!("im2col.wgsl")]),
+            "col2im" | "col2im_elems" => Ok(vec![WORDS, COLUMNS, include_str!("col2im.wgsl")]),
             op => Err(Error::Shape(format!("im2col has no op {op}"))),
         }
     },
@@ -47,6 +49,53 @@ pub static IM2COL: Family = Family {
                     &IM2COL,
                     op,
                     vec![d],
+                    d,
+                    Variant::General,
+                    t,
+                ));
+            }
+        }
+        v
+    },
+};
+
+/// Depthwise convolution (one filter per channel): x and its weights `[C, taps]`
+/// (f32, f16 or bf16, one dtype) to the output (`depthwise`), or the output's
+/// gradient and the weights to the input's (`depthwise_t`). One loop over output
+/// elements, the taps summed in f32.
+pub static DEPTHWISE: Family = Family {
+    name: "Depthwise",
+    arity: 2,
+    takes: |s| s.inputs.len() == 2,
+    entry: |_| "general",
+    raw: |_| false,
+    io: Io::elementwise,
+    body: |spec, _| {
+        let d = spec.inputs[0];
+        if !matches!(d, DType::F32 | DType::F16 | DType::BF16)
+            || spec.inputs[1] != d
+            || spec.variant != Variant::General
+        {
+            return Err(Error::Shape(format!(
+                "depthwise reads f32, f16 or bf16 (one dtype, general variant), got {:?} ({:?})",
+                spec.inputs, spec.variant
+            )));
+        }
+        check_dtype(spec, d)?;
+        match spec.op.name() {
+            "depthwise" => Ok(vec![WORDS, COLUMNS, include_str!("depthwise.wgsl")]),
+            "depthwise_t" => Ok(vec![WORDS, COLUMNS, include_str!("depthwise_t.wgsl")]),
+            op => Err(Error::Shape(format!("depthwise has no op {op}"))),
+        }
+    },
+    specs: |t| {
+        let mut v = Vec::new();
+        for d in [DType::F32, DType::F16, DType::BF16] {
+            for op in ["depthwise", "depthwise_t"] {
+                v.push(ModuleSpec::new(
+                    &DEPTHWISE,
+                    op,
+                    vec![d, d],
                     d,
                     Variant::General,
                     t,
@@ -76,6 +125,53 @@ pub struct Im2colParams {
     pub lo: Vec<i64>,
 }
 
+impl Im2colParams {
+    /// Whether the lists agree (1 to 3 spatial axes, positive steps).
+    fn valid(&self) -> bool {
+        let d = self.input.len();
+        let lens = [
+            &self.out,
+            &self.kernel,
+            &self.stride,
+            &self.kernel_dilation,
+            &self.input_dilation,
+        ];
+        (1..=3).contains(&d)
+            && lens.iter().all(|v| v.len() == d)
+            && self.lo.len() == d
+            && self
+                .stride
+                .iter()
+                .chain(&self.kernel_dilation)
+                .chain(&self.input_dilation)
+                .all(|&s| s > 0)
+            && self.lo.iter().all(|&l| i32::try_from(l).is_ok())
+    }
+
+    /// columns.wgsl's geometry words: `[n, x0, C, T, per axis (in, out, k, stride,
+    /// kdil, idil, lo)]`, length-1 axes past the given ones.
+    fn words(&self, n: usize, x0: usize, channels: usize) -> Vec<u32> {
+        let taps: usize = self.kernel.iter().product();
+        let mut w = vec![n as u32, x0 as u32, channels as u32, taps as u32];
+        for a in 0..3 {
+            if a < self.input.len() {
+                w.extend([
+                    self.input[a] as u32,
+                    self.out[a] as u32,
+                    self.kernel[a] as u32,
+                    self.stride[a] as u32,
+                    self.kernel_dilation[a] as u32,
+                    self.input_dilation[a] as u32,
+                    self.lo[a] as i32 as u32,
+                ]);
+            } else {
+                w.extend([1, 1, 1, 1, 1, 1, 0]);
+            }
+        }
+        w
+    }
+}
+
 impl<D: Driver> Kernels<D> {
     /// im2col (`adjoint = false`): the row-major `x` `[N, input..., C]` into `out`
     /// `[N, out..., taps, C]` (zeros where a tap reads padding); col2im (`true`):
@@ -89,22 +185,13 @@ impl<D: Driver> Kernels<D> {
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let d = p.input.len();
-        let lens = [
-            &p.out,
-            &p.kernel,
-            &p.stride,
-            &p.kernel_dilation,
-            &p.input_dilation,
-        ];
         let (cols, image) = if adjoint {
             (x.shape, out.shape)
         } else {
             (out.shape, x.shape)
         };
         let taps: usize = p.kernel.iter().product();
-        let ok = (1..=3).contains(&d)
-            && lens.iter().all(|v| v.len() == d)
-            && p.lo.len() == d
+        let ok = p.valid()
             && image.len() == d + 2
             && cols.len() == d + 3
             && image[1..=d] == p.input[..]
@@ -143,29 +230,12 @@ impl<D: Driver> Kernels<D> {
             return Ok(());
         }
         let fits = |v: usize| u32::try_from(v).is_ok();
-        let small = |v: i64| i32::try_from(v).is_ok();
-        if !fits(n) || !fits(x.shape.iter().product()) || !p.lo.iter().all(|&l| small(l)) {
+        if !fits(n) || !fits(x.shape.iter().product()) {
             return Err(Error::Shape(format!(
-                "im2col: {n} elements or padding {:?} past the kernel's 32-bit indices",
-                p.lo
+                "im2col: {n} elements past the kernel's 32-bit indices"
             )));
         }
-        let mut params = vec![n as u32, x.offset as u32, channels as u32, taps as u32];
-        for a in 0..3 {
-            if a < d {
-                params.extend([
-                    p.input[a] as u32,
-                    p.out[a] as u32,
-                    p.kernel[a] as u32,
-                    p.stride[a] as u32,
-                    p.kernel_dilation[a] as u32,
-                    p.input_dilation[a] as u32,
-                    p.lo[a] as i32 as u32,
-                ]);
-            } else {
-                params.extend([1, 1, 1, 1, 1, 1, 0]);
-            }
-        }
+        let mut params = p.words(n, x.offset, channels);
         // Word kernels: lanes to a row (a power of two; im2col's lanes copy several
         // words each, col2im's one word each).
         let cw = channels / epw;
@@ -184,5 +254,86 @@ impl<D: Driver> Kernels<D> {
         params.extend([cw as u32, lanes.trailing_zeros(), rows as u32]);
         let groups = (threads as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
         self.record(b, &spec, [out.binding(), x.binding()], params, groups)
+    }
+}
+
+impl<D: Driver> Kernels<D> {
+    /// Depthwise convolution of the row-major `x` `[N, input..., C]` with the
+    /// row-major weights `w` `[C, taps]` into `out` `[N, out..., C]`; with
+    /// `transposed`, `x` is the output's gradient `[N, out..., C]` and `out` the
+    /// input's `[N, input..., C]`.
+    pub fn depthwise(
+        &self,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        w: &Strided<D::Buffer>,
+        p: &Im2colParams,
+        transposed: bool,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let d = p.input.len();
+        let (from, to) = if transposed {
+            (&p.out, &p.input)
+        } else {
+            (&p.input, &p.out)
+        };
+        let taps: usize = p.kernel.iter().product();
+        let c = x.shape.last().copied().unwrap_or(0);
+        let ok = p.valid()
+            && x.shape.len() == d + 2
+            && out.shape.len() == d + 2
+            && x.shape[1..=d] == from[..]
+            && out.shape[1..=d] == to[..]
+            && out.shape[0] == x.shape[0]
+            && out.shape[d + 1] == c
+            && w.shape == [c, taps]
+            && out.dtype == x.dtype
+            && w.dtype == x.dtype
+            && is_row_major(x)
+            && is_row_major(w);
+        if !ok {
+            return Err(Error::Shape(format!(
+                "depthwise: x {:?} (strides {:?}), w {:?}, out {:?}, {p:?}, transposed {transposed}",
+                x.shape, x.strides, w.shape, out.shape
+            )));
+        }
+        check_view(x, "depthwise x")?;
+        check_view(w, "depthwise weights")?;
+        check_out(out)?;
+        let op = if transposed {
+            "depthwise_t"
+        } else {
+            "depthwise"
+        };
+        let spec = self.spec(
+            &DEPTHWISE,
+            op,
+            vec![x.dtype, w.dtype],
+            out.dtype,
+            Variant::General,
+            0,
+        );
+        let n: usize = out.shape.iter().product();
+        if n == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        if u32::try_from(n).is_err() || u32::try_from(x.shape.iter().product::<usize>()).is_err() {
+            return Err(Error::Shape(format!(
+                "depthwise: {n} elements past the kernel's 32-bit indices"
+            )));
+        }
+        let mut params = p.words(n, x.offset, c);
+        params.push(w.offset as u32);
+        let groups = (n.div_ceil(out.dtype.epw()) as u64)
+            .div_ceil(self.wg() as u64)
+            .min(MAX_GROUPS);
+        self.record(
+            b,
+            &spec,
+            [out.binding(), x.binding(), w.binding()],
+            params,
+            groups,
+        )
     }
 }

@@ -206,6 +206,13 @@ fn conv_cases() -> Vec<Conv> {
     let mut c = Conv::new(&[2, 5, 5, 4], &[6, 2, 3, 2]);
     (c.groups, c.stride) = (2, vec![3, 2]);
     v.push(c);
+    // Depthwise, one filter per channel: stride, padding, dilation.
+    let mut c = Conv::new(&[2, 7, 6, 4], &[4, 3, 3, 1]);
+    (c.groups, c.stride, c.lo, c.hi, c.kdil) = (4, vec![2, 1], vec![1, 1], vec![1, 0], vec![1, 2]);
+    v.push(c);
+    let mut c = Conv::new(&[1, 3, 4, 5, 3], &[3, 2, 3, 2, 1]);
+    (c.groups, c.lo, c.hi) = (3, vec![0, 1, 1], vec![1, 1, 0]);
+    v.push(c);
     // One pixel, a 1x1 kernel.
     v.push(Conv::new(&[1, 1, 1, 3], &[2, 1, 1, 3]));
     let mut c = Conv::new(&[1, 4, 5, 3, 2], &[3, 2, 3, 2, 2]);
@@ -800,17 +807,24 @@ pub fn conv_errors(dev: &Device) {
 
 /// Gradients of `sum(f(x, w) * g)` against central differences of the f64
 /// references, jvp likewise, and vmap over weights and over inputs against a loop.
-pub fn grad_conv(dev: &Device) {
-    let mut rng = Rng::new(0x6c);
+/// The central difference of `at` along element `k` of `v`.
+fn fd(v: &[f64], k: usize, at: &dyn Fn(&[f64]) -> f64) -> f64 {
+    let h = 1e-6;
+    let (mut p, mut m) = (v.to_vec(), v.to_vec());
+    p[k] += h;
+    m[k] -= h;
+    (at(&p) - at(&m)) / (2.0 * h)
+}
+
+/// vjp of input and weight, jvp, and vmap over weights and over inputs of `c`.
+fn grads_of_case(dev: &Device, rng: &mut Rng, c: &Conv) {
     let dt = DType::F32;
-    let mut c = Conv::new(&[2, 5, 4, 4], &[6, 3, 2, 2]);
-    (c.groups, c.stride, c.lo, c.hi, c.kdil) = (2, vec![2, 1], vec![1, 0], vec![1, 1], vec![1, 2]);
     let (nx, nw) = (c.x.iter().product::<usize>(), c.w.iter().product::<usize>());
-    let (x, w) = (rand(&mut rng, dt, nx), rand(&mut rng, dt, nw));
+    let (x, w) = (rand(rng, dt, nx), rand(rng, dt, nw));
     let out = c.out_shape();
-    let g = rand(&mut rng, dt, out.iter().product());
+    let g = rand(rng, dt, out.iter().product());
     let loss = |x: &[f64], w: &[f64]| -> f64 {
-        conv_ref(x, w, &c).iter().zip(&g).map(|(a, b)| a * b).sum()
+        conv_ref(x, w, c).iter().zip(&g).map(|(a, b)| a * b).sum()
     };
     let ga = arr(dev, dt, &g, &out);
     let opts = c.options();
@@ -824,12 +838,6 @@ pub fn grad_conv(dev: &Device) {
         wmx::grad(f, &[0, 1])(&[xa.clone(), wa.clone()]),
     );
     let h = 1e-6;
-    let fd = |v: &[f64], k: usize, at: &dyn Fn(&[f64]) -> f64| {
-        let (mut p, mut m) = (v.to_vec(), v.to_vec());
-        p[k] += h;
-        m[k] -= h;
-        (at(&p) - at(&m)) / (2.0 * h)
-    };
     let want_x: Vec<f64> = (0..nx).map(|k| fd(&x, k, &|v| loss(v, &w))).collect();
     let want_w: Vec<f64> = (0..nw).map(|k| fd(&w, k, &|v| loss(&x, v))).collect();
     let big = |n| vec![8.0; n];
@@ -847,7 +855,7 @@ pub fn grad_conv(dev: &Device) {
         &big(nw),
         dt,
     );
-    let (tx, tw) = (rand(&mut rng, dt, nx), rand(&mut rng, dt, nw));
+    let (tx, tw) = (rand(rng, dt, nx), rand(rng, dt, nw));
     let (_, tan) = ok(
         "conv jvp",
         wmx::jvp(
@@ -864,7 +872,7 @@ pub fn grad_conv(dev: &Device) {
     let want = (along(h) - along(-h)) / (2.0 * h);
     close_to("conv jvp", &f64s(&tan[0], "jvp"), &[want], &[64.0], dt);
     // vmap over three weights, the input shared.
-    let ws = rand(&mut rng, dt, 3 * nw);
+    let ws = rand(rng, dt, 3 * nw);
     let mut wshape = vec![3];
     wshape.extend(&c.w);
     let per =
@@ -874,7 +882,7 @@ pub fn grad_conv(dev: &Device) {
         wmx::vmap(per, &[None, Some(0)], &[0])(&[xa.clone(), arr(dev, dt, &ws, &wshape)]),
     );
     let want: Vec<f64> = (0..3)
-        .flat_map(|i| conv_ref(&x, &ws[i * nw..(i + 1) * nw], &c))
+        .flat_map(|i| conv_ref(&x, &ws[i * nw..(i + 1) * nw], c))
         .collect();
     close_to(
         "conv vmap over weights",
@@ -884,7 +892,7 @@ pub fn grad_conv(dev: &Device) {
         dt,
     );
     // vmap over two inputs, the weight shared (the columns batch with the images).
-    let xs2 = rand(&mut rng, dt, 2 * nx);
+    let xs2 = rand(rng, dt, 2 * nx);
     let mut xshape = vec![2];
     xshape.extend(&c.x);
     let got = ok(
@@ -892,7 +900,7 @@ pub fn grad_conv(dev: &Device) {
         wmx::vmap(per, &[Some(0), None], &[0])(&[arr(dev, dt, &xs2, &xshape), wa.clone()]),
     );
     let want: Vec<f64> = (0..2)
-        .flat_map(|i| conv_ref(&xs2[i * nx..(i + 1) * nx], &w, &c))
+        .flat_map(|i| conv_ref(&xs2[i * nx..(i + 1) * nx], &w, c))
         .collect();
     close_to(
         "conv vmap over inputs",
@@ -901,7 +909,20 @@ pub fn grad_conv(dev: &Device) {
         &vec![16.0; want.len()],
         dt,
     );
+}
 
+pub fn grad_conv(dev: &Device) {
+    let mut rng = Rng::new(0x6c);
+    let dt = DType::F32;
+    let mut c = Conv::new(&[2, 5, 4, 4], &[6, 3, 2, 2]);
+    (c.groups, c.stride, c.lo, c.hi, c.kdil) = (2, vec![2, 1], vec![1, 0], vec![1, 1], vec![1, 2]);
+    // Depthwise, one filter per channel (its own kernels).
+    let mut dw = Conv::new(&[2, 6, 5, 3], &[3, 3, 2, 1]);
+    (dw.groups, dw.stride, dw.lo, dw.hi, dw.kdil) =
+        (3, vec![2, 1], vec![1, 1], vec![1, 0], vec![1, 2]);
+    for case in [&c, &dw] {
+        grads_of_case(dev, &mut rng, case);
+    }
     // A weight gradient over 2107 output positions: summed from row chunks (split-K)
     // and a one-row tail.
     let tall = Conv::new(&[1, 50, 44, 2], &[3, 2, 2, 2]);
