@@ -946,6 +946,148 @@ pub fn rope(
     ))
 }
 
+/// Field `k` of an options object (`undefined` when the object is absent).
+fn field(o: &JsValue, k: &str) -> JsValue {
+    if cv::is_nullish(o) {
+        return JsValue::UNDEFINED;
+    }
+    js_sys::Reflect::get(o, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// A per-axis option: absent is `[]` (the default), a number applies to every axis.
+fn per_axis(what: &str, o: &JsValue, k: &str) -> JsResult<Vec<usize>> {
+    let v = field(o, k);
+    if cv::is_nullish(&v) {
+        return Ok(vec![]);
+    }
+    cv::shape(&format!("{what}: {k}"), &v)
+}
+
+fn flag(o: &JsValue, k: &str, default: bool) -> bool {
+    field(o, k).as_bool().unwrap_or(default)
+}
+
+fn groups(o: &JsValue) -> JsResult<usize> {
+    match field(o, "groups").as_f64() {
+        None => Ok(1),
+        Some(g) if g >= 1.0 && g.fract() == 0.0 => Ok(g as usize),
+        Some(g) => Err(js_err(format!(
+            "groups must be a positive integer, got {g}"
+        ))),
+    }
+}
+
+/// Convolution (MLX's `conv_general`), channels last: `x` `[N, ...spatial, C_in]`,
+/// `w` `[C_out, ...kernel, C_in / groups]`, result `[N, ...out, C_out]`. Options:
+/// `stride`, `padding` (both sides, or `[before, after]` per axis), `dilation`,
+/// `inputDilation`, `groups`, `flip` (defaults 1, 0, 1, 1, 1, false).
+#[wasm_bindgen]
+pub fn conv(x: &ArrayInput, w: &ArrayInput, options: Option<ConvOptionsArg>) -> JsResult<NdArray> {
+    let o: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+    let pad = field(&o, "padding");
+    let pairs = js_sys::Array::is_array(&pad)
+        && js_sys::Array::from(&pad).length() > 0
+        && js_sys::Array::is_array(&js_sys::Array::from(&pad).get(0));
+    let padding = if pairs {
+        js_sys::Array::from(&pad)
+            .iter()
+            .map(|p| match cv::shape("conv: padding", &p)?.as_slice() {
+                [a, b] => Ok((*a, *b)),
+                other => Err(js_err(format!(
+                    "conv: padding pair {other:?} is not [before, after]"
+                ))),
+            })
+            .collect::<JsResult<_>>()?
+    } else {
+        per_axis("conv", &o, "padding")?
+            .into_iter()
+            .map(|p| (p, p))
+            .collect()
+    };
+    let opts = wc::ConvOptions {
+        stride: per_axis("conv", &o, "stride")?,
+        padding,
+        kernel_dilation: per_axis("conv", &o, "dilation")?,
+        input_dilation: per_axis("conv", &o, "inputDilation")?,
+        groups: groups(&o)?,
+        flip: flag(&o, "flip", false),
+    };
+    wrap(wc::conv_general(&lead(x)?, &lead(w)?, &opts))
+}
+
+/// Transposed convolution, channels last, with `w` in MLX's layout `[C_out,
+/// ...kernel, C_in / groups]`. Options: `stride`, `padding`, `dilation`,
+/// `outputPadding`, `groups`.
+#[wasm_bindgen(js_name = "convTranspose")]
+pub fn conv_transpose(
+    x: &ArrayInput,
+    w: &ArrayInput,
+    options: Option<ConvTransposeOptionsArg>,
+) -> JsResult<NdArray> {
+    let o: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+    let what = "convTranspose";
+    wrap(wc::conv_transpose_general(
+        &lead(x)?,
+        &lead(w)?,
+        &per_axis(what, &o, "stride")?,
+        &per_axis(what, &o, "padding")?,
+        &per_axis(what, &o, "dilation")?,
+        &per_axis(what, &o, "outputPadding")?,
+        groups(&o)?,
+    ))
+}
+
+fn pool_options(what: &str, o: Option<PoolOptionsArg>) -> JsResult<wc::PoolOptions> {
+    let o: JsValue = o.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+    Ok(wc::PoolOptions {
+        stride: per_axis(what, &o, "stride")?,
+        padding: per_axis(what, &o, "padding")?,
+        dilation: per_axis(what, &o, "dilation")?,
+        ceil_mode: flag(&o, "ceilMode", false),
+        count_include_pad: flag(&o, "countIncludePad", true),
+    })
+}
+
+/// Max pooling of `x` `[N, ...spatial, C]` over windows of `kernel` (one length per
+/// spatial axis). Options: `stride` (default the kernel), `padding`, `dilation`,
+/// `ceilMode`.
+#[wasm_bindgen(js_name = "maxPool")]
+pub fn max_pool(
+    x: &ArrayInput,
+    kernel: ShapeArg,
+    options: Option<PoolOptionsArg>,
+) -> JsResult<NdArray> {
+    let k = cv::shape("maxPool: kernel", &kernel)?;
+    wrap(wc::max_pool(
+        &lead(x)?,
+        &k,
+        &pool_options("maxPool", options)?,
+    ))
+}
+
+/// Average pooling, as `maxPool`, with `countIncludePad` (default true).
+#[wasm_bindgen(js_name = "avgPool")]
+pub fn avg_pool(
+    x: &ArrayInput,
+    kernel: ShapeArg,
+    options: Option<PoolOptionsArg>,
+) -> JsResult<NdArray> {
+    let k = cv::shape("avgPool: kernel", &kernel)?;
+    wrap(wc::avg_pool(
+        &lead(x)?,
+        &k,
+        &pool_options("avgPool", options)?,
+    ))
+}
+
+/// Adaptive average pooling of `x` `[N, ...spatial, C]` to `output` elements per
+/// spatial axis (PyTorch's `adaptive_avg_pool`).
+#[wasm_bindgen(js_name = "adaptiveAvgPool")]
+pub fn adaptive_avg_pool(x: &ArrayInput, output: ShapeArg) -> JsResult<NdArray> {
+    let out = cv::shape("adaptiveAvgPool: output", &output)?;
+    wrap(wc::adaptive_avg_pool(&lead(x)?, &out))
+}
+
 #[wasm_bindgen]
 impl NdArray {
     /// Matrix product with `other` (see the free function `matmul`).

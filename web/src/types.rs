@@ -48,6 +48,33 @@ export type SliceSpec = readonly SliceEntry[];
 export type PadWidths = readonly (readonly [number, number])[] | readonly [number, number];
 /** `pad` modes. */
 export type PadMode = "constant" | "edge" | "reflect";
+/** Convolution options (`conv`), per spatial axis: a number applies to every
+ *  axis. Padding: zeros on both sides, or `[before, after]` per axis. */
+export interface ConvOptions {
+  stride?: Shape;
+  padding?: Shape | readonly (readonly [number, number])[];
+  dilation?: Shape;
+  inputDilation?: Shape;
+  groups?: number;
+  flip?: boolean;
+}
+/** Transposed-convolution options (`convTranspose`), per spatial axis. */
+export interface ConvTransposeOptions {
+  stride?: Shape;
+  padding?: Shape;
+  dilation?: Shape;
+  outputPadding?: Shape;
+  groups?: number;
+}
+/** Pooling options (`maxPool`, `avgPool`), per spatial axis; the stride defaults
+ *  to the kernel. */
+export interface PoolOptions {
+  stride?: Shape;
+  padding?: Shape;
+  dilation?: Shape;
+  ceilMode?: boolean;
+  countIncludePad?: boolean;
+}
 /** A device name. */
 export type DeviceName = "webgpu" | "gpu" | "cpu";
 /** `init`'s choice: WebGPU when the browser has it, else the CPU backend. */
@@ -148,6 +175,15 @@ extern "C" {
     /// `SliceSpec`.
     #[wasm_bindgen(typescript_type = "SliceSpec")]
     pub type SliceArg;
+    /// `ConvOptions`.
+    #[wasm_bindgen(typescript_type = "ConvOptions")]
+    pub type ConvOptionsArg;
+    /// `ConvTransposeOptions`.
+    #[wasm_bindgen(typescript_type = "ConvTransposeOptions")]
+    pub type ConvTransposeOptionsArg;
+    /// `PoolOptions`.
+    #[wasm_bindgen(typescript_type = "PoolOptions")]
+    pub type PoolOptionsArg;
     /// `PadWidths`.
     #[wasm_bindgen(typescript_type = "PadWidths")]
     pub type PadWidthsArg;

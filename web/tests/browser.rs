@@ -1054,6 +1054,141 @@ async fn rope_defaults_and_offsets() {
     assert!(e.contains("offset"), "{e}");
 }
 
+/// A 2-D convolution by its definition, channels last: x [n, h, w, c], wt [o, kh,
+/// kw, c / g], stride, symmetric padding, dilation, groups.
+fn conv2d_ref(
+    x: &[f64],
+    [n, h, w, c]: [usize; 4],
+    wt: &[f64],
+    [o, kh, kw]: [usize; 3],
+    (s, p, d, g): (usize, usize, usize, usize),
+) -> (Vec<f64>, [usize; 4]) {
+    let oh = (h + 2 * p - d * (kh - 1) - 1) / s + 1;
+    let ow = (w + 2 * p - d * (kw - 1) - 1) / s + 1;
+    let (cg, og) = (c / g, o / g);
+    let mut y = vec![0.0; n * oh * ow * o];
+    for b in 0..n {
+        for i in 0..oh {
+            for j in 0..ow {
+                for oc in 0..o {
+                    let grp = oc / og;
+                    let mut acc = 0.0;
+                    for a in 0..kh {
+                        for e in 0..kw {
+                            let (r, q) = (
+                                (i * s + a * d) as i64 - p as i64,
+                                (j * s + e * d) as i64 - p as i64,
+                            );
+                            if r < 0 || q < 0 || r >= h as i64 || q >= w as i64 {
+                                continue;
+                            }
+                            for ci in 0..cg {
+                                let xi =
+                                    ((b * h + r as usize) * w + q as usize) * c + grp * cg + ci;
+                                acc += x[xi] * wt[((oc * kh + a) * kw + e) * cg + ci];
+                            }
+                        }
+                    }
+                    y[((b * oh + i) * ow + j) * o + oc] = acc;
+                }
+            }
+        }
+    }
+    (y, [n, oh, ow, o])
+}
+
+/// conv (grouped and depthwise, through the im2col and depthwise kernels), maxPool
+/// and avgPool with their options objects, against f64 loops; a bad option throws.
+#[wasm_bindgen_test]
+async fn convolution_and_pooling() {
+    gpu().await;
+    let (n, h, w) = (2usize, 7usize, 6usize);
+    for (c, o, g) in [(4usize, 6usize, 2usize), (3, 3, 3)] {
+        let x: Vec<f64> = rand(n * h * w * c, 5 + c as u64, -1.0, 1.0);
+        let wt: Vec<f64> = rand(o * 9 * (c / g), 9 + c as u64, -1.0, 1.0);
+        let x: Vec<f64> = x.iter().map(|&t| round_to(t, "f32")).collect();
+        let wt: Vec<f64> = wt.iter().map(|&t| round_to(t, "f32")).collect();
+        let (want, shp) = conv2d_ref(&x, [n, h, w, c], &wt, [o, 3, 3], (2, 1, 2, g));
+        let opts = obj(&[
+            ("stride", JsValue::from(2)),
+            ("padding", JsValue::from(1)),
+            ("dilation", JsValue::from(2)),
+            ("groups", JsValue::from(g as u32)),
+        ]);
+        let y = v(wmx::conv(
+            &typed(&x, &[n, h, w, c], "f32"),
+            &typed(&wt, &[o, 3, 3, c / g], "f32"),
+            Some(opts.unchecked_into()),
+        )
+        .unwrap());
+        assert_eq!(shape_of(&y), shp.to_vec(), "conv shape");
+        close(
+            &read(&y).await,
+            &want,
+            1e-5,
+            1e-5,
+            &format!("conv, {g} groups"),
+        );
+    }
+    // Max and average pooling, 3x3 windows, stride 2, padding 1, ceil mode.
+    let c = 2usize;
+    let x: Vec<f64> = rand(n * h * w * c, 21, -1.0, 1.0)
+        .iter()
+        .map(|&t| round_to(t, "f32"))
+        .collect();
+    let (oh, ow) = (4usize, 4usize);
+    let (mut mx, mut av) = (vec![], vec![]);
+    for b in 0..n {
+        for i in 0..oh {
+            for j in 0..ow {
+                for ch in 0..c {
+                    let (mut m, mut sum, mut cnt) = (f64::NEG_INFINITY, 0.0, 0.0);
+                    for a in 0..3i64 {
+                        for e in 0..3i64 {
+                            let (r, q) = (2 * i as i64 + a - 1, 2 * j as i64 + e - 1);
+                            // The divisor counts taps inside the padded input only.
+                            if r < h as i64 + 1 && q < w as i64 + 1 {
+                                cnt += 1.0;
+                            }
+                            if r < 0 || q < 0 || r >= h as i64 || q >= w as i64 {
+                                continue;
+                            }
+                            let t = x[((b * h + r as usize) * w + q as usize) * c + ch];
+                            m = m.max(t);
+                            sum += t;
+                        }
+                    }
+                    mx.push(m);
+                    av.push(sum / cnt);
+                }
+            }
+        }
+    }
+    let popts = || -> JsValue {
+        obj(&[
+            ("stride", JsValue::from(2)),
+            ("padding", JsValue::from(1)),
+            ("ceilMode", JsValue::from(true)),
+        ])
+    };
+    let xa = || typed(&x, &[n, h, w, c], "f32");
+    let y = v(wmx::max_pool(&xa(), shape(&[3, 3]), Some(popts().unchecked_into())).unwrap());
+    assert_eq!(shape_of(&y), vec![n, oh, ow, c], "maxPool shape");
+    close(&read(&y).await, &mx, 0.0, 0.0, "maxPool");
+    let y = v(wmx::avg_pool(&xa(), shape(&[3, 3]), Some(popts().unchecked_into())).unwrap());
+    close(&read(&y).await, &av, 1e-6, 1e-6, "avgPool");
+    let bad = obj(&[("groups", JsValue::from(1.5))]);
+    let e = wmx::conv(
+        &xa(),
+        &typed(&[0.0; 18], &[1, 3, 3, 2], "f32"),
+        Some(bad.unchecked_into()),
+    )
+    .err()
+    .map(err_msg)
+    .unwrap_or_default();
+    assert!(e.contains("groups"), "{e}");
+}
+
 #[wasm_bindgen_test]
 async fn building_blocks() {
     gpu().await;

@@ -829,6 +829,8 @@ pub fn avg_pool(x: &Array, kernel: &[usize], opts: &PoolOptions) -> Result<Array
     } else {
         let mut shape: Vec<usize> = p.out.clone();
         shape.push(1);
+        // Counts of taps: exact in f32, which every device holds (not f64).
+        let divisor: Vec<f32> = divisor.iter().map(|&v| v as f32).collect();
         astype(
             &Array::from_slice_on(&divisor, &shape, x.device())?,
             x.dtype(),
