@@ -58,6 +58,44 @@ if args.json:
     json.dump(rows, open(args.json, "w"), indent=1)
 
 
+def run_cnn(name, compiled):
+    """bench_cnn's model: 3x3 convolutions 3-32-64-128 (ReLU, max pooling after the
+    first two), global average pooling, a linear layer; batch 128 of 32x32x3,
+    channels-last memory format (wmx's layout), TF32 off."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                      nn.Flatten(), nn.Linear(128, 10)).to(dev).to(memory_format=torch.channels_last)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.01)
+    xc = torch.randn(128, 3, 32, 32, device=dev).contiguous(memory_format=torch.channels_last)
+    yc = torch.randint(0, 10, (128,), device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(m(xc), yc)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f = torch.compile(step) if compiled else step
+    for _ in range(WARMUP + (10 if compiled else 0)):
+        f()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(20):
+        f()
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t) * 1e3 / 20
+    print(f"torch {name:9s} cnn f32 batch 128: {ms:8.3f} ms/step")
+    return {"op": f"train_cnn_{name}", "ms": ms}
+
+
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cudnn.benchmark = True
+rows += [run_cnn("eager", False), run_cnn("compiled", True)]
+
+
 class Block(nn.Module):
     """GPT-2's pre-norm block, as nn::TransformerBlock (causal, tanh GELU)."""
 

@@ -3,7 +3,7 @@
 //! (channels last), through two 3x3 convolutions with max pooling, trained with
 //! `wmx::nn` and AdamW on the best device (or `WMX_DEVICE=cpu`). It checks the first
 //! loss against `ln 10`, that the convolution layers learned (their weights moved),
-//! and fails unless the test accuracy reaches 97 %.
+//! and fails unless the test accuracy reaches 98 % (issue 35's bar for the CNN).
 //!
 //! ```text
 //! cargo run --release --example digits_cnn
@@ -16,7 +16,7 @@ use wmx::{Array, DType, Result};
 
 const EPOCHS: usize = 12;
 const BATCH: usize = 64;
-const TARGET_ACCURACY: f64 = 0.97;
+const TARGET_ACCURACY: f64 = 0.98;
 
 fn main() -> Result<()> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data/digits.npz");

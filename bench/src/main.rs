@@ -1498,6 +1498,7 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     }
     if o.train {
         train::bench_train(&dev, o.smoke, &mut rows)?;
+        train::bench_cnn(&dev, o.smoke, &mut rows)?;
         train::bench_gpt(&dev, o.smoke, &mut rows)?;
         if let Some(path) = &o.json {
             std::fs::write(path, to_json(&rows, &dev.name()))

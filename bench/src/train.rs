@@ -3,7 +3,8 @@
 //! 4 GPT-2-small blocks (d 768, 12 heads, causal, sequence 256, batch 8, f32; loss
 //! the mean square of the output):
 //! wmx lazy (`nn::value_and_grad` + `Optimizer::update`, the new parameters
-//! evaluated each step) and wmx compiled (`optim::compile_step`). Wall clock over
+//! evaluated each step) and wmx compiled (`optim::compile_step`); and a small CNN
+//! (`bench_cnn`). Wall clock over
 //! `STEPS` steps after warm-up, the device synchronised at both ends; host time is
 //! the CPU time of the steps' calls. `bench/torch_train.py` is the PyTorch side.
 
@@ -184,6 +185,72 @@ pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
             std::fs::write(&path, p.chrome_trace()).map_err(err)?;
         }
     }
+    Ok(())
+}
+
+/// A small CNN's step, lazy and compiled: 32x32x3 images, batch 128, three 3x3
+/// convolutions (32, 64, 128 channels; ReLU; max pooling after the first two),
+/// global average pooling, a linear layer to 10 classes, cross-entropy, AdamW.
+pub(crate) fn bench_cnn(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
+    let (b, side) = if smoke { (4, 8) } else { (128, 32) };
+    let steps = if smoke { 2 } else { 20 };
+    let make = || -> wmx::Result<nn::Sequential> {
+        wmx::with_device(dev, || {
+            let keys = wmx::random::split(&wmx::random::key(5)?, 4)?;
+            let k = |i: isize| keys.slice(&[wmx::Slice::range(i, i + 1)])?.reshape(&[2]);
+            let same = nn::ConvConfig {
+                padding: [1, 1],
+                ..Default::default()
+            };
+            Ok(nn::Sequential::new()
+                .push(nn::Conv2d::new(&k(0)?, 3, 32, [3, 3], same.clone())?)
+                .push(nn::Activation::Relu)
+                .push(nn::MaxPool2d::new([2, 2]))
+                .push(nn::Conv2d::new(&k(1)?, 32, 64, [3, 3], same.clone())?)
+                .push(nn::Activation::Relu)
+                .push(nn::MaxPool2d::new([2, 2]))
+                .push(nn::Conv2d::new(&k(2)?, 64, 128, [3, 3], same)?)
+                .push(nn::Activation::Relu)
+                .push(nn::AdaptiveAvgPool2d::new([1, 1]))
+                .push(nn::Flatten::default())
+                .push(nn::Linear::new(&k(3)?, 128, 10, true)?))
+        })
+    };
+    let (x, y) = wmx::with_device(dev, || {
+        let k = wmx::random::key(6)?;
+        let x = wmx::random::normal(&k, &[b, side, side, 3], 0.0, 1.0, DType::F32)?;
+        let y = wmx::random::randint(&k, &[b], 0, 10, DType::I32)?;
+        Ok::<_, wmx::Error>((x, y))
+    })
+    .map_err(err)?;
+    let model = make().map_err(err)?;
+    let mut opt = optim::Adam::adamw(1e-3, 0.01);
+    let vg = nn::value_and_grad(&model, |a: &[Array]| loss(&model, a));
+    let (ms, host) = time(dev, steps, || {
+        let (l, g) = vg(&[x.clone(), y.clone()]).map_err(err)?;
+        opt.update(&model, &g).map_err(err)?;
+        settle(&model, &l).map_err(err)
+    })?;
+    println!("train cnn lazy     f32 batch {b}: {ms:8.3} ms/step (host {host:.3} ms)");
+    rows.push(row("train_cnn_lazy", ms, host));
+    let model = Arc::new(make().map_err(err)?);
+    let mut step =
+        optim::compile_step(model.clone(), optim::Adam::adamw(1e-3, 0.01), loss).map_err(err)?;
+    let (ms, host) = time(dev, steps, || {
+        let l = step.call(&[x.clone(), y.clone()]).map_err(err)?;
+        settle(&*model, &l).map_err(err)
+    })?;
+    println!(
+        "train cnn compiled f32 batch {b}: {ms:8.3} ms/step (host {host:.3} ms, {} trace)",
+        step.traces()
+    );
+    if step.traces() != 1 {
+        return Err(format!(
+            "the compiled CNN step traced {} times",
+            step.traces()
+        ));
+    }
+    rows.push(row("train_cnn_compiled", ms, host));
     Ok(())
 }
 
