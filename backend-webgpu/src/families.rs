@@ -89,6 +89,7 @@ fn im2col<D: Driver>(p: &Im2col, ev: &mut CustomEval<D>) -> Result<()> {
             &view(&ev.inputs[0]),
             &params(p),
             p.adjoint,
+            f64::from_bits(p.fill),
             &out,
         )
         .map_err(kerr)

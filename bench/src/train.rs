@@ -251,6 +251,19 @@ pub(crate) fn bench_cnn(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
         ));
     }
     rows.push(row("train_cnn_compiled", ms, host));
+    if let (Some(be), true) = (
+        wmx::webgpu::backend(dev),
+        std::env::var_os("WMX_BENCH_PROFILE").is_some(),
+    ) {
+        let (r, p) = be
+            .profile(|| -> wmx::Result<()> {
+                let l = step.call(&[x.clone(), y.clone()])?;
+                settle(&*model, &l)
+            })
+            .map_err(err)?;
+        r.map_err(err)?;
+        println!("profile of one compiled cnn step:\n{}", p.table());
+    }
     Ok(())
 }
 

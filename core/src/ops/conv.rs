@@ -201,6 +201,7 @@ fn convolve(op: &'static str, x: &Array, w: &Array, g: &Geometry) -> Result<Arra
         input_dilation: g.input_dilation.clone(),
         lo: g.lo.clone(),
         adjoint: false,
+        fill: 0,
     };
     if groups > 1 && c_group == 1 && c_out == groups && Im2col::takes(dtype, d) {
         // Depthwise with one filter per channel: one kernel, no columns.
@@ -749,9 +750,24 @@ fn pool_shape(op: &'static str, x: &Array, kernel: &[usize], o: &PoolOptions) ->
     })
 }
 
-/// `[N, out..., taps, C]`: `x` padded with `fill` and cut into windows.
+/// `[N, out..., taps, C]`: `x` padded with `fill` and cut into windows (by the
+/// im2col kernel where it takes the dtype).
 fn pool_windows(x: &Array, p: &PoolShape, fill: f64) -> Result<Array> {
     let d = p.kernel.len();
+    if Im2col::takes(x.dtype(), d) {
+        let prim = Im2col {
+            input: x.shape()[1..=d].to_vec(),
+            out: p.out.clone(),
+            kernel: p.kernel.clone(),
+            stride: p.stride.clone(),
+            kernel_dilation: p.dilation.clone(),
+            input_dilation: vec![1; d],
+            lo: p.padding.iter().map(|&v| v as i64).collect(),
+            adjoint: false,
+            fill: fill.to_bits(),
+        };
+        return prim.apply(x);
+    }
     let x = if p.padding.iter().chain(&p.extra).any(|&w| w > 0) {
         let mut widths = vec![(0, 0)];
         widths.extend((0..d).map(|i| (p.padding[i], p.padding[i] + p.extra[i])));

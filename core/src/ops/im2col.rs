@@ -29,6 +29,9 @@ pub struct Im2col {
     pub lo: Vec<i64>,
     /// The transpose: columns to an input gradient.
     pub adjoint: bool,
+    /// The bits of the f64 value a tap reading padding gives (0.0 for a
+    /// convolution, -inf for max pooling); unused by the transpose.
+    pub fill: u64,
 }
 
 impl Im2col {
@@ -65,9 +68,18 @@ impl Im2col {
         )
     }
 
+    /// The transpose, and the linear part of a fill (its derivative reads zeros).
     fn transposed(&self) -> Im2col {
         Im2col {
             adjoint: !self.adjoint,
+            fill: 0,
+            ..self.clone()
+        }
+    }
+
+    fn linear(&self) -> Im2col {
+        Im2col {
+            fill: 0,
             ..self.clone()
         }
     }
@@ -158,21 +170,38 @@ impl CustomPrimitive for Im2col {
         let (xb, x0) = (inputs[0].buffer, inputs[0].layout.offset);
         let len = inputs[0].layout.numel();
         let (n, c) = (out.shape[0], *out.shape.last().unwrap_or(&0));
+        let fill = f64::from_bits(self.fill);
         let buf = &mut *out.buffer;
         match out.dtype {
             DType::F32 => {
                 let x = &xb.as_slice::<f32>()[x0..x0 + len];
-                self.run(x, buf.as_mut_slice(), n, c, 0.0, |v| v, |v| v);
+                self.run(x, buf.as_mut_slice(), n, c, fill as f32, |v| v, |v| v);
             }
             DType::F16 => {
                 let x = &xb.as_slice::<half::f16>()[x0..x0 + len];
                 let (ld, st) = (half::f16::to_f32, half::f16::from_f32);
-                self.run(x, buf.as_mut_slice(), n, c, half::f16::ZERO, ld, st);
+                self.run(
+                    x,
+                    buf.as_mut_slice(),
+                    n,
+                    c,
+                    half::f16::from_f64(fill),
+                    ld,
+                    st,
+                );
             }
             DType::BF16 => {
                 let x = &xb.as_slice::<half::bf16>()[x0..x0 + len];
                 let (ld, st) = (half::bf16::to_f32, half::bf16::from_f32);
-                self.run(x, buf.as_mut_slice(), n, c, half::bf16::ZERO, ld, st);
+                self.run(
+                    x,
+                    buf.as_mut_slice(),
+                    n,
+                    c,
+                    half::bf16::from_f64(fill),
+                    ld,
+                    st,
+                );
             }
             other => {
                 return Err(Error::invalid(
@@ -192,7 +221,10 @@ impl CustomPrimitive for Im2col {
 
     fn jvp(&self, _: &[Array], _: &Array, tangents: &[Option<Array>]) -> Result<Option<Array>> {
         // Linear: the same gather of the tangent.
-        tangents[0].as_ref().map(|t| self.apply(t)).transpose()
+        tangents[0]
+            .as_ref()
+            .map(|t| self.linear().apply(t))
+            .transpose()
     }
 
     fn vjp(&self, _: &[Array], _: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {

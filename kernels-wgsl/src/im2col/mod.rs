@@ -5,7 +5,7 @@
 
 use crate::compose::{Family, Io, ModuleSpec, Variant, WORDS, check_out as check_dtype};
 use crate::driver::{Batch, Driver};
-use crate::dtype::{DType, Words};
+use crate::dtype::{DType, Words, scalar_bits};
 use crate::kernels::{Kernels, MAX_GROUPS};
 use crate::layout::{Contig, Strided, check_out, check_view, is_row_major};
 use crate::{Error, Result};
@@ -174,14 +174,17 @@ impl Im2colParams {
 
 impl<D: Driver> Kernels<D> {
     /// im2col (`adjoint = false`): the row-major `x` `[N, input..., C]` into `out`
-    /// `[N, out..., taps, C]` (zeros where a tap reads padding); col2im (`true`):
-    /// `x` is the columns and `out` `[N, input..., C]` sums them back.
+    /// `[N, out..., taps, C]` (`fill` where a tap reads padding: 0 for a
+    /// convolution, -inf for max pooling); col2im (`true`): `x` is the columns and
+    /// `out` `[N, input..., C]` sums them back (`fill` unused).
+    #[allow(clippy::too_many_arguments)]
     pub fn im2col(
         &self,
         b: &mut Batch<D>,
         x: &Strided<D::Buffer>,
         p: &Im2colParams,
         adjoint: bool,
+        fill: f64,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let d = p.input.len();
@@ -251,7 +254,9 @@ impl<D: Driver> Kernels<D> {
                 "im2col: {threads} threads past the kernel's 32-bit count"
             )));
         }
-        params.extend([cw as u32, lanes.trailing_zeros(), rows as u32]);
+        let bits = scalar_bits(fill, out.dtype);
+        let fill_word = (0..epw).fold(0u32, |w, j| w | bits << (j * 32 / epw));
+        params.extend([cw as u32, lanes.trailing_zeros(), rows as u32, fill_word]);
         let groups = (threads as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
         self.record(b, &spec, [out.binding(), x.binding()], params, groups)
     }

@@ -1018,6 +1018,26 @@ pub fn grad_conv(dev: &Device) {
             let got = ok(&what, wmx::grad1(pf)(&arr(dev, dt, &x, &xs)));
             let want: Vec<f64> = (0..n).map(|k| fd(&x, k, &loss)).collect();
             close_to(&what, &f64s(&got, &what), &want, &vec![4.0; n], dt);
+            // jvp: the derivative along a random direction (padding reads no tangent).
+            let t = rand(&mut rng, dt, n);
+            let (_, tan) = ok(
+                &what,
+                wmx::jvp(
+                    |a: &[Array]| Ok(vec![pf(&a[0])?]),
+                    &[arr(dev, dt, &x, &xs)],
+                    &[arr(dev, dt, &t, &xs)],
+                ),
+            );
+            let along =
+                |s: f64| loss(&x.iter().zip(&t).map(|(a, b)| a + s * b).collect::<Vec<_>>());
+            let want = (along(1e-6) - along(-1e-6)) / 2e-6;
+            close_to(
+                &format!("{what}: jvp"),
+                &f64s(&tan[0], &what),
+                &[want],
+                &[64.0],
+                dt,
+            );
         }
     }
 }
