@@ -2,7 +2,7 @@
 //! (`wmx_core::families`), on any kernel driver: each takes the primitive's
 //! [`CustomEval`] and calls its kernels.
 
-use crate::custom::{CustomEval, GpuInput};
+use crate::custom::{CustomEval, GpuInput, GpuOutput};
 use crate::kerr;
 use std::any::Any;
 use wmx_core::Result;
@@ -44,13 +44,7 @@ fn rope<D: Driver>(r: &Rope, ev: &mut CustomEval<D>) -> Result<()> {
         traditional: r.traditional,
         scale: r.scale,
     };
-    let o = &ev.output;
-    let out = k::Contig {
-        buffer: &o.buffer,
-        window: None,
-        dtype: o.dtype,
-        shape: &o.shape,
-    };
+    let out = out_view(&ev.output);
     ev.kernels
         .rope(
             &mut ev.batch,
@@ -63,31 +57,23 @@ fn rope<D: Driver>(r: &Rope, ev: &mut CustomEval<D>) -> Result<()> {
         .map_err(kerr)
 }
 
-fn params(p: &Im2col) -> k::Im2colParams {
-    k::Im2colParams {
-        input: p.input.clone(),
-        out: p.out.clone(),
-        kernel: p.kernel.clone(),
-        stride: p.stride.clone(),
-        kernel_dilation: p.kernel_dilation.clone(),
-        input_dilation: p.input_dilation.clone(),
-        lo: p.lo.clone(),
-    }
-}
-
-fn im2col<D: Driver>(p: &Im2col, ev: &mut CustomEval<D>) -> Result<()> {
-    let o = &ev.output;
-    let out = k::Contig {
+/// The output buffer as the kernels' contiguous view.
+fn out_view<B>(o: &GpuOutput<B>) -> k::Contig<'_, B> {
+    k::Contig {
         buffer: &o.buffer,
         window: None,
         dtype: o.dtype,
         shape: &o.shape,
-    };
+    }
+}
+
+fn im2col<D: Driver>(p: &Im2col, ev: &mut CustomEval<D>) -> Result<()> {
+    let out = out_view(&ev.output);
     ev.kernels
         .im2col(
             &mut ev.batch,
             &view(&ev.inputs[0]),
-            &params(p),
+            &p.geometry,
             p.adjoint,
             f64::from_bits(p.fill),
             &out,
@@ -96,16 +82,9 @@ fn im2col<D: Driver>(p: &Im2col, ev: &mut CustomEval<D>) -> Result<()> {
 }
 
 fn depthwise<D: Driver>(p: &Depthwise, ev: &mut CustomEval<D>) -> Result<()> {
-    let g = &p.geometry;
-    let o = &ev.output;
-    let out = k::Contig {
-        buffer: &o.buffer,
-        window: None,
-        dtype: o.dtype,
-        shape: &o.shape,
-    };
+    let out = out_view(&ev.output);
     let (x, w) = (view(&ev.inputs[0]), view(&ev.inputs[1]));
     ev.kernels
-        .depthwise(&mut ev.batch, &x, &w, &params(g), g.adjoint, &out)
+        .depthwise(&mut ev.batch, &x, &w, &p.geometry, p.transposed, &out)
         .map_err(kerr)
 }

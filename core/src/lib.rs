@@ -61,6 +61,7 @@ pub use primitive::{
 pub use transforms::{
     CustomFunction, grad, grad1, jvp, value_and_grad, value_and_grad1, vjp, vmap, vmap1,
 };
+pub use wmx_spec::ConvGeometry;
 
 /// What most programs need, in one import: `use wmx::prelude::*;` brings the array
 /// type, dtypes, devices, errors, slicing, transforms, compile and the modes.

@@ -67,7 +67,6 @@ mod wgpu_open;
 pub use compose::{
     Family, InputMode, ModuleSpec, Op, Target, Variant, check_specs, compose, validate_wgsl,
 };
-pub use im2col::Im2colParams;
 pub use matmul::TILES;
 pub use rope::RopeParams;
 
@@ -128,7 +127,8 @@ pub use layout::{Contig, Strided};
 pub use user::{KernelArg, KernelSource, TemplateArg, UserModule, UserPipeline};
 pub use wgpu_driver::{RequestOptions, Wgpu, WgpuPipeline};
 pub use wmx_spec::{
-    ArgReduceOp, BinaryOp, DType, FusedOp, FusedStep, NormOp, ReduceOp, ScatterOp, UnaryOp,
+    ArgReduceOp, BinaryOp, ConvGeometry, DType, FusedOp, FusedStep, NormOp, ReduceOp, ScatterOp,
+    UnaryOp,
 };
 
 /// Errors returned by the kernel library. Display messages contain the offending values.

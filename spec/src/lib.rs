@@ -5,7 +5,8 @@
 //!   [`ArgReduceOp`], [`NormOp`], [`ScatterOp`]) with each op's name, dtype rule
 //!   ([`OpKind`]) and the rules derived from it (where it is defined, its output
 //!   and accumulator dtypes, how partial reductions combine);
-//! - [`FusedOp`] and [`FusedStep`], the steps of a fused elementwise kernel.
+//! - [`FusedOp`] and [`FusedStep`], the steps of a fused elementwise kernel;
+//! - [`ConvGeometry`], which input element each tap of a convolution reads.
 //!
 //! `wmx-core` (arrays, graphs, the CPU backend) and `wmx-kernels` (the WGSL kernel
 //! library, which knows nothing of arrays) both depend on this crate and on nothing
@@ -13,10 +14,12 @@
 //! up at run time.
 #![warn(missing_docs)]
 
+mod conv;
 mod dtype;
 mod fused;
 mod ops;
 
+pub use conv::ConvGeometry;
 pub use dtype::DType;
 pub use fused::{FusedOp, FusedStep};
 pub use ops::{ArgReduceOp, BinaryOp, NormOp, OpKind, ReduceOp, ScatterOp, UnaryOp};

@@ -12,7 +12,7 @@ use super::{
     Slice, astype, broadcast_to, divide, matmul, max, mean, moveaxis, multiply, pad, reshape,
     scalar_like, shaping::PadMode, slice, slice_update, stack, sum, transpose,
 };
-use crate::{Array, CustomFunction, DType, Error, Result};
+use crate::{Array, ConvGeometry, CustomFunction, DType, Error, Result};
 
 /// Options of [`conv_general`], per spatial axis. A list of one value applies to
 /// every spatial axis; an empty list is the default.
@@ -192,7 +192,7 @@ fn convolve(op: &'static str, x: &Array, w: &Array, g: &Geometry) -> Result<Arra
     // [N, out..., taps, C_in]: the im2col matrix: a view for 1x1 kernels, else
     // one kernel where there is one, else one strided view per tap of the padded
     // input.
-    let geometry = || Im2col {
+    let geometry = || ConvGeometry {
         input: x.shape()[1..=d].to_vec(),
         out: out.clone(),
         kernel: kernel.to_vec(),
@@ -200,8 +200,6 @@ fn convolve(op: &'static str, x: &Array, w: &Array, g: &Geometry) -> Result<Arra
         kernel_dilation: g.kernel_dilation.clone(),
         input_dilation: g.input_dilation.clone(),
         lo: g.lo.clone(),
-        adjoint: false,
-        fill: 0,
     };
     if groups > 1 && c_group == 1 && c_out == groups && Im2col::takes(dtype, d) {
         // Depthwise with one filter per channel: one kernel, no columns.
@@ -209,6 +207,7 @@ fn convolve(op: &'static str, x: &Array, w: &Array, g: &Geometry) -> Result<Arra
         let w = reshape(&w, &[c_out as isize, taps])?;
         return Depthwise {
             geometry: geometry(),
+            transposed: false,
         }
         .apply(&x, &w);
     }
@@ -229,7 +228,12 @@ fn convolve(op: &'static str, x: &Array, w: &Array, g: &Geometry) -> Result<Arra
             d + 1,
         )?
     } else if Im2col::takes(dtype, d) {
-        geometry().apply(&x)?
+        Im2col {
+            geometry: geometry(),
+            adjoint: false,
+            fill: 0,
+        }
+        .apply(&x)?
     } else {
         let axes: Vec<usize> = (1..=d).collect();
         let x = dilate_and_pad(&x, g)?;
@@ -756,13 +760,15 @@ fn pool_windows(x: &Array, p: &PoolShape, fill: f64) -> Result<Array> {
     let d = p.kernel.len();
     if Im2col::takes(x.dtype(), d) {
         let prim = Im2col {
-            input: x.shape()[1..=d].to_vec(),
-            out: p.out.clone(),
-            kernel: p.kernel.clone(),
-            stride: p.stride.clone(),
-            kernel_dilation: p.dilation.clone(),
-            input_dilation: vec![1; d],
-            lo: p.padding.iter().map(|&v| v as i64).collect(),
+            geometry: ConvGeometry {
+                input: x.shape()[1..=d].to_vec(),
+                out: p.out.clone(),
+                kernel: p.kernel.clone(),
+                stride: p.stride.clone(),
+                kernel_dilation: p.dilation.clone(),
+                input_dilation: vec![1; d],
+                lo: p.padding.iter().map(|&v| v as i64).collect(),
+            },
             adjoint: false,
             fill: fill.to_bits(),
         };

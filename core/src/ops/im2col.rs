@@ -3,7 +3,7 @@
 //! `families.rs`. [`super::conv`] builds convolutions on it.
 
 use crate::cpu::CpuBuffer;
-use crate::{Array, CpuOutput, CustomPrimitive, DType, Error, Result, View};
+use crate::{Array, ConvGeometry, CpuOutput, CustomPrimitive, DType, Error, Result, View};
 use std::sync::Arc;
 
 /// im2col over up to 3 spatial axes: `[N, input..., C]` to `[N, out..., taps, C]`,
@@ -13,20 +13,8 @@ use std::sync::Arc;
 /// `[N, input..., C]`). f32, f16 and bf16.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Im2col {
-    /// The input's spatial lengths.
-    pub input: Vec<usize>,
-    /// The output's spatial lengths.
-    pub out: Vec<usize>,
-    /// The kernel's lengths.
-    pub kernel: Vec<usize>,
-    /// Output step per axis.
-    pub stride: Vec<usize>,
-    /// Spacing of the kernel's taps.
-    pub kernel_dilation: Vec<usize>,
-    /// Spacing of the input's elements.
-    pub input_dilation: Vec<usize>,
-    /// Padding before each axis (negative: the input is cropped).
-    pub lo: Vec<i64>,
+    /// Which input element each tap reads.
+    pub geometry: ConvGeometry,
     /// The transpose: columns to an input gradient.
     pub adjoint: bool,
     /// The bits of the f64 value a tap reading padding gives (0.0 for a
@@ -43,14 +31,14 @@ impl Im2col {
     /// The output of this primitive for `x` (the image, or with `adjoint` the
     /// columns) of `n` images of `c` channels.
     pub(crate) fn apply(&self, x: &Array) -> Result<Array> {
-        let d = self.input.len();
+        let d = self.geometry.input.len();
         let (n, c) = (x.shape()[0], x.shape()[x.ndim() - 1]);
         let mut shape = vec![n];
         if self.adjoint {
-            shape.extend(&self.input);
+            shape.extend(&self.geometry.input);
         } else {
-            shape.extend(&self.out);
-            shape.push(self.kernel.iter().product());
+            shape.extend(&self.geometry.out);
+            shape.push(self.geometry.kernel.iter().product());
         }
         shape.push(c);
         let want = if self.adjoint { d + 3 } else { d + 2 };
@@ -87,29 +75,28 @@ impl Im2col {
     /// The image element (row-major, without the channel) that column position
     /// `o` and tap `k` read, if any.
     fn source(&self, batch: usize, o: &[usize], k: &[usize]) -> Option<usize> {
+        let g = &self.geometry;
         let mut src = batch;
-        for a in 0..self.input.len() {
-            let q = (o[a] * self.stride[a] + k[a] * self.kernel_dilation[a]) as i64 - self.lo[a];
-            let dil = self.input_dilation[a] as i64;
-            if q < 0 || q % dil != 0 || q / dil >= self.input[a] as i64 {
-                return None;
-            }
-            src = src * self.input[a] + (q / dil) as usize;
+        for a in 0..g.input.len() {
+            src = src * g.input[a] + g.source(a, o[a], k[a])?;
         }
         Some(src)
     }
 
     /// For each column row (image, position, tap) the image row it reads.
     fn rows(&self, n: usize) -> Vec<Option<usize>> {
-        let positions = crate::layout::numel(&self.out);
-        let taps = crate::layout::numel(&self.kernel);
+        let positions = crate::layout::numel(&self.geometry.out);
+        let taps = crate::layout::numel(&self.geometry.kernel);
         let mut rows = Vec::with_capacity(n * positions * taps);
-        let (mut o, mut k) = (vec![0; self.out.len()], vec![0; self.kernel.len()]);
+        let (mut o, mut k) = (
+            vec![0; self.geometry.out.len()],
+            vec![0; self.geometry.kernel.len()],
+        );
         for b in 0..n {
             for p in 0..positions {
-                unravel(p, &self.out, &mut o);
+                unravel(p, &self.geometry.out, &mut o);
                 for t in 0..taps {
-                    unravel(t, &self.kernel, &mut k);
+                    unravel(t, &self.geometry.kernel, &mut k);
                     rows.push(self.source(b, &o, &k));
                 }
             }
@@ -247,30 +234,30 @@ impl CustomPrimitive for Im2col {
 /// Depthwise convolution (one filter per channel) on [`Im2col`]'s geometry: x
 /// `[N, input..., C]` and w `[C, taps]` to `[N, out..., C]`, each output the f32
 /// sum over taps of the input element the tap reads times the channel's weight.
-/// With `geometry.adjoint`, the transpose (the input gradient): dy
-/// `[N, out..., C]` and w to `[N, input..., C]`. f32, f16 and bf16.
+/// With `transposed`, the transpose (the input gradient): dy `[N, out..., C]` and
+/// w to `[N, input..., C]`. f32, f16 and bf16.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Depthwise {
-    /// The taps' geometry (its `adjoint`: the transposed op).
-    pub geometry: Im2col,
+    /// Which input element each tap reads.
+    pub geometry: ConvGeometry,
+    /// The transposed op.
+    pub transposed: bool,
 }
 
 impl Depthwise {
     pub(crate) fn apply(&self, x: &Array, w: &Array) -> Result<Array> {
         let g = &self.geometry;
         let mut shape = vec![x.shape()[0]];
-        shape.extend(if g.adjoint { &g.input } else { &g.out });
+        shape.extend(if self.transposed { &g.input } else { &g.out });
         shape.push(x.shape()[x.ndim() - 1]);
         let inputs = [crate::contiguous(x)?, crate::contiguous(w)?];
         crate::custom(Arc::new(self.clone()), &inputs, &shape, x.dtype())
     }
 
-    fn with_adjoint(&self, adjoint: bool) -> Depthwise {
+    fn with_transposed(&self, transposed: bool) -> Depthwise {
         Depthwise {
-            geometry: Im2col {
-                adjoint,
-                ..self.geometry.clone()
-            },
+            transposed,
+            ..self.clone()
         }
     }
 
@@ -279,8 +266,9 @@ impl Depthwise {
     fn weight_grad(&self, image: &Array, grad: &Array) -> Result<Array> {
         let d = self.geometry.input.len();
         let cols = Im2col {
+            geometry: self.geometry.clone(),
             adjoint: false,
-            ..self.geometry.clone()
+            fill: 0,
         }
         .apply(image)?;
         let wide = |a: &Array| crate::astype(a, DType::F32);
@@ -301,14 +289,18 @@ impl Depthwise {
         ld: fn(T) -> f32,
         st: fn(f32) -> T,
     ) {
-        let g = &self.geometry;
-        let taps = crate::layout::numel(&g.kernel);
+        let cols = Im2col {
+            geometry: self.geometry.clone(),
+            adjoint: self.transposed,
+            fill: 0,
+        };
+        let taps = self.geometry.taps();
         let mut acc = vec![0f32; out.len()];
-        for (r, src) in g.rows(n).iter().enumerate() {
+        for (r, src) in cols.rows(n).iter().enumerate() {
             let (pos, t) = (r / taps, r % taps);
             if let Some(s) = *src {
                 // Forward: out[pos] gathers x[s]; transposed: dx[s] gathers dy[pos].
-                let (to, from) = if g.adjoint { (s, pos) } else { (pos, s) };
+                let (to, from) = if self.transposed { (s, pos) } else { (pos, s) };
                 for ch in 0..c {
                     acc[to * c + ch] += ld(x[from * c + ch]) * ld(w[ch * taps + t]);
                 }
@@ -322,7 +314,7 @@ impl Depthwise {
 
 impl CustomPrimitive for Depthwise {
     fn name(&self) -> &str {
-        if self.geometry.adjoint {
+        if self.transposed {
             "depthwise_t"
         } else {
             "depthwise"
@@ -396,8 +388,8 @@ impl CustomPrimitive for Depthwise {
 
     fn vjp(&self, primals: &[Array], _: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {
         let (x, w) = (&primals[0], &primals[1]);
-        let back = self.with_adjoint(!self.geometry.adjoint).apply(ct, w)?;
-        let dw = if self.geometry.adjoint {
+        let back = self.with_transposed(!self.transposed).apply(ct, w)?;
+        let dw = if self.transposed {
             self.weight_grad(ct, x)?
         } else {
             self.weight_grad(x, ct)?

@@ -1,34 +1,48 @@
-// Depthwise convolution (one filter per channel): x [N, in0, in1, in2, C] row-major
-// from element x0 and w [C, T] from element P[25] into out [N, out0, out1, out2, C],
-// each element the f32 sum over taps of the input element the tap reads (none in
-// the padding) times the channel's weight. Parameters: columns.wgsl's geometry,
-// then w0.
+// Depthwise convolution (one filter per channel) and its transpose. Forward
+// (P[26] = 0): x [N, in0, in1, in2, C] row-major from element x0 and w [C, T] from
+// element P[25] into out [N, out0, out1, out2, C], each element the f32 sum over
+// taps of the input element the tap reads (none in the padding) times the
+// channel's weight. Transposed (P[26] = 1, the input gradient): dy
+// [N, out0, out1, out2, C] into dx [N, in0, in1, in2, C], each element summing dy
+// at the positions whose taps read it, times the weights. Parameters:
+// columns.wgsl's geometry, then w0 and the transposed flag.
+
+// Forward: the input index tap k of position p reads on axis a; transposed: the
+// output position whose tap k reads input index p.
+fn dw_map(a: u32, p: u32, k: u32) -> u32 {
+    if (P[26] == 0u) { return im2col_src(a, p, k); }
+    return col2im_pos(a, p, k);
+}
 
 fn general_elem(e: u32) -> u32 {
+    // Geometry field of the element's own lengths (out: 1, in: 0), and the read
+    // array's.
+    let own = select(1u, 0u, P[26] != 0u);
+    let other = 1u - own;
     let c = e % P[2];
     var r = e / P[2];
-    let o2 = r % ax(2u, 1u);
-    r = r / ax(2u, 1u);
-    let o1 = r % ax(1u, 1u);
-    r = r / ax(1u, 1u);
-    let o0 = r % ax(0u, 1u);
-    let batch = r / ax(0u, 1u);
+    let p2 = r % ax(2u, own);
+    r = r / ax(2u, own);
+    let p1 = r % ax(1u, own);
+    r = r / ax(1u, own);
+    let p0 = r % ax(0u, own);
+    let batch = r / ax(0u, own);
     let k1n = ax(1u, 2u);
     let k2n = ax(2u, 2u);
     let wrow = P[25] + c * P[3];
     var acc = 0.0;
     var t = 0u;
     for (var k0 = 0u; k0 < ax(0u, 2u); k0++) {
-        let s0 = im2col_src(0u, o0, k0);
-        if (s0 == NONE) { t += k1n * k2n; continue; }
+        let q0 = dw_map(0u, p0, k0);
+        if (q0 == NONE) { t += k1n * k2n; continue; }
         for (var k1 = 0u; k1 < k1n; k1++) {
-            let s1 = im2col_src(1u, o1, k1);
-            if (s1 == NONE) { t += k2n; continue; }
+            let q1 = dw_map(1u, p1, k1);
+            if (q1 == NONE) { t += k2n; continue; }
             for (var k2 = 0u; k2 < k2n; k2++) {
-                let s2 = im2col_src(2u, o2, k2);
-                if (s2 != NONE) {
-                    let src = ((batch * ax(0u, 0u) + s0) * ax(1u, 0u) + s1) * ax(2u, 0u) + s2;
-                    acc += f32(ld_a(P[1] + src * P[2] + c)) * f32(ld_b(wrow + t));
+                let q2 = dw_map(2u, p2, k2);
+                if (q2 != NONE) {
+                    let at = ((batch * ax(0u, other) + q0) * ax(1u, other) + q1) * ax(2u, other) + q2;
+                    acc += f32(ld_a(P[1] + at * P[2] + c)) * f32(ld_b(wrow + t));
                 }
                 t++;
             }

@@ -8,7 +8,7 @@ use crate::driver::{Batch, Driver};
 use crate::dtype::{DType, Words, scalar_bits};
 use crate::kernels::{Kernels, MAX_GROUPS};
 use crate::layout::{Contig, Strided, check_out, check_view, is_row_major};
-use crate::{Error, Result};
+use crate::{ConvGeometry, Error, Result};
 
 const COLUMNS: &str = include_str!("columns.wgsl");
 
@@ -60,9 +60,9 @@ pub static IM2COL: Family = Family {
 };
 
 /// Depthwise convolution (one filter per channel): x and its weights `[C, taps]`
-/// (f32, f16 or bf16, one dtype) to the output (`depthwise`), or the output's
-/// gradient and the weights to the input's (`depthwise_t`). One loop over output
-/// elements, the taps summed in f32.
+/// (f32, f16 or bf16, one dtype) to the output, or (a parameter) the output's
+/// gradient and the weights to the input's. One loop over output elements, the
+/// taps summed in f32.
 pub static DEPTHWISE: Family = Family {
     name: "Depthwise",
     arity: 2,
@@ -84,92 +84,45 @@ pub static DEPTHWISE: Family = Family {
         check_dtype(spec, d)?;
         match spec.op.name() {
             "depthwise" => Ok(vec![WORDS, COLUMNS, include_str!("depthwise.wgsl")]),
-            "depthwise_t" => Ok(vec![WORDS, COLUMNS, include_str!("depthwise_t.wgsl")]),
             op => Err(Error::Shape(format!("depthwise has no op {op}"))),
         }
     },
     specs: |t| {
         let mut v = Vec::new();
         for d in [DType::F32, DType::F16, DType::BF16] {
-            for op in ["depthwise", "depthwise_t"] {
-                v.push(ModuleSpec::new(
-                    &DEPTHWISE,
-                    op,
-                    vec![d, d],
-                    d,
-                    Variant::General,
-                    t,
-                ));
-            }
+            v.push(ModuleSpec::new(
+                &DEPTHWISE,
+                "depthwise",
+                vec![d, d],
+                d,
+                Variant::General,
+                t,
+            ));
         }
         v
     },
 };
 
-/// A convolution's column geometry per spatial axis (at most 3).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Im2colParams {
-    /// The input's spatial lengths.
-    pub input: Vec<usize>,
-    /// The output's spatial lengths.
-    pub out: Vec<usize>,
-    /// The kernel's lengths.
-    pub kernel: Vec<usize>,
-    /// Output step.
-    pub stride: Vec<usize>,
-    /// Spacing of the kernel's taps.
-    pub kernel_dilation: Vec<usize>,
-    /// Spacing of the input's elements.
-    pub input_dilation: Vec<usize>,
-    /// Padding before each axis (negative crops).
-    pub lo: Vec<i64>,
-}
-
-impl Im2colParams {
-    /// Whether the lists agree (1 to 3 spatial axes, positive steps).
-    fn valid(&self) -> bool {
-        let d = self.input.len();
-        let lens = [
-            &self.out,
-            &self.kernel,
-            &self.stride,
-            &self.kernel_dilation,
-            &self.input_dilation,
-        ];
-        (1..=3).contains(&d)
-            && lens.iter().all(|v| v.len() == d)
-            && self.lo.len() == d
-            && self
-                .stride
-                .iter()
-                .chain(&self.kernel_dilation)
-                .chain(&self.input_dilation)
-                .all(|&s| s > 0)
-            && self.lo.iter().all(|&l| i32::try_from(l).is_ok())
-    }
-
-    /// columns.wgsl's geometry words: `[n, x0, C, T, per axis (in, out, k, stride,
-    /// kdil, idil, lo)]`, length-1 axes past the given ones.
-    fn words(&self, n: usize, x0: usize, channels: usize) -> Vec<u32> {
-        let taps: usize = self.kernel.iter().product();
-        let mut w = vec![n as u32, x0 as u32, channels as u32, taps as u32];
-        for a in 0..3 {
-            if a < self.input.len() {
-                w.extend([
-                    self.input[a] as u32,
-                    self.out[a] as u32,
-                    self.kernel[a] as u32,
-                    self.stride[a] as u32,
-                    self.kernel_dilation[a] as u32,
-                    self.input_dilation[a] as u32,
-                    self.lo[a] as i32 as u32,
-                ]);
-            } else {
-                w.extend([1, 1, 1, 1, 1, 1, 0]);
-            }
+/// columns.wgsl's geometry words: `[n, x0, C, T, per axis (in, out, k, stride,
+/// kdil, idil, lo)]`, length-1 axes past the given ones.
+fn geometry_words(g: &ConvGeometry, n: usize, x0: usize, channels: usize) -> Vec<u32> {
+    let mut w = vec![n as u32, x0 as u32, channels as u32, g.taps() as u32];
+    for a in 0..3 {
+        if a < g.input.len() {
+            w.extend([
+                g.input[a] as u32,
+                g.out[a] as u32,
+                g.kernel[a] as u32,
+                g.stride[a] as u32,
+                g.kernel_dilation[a] as u32,
+                g.input_dilation[a] as u32,
+                g.lo[a] as i32 as u32,
+            ]);
+        } else {
+            w.extend([1, 1, 1, 1, 1, 1, 0]);
         }
-        w
     }
+    w
 }
 
 impl<D: Driver> Kernels<D> {
@@ -182,7 +135,7 @@ impl<D: Driver> Kernels<D> {
         &self,
         b: &mut Batch<D>,
         x: &Strided<D::Buffer>,
-        p: &Im2colParams,
+        p: &ConvGeometry,
         adjoint: bool,
         fill: f64,
         out: &Contig<D::Buffer>,
@@ -194,7 +147,7 @@ impl<D: Driver> Kernels<D> {
             (out.shape, x.shape)
         };
         let taps: usize = p.kernel.iter().product();
-        let ok = p.valid()
+        let ok = p.is_valid()
             && image.len() == d + 2
             && cols.len() == d + 3
             && image[1..=d] == p.input[..]
@@ -238,7 +191,7 @@ impl<D: Driver> Kernels<D> {
                 "im2col: {n} elements past the kernel's 32-bit indices"
             )));
         }
-        let mut params = p.words(n, x.offset, channels);
+        let mut params = geometry_words(p, n, x.offset, channels);
         // Word kernels: lanes to a row (a power of two; im2col's lanes copy several
         // words each, col2im's one word each).
         let cw = channels / epw;
@@ -272,7 +225,7 @@ impl<D: Driver> Kernels<D> {
         b: &mut Batch<D>,
         x: &Strided<D::Buffer>,
         w: &Strided<D::Buffer>,
-        p: &Im2colParams,
+        p: &ConvGeometry,
         transposed: bool,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
@@ -284,7 +237,7 @@ impl<D: Driver> Kernels<D> {
         };
         let taps: usize = p.kernel.iter().product();
         let c = x.shape.last().copied().unwrap_or(0);
-        let ok = p.valid()
+        let ok = p.is_valid()
             && x.shape.len() == d + 2
             && out.shape.len() == d + 2
             && x.shape[1..=d] == from[..]
@@ -305,11 +258,7 @@ impl<D: Driver> Kernels<D> {
         check_view(x, "depthwise x")?;
         check_view(w, "depthwise weights")?;
         check_out(out)?;
-        let op = if transposed {
-            "depthwise_t"
-        } else {
-            "depthwise"
-        };
+        let op = "depthwise";
         let spec = self.spec(
             &DEPTHWISE,
             op,
@@ -328,8 +277,8 @@ impl<D: Driver> Kernels<D> {
                 "depthwise: {n} elements past the kernel's 32-bit indices"
             )));
         }
-        let mut params = p.words(n, x.offset, c);
-        params.push(w.offset as u32);
+        let mut params = geometry_words(p, n, x.offset, c);
+        params.extend([w.offset as u32, transposed as u32]);
         let groups = (n.div_ceil(out.dtype.epw()) as u64)
             .div_ceil(self.wg() as u64)
             .min(MAX_GROUPS);
