@@ -403,22 +403,47 @@ impl MultiHeadAttention {
         values: &Array,
         mask: crate::AttentionMask<'_>,
     ) -> Result<Array> {
-        let heads = |x: &Array, h: usize| -> Result<Array> {
-            let s = x.shape();
-            if s.len() != 3 {
-                return Err(Error::invalid(
-                    "MultiHeadAttention",
-                    format!("inputs must be [B, L, dims], got {s:?}"),
-                ));
-            }
-            let r = x.reshape(&[s[0] as isize, s[1] as isize, h as isize, -1])?;
-            crate::swapaxes(&r, 1, 2)
-        };
-        let q = heads(&self.query_proj.forward(queries)?, self.heads)?;
-        let k = heads(&self.key_proj.forward(keys)?, self.kv_heads)?;
-        let v = heads(&self.value_proj.forward(values)?, self.kv_heads)?;
+        let q = self.split(&self.query_proj.forward(queries)?, self.heads)?;
+        let k = self.split(&self.key_proj.forward(keys)?, self.kv_heads)?;
+        let v = self.split(&self.value_proj.forward(values)?, self.kv_heads)?;
         let o = crate::scaled_dot_product_attention(&q, &k, &v, None, mask)?;
-        let o = crate::swapaxes(&o, 1, 2)?;
+        self.merge(&o)
+    }
+
+    /// Self-attention of `x` `[B, L, dims]` (the next `L` positions) over every
+    /// position in `cache` and these: their keys and values are appended to the
+    /// cache first. A causal `mask` aligns to the end, so a prompt (`L > 1`) and
+    /// each decoded token (`L = 1`) attend the positions up to their own.
+    pub fn attend_cached(
+        &self,
+        x: &Array,
+        cache: &mut super::KvCache,
+        mask: crate::AttentionMask<'_>,
+    ) -> Result<Array> {
+        let q = self.split(&self.query_proj.forward(x)?, self.heads)?;
+        let k = self.split(&self.key_proj.forward(x)?, self.kv_heads)?;
+        let v = self.split(&self.value_proj.forward(x)?, self.kv_heads)?;
+        let (k, v) = cache.update(&k, &v)?;
+        let o = crate::scaled_dot_product_attention(&q, &k, &v, None, mask)?;
+        self.merge(&o)
+    }
+
+    /// `[B, L, h * d]` as `[B, h, L, d]`.
+    fn split(&self, x: &Array, h: usize) -> Result<Array> {
+        let s = x.shape();
+        if s.len() != 3 {
+            return Err(Error::invalid(
+                "MultiHeadAttention",
+                format!("inputs must be [B, L, dims], got {s:?}"),
+            ));
+        }
+        let r = x.reshape(&[s[0] as isize, s[1] as isize, h as isize, -1])?;
+        crate::swapaxes(&r, 1, 2)
+    }
+
+    /// The heads `[B, h, L, d]` joined and projected out.
+    fn merge(&self, o: &Array) -> Result<Array> {
+        let o = crate::swapaxes(o, 1, 2)?;
         let s = o.shape();
         let o = o.reshape(&[s[0] as isize, s[1] as isize, -1])?;
         self.out_proj.forward(&o)

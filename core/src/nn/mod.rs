@@ -36,6 +36,7 @@
 //! ```
 
 mod activations;
+mod cache;
 mod conv;
 pub mod init;
 mod layers;
@@ -45,6 +46,7 @@ pub use activations::{
     Activation, Gelu, elu, gelu, gelu_approx, gelu_fast, glu, hardswish, leaky_relu, log_sigmoid,
     mish, relu, relu6, selu, silu, softplus,
 };
+pub use cache::KvCache;
 pub use conv::{
     AdaptiveAvgPool, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AvgPool1d, AvgPool2d,
     AvgPool3d, Conv, Conv1d, Conv2d, Conv3d, ConvConfig, ConvTranspose1d, ConvTranspose2d,

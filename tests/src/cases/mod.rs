@@ -294,6 +294,7 @@ macro_rules! for_each_case {
             nn_losses_match_torch,
             optim_match_torch,
             nn_module_api,
+            kv_cache_decode,
             attention_matches_torch,
             multi_head_attention_matches_torch,
             group_and_batch_norm_match_torch,

@@ -790,3 +790,100 @@ pub fn group_and_batch_norm_match_torch(dev: &Device) {
         1e-5,
     );
 }
+
+/// `nn::KvCache`: the views it returns against host concatenation (exact), growth
+/// past its step, errors that leave it as it was; and decoding token by token
+/// through `MultiHeadAttention::attend_cached` (grouped-query heads) against one
+/// causal pass over the whole sequence.
+pub fn kv_cache_decode(dev: &Device) {
+    let seq = |start: usize, len: usize| -> Vec<f32> {
+        (0..2 * 2 * len * 3)
+            .map(|i| {
+                let (bh, rest) = (i / (len * 3), i % (len * 3));
+                (bh * 100 + (start + rest / 3) * 10 + rest % 3) as f32
+            })
+            .collect()
+    };
+    let part = |start: usize, len: usize| {
+        ok(
+            "kv part",
+            Array::from_slice_on(&seq(start, len), &[2, 2, len, 3], dev),
+        )
+    };
+    let mut cache = nn::KvCache::with_step(3);
+    let mut views = None;
+    for (start, len) in [(0, 2), (2, 1), (3, 3), (6, 1)] {
+        let p = part(start, len);
+        views = Some(ok("kv update", cache.update(&p, &p)));
+    }
+    let (k, v) = views.unwrap();
+    assert_eq!(k.shape(), &[2, 2, 7, 3], "cached keys' shape");
+    assert_eq!(
+        (cache.offset(), cache.capacity()),
+        (7, 9),
+        "offset and capacity with step 3"
+    );
+    let want: Vec<f32> = seq(0, 7);
+    assert_eq!(ok("keys", k.to_vec::<f32>()), want, "cached keys");
+    assert_eq!(ok("values", v.to_vec::<f32>()), want, "cached values");
+    let bad = ok(
+        "bad",
+        wmx::with_device(dev, || wmx::zeros(&[2, 3, 1, 3], DType::F32)),
+    );
+    super::expect_err(
+        "heads that differ",
+        cache.update(&bad, &bad),
+        &["KvCache", "[2, 3, 1, 3]"],
+    );
+    let f16 = ok("f16", part(7, 1).astype(DType::BF16));
+    super::expect_err(
+        "a dtype that differs",
+        cache.update(&f16, &f16),
+        &["KvCache"],
+    );
+    assert_eq!(
+        cache.offset(),
+        7,
+        "a failed update leaves the cache as it was"
+    );
+
+    // Decoding: a prompt of 3, then 4 tokens one at a time.
+    let key = ok("key", wmx::with_device(dev, || wmx::random::key(11)));
+    let mha = ok(
+        "mha",
+        wmx::with_device(dev, || nn::MultiHeadAttention::new(&key, 8, 4, 2, true)),
+    );
+    let x = ok(
+        "x",
+        wmx::with_device(dev, || {
+            wmx::random::normal(&key, &[2, 7, 8], 0.0, 1.0, DType::F32)
+        }),
+    );
+    let full = ok("full", mha.attend(&x, &x, &x, wmx::AttentionMask::Causal));
+    let mut cache = nn::KvCache::with_step(4);
+    let mut outs = vec![];
+    for (a, b) in [(0, 3), (3, 4), (4, 5), (5, 6), (6, 7)] {
+        let xs = ok(
+            "x part",
+            x.slice(&[wmx::Slice::ALL, wmx::Slice::range(a, b)]),
+        );
+        outs.push(ok(
+            "decode",
+            mha.attend_cached(&xs, &mut cache, wmx::AttentionMask::Causal),
+        ));
+    }
+    let got = ok(
+        "join",
+        wmx::concatenate(&outs.iter().collect::<Vec<_>>(), 1),
+    );
+    let (g, w) = (
+        ok("got", got.to_vec::<f32>()),
+        ok("full", full.to_vec::<f32>()),
+    );
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+            "decoded element {i}: {a}, one pass {b}"
+        );
+    }
+}
