@@ -67,7 +67,10 @@ pub static DEPTHWISE: Family = Family {
     name: "Depthwise",
     arity: 2,
     takes: |s| s.inputs.len() == 2,
-    entry: |_| "general",
+    entry: |s| match s.op.name() {
+        "depthwise" => "depthwise_rows",
+        _ => "general",
+    },
     raw: |_| false,
     io: Io::elementwise,
     body: |spec, _| {
@@ -83,32 +86,41 @@ pub static DEPTHWISE: Family = Family {
         }
         check_dtype(spec, d)?;
         match spec.op.name() {
-            "depthwise" => Ok(vec![WORDS, COLUMNS, include_str!("depthwise.wgsl")]),
+            "depthwise" | "depthwise_elems" => {
+                Ok(vec![WORDS, COLUMNS, include_str!("depthwise.wgsl")])
+            }
             op => Err(Error::Shape(format!("depthwise has no op {op}"))),
         }
     },
     specs: |t| {
         let mut v = Vec::new();
         for d in [DType::F32, DType::F16, DType::BF16] {
-            v.push(ModuleSpec::new(
-                &DEPTHWISE,
-                "depthwise",
-                vec![d, d],
-                d,
-                Variant::General,
-                t,
-            ));
+            for op in ["depthwise", "depthwise_elems"] {
+                v.push(ModuleSpec::new(
+                    &DEPTHWISE,
+                    op,
+                    vec![d, d],
+                    d,
+                    Variant::General,
+                    t,
+                ));
+            }
         }
         v
     },
 };
 
 /// columns.wgsl's geometry words: `[n, x0, C, T, per axis (in, out, k, stride,
-/// kdil, idil, lo)]`, length-1 axes past the given ones.
+/// kdil, idil, lo)]`, length-1 axes before the given ones (so the last given axis
+/// is the kernels' axis 2, which `depthwise_rows` blocks).
 fn geometry_words(g: &ConvGeometry, n: usize, x0: usize, channels: usize) -> Vec<u32> {
     let mut w = vec![n as u32, x0 as u32, channels as u32, g.taps() as u32];
+    let pad = 3 - g.input.len();
     for a in 0..3 {
-        if a < g.input.len() {
+        if a < pad {
+            w.extend([1, 1, 1, 1, 1, 1, 0]);
+        } else {
+            let a = a - pad;
             w.extend([
                 g.input[a] as u32,
                 g.out[a] as u32,
@@ -118,8 +130,6 @@ fn geometry_words(g: &ConvGeometry, n: usize, x0: usize, channels: usize) -> Vec
                 g.input_dilation[a] as u32,
                 g.lo[a] as i32 as u32,
             ]);
-        } else {
-            w.extend([1, 1, 1, 1, 1, 1, 0]);
         }
     }
     w
@@ -258,7 +268,13 @@ impl<D: Driver> Kernels<D> {
         check_view(x, "depthwise x")?;
         check_view(w, "depthwise weights")?;
         check_out(out)?;
-        let op = "depthwise";
+        let epw = out.dtype.epw();
+        let words = c.is_multiple_of(epw) && x.offset.is_multiple_of(epw);
+        let op = if words {
+            "depthwise"
+        } else {
+            "depthwise_elems"
+        };
         let spec = self.spec(
             &DEPTHWISE,
             op,
@@ -279,9 +295,24 @@ impl<D: Driver> Kernels<D> {
         }
         let mut params = geometry_words(p, n, x.offset, c);
         params.extend([w.offset as u32, transposed as u32]);
-        let groups = (n.div_ceil(out.dtype.epw()) as u64)
-            .div_ceil(self.wg() as u64)
-            .min(MAX_GROUPS);
+        // depthwise_rows: a thread per word of four positions along the last axis.
+        let d = p.input.len();
+        let last = out.shape[d];
+        let (cw, nb) = (c / epw, last.div_ceil(4));
+        let lanes = cw.next_power_of_two();
+        let blocks = n / c / last.max(1) * nb;
+        let threads = if words {
+            blocks * lanes
+        } else {
+            n.div_ceil(epw)
+        };
+        if u32::try_from(threads).is_err() {
+            return Err(Error::Shape(format!(
+                "depthwise: {threads} threads past the kernel's 32-bit count"
+            )));
+        }
+        params.extend([cw as u32, lanes.trailing_zeros(), nb as u32, blocks as u32]);
+        let groups = (threads as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
         self.record(
             b,
             &spec,

@@ -962,11 +962,13 @@ pub fn grad_conv(dev: &Device) {
     // The input gradient in 16-bit dtypes, channels in whole words (4) and not (3).
     let mut c3 = Conv::new(&[1, 5, 4, 3], &[2, 3, 3, 3]);
     (c3.stride, c3.lo, c3.hi) = (vec![2, 1], vec![1, 1], vec![1, 0]);
+    let mut dw4 = Conv::new(&[1, 5, 6, 4], &[4, 3, 3, 1]);
+    (dw4.groups, dw4.lo, dw4.hi) = (4, vec![1, 1], vec![1, 1]);
     for dt in [DType::F16, DType::BF16]
         .into_iter()
         .filter(|&d| super::supported(dev, d))
     {
-        for c in [&c, &c3] {
+        for c in [&c, &c3, &dw4] {
             let what = format!("grad of conv_general {c:?} {dt}");
             let (nx, nw) = (c.x.iter().product::<usize>(), c.w.iter().product::<usize>());
             let (x, w) = (rand(&mut rng, dt, nx), rand(&mut rng, dt, nw));
