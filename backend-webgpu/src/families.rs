@@ -6,7 +6,7 @@ use crate::custom::{CustomEval, GpuInput, GpuOutput};
 use crate::kerr;
 use std::any::Any;
 use wmx_core::Result;
-use wmx_core::families::{Depthwise, Im2col, Rope};
+use wmx_core::families::{Depthwise, DepthwiseWgrad, Im2col, Rope};
 use wmx_kernels as k;
 use wmx_kernels::Driver;
 
@@ -20,6 +20,15 @@ pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<
     }
     if let Some(p) = prim.downcast_ref::<Depthwise>() {
         return Some(depthwise(p, ev));
+    }
+    if let Some(p) = prim.downcast_ref::<DepthwiseWgrad>() {
+        let out = out_view(&ev.output);
+        let (image, grad) = (view(&ev.inputs[0]), view(&ev.inputs[1]));
+        return Some(
+            ev.kernels
+                .depthwise_wgrad(&mut ev.batch, &image, &grad, &p.geometry, p.chunk, &out)
+                .map_err(kerr),
+        );
     }
     None
 }

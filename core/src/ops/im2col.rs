@@ -3,7 +3,7 @@
 //! `families.rs`. [`super::conv`] builds convolutions on it.
 
 use crate::cpu::CpuBuffer;
-use crate::{Array, ConvGeometry, CpuOutput, CustomPrimitive, DType, Error, Result, View};
+use crate::{Array, ConvGeometry, CpuOutput, CustomPrimitive, DType, Error, Result, Slice, View};
 use std::sync::Arc;
 
 /// im2col over up to 3 spatial axes: `[N, input..., C]` to `[N, out..., taps, C]`,
@@ -264,17 +264,18 @@ impl Depthwise {
     /// The weights' gradient `[C, taps]`: over images and positions, the columns
     /// of `image` (the forward op's input) times `grad` (its output's gradient).
     fn weight_grad(&self, image: &Array, grad: &Array) -> Result<Array> {
-        let d = self.geometry.input.len();
-        let cols = Im2col {
+        // Partial sums over chunks of positions: enough chunks for about 2^18
+        // threads (a large GPU's fill), then one reduction.
+        let c = image.shape()[image.ndim() - 1].max(1);
+        let positions = grad.size() / c;
+        let threads_per_chunk = self.geometry.taps() * c.next_power_of_two();
+        let chunks = ((1usize << 18) / threads_per_chunk).clamp(1, positions.max(1));
+        let parts = DepthwiseWgrad {
             geometry: self.geometry.clone(),
-            adjoint: false,
-            fill: 0,
+            chunk: positions.div_ceil(chunks).max(1),
         }
-        .apply(image)?;
-        let wide = |a: &Array| crate::astype(a, DType::F32);
-        let prod = crate::multiply(&wide(&cols)?, &wide(&crate::expand_dims(grad, -2)?)?)?;
-        let axes: Vec<isize> = (0..=d as isize).collect();
-        let g = crate::sum(&prod, Some(&axes), false)?;
+        .apply(image, grad)?;
+        let g = crate::sum(&parts, Some(&[0]), false)?;
         crate::astype(&g.t()?, image.dtype())
     }
 
@@ -423,5 +424,172 @@ impl CustomPrimitive for Depthwise {
         let mut shape = vec![v as isize, n as isize];
         shape.extend(y.shape()[1..].iter().map(|&s| s as isize));
         crate::reshape(&y, &shape)
+    }
+}
+
+/// The weights' gradient of a depthwise convolution in f32 partial sums: `image`
+/// `[N, input..., C]` and `grad` `[N, out..., C]` (one dtype) to `[chunks, taps,
+/// C]` f32, chunk `s` summing, over output positions `s * chunk ..` (row-major
+/// over `[N, out...]`), `image` at the position each tap reads times `grad`.
+/// Summed over its first axis it is the gradient (transposed to `[C, taps]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DepthwiseWgrad {
+    /// Which input element each tap reads.
+    pub geometry: ConvGeometry,
+    /// Output positions a partial sum covers.
+    pub chunk: usize,
+}
+
+impl DepthwiseWgrad {
+    fn chunks(&self, image: &Array) -> usize {
+        let positions = image.shape()[0] * crate::layout::numel(&self.geometry.out);
+        positions.div_ceil(self.chunk)
+    }
+
+    pub(crate) fn apply(&self, image: &Array, grad: &Array) -> Result<Array> {
+        let c = image.shape()[image.ndim() - 1];
+        let shape = [self.chunks(image), self.geometry.taps(), c];
+        let inputs = [crate::contiguous(image)?, crate::contiguous(grad)?];
+        crate::custom(Arc::new(self.clone()), &inputs, &shape, DType::F32)
+    }
+
+    /// `ct` `[chunks, taps, C]` as one row per output position `[N, out..., taps,
+    /// C]` (each position's chunk's row).
+    fn per_position(&self, ct: &Array, grad: &Array) -> Result<Array> {
+        let (s, t, c) = (ct.shape()[0], ct.shape()[1], ct.shape()[2]);
+        let every = crate::broadcast_to(&crate::expand_dims(ct, 1)?, &[s, self.chunk, t, c])?;
+        let flat = crate::reshape(&every, &[(s * self.chunk) as isize, t as isize, c as isize])?;
+        let positions = grad.size() / c.max(1);
+        let rows = flat.slice(&[Slice::range(0, positions as isize)])?;
+        let mut shape: Vec<isize> = grad.shape()[..grad.ndim() - 1]
+            .iter()
+            .map(|&v| v as isize)
+            .collect();
+        shape.extend([t as isize, c as isize]);
+        crate::reshape(&rows, &shape)
+    }
+}
+
+impl CustomPrimitive for DepthwiseWgrad {
+    fn name(&self) -> &str {
+        "depthwise_wgrad"
+    }
+
+    fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+        let part = |i: usize| {
+            (
+                inputs[i].buffer,
+                inputs[i].layout.offset,
+                inputs[i].layout.numel(),
+            )
+        };
+        let ((ib, i0, ilen), (gb, g0, glen)) = (part(0), part(1));
+        let n = inputs[0].layout.shape[0];
+        let c = *out.shape.last().unwrap_or(&0);
+        let cols = Im2col {
+            geometry: self.geometry.clone(),
+            adjoint: false,
+            fill: 0,
+        };
+        let taps = self.geometry.taps();
+        let o = out.buffer.as_mut_slice::<f32>();
+        macro_rules! run {
+            ($t:ty, $ld:expr) => {{
+                let (x, g) = (
+                    &ib.as_slice::<$t>()[i0..i0 + ilen],
+                    &gb.as_slice::<$t>()[g0..g0 + glen],
+                );
+                for (r, src) in cols.rows(n).iter().enumerate() {
+                    let (pos, t) = (r / taps, r % taps);
+                    if let Some(s) = *src {
+                        let at = (pos / self.chunk * taps + t) * c;
+                        for ch in 0..c {
+                            o[at + ch] += $ld(x[s * c + ch]) * $ld(g[pos * c + ch]);
+                        }
+                    }
+                }
+            }};
+        }
+        match inputs[0].dtype {
+            DType::F32 => run!(f32, |v: f32| v),
+            DType::F16 => run!(half::f16, half::f16::to_f32),
+            DType::BF16 => run!(half::bf16, half::bf16::to_f32),
+            other => {
+                return Err(Error::invalid(
+                    "depthwise_wgrad",
+                    format!("no depthwise code for {other}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {
+        (other as &dyn std::any::Any)
+            .downcast_ref::<DepthwiseWgrad>()
+            .is_some_and(|o| o == self)
+    }
+
+    fn jvp(
+        &self,
+        primals: &[Array],
+        _: &Array,
+        tangents: &[Option<Array>],
+    ) -> Result<Option<Array>> {
+        // Bilinear in the image and the gradient.
+        let mut out = None;
+        if let Some(t) = &tangents[0] {
+            out = Some(self.apply(t, &primals[1])?);
+        }
+        if let Some(t) = &tangents[1] {
+            let y = self.apply(&primals[0], t)?;
+            out = Some(match out {
+                Some(o) => crate::add(&o, &y)?,
+                None => y,
+            });
+        }
+        Ok(out)
+    }
+
+    fn vjp(&self, primals: &[Array], _: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {
+        // Through the columns: d(image) = col2im(grad x ct), d(grad) = sum over
+        // taps of columns x ct, with ct spread over each chunk's positions.
+        let (image, grad) = (&primals[0], &primals[1]);
+        let dt = image.dtype();
+        let each = self.per_position(ct, grad)?;
+        let cols = Im2col {
+            geometry: self.geometry.clone(),
+            adjoint: false,
+            fill: 0,
+        };
+        let wide = |a: &Array| crate::astype(a, DType::F32);
+        let d_grad = crate::sum(
+            &crate::multiply(&wide(&cols.apply(image)?)?, &each)?,
+            Some(&[-2]),
+            false,
+        )?;
+        let spread = crate::multiply(&wide(&crate::expand_dims(grad, -2)?)?, &each)?;
+        let d_image = cols.transposed().apply(&crate::astype(&spread, dt)?)?;
+        Ok(vec![Some(d_image), Some(crate::astype(&d_grad, dt)?)])
+    }
+
+    fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {
+        let v = inputs[if batched[0] { 0 } else { 1 }].shape()[0];
+        let ys: Vec<Array> = (0..v as isize)
+            .map(|i| {
+                let pick = |a: &Array, b: bool| -> Result<Array> {
+                    if b {
+                        crate::squeeze(&a.slice(&[Slice::range(i, i + 1)])?, Some(&[0]))
+                    } else {
+                        Ok(a.clone())
+                    }
+                };
+                self.apply(
+                    &pick(&inputs[0], batched[0])?,
+                    &pick(&inputs[1], batched[1])?,
+                )
+            })
+            .collect::<Result<_>>()?;
+        crate::stack(&ys.iter().collect::<Vec<_>>(), 0)
     }
 }

@@ -115,3 +115,61 @@ fn depthwise_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgro
         }
     }
 }
+
+// The weights' gradient, in f32 partial sums: image [N, in0, in1, in2, C] from
+// element x0 (A) and grad [N, out0, out1, out2, C] from element P[25] (B) into
+// partials [S, T, C]: partial s of tap t and channel c sums image at the input
+// position the tap reads times grad, over the s-th chunk of P[26] consecutive
+// output positions (the last chunk shorter). A thread per (chunk, tap, channel),
+// 2^SH lanes over the channels, walking its chunk with an odometer (no division
+// per position). Parameters past the geometry: g0, chunk, SH, chunks S.
+@compute @workgroup_size(WG)
+fn depthwise_wgrad(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+                   @builtin(num_workgroups) nwg: vec3<u32>) {
+    let chunk = P[26];
+    let sh = P[27];
+    let total = (P[28] * P[3]) << sh;
+    let positions = P[0] / P[2];
+    let o0n = ax(0u, 1u);
+    let o1n = ax(1u, 1u);
+    let o2n = ax(2u, 1u);
+    for (var i = thread_index(lid, wid, nwg); i < total; i += thread_count(nwg)) {
+        let c = i & ((1u << sh) - 1u);
+        if (c >= P[2]) { continue; }
+        let st = i >> sh;
+        let t = st % P[3];
+        let s = st / P[3];
+        let k2 = t % ax(2u, 2u);
+        let k1 = (t / ax(2u, 2u)) % ax(1u, 2u);
+        let k0 = t / (ax(2u, 2u) * ax(1u, 2u));
+        let start = s * chunk;
+        let end = min(start + chunk, positions);
+        var o2 = start % o2n;
+        var r = start / o2n;
+        var o1 = r % o1n;
+        r = r / o1n;
+        var o0 = r % o0n;
+        var batch = r / o0n;
+        var acc = 0.0;
+        for (var p = start; p < end; p++) {
+            let q0 = im2col_src(0u, o0, k0);
+            let q1 = im2col_src(1u, o1, k1);
+            let q2 = im2col_src(2u, o2, k2);
+            if (q0 != NONE && q1 != NONE && q2 != NONE) {
+                let src = ((batch * ax(0u, 0u) + q0) * ax(1u, 0u) + q1) * ax(2u, 0u) + q2;
+                acc += f32(ld_a(P[1] + src * P[2] + c)) * f32(ld_b(P[25] + p * P[2] + c));
+            }
+            o2++;
+            if (o2 == o2n) {
+                o2 = 0u;
+                o1++;
+                if (o1 == o1n) {
+                    o1 = 0u;
+                    o0++;
+                    if (o0 == o0n) { o0 = 0u; batch++; }
+                }
+            }
+        }
+        O[(s * P[3] + t) * P[2] + c] = st_o(CO(acc));
+    }
+}

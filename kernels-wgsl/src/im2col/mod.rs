@@ -69,6 +69,7 @@ pub static DEPTHWISE: Family = Family {
     takes: |s| s.inputs.len() == 2,
     entry: |s| match s.op.name() {
         "depthwise" => "depthwise_rows",
+        "depthwise_wgrad" => "depthwise_wgrad",
         _ => "general",
     },
     raw: |_| false,
@@ -84,9 +85,15 @@ pub static DEPTHWISE: Family = Family {
                 spec.inputs, spec.variant
             )));
         }
-        check_dtype(spec, d)?;
+        // The weights' gradient's partial sums are f32.
+        let out = if spec.op.name() == "depthwise_wgrad" {
+            DType::F32
+        } else {
+            d
+        };
+        check_dtype(spec, out)?;
         match spec.op.name() {
-            "depthwise" | "depthwise_elems" => {
+            "depthwise" | "depthwise_elems" | "depthwise_wgrad" => {
                 Ok(vec![WORDS, COLUMNS, include_str!("depthwise.wgsl")])
             }
             op => Err(Error::Shape(format!("depthwise has no op {op}"))),
@@ -95,12 +102,17 @@ pub static DEPTHWISE: Family = Family {
     specs: |t| {
         let mut v = Vec::new();
         for d in [DType::F32, DType::F16, DType::BF16] {
-            for op in ["depthwise", "depthwise_elems"] {
+            for op in ["depthwise", "depthwise_elems", "depthwise_wgrad"] {
+                let out = if op == "depthwise_wgrad" {
+                    DType::F32
+                } else {
+                    d
+                };
                 v.push(ModuleSpec::new(
                     &DEPTHWISE,
                     op,
                     vec![d, d],
-                    d,
+                    out,
                     Variant::General,
                     t,
                 ));
@@ -317,6 +329,86 @@ impl<D: Driver> Kernels<D> {
             b,
             &spec,
             [out.binding(), x.binding(), w.binding()],
+            params,
+            groups,
+        )
+    }
+}
+
+impl<D: Driver> Kernels<D> {
+    /// The weights' gradient of a depthwise convolution, in f32 partial sums:
+    /// `image` `[N, input..., C]` and `grad` `[N, out..., C]` (one dtype, row-major)
+    /// into `out` `[chunks, taps, C]` (f32), chunk `s`
+    /// summing `image` at each tap's input position times `grad` over the `s`-th
+    /// `chunk` output positions. Sum `out` over its first axis for the gradient.
+    #[allow(clippy::too_many_arguments)]
+    pub fn depthwise_wgrad(
+        &self,
+        b: &mut Batch<D>,
+        image: &Strided<D::Buffer>,
+        grad: &Strided<D::Buffer>,
+        p: &ConvGeometry,
+        chunk: usize,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let d = p.input.len();
+        let c = image.shape.last().copied().unwrap_or(0);
+        let positions: usize = grad.shape[..=d].iter().product();
+        let chunks = positions.div_ceil(chunk.max(1));
+        let ok = p.is_valid()
+            && chunk > 0
+            && image.shape.len() == d + 2
+            && grad.shape.len() == d + 2
+            && image.shape[1..=d] == p.input[..]
+            && grad.shape[1..=d] == p.out[..]
+            && grad.shape[0] == image.shape[0]
+            && grad.shape[d + 1] == c
+            && grad.dtype == image.dtype
+            && out.dtype == DType::F32
+            && out.shape == [chunks, p.taps(), c]
+            && is_row_major(image)
+            && is_row_major(grad);
+        if !ok {
+            return Err(Error::Shape(format!(
+                "depthwise_wgrad: image {:?}, grad {:?}, out {:?}, chunk {chunk}, {p:?}",
+                image.shape, grad.shape, out.shape
+            )));
+        }
+        check_view(image, "depthwise_wgrad image")?;
+        check_view(grad, "depthwise_wgrad grad")?;
+        check_out(out)?;
+        let spec = self.spec(
+            &DEPTHWISE,
+            "depthwise_wgrad",
+            vec![image.dtype, grad.dtype],
+            DType::F32,
+            Variant::General,
+            0,
+        );
+        let n = positions * c;
+        if n == 0 || out.shape.iter().product::<usize>() == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        let lanes = c.next_power_of_two();
+        let threads = chunks * p.taps() * lanes;
+        if u32::try_from(n).is_err() || u32::try_from(threads).is_err() {
+            return Err(Error::Shape(format!(
+                "depthwise_wgrad: {n} elements or {threads} threads past 32-bit counts"
+            )));
+        }
+        let mut params = geometry_words(p, n, image.offset, c);
+        params.extend([
+            grad.offset as u32,
+            chunk as u32,
+            lanes.trailing_zeros(),
+            chunks as u32,
+        ]);
+        let groups = (threads as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        self.record(
+            b,
+            &spec,
+            [out.binding(), image.binding(), grad.binding()],
             params,
             groups,
         )

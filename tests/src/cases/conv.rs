@@ -923,6 +923,54 @@ pub fn grad_conv(dev: &Device) {
     for case in [&c, &dw] {
         grads_of_case(dev, &mut rng, case);
     }
+    // Second order through the depthwise weights' gradient: d/dx of |dL/dw|^2.
+    {
+        let (nx, nw) = (
+            dw.x.iter().product::<usize>(),
+            dw.w.iter().product::<usize>(),
+        );
+        let x = rand(&mut rng, dt, nx);
+        let w = rand(&mut rng, dt, nw);
+        let out = dw.out_shape();
+        let g = rand(&mut rng, dt, out.iter().product());
+        let ga = arr(dev, dt, &g, &out);
+        let opts = dw.options();
+        let wa = arr(dev, dt, &w, &dw.w);
+        let norm = |x: &Array| -> Result<Array> {
+            let inner = |w: &Array| {
+                wmx::sum(
+                    &wmx::multiply(&wmx::conv_general(x, w, &opts)?, &ga)?,
+                    None,
+                    false,
+                )
+            };
+            let dwt = wmx::grad1(inner)(&wa)?;
+            wmx::sum(&wmx::multiply(&dwt, &dwt)?, None, false)
+        };
+        let got = ok("second order", wmx::grad1(norm)(&arr(dev, dt, &x, &dw.x)));
+        let norm_ref = |x: &[f64]| -> f64 {
+            (0..nw)
+                .map(|k| {
+                    let mut e = vec![0.0; nw];
+                    e[k] = 1.0;
+                    let d: f64 = conv_ref(x, &e, &dw)
+                        .iter()
+                        .zip(&g)
+                        .map(|(a, b)| a * b)
+                        .sum();
+                    d * d
+                })
+                .sum()
+        };
+        let want: Vec<f64> = (0..nx).map(|k| fd(&x, k, &norm_ref)).collect();
+        close_to(
+            "d/dx |dL/dw|^2, depthwise",
+            &f64s(&got, "second"),
+            &want,
+            &vec![256.0; nx],
+            dt,
+        );
+    }
     // A weight gradient over 2107 output positions: summed from row chunks (split-K)
     // and a one-row tail.
     let tall = Conv::new(&[1, 50, 44, 2], &[3, 2, 2, 2]);
