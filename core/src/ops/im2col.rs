@@ -373,18 +373,7 @@ impl CustomPrimitive for Depthwise {
         tangents: &[Option<Array>],
     ) -> Result<Option<Array>> {
         // Linear in each input.
-        let mut out = None;
-        if let Some(t) = &tangents[0] {
-            out = Some(self.apply(t, &primals[1])?);
-        }
-        if let Some(t) = &tangents[1] {
-            let y = self.apply(&primals[0], t)?;
-            out = Some(match out {
-                Some(o) => crate::add(&o, &y)?,
-                None => y,
-            });
-        }
-        Ok(out)
+        bilinear_jvp(|a, b| self.apply(a, b), primals, tangents)
     }
 
     fn vjp(&self, primals: &[Array], _: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {
@@ -402,20 +391,7 @@ impl CustomPrimitive for Depthwise {
         let (x, w) = (&inputs[0], &inputs[1]);
         if batched[1] {
             // A filter per batch index: one call each.
-            let v = w.shape()[0];
-            let ys: Vec<Array> = (0..v as isize)
-                .map(|i| {
-                    let wi =
-                        crate::squeeze(&w.slice(&[crate::Slice::range(i, i + 1)])?, Some(&[0]))?;
-                    let xi = if batched[0] {
-                        crate::squeeze(&x.slice(&[crate::Slice::range(i, i + 1)])?, Some(&[0]))?
-                    } else {
-                        x.clone()
-                    };
-                    self.apply(&xi, &wi)
-                })
-                .collect::<Result<_>>()?;
-            return crate::stack(&ys.iter().collect::<Vec<_>>(), 0);
+            return vmap_loop(|a, b| self.apply(a, b), inputs, batched);
         }
         let (v, n) = (x.shape()[0], x.shape()[1]);
         let mut flat = vec![(v * n) as isize];
@@ -537,18 +513,7 @@ impl CustomPrimitive for DepthwiseWgrad {
         tangents: &[Option<Array>],
     ) -> Result<Option<Array>> {
         // Bilinear in the image and the gradient.
-        let mut out = None;
-        if let Some(t) = &tangents[0] {
-            out = Some(self.apply(t, &primals[1])?);
-        }
-        if let Some(t) = &tangents[1] {
-            let y = self.apply(&primals[0], t)?;
-            out = Some(match out {
-                Some(o) => crate::add(&o, &y)?,
-                None => y,
-            });
-        }
-        Ok(out)
+        bilinear_jvp(|a, b| self.apply(a, b), primals, tangents)
     }
 
     fn vjp(&self, primals: &[Array], _: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {
@@ -574,22 +539,52 @@ impl CustomPrimitive for DepthwiseWgrad {
     }
 
     fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {
-        let v = inputs[if batched[0] { 0 } else { 1 }].shape()[0];
-        let ys: Vec<Array> = (0..v as isize)
-            .map(|i| {
-                let pick = |a: &Array, b: bool| -> Result<Array> {
-                    if b {
-                        crate::squeeze(&a.slice(&[Slice::range(i, i + 1)])?, Some(&[0]))
-                    } else {
-                        Ok(a.clone())
-                    }
-                };
-                self.apply(
-                    &pick(&inputs[0], batched[0])?,
-                    &pick(&inputs[1], batched[1])?,
-                )
-            })
-            .collect::<Result<_>>()?;
-        crate::stack(&ys.iter().collect::<Vec<_>>(), 0)
+        vmap_loop(|a, b| self.apply(a, b), inputs, batched)
     }
+}
+
+/// The jvp of an op `f` bilinear (or linear) in its two inputs: `f(tx, y) + f(x, ty)`.
+fn bilinear_jvp(
+    f: impl Fn(&Array, &Array) -> Result<Array>,
+    primals: &[Array],
+    tangents: &[Option<Array>],
+) -> Result<Option<Array>> {
+    let mut out = None;
+    if let Some(t) = &tangents[0] {
+        out = Some(f(t, &primals[1])?);
+    }
+    if let Some(t) = &tangents[1] {
+        let y = f(&primals[0], t)?;
+        out = Some(match out {
+            Some(o) => crate::add(&o, &y)?,
+            None => y,
+        });
+    }
+    Ok(out)
+}
+
+/// vmap of a two-input op by one call per batch index (inputs batched on axis 0
+/// where `batched`), stacked.
+fn vmap_loop(
+    f: impl Fn(&Array, &Array) -> Result<Array>,
+    inputs: &[Array],
+    batched: &[bool],
+) -> Result<Array> {
+    let v = inputs[if batched[0] { 0 } else { 1 }].shape()[0];
+    let pick = |a: &Array, b: bool, i: isize| -> Result<Array> {
+        if b {
+            crate::squeeze(&a.slice(&[Slice::range(i, i + 1)])?, Some(&[0]))
+        } else {
+            Ok(a.clone())
+        }
+    };
+    let ys: Vec<Array> = (0..v as isize)
+        .map(|i| {
+            f(
+                &pick(&inputs[0], batched[0], i)?,
+                &pick(&inputs[1], batched[1], i)?,
+            )
+        })
+        .collect::<Result<_>>()?;
+    crate::stack(&ys.iter().collect::<Vec<_>>(), 0)
 }
