@@ -923,6 +923,57 @@ pub fn grad_conv(dev: &Device) {
     for case in [&c, &dw] {
         grads_of_case(dev, &mut rng, case);
     }
+    // Per-example weight gradients of the depthwise convolution (vmap of grad over
+    // the batch) against one gradient per example.
+    {
+        let nx: usize = dw.x.iter().product();
+        let x = rand(&mut rng, dt, nx);
+        let w = rand(&mut rng, dt, dw.w.iter().product());
+        let out = dw.out_shape();
+        let g = rand(&mut rng, dt, out.iter().product());
+        let (xa, ga, wa) = (
+            arr(dev, dt, &x, &dw.x),
+            arr(dev, dt, &g, &out),
+            arr(dev, dt, &w, &dw.w),
+        );
+        let opts = dw.options();
+        let one = |a: &[Array]| -> Result<Vec<Array>> {
+            let (x1, g1) = (wmx::expand_dims(&a[0], 0)?, wmx::expand_dims(&a[1], 0)?);
+            let loss = |w: &Array| {
+                wmx::sum(
+                    &wmx::multiply(&wmx::conv_general(&x1, w, &opts)?, &g1)?,
+                    None,
+                    false,
+                )
+            };
+            Ok(vec![wmx::grad1(loss)(&a[2])?])
+        };
+        let got = ok(
+            "per-example",
+            wmx::vmap(one, &[Some(0), Some(0), None], &[0])(&[xa.clone(), ga.clone(), wa.clone()]),
+        );
+        for i in 0..dw.x[0] as isize {
+            let pick = |a: &Array| {
+                ok(
+                    "pick",
+                    wmx::squeeze(
+                        &ok("pick", a.slice(&[wmx::Slice::range(i, i + 1)])),
+                        Some(&[0]),
+                    ),
+                )
+            };
+            let want = ok("one", one(&[pick(&xa), pick(&ga), wa.clone()]));
+            let got_i = pick(&got[0]);
+            close_to(
+                "per-example depthwise weight gradient",
+                &f64s(&got_i, "vmap"),
+                &f64s(&want[0], "loop"),
+                &vec![8.0; w.len()],
+                dt,
+            );
+        }
+    }
+
     // Second order through the depthwise weights' gradient: d/dx of |dL/dw|^2.
     {
         let (nx, nw) = (
