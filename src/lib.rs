@@ -95,3 +95,8 @@ fn register_metal() {
     // Only stores a function pointer, as above.
     wmx_metal::register();
 }
+
+/// The user guide's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide.md")]
+pub struct GuideExamples;
