@@ -1,7 +1,8 @@
 """PyTorch side of `bench --train`: one training step (forward, backward, AdamW)
-of an MLP 784-1024-1024-10 (ReLU, cross-entropy, batch 256, f32), eager and
-torch.compile'd, on CUDA. Wall clock over 50 steps after warm-up, synchronised at
-both ends, as the wmx side. Prints a line per case and writes --json.
+of an MLP 784-1024-1024-10 (ReLU, cross-entropy, batch 256, f32), of a small CNN
+and of 4 GPT-2-small blocks, eager and torch.compile'd, on CUDA. Wall clock
+over 50 (MLP) or 20 steps after warm-up, synchronised at both ends, as the wmx
+side. Prints a line per case and writes --json.
 """
 import argparse
 import json
@@ -26,13 +27,14 @@ def model():
                          nn.Linear(1024, 10)).to(dev)
 
 
-def run(name, compiled):
-    m = model()
+def time_classifier(m, xs, ys, compiled, steps):
+    """ms per step and host ms of a cross-entropy + AdamW step of `m`, eager or
+    torch.compile'd, after warm-up, synchronised at both ends."""
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.01)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(m(x), y)
+        loss = nn.functional.cross_entropy(m(xs), ys)
         loss.backward()
         opt.step()
         return loss
@@ -43,14 +45,18 @@ def run(name, compiled):
     torch.cuda.synchronize()
     t = time.perf_counter()
     host = 0.0
-    for _ in range(STEPS):
+    for _ in range(steps):
         h = time.perf_counter()
         f()
         host += time.perf_counter() - h
     torch.cuda.synchronize()
-    ms = (time.perf_counter() - t) * 1e3 / STEPS
-    print(f"torch {name:9s} mlp f32 batch {BATCH}: {ms:8.3f} ms/step (host {host * 1e3 / STEPS:.3f} ms)")
-    return {"op": f"train_mlp_{name}", "ms": ms, "host_ms": host * 1e3 / STEPS}
+    return (time.perf_counter() - t) * 1e3 / steps, host * 1e3 / steps
+
+
+def run(name, compiled):
+    ms, host = time_classifier(model(), x, y, compiled, STEPS)
+    print(f"torch {name:9s} mlp f32 batch {BATCH}: {ms:8.3f} ms/step (host {host:.3f} ms)")
+    return {"op": f"train_mlp_{name}", "ms": ms, "host_ms": host}
 
 
 rows = [run("eager", False), run("compiled", True)]
@@ -67,28 +73,11 @@ def run_cnn(name, compiled):
                       nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                       nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
                       nn.Flatten(), nn.Linear(128, 10)).to(dev).to(memory_format=torch.channels_last)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.01)
     xc = torch.randn(128, 3, 32, 32, device=dev).contiguous(memory_format=torch.channels_last)
     yc = torch.randint(0, 10, (128,), device=dev)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(m(xc), yc)
-        loss.backward()
-        opt.step()
-        return loss
-
-    f = torch.compile(step) if compiled else step
-    for _ in range(WARMUP + (10 if compiled else 0)):
-        f()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(20):
-        f()
-    torch.cuda.synchronize()
-    ms = (time.perf_counter() - t) * 1e3 / 20
-    print(f"torch {name:9s} cnn f32 batch 128: {ms:8.3f} ms/step")
-    return {"op": f"train_cnn_{name}", "ms": ms}
+    ms, host = time_classifier(m, xc, yc, compiled, 20)
+    print(f"torch {name:9s} cnn f32 batch 128: {ms:8.3f} ms/step (host {host:.3f} ms)")
+    return {"op": f"train_cnn_{name}", "ms": ms, "host_ms": host}
 
 
 torch.backends.cudnn.allow_tf32 = False
