@@ -6,7 +6,7 @@ use crate::custom::{CustomEval, GpuInput, GpuOutput};
 use crate::kerr;
 use std::any::Any;
 use wmx_core::Result;
-use wmx_core::families::{Depthwise, DepthwiseWgrad, Im2col, Rope};
+use wmx_core::families::{Depthwise, DepthwiseWgrad, Flash, Im2col, Rope};
 use wmx_kernels as k;
 use wmx_kernels::Driver;
 
@@ -20,6 +20,26 @@ pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<
     }
     if let Some(p) = prim.downcast_ref::<Depthwise>() {
         return Some(depthwise(p, ev));
+    }
+    if let Some(p) = prim.downcast_ref::<Flash>() {
+        let out = out_view(&ev.output);
+        let (q, k, v) = (
+            view(&ev.inputs[0]),
+            view(&ev.inputs[1]),
+            view(&ev.inputs[2]),
+        );
+        let params = k::FlashParams {
+            scale: p.scale,
+            mask: p.mask,
+            window: p.window,
+            splits: p.splits,
+            chunk: p.chunk,
+        };
+        return Some(
+            ev.kernels
+                .flash_attention(&mut ev.batch, &q, &k, &v, params, &out)
+                .map_err(kerr),
+        );
     }
     if let Some(p) = prim.downcast_ref::<DepthwiseWgrad>() {
         let out = out_view(&ev.output);

@@ -39,10 +39,11 @@
 //! | 1 | `layout`, `ops`, `wgpu_driver` | views of buffers and their checks; WGSL op expressions; wgpu's driver |
 //! | 2 | `compose` | module specs, the generic prelude, tree-shaking, naga validation |
 //! | 3 | `kernels` | the library on one device: pipeline cache, scratch buffers, recording |
-//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `im2col`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
+//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `im2col`, `attention`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
 //! | 5 | `wgpu_open` | opening a wgpu device and probing its hardware paths with kernels |
 #![doc = include_str!("../README.md")]
 
+mod attention;
 mod compose;
 mod driver;
 mod dtype;
@@ -64,6 +65,7 @@ mod user;
 mod wgpu_driver;
 mod wgpu_open;
 
+pub use attention::FlashParams;
 pub use compose::{
     Family, InputMode, ModuleSpec, Op, Target, Variant, check_specs, compose, validate_wgsl,
 };
@@ -73,6 +75,7 @@ pub use rope::RopeParams;
 /// The kernel families, each defined in its folder: `ModuleSpec::family` is one of
 /// these.
 pub mod families {
+    pub use crate::attention::ATTENTION;
     pub use crate::elementwise::{ARANGE, AXPBY, BINARY, COPY, FILL, SELECT, SLICE_UPDATE, UNARY};
     pub use crate::im2col::{DEPTHWISE, IM2COL};
     pub use crate::index::{GATHER, PLACE, SCATTER};
@@ -108,6 +111,8 @@ const FAMILIES: &[&Family] = {
         &SORT,
         &IM2COL,
         &DEPTHWISE,
+        &ROPE,
+        &ATTENTION,
     ]
 };
 

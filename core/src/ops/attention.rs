@@ -1,8 +1,11 @@
-//! Scaled dot-product attention, composed of ops (matmuls and a softmax): the
-//! path for every shape, differentiable and batched like any composite. A fused
-//! flash-attention kernel (issue 37) will take the shapes it serves.
+//! Scaled dot-product attention: a fused flash-attention primitive for the masks
+//! it takes (none, causal, sliding window) and head dimensions that are multiples
+//! of 4 up to 256 in f32, f16 and bf16; the composed form (matmuls and a softmax)
+//! for every other call, and as the rule of the fused path's derivatives.
 
-use crate::{Array, DType, Error, Result};
+use crate::cpu::CpuBuffer;
+use crate::{Array, CpuOutput, CustomFunction, CustomPrimitive, DType, Error, Result, View};
+use std::sync::Arc;
 
 /// Which keys each query attends to in [`scaled_dot_product_attention`].
 #[derive(Clone, Copy, Debug)]
@@ -32,7 +35,398 @@ pub enum AttentionMask<'a> {
 ///
 /// A query whose keys are all masked gets zeros (PyTorch gives NaN there, MLX
 /// leaves it unspecified), and no gradient.
+///
+/// **Paths.** With no mask, a causal mask or a sliding window, `D == Dv` a
+/// multiple of 4 up to 256, and f32, f16 or bf16 inputs, one fused kernel computes
+/// the output (flash attention: an online softmax over key tiles, no `Lq x Lk`
+/// array in memory; grouped query heads share their key tiles; with few query
+/// rows and many keys, the keys are cut into chunks whose partial results are
+/// combined: split-KV decoding). Its derivatives (vjp, jvp) recompute the composed
+/// form, which holds the `Lq x Lk` scores. Every other call (boolean and additive
+/// masks, f64, other head dimensions) is composed of ops: matmuls and a softmax.
 pub fn scaled_dot_product_attention(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    scale: Option<f64>,
+    mask: AttentionMask<'_>,
+) -> Result<Array> {
+    let fused = match mask {
+        AttentionMask::None => Some((0, 0)),
+        AttentionMask::Causal => Some((1, 0)),
+        AttentionMask::SlidingWindow(w) if w > 0 => Some((2, w)),
+        _ => None,
+    };
+    let (qs, vs) = (q.shape(), v.shape());
+    let takes = qs.len() == 4
+        && vs.len() == 4
+        && qs[3] == vs[3]
+        && qs[3].is_multiple_of(4)
+        && qs[3] <= 256
+        && matches!(q.dtype(), DType::F32 | DType::F16 | DType::BF16);
+    match fused {
+        Some((kind, window)) if takes && check(q, k, v, scale).is_ok() => {
+            flash(q, k, v, scale, kind, window)
+        }
+        _ => composed(q, k, v, scale, mask),
+    }
+}
+
+fn mask_of(kind: u8, window: usize) -> AttentionMask<'static> {
+    match kind {
+        0 => AttentionMask::None,
+        1 => AttentionMask::Causal,
+        _ => AttentionMask::SlidingWindow(window),
+    }
+}
+
+/// The fused path: the flash primitive (and, with key chunks, the ops that combine
+/// them), with the composed form's derivatives as its rules; vmap batches it as
+/// written (the primitive folds the mapped axis into the batch).
+fn flash(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    scale: Option<f64>,
+    kind: u8,
+    window: usize,
+) -> Result<Array> {
+    let scale = check(q, k, v, scale)?;
+    // The rules below give every derivative: the primitive's inputs are constants
+    // to the transforms (it has no rules of its own).
+    let fwd = move |x: &[Array]| -> Result<Vec<Array>> {
+        let c = |a: &Array| crate::stop_gradient(a);
+        Ok(vec![Flash::run(
+            &c(&x[0])?,
+            &c(&x[1])?,
+            &c(&x[2])?,
+            scale,
+            kind,
+            window,
+        )?])
+    };
+    let f = CustomFunction::new(fwd)
+        .name("scaled_dot_product_attention")
+        .vjp(move |x, _, ct| {
+            let f = |x: &[Array]| {
+                Ok(vec![composed(
+                    &x[0],
+                    &x[1],
+                    &x[2],
+                    Some(scale),
+                    mask_of(kind, window),
+                )?])
+            };
+            let (_, g) = crate::vjp(f, x, ct)?;
+            Ok(g.into_iter().map(Some).collect())
+        })
+        .jvp(move |x, t| {
+            let f = |x: &[Array]| {
+                Ok(vec![composed(
+                    &x[0],
+                    &x[1],
+                    &x[2],
+                    Some(scale),
+                    mask_of(kind, window),
+                )?])
+            };
+            let t: Vec<Array> = x
+                .iter()
+                .zip(t)
+                .map(|(x, t)| t.clone().map_or_else(|| crate::zeros_like(x), Ok))
+                .collect::<Result<_>>()?;
+            Ok(crate::jvp(f, x, &t)?.1)
+        });
+    Ok(f.call(&[q.clone(), k.clone(), v.clone()])?.remove(0))
+}
+
+/// The fused attention primitive (inputs q, k, v with their last axis contiguous):
+/// the normalised output, or with `splits > 1` f32 partial results per chunk of
+/// `chunk` keys (`[splits, B, Hq, Lq, D + 2]`: the unnormalised sum, the maximum
+/// score in natural-log units, the sum of weights). Public for the GPU backends,
+/// which run it through `wmx_kernels::Kernels::flash_attention`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flash {
+    /// Multiplies the scores.
+    pub scale: f32,
+    /// 0: no mask; 1: causal; 2: sliding window.
+    pub mask: u8,
+    /// The sliding window's keys.
+    pub window: usize,
+    /// Chunks of the keys (1: the normalised output).
+    pub splits: usize,
+    /// Keys per chunk.
+    pub chunk: usize,
+}
+
+/// Workgroups the split-KV path aims for: enough to fill a large GPU.
+const SPLIT_TARGET: usize = 256;
+
+impl Flash {
+    /// The output of the fused path: one primitive, then (with key chunks) the ops
+    /// that combine the chunks.
+    fn run(q: &Array, k: &Array, v: &Array, scale: f64, mask: u8, window: usize) -> Result<Array> {
+        let (qs, ks) = (q.shape(), k.shape());
+        let (b, hq, lq, d) = (qs[0], qs[1], qs[2], qs[3]);
+        let (hkv, lk) = (ks[1], ks[2]);
+        // Few rows per key head (decoding) and many keys: chunks of at least 256 keys
+        // until about SPLIT_TARGET workgroups run.
+        let blocks = b * hkv * (hq / hkv * lq).div_ceil(64);
+        let splits = (SPLIT_TARGET / blocks.max(1)).min(lk / 256).max(1);
+        let chunk = lk.div_ceil(splits).max(1);
+        let splits = lk.div_ceil(chunk).max(1);
+        let prim = Flash {
+            scale: scale as f32,
+            mask,
+            window,
+            splits,
+            chunk,
+        };
+        let inputs = [
+            last_contiguous(q)?,
+            last_contiguous(k)?,
+            last_contiguous(v)?,
+        ];
+        if splits == 1 {
+            return crate::custom(Arc::new(prim), &inputs, qs, q.dtype());
+        }
+        let parts = crate::custom(
+            Arc::new(prim),
+            &inputs,
+            &[splits, b, hq, lq, d + 2],
+            DType::F32,
+        )?;
+        let i = |x: usize| x as isize;
+        let at = |a: usize, n: usize| {
+            let mut s = vec![crate::Slice::ALL; 4];
+            s.push(crate::Slice::range(i(a), i(a + n)));
+            crate::slice(&parts, &s)
+        };
+        let (sum, m, l) = (at(0, d)?, at(d, 1)?, at(d + 1, 1)?);
+        let top = crate::max(&m, Some(&[0]), true)?;
+        let w = crate::exp(&crate::subtract(&m, &top)?)?;
+        let total = crate::sum(&crate::multiply(&w, &l)?, Some(&[0]), false)?;
+        let o = crate::sum(&crate::multiply(&w, &sum)?, Some(&[0]), false)?;
+        let zero = crate::zeros_like(&total)?;
+        let some = crate::greater(&total, &zero)?;
+        let one = crate::ones_like(&total)?;
+        let o = crate::divide(&o, &crate::where_(&some, &total, &one)?)?;
+        crate::astype(&o, q.dtype())
+    }
+}
+
+/// `x`, or a row-major copy where its last axis is not contiguous or a stride is
+/// negative (the kernel reads rows in place).
+fn last_contiguous(x: &Array) -> Result<Array> {
+    let st = &x.layout().strides;
+    if st.last().is_none_or(|&s| s == 1) && st.iter().all(|&s| s >= 0) {
+        return Ok(x.clone());
+    }
+    crate::contiguous(x)
+}
+
+impl Flash {
+    /// One row's output: its keys' softmax-weighted values over the keys in
+    /// `range`, in f64; returns (unnormalised sum, max score, sum of weights).
+    #[allow(clippy::too_many_arguments)]
+    fn row(
+        &self,
+        q: &[f64],
+        keys: &[f64],
+        vals: &[f64],
+        d: usize,
+        range: std::ops::Range<usize>,
+        band: (i64, i64),
+        out: &mut [f64],
+    ) -> (f64, f64) {
+        let mut scores = Vec::with_capacity(range.len());
+        let mut top = f64::NEG_INFINITY;
+        for j in range.clone() {
+            let jj = j as i64;
+            if jj < band.0 || jj > band.1 {
+                scores.push(f64::NEG_INFINITY);
+                continue;
+            }
+            let kr = &keys[j * d..(j + 1) * d];
+            let s: f64 = q.iter().zip(kr).map(|(a, b)| a * b).sum::<f64>() * self.scale as f64;
+            top = top.max(s);
+            scores.push(s);
+        }
+        out.iter_mut().for_each(|o| *o = 0.0);
+        if top == f64::NEG_INFINITY {
+            return (top, 0.0);
+        }
+        let mut l = 0.0;
+        for (s, j) in scores.iter().zip(range) {
+            if *s == f64::NEG_INFINITY {
+                continue;
+            }
+            let p = (s - top).exp();
+            l += p;
+            for (o, x) in out.iter_mut().zip(&vals[j * d..(j + 1) * d]) {
+                *o += p * x;
+            }
+        }
+        (top, l)
+    }
+}
+
+/// A float view (f32, f16 or bf16, any strides) as row-major f64 values.
+fn floats(x: &View<'_, CpuBuffer>) -> Result<Vec<f64>> {
+    let l = x.layout;
+    let mut v = Vec::with_capacity(l.numel());
+    macro_rules! read {
+        ($t:ty, $f:expr) => {{
+            let s = x.buffer.as_slice::<$t>();
+            crate::cpu::strided::for_each_index(&l.shape, &l.strides, l.offset, |i| {
+                v.push($f(s[i]))
+            });
+        }};
+    }
+    match x.dtype {
+        DType::F32 => read!(f32, f64::from),
+        DType::F16 => read!(half::f16, |h: half::f16| h.to_f64()),
+        DType::BF16 => read!(half::bf16, |h: half::bf16| h.to_f64()),
+        other => {
+            return Err(Error::invalid(
+                "scaled_dot_product_attention",
+                format!("no fused attention for {other}"),
+            ));
+        }
+    }
+    Ok(v)
+}
+
+impl CustomPrimitive for Flash {
+    fn name(&self) -> &str {
+        "flash_attention"
+    }
+
+    fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+        let (q, k, v) = (
+            floats(&inputs[0])?,
+            floats(&inputs[1])?,
+            floats(&inputs[2])?,
+        );
+        let (qs, ks) = (&inputs[0].layout.shape, &inputs[1].layout.shape);
+        let (b, hq, lq, d) = (qs[0], qs[1], qs[2], qs[3]);
+        let (hkv, lk) = (ks[1], ks[2]);
+        let g = hq / hkv;
+        let rows = b * hq * lq;
+        let width = if self.splits > 1 { d + 2 } else { d };
+        let mut res = vec![0.0f64; self.splits * rows * width];
+        let mut acc = vec![0.0f64; d];
+        for s in 0..self.splits {
+            let range = s * self.chunk..((s + 1) * self.chunk).min(lk);
+            for r in 0..rows {
+                let (bh, pos) = (r / lq, r % lq);
+                let (bi, h) = (bh / hq, bh % hq);
+                let kv = (bi * hkv + h / g) * lk * d;
+                let end = pos as i64 + lk as i64 - lq as i64;
+                let band = match self.mask {
+                    0 => (0, lk as i64),
+                    1 => (0, end),
+                    _ => (end - self.window as i64 + 1, end),
+                };
+                let qr = &q[r * d..(r + 1) * d];
+                let (top, l) = self.row(
+                    qr,
+                    &k[kv..kv + lk * d],
+                    &v[kv..kv + lk * d],
+                    d,
+                    range.clone(),
+                    band,
+                    &mut acc,
+                );
+                let o = &mut res[(s * rows + r) * width..(s * rows + r + 1) * width];
+                if self.splits > 1 {
+                    o[..d].copy_from_slice(&acc);
+                    o[d] = if top == f64::NEG_INFINITY {
+                        -3.0e38
+                    } else {
+                        top
+                    };
+                    o[d + 1] = l;
+                } else {
+                    let inv = if l > 0.0 { 1.0 / l } else { 0.0 };
+                    o.iter_mut().zip(&acc).for_each(|(o, a)| *o = a * inv);
+                }
+            }
+        }
+        let buf = &mut *out.buffer;
+        match out.dtype {
+            DType::F32 => buf
+                .as_mut_slice::<f32>()
+                .iter_mut()
+                .zip(&res)
+                .for_each(|(o, &x)| *o = x as f32),
+            DType::F16 => buf
+                .as_mut_slice::<half::f16>()
+                .iter_mut()
+                .zip(&res)
+                .for_each(|(o, &x)| *o = half::f16::from_f64(x)),
+            DType::BF16 => buf
+                .as_mut_slice::<half::bf16>()
+                .iter_mut()
+                .zip(&res)
+                .for_each(|(o, &x)| *o = half::bf16::from_f64(x)),
+            other => {
+                return Err(Error::invalid(
+                    "scaled_dot_product_attention",
+                    format!("no fused attention for {other}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {
+        (other as &dyn std::any::Any)
+            .downcast_ref::<Flash>()
+            .is_some_and(|o| o == self)
+    }
+
+    fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {
+        let n = inputs
+            .iter()
+            .zip(batched)
+            .find(|(_, b)| **b)
+            .map_or(1, |(a, _)| a.shape()[0]);
+        // The mapped axis folded into the batch axis.
+        let merged: Vec<Array> = inputs
+            .iter()
+            .zip(batched)
+            .map(|(a, &b)| {
+                let a = if b {
+                    a.clone()
+                } else {
+                    let mut s = vec![n];
+                    s.extend(a.shape());
+                    crate::broadcast_to(a, &s)?
+                };
+                let s = a.shape();
+                let mut m = vec![(s[0] * s[1]) as isize];
+                m.extend(s[2..].iter().map(|&d| d as isize));
+                last_contiguous(&crate::reshape(&a, &m)?)
+            })
+            .collect::<Result<_>>()?;
+        let (qs, b) = (merged[0].shape(), inputs[0].shape()[batched[0] as usize]);
+        let split = |s: &[usize], at: usize| -> Vec<isize> {
+            let mut r: Vec<isize> = s.iter().map(|&d| d as isize).collect();
+            r.splice(at..=at, [n as isize, b as isize]);
+            r
+        };
+        if self.splits == 1 {
+            let o = crate::custom(Arc::new(self.clone()), &merged, qs, inputs[0].dtype())?;
+            return crate::reshape(&o, &split(qs, 0));
+        }
+        let shape = [self.splits, qs[0], qs[1], qs[2], qs[3] + 2];
+        let o = crate::custom(Arc::new(self.clone()), &merged, &shape, DType::F32)?;
+        crate::moveaxis(&crate::reshape(&o, &split(&shape, 1))?, 1, 0)
+    }
+}
+
+fn composed(
     q: &Array,
     k: &Array,
     v: &Array,
@@ -41,37 +435,11 @@ pub fn scaled_dot_product_attention(
 ) -> Result<Array> {
     let op = "scaled_dot_product_attention";
     let bad = |msg: String| Err(Error::invalid(op, msg));
+    let scale = check(q, k, v, scale)?;
     let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
-    if qs.len() != 4 || ks.len() != 4 || vs.len() != 4 {
-        return bad(format!(
-            "q, k and v must be [B, H, L, D], got {qs:?}, {ks:?}, {vs:?}"
-        ));
-    }
     let (b, hq, lq, d) = (qs[0], qs[1], qs[2], qs[3]);
     let (hkv, lk) = (ks[1], ks[2]);
-    if ks[0] != b || vs[0] != b || vs[1] != hkv || vs[2] != lk || ks[3] != d {
-        return bad(format!(
-            "k must be [B, Hkv, Lk, D] and v [B, Hkv, Lk, Dv] for q {qs:?}, got {ks:?} and {vs:?}"
-        ));
-    }
-    if hkv == 0 || hq % hkv != 0 {
-        return bad(format!(
-            "the query heads ({hq}) must be a multiple of the key heads ({hkv})"
-        ));
-    }
     let dt = q.dtype();
-    if !dt.is_float() || k.dtype() != dt || v.dtype() != dt {
-        return bad(format!(
-            "q, k and v must be float of one dtype, got {}, {} and {}",
-            dt,
-            k.dtype(),
-            v.dtype()
-        ));
-    }
-    let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
-    if !scale.is_finite() {
-        return bad(format!("scale must be finite, got {scale}"));
-    }
     let g = hq / hkv;
     let i = |x: usize| x as isize;
     // Query heads grouped by their key head: one product per key head, no copy of
@@ -149,4 +517,42 @@ pub fn scaled_dot_product_attention(
     let p = crate::reshape(&crate::astype(&p, dt)?, &[i(b), i(hkv), i(g * lq), i(lk)])?;
     let out = crate::matmul(&p, v)?;
     crate::reshape(&out, &[i(b), i(hq), i(lq), i(vs[3])])
+}
+
+/// The shape, dtype and scale checks of every path; returns the scale.
+fn check(q: &Array, k: &Array, v: &Array, scale: Option<f64>) -> Result<f64> {
+    let op = "scaled_dot_product_attention";
+    let bad = |msg: String| Err(Error::invalid(op, msg));
+    let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
+    if qs.len() != 4 || ks.len() != 4 || vs.len() != 4 {
+        return bad(format!(
+            "q, k and v must be [B, H, L, D], got {qs:?}, {ks:?}, {vs:?}"
+        ));
+    }
+    let (b, hq, d) = (qs[0], qs[1], qs[3]);
+    let (hkv, lk) = (ks[1], ks[2]);
+    if ks[0] != b || vs[0] != b || vs[1] != hkv || vs[2] != lk || ks[3] != d {
+        return bad(format!(
+            "k must be [B, Hkv, Lk, D] and v [B, Hkv, Lk, Dv] for q {qs:?}, got {ks:?} and {vs:?}"
+        ));
+    }
+    if hkv == 0 || hq % hkv != 0 {
+        return bad(format!(
+            "the query heads ({hq}) must be a multiple of the key heads ({hkv})"
+        ));
+    }
+    let dt = q.dtype();
+    if !dt.is_float() || k.dtype() != dt || v.dtype() != dt {
+        return bad(format!(
+            "q, k and v must be float of one dtype, got {}, {} and {}",
+            dt,
+            k.dtype(),
+            v.dtype()
+        ));
+    }
+    let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
+    if !scale.is_finite() {
+        return bad(format!("scale must be finite, got {scale}"));
+    }
+    Ok(scale)
 }

@@ -192,6 +192,18 @@ pub enum Variant {
     /// Reductions as scans: one workgroup per block of a contiguous line (an
     /// optional second input holds each block's carry).
     ScanBlocks,
+    /// Flash attention: head dimension `dim`, `split` invocations per row,
+    /// `rows` rows and `keys` keys per tile.
+    Attention {
+        /// Head dimension (a multiple of 4 * split).
+        dim: u16,
+        /// Invocations per row (a power of two; above 1 needs subgroups).
+        split: u8,
+        /// Rows (query positions times grouped heads) per workgroup.
+        rows: u8,
+        /// Keys per tile in workgroup memory.
+        keys: u8,
+    },
 }
 
 impl Variant {
@@ -219,6 +231,12 @@ impl Variant {
             Variant::CoopVec(i) => format!("coop_vec{i}"),
             Variant::ScanLines => "scan_lines".into(),
             Variant::ScanBlocks => "scan_blocks".into(),
+            Variant::Attention {
+                dim,
+                split,
+                rows,
+                keys,
+            } => format!("d{dim}_s{split}_r{rows}_k{keys}"),
         }
     }
 }

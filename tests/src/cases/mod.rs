@@ -295,6 +295,8 @@ macro_rules! for_each_case {
             optim_match_torch,
             nn_module_api,
             kv_cache_decode,
+            attention_values,
+            grad_attention,
             attention_matches_torch,
             multi_head_attention_matches_torch,
             group_and_batch_norm_match_torch,
@@ -327,6 +329,7 @@ macro_rules! for_each_case {
     };
 }
 
+mod attention;
 mod compile;
 mod conv;
 mod creation;
@@ -348,6 +351,7 @@ mod sort;
 mod training;
 mod transforms;
 mod views;
+pub use attention::*;
 pub use compile::*;
 pub use conv::*;
 pub use creation::*;

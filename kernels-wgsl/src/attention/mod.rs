@@ -1,0 +1,338 @@
+//! Fused attention: a flash-attention forward kernel (online softmax over key
+//! tiles in workgroup memory), optionally over chunks of the keys whose partial
+//! results the caller combines (split-KV decoding).
+
+use crate::compose::{Family, Io, ModuleSpec, Target, Variant, WORDS, check_out as check_dtype};
+use crate::driver::{Batch, Driver};
+use crate::dtype::DType;
+use crate::kernels::Kernels;
+use crate::layout::{Contig, Strided, check_out, check_view};
+use crate::{Error, Result};
+use std::fmt::Write;
+
+const FLASH_WGSL: &str = include_str!("flash.wgsl");
+
+/// Flash attention: q, k, v of one dtype (f32, f16 or bf16) to the normalised
+/// output of their dtype (`flash`), or to f32 partial results (`flash_parts`).
+pub static ATTENTION: Family = Family {
+    name: "Attention",
+    arity: 3,
+    takes: |s| s.inputs.len() == 3,
+    entry: |_| "flash",
+    raw: |_| false,
+    io: |spec| Io {
+        enable: if spec.target.subgroups && spec.target.subgroup_directive {
+            "enable subgroups;\n"
+        } else {
+            ""
+        },
+        ..Io::rows(spec)
+    },
+    body: |spec, p| {
+        let d = spec.inputs[0];
+        let Variant::Attention {
+            dim,
+            split,
+            rows,
+            keys,
+        } = spec.variant
+        else {
+            return Err(Error::Shape(format!(
+                "attention takes an attention variant, got {:?}",
+                spec.variant
+            )));
+        };
+        if !matches!(d, DType::F32 | DType::F16 | DType::BF16) || spec.inputs[1..] != [d, d] {
+            return Err(Error::Shape(format!(
+                "attention reads q, k and v of one dtype (f32, f16 or bf16), got {:?}",
+                spec.inputs
+            )));
+        }
+        let parts = match spec.op.name() {
+            "flash" => false,
+            "flash_parts" => true,
+            op => return Err(Error::Shape(format!("attention has no op {op}"))),
+        };
+        check_dtype(spec, if parts { DType::F32 } else { d })?;
+        let (dim, split, rows, keys) = (dim as u32, split as u32, rows as u32, keys as u32);
+        let shape_ok = split.is_power_of_two()
+            && dim.is_multiple_of(4 * split)
+            && rows > 0
+            && keys > 0
+            && rows * split <= 256
+            && (split == 1 || spec.target.subgroups);
+        if !shape_ok {
+            return Err(Error::Shape(format!(
+                "attention: no kernel for {:?} (subgroups: {})",
+                spec.variant, spec.target.subgroups
+            )));
+        }
+        writeln!(
+            p,
+            "const DH: u32 = {dim}u;\nconst SPLIT: u32 = {split}u;\nconst BQ: u32 = {rows}u;\nconst BK: u32 = {keys}u;\nconst PARTS: bool = {parts};"
+        )
+        .unwrap();
+        // One invocation per row needs no shuffles (and no subgroups).
+        if split == 1 {
+            p.push_str("fn flash_row_sum(x: f32) -> f32 { return x; }\n");
+        } else {
+            p.push_str(
+                "fn flash_row_sum(x: f32) -> f32 {\n    var s = x;\n    for (var m = 1u; m < SPLIT; m <<= 1u) { s += subgroupShuffleXor(s, m); }\n    return s;\n}\n",
+            );
+        }
+        Ok(vec![WORDS, FLASH_WGSL])
+    },
+    specs: |t| {
+        let mut v = Vec::new();
+        let caps = |storage| (t.subgroups.then_some(32), storage);
+        for dim in [64usize, 80, 128, 256] {
+            for rows in [4usize, 64] {
+                for storage in [16384, 49152] {
+                    let (sg, storage) = caps(storage);
+                    let variant = flash_variant(dim, rows, sg, storage, 256).unwrap();
+                    for d in [DType::F32, DType::F16, DType::BF16] {
+                        for (op, out) in [("flash", d), ("flash_parts", DType::F32)] {
+                            v.push(ModuleSpec::new(
+                                &ATTENTION,
+                                op,
+                                vec![d, d, d],
+                                out,
+                                variant,
+                                t,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        v
+    },
+};
+
+/// The kernel configuration for head dimension `dim` and `rows` rows per key head,
+/// given the subgroup size (None without subgroups), the workgroup memory and the
+/// invocations a workgroup may have; `None` where no kernel takes the dimension.
+fn flash_variant(
+    dim: usize,
+    rows: usize,
+    subgroup: Option<u32>,
+    storage: u32,
+    invocations: u32,
+) -> Option<Variant> {
+    if dim == 0 || dim > 256 || !dim.is_multiple_of(4) {
+        return None;
+    }
+    // Few rows (decoding): more invocations per row, 16 dims each; many rows: at
+    // most 64 dims each (the query and output stay in registers).
+    let per = if rows < 32 { 16 } else { 64 };
+    let mut split = 1usize;
+    if let Some(sg) = subgroup {
+        while dim / split > per && dim.is_multiple_of(8 * split) && 2 * split <= sg as usize {
+            split *= 2;
+        }
+    }
+    let bq = rows.next_power_of_two().clamp(1, 64);
+    let mut bq = bq.min(invocations as usize / split).max(1);
+    if bq * split < 32 {
+        bq = (32 / split).min(64);
+    }
+    // Key and value tiles of f32 in workgroup memory.
+    let mut keys = 32usize;
+    while keys > 1 && 2 * keys * dim * 4 > storage as usize {
+        keys /= 2;
+    }
+    (2 * keys * dim * 4 <= storage as usize).then_some(Variant::Attention {
+        dim: dim as u16,
+        split: split as u8,
+        rows: bq as u8,
+        keys: keys as u8,
+    })
+}
+
+/// How [`Kernels::flash_attention`] attends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FlashParams {
+    /// Multiplies the scores.
+    pub scale: f32,
+    /// 0: every key; 1: causal (query `i` sees keys `j <= i + Lk - Lq`); 2: causal
+    /// within the last `window` keys.
+    pub mask: u8,
+    /// The sliding window's keys (mask 2).
+    pub window: usize,
+    /// Chunks of the keys, each giving partial results (1: the normalised output).
+    pub splits: usize,
+    /// Keys per chunk (with `splits` above 1).
+    pub chunk: usize,
+}
+
+impl<D: Driver> Kernels<D> {
+    /// Whether [`Kernels::flash_attention`] takes head dimension `dim` on this
+    /// device.
+    pub fn flash_supports(&self, dim: usize) -> bool {
+        let caps = &self.inner.caps;
+        flash_variant(
+            dim,
+            64,
+            self.subgroup(),
+            caps.max_workgroup_storage,
+            caps.max_invocations,
+        )
+        .is_some()
+    }
+
+    /// Attention of `q` `[B, Hq, Lq, D]` over `k`, `v` `[B, Hkv, Lk, D]` (each with
+    /// its last axis contiguous, other strides any non-negative) into `out`: the
+    /// normalised `[B, Hq, Lq, D]` of q's dtype, or with `p.splits > 1` f32
+    /// `[splits, B, Hq, Lq, D + 2]` (per chunk of `p.chunk` keys: the unnormalised
+    /// sum, the maximum score and the sum of weights).
+    pub fn flash_attention(
+        &self,
+        b: &mut Batch<D>,
+        q: &Strided<D::Buffer>,
+        k: &Strided<D::Buffer>,
+        v: &Strided<D::Buffer>,
+        p: FlashParams,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let bad = || {
+            Error::Shape(format!(
+                "flash_attention: q {:?} {:?}, k {:?} {:?}, v {:?} {:?}, {p:?}, out {:?}",
+                q.shape, q.strides, k.shape, k.strides, v.shape, v.strides, out.shape
+            ))
+        };
+        if q.shape.len() != 4 || k.shape.len() != 4 || v.shape.len() != 4 {
+            return Err(bad());
+        }
+        let (bsz, hq, lq, dim) = (q.shape[0], q.shape[1], q.shape[2], q.shape[3]);
+        let (hkv, lk) = (k.shape[1], k.shape[2]);
+        let parts = p.splits > 1;
+        let want: Vec<usize> = if parts {
+            vec![p.splits, bsz, hq, lq, dim + 2]
+        } else {
+            vec![bsz, hq, lq, dim]
+        };
+        let ok = k.shape == [bsz, hkv, lk, dim]
+            && v.shape == k.shape
+            && hkv > 0
+            && hq.is_multiple_of(hkv)
+            && [q, k, v]
+                .iter()
+                .all(|x| x.strides[3] == 1 && x.strides.iter().all(|&s| s >= 0))
+            && k.dtype == q.dtype
+            && v.dtype == q.dtype
+            && out.shape == want.as_slice()
+            && out.dtype == if parts { DType::F32 } else { q.dtype }
+            && p.splits >= 1
+            && (!parts || p.chunk * p.splits >= lk)
+            && p.mask <= 2
+            && (p.mask != 2 || p.window > 0);
+        if !ok {
+            return Err(bad());
+        }
+        check_view(q, "attention q")?;
+        check_view(k, "attention k")?;
+        check_view(v, "attention v")?;
+        check_out(out)?;
+        let g = hq / hkv;
+        let rows = g * lq;
+        let caps = &self.inner.caps;
+        let variant = flash_variant(
+            dim,
+            rows,
+            self.subgroup(),
+            caps.max_workgroup_storage,
+            caps.max_invocations,
+        )
+        .ok_or_else(|| {
+            Error::Shape(format!(
+                "flash_attention: no kernel for head dimension {dim}"
+            ))
+        })?;
+        let Variant::Attention { rows: bq, keys, .. } = variant else {
+            unreachable!()
+        };
+        let chunk = if parts {
+            p.chunk.div_ceil(keys as usize) * keys as usize
+        } else {
+            lk.max(1)
+        };
+        let op = if parts { "flash_parts" } else { "flash" };
+        let spec = self.spec(&ATTENTION, op, vec![q.dtype; 3], out.dtype, variant, 0);
+        let n: usize = out.shape.iter().product();
+        if n == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        let blocks = rows.div_ceil(bq as usize);
+        let groups = (blocks * hkv * bsz * p.splits) as u64;
+        let u = |x: usize| -> Result<u32> {
+            u32::try_from(x).map_err(|_| Error::Shape(format!("flash_attention: {x} exceeds u32")))
+        };
+        let st = |x: &Strided<D::Buffer>| -> Result<[u32; 4]> {
+            Ok([
+                u(x.offset)?,
+                u(x.strides[0] as usize)?,
+                u(x.strides[1] as usize)?,
+                u(x.strides[2] as usize)?,
+            ])
+        };
+        let mut params = vec![
+            u(rows)?,
+            g as u32,
+            u(lq)?,
+            u(lk)?,
+            hkv as u32,
+            u(blocks)?,
+            u32::try_from(groups).map_err(|_| bad())?,
+            (p.scale * std::f32::consts::LOG2_E).to_bits(),
+            p.mask as u32,
+            u(p.window.min(lk + lq))?,
+        ];
+        params.extend(st(q)?);
+        params.extend(st(k)?);
+        params.extend(st(v)?);
+        params.extend([u(p.splits)?, u(chunk)?, u(bsz)?, (keys as u32).div_ceil(8)]);
+        let buffers = [out.binding(), q.binding(), k.binding(), v.binding()];
+        self.record(b, &spec, buffers, params, groups)
+    }
+
+    /// The subgroup size the kernels may assume, `None` without subgroups.
+    fn subgroup(&self) -> Option<u32> {
+        let t: Target = self.inner.target;
+        (t.subgroups && self.inner.caps.subgroup_size >= 2).then_some(self.inner.caps.subgroup_size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configurations_fit_the_limits() {
+        for dim in (4..=256).step_by(4) {
+            for rows in [1, 4, 8, 31, 64, 1000] {
+                for sg in [None, Some(4), Some(32)] {
+                    for storage in [16384, 32768, 49152] {
+                        let Some(Variant::Attention {
+                            dim: d,
+                            split,
+                            rows: r,
+                            keys,
+                        }) = flash_variant(dim, rows, sg, storage, 256)
+                        else {
+                            panic!("no kernel for {dim}");
+                        };
+                        let (split, r, keys) = (split as usize, r as usize, keys as usize);
+                        assert_eq!(d as usize, dim);
+                        assert!(dim.is_multiple_of(4 * split), "{dim} {split}");
+                        assert!(split == 1 || sg.is_some_and(|s| split <= s as usize));
+                        assert!(r * split <= 256 && r >= 1);
+                        assert!(2 * keys * dim * 4 <= storage as usize);
+                    }
+                }
+            }
+        }
+        assert!(flash_variant(258, 64, None, 16384, 256).is_none());
+        assert!(flash_variant(6, 64, None, 16384, 256).is_none());
+    }
+}
