@@ -36,6 +36,8 @@
 //! is the PyTorch side).
 //! `--conv` times issue 36's convolution shapes forward and backward (`conv.rs`;
 //! `torch_conv.py` is the cuDNN side).
+//! `--attention` times issue 37's attention shapes, fused and composed
+//! (`attention.rs`; `torch_attention.py` is PyTorch's side).
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
 //! scatter_add; `bench/torch_blocks.py` is their PyTorch side). `--large`
 //! runs 3 GiB arrays, computed in pieces past the binding limit
@@ -43,6 +45,7 @@
 //! `--smoke` runs small sizes with one repetition, checks every result and the
 //! 1000-op chain, and asserts nothing about timings (`bench/tests/smoke.rs`).
 
+mod attention;
 mod blocks;
 mod conv;
 mod coop;
@@ -82,6 +85,8 @@ struct Options {
     /// Only the training steps (`train.rs`).
     train: bool,
     conv: bool,
+    /// Only the attention shapes (`attention.rs`).
+    attention: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
     sizes_given: bool,
 }
@@ -103,6 +108,7 @@ impl Options {
             coop_peak: false,
             train: false,
             conv: false,
+            attention: false,
             sizes_given: false,
         };
         let mut sizes_given = false;
@@ -141,10 +147,11 @@ impl Options {
                 "--coop-peak" => o.coop_peak = true,
                 "--train" => o.train = true,
                 "--conv" => o.conv = true,
+                "--attention" => o.attention = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1486,6 +1493,14 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     if o.coop_peak {
         let kr = kern.as_ref().ok_or("--coop-peak needs a WebGPU device")?;
         coop::coop_peak(kr, o.reps)?;
+        return Ok(rows);
+    }
+    if o.attention {
+        attention::bench_attention(&dev, o.smoke, &mut rows)?;
+        if let Some(path) = &o.json {
+            std::fs::write(path, to_json(&rows, &dev.name()))
+                .map_err(|e| format!("{path}: {e}"))?;
+        }
         return Ok(rows);
     }
     if o.conv {

@@ -19,3 +19,21 @@ fn bench_smoke_checks_every_case() {
     );
     assert!(stdout.contains("cases checked"), "{stdout}");
 }
+
+/// `bench --attention --smoke`: the attention cases' outputs checked against an
+/// f64 loop, fused and composed paths and the backward run.
+#[test]
+fn bench_attention_smoke_checks_its_cases() {
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["--attention", "--smoke"])
+        .output()
+        .expect("the bench binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "bench --attention --smoke failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("composed_bwd"), "{stdout}");
+}
