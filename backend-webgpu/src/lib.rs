@@ -286,7 +286,11 @@ impl<D: Driver> GpuBackend<D> {
         self.kernels.clear_scratch();
     }
 
-    /// Caps the bytes kept in the pool's cache (default: 1 GiB).
+    /// Caps the bytes kept in the pool's cache. The default (native) is the
+    /// larger of 1 GiB and the most bytes live arrays have held at once, so the
+    /// large buffers of a repeated step are reused rather than created and zeroed
+    /// again each call (a failed allocation empties the cache and tries again);
+    /// 1 GiB in the browser.
     pub fn set_cache_limit(&self, bytes: u64) {
         self.shared.pool().set_limit(bytes);
     }

@@ -61,9 +61,17 @@ pub struct Pool<D: Driver> {
     /// Order buffers entered `free`, oldest first, for eviction.
     order: Vec<(u64, D::Buffer)>,
     cached: u64,
-    limit: u64,
+    /// The cache limit the user set; `None`: [`Pool::cap`]'s default.
+    limit: Option<u64>,
+    /// The most bytes live arrays have held at once (not reset with the stats).
+    high_water: u64,
+    /// The default cache limit's floor ([`CACHE_FLOOR`]; smaller in tests).
+    floor: u64,
     stats: Stats,
 }
+
+/// The cache's floor: 1 GiB.
+const CACHE_FLOOR: u64 = 1 << 30;
 
 impl<D: Driver> Pool<D> {
     fn new(kernels: k::Kernels<D>) -> Pool<D> {
@@ -73,7 +81,9 @@ impl<D: Driver> Pool<D> {
             recent: HashMap::default(),
             order: Vec::new(),
             cached: 0,
-            limit: 1 << 30,
+            limit: None,
+            high_water: 0,
+            floor: CACHE_FLOOR,
             stats: Stats::default(),
         }
     }
@@ -108,6 +118,7 @@ impl<D: Driver> Pool<D> {
         };
         self.stats.active_bytes += class;
         self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.active_bytes);
+        self.high_water = self.high_water.max(self.stats.active_bytes);
         Ok(b)
     }
 
@@ -143,8 +154,21 @@ impl<D: Driver> Pool<D> {
         self.evict();
     }
 
+    /// Bytes the cache may keep: the user's limit, else (native) the larger of
+    /// 1 GiB and the most bytes live arrays have held at once, so a repeated
+    /// step's large buffers are reused instead of created (and zeroed) again
+    /// each call; in the browser 1 GiB. A failed allocation empties the cache
+    /// and tries again ([`Pool::take`]).
+    fn cap(&self) -> u64 {
+        match self.limit {
+            Some(l) => l,
+            None if cfg!(target_arch = "wasm32") => self.floor,
+            None => self.floor.max(self.high_water),
+        }
+    }
+
     fn evict(&mut self) {
-        while self.cached > self.limit && !self.order.is_empty() {
+        while self.cached > self.cap() && !self.order.is_empty() {
             let (class, b) = self.order.remove(0);
             if let Some(v) = self.free.get_mut(&class)
                 && let Some(i) = v.iter().position(|x| x == &b)
@@ -167,7 +191,7 @@ impl<D: Driver> Pool<D> {
 
     /// Sets the cache limit in bytes and evicts down to it.
     pub fn set_limit(&mut self, bytes: u64) {
-        self.limit = bytes;
+        self.limit = Some(bytes);
         self.evict();
     }
 }
@@ -326,5 +350,42 @@ mod refused {
         let (c, third) = upload(3);
         assert_ne!(third, second);
         assert_eq!(be.read(&c).unwrap()[..4], [3, 3, 3, 3]);
+    }
+}
+
+/// The default cache limit grows to the most bytes live arrays have held: a
+/// repeated step larger than the floor reuses its buffers.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod high_water {
+    use wmx_core::{Backend, DType};
+
+    #[test]
+    fn a_repeated_step_past_the_floor_creates_no_buffers() {
+        let Some(be) = wmx_reference::gpu::opened(crate::WebGpuBackend::new()) else {
+            return;
+        };
+        be.shared.pool().floor = 1 << 20;
+        let mib = 1usize << 20;
+        // Three 1 MiB arrays live at once, then released: all three stay cached.
+        let step = || {
+            let held: Vec<_> = (0..3)
+                .map(|i| be.generate(wmx_core::Generator::Fill(i as f64), DType::F32, mib / 4))
+                .collect();
+            drop(held);
+            let _k = be.generate(wmx_core::Generator::Fill(0.0), DType::F32, 4);
+            be.synchronize().unwrap();
+        };
+        step();
+        let created = be.stats().buffers_created;
+        assert!(
+            be.stats().cached_bytes >= 3 * mib as u64,
+            "{:?}",
+            be.stats()
+        );
+        step();
+        assert_eq!(be.stats().buffers_created, created, "{:?}", be.stats());
+        // A limit the user sets holds.
+        be.set_cache_limit(mib as u64);
+        assert!(be.stats().cached_bytes <= mib as u64, "{:?}", be.stats());
     }
 }

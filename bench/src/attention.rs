@@ -99,6 +99,16 @@ fn reference(c: &Case, q: &[f32], k: &[f32], v: &[f32], b: usize, h: usize, i: u
 
 pub(crate) fn bench_attention(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
     let iters = if smoke { 1 } else { 10 };
+    // `WMX_BENCH_CACHE_GB`: a fixed cache limit for the pool (run 63 compared 1
+    // and 24 GiB: re-creating large buffers each call cost the backward 10-20x).
+    if let (Some(be), Some(gb)) = (
+        wmx::webgpu::backend(dev),
+        std::env::var("WMX_BENCH_CACHE_GB")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok()),
+    ) {
+        be.set_cache_limit(gb << 30);
+    }
     let dt = DType::F16;
     for c in cases(smoke) {
         let qs = [c.b, c.hq, c.lq, D];
@@ -228,6 +238,16 @@ pub(crate) fn bench_attention(dev: &Device, smoke: bool, rows: &mut Vec<Row>) ->
                 .map_err(err)?;
             r.map_err(err)?;
             println!("profile of {} fused:\n{}", c.name, p.table());
+            if c.bwd {
+                let (r, p) = be.profile(|| vjp(&fused)).map_err(err)?;
+                r?;
+                println!("profile of {} fused backward:\n{}", c.name, p.table());
+                let (r, p) = be
+                    .profile(|| wmx::eval(&[composed(&qa, &ka, &va)?]))
+                    .map_err(err)?;
+                r.map_err(err)?;
+                println!("profile of {} composed:\n{}", c.name, p.table());
+            }
         }
     }
     Ok(())

@@ -251,9 +251,9 @@ pub(crate) fn bench_large(
     })
     .map_err(err)?;
     x.eval().map_err(err)?;
-    // 60 evals per sample: the pool keeps no buffer over its 1 GiB cache limit, so
-    // each sample's first eval allocates its 3 GiB output (~16 ms on the H200: 5
-    // evals read 5600 us per add, 20 read 3131, 60 read 2291).
+    // 60 evals per sample: measured when the pool kept no buffer over a fixed 1 GiB
+    // cache limit, so each sample's first eval allocated its 3 GiB output (~16 ms
+    // on the H200: 5 evals read 5600 us per add, 20 read 3131, 60 read 2291).
     let mut case = |name: &str, dtype: DType, bytes: f64, run: &dyn Fn() -> wmx::Result<Array>| {
         let t = Timed {
             dev,
@@ -337,8 +337,8 @@ pub(crate) fn bench_large(
 
 /// 6 GiB f32 arrays: past one buffer of the H200 (4 GiB through Vulkan), so held in
 /// segments of 2 GiB (`backend-webgpu/src/segments.rs`). Add, the full sum, row and
-/// column sums. The pool may keep 16 GiB here (its 1 GiB default would free each
-/// 6 GiB output and allocate the next; PyTorch's caching allocator keeps them).
+/// column sums. The pool may keep 16 GiB here (as its default, which grows with the
+/// bytes held, would; PyTorch's caching allocator keeps them too).
 fn bench_huge(dev: &Device, stamps: Option<&Stamps>, reps: usize, rows: &mut Vec<Row>) -> Res<()> {
     let n = 3usize << 29; // 6 GiB of f32
     let cols = 4096;

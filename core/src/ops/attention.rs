@@ -160,7 +160,12 @@ pub struct Flash {
 }
 
 /// Workgroups the split-KV path aims for: enough to fill a large GPU.
-const SPLIT_TARGET: usize = 256;
+const SPLIT_TARGET: usize = 2048;
+/// The split-KV path's fewest keys per chunk.
+const SPLIT_MIN: usize = 64;
+/// Calls with fewer workgroups than this (about one per compute unit of a large
+/// GPU) split their keys.
+const SPLIT_BELOW: usize = 128;
 
 impl Flash {
     /// The output of the fused path: one primitive, then (with key chunks) the ops
@@ -169,10 +174,14 @@ impl Flash {
         let (qs, ks) = (q.shape(), k.shape());
         let (b, hq, lq, d) = (qs[0], qs[1], qs[2], qs[3]);
         let (hkv, lk) = (ks[1], ks[2]);
-        // Few rows per key head (decoding) and many keys: chunks of at least 256 keys
-        // until about SPLIT_TARGET workgroups run.
+        // Few workgroups (decoding: few rows per key head) and many keys: chunks of
+        // at least SPLIT_MIN keys until about SPLIT_TARGET workgroups run.
         let blocks = b * hkv * (hq / hkv * lq).div_ceil(64);
-        let splits = (SPLIT_TARGET / blocks.max(1)).min(lk / 256).max(1);
+        let splits = if blocks < SPLIT_BELOW {
+            (SPLIT_TARGET / blocks.max(1)).min(lk / SPLIT_MIN).max(1)
+        } else {
+            1
+        };
         let chunk = lk.div_ceil(splits).max(1);
         let splits = lk.div_ceil(chunk).max(1);
         let prim = Flash {

@@ -20,7 +20,7 @@
 //  head, 6 workgroups, 7 scale * log2(e) (f32 bits), 8 mask (0 none, 1 causal,
 //  2 sliding window), 9 window, 10..13 q offset and strides of batch, head and
 //  position, 14..17 k's, 18..21 v's, 22 splits, 23 keys per split (a multiple of
-//  BK), 24 B, 25 BK / KC.
+//  BK), 24 B, 25 BK / KC, 26 word-aligned rows (bit 0 q, 1 k, 2 v).
 // Output: row-major [B, Hq, Lq, DH] of the output dtype, normalised; with PARTS,
 // f32 [splits, B, Hq, Lq, DH + 2]: the unnormalised sum, the running maximum (in
 // natural-log units) and the sum of weights.
@@ -36,6 +36,24 @@ const NEG: f32 = -3.0e38;
 
 var<workgroup> Ks: array<vec4<f32>, BK * ROW4>;
 var<workgroup> Vs: array<vec4<f32>, BK * ROW4>;
+
+// Four elements of q, k or v from element e: whole words where the rows start
+// on word boundaries (P[26] bit 0, 1, 2 for q, k, v), else element by element.
+fn flash_ld4(which: u32, e: u32) -> vec4<f32> {
+    let words = (P[26] >> which) & 1u;
+    if (words != 0u) {
+        switch which {
+            case 0u: { return flash_words_a(e); }
+            case 1u: { return flash_words_b(e); }
+            default: { return flash_words_c(e); }
+        }
+    }
+    switch which {
+        case 0u: { return vec4<f32>(f32(ld_a(e)), f32(ld_a(e + 1u)), f32(ld_a(e + 2u)), f32(ld_a(e + 3u))); }
+        case 1u: { return vec4<f32>(f32(ld_b(e)), f32(ld_b(e + 1u)), f32(ld_b(e + 2u)), f32(ld_b(e + 3u))); }
+        default: { return vec4<f32>(f32(ld_c(e)), f32(ld_c(e + 1u)), f32(ld_c(e + 2u)), f32(ld_c(e + 3u))); }
+    }
+}
 
 @compute @workgroup_size(NT)
 fn flash(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
@@ -76,8 +94,7 @@ fn flash(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     var o: array<vec4<f32>, Q4>;
     let qb = P[10] + b * P[11] + h * P[12] + pos * P[13] + c * DS;
     for (var i = 0u; i < Q4; i++) {
-        let e = qb + 4u * i;
-        q[i] = vec4<f32>(f32(ld_a(e)), f32(ld_a(e + 1u)), f32(ld_a(e + 2u)), f32(ld_a(e + 3u))) * scale;
+        q[i] = flash_ld4(0u, qb + 4u * i) * scale;
         o[i] = vec4<f32>(0.0);
     }
     var m = NEG;
@@ -96,10 +113,8 @@ fn flash(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
             var kv = vec4<f32>(0.0);
             var vv = vec4<f32>(0.0);
             if (kj < lk) {
-                let ke = kb + kj * ksl + d;
-                let ve = vb + kj * vsl + d;
-                kv = vec4<f32>(f32(ld_b(ke)), f32(ld_b(ke + 1u)), f32(ld_b(ke + 2u)), f32(ld_b(ke + 3u)));
-                vv = vec4<f32>(f32(ld_c(ve)), f32(ld_c(ve + 1u)), f32(ld_c(ve + 2u)), f32(ld_c(ve + 3u)));
+                kv = flash_ld4(1u, kb + kj * ksl + d);
+                vv = flash_ld4(2u, vb + kj * vsl + d);
             }
             Ks[e] = kv;
             Vs[e] = vv;

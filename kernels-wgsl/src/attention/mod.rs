@@ -4,7 +4,7 @@
 
 use crate::compose::{Family, Io, ModuleSpec, Target, Variant, WORDS, check_out as check_dtype};
 use crate::driver::{Batch, Driver};
-use crate::dtype::DType;
+use crate::dtype::{DType, Words};
 use crate::kernels::Kernels;
 use crate::layout::{Contig, Strided, check_out, check_view};
 use crate::{Error, Result};
@@ -72,6 +72,22 @@ pub static ATTENTION: Family = Family {
             "const DH: u32 = {dim}u;\nconst SPLIT: u32 = {split}u;\nconst BQ: u32 = {rows}u;\nconst BK: u32 = {keys}u;\nconst PARTS: bool = {parts};"
         )
         .unwrap();
+        // Four elements from whole words (16-bit: two words; f32: four).
+        for l in ['a', 'b', 'c'] {
+            if d.size() == 2 {
+                writeln!(
+                    p,
+                    "fn flash_words_{l}(e: u32) -> vec4<f32> {{ let w = e >> 1u; return vec4<f32>(vec2<f32>(x2{l}(w{l}(w))), vec2<f32>(x2{l}(w{l}(w + 1u)))); }}"
+                )
+                .unwrap();
+            } else {
+                writeln!(
+                    p,
+                    "fn flash_words_{l}(e: u32) -> vec4<f32> {{ return vec4<f32>(bitcast<f32>(w{l}(e)), bitcast<f32>(w{l}(e + 1u)), bitcast<f32>(w{l}(e + 2u)), bitcast<f32>(w{l}(e + 3u))); }}"
+                )
+                .unwrap();
+            }
+        }
         // One invocation per row needs no shuffles (and no subgroups).
         if split == 1 {
             p.push_str("fn flash_row_sum(x: f32) -> f32 { return x; }\n");
@@ -122,9 +138,10 @@ fn flash_variant(
     if dim == 0 || dim > 256 || !dim.is_multiple_of(4) {
         return None;
     }
-    // Few rows (decoding): more invocations per row, 16 dims each; many rows: at
-    // most 64 dims each (the query and output stay in registers).
-    let per = if rows < 32 { 16 } else { 64 };
+    // Few rows (decoding): up to a subgroup per row, 4 dims each, so a workgroup
+    // has invocations enough to stream its key tiles; many rows: at most 64 dims
+    // each (the query and output stay in registers).
+    let per = if rows < 32 { 4 } else { 64 };
     let mut split = 1usize;
     if let Some(sg) = subgroup {
         while dim / split > per && dim.is_multiple_of(8 * split) && 2 * split <= sg as usize {
@@ -291,7 +308,23 @@ impl<D: Driver> Kernels<D> {
         params.extend(st(q)?);
         params.extend(st(k)?);
         params.extend(st(v)?);
-        params.extend([u(p.splits)?, u(chunk)?, u(bsz)?, (keys as u32).div_ceil(8)]);
+        // Rows start on word boundaries: offsets and row strides multiples of the
+        // elements per word (the dims are multiples of 4).
+        let epw = q.dtype.epw();
+        let aligned = |x: &Strided<D::Buffer>| {
+            x.offset.is_multiple_of(epw)
+                && x.strides[..3]
+                    .iter()
+                    .all(|&s| (s as usize).is_multiple_of(epw))
+        };
+        let words = aligned(q) as u32 | (aligned(k) as u32) << 1 | (aligned(v) as u32) << 2;
+        params.extend([
+            u(p.splits)?,
+            u(chunk)?,
+            u(bsz)?,
+            (keys as u32).div_ceil(8),
+            words,
+        ]);
         let buffers = [out.binding(), q.binding(), k.binding(), v.binding()];
         self.record(b, &spec, buffers, params, groups)
     }

@@ -204,6 +204,31 @@ fn check_call(dev: &Device, rng: &mut Rng, c: Call, dt: DType, mag: f64, views: 
     };
     let o = ok(&what, run(c, &qv, &wide(&k), &wide(&v)));
     close(&format!("{what} on views"), &f64s(&o, &what), &want, tl);
+    // q from element 1 of wider rows: rows that start inside a 16-bit word.
+    let padded = ok(
+        &what,
+        wmx::pad(
+            &q,
+            &[(0, 0), (0, 0), (0, 0), (1, 3)],
+            wmx::PadMode::Constant(0.0),
+        ),
+    );
+    let qo = ok(
+        &what,
+        padded.slice(&[
+            wmx::Slice::ALL,
+            wmx::Slice::ALL,
+            wmx::Slice::ALL,
+            wmx::Slice::range(1, 1 + c.d as isize),
+        ]),
+    );
+    let o = ok(&what, run(c, &qo, &k, &v));
+    close(
+        &format!("{what} on unaligned rows"),
+        &f64s(&o, &what),
+        &want,
+        tl,
+    );
 }
 
 /// The fused path's values on every kind of call.
