@@ -287,7 +287,7 @@ impl<D: Driver> GpuBackend<D> {
     }
 
     /// Caps the bytes kept in the pool's cache. The default (native) is the
-    /// larger of 1 GiB and the most bytes live arrays have held at once, so the
+    /// larger of 1 GiB and twice the most bytes live arrays have held at once, so the
     /// large buffers of a repeated step are reused rather than created and zeroed
     /// again each call (a failed allocation empties the cache and tries again);
     /// 1 GiB in the browser.

@@ -155,15 +155,17 @@ impl<D: Driver> Pool<D> {
     }
 
     /// Bytes the cache may keep: the user's limit, else (native) the larger of
-    /// 1 GiB and the most bytes live arrays have held at once, so a repeated
-    /// step's large buffers are reused instead of created (and zeroed) again
-    /// each call; in the browser 1 GiB. A failed allocation empties the cache
-    /// and tries again ([`Pool::take`]).
+    /// 1 GiB and twice the most bytes live arrays have held at once (a step
+    /// creates more buffers than it holds at its peak: released ones are reused
+    /// only by the same size class), so a repeated step's large buffers are
+    /// reused instead of created (and zeroed) again each call; in the browser
+    /// 1 GiB. A failed allocation empties the cache and tries again
+    /// ([`Pool::take`]).
     fn cap(&self) -> u64 {
         match self.limit {
             Some(l) => l,
             None if cfg!(target_arch = "wasm32") => self.floor,
-            None => self.floor.max(self.high_water),
+            None => self.floor.max(2 * self.high_water),
         }
     }
 
