@@ -111,6 +111,11 @@ pub(crate) fn bench_attention(dev: &Device, smoke: bool, rows: &mut Vec<Row>) ->
     }
     let dt = DType::F16;
     for c in cases(smoke) {
+        // Each case from an empty pool: the previous case's large buffers, evicted
+        // a few per call, would otherwise cost the small cases (run 65).
+        if let Some(be) = wmx::webgpu::backend(dev) {
+            be.clear_cache();
+        }
         let qs = [c.b, c.hq, c.lq, D];
         let ks = [c.b, c.hkv, c.lk, D];
         let n = |s: &[usize]| s.iter().product::<usize>();

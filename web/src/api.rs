@@ -1080,6 +1080,56 @@ pub fn avg_pool(
     ))
 }
 
+/// Scaled dot-product attention `softmax(q kᵀ · scale + mask) v` of `q`
+/// `[B, Hq, Lq, D]` over `k`, `v` `[B, Hkv, Lk, D]` (`Hq` a multiple of `Hkv`:
+/// grouped-query attention). Options: `scale` (default 1/sqrt(D)), `mask`:
+/// `"none"`, `"causal"`, `{ window }`, a boolean array or an additive float array.
+/// No mask, causal and sliding-window masks run the fused flash-attention kernel
+/// (head dimensions that are multiples of 4 up to 256); a query that sees no key
+/// gets zeros.
+#[wasm_bindgen(js_name = "scaledDotProductAttention")]
+pub fn scaled_dot_product_attention(
+    q: &ArrayInput,
+    k: &ArrayInput,
+    v: &ArrayInput,
+    options: Option<AttentionOptionsArg>,
+) -> JsResult<NdArray> {
+    let what = "scaledDotProductAttention";
+    let o: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+    let scale = match field(&o, "scale") {
+        s if cv::is_nullish(&s) => None,
+        s => Some(
+            s.as_f64()
+                .ok_or_else(|| js_err(format!("{what}: scale must be a number")))?,
+        ),
+    };
+    let m = field(&o, "mask");
+    let (q, k, v) = (lead(q)?, lead(k)?, lead(v)?);
+    let array;
+    let mask = if cv::is_nullish(&m) || m.as_string().as_deref() == Some("none") {
+        wc::AttentionMask::None
+    } else if m.as_string().as_deref() == Some("causal") {
+        wc::AttentionMask::Causal
+    } else if let Some(a) = as_ndarray(&m)? {
+        array = a;
+        if array.dtype() == DType::Bool {
+            wc::AttentionMask::Bool(&array)
+        } else {
+            wc::AttentionMask::Additive(&array)
+        }
+    } else {
+        match field(&m, "window").as_f64() {
+            Some(w) if w >= 1.0 && w.fract() == 0.0 => wc::AttentionMask::SlidingWindow(w as usize),
+            _ => {
+                return Err(js_err(format!(
+                    "{what}: mask must be \"none\", \"causal\", {{ window: n }} (a positive integer) or an NdArray"
+                )));
+            }
+        }
+    };
+    wrap(wc::scaled_dot_product_attention(&q, &k, &v, scale, mask))
+}
+
 /// Adaptive average pooling of `x` `[N, ...spatial, C]` to `output` elements per
 /// spatial axis (PyTorch's `adaptive_avg_pool`).
 #[wasm_bindgen(js_name = "adaptiveAvgPool")]

@@ -66,6 +66,15 @@ export interface ConvTransposeOptions {
   outputPadding?: Shape;
   groups?: number;
 }
+/** Attention options (`scaledDotProductAttention`): `scale` defaults to 1/sqrt(D);
+ *  `mask` is `"none"` (the default), `"causal"` (aligned to the end when there are
+ *  fewer queries than keys), `{ window }` (causal within the last `window` keys),
+ *  a boolean array (true: attend) or a float array added to the scores, either
+ *  broadcastable to `[B, Hq, Lq, Lk]`. */
+export interface AttentionOptions {
+  scale?: number;
+  mask?: "none" | "causal" | { window: number } | NdArray;
+}
 /** Pooling options (`maxPool`, `avgPool`), per spatial axis; the stride defaults
  *  to the kernel. */
 export interface PoolOptions {
@@ -184,6 +193,9 @@ extern "C" {
     /// `PoolOptions`.
     #[wasm_bindgen(typescript_type = "PoolOptions")]
     pub type PoolOptionsArg;
+    /// `AttentionOptions`.
+    #[wasm_bindgen(typescript_type = "AttentionOptions")]
+    pub type AttentionOptionsArg;
     /// `PadWidths`.
     #[wasm_bindgen(typescript_type = "PadWidths")]
     pub type PadWidthsArg;

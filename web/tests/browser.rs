@@ -1189,6 +1189,109 @@ async fn convolution_and_pooling() {
     assert!(e.contains("groups"), "{e}");
 }
 
+/// `scaledDotProductAttention`: grouped-query heads with a causal mask (the fused
+/// kernel; a query with no key left gets zeros), a sliding window, and a boolean
+/// mask (the composed path), against an f64 loop.
+#[wasm_bindgen_test]
+async fn attention() {
+    gpu().await;
+    let (b, hq, hkv, lq, lk, d) = (1usize, 4usize, 2usize, 5usize, 4usize, 8usize);
+    let r = |n: usize, seed: u64| -> Vec<f64> {
+        rand(n, seed, -1.0, 1.0)
+            .iter()
+            .map(|&t| round_to(t, "f32"))
+            .collect()
+    };
+    let (q, k, vv) = (
+        r(b * hq * lq * d, 31),
+        r(b * hkv * lk * d, 32),
+        r(b * hkv * lk * d, 33),
+    );
+    // Keys each query sees: j <= i + lk - lq, and above i + lk - lq - window.
+    let reference = |window: Option<usize>| -> Vec<f64> {
+        let mut out = vec![0.0; b * hq * lq * d];
+        for h in 0..hq {
+            let kv = h / (hq / hkv) * lk * d;
+            for i in 0..lq {
+                let end = i as i64 + lk as i64 - lq as i64;
+                let sees = |j: usize| {
+                    let j = j as i64;
+                    j <= end && window.is_none_or(|w| j > end - w as i64)
+                };
+                let s: Vec<f64> = (0..lk)
+                    .map(|j| {
+                        (0..d)
+                            .map(|t| q[(h * lq + i) * d + t] * k[kv + j * d + t])
+                            .sum::<f64>()
+                            / (d as f64).sqrt()
+                    })
+                    .collect();
+                let top = (0..lk)
+                    .filter(|&j| sees(j))
+                    .map(|j| s[j])
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let total: f64 = (0..lk)
+                    .filter(|&j| sees(j))
+                    .map(|j| (s[j] - top).exp())
+                    .sum();
+                for j in (0..lk).filter(|&j| sees(j)) {
+                    for t in 0..d {
+                        out[(h * lq + i) * d + t] +=
+                            (s[j] - top).exp() / total * vv[kv + j * d + t];
+                    }
+                }
+            }
+        }
+        out
+    };
+    let arrays = || {
+        (
+            typed(&q, &[b, hq, lq, d], "f32"),
+            typed(&k, &[b, hkv, lk, d], "f32"),
+            typed(&vv, &[b, hkv, lk, d], "f32"),
+        )
+    };
+    let run = |mask: JsValue| {
+        let (qa, ka, va) = arrays();
+        wmx::scaled_dot_product_attention(
+            &qa,
+            &ka,
+            &va,
+            Some(obj(&[("mask", mask)]).unchecked_into()),
+        )
+    };
+    let causal = v(run(JsValue::from_str("causal")).unwrap());
+    assert_eq!(shape_of(&causal), vec![b, hq, lq, d]);
+    let want = reference(None);
+    close(&read(&causal).await, &want, 1e-5, 1e-5, "attention, causal");
+    let window = v(run(obj(&[("window", JsValue::from(2))])).unwrap());
+    close(
+        &read(&window).await,
+        &reference(Some(2)),
+        1e-5,
+        1e-5,
+        "attention, window 2",
+    );
+    // The causal band as a boolean array: the composed path, the same values.
+    let band: Vec<f64> = (0..lq * lk)
+        .map(|e| ((e % lk) as i64 <= (e / lk) as i64 + lk as i64 - lq as i64) as u8 as f64)
+        .collect();
+    let m = typed(&band, &[lq, lk], "bool");
+    let boolean = v(run(m.into()).unwrap());
+    close(
+        &read(&boolean).await,
+        &want,
+        1e-5,
+        1e-5,
+        "attention, boolean mask",
+    );
+    let e = run(JsValue::from_str("sideways"))
+        .err()
+        .map(err_msg)
+        .unwrap_or_default();
+    assert!(e.contains("mask"), "{e}");
+}
+
 #[wasm_bindgen_test]
 async fn building_blocks() {
     gpu().await;
