@@ -8,8 +8,7 @@
 //! synchronised at both ends; outputs checked on a few rows against an f64 loop
 //! first. `bench/torch_attention.py` is PyTorch's side.
 
-use super::{Res, Row, err};
-use std::time::Instant;
+use super::{Res, Row, err, wall_ms as time};
 use wmx::{Array, AttentionMask, DType, Device};
 
 struct Case {
@@ -54,19 +53,6 @@ fn cases(smoke: bool) -> Vec<Case> {
 }
 
 const D: usize = 128;
-
-fn time(dev: &Device, iters: usize, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
-    for _ in 0..2 {
-        f()?;
-    }
-    dev.synchronize().map_err(err)?;
-    let t = Instant::now();
-    for _ in 0..iters {
-        f()?;
-    }
-    dev.synchronize().map_err(err)?;
-    Ok(t.elapsed().as_secs_f64() * 1e3 / iters as f64)
-}
 
 /// Output row `(b, h, i)` in f64 from the (rounded) inputs.
 fn reference(c: &Case, q: &[f32], k: &[f32], v: &[f32], b: usize, h: usize, i: usize) -> Vec<f64> {

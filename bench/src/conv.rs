@@ -5,8 +5,7 @@
 //! a few elements against an f64 loop first. `bench/torch_conv.py` is the cuDNN
 //! side (channels-last memory format, TF32 off).
 
-use super::{Res, Row, err};
-use std::time::Instant;
+use super::{Res, Row, err, wall_ms as time};
 use wmx::{Array, ConvOptions, DType, Device};
 
 /// One shape: input `[n, spatial..., cin]`, kernel, `cout`, stride, padding,
@@ -85,19 +84,6 @@ fn reference(c: &Case, x: &[f32], w: &[f32], o: &[usize]) -> f64 {
         }
     }
     acc
-}
-
-fn time(dev: &Device, iters: usize, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
-    for _ in 0..3 {
-        f()?;
-    }
-    dev.synchronize().map_err(err)?;
-    let t = Instant::now();
-    for _ in 0..iters {
-        f()?;
-    }
-    dev.synchronize().map_err(err)?;
-    Ok(t.elapsed().as_secs_f64() * 1e3 / iters as f64)
 }
 
 pub(crate) fn bench_conv(

@@ -1570,6 +1570,21 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     Ok(rows)
 }
 
+/// Milliseconds per call of `f` by wall clock over `iters` calls after a few
+/// warm-up calls, the device synchronised at both ends.
+pub(crate) fn wall_ms(dev: &Device, iters: usize, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
+    for _ in 0..3 {
+        f()?;
+    }
+    dev.synchronize().map_err(err)?;
+    let t = std::time::Instant::now();
+    for _ in 0..iters {
+        f()?;
+    }
+    dev.synchronize().map_err(err)?;
+    Ok(t.elapsed().as_secs_f64() * 1e3 / iters as f64)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = Options::parse(&args).and_then(|o| {

@@ -105,37 +105,24 @@ fn flash(
             window,
         )?])
     };
+    // The derivatives differentiate the composed form (it holds the Lq x Lk scores).
+    let reference = move |x: &[Array]| -> Result<Vec<Array>> {
+        let mask = mask_of(kind, window);
+        Ok(vec![composed(&x[0], &x[1], &x[2], Some(scale), mask)?])
+    };
     let f = CustomFunction::new(fwd)
         .name("scaled_dot_product_attention")
         .vjp(move |x, _, ct| {
-            let f = |x: &[Array]| {
-                Ok(vec![composed(
-                    &x[0],
-                    &x[1],
-                    &x[2],
-                    Some(scale),
-                    mask_of(kind, window),
-                )?])
-            };
-            let (_, g) = crate::vjp(f, x, ct)?;
+            let (_, g) = crate::vjp(reference, x, ct)?;
             Ok(g.into_iter().map(Some).collect())
         })
         .jvp(move |x, t| {
-            let f = |x: &[Array]| {
-                Ok(vec![composed(
-                    &x[0],
-                    &x[1],
-                    &x[2],
-                    Some(scale),
-                    mask_of(kind, window),
-                )?])
-            };
             let t: Vec<Array> = x
                 .iter()
                 .zip(t)
                 .map(|(x, t)| t.clone().map_or_else(|| crate::zeros_like(x), Ok))
                 .collect::<Result<_>>()?;
-            Ok(crate::jvp(f, x, &t)?.1)
+            Ok(crate::jvp(reference, x, &t)?.1)
         });
     Ok(f.call(&[q.clone(), k.clone(), v.clone()])?.remove(0))
 }
