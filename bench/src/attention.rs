@@ -96,7 +96,12 @@ pub(crate) fn bench_attention(dev: &Device, smoke: bool, rows: &mut Vec<Row>) ->
         be.set_cache_limit(gb << 30);
     }
     let dt = DType::F16;
+    // `WMX_BENCH_CASES=a,b`: only the cases named.
+    let only = std::env::var("WMX_BENCH_CASES").ok();
     for c in cases(smoke) {
+        if only.as_ref().is_some_and(|o| !o.split(',').any(|n| n == c.name)) {
+            continue;
+        }
         // Each case from an empty pool: the previous case's large buffers, evicted
         // a few per call, would otherwise cost the small cases (run 65).
         if let Some(be) = wmx::webgpu::backend(dev) {
