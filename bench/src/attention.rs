@@ -99,7 +99,10 @@ pub(crate) fn bench_attention(dev: &Device, smoke: bool, rows: &mut Vec<Row>) ->
     // `WMX_BENCH_CASES=a,b`: only the cases named.
     let only = std::env::var("WMX_BENCH_CASES").ok();
     for c in cases(smoke) {
-        if only.as_ref().is_some_and(|o| !o.split(',').any(|n| n == c.name)) {
+        if only
+            .as_ref()
+            .is_some_and(|o| !o.split(',').any(|n| n == c.name))
+        {
             continue;
         }
         // Each case from an empty pool: the previous case's large buffers, evicted
