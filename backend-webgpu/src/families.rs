@@ -6,7 +6,7 @@ use crate::custom::{CustomEval, GpuInput, GpuOutput};
 use crate::kerr;
 use std::any::Any;
 use wmx_core::Result;
-use wmx_core::families::{Depthwise, DepthwiseWgrad, Flash, Im2col, Rope};
+use wmx_core::families::{Depthwise, DepthwiseWgrad, Flash, FlashCombine, Im2col, Rope};
 use wmx_kernels as k;
 use wmx_kernels::Driver;
 
@@ -38,6 +38,14 @@ pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<
         return Some(
             ev.kernels
                 .flash_attention(&mut ev.batch, &q, &k, &v, params, &out)
+                .map_err(kerr),
+        );
+    }
+    if prim.is::<FlashCombine>() {
+        let out = out_view(&ev.output);
+        return Some(
+            ev.kernels
+                .flash_combine(&mut ev.batch, &view(&ev.inputs[0]), &out)
                 .map_err(kerr),
         );
     }

@@ -192,22 +192,72 @@ impl Flash {
             &[splits, b, hq, lq, d + 2],
             DType::F32,
         )?;
-        let i = |x: usize| x as isize;
-        let at = |a: usize, n: usize| {
-            let mut s = vec![crate::Slice::ALL; 4];
-            s.push(crate::Slice::range(i(a), i(a + n)));
-            crate::slice(&parts, &s)
-        };
-        let (sum, m, l) = (at(0, d)?, at(d, 1)?, at(d + 1, 1)?);
-        let top = crate::max(&m, Some(&[0]), true)?;
-        let w = crate::exp(&crate::subtract(&m, &top)?)?;
-        let total = crate::sum(&crate::multiply(&w, &l)?, Some(&[0]), false)?;
-        let o = crate::sum(&crate::multiply(&w, &sum)?, Some(&[0]), false)?;
-        let zero = crate::zeros_like(&total)?;
-        let some = crate::greater(&total, &zero)?;
-        let one = crate::ones_like(&total)?;
-        let o = crate::divide(&o, &crate::where_(&some, &total, &one)?)?;
-        crate::astype(&o, q.dtype())
+        let combine = FlashCombine { dtype: q.dtype() };
+        crate::custom(Arc::new(combine), &[parts], qs, q.dtype())
+    }
+}
+
+/// The split-KV combine: [`Flash`]'s partial results (`[splits, B, Hq, Lq, D + 2]`
+/// f32, row-major) into the normalised output `[B, Hq, Lq, D]` of `dtype`. Public
+/// for the GPU backends, which run it through `wmx_kernels::Kernels::flash_combine`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlashCombine {
+    /// The output's dtype (q's).
+    pub dtype: DType,
+}
+
+impl CustomPrimitive for FlashCombine {
+    fn name(&self) -> &str {
+        "flash_combine"
+    }
+
+    fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+        let parts = floats(&inputs[0])?;
+        let d = *out.shape.last().unwrap_or(&0);
+        let splits = inputs[0].layout.shape[0];
+        let rows: usize = out.shape[..out.shape.len() - 1].iter().product();
+        let w = d + 2;
+        let mut res = vec![0.0f64; rows * d];
+        for r in 0..rows {
+            let at = |s: usize| (s * rows + r) * w;
+            let top = (0..splits)
+                .map(|s| parts[at(s) + d])
+                .fold(-3.0e38, f64::max);
+            let mut total = 0.0;
+            let o = &mut res[r * d..(r + 1) * d];
+            for s in 0..splits {
+                let m = parts[at(s) + d];
+                let f = if m <= -3.0e38 { 0.0 } else { (m - top).exp() };
+                total += f * parts[at(s) + d + 1];
+                for (t, o) in o.iter_mut().enumerate() {
+                    *o += f * parts[at(s) + t];
+                }
+            }
+            let inv = if total > 0.0 { 1.0 / total } else { 0.0 };
+            o.iter_mut().for_each(|x| *x *= inv);
+        }
+        store(out, &res)
+    }
+
+    fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {
+        (other as &dyn std::any::Any)
+            .downcast_ref::<FlashCombine>()
+            .is_some_and(|o| o == self)
+    }
+
+    fn vmap(&self, inputs: &[Array], _: &[bool]) -> Result<Array> {
+        // [V, S, rows..., D + 2] -> [S, V * rows[0], rows[1..]..., D + 2].
+        let p = crate::moveaxis(&inputs[0], 0, 1)?;
+        let s = p.shape().to_vec();
+        let mut merged: Vec<isize> = vec![s[0] as isize, (s[1] * s[2]) as isize];
+        merged.extend(s[3..].iter().map(|&x| x as isize));
+        let p = crate::contiguous(&crate::reshape(&p, &merged)?)?;
+        let mut out: Vec<usize> = p.shape()[1..].to_vec();
+        *out.last_mut().expect("rank") -= 2;
+        let o = crate::custom(Arc::new(self.clone()), &[p], &out, self.dtype)?;
+        let mut back: Vec<isize> = vec![s[1] as isize, s[2] as isize];
+        back.extend(out[1..].iter().map(|&x| x as isize));
+        crate::reshape(&o, &back)
     }
 }
 
@@ -293,6 +343,35 @@ fn floats(x: &View<'_, CpuBuffer>) -> Result<Vec<f64>> {
     Ok(v)
 }
 
+/// f64 results into the output's dtype (f32, f16 or bf16).
+fn store(out: &mut CpuOutput<'_>, res: &[f64]) -> Result<()> {
+    let buf = &mut *out.buffer;
+    match out.dtype {
+        DType::F32 => buf
+            .as_mut_slice::<f32>()
+            .iter_mut()
+            .zip(res)
+            .for_each(|(o, &x)| *o = x as f32),
+        DType::F16 => buf
+            .as_mut_slice::<half::f16>()
+            .iter_mut()
+            .zip(res)
+            .for_each(|(o, &x)| *o = half::f16::from_f64(x)),
+        DType::BF16 => buf
+            .as_mut_slice::<half::bf16>()
+            .iter_mut()
+            .zip(res)
+            .for_each(|(o, &x)| *o = half::bf16::from_f64(x)),
+        other => {
+            return Err(Error::invalid(
+                "scaled_dot_product_attention",
+                format!("no fused attention for {other}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl CustomPrimitive for Flash {
     fn name(&self) -> &str {
         "flash_attention"
@@ -349,31 +428,7 @@ impl CustomPrimitive for Flash {
                 }
             }
         }
-        let buf = &mut *out.buffer;
-        match out.dtype {
-            DType::F32 => buf
-                .as_mut_slice::<f32>()
-                .iter_mut()
-                .zip(&res)
-                .for_each(|(o, &x)| *o = x as f32),
-            DType::F16 => buf
-                .as_mut_slice::<half::f16>()
-                .iter_mut()
-                .zip(&res)
-                .for_each(|(o, &x)| *o = half::f16::from_f64(x)),
-            DType::BF16 => buf
-                .as_mut_slice::<half::bf16>()
-                .iter_mut()
-                .zip(&res)
-                .for_each(|(o, &x)| *o = half::bf16::from_f64(x)),
-            other => {
-                return Err(Error::invalid(
-                    "scaled_dot_product_attention",
-                    format!("no fused attention for {other}"),
-                ));
-            }
-        }
-        Ok(())
+        store(out, &res)
     }
 
     fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {

@@ -44,7 +44,7 @@ pub use rope::rope;
 /// rules here, their GPU code in `wmx-webgpu`'s `families.rs`), public for the
 /// backends that run them.
 pub mod families {
-    pub use super::attention::Flash;
+    pub use super::attention::{Flash, FlashCombine};
     pub use super::im2col::{Depthwise, DepthwiseWgrad, Im2col};
     pub use super::rope::Rope;
 }

@@ -11,14 +11,22 @@ use crate::{Error, Result};
 use std::fmt::Write;
 
 const FLASH_WGSL: &str = include_str!("flash.wgsl");
+const COMBINE_WGSL: &str = include_str!("combine.wgsl");
 
 /// Flash attention: q, k, v of one dtype (f32, f16 or bf16) to the normalised
-/// output of their dtype (`flash`), or to f32 partial results (`flash_parts`).
+/// output of their dtype (`flash`), or to f32 partial results (`flash_parts`);
+/// and those partial results to the output (`flash_combine`, general variant).
 pub static ATTENTION: Family = Family {
     name: "Attention",
     arity: 3,
-    takes: |s| s.inputs.len() == 3,
-    entry: |_| "flash",
+    takes: |s| s.inputs.len() == if s.op.name() == "flash_combine" { 1 } else { 3 },
+    entry: |s| {
+        if s.op.name() == "flash_combine" {
+            "flash_combine"
+        } else {
+            "flash"
+        }
+    },
     raw: |_| false,
     io: |spec| Io {
         enable: if spec.target.subgroups && spec.target.subgroup_directive {
@@ -30,6 +38,21 @@ pub static ATTENTION: Family = Family {
     },
     body: |spec, p| {
         let d = spec.inputs[0];
+        if spec.op.name() == "flash_combine" {
+            if d != DType::F32 || spec.variant != Variant::General {
+                return Err(Error::Shape(format!(
+                    "flash_combine reads f32 partial results (general variant), got {:?} ({:?})",
+                    spec.inputs, spec.variant
+                )));
+            }
+            if !matches!(spec.output, DType::F32 | DType::F16 | DType::BF16) {
+                return Err(Error::Shape(format!(
+                    "flash_combine writes f32, f16 or bf16, got {}",
+                    spec.output
+                )));
+            }
+            return Ok(vec![WORDS, COMBINE_WGSL]);
+        }
         let Variant::Attention {
             dim,
             split,
@@ -120,6 +143,16 @@ pub static ATTENTION: Family = Family {
                     }
                 }
             }
+        }
+        for d in [DType::F32, DType::F16, DType::BF16] {
+            v.push(ModuleSpec::new(
+                &ATTENTION,
+                "flash_combine",
+                vec![DType::F32],
+                d,
+                Variant::General,
+                t,
+            ));
         }
         v
     },
@@ -329,6 +362,60 @@ impl<D: Driver> Kernels<D> {
         ]);
         let buffers = [out.binding(), q.binding(), k.binding(), v.binding()];
         self.record(b, &spec, buffers, params, groups)
+    }
+
+    /// The split-KV combine: `parts` f32 `[splits, rows..., D + 2]` (as
+    /// [`Kernels::flash_attention`] writes them) into `out` `[rows..., D]`, the
+    /// normalised output of its dtype (f32, f16 or bf16; D a multiple of 4).
+    pub fn flash_combine(
+        &self,
+        b: &mut Batch<D>,
+        parts: &Strided<D::Buffer>,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let ps = parts.shape;
+        let dim = out.shape.last().copied().unwrap_or(0);
+        let rows: usize = out.shape[..out.shape.len().saturating_sub(1)]
+            .iter()
+            .product();
+        let ok = ps.len() == out.shape.len() + 1
+            && ps[1..ps.len() - 1] == out.shape[..out.shape.len() - 1]
+            && ps.last() == Some(&(dim + 2))
+            && dim.is_multiple_of(4)
+            && parts.dtype == DType::F32
+            && crate::layout::is_row_major(parts)
+            && parts.offset == 0
+            && ps[0] > 0;
+        if !ok {
+            return Err(Error::Shape(format!(
+                "flash_combine: parts {:?} (strides {:?}, offset {}), out {:?}",
+                ps, parts.strides, parts.offset, out.shape
+            )));
+        }
+        check_view(parts, "flash_combine parts")?;
+        check_out(out)?;
+        let spec = self.spec(
+            &ATTENTION,
+            "flash_combine",
+            vec![DType::F32],
+            out.dtype,
+            Variant::General,
+            0,
+        );
+        let n = rows * dim;
+        if n == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        let u = |x: usize| -> Result<u32> {
+            u32::try_from(x).map_err(|_| Error::Shape(format!("flash_combine: {x} exceeds u32")))
+        };
+        let params = vec![u(n)?, u(ps[0])?, u(rows)?, u(dim)?];
+        let words = n.div_ceil(out.dtype.epw()) as u64;
+        let groups = words
+            .div_ceil(self.wg() as u64)
+            .min(crate::kernels::MAX_GROUPS);
+        self.record(b, &spec, [out.binding(), parts.binding()], params, groups)
     }
 
     /// The subgroup size the kernels may assume, `None` without subgroups.
