@@ -480,3 +480,29 @@ fn small_views_of_segmented_arrays_work_with_every_op_and_the_rest_is_an_err() {
     })
     .unwrap();
 }
+
+/// Fused attention whose keys and values are past the 1 MiB binding: an `Err`
+/// naming the limit at the read (the kernel binds whole arrays), and the same
+/// call under the limit works.
+#[test]
+fn attention_past_a_binding_is_an_err_naming_the_limit() {
+    let Some(dev) = gpu() else { return };
+    wmx::with_device(&dev, || {
+        let (lk, d) = (4096usize, 128usize); // 2 MiB of f32 keys
+        let q = wmx::full(&[1, 1, 1, d], 0.01, DType::F32)?;
+        let kv = |n: usize| wmx::full(&[1, 1, n, d], 0.5, DType::F32);
+        let mask = wmx::AttentionMask::None;
+        let e = wmx::scaled_dot_product_attention(&q, &kv(lk)?, &kv(lk)?, None, mask)
+            .and_then(|o| o.to_vec::<f32>())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("binding") || e.contains("larger than one"),
+            "{e}"
+        );
+        let o = wmx::scaled_dot_product_attention(&q, &kv(512)?, &kv(512)?, None, mask)?;
+        assert!(o.to_vec::<f32>()?.iter().all(|&v| (v - 0.5).abs() < 1e-6));
+        Ok::<(), wmx::Error>(())
+    })
+    .unwrap();
+}
