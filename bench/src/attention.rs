@@ -105,8 +105,8 @@ pub(crate) fn bench_attention(dev: &Device, smoke: bool, rows: &mut Vec<Row>) ->
         {
             continue;
         }
-        // Each case from an empty pool: the previous case's large buffers, evicted
-        // a few per call, would otherwise cost the small cases (run 65).
+        // Each case from an empty pool. (A case after a much larger one still
+        // measures slower: something below the pool keeps a cost, run 67.)
         if let Some(be) = wmx::webgpu::backend(dev) {
             be.clear_cache();
         }

@@ -64,10 +64,8 @@ pub fn scaled_dot_product_attention(
         && qs[3].is_multiple_of(4)
         && qs[3] <= 256
         && matches!(q.dtype(), DType::F32 | DType::F16 | DType::BF16);
-    match fused {
-        Some((kind, window)) if takes && check(q, k, v, scale).is_ok() => {
-            flash(q, k, v, scale, kind, window)
-        }
+    match (fused, takes.then(|| check(q, k, v, scale))) {
+        (Some((kind, window)), Some(Ok(scale))) => flash(q, k, v, scale, kind, window),
         _ => composed(q, k, v, scale, mask),
     }
 }
@@ -80,18 +78,11 @@ fn mask_of(kind: u8, window: usize) -> AttentionMask<'static> {
     }
 }
 
-/// The fused path: the flash primitive (and, with key chunks, the ops that combine
-/// them), with the composed form's derivatives as its rules; vmap batches it as
-/// written (the primitive folds the mapped axis into the batch).
-fn flash(
-    q: &Array,
-    k: &Array,
-    v: &Array,
-    scale: Option<f64>,
-    kind: u8,
-    window: usize,
-) -> Result<Array> {
-    let scale = check(q, k, v, scale)?;
+/// The fused path (checked inputs): the flash primitive (and, with key chunks,
+/// the one that combines them), with the composed form's derivatives as its
+/// rules; vmap batches it as written (the primitives fold the mapped axis into
+/// the batch).
+fn flash(q: &Array, k: &Array, v: &Array, scale: f64, kind: u8, window: usize) -> Result<Array> {
     // The rules below give every derivative: the primitive's inputs are constants
     // to the transforms (it has no rules of its own).
     let fwd = move |x: &[Array]| -> Result<Vec<Array>> {
@@ -154,10 +145,13 @@ const SPLIT_MIN: usize = 64;
 /// Calls with fewer workgroups than this (about one per compute unit of a large
 /// GPU) split their keys.
 const SPLIT_BELOW: usize = 128;
+/// The maximum score of a chunk with no key (the kernels' value: finite, so
+/// differences of it never make NaN).
+const NO_KEY: f64 = -3.0e38;
 
 impl Flash {
-    /// The output of the fused path: one primitive, then (with key chunks) the ops
-    /// that combine the chunks.
+    /// The output of the fused path: one primitive, then (with key chunks)
+    /// [`FlashCombine`].
     fn run(q: &Array, k: &Array, v: &Array, scale: f64, mask: u8, window: usize) -> Result<Array> {
         let (qs, ks) = (q.shape(), k.shape());
         let (b, hq, lq, d) = (qs[0], qs[1], qs[2], qs[3]);
@@ -221,14 +215,12 @@ impl CustomPrimitive for FlashCombine {
         let mut res = vec![0.0f64; rows * d];
         for r in 0..rows {
             let at = |s: usize| (s * rows + r) * w;
-            let top = (0..splits)
-                .map(|s| parts[at(s) + d])
-                .fold(-3.0e38, f64::max);
+            let top = (0..splits).map(|s| parts[at(s) + d]).fold(NO_KEY, f64::max);
             let mut total = 0.0;
             let o = &mut res[r * d..(r + 1) * d];
             for s in 0..splits {
                 let m = parts[at(s) + d];
-                let f = if m <= -3.0e38 { 0.0 } else { (m - top).exp() };
+                let f = if m <= NO_KEY { 0.0 } else { (m - top).exp() };
                 total += f * parts[at(s) + d + 1];
                 for (t, o) in o.iter_mut().enumerate() {
                     *o += f * parts[at(s) + t];
@@ -417,11 +409,7 @@ impl CustomPrimitive for Flash {
                 let o = &mut res[(s * rows + r) * width..(s * rows + r + 1) * width];
                 if self.splits > 1 {
                     o[..d].copy_from_slice(&acc);
-                    o[d] = if top == f64::NEG_INFINITY {
-                        -3.0e38
-                    } else {
-                        top
-                    };
+                    o[d] = top.max(NO_KEY);
                     o[d + 1] = l;
                 } else {
                     let inv = if l > 0.0 { 1.0 / l } else { 0.0 };

@@ -19,8 +19,8 @@
 //  0 R (rows per key head: g * Lq), 1 g, 2 Lq, 3 Lk, 4 Hkv, 5 row blocks per key
 //  head, 6 workgroups, 7 scale * log2(e) (f32 bits), 8 mask (0 none, 1 causal,
 //  2 sliding window), 9 window, 10..13 q offset and strides of batch, head and
-//  position, 14..17 k's, 18..21 v's, 22 splits, 23 keys per split (a multiple of
-//  BK), 24 B, 25 BK / KC, 26 word-aligned rows (bit 0 q, 1 k, 2 v).
+//  position, 14..17 k's, 18..21 v's, 22 keys per split (a multiple of BK), 23 B,
+//  24 BK / KC, 25 word-aligned rows (bit 0 q, 1 k, 2 v).
 // Output: row-major [B, Hq, Lq, DH] of the output dtype, normalised; with PARTS,
 // f32 [splits, B, Hq, Lq, DH + 2]: the unnormalised sum, the running maximum (in
 // natural-log units) and the sum of weights.
@@ -38,9 +38,9 @@ var<workgroup> Ks: array<vec4<f32>, BK * ROW4>;
 var<workgroup> Vs: array<vec4<f32>, BK * ROW4>;
 
 // Four elements of q, k or v from element e: whole words where the rows start
-// on word boundaries (P[26] bit 0, 1, 2 for q, k, v), else element by element.
+// on word boundaries (P[25] bit 0, 1, 2 for q, k, v), else element by element.
 fn flash_ld4(which: u32, e: u32) -> vec4<f32> {
-    let words = (P[26] >> which) & 1u;
+    let words = (P[25] >> which) & 1u;
     if (words != 0u) {
         switch which {
             case 0u: { return flash_words_a(e); }
@@ -68,8 +68,8 @@ fn flash(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     var rest = t / P[5];
     let hk = rest % P[4];
     rest = rest / P[4];
-    let b = rest % P[24];
-    let split = rest / P[24];
+    let b = rest % P[23];
+    let split = rest / P[23];
     let row0 = blk * BQ;
     let r = row0 + lid / SPLIT;
     let c = lid % SPLIT;
@@ -79,8 +79,8 @@ fn flash(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     let mode = P[8];
     // The keys of this workgroup: its split's chunk, cut by the band of its rows.
     let shift = i32(lk) - i32(lq);
-    var k_lo = i32(split * P[23]);
-    var k_end = min(i32(lk), k_lo + i32(P[23]));
+    var k_lo = i32(split * P[22]);
+    var k_end = min(i32(lk), k_lo + i32(P[22]));
     if (mode >= 1u) { k_end = min(k_end, i32((min(row0 + BQ, rows) - 1u) / g) + shift + 1); }
     if (mode == 2u) { k_lo = max(k_lo, i32(row0 / g) + shift - i32(P[9]) + 1); }
     // This row's band: keys j with lo <= j <= hi.
@@ -122,7 +122,7 @@ fn flash(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
         workgroupBarrier();
         // KC keys at a time: their scores, one rescale, their values (a runtime
         // bound on the chunks keeps compilers from unrolling the whole tile).
-        for (var j0 = 0u; j0 < P[25]; j0++) {
+        for (var j0 = 0u; j0 < P[24]; j0++) {
             var s: array<f32, KC>;
             var mt = m;
             for (var jj = 0u; jj < KC; jj++) {
@@ -154,7 +154,7 @@ fn flash(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     let hq = P[4] * g;
     let orow = ((b * hq + h) * lq + pos);
     if (PARTS) {
-        let ob = (split * P[24] * hq * lq + orow) * (DH + 2u);
+        let ob = (split * P[23] * hq * lq + orow) * (DH + 2u);
         for (var i = 0u; i < Q4; i++) {
             for (var j = 0u; j < 4u; j++) { O[ob + c * DS + 4u * i + j] = bitcast<u32>(o[i][j]); }
         }

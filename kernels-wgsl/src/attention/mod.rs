@@ -123,11 +123,10 @@ pub static ATTENTION: Family = Family {
     },
     specs: |t| {
         let mut v = Vec::new();
-        let caps = |storage| (t.subgroups.then_some(32), storage);
+        let sg = t.subgroups.then_some(32);
         for dim in [64usize, 80, 128, 256] {
             for rows in [4usize, 64] {
                 for storage in [16384, 49152] {
-                    let (sg, storage) = caps(storage);
                     let variant = flash_variant(dim, rows, sg, storage, 256).unwrap();
                     for d in [DType::F32, DType::F16, DType::BF16] {
                         for (op, out) in [("flash", d), ("flash_parts", DType::F32)] {
@@ -218,20 +217,6 @@ pub struct FlashParams {
 }
 
 impl<D: Driver> Kernels<D> {
-    /// Whether [`Kernels::flash_attention`] takes head dimension `dim` on this
-    /// device.
-    pub fn flash_supports(&self, dim: usize) -> bool {
-        let caps = &self.inner.caps;
-        flash_variant(
-            dim,
-            64,
-            self.subgroup(),
-            caps.max_workgroup_storage,
-            caps.max_invocations,
-        )
-        .is_some()
-    }
-
     /// Attention of `q` `[B, Hq, Lq, D]` over `k`, `v` `[B, Hkv, Lk, D]` (each with
     /// its last axis contiguous, other strides any non-negative) into `out`: the
     /// normalised `[B, Hq, Lq, D]` of q's dtype, or with `p.splits > 1` f32
@@ -353,13 +338,7 @@ impl<D: Driver> Kernels<D> {
                     .all(|&s| (s as usize).is_multiple_of(epw))
         };
         let words = aligned(q) as u32 | (aligned(k) as u32) << 1 | (aligned(v) as u32) << 2;
-        params.extend([
-            u(p.splits)?,
-            u(chunk)?,
-            u(bsz)?,
-            (keys as u32).div_ceil(8),
-            words,
-        ]);
+        params.extend([u(chunk)?, u(bsz)?, (keys as u32).div_ceil(8), words]);
         let buffers = [out.binding(), q.binding(), k.binding(), v.binding()];
         self.record(b, &spec, buffers, params, groups)
     }
