@@ -6,7 +6,10 @@ use crate::custom::{CustomEval, GpuInput, GpuOutput};
 use crate::kerr;
 use std::any::Any;
 use wmx_core::Result;
-use wmx_core::families::{Depthwise, DepthwiseWgrad, Flash, FlashCombine, Im2col, Rope};
+use wmx_core::families::{
+    Depthwise, DepthwiseWgrad, Dequantize, Flash, FlashCombine, Im2col, Quantize, QuantizedMatvec,
+    Rope,
+};
 use wmx_kernels as k;
 use wmx_kernels::Driver;
 
@@ -55,6 +58,54 @@ pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<
         return Some(
             ev.kernels
                 .depthwise_wgrad(&mut ev.batch, &image, &grad, &p.geometry, p.chunk, &out)
+                .map_err(kerr),
+        );
+    }
+    if let Some(p) = prim.downcast_ref::<Quantize>() {
+        let q = k::QuantParams {
+            bits: p.bits,
+            group: p.group,
+        };
+        let out = out_view(&ev.output);
+        let w = view(&ev.inputs[0]);
+        return Some(
+            ev.kernels
+                .quantize(&mut ev.batch, &w, q, p.params, &out)
+                .map_err(kerr),
+        );
+    }
+    if let Some(p) = prim.downcast_ref::<Dequantize>() {
+        let q = k::QuantParams {
+            bits: p.bits,
+            group: p.group,
+        };
+        let out = out_view(&ev.output);
+        let (w, s, b) = (
+            view(&ev.inputs[0]),
+            view(&ev.inputs[1]),
+            view(&ev.inputs[2]),
+        );
+        return Some(
+            ev.kernels
+                .dequantize(&mut ev.batch, &w, &s, &b, q, &out)
+                .map_err(kerr),
+        );
+    }
+    if let Some(p) = prim.downcast_ref::<QuantizedMatvec>() {
+        let q = k::QuantParams {
+            bits: p.bits,
+            group: p.group,
+        };
+        let out = out_view(&ev.output);
+        let (x, w, s, b) = (
+            view(&ev.inputs[0]),
+            view(&ev.inputs[1]),
+            view(&ev.inputs[2]),
+            view(&ev.inputs[3]),
+        );
+        return Some(
+            ev.kernels
+                .qmv(&mut ev.batch, &x, &w, &s, &b, q, &out)
                 .map_err(kerr),
         );
     }

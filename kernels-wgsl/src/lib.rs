@@ -39,7 +39,7 @@
 //! | 1 | `layout`, `ops`, `wgpu_driver` | views of buffers and their checks; WGSL op expressions; wgpu's driver |
 //! | 2 | `compose` | module specs, the generic prelude, tree-shaking, naga validation |
 //! | 3 | `kernels` | the library on one device: pipeline cache, scratch buffers, recording |
-//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `im2col`, `attention`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
+//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `im2col`, `attention`, `quant`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
 //! | 5 | `wgpu_open` | opening a wgpu device and probing its hardware paths with kernels |
 #![doc = include_str!("../README.md")]
 
@@ -57,6 +57,7 @@ mod layout;
 mod matmul;
 mod norm;
 mod ops;
+mod quant;
 mod random;
 mod reduce;
 mod rope;
@@ -70,6 +71,7 @@ pub use compose::{
     Family, InputMode, ModuleSpec, Op, Target, Variant, check_specs, compose, validate_wgsl,
 };
 pub use matmul::TILES;
+pub use quant::{QUANT_BITS, QUANT_GROUPS, QuantParams};
 pub use rope::RopeParams;
 
 /// The kernel families, each defined in its folder: `ModuleSpec::family` is one of
@@ -81,6 +83,7 @@ pub mod families {
     pub use crate::index::{GATHER, PLACE, SCATTER};
     pub use crate::matmul::{GEMV, MATMUL};
     pub use crate::norm::NORM;
+    pub use crate::quant::QUANT;
     pub use crate::random::RANDOM_BITS;
     pub use crate::reduce::{ARG_REDUCE, REDUCE};
     pub use crate::rope::ROPE;
@@ -113,6 +116,7 @@ const FAMILIES: &[&Family] = {
         &DEPTHWISE,
         &ROPE,
         &ATTENTION,
+        &QUANT,
     ]
 };
 

@@ -5,6 +5,7 @@
 //! are read through zero strides, never materialised.
 
 pub(crate) mod alloc;
+pub(crate) mod floats;
 mod index;
 mod matmul;
 mod norm;

@@ -4,6 +4,7 @@
 //! for every other call, and as the rule of the fused path's derivatives.
 
 use crate::cpu::CpuBuffer;
+use crate::cpu::floats::{floats, store_floats};
 use crate::{Array, CpuOutput, CustomFunction, CustomPrimitive, DType, Error, Result, View};
 use std::sync::Arc;
 
@@ -148,6 +149,8 @@ const SPLIT_BELOW: usize = 128;
 /// The maximum score of a chunk with no key (the kernels' value: finite, so
 /// differences of it never make NaN).
 const NO_KEY: f64 = -3.0e38;
+/// The name the CPU code's errors give.
+const OP: &str = "scaled_dot_product_attention";
 
 impl Flash {
     /// The output of the fused path: one primitive, then (with key chunks)
@@ -207,7 +210,7 @@ impl CustomPrimitive for FlashCombine {
     }
 
     fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
-        let parts = floats(&inputs[0])?;
+        let parts = floats(OP, &inputs[0])?;
         let d = *out.shape.last().unwrap_or(&0);
         let splits = inputs[0].layout.shape[0];
         let rows: usize = out.shape[..out.shape.len() - 1].iter().product();
@@ -229,7 +232,7 @@ impl CustomPrimitive for FlashCombine {
             let inv = if total > 0.0 { 1.0 / total } else { 0.0 };
             o.iter_mut().for_each(|x| *x *= inv);
         }
-        store(out, &res)
+        store_floats(OP, out, &res)
     }
 
     fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {
@@ -310,61 +313,6 @@ impl Flash {
     }
 }
 
-/// A float view (f32, f16 or bf16, any strides) as row-major f64 values.
-fn floats(x: &View<'_, CpuBuffer>) -> Result<Vec<f64>> {
-    let l = x.layout;
-    let mut v = Vec::with_capacity(l.numel());
-    macro_rules! read {
-        ($t:ty, $f:expr) => {{
-            let s = x.buffer.as_slice::<$t>();
-            crate::cpu::strided::for_each_index(&l.shape, &l.strides, l.offset, |i| {
-                v.push($f(s[i]))
-            });
-        }};
-    }
-    match x.dtype {
-        DType::F32 => read!(f32, f64::from),
-        DType::F16 => read!(half::f16, |h: half::f16| h.to_f64()),
-        DType::BF16 => read!(half::bf16, |h: half::bf16| h.to_f64()),
-        other => {
-            return Err(Error::invalid(
-                "scaled_dot_product_attention",
-                format!("no fused attention for {other}"),
-            ));
-        }
-    }
-    Ok(v)
-}
-
-/// f64 results into the output's dtype (f32, f16 or bf16).
-fn store(out: &mut CpuOutput<'_>, res: &[f64]) -> Result<()> {
-    let buf = &mut *out.buffer;
-    match out.dtype {
-        DType::F32 => buf
-            .as_mut_slice::<f32>()
-            .iter_mut()
-            .zip(res)
-            .for_each(|(o, &x)| *o = x as f32),
-        DType::F16 => buf
-            .as_mut_slice::<half::f16>()
-            .iter_mut()
-            .zip(res)
-            .for_each(|(o, &x)| *o = half::f16::from_f64(x)),
-        DType::BF16 => buf
-            .as_mut_slice::<half::bf16>()
-            .iter_mut()
-            .zip(res)
-            .for_each(|(o, &x)| *o = half::bf16::from_f64(x)),
-        other => {
-            return Err(Error::invalid(
-                "scaled_dot_product_attention",
-                format!("no fused attention for {other}"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 impl CustomPrimitive for Flash {
     fn name(&self) -> &str {
         "flash_attention"
@@ -372,9 +320,9 @@ impl CustomPrimitive for Flash {
 
     fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
         let (q, k, v) = (
-            floats(&inputs[0])?,
-            floats(&inputs[1])?,
-            floats(&inputs[2])?,
+            floats(OP, &inputs[0])?,
+            floats(OP, &inputs[1])?,
+            floats(OP, &inputs[2])?,
         );
         let (qs, ks) = (&inputs[0].layout.shape, &inputs[1].layout.shape);
         let (b, hq, lq, d) = (qs[0], qs[1], qs[2], qs[3]);
@@ -417,7 +365,7 @@ impl CustomPrimitive for Flash {
                 }
             }
         }
-        store(out, &res)
+        store_floats(OP, out, &res)
     }
 
     fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {

@@ -19,6 +19,7 @@ mod index;
 mod linalg;
 mod nn;
 mod operators;
+pub(crate) mod quantized;
 pub(crate) mod rope;
 mod scan;
 mod shaping;
@@ -38,6 +39,7 @@ pub(crate) use linalg::matmul_nd;
 pub use linalg::{addmm, matmul};
 pub use nn::{layer_norm, log_softmax, rms_norm, softmax};
 pub(crate) use nn::{normalize_composed, normalize_last};
+pub use quantized::{QUANT_BITS, QUANT_GROUP_SIZES, dequantize, quantize, quantized_matmul};
 pub use rope::rope;
 
 /// The primitives of families built as custom primitives (their CPU code and
@@ -46,6 +48,7 @@ pub use rope::rope;
 pub mod families {
     pub use super::attention::{Flash, FlashCombine};
     pub use super::im2col::{Depthwise, DepthwiseWgrad, Im2col};
+    pub use super::quantized::{Dequantize, Quantize, QuantizedMatvec};
     pub use super::rope::Rope;
 }
 pub use scan::{cummax, cummin, cumprod, cumsum, scan};

@@ -204,6 +204,16 @@ pub enum Variant {
         /// Keys per tile in workgroup memory.
         keys: u8,
     },
+    /// Affine quantization: `bits` per value, `group` values per scale and bias,
+    /// and (matrix-vector products) at most `rows` rows of x (0 elsewhere).
+    Quant {
+        /// Bits per quantized value (2 to 8, not 7).
+        bits: u8,
+        /// Values per group (32, 64 or 128).
+        group: u8,
+        /// The product's most rows of x (1 or 8; 0 for the other kernels).
+        rows: u8,
+    },
 }
 
 impl Variant {
@@ -237,6 +247,7 @@ impl Variant {
                 rows,
                 keys,
             } => format!("d{dim}_s{split}_r{rows}_k{keys}"),
+            Variant::Quant { bits, group, rows } => format!("b{bits}_g{group}_m{rows}"),
         }
     }
 }
@@ -465,7 +476,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
         )));
     }
     let out_ct = if raw { Ct::U32 } else { spec.output.ct() };
-    let letters = ['a', 'b', 'c'];
+    let letters = ['a', 'b', 'c', 'd'];
     for (k, d) in spec.inputs.iter().enumerate() {
         let l = letters[k];
         let up = l.to_ascii_uppercase();

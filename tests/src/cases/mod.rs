@@ -282,6 +282,11 @@ macro_rules! for_each_case {
             rope_values,
             rope_errors,
             grad_rope,
+            quantize_mlx,
+            quantized_matmul_mlx,
+            quantized_matmul_values,
+            quantized_errors,
+            grad_quantized_matmul,
             conv_values,
             conv_transpose_values,
             pool_values,
@@ -341,6 +346,7 @@ mod graph;
 mod index;
 mod linalg;
 mod nn;
+mod quantized;
 mod random;
 mod reduce;
 mod robust;
@@ -362,6 +368,7 @@ pub use graph::*;
 pub use index::*;
 pub use linalg::*;
 pub use nn::*;
+pub use quantized::*;
 pub use random::*;
 pub use reduce::*;
 pub use robust::*;
