@@ -37,7 +37,8 @@
 //! `--conv` times issue 36's convolution shapes forward and backward (`conv.rs`;
 //! `torch_conv.py` is the cuDNN side).
 //! `--attention` times issue 37's attention shapes, fused and composed
-//! (`attention.rs`; `torch_attention.py` is PyTorch's side).
+//! (`attention.rs`; `torch_attention.py` is PyTorch's side). `--quant` times
+//! issue 38's quantized products (`quant.rs`; `torch_quant.py`).
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
 //! scatter_add; `bench/torch_blocks.py` is their PyTorch side). `--large`
 //! runs 3 GiB arrays, computed in pieces past the binding limit
@@ -46,6 +47,7 @@
 //! 1000-op chain, and asserts nothing about timings (`bench/tests/smoke.rs`).
 
 mod attention;
+mod quant;
 mod blocks;
 mod conv;
 mod coop;
@@ -87,6 +89,8 @@ struct Options {
     conv: bool,
     /// Only the attention shapes (`attention.rs`).
     attention: bool,
+    /// Only the quantized products (`quant.rs`).
+    quant: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
     sizes_given: bool,
 }
@@ -109,6 +113,7 @@ impl Options {
             train: false,
             conv: false,
             attention: false,
+            quant: false,
             sizes_given: false,
         };
         let mut sizes_given = false;
@@ -148,10 +153,11 @@ impl Options {
                 "--train" => o.train = true,
                 "--conv" => o.conv = true,
                 "--attention" => o.attention = true,
+                "--quant" => o.quant = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1495,8 +1501,12 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         coop::coop_peak(kr, o.reps)?;
         return Ok(rows);
     }
-    if o.attention {
-        attention::bench_attention(&dev, o.smoke, &mut rows)?;
+    if o.attention || o.quant {
+        if o.attention {
+            attention::bench_attention(&dev, o.smoke, &mut rows)?;
+        } else {
+            quant::bench_quant(&dev, o.smoke, &mut rows)?;
+        }
         if let Some(path) = &o.json {
             std::fs::write(path, to_json(&rows, &dev.name()))
                 .map_err(|e| format!("{path}: {e}"))?;

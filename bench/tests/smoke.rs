@@ -34,3 +34,10 @@ fn bench_attention_smoke_checks_its_cases() {
     let stdout = bench(&["--attention", "--smoke"]);
     assert!(stdout.contains("composed_bwd"), "{stdout}");
 }
+
+/// The quantized chains' first layers checked against an f64 loop, both paths.
+#[test]
+fn bench_quant_smoke_checks_its_cases() {
+    let stdout = bench(&["--quant", "--smoke"]);
+    assert!(stdout.contains("q4_chain_m9"), "{stdout}");
+}
