@@ -47,11 +47,11 @@
 //! 1000-op chain, and asserts nothing about timings (`bench/tests/smoke.rs`).
 
 mod attention;
-mod quant;
 mod blocks;
 mod conv;
 mod coop;
 mod linalg;
+mod quant;
 mod train;
 
 use std::fmt::Write as _;

@@ -39,8 +39,8 @@ pub(crate) fn bench_quant(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res
     // Smoke: 9 rows (the dequantized product) in place of 512.
     for m in [1usize, if smoke { 9 } else { 512 }] {
         let x: Vec<f32> = super::random(m * D, 3);
-        let xa = wmx::with_device(dev, || Array::from_slice(&x, &[m, D])?.astype(dt))
-            .map_err(err)?;
+        let xa =
+            wmx::with_device(dev, || Array::from_slice(&x, &[m, D])?.astype(dt)).map_err(err)?;
         let mut push = |name: String, ms: f64, bytes: f64| {
             println!(
                 "quant {name:24}: {ms:9.3} ms ({:8.1} GB/s of weights)",

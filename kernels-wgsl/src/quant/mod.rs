@@ -36,6 +36,7 @@ pub static QUANT: Family = Family {
         "quantize_params" => "quantize_params",
         "quantize_words" => "quantize_words",
         "dequantize" => "dequantize",
+        "qmv1" => "qmv1",
         _ => "qmv",
     },
     raw: |_| false,
@@ -61,6 +62,10 @@ pub static QUANT: Family = Family {
             "dequantize" => (rows == 0 && spec.inputs[..2] == [DType::U32, d], d),
             "qmv" => (
                 matches!(rows, 1 | 8) && spec.inputs[..3] == [d, DType::U32, d],
+                d,
+            ),
+            "qmv1" => (
+                rows == 1 && bits.is_power_of_two() && spec.inputs[..3] == [d, DType::U32, d],
                 d,
             ),
             op => return Err(Error::Shape(format!("quant has no op {op}"))),
@@ -98,6 +103,9 @@ pub static QUANT: Family = Family {
                     add("dequantize", vec![DType::U32, d, d], d, 0);
                     for rows in [1, 8] {
                         add("qmv", vec![d, DType::U32, d, d], d, rows);
+                    }
+                    if bits.is_power_of_two() {
+                        add("qmv1", vec![d, DType::U32, d, d], d, 1);
                     }
                 }
             }
@@ -306,8 +314,14 @@ impl<D: Driver> Kernels<D> {
             )));
         }
         let rows = if m == 1 { 1 } else { 8 };
+        // One row and whole values per word: the word-by-word kernel.
+        let op = if m == 1 && q.bits.is_power_of_two() {
+            "qmv1"
+        } else {
+            "qmv"
+        };
         let inputs = vec![x.dtype, DType::U32, x.dtype, x.dtype];
-        let spec = self.spec(&QUANT, "qmv", inputs, out.dtype, q.variant(rows)?, 0);
+        let spec = self.spec(&QUANT, op, inputs, out.dtype, q.variant(rows)?, 0);
         let params = vec![
             m as u32,
             u32_of(n, "rows")?,
@@ -316,9 +330,10 @@ impl<D: Driver> Kernels<D> {
             u32_of(wq.offset, "offset")?,
             u32_of(scales.offset, "offset")?,
             u32_of(biases.offset, "offset")?,
+            x.offset.is_multiple_of(2) as u32,
         ];
-        // A team of 32 invocations per output row.
-        let per_group = (self.wg() / 32).max(1) as u64;
+        // A team of 32 invocations per output row (qmv1: per two rows).
+        let per_group = (self.wg() / 32).max(1) as u64 * if op == "qmv1" { 2 } else { 1 };
         let buffers = [
             out.binding(),
             x.binding(),

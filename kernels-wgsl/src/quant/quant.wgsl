@@ -11,7 +11,8 @@
 // - qmv: [m, n, k, x0, q0, s0, b0]: y[m, n] = sum_k x[m, k] (s q + b)[n, k] for
 //   the quantized matrix [n, k] (groups along k) and row-major x [m, k] (m at most
 //   QMV_M); a team of TEAM invocations per output row n, each taking every
-//   TEAM-th group. 16-bit outputs need n even (a word holds two columns).
+//   TEAM-th group. 16-bit outputs need n even (a word holds two columns). With
+//   one row and 2, 4 or 8 bits, qmv1 (below) takes the words in turn instead.
 // dequantize's `zero` is 0: s * q goes through it so the driver cannot drop its
 // rounding to the output dtype (or contract s * q + b into an fma).
 
@@ -240,5 +241,80 @@ fn qmv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: ve
             }
         }
         O[(lane * n_rows + row) / EPO] = word;
+    }
+}
+
+// qmv1: one row of x and whole values per word (2, 4 or 8 bits), the same
+// parameters plus [7] = 1 where x's offset is even. A team's lanes take the words
+// of two matrix rows in turn (coalesced), each x value loaded once for both rows,
+// and fold each group's sums with its scale and bias:
+// sum_k x (s q + b) = s sum x q + b sum x.
+
+// x[k], x[k + 1] for even k: one word of a 16-bit x at an even offset.
+fn qx2(k: u32) -> vec2<f32> {
+    let i = P[3] + k;
+    if (LA == 1u && P[7] == 1u) { return vec2<f32>(x2a(wa(i >> 1u))); }
+    return vec2<f32>(f32(ld_a(i)), f32(ld_a(i + 1u)));
+}
+
+// (sum x q of word a, of word b, sum x) over the values of two rows' words at the
+// same position, the first value at k0.
+fn qmv_words(a: u32, b: u32, k0: u32) -> vec3<f32> {
+    var r = vec3<f32>(0.0, 0.0, 0.0);
+    for (var j = 0u; j < 32u / BITS; j += 2u) {
+        let x = qx2(k0 + j);
+        let sh0 = j * BITS;
+        let sh1 = sh0 + BITS;
+        r.x = fma(x.x, f32((a >> sh0) & QMASK), fma(x.y, f32((a >> sh1) & QMASK), r.x));
+        r.y = fma(x.x, f32((b >> sh0) & QMASK), fma(x.y, f32((b >> sh1) & QMASK), r.y));
+        r.z += x.x + x.y;
+    }
+    return r;
+}
+
+@compute @workgroup_size(WG)
+fn qmv1(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let n_rows = P[1];
+    let k = P[2];
+    let team = lid / TEAM;
+    let lane = lid % TEAM;
+    // Two matrix rows per team (the second may be past the end: it reads the first).
+    let row = ((wid.x + wid.y * nwg.x) * (WG / TEAM) + team) * 2u;
+    let row1 = min(row + 1u, n_rows - 1u);
+    let epw = 32u / BITS;
+    let rw = k / epw;
+    let gpr = k / GROUP;
+    var acc = vec2<f32>(0.0, 0.0);
+    if (row < n_rows) {
+        let w0 = P[4] + row * rw;
+        let w1 = P[4] + row1 * rw;
+        for (var w = lane; w < rw; w += TEAM) {
+            let d = qmv_words(wb(w0 + w), wb(w1 + w), w * epw);
+            let g = w * epw / GROUP;
+            acc.x += ld_c(P[5] + row * gpr + g) * d.x + ld_d(P[6] + row * gpr + g) * d.z;
+            acc.y += ld_c(P[5] + row1 * gpr + g) * d.y + ld_d(P[6] + row1 * gpr + g) * d.z;
+        }
+    }
+    qmv_red[lid] = acc.x;
+    qmv_red[WG + lid] = acc.y;
+    workgroupBarrier();
+    for (var st = TEAM / 2u; st > 0u; st >>= 1u) {
+        if (lane < st) {
+            qmv_red[lid] += qmv_red[lid + st];
+            qmv_red[WG + lid] += qmv_red[WG + lid + st];
+        }
+        workgroupBarrier();
+    }
+    // The team's first lane writes its two rows (a 16-bit word holds both).
+    if (row < n_rows && lane == 0u) {
+        let y0 = qmv_red[team * TEAM];
+        let y1 = qmv_red[WG + team * TEAM];
+        if (EPO == 2u) {
+            O[row / 2u] = put(put(0u, 0u, st_o(y0)), 1u, st_o(y1));
+        } else {
+            O[row] = st_o(y0);
+            if (row + 1u < n_rows) { O[row + 1u] = st_o(y1); }
+        }
     }
 }

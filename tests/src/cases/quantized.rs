@@ -240,6 +240,8 @@ pub fn quantized_matmul_values(dev: &Device) {
             (2, 4096, 6, 8, 64, true),
             (9, 128, 12, 6, 32, true),
             (2, 64, 7, 2, 32, true),
+            (1, 64, 7, 8, 32, true),
+            (1, 192, 5, 2, 64, true),
             (4, 128, 64, 4, 64, false),
         ] {
             let what = format!(
@@ -298,6 +300,39 @@ pub fn quantized_matmul_values(dev: &Device) {
     let row = arr(dev, dt, &x[..k], &[k]);
     let got = run("x [k]", &row);
     close("x [k]", &got, &want[..n], &scale[..n], dt);
+    // x at an odd element offset (a 16-bit x then reads its values one by one).
+    for dt in [DType::F16, DType::F32] {
+        if !supported(dev, dt) {
+            continue;
+        }
+        let qh = qmat(dev, &mut rng, dt, &[n, k], 64, 4);
+        let xs: Vec<f64> = (0..=k)
+            .map(|_| round_to(dt, rng.uniform(-1.0, 1.0)))
+            .collect();
+        let whole = arr(dev, dt, &xs, &[1, k + 1]);
+        let odd = ok(
+            "slice",
+            wmx::slice(
+                &whole,
+                &[wmx::Slice::ALL, wmx::Slice::new(Some(1), None, 1)],
+            ),
+        );
+        let y = ok(
+            "odd offset",
+            wmx::quantized_matmul(&odd, &qh.wq, &qh.s, &qh.b, true, 64, 4),
+        );
+        let want = product(&xs[1..], &qh.w, 1, k, n, true);
+        let ax: Vec<f64> = xs[1..].iter().map(|v| v.abs()).collect();
+        let aw: Vec<f64> = qh.w.iter().map(|v| v.abs()).collect();
+        let sc = product(&ax, &aw, 1, k, n, true);
+        close(
+            &format!("x at an odd offset, {dt}"),
+            &f64s(&y, "odd"),
+            &want,
+            &sc,
+            dt,
+        );
+    }
     // A batch of matrices [2, n, k] against x [2, 1, k]: the dequantized product.
     let (wq2, s2, b2) = (
         ok("stack", wmx::stack(&[&q.wq, &q.wq], 0)),
