@@ -17,7 +17,7 @@ const H: usize = 8192;
 
 /// (rows, cols) of layer i: alternating up and down projections.
 fn layer(i: usize) -> (usize, usize) {
-    if i % 2 == 0 { (H, D) } else { (D, H) }
+    if i.is_multiple_of(2) { (H, D) } else { (D, H) }
 }
 
 pub(crate) fn bench_quant(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
