@@ -322,7 +322,7 @@ impl<D: Driver> Kernels<D> {
         };
         let inputs = vec![x.dtype, DType::U32, x.dtype, x.dtype];
         let spec = self.spec(&QUANT, op, inputs, out.dtype, q.variant(rows)?, 0);
-        let params = vec![
+        let mut params = vec![
             m as u32,
             u32_of(n, "rows")?,
             u32_of(k, "inner length")?,
@@ -332,8 +332,17 @@ impl<D: Driver> Kernels<D> {
             u32_of(biases.offset, "offset")?,
             x.offset.is_multiple_of(2) as u32,
         ];
-        // A team of 32 invocations per output row (qmv1: per two rows).
-        let per_group = (self.wg() / 32).max(1) as u64 * if op == "qmv1" { 2 } else { 1 };
+        // qmv: a team of 32 invocations per output row. qmv1: two rows per team,
+        // about one invocation per four words of a row (32 to a workgroup).
+        let wg = self.wg() as usize;
+        let rows_per_group = if op == "qmv1" {
+            let quads = (k * q.bits / 32).div_ceil(4);
+            let team = quads.next_power_of_two().clamp(32, wg);
+            params.push(team.trailing_zeros());
+            2 * (wg / team)
+        } else {
+            wg / 32
+        };
         let buffers = [
             out.binding(),
             x.binding(),
@@ -341,6 +350,7 @@ impl<D: Driver> Kernels<D> {
             scales.binding(),
             biases.binding(),
         ];
-        self.record(b, &spec, buffers, params, (n as u64).div_ceil(per_group))
+        let groups = n.div_ceil(rows_per_group.max(1)) as u64;
+        self.record(b, &spec, buffers, params, groups)
     }
 }

@@ -245,10 +245,13 @@ fn qmv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: ve
 }
 
 // qmv1: one row of x and whole values per word (2, 4 or 8 bits), the same
-// parameters plus [7] = 1 where x's offset is even. A team's lanes take the words
-// of two matrix rows in turn (coalesced), each x value loaded once for both rows,
-// and fold each group's sums with its scale and bias:
-// sum_k x (s q + b) = s sum x q + b sum x.
+// parameters plus [7] = 1 where x's offset is even and [8] = log2 of the team
+// size (32 to WG invocations: about one per four words of a matrix row). A team
+// takes two matrix rows; each lane loads four consecutive words of both rows at
+// once (eight loads in flight, then the next quad a team further on), each x pair
+// once for both rows, and folds each word's sums with its group's scale and bias:
+// sum_k x (s q + b) = s sum x q + b sum x. The team's sums meet in workgroup
+// memory.
 
 // x[k], x[k + 1] for even k: one word of a 16-bit x at an even offset.
 fn qx2(k: u32) -> vec2<f32> {
@@ -257,19 +260,24 @@ fn qx2(k: u32) -> vec2<f32> {
     return vec2<f32>(f32(ld_a(i)), f32(ld_a(i + 1u)));
 }
 
-// (sum x q of word a, of word b, sum x) over the values of two rows' words at the
-// same position, the first value at k0.
-fn qmv_words(a: u32, b: u32, k0: u32) -> vec3<f32> {
-    var r = vec3<f32>(0.0, 0.0, 0.0);
+// Two rows' words at word position w (the first value at k0 = w * 32 / BITS):
+// s0 sum x q0 + b0 sum x and the same for row 1, with each row's group scale and
+// bias (rows' group offsets gr0, gr1).
+fn qmv_word2(a: u32, b: u32, w: u32, gr0: u32, gr1: u32) -> vec2<f32> {
+    let k0 = w * (32u / BITS);
+    var xq = vec2<f32>(0.0, 0.0);
+    var xs = 0.0;
     for (var j = 0u; j < 32u / BITS; j += 2u) {
         let x = qx2(k0 + j);
         let sh0 = j * BITS;
         let sh1 = sh0 + BITS;
-        r.x = fma(x.x, f32((a >> sh0) & QMASK), fma(x.y, f32((a >> sh1) & QMASK), r.x));
-        r.y = fma(x.x, f32((b >> sh0) & QMASK), fma(x.y, f32((b >> sh1) & QMASK), r.y));
-        r.z += x.x + x.y;
+        xq.x = fma(x.x, f32((a >> sh0) & QMASK), fma(x.y, f32((a >> sh1) & QMASK), xq.x));
+        xq.y = fma(x.x, f32((b >> sh0) & QMASK), fma(x.y, f32((b >> sh1) & QMASK), xq.y));
+        xs += x.x + x.y;
     }
-    return r;
+    let g = k0 / GROUP;
+    return vec2<f32>(ld_c(P[5] + gr0 + g) * xq.x + ld_d(P[6] + gr0 + g) * xs,
+                     ld_c(P[5] + gr1 + g) * xq.y + ld_d(P[6] + gr1 + g) * xs);
 }
 
 @compute @workgroup_size(WG)
@@ -277,29 +285,36 @@ fn qmv1(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let n_rows = P[1];
     let k = P[2];
-    let team = lid / TEAM;
-    let lane = lid % TEAM;
+    let team_size = 1u << P[8];
+    let team = lid >> P[8];
+    let lane = lid & (team_size - 1u);
     // Two matrix rows per team (the second may be past the end: it reads the first).
-    let row = ((wid.x + wid.y * nwg.x) * (WG / TEAM) + team) * 2u;
+    let row = ((wid.x + wid.y * nwg.x) * (WG >> P[8]) + team) * 2u;
     let row1 = min(row + 1u, n_rows - 1u);
-    let epw = 32u / BITS;
-    let rw = k / epw;
+    let rw = k / (32u / BITS);
     let gpr = k / GROUP;
     var acc = vec2<f32>(0.0, 0.0);
     if (row < n_rows) {
         let w0 = P[4] + row * rw;
         let w1 = P[4] + row1 * rw;
-        for (var w = lane; w < rw; w += TEAM) {
-            let d = qmv_words(wb(w0 + w), wb(w1 + w), w * epw);
-            let g = w * epw / GROUP;
-            acc.x += ld_c(P[5] + row * gpr + g) * d.x + ld_d(P[6] + row * gpr + g) * d.z;
-            acc.y += ld_c(P[5] + row1 * gpr + g) * d.y + ld_d(P[6] + row1 * gpr + g) * d.z;
+        let gr0 = row * gpr;
+        let gr1 = row1 * gpr;
+        var w = 4u * lane;
+        for (; w + 4u <= rw; w += 4u * team_size) {
+            let a = vec4<u32>(wb(w0 + w), wb(w0 + w + 1u), wb(w0 + w + 2u), wb(w0 + w + 3u));
+            let b = vec4<u32>(wb(w1 + w), wb(w1 + w + 1u), wb(w1 + w + 2u), wb(w1 + w + 3u));
+            acc += qmv_word2(a.x, b.x, w, gr0, gr1);
+            acc += qmv_word2(a.y, b.y, w + 1u, gr0, gr1);
+            acc += qmv_word2(a.z, b.z, w + 2u, gr0, gr1);
+            acc += qmv_word2(a.w, b.w, w + 3u, gr0, gr1);
         }
+        // Rows of a word count that is not a multiple of four: the last words.
+        for (; w < rw; w++) { acc += qmv_word2(wb(w0 + w), wb(w1 + w), w, gr0, gr1); }
     }
     qmv_red[lid] = acc.x;
     qmv_red[WG + lid] = acc.y;
     workgroupBarrier();
-    for (var st = TEAM / 2u; st > 0u; st >>= 1u) {
+    for (var st = team_size / 2u; st > 0u; st >>= 1u) {
         if (lane < st) {
             qmv_red[lid] += qmv_red[lid + st];
             qmv_red[WG + lid] += qmv_red[WG + lid + st];
@@ -308,8 +323,8 @@ fn qmv1(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     // The team's first lane writes its two rows (a 16-bit word holds both).
     if (row < n_rows && lane == 0u) {
-        let y0 = qmv_red[team * TEAM];
-        let y1 = qmv_red[WG + team * TEAM];
+        let y0 = qmv_red[lid];
+        let y1 = qmv_red[WG + lid];
         if (EPO == 2u) {
             O[row / 2u] = put(put(0u, 0u, st_o(y0)), 1u, st_o(y1));
         } else {

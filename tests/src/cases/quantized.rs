@@ -232,7 +232,9 @@ pub fn quantized_matmul_values(dev: &Device) {
             continue;
         }
         // (m, k, n, bits, group, transpose): 1 and 8 rows (the kernel's two
-        // variants), 9 (the dequantized product), untransposed, odd n.
+        // variants), 9 (the dequantized product), untransposed, odd n; one row
+        // with words per row not a multiple of four, and with a team of lanes
+        // taking a row's words in more than one round.
         for (m, k, n, bits, group, transpose) in [
             (1, 256, 48, 4, 64, true),
             (3, 128, 10, 3, 32, true),
@@ -242,6 +244,8 @@ pub fn quantized_matmul_values(dev: &Device) {
             (2, 64, 7, 2, 32, true),
             (1, 64, 7, 8, 32, true),
             (1, 192, 5, 2, 64, true),
+            (1, 96, 10, 2, 32, true),
+            (1, 8192, 4, 8, 128, true),
             (4, 128, 64, 4, 64, false),
         ] {
             let what = format!(
