@@ -245,7 +245,7 @@ pub fn quantized_matmul_values(dev: &Device) {
             (1, 64, 7, 8, 32, true),
             (1, 192, 5, 2, 64, true),
             (1, 96, 10, 2, 32, true),
-            (1, 8192, 4, 8, 128, true),
+            (1, 16384, 4, 8, 128, true),
             (4, 128, 64, 4, 64, false),
         ] {
             let what = format!(
