@@ -333,11 +333,11 @@ impl<D: Driver> Kernels<D> {
             x.offset.is_multiple_of(2) as u32,
         ];
         // qmv: a team of 32 invocations per output row. qmv1: two rows per team,
-        // about one invocation per eight words of a row (32 to a workgroup).
+        // about one invocation per four words of a row (32 to a workgroup).
         let wg = self.wg() as usize;
         let rows_per_group = if op == "qmv1" {
-            let blocks = (k * q.bits / 32).div_ceil(8);
-            let team = blocks.next_power_of_two().clamp(32, wg);
+            let quads = (k * q.bits / 32).div_ceil(4);
+            let team = quads.next_power_of_two().clamp(32, wg);
             params.push(team.trailing_zeros());
             2 * (wg / team)
         } else {

@@ -246,10 +246,10 @@ fn qmv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: ve
 
 // qmv1: one row of x and whole values per word (2, 4 or 8 bits), the same
 // parameters plus [7] = 1 where x's offset is even and [8] = log2 of the team
-// size (32 to WG invocations: about one per eight words of a matrix row). A team
-// takes two matrix rows; each lane loads eight words of both rows at once
-// (sixteen loads in flight, each load of the team on consecutive words), each x
-// pair once for both rows, and folds each word's sums with its group's scale and bias:
+// size (32 to WG invocations: about one per four words of a matrix row). A team
+// takes two matrix rows; each lane loads four words of both rows at once (eight
+// loads in flight, each load of the team on consecutive words), each x pair once
+// for both rows, and folds each word's sums with its group's scale and bias:
 // sum_k x (s q + b) = s sum x q + b sum x. The team's sums meet in workgroup
 // memory.
 
@@ -299,26 +299,19 @@ fn qmv1(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let w1 = P[4] + row1 * rw;
         let gr0 = row * gpr;
         let gr1 = row1 * gpr;
-        // Lane l takes words l, l + T, ..., l + 7T of a block of 8T (each load of
-        // the team reads consecutive words; sixteen loads in flight), then the
-        // next block.
+        // Lane l takes words l, l + T, l + 2T, l + 3T of a block of 4T (each load
+        // of the team reads consecutive words), then the next block.
         let t = team_size;
         var w = lane;
-        for (; w + 7u * t < rw; w += 8u * t) {
-            let a0 = vec4<u32>(wb(w0 + w), wb(w0 + w + t), wb(w0 + w + 2u * t), wb(w0 + w + 3u * t));
-            let a1 = vec4<u32>(wb(w0 + w + 4u * t), wb(w0 + w + 5u * t), wb(w0 + w + 6u * t), wb(w0 + w + 7u * t));
-            let b0 = vec4<u32>(wb(w1 + w), wb(w1 + w + t), wb(w1 + w + 2u * t), wb(w1 + w + 3u * t));
-            let b1 = vec4<u32>(wb(w1 + w + 4u * t), wb(w1 + w + 5u * t), wb(w1 + w + 6u * t), wb(w1 + w + 7u * t));
-            acc += qmv_word2(a0.x, b0.x, w, gr0, gr1);
-            acc += qmv_word2(a0.y, b0.y, w + t, gr0, gr1);
-            acc += qmv_word2(a0.z, b0.z, w + 2u * t, gr0, gr1);
-            acc += qmv_word2(a0.w, b0.w, w + 3u * t, gr0, gr1);
-            acc += qmv_word2(a1.x, b1.x, w + 4u * t, gr0, gr1);
-            acc += qmv_word2(a1.y, b1.y, w + 5u * t, gr0, gr1);
-            acc += qmv_word2(a1.z, b1.z, w + 6u * t, gr0, gr1);
-            acc += qmv_word2(a1.w, b1.w, w + 7u * t, gr0, gr1);
+        for (; w + 3u * t < rw; w += 4u * t) {
+            let a = vec4<u32>(wb(w0 + w), wb(w0 + w + t), wb(w0 + w + 2u * t), wb(w0 + w + 3u * t));
+            let b = vec4<u32>(wb(w1 + w), wb(w1 + w + t), wb(w1 + w + 2u * t), wb(w1 + w + 3u * t));
+            acc += qmv_word2(a.x, b.x, w, gr0, gr1);
+            acc += qmv_word2(a.y, b.y, w + t, gr0, gr1);
+            acc += qmv_word2(a.z, b.z, w + 2u * t, gr0, gr1);
+            acc += qmv_word2(a.w, b.w, w + 3u * t, gr0, gr1);
         }
-        // The last block, short of eight words a lane.
+        // The last block, short of four words a lane.
         for (; w < rw; w += t) { acc += qmv_word2(wb(w0 + w), wb(w1 + w), w, gr0, gr1); }
     }
     qmv_red[lid] = acc.x;
