@@ -1,5 +1,6 @@
 //! Layers: `Linear`, `Embedding`, `Sequential`, `LayerNorm`, `RmsNorm`, `Dropout`.
 
+use super::quantized::QuantSlot;
 use super::{Layer, Module, Param, Visitor, init};
 use crate::{Array, DType, Error, Result};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -11,6 +12,7 @@ pub struct Linear {
     pub weight: Param,
     /// `[out_features]`, if any.
     pub bias: Option<Param>,
+    quant: QuantSlot,
 }
 
 impl Linear {
@@ -35,6 +37,7 @@ impl Linear {
         Ok(Linear {
             weight: Param::new(w),
             bias: b,
+            quant: QuantSlot::default(),
         })
     }
 
@@ -60,21 +63,72 @@ impl Linear {
         Ok(Linear {
             weight: Param::new(weight),
             bias: bias.map(Param::new),
+            quant: QuantSlot::default(),
         })
+    }
+
+    /// Quantizes the weight in place (MLX's `QuantizedLinear`): `weight` becomes
+    /// the packed values (u32 `[out, in * bits / 32]`) beside frozen `scales` and
+    /// `biases`, and the forward pass is [`crate::quantized_matmul`]. An `Err`,
+    /// with nothing changed, if it is quantized already or `in` is not a multiple
+    /// of `group_size`.
+    pub fn quantize(&self, group_size: usize, bits: usize) -> Result<()> {
+        self.quant
+            .quantize("Linear::quantize", &self.weight, group_size, bits)
+    }
+
+    /// Whether the layer is quantized, and how (`(group_size, bits)`).
+    pub fn quantization(&self) -> Option<(usize, usize)> {
+        self.quant.get().map(|q| (q.group_size, q.bits))
     }
 }
 
 impl Module for Linear {
     fn visit(&self, v: &mut dyn Visitor) {
         v.param("weight", &self.weight);
+        self.quant.visit(v);
         if let Some(b) = &self.bias {
             v.param("bias", b);
         }
     }
+
+    fn quantize_layer(&self, group_size: usize, bits: usize) -> Result<bool> {
+        whole_groups(&self.weight, &self.quant, group_size)
+            .then(|| self.quantize(group_size, bits))
+            .transpose()
+            .map(|q| q.is_some())
+    }
+}
+
+/// Whether a layer's weight (`[rows, K]`, not quantized) quantizes in groups of
+/// `group_size`.
+fn whole_groups(weight: &Param, quant: &QuantSlot, group_size: usize) -> bool {
+    quant.get().is_none()
+        && weight
+            .value()
+            .shape()
+            .last()
+            .is_some_and(|k| k.is_multiple_of(group_size))
 }
 
 impl Layer for Linear {
     fn forward(&self, x: &Array) -> Result<Array> {
+        if let Some(q) = self.quant.get() {
+            let (s, b) = (q.scales.value(), q.biases.value());
+            let y = crate::quantized_matmul(
+                x,
+                &self.weight.value(),
+                &s,
+                &b,
+                true,
+                q.group_size,
+                q.bits,
+            )?;
+            return match &self.bias {
+                Some(bias) => crate::add(&y, &bias.value()),
+                None => Ok(y),
+            };
+        }
         let w = self.weight.value();
         let wt = w.t()?;
         match &self.bias {
@@ -89,6 +143,7 @@ impl Layer for Linear {
 pub struct Embedding {
     /// `[num_embeddings, dim]`.
     pub weight: Param,
+    quant: QuantSlot,
 }
 
 impl Embedding {
@@ -96,7 +151,36 @@ impl Embedding {
     pub fn new(key: &Array, num: usize, dim: usize) -> Result<Embedding> {
         Ok(Embedding {
             weight: Param::new(init::normal(key, &[num, dim], 0.0, 1.0)?),
+            quant: QuantSlot::default(),
         })
+    }
+
+    /// A table holding `weight` (`[num, dim]`).
+    pub fn from_array(weight: Array) -> Result<Embedding> {
+        if weight.ndim() != 2 {
+            return Err(Error::invalid(
+                "Embedding::from_array",
+                format!("weight must be [num, dim], got {:?}", weight.shape()),
+            ));
+        }
+        Ok(Embedding {
+            weight: Param::new(weight),
+            quant: QuantSlot::default(),
+        })
+    }
+
+    /// Quantizes the table in place (MLX's `QuantizedEmbedding`): rows are
+    /// dequantized as they are looked up, and [`Embedding::as_linear`] is a
+    /// [`crate::quantized_matmul`]. The same parameters and errors as
+    /// [`Linear::quantize`].
+    pub fn quantize(&self, group_size: usize, bits: usize) -> Result<()> {
+        self.quant
+            .quantize("Embedding::quantize", &self.weight, group_size, bits)
+    }
+
+    /// Whether the table is quantized, and how (`(group_size, bits)`).
+    pub fn quantization(&self) -> Option<(usize, usize)> {
+        self.quant.get().map(|q| (q.group_size, q.bits))
     }
 
     /// The rows for integer `indices` (any shape): `indices.shape + [dim]`.
@@ -107,18 +191,47 @@ impl Embedding {
                 format!("indices must be integers, got {}", indices.dtype()),
             ));
         }
-        crate::take(&self.weight.value(), indices, Some(0))
+        let rows = |a: &Array| crate::take(a, indices, Some(0));
+        match self.quant.get() {
+            Some(q) => crate::dequantize(
+                &rows(&self.weight.value())?,
+                &rows(&q.scales.value())?,
+                &rows(&q.biases.value())?,
+                q.group_size,
+                q.bits,
+            ),
+            None => rows(&self.weight.value()),
+        }
     }
 
     /// `x @ weight^T`: scores against every row (a tied output layer).
     pub fn as_linear(&self, x: &Array) -> Result<Array> {
-        crate::matmul(x, &self.weight.value().t()?)
+        match self.quant.get() {
+            Some(q) => crate::quantized_matmul(
+                x,
+                &self.weight.value(),
+                &q.scales.value(),
+                &q.biases.value(),
+                true,
+                q.group_size,
+                q.bits,
+            ),
+            None => crate::matmul(x, &self.weight.value().t()?),
+        }
     }
 }
 
 impl Module for Embedding {
     fn visit(&self, v: &mut dyn Visitor) {
         v.param("weight", &self.weight);
+        self.quant.visit(v);
+    }
+
+    fn quantize_layer(&self, group_size: usize, bits: usize) -> Result<bool> {
+        whole_groups(&self.weight, &self.quant, group_size)
+            .then(|| self.quantize(group_size, bits))
+            .transpose()
+            .map(|q| q.is_some())
     }
 }
 

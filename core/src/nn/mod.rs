@@ -41,6 +41,7 @@ mod conv;
 pub mod init;
 mod layers;
 pub mod losses;
+mod quantized;
 
 pub use activations::{
     Activation, Gelu, elu, gelu, gelu_approx, gelu_fast, glu, hardswish, leaky_relu, log_sigmoid,
@@ -56,6 +57,7 @@ pub use layers::{
     BatchNorm, Dropout, Embedding, Flatten, GroupNorm, LayerNorm, Linear, MultiHeadAttention,
     RmsNorm, Sequential, TransformerBlock,
 };
+pub use quantized::quantize;
 
 use crate::{Array, Error, Result};
 use std::collections::BTreeMap;
@@ -113,6 +115,12 @@ impl Param {
         Ok(())
     }
 
+    /// Replaces the array whatever its shape and dtype (a layer changing form:
+    /// quantization).
+    pub(crate) fn replace(&self, value: Array) {
+        self.slot().value = value;
+    }
+
     /// Whether optimizers and [`value_and_grad`] see it.
     pub fn trainable(&self) -> bool {
         self.slot().trainable
@@ -161,6 +169,14 @@ pub trait Module: Send + Sync {
     /// (dropout) override it.
     fn set_training(&self, training: bool) {
         let _ = training;
+    }
+
+    /// Quantizes this module's own weights in place for [`quantize`] (`Ok(true)`),
+    /// or declines (`Ok(false)`: [`quantize`] then visits its children). Only
+    /// layers with a quantized form ([`Linear`], [`Embedding`]) override it.
+    fn quantize_layer(&self, group_size: usize, bits: usize) -> Result<bool> {
+        let _ = (group_size, bits);
+        Ok(false)
     }
 }
 

@@ -21,7 +21,7 @@ pub const QUANT_GROUP_SIZES: [usize; 3] = [32, 64, 128];
 /// (decoding); more rows dequantize the matrix and take the matmul kernels.
 const MATVEC_ROWS: usize = 8;
 
-fn check_params(op: &'static str, group_size: usize, bits: usize) -> Result<()> {
+pub(crate) fn check_params(op: &'static str, group_size: usize, bits: usize) -> Result<()> {
     if !QUANT_GROUP_SIZES.contains(&group_size) {
         return Err(Error::invalid(
             op,

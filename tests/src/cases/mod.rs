@@ -287,6 +287,7 @@ macro_rules! for_each_case {
             quantized_matmul_values,
             quantized_errors,
             grad_quantized_matmul,
+            quantized_layers,
             conv_values,
             conv_transpose_values,
             pool_values,

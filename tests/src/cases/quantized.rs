@@ -597,3 +597,169 @@ pub fn grad_quantized_matmul(dev: &Device) {
         close(what, &f64s(&got[0], what), &want, &ones, dt);
     }
 }
+
+/// Layers quantized in place: `Linear` and `Embedding` against the op on their own
+/// parameters and an f64 loop, `nn::quantize` over a model (a layer whose rows are
+/// not whole groups skipped), frozen parameters, MLX's names through a save and a
+/// load into another quantized model, and the errors.
+pub fn quantized_layers(dev: &Device) {
+    use wmx::nn::{self, Layer, ModuleExt};
+    let dt = DType::F32;
+    let on = |f: &dyn Fn() -> Result<Array>| ok("on device", wmx::with_device(dev, f));
+    let key = on(&|| wmx::random::key(38));
+    let model = wmx::with_device(dev, || {
+        Ok(nn::Sequential::new()
+            .push(nn::Linear::new(&key, 128, 32, true)?)
+            .push(nn::Linear::new(
+                &wmx::random::split(&key, 2)?.take(&wmx::scalar(1.0, DType::I32)?, Some(0))?,
+                32,
+                8,
+                false,
+            )?))
+    });
+    let model = ok("model", model);
+    let x: Vec<f64> = (0..3 * 128)
+        .map(|i| ((i * 37 % 101) as f64 - 50.0) / 50.0)
+        .collect();
+    let xa = arr(dev, dt, &x, &[3, 128]);
+    let dense = f64s(&ok("dense", model.forward(&xa)), "dense");
+    assert_eq!(
+        ok("nn::quantize", nn::quantize(&model, 64, 8)),
+        1,
+        "one layer has rows of 64"
+    );
+    let names: Vec<String> = model
+        .named_parameters()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        names,
+        ["0.weight", "0.scales", "0.biases", "0.bias", "1.weight"]
+    );
+    let trainable: Vec<String> = model.trainable_parameters().into_keys().collect();
+    assert_eq!(
+        trainable,
+        ["0.bias", "1.weight"],
+        "quantized parameters are frozen"
+    );
+    let p = model.parameters();
+    assert_eq!(
+        (p["0.weight"].dtype(), p["0.weight"].shape()),
+        (DType::U32, &[32usize, 32][..])
+    );
+    // The first layer against the op on its own parameters, plus the bias.
+    let l0 = &model.layers()[0];
+    let y0 = f64s(&ok("layer 0", l0.forward(&xa)), "layer 0");
+    let op = ok(
+        "op",
+        wmx::quantized_matmul(
+            &xa,
+            &p["0.weight"],
+            &p["0.scales"],
+            &p["0.biases"],
+            true,
+            64,
+            8,
+        ),
+    );
+    let want: Vec<f64> = f64s(&ok("bias", wmx::add(&op, &p["0.bias"])), "op");
+    close("quantized Linear", &y0, &want, &vec![1.0; want.len()], dt);
+    // 8 bits keep the model's output close to the dense one.
+    let quant = f64s(&ok("quantized", model.forward(&xa)), "quantized");
+    close(
+        "8-bit model vs dense",
+        &quant,
+        &dense,
+        &vec![1.0; dense.len()],
+        DType::BF16,
+    );
+    // MLX's names through a file, into another model quantized the same way.
+    let dir = std::env::temp_dir().join(format!(
+        "wmx-quant-{}-{}",
+        std::process::id(),
+        dev.name().len()
+    ));
+    ok(
+        "dir",
+        std::fs::create_dir_all(&dir).map_err(|e| wmx::Error::invalid("test", e.to_string())),
+    );
+    let file = dir.join("q.safetensors");
+    ok("save", model.save_weights(&file));
+    let other = ok(
+        "other",
+        wmx::with_device(dev, || {
+            let k = wmx::random::key(7)?;
+            Ok(nn::Sequential::new()
+                .push(nn::Linear::new(&k, 128, 32, true)?)
+                .push(nn::Linear::new(&k, 32, 8, false)?))
+        }),
+    );
+    expect_err(
+        "loading quantized weights into a dense model",
+        other.load_weights(&file),
+        &["0.scales"],
+    );
+    ok("quantize other", nn::quantize(&other, 64, 8));
+    ok("load", other.load_weights(&file));
+    let again = f64s(&ok("other", other.forward(&xa)), "other");
+    assert_eq!(again, quant, "the loaded model computes the same");
+    let _ = std::fs::remove_dir_all(&dir);
+    // Errors: twice, rows not whole groups.
+    let lin = ok(
+        "linear",
+        wmx::with_device(dev, || nn::Linear::new(&key, 48, 4, false)),
+    );
+    expect_err(
+        "48 in groups of 32",
+        lin.quantize(32, 4),
+        &["48", "group_size"],
+    );
+    assert!(
+        lin.quantization().is_none(),
+        "a failed quantize changes nothing"
+    );
+    let lin = ok(
+        "linear",
+        wmx::with_device(dev, || nn::Linear::new(&key, 64, 4, false)),
+    );
+    ok("quantize", lin.quantize(32, 4));
+    assert_eq!(lin.quantization(), Some((32, 4)));
+    expect_err("twice", lin.quantize(32, 4), &["already"]);
+    // An embedding: rows dequantized on lookup, and as a tied output layer.
+    let table: Vec<f64> = (0..10 * 64)
+        .map(|i| ((i * 13 % 29) as f64 - 14.0) / 7.0)
+        .collect();
+    let emb = ok(
+        "embedding",
+        nn::Embedding::from_array(arr(dev, dt, &table, &[10, 64])),
+    );
+    ok("quantize embedding", emb.quantize(32, 4));
+    let p = emb.parameters();
+    let full = f64s(
+        &ok(
+            "deq",
+            wmx::dequantize(&p["weight"], &p["scales"], &p["biases"], 32, 4),
+        ),
+        "deq",
+    );
+    let idx = ok("idx", Array::from_slice_on(&[3i32, 0, 9, 3], &[2, 2], dev));
+    let rows = ok("lookup", emb.forward(&idx));
+    assert_eq!(rows.shape(), &[2, 2, 64]);
+    let want: Vec<f64> = [3usize, 0, 9, 3]
+        .iter()
+        .flat_map(|&r| full[r * 64..(r + 1) * 64].to_vec())
+        .collect();
+    assert_eq!(
+        f64s(&rows, "rows"),
+        want,
+        "quantized lookup = dequantized rows"
+    );
+    let h: Vec<f64> = (0..64).map(|i| (i as f64 - 32.0) / 32.0).collect();
+    let scores = f64s(
+        &ok("as_linear", emb.as_linear(&arr(dev, dt, &h, &[1, 64]))),
+        "scores",
+    );
+    let want = product(&h, &full, 1, 64, 10, true);
+    close("quantized tied output", &scores, &want, &[1.0; 10], dt);
+}

@@ -86,9 +86,7 @@ pub fn nn_layers_match_torch(dev: &Device) {
     );
     check("rms_norm dx", &dx, "rms.dx", 1e-4, 1e-5);
 
-    let emb = nn::Embedding {
-        weight: Param::new(arr(dev, "emb.w")),
-    };
+    let emb = ok("embedding", nn::Embedding::from_array(arr(dev, "emb.w")));
     let (i, g) = (idx(dev, "emb.idx"), arr(dev, "emb.g"));
     close("embedding", &ok("emb", emb.forward(&i)), "emb.y");
     let vg = nn::value_and_grad(&emb, |a: &[Array]| sum_times(&emb.forward(&a[0])?, &a[1]));
