@@ -247,6 +247,75 @@ pub fn topk(x: &ArrayInput, k: u32, axis: Option<i32>) -> JsResult<NdPair> {
     Ok(js_sys::Array::of2(&NdArray::wrap(v).into(), &NdArray::wrap(i).into()).unchecked_into())
 }
 
+/// `[wq, scales, biases]`: `w` (f32, f16 or bf16, rank 2 or more) quantized along
+/// its last axis in MLX's affine format, bit for bit (`groupSize` 32, 64 or 128,
+/// default 64; `bits` 2, 3, 4, 5, 6 or 8, default 4): the packed values (u32) and
+/// one scale and bias per group (`w`'s dtype).
+#[wasm_bindgen]
+pub fn quantize(
+    w: &ArrayInput,
+    group_size: Option<u32>,
+    bits: Option<u32>,
+) -> JsResult<QuantizedParts> {
+    let (g, b) = quant_args(group_size, bits);
+    let (wq, s, bi) = wc::quantize(&lead(w)?, g, b).map_err(err)?;
+    let parts = [wq, s, bi].map(|a| JsValue::from(NdArray::wrap(a)));
+    Ok(js_sys::Array::of3(&parts[0], &parts[1], &parts[2]).unchecked_into())
+}
+
+/// The values `scales * q + biases` of a quantized matrix (see `quantize`), in the
+/// scales' dtype.
+#[wasm_bindgen]
+pub fn dequantize(
+    wq: &ArrayInput,
+    scales: &ArrayInput,
+    biases: &ArrayInput,
+    group_size: Option<u32>,
+    bits: Option<u32>,
+) -> JsResult<NdArray> {
+    let (g, b) = quant_args(group_size, bits);
+    wrap(wc::dequantize(
+        &lead(wq)?,
+        &lead(scales)?,
+        &lead(biases)?,
+        g,
+        b,
+    ))
+}
+
+/// `x @ dequantize(w).T` (`transpose`, the default: w is `[N, K]`, a linear
+/// layer's weight) or `x @ dequantize(w)`, accumulated in f32, in x's dtype (which
+/// must be the scales'). Up to 8 rows of x run one matrix-vector kernel.
+#[wasm_bindgen(js_name = "quantizedMatmul")]
+pub fn quantized_matmul(
+    x: &ArrayInput,
+    wq: &ArrayInput,
+    scales: &ArrayInput,
+    biases: &ArrayInput,
+    transpose: Option<bool>,
+    group_size: Option<u32>,
+    bits: Option<u32>,
+) -> JsResult<NdArray> {
+    let (g, b) = quant_args(group_size, bits);
+    wrap(wc::quantized_matmul(
+        &lead(x)?,
+        &lead(wq)?,
+        &lead(scales)?,
+        &lead(biases)?,
+        transpose.unwrap_or(true),
+        g,
+        b,
+    ))
+}
+
+/// MLX's defaults: groups of 64, 4 bits.
+fn quant_args(group_size: Option<u32>, bits: Option<u32>) -> (usize, usize) {
+    (
+        group_size.unwrap_or(64) as usize,
+        bits.unwrap_or(4) as usize,
+    )
+}
+
 /// The key of `seed` (an integer below 2^53): a u32 array of shape [2], as MLX's
 /// `random.key`.
 #[wasm_bindgen(js_name = randomKey)]

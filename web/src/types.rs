@@ -214,6 +214,9 @@ extern "C" {
     /// `[NdArray, NdArray]`.
     #[wasm_bindgen(typescript_type = "[values: NdArray, indices: NdArray]")]
     pub type NdPair;
+    /// `quantize`'s result.
+    #[wasm_bindgen(typescript_type = "[wq: NdArray, scales: NdArray, biases: NdArray]")]
+    pub type QuantizedParts;
     /// `Promise<TypedData>`.
     #[wasm_bindgen(typescript_type = "Promise<TypedData>")]
     pub type TypedDataPromise;

@@ -1584,3 +1584,113 @@ async fn f64_on_the_cpu_backend_and_an_error_on_webgpu() {
     );
     wmx::set_device(ty(JsValue::from_str("webgpu"))).unwrap();
 }
+
+/// `quantize`, `dequantize` and `quantizedMatmul` (one row: the matrix-vector
+/// kernel; three rows; untransposed) against MLX's rule and f64 loops written
+/// here.
+#[wasm_bindgen_test]
+async fn quantization() {
+    gpu().await;
+    let (n, k, group, bits) = (6usize, 64usize, 32usize, 4usize);
+    let w: Vec<f64> = rand(n * k, 41, -1.0, 1.0)
+        .iter()
+        .map(|&t| round_to(t, "f32"))
+        .collect();
+    let parts = wmx::quantize(
+        &typed(&w, &[n, k], "f32"),
+        Some(group as u32),
+        Some(bits as u32),
+    )
+    .unwrap();
+    let parts: js_sys::Array = JsValue::from(parts).unchecked_into();
+    let (wq, s, b) = (parts.get(0), parts.get(1), parts.get(2));
+    let (qv, sv, bv) = (read(&wq).await, read(&s).await, read(&b).await);
+    assert_eq!(qv.len(), n * k * bits / 32);
+    // MLX's rule in f32 per group, and the values packed 8 to a word.
+    for g in 0..n * k / group {
+        let vals: Vec<f32> = w[g * group..(g + 1) * group]
+            .iter()
+            .map(|&x| x as f32)
+            .collect();
+        let (lo, hi) = vals
+            .iter()
+            .fold((f32::MAX, f32::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+        let mask = lo.abs() > hi.abs();
+        let mut scale = ((hi - lo) / 15.0).max(1e-7);
+        if !mask {
+            scale = -scale;
+        }
+        let edge = if mask { lo } else { hi };
+        let q0 = (edge / scale).round_ties_even();
+        let (scale, bias) = if q0 != 0.0 {
+            (edge / q0, edge)
+        } else {
+            (scale, 0.0)
+        };
+        assert_eq!(
+            (sv[g] as f32, bv[g] as f32),
+            (scale, bias),
+            "group {g}'s scale and bias"
+        );
+        for (i, &v) in vals.iter().enumerate() {
+            let q = ((v - bias) / scale).round_ties_even().clamp(0.0, 15.0) as u32;
+            let word = qv[(g * group + i) / 8] as u32;
+            assert_eq!((word >> (4 * (i % 8))) & 15, q, "group {g} value {i}");
+        }
+    }
+    let deq: Vec<f64> = (0..n * k)
+        .map(|e| {
+            let q = (qv[e / 8] as u32 >> (4 * (e % 8))) & 15;
+            (sv[e / group] as f32 * q as f32 + bv[e / group] as f32) as f64
+        })
+        .collect();
+    let got = wmx::dequantize(
+        &ty(wq.clone()),
+        &ty(s.clone()),
+        &ty(b.clone()),
+        Some(32),
+        Some(4),
+    )
+    .unwrap();
+    assert_eq!(read(&got.into()).await, deq, "dequantize");
+    for (m, transpose) in [(1usize, true), (3, true), (2, false)] {
+        // Untransposed, the matrix is [k', n'] = [6, 64]: x has 6 columns.
+        let (inner, outer) = if transpose { (k, n) } else { (n, k) };
+        let x: Vec<f64> = rand(m * inner, 42 + m as u64, -1.0, 1.0)
+            .iter()
+            .map(|&t| round_to(t, "f32"))
+            .collect();
+        let y = wmx::quantized_matmul(
+            &typed(&x, &[m, inner], "f32"),
+            &ty(wq.clone()),
+            &ty(s.clone()),
+            &ty(b.clone()),
+            Some(transpose),
+            Some(32),
+            Some(4),
+        )
+        .unwrap();
+        let want: Vec<f64> = (0..m * outer)
+            .map(|e| {
+                let (i, j) = (e / outer, e % outer);
+                (0..inner)
+                    .map(|p| {
+                        let wv = if transpose {
+                            deq[j * k + p]
+                        } else {
+                            deq[p * k + j]
+                        };
+                        x[i * inner + p] * wv
+                    })
+                    .sum()
+            })
+            .collect();
+        close(
+            &read(&y.into()).await,
+            &want,
+            1e-5,
+            1e-5,
+            &format!("quantizedMatmul, {m} rows, transpose {transpose}"),
+        );
+    }
+}
