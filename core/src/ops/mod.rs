@@ -39,7 +39,9 @@ pub(crate) use linalg::matmul_nd;
 pub use linalg::{addmm, matmul};
 pub use nn::{layer_norm, log_softmax, rms_norm, softmax};
 pub(crate) use nn::{normalize_composed, normalize_last};
-pub use quantized::{QUANT_BITS, QUANT_GROUP_SIZES, dequantize, quantize, quantized_matmul};
+pub use quantized::{
+    QUANT_BITS, QUANT_GROUP_SIZES, dequantize, gather_qmm, quantize, quantized_matmul,
+};
 pub use rope::rope;
 
 /// The primitives of families built as custom primitives (their CPU code and

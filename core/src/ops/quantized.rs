@@ -290,6 +290,68 @@ pub fn quantized_matmul(
     )
 }
 
+/// [`quantized_matmul`] with the matrices (and optionally the rows of `x`)
+/// gathered by index, MLX's `mx.gather_qmm`: a mixture-of-experts layer's
+/// product. `wq`, `scales` and `biases` hold a stack of matrices (`[E, ..]`:
+/// their leading axes flattened are the experts); `x` is `[.., M, K]`, its leading
+/// axes flattened its batches. Output batch `i` multiplies `x`'s batch
+/// `lhs_indices[i]` (or `i` itself) by matrix `rhs_indices[i]` (or `i`): the
+/// index arrays (integers, broadcast together) give the output's leading shape,
+/// `[.., M, N]`. Out-of-range indices are an `Err` when evaluated, as in
+/// [`crate::take`]. Differentiable in `x`, `scales` and `biases`.
+#[allow(clippy::too_many_arguments)]
+pub fn gather_qmm(
+    x: &Array,
+    wq: &Array,
+    scales: &Array,
+    biases: &Array,
+    lhs_indices: Option<&Array>,
+    rhs_indices: Option<&Array>,
+    transpose: bool,
+    group_size: usize,
+    bits: usize,
+) -> Result<Array> {
+    const OP: &str = "gather_qmm";
+    dequantized_shape(OP, wq, scales, biases, group_size, bits)?;
+    if wq.ndim() < 3 || x.ndim() < 2 {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "x must be [.., M, K] and the matrices a stack [E, .., rows, cols], got x {:?} and packed values {:?}",
+                x.shape(),
+                wq.shape()
+            ),
+        ));
+    }
+    for ix in [lhs_indices, rhs_indices].into_iter().flatten() {
+        if !ix.dtype().is_int() {
+            return Err(Error::invalid(
+                OP,
+                format!("indices must be integers, got {}", ix.dtype()),
+            ));
+        }
+    }
+    // Stacks as [batches, rows, cols], then the gathered batches.
+    let stack = |a: &Array| -> Result<Array> {
+        let s = a.shape();
+        let tail = isize_shape(&s[s.len() - 2..]);
+        crate::reshape(a, &[[-1isize].as_slice(), &tail].concat())
+    };
+    let pick = |a: &Array, ix: Option<&Array>| -> Result<Array> {
+        match ix {
+            Some(ix) => crate::take(&stack(a)?, ix, Some(0)),
+            None => Ok(a.clone()),
+        }
+    };
+    let xs = pick(x, lhs_indices)?;
+    let (w, s, b) = (
+        pick(wq, rhs_indices)?,
+        pick(scales, rhs_indices)?,
+        pick(biases, rhs_indices)?,
+    );
+    quantized_matmul(&xs, &w, &s, &b, transpose, group_size, bits)
+}
+
 /// The product through the dequantized matrix.
 fn composed(
     x: &Array,

@@ -288,6 +288,7 @@ macro_rules! for_each_case {
             quantized_errors,
             grad_quantized_matmul,
             quantized_layers,
+            gather_qmm_values,
             conv_values,
             conv_transpose_values,
             pool_values,

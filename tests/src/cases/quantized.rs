@@ -763,3 +763,76 @@ pub fn quantized_layers(dev: &Device) {
     let want = product(&h, &full, 1, 64, 10, true);
     close("quantized tied output", &scores, &want, &[1.0; 10], dt);
 }
+
+/// gather_qmm (MLX's, a mixture-of-experts product): per-batch experts by index,
+/// with and without gathered rows of x, against the f64 loop on each expert.
+pub fn gather_qmm_values(dev: &Device) {
+    let dt = DType::F32;
+    let mut rng = Rng::new(0x3b);
+    let (e, n, k) = (3usize, 8usize, 64usize);
+    let experts: Vec<QMat> = (0..e)
+        .map(|_| qmat(dev, &mut rng, dt, &[n, k], 32, 4))
+        .collect();
+    let stack = |f: &dyn Fn(&QMat) -> &Array| {
+        let parts: Vec<&Array> = experts.iter().map(f).collect();
+        ok("stack", wmx::stack(&parts, 0))
+    };
+    let (wq, s, b) = (stack(&|q| &q.wq), stack(&|q| &q.s), stack(&|q| &q.b));
+    let ints = |v: &[i32]| ok("indices", Array::from_slice_on(v, &[v.len()], dev));
+    let x: Vec<f64> = (0..4 * k)
+        .map(|_| round_to(dt, rng.uniform(-1.0, 1.0)))
+        .collect();
+    let check = |what: &str, y: &Array, rows: &[usize], picks: &[usize]| {
+        assert_eq!(y.shape(), &[picks.len(), 1, n], "{what}: shape");
+        let got = f64s(y, what);
+        for (i, (&r, &p)) in rows.iter().zip(picks).enumerate() {
+            let xr = &x[r * k..(r + 1) * k];
+            let want = product(xr, &experts[p].w, 1, k, n, true);
+            let ax: Vec<f64> = xr.iter().map(|v| v.abs()).collect();
+            let aw: Vec<f64> = experts[p].w.iter().map(|v| v.abs()).collect();
+            let sc = product(&ax, &aw, 1, k, n, true);
+            close(
+                &format!("{what}: batch {i}"),
+                &got[i * n..(i + 1) * n],
+                &want,
+                &sc,
+                dt,
+            );
+        }
+    };
+    let xa = arr(dev, dt, &x, &[4, 1, k]);
+    let rhs = ints(&[2, 0, 2, 1]);
+    let y = ok(
+        "gather_qmm",
+        wmx::gather_qmm(&xa, &wq, &s, &b, None, Some(&rhs), true, 32, 4),
+    );
+    check("experts by index", &y, &[0, 1, 2, 3], &[2, 0, 2, 1]);
+    let lhs = ints(&[3, 0, 0]);
+    let rhs = ints(&[1, 1, 0]);
+    let y = ok(
+        "gather_qmm",
+        wmx::gather_qmm(&xa, &wq, &s, &b, Some(&lhs), Some(&rhs), true, 32, 4),
+    );
+    check("rows and experts by index", &y, &[3, 0, 0], &[1, 1, 0]);
+    let bad = ok("float", Array::from_slice_on(&[0.0f32], &[1], dev));
+    expect_err(
+        "float indices",
+        wmx::gather_qmm(&xa, &wq, &s, &b, None, Some(&bad), true, 32, 4),
+        &["integers"],
+    );
+    expect_err(
+        "no stack",
+        wmx::gather_qmm(
+            &xa,
+            &experts[0].wq,
+            &experts[0].s,
+            &experts[0].b,
+            None,
+            None,
+            true,
+            32,
+            4,
+        ),
+        &["stack"],
+    );
+}
