@@ -48,6 +48,8 @@ pub use wmx_core::{
     vmap, vmap1, with_device, with_mode,
 };
 
+/// Language models that load Hugging Face checkpoints (the Llama family).
+pub use wmx_core::models;
 /// Neural-network layers, activations, initialisers and losses (MLX's `mlx.nn`).
 pub use wmx_core::nn;
 /// Optimizers, learning-rate schedules and gradient clipping (MLX's

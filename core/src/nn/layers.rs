@@ -81,6 +81,37 @@ impl Linear {
     pub fn quantization(&self) -> Option<(usize, usize)> {
         self.quant.get().map(|q| (q.group_size, q.bits))
     }
+
+    /// A quantized layer from its parts (an MLX-quantized checkpoint's): the packed
+    /// `weight` (u32 `[out, in * bits / 32]`), `scales` and `biases` (`[out, in /
+    /// group_size]`) and an optional `bias` `[out]`.
+    pub fn from_quantized(
+        weight: Array,
+        scales: Array,
+        biases: Array,
+        bias: Option<Array>,
+        group_size: usize,
+        bits: usize,
+    ) -> Result<Linear> {
+        const WHAT: &str = "Linear::from_quantized";
+        let quant = QuantSlot::from_parts(WHAT, &weight, scales, biases, group_size, bits)?;
+        let out = weight.shape()[0];
+        if let Some(b) = &bias
+            && b.shape() != [out]
+        {
+            return Err(Error::invalid(
+                WHAT,
+                format!("bias must be [{out}], got {:?}", b.shape()),
+            ));
+        }
+        let weight = Param::new(weight);
+        weight.set_trainable(false);
+        Ok(Linear {
+            weight,
+            bias: bias.map(Param::new),
+            quant,
+        })
+    }
 }
 
 impl Module for Linear {
@@ -181,6 +212,27 @@ impl Embedding {
     /// Whether the table is quantized, and how (`(group_size, bits)`).
     pub fn quantization(&self) -> Option<(usize, usize)> {
         self.quant.get().map(|q| (q.group_size, q.bits))
+    }
+
+    /// A quantized table from its parts (as [`Linear::from_quantized`]).
+    pub fn from_quantized(
+        weight: Array,
+        scales: Array,
+        biases: Array,
+        group_size: usize,
+        bits: usize,
+    ) -> Result<Embedding> {
+        let quant = QuantSlot::from_parts(
+            "Embedding::from_quantized",
+            &weight,
+            scales,
+            biases,
+            group_size,
+            bits,
+        )?;
+        let weight = Param::new(weight);
+        weight.set_trainable(false);
+        Ok(Embedding { weight, quant })
     }
 
     /// The rows for integer `indices` (any shape): `indices.shape + [dim]`.

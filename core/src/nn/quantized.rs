@@ -57,6 +57,39 @@ impl QuantSlot {
         Ok(())
     }
 
+    /// A quantized layer's state from its parts (checked against each other and
+    /// against `weight`, the packed values).
+    pub(crate) fn from_parts(
+        what: &'static str,
+        weight: &Array,
+        scales: Array,
+        biases: Array,
+        group_size: usize,
+        bits: usize,
+    ) -> Result<QuantSlot> {
+        if weight.ndim() != 2 {
+            return Err(Error::invalid(
+                what,
+                format!(
+                    "the packed weight must be [rows, cols * bits / 32], got {:?}",
+                    weight.shape()
+                ),
+            ));
+        }
+        crate::ops::quantized::dequantized_shape(what, weight, &scales, &biases, group_size, bits)?;
+        let frozen = |a: Array| {
+            let p = Param::new(a);
+            p.set_trainable(false);
+            p
+        };
+        Ok(QuantSlot(Arc::new(Mutex::new(Some(Quantized {
+            scales: frozen(scales),
+            biases: frozen(biases),
+            group_size,
+            bits,
+        })))))
+    }
+
     /// Visits `scales` and `biases` when quantized.
     pub(crate) fn visit(&self, v: &mut dyn Visitor) {
         if let Some(q) = self.get() {

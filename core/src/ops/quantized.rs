@@ -142,7 +142,7 @@ pub fn dequantize(
 }
 
 /// Checks the packed matrix's parts; returns the dequantized shape.
-fn dequantized_shape(
+pub(crate) fn dequantized_shape(
     op: &'static str,
     wq: &Array,
     scales: &Array,

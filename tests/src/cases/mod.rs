@@ -289,6 +289,8 @@ macro_rules! for_each_case {
             grad_quantized_matmul,
             quantized_layers,
             gather_qmm_values,
+            llama_mlx,
+            llama_errors,
             conv_values,
             conv_transpose_values,
             pool_values,
@@ -347,6 +349,7 @@ mod goldens;
 mod graph;
 mod index;
 mod linalg;
+mod llama;
 mod nn;
 mod quantized;
 mod random;
@@ -369,6 +372,7 @@ pub use errors::*;
 pub use graph::*;
 pub use index::*;
 pub use linalg::*;
+pub use llama::*;
 pub use nn::*;
 pub use quantized::*;
 pub use random::*;

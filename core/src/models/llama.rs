@@ -1,0 +1,578 @@
+//! The Llama family (Llama 2/3, Mistral, Qwen2): `transformers`' `LlamaForCausalLM`
+//! with its parameter names, so Hugging Face checkpoints load as they are, f32,
+//! f16, bf16 or MLX-quantized.
+
+use crate::nn::{Embedding, KvCache, Layer, Linear, Module, RmsNorm, Visitor};
+use crate::{Array, AttentionMask, DType, Error, Result};
+
+const OP: &str = "Llama";
+
+/// A Llama model's hyperparameters: the fields of its `config.json`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlamaConfig {
+    /// Width of the residual stream.
+    pub hidden_size: usize,
+    /// Decoder layers.
+    pub num_hidden_layers: usize,
+    /// Width of the MLP's hidden layer.
+    pub intermediate_size: usize,
+    /// Query heads.
+    pub num_attention_heads: usize,
+    /// Key and value heads (grouped-query attention when fewer than the query
+    /// heads).
+    pub num_key_value_heads: usize,
+    /// Size of each head.
+    pub head_dim: usize,
+    /// The RMS norms' epsilon.
+    pub rms_norm_eps: f64,
+    /// Tokens.
+    pub vocab_size: usize,
+    /// RoPE's base.
+    pub rope_theta: f64,
+    /// Positions are divided by this (`rope_scaling` of type `linear`; 1 without).
+    pub rope_scale: f64,
+    /// The output layer is the embedding's transpose.
+    pub tie_word_embeddings: bool,
+    /// The attention projections have biases (Qwen2).
+    pub attention_bias: bool,
+    /// The MLP's projections have biases.
+    pub mlp_bias: bool,
+    /// MLX's quantization of the checkpoint: `(group_size, bits)`.
+    pub quantization: Option<(usize, usize)>,
+}
+
+impl LlamaConfig {
+    /// The configuration in a `config.json` text. Absent optional fields take
+    /// `transformers`' defaults (`num_key_value_heads` = heads, `head_dim` =
+    /// hidden / heads, `rope_theta` 10000, untied embeddings; Qwen2's
+    /// `model_type` implies biases on q, k and v). An unknown `rope_scaling` type
+    /// is an `Err` rather than wrong positions.
+    pub fn from_json(text: &str) -> Result<LlamaConfig> {
+        let bad = |m: String| Error::invalid("LlamaConfig", m);
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| bad(format!("config.json: {e}")))?;
+        let uint = |k: &str| -> Result<Option<usize>> {
+            match v.get(k) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(x) => x
+                    .as_u64()
+                    .map(|n| Some(n as usize))
+                    .ok_or_else(|| bad(format!("{k} must be a whole number, got {x}"))),
+            }
+        };
+        let need = |k: &str| uint(k)?.ok_or_else(|| bad(format!("config.json has no {k}")));
+        let float = |k: &str, d: f64| -> Result<f64> {
+            match v.get(k) {
+                None | Some(serde_json::Value::Null) => Ok(d),
+                Some(x) => x
+                    .as_f64()
+                    .ok_or_else(|| bad(format!("{k} must be a number, got {x}"))),
+            }
+        };
+        let flag = |k: &str, d: bool| v.get(k).and_then(|x| x.as_bool()).unwrap_or(d);
+        let model_type = v
+            .get("model_type")
+            .and_then(|x| x.as_str())
+            .unwrap_or("llama");
+        if !matches!(model_type, "llama" | "mistral" | "qwen2") {
+            return Err(bad(format!(
+                "model_type {model_type:?} is not of the Llama family (llama, mistral, qwen2)"
+            )));
+        }
+        let hidden_size = need("hidden_size")?;
+        let heads = need("num_attention_heads")?;
+        if heads == 0 || hidden_size == 0 {
+            return Err(bad(
+                "hidden_size and num_attention_heads must be positive".into()
+            ));
+        }
+        let rope_scale = match v.get("rope_scaling") {
+            None | Some(serde_json::Value::Null) => 1.0,
+            Some(s) => {
+                let kind = s
+                    .get("rope_type")
+                    .or_else(|| s.get("type"))
+                    .and_then(|x| x.as_str())
+                    .unwrap_or("");
+                match (kind, s.get("factor").and_then(|x| x.as_f64())) {
+                    ("linear", Some(f)) if f > 0.0 => 1.0 / f,
+                    ("default", _) => 1.0,
+                    _ => {
+                        return Err(bad(format!(
+                            "rope_scaling {s} is not supported (linear scaling is)"
+                        )));
+                    }
+                }
+            }
+        };
+        let quantization = match v.get("quantization") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(q) => {
+                let field = |k: &str| q.get(k).and_then(|x| x.as_u64()).map(|n| n as usize);
+                match (field("group_size"), field("bits")) {
+                    (Some(g), Some(b)) => Some((g, b)),
+                    _ => return Err(bad(format!("quantization {q} needs group_size and bits"))),
+                }
+            }
+        };
+        Ok(LlamaConfig {
+            hidden_size,
+            num_hidden_layers: need("num_hidden_layers")?,
+            intermediate_size: need("intermediate_size")?,
+            num_attention_heads: heads,
+            num_key_value_heads: uint("num_key_value_heads")?.unwrap_or(heads),
+            head_dim: uint("head_dim")?.unwrap_or(hidden_size / heads),
+            rms_norm_eps: float("rms_norm_eps", 1e-6)?,
+            vocab_size: need("vocab_size")?,
+            rope_theta: float("rope_theta", 10000.0)?,
+            rope_scale,
+            tie_word_embeddings: flag("tie_word_embeddings", false),
+            attention_bias: flag("attention_bias", model_type == "qwen2"),
+            mlp_bias: flag("mlp_bias", false),
+            quantization,
+        })
+    }
+}
+
+/// Takes the named tensors of a checkpoint as layers are built.
+pub(crate) struct Tensors {
+    map: std::collections::BTreeMap<String, Array>,
+    quant: Option<(usize, usize)>,
+}
+
+impl Tensors {
+    pub(crate) fn new(tensors: Vec<(String, Array)>, quant: Option<(usize, usize)>) -> Tensors {
+        Tensors {
+            map: tensors.into_iter().collect(),
+            quant,
+        }
+    }
+
+    fn take(&mut self, name: &str) -> Result<Array> {
+        self.map
+            .remove(name)
+            .ok_or_else(|| Error::invalid(OP, format!("the checkpoint has no {name}")))
+    }
+
+    fn linear(&mut self, name: &str, bias: bool, shape: [usize; 2]) -> Result<Linear> {
+        let b = if bias {
+            Some(self.take(&format!("{name}.bias"))?)
+        } else {
+            None
+        };
+        let w = self.take(&format!("{name}.weight"))?;
+        let l = match self.quant {
+            Some((g, bits)) => Linear::from_quantized(
+                w,
+                self.take(&format!("{name}.scales"))?,
+                self.take(&format!("{name}.biases"))?,
+                b,
+                g,
+                bits,
+            )?,
+            None => {
+                check_shape(name, &w, &shape)?;
+                Linear::from_arrays(w, b)?
+            }
+        };
+        Ok(l)
+    }
+
+    fn embedding(&mut self, name: &str, shape: [usize; 2]) -> Result<Embedding> {
+        let w = self.take(&format!("{name}.weight"))?;
+        match self.quant {
+            Some((g, bits)) => Embedding::from_quantized(
+                w,
+                self.take(&format!("{name}.scales"))?,
+                self.take(&format!("{name}.biases"))?,
+                g,
+                bits,
+            ),
+            None => {
+                check_shape(name, &w, &shape)?;
+                Embedding::from_array(w)
+            }
+        }
+    }
+
+    fn norm(&mut self, name: &str, dims: usize, eps: f64) -> Result<RmsNorm> {
+        let w = self.take(&format!("{name}.weight"))?;
+        check_shape(name, &w, &[dims])?;
+        let n = RmsNorm::new(dims, eps)?;
+        n.weight.replace(w);
+        Ok(n)
+    }
+
+    /// An `Err` naming tensors no layer took (buffers that some exporters save,
+    /// RoPE's inverse frequencies, are dropped).
+    fn finish(self) -> Result<()> {
+        let left: Vec<&String> = self
+            .map
+            .keys()
+            .filter(|k| !k.ends_with("rotary_emb.inv_freq"))
+            .collect();
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                OP,
+                format!("the checkpoint has tensors the model does not: {left:?}"),
+            ))
+        }
+    }
+}
+
+fn check_shape(name: &str, a: &Array, want: &[usize]) -> Result<()> {
+    if a.shape() != want {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "{name} is {:?} in the checkpoint, the configuration makes it {want:?}",
+                a.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Self-attention with grouped-query heads and RoPE (`self_attn`).
+pub struct LlamaAttention {
+    /// `[heads * head_dim, hidden]`.
+    pub q_proj: Linear,
+    /// `[kv_heads * head_dim, hidden]`.
+    pub k_proj: Linear,
+    /// `[kv_heads * head_dim, hidden]`.
+    pub v_proj: Linear,
+    /// `[hidden, heads * head_dim]`.
+    pub o_proj: Linear,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    rope_theta: f64,
+    rope_scale: f64,
+}
+
+impl LlamaAttention {
+    /// `x` `[B, L, hidden]` at positions `cache.offset()..` (0.. without a cache).
+    pub fn forward(&self, x: &Array, cache: Option<&mut KvCache>) -> Result<Array> {
+        let (b, l) = (x.shape()[0] as isize, x.shape()[1] as isize);
+        let heads = |p: &Linear, h: usize| -> Result<Array> {
+            let y = p.forward(x)?;
+            crate::swapaxes(&crate::reshape(&y, &[b, l, h as isize, -1])?, 1, 2)
+        };
+        let (q, k, v) = (
+            heads(&self.q_proj, self.heads)?,
+            heads(&self.k_proj, self.kv_heads)?,
+            heads(&self.v_proj, self.kv_heads)?,
+        );
+        let offset = cache.as_ref().map_or(0, |c| c.offset());
+        let off = crate::with_device(x.device(), || crate::scalar(offset as f64, DType::I32))?;
+        let rope = |t: &Array| {
+            crate::rope(
+                t,
+                self.head_dim,
+                false,
+                Some(self.rope_theta),
+                self.rope_scale,
+                &off,
+                None,
+            )
+        };
+        let (q, k) = (rope(&q)?, rope(&k)?);
+        let (k, v) = match cache {
+            Some(c) => c.update(&k, &v)?,
+            None => (k, v),
+        };
+        let mask = if l > 1 {
+            AttentionMask::Causal
+        } else {
+            AttentionMask::None
+        };
+        let o = crate::scaled_dot_product_attention(&q, &k, &v, None, mask)?;
+        let o = crate::reshape(&crate::swapaxes(&o, 1, 2)?, &[b, l, -1])?;
+        self.o_proj.forward(&o)
+    }
+}
+
+impl Module for LlamaAttention {
+    fn visit(&self, v: &mut dyn Visitor) {
+        v.module("q_proj", &self.q_proj);
+        v.module("k_proj", &self.k_proj);
+        v.module("v_proj", &self.v_proj);
+        v.module("o_proj", &self.o_proj);
+    }
+}
+
+/// The SwiGLU MLP (`mlp`): `down(silu(gate(x)) * up(x))`.
+pub struct LlamaMlp {
+    /// `[intermediate, hidden]`.
+    pub gate_proj: Linear,
+    /// `[intermediate, hidden]`.
+    pub up_proj: Linear,
+    /// `[hidden, intermediate]`.
+    pub down_proj: Linear,
+}
+
+impl Module for LlamaMlp {
+    fn visit(&self, v: &mut dyn Visitor) {
+        v.module("gate_proj", &self.gate_proj);
+        v.module("up_proj", &self.up_proj);
+        v.module("down_proj", &self.down_proj);
+    }
+}
+
+impl Layer for LlamaMlp {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let g = crate::nn::silu(&self.gate_proj.forward(x)?)?;
+        self.down_proj
+            .forward(&crate::multiply(&g, &self.up_proj.forward(x)?)?)
+    }
+}
+
+/// One decoder layer (`model.layers.N`): pre-norm attention and MLP, each added to
+/// the residual stream.
+pub struct LlamaLayer {
+    /// The attention.
+    pub self_attn: LlamaAttention,
+    /// The MLP.
+    pub mlp: LlamaMlp,
+    /// The norm before the attention.
+    pub input_layernorm: RmsNorm,
+    /// The norm before the MLP.
+    pub post_attention_layernorm: RmsNorm,
+}
+
+impl Module for LlamaLayer {
+    fn visit(&self, v: &mut dyn Visitor) {
+        v.module("self_attn", &self.self_attn);
+        v.module("mlp", &self.mlp);
+        v.module("input_layernorm", &self.input_layernorm);
+        v.module("post_attention_layernorm", &self.post_attention_layernorm);
+    }
+}
+
+impl LlamaLayer {
+    fn forward(&self, h: &Array, cache: Option<&mut KvCache>) -> Result<Array> {
+        let a = self
+            .self_attn
+            .forward(&self.input_layernorm.forward(h)?, cache)?;
+        let h = crate::add(h, &a)?;
+        let m = self
+            .mlp
+            .forward(&self.post_attention_layernorm.forward(&h)?)?;
+        crate::add(&h, &m)
+    }
+}
+
+/// The decoder (`model`): embedding, layers, final norm.
+pub struct LlamaModel {
+    /// `[vocab, hidden]`.
+    pub embed_tokens: Embedding,
+    /// The decoder layers.
+    pub layers: Vec<LlamaLayer>,
+    /// The final norm.
+    pub norm: RmsNorm,
+}
+
+impl Module for LlamaModel {
+    fn visit(&self, v: &mut dyn Visitor) {
+        v.module("embed_tokens", &self.embed_tokens);
+        for (i, l) in self.layers.iter().enumerate() {
+            v.module(&format!("layers.{i}"), l);
+        }
+        v.module("norm", &self.norm);
+    }
+}
+
+/// A Llama-family causal language model (`LlamaForCausalLM`).
+///
+/// Its parameters carry `transformers`' names (`model.layers.0.self_attn.q_proj.
+/// weight`, ...), so [`crate::nn::ModuleExt::load_weights`] and
+/// [`Llama::from_tensors`] take Hugging Face checkpoints as they are.
+pub struct Llama {
+    /// The hyperparameters.
+    pub config: LlamaConfig,
+    /// The decoder.
+    pub model: LlamaModel,
+    /// The output layer (`None` when tied to the embedding).
+    pub lm_head: Option<Linear>,
+}
+
+impl Module for Llama {
+    fn visit(&self, v: &mut dyn Visitor) {
+        v.module("model", &self.model);
+        if let Some(h) = &self.lm_head {
+            v.module("lm_head", h);
+        }
+    }
+}
+
+impl Llama {
+    /// The model of `config` holding a checkpoint's `tensors` (name, array), in
+    /// their dtype (MLX-quantized when `config.quantization` is set). Missing,
+    /// misshapen or unused tensors are an `Err` naming them.
+    pub fn from_tensors(config: LlamaConfig, tensors: Vec<(String, Array)>) -> Result<Llama> {
+        let c = &config;
+        if c.num_key_value_heads == 0
+            || !c.num_attention_heads.is_multiple_of(c.num_key_value_heads)
+        {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "num_attention_heads ({}) must be a positive multiple of num_key_value_heads ({})",
+                    c.num_attention_heads, c.num_key_value_heads
+                ),
+            ));
+        }
+        let mut t = Tensors::new(tensors, c.quantization);
+        let (d, hd, i) = (c.hidden_size, c.head_dim, c.intermediate_size);
+        let (qd, kvd) = (c.num_attention_heads * hd, c.num_key_value_heads * hd);
+        let embed_tokens = t.embedding("model.embed_tokens", [c.vocab_size, d])?;
+        let mut layers = Vec::with_capacity(c.num_hidden_layers);
+        for n in 0..c.num_hidden_layers {
+            let p = |s: &str| format!("model.layers.{n}.{s}");
+            let ab = c.attention_bias;
+            let self_attn = LlamaAttention {
+                q_proj: t.linear(&p("self_attn.q_proj"), ab, [qd, d])?,
+                k_proj: t.linear(&p("self_attn.k_proj"), ab, [kvd, d])?,
+                v_proj: t.linear(&p("self_attn.v_proj"), ab, [kvd, d])?,
+                // transformers' Qwen2 has no bias on the output projection.
+                o_proj: t.linear(
+                    &p("self_attn.o_proj"),
+                    ab && t.map.contains_key(&p("self_attn.o_proj.bias")),
+                    [d, qd],
+                )?,
+                heads: c.num_attention_heads,
+                kv_heads: c.num_key_value_heads,
+                head_dim: hd,
+                rope_theta: c.rope_theta,
+                rope_scale: c.rope_scale,
+            };
+            let mlp = LlamaMlp {
+                gate_proj: t.linear(&p("mlp.gate_proj"), c.mlp_bias, [i, d])?,
+                up_proj: t.linear(&p("mlp.up_proj"), c.mlp_bias, [i, d])?,
+                down_proj: t.linear(&p("mlp.down_proj"), c.mlp_bias, [d, i])?,
+            };
+            layers.push(LlamaLayer {
+                self_attn,
+                mlp,
+                input_layernorm: t.norm(&p("input_layernorm"), d, c.rms_norm_eps)?,
+                post_attention_layernorm: t.norm(
+                    &p("post_attention_layernorm"),
+                    d,
+                    c.rms_norm_eps,
+                )?,
+            });
+        }
+        let norm = t.norm("model.norm", d, c.rms_norm_eps)?;
+        let lm_head = if c.tie_word_embeddings {
+            None
+        } else {
+            Some(t.linear("lm_head", false, [c.vocab_size, d])?)
+        };
+        t.finish()?;
+        Ok(Llama {
+            config,
+            model: LlamaModel {
+                embed_tokens,
+                layers,
+                norm,
+            },
+            lm_head,
+        })
+    }
+
+    /// Loads a Hugging Face checkpoint folder: `config.json` and `model.safetensors`
+    /// or the shards that `model.safetensors.index.json` lists, onto the default
+    /// device.
+    #[cfg(all(feature = "io", not(target_arch = "wasm32")))]
+    pub fn load(dir: impl AsRef<std::path::Path>) -> Result<Llama> {
+        let dir = dir.as_ref();
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join(f))
+                .map_err(|e| Error::invalid(OP, format!("{}: {e}", dir.join(f).display())))
+        };
+        let config = LlamaConfig::from_json(&read("config.json")?)?;
+        Llama::from_tensors(config, super::checkpoint_tensors(dir)?)
+    }
+
+    /// One KV cache per layer, for [`Llama::forward`].
+    pub fn new_cache(&self) -> Vec<KvCache> {
+        (0..self.model.layers.len())
+            .map(|_| KvCache::new())
+            .collect()
+    }
+
+    /// The logits `[B, L, vocab]` of `tokens` (`[B, L]` integers) at the positions
+    /// after those the caches hold (from 0 without caches); the caches take the
+    /// new keys and values.
+    pub fn forward(&self, tokens: &Array, caches: Option<&mut [KvCache]>) -> Result<Array> {
+        if tokens.ndim() != 2 || !tokens.dtype().is_int() {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "tokens must be [batch, length] integers, got {} {:?}",
+                    tokens.dtype(),
+                    tokens.shape()
+                ),
+            ));
+        }
+        let mut h = self.model.embed_tokens.forward(tokens)?;
+        match caches {
+            Some(c) => {
+                if c.len() != self.model.layers.len() {
+                    return Err(Error::invalid(
+                        OP,
+                        format!("{} caches for {} layers", c.len(), self.model.layers.len()),
+                    ));
+                }
+                for (l, cache) in self.model.layers.iter().zip(c.iter_mut()) {
+                    h = l.forward(&h, Some(cache))?;
+                }
+            }
+            None => {
+                for l in &self.model.layers {
+                    h = l.forward(&h, None)?;
+                }
+            }
+        }
+        let h = self.model.norm.forward(&h)?;
+        match &self.lm_head {
+            Some(head) => head.forward(&h),
+            None => self.model.embed_tokens.as_linear(&h),
+        }
+    }
+
+    /// Greedy decoding: the prompt prefilled in one pass, then up to `max_tokens`
+    /// tokens, each the most likely after the last, through a KV cache; stops
+    /// after a token in `stop`. `on_token` sees each token as it comes.
+    pub fn generate_greedy(
+        &self,
+        prompt: &[u32],
+        max_tokens: usize,
+        stop: &[u32],
+        mut on_token: impl FnMut(u32),
+    ) -> Result<Vec<u32>> {
+        if prompt.is_empty() {
+            return Err(Error::invalid(OP, "the prompt is empty"));
+        }
+        let mut caches = self.new_cache();
+        let ids: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
+        let device = self.model.norm.weight.value().device().clone();
+        let mut x = Array::from_slice_on(&ids, &[1, ids.len()], &device)?;
+        let mut out = Vec::new();
+        while out.len() < max_tokens {
+            let logits = self.forward(&x, Some(&mut caches))?;
+            let l = logits.shape()[1] as isize;
+            let last = crate::slice(&logits, &[crate::Slice::ALL, crate::Slice::range(l - 1, l)])?;
+            let t = crate::argmax(&crate::reshape(&last, &[-1])?, 0, false)?.to_vec::<u32>()?[0];
+            out.push(t);
+            on_token(t);
+            if stop.contains(&t) {
+                break;
+            }
+            x = Array::from_slice_on(&[t as i32], &[1, 1], &device)?;
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,86 @@
+"""Goldens for wmx's Llama from MLX's own implementation (mlx-lm on MLX's CPU build):
+`pip install "mlx[cpu]" mlx-lm`, then `python3 tests/goldens/mlx_llama.py` from the
+repository root (CI reads the outputs only).
+
+Writes two tiny random checkpoints in Hugging Face's layout (`config.json` and
+`model.safetensors`, the names of `transformers`' LlamaForCausalLM, which mlx-lm
+shares): `tests/goldens/llama_tiny/` (f32, grouped-query attention, an untied
+output layer) and `tests/goldens/llama_tiny_q4/` (the same model quantized by
+mlx-lm to 4 bits in groups of 32, MLX's format), and `tests/goldens/mlx_llama.txt`:
+for each, the logits of a fixed prompt (token ids) and 32 greedily generated tokens
+with a KV cache, lines `name|shape|values` as the other goldens. The smallest gap
+between the two best logits of each generated step is printed: greedy decoding is
+compared token for token, so it must stay well above f32 rounding.
+"""
+import json
+import os
+
+import mlx.core as mx
+import mlx.nn as nn
+from mlx.utils import tree_flatten, tree_map
+from mlx_lm.models import llama
+from mlx_lm.models.cache import make_prompt_cache
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+mx.random.seed(38)
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "rms_norm_eps": 1e-5,
+    "vocab_size": 128,
+    "rope_theta": 10000.0,
+    "max_position_embeddings": 256,
+    "tie_word_embeddings": False,
+    "torch_dtype": "float32",
+}
+PROMPT = [1, 17, 42, 99, 5, 63, 120, 7, 33]
+out = []
+
+
+def rec(name, a):
+    a = a.astype(mx.float32)
+    shape = ",".join(str(d) for d in a.shape)
+    out.append(f"{name}|{shape}|" + ",".join(str(v) for v in a.reshape(-1).tolist()))
+
+
+def run(model, name):
+    logits = model(mx.array([PROMPT]))
+    rec(f"{name}.logits", logits[0])
+    cache = make_prompt_cache(model)
+    y = model(mx.array([PROMPT]), cache=cache)[:, -1, :]
+    toks, gap = [], float("inf")
+    for _ in range(32):
+        top = mx.sort(y[0])
+        gap = min(gap, (top[-1] - top[-2]).item())
+        t = mx.argmax(y[0]).item()
+        toks.append(t)
+        y = model(mx.array([[t]]), cache=cache)[:, -1, :]
+    rec(f"{name}.tokens", mx.array(toks))
+    print(f"{name}: smallest gap between the two best logits {gap:.4g}")
+
+
+def save(model, folder, config):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    mx.save_safetensors(os.path.join(folder, "model.safetensors"), dict(tree_flatten(model.parameters())))
+
+
+model = llama.Model(llama.ModelArgs(**{k: v for k, v in CONFIG.items() if k not in ("architectures", "torch_dtype")}))
+# Larger weights than the default initialisation: logits a few units apart.
+model.update(tree_map(lambda v: v * 3, model.parameters()))
+mx.eval(model.parameters())
+save(model, os.path.join(HERE, "llama_tiny"), CONFIG)
+run(model, "llama_tiny")
+nn.quantize(model, group_size=32, bits=4)
+mx.eval(model.parameters())
+save(model, os.path.join(HERE, "llama_tiny_q4"), {**CONFIG, "quantization": {"group_size": 32, "bits": 4}})
+run(model, "llama_tiny_q4")
+with open(os.path.join(HERE, "mlx_llama.txt"), "w") as f:
+    f.write("\n".join(out) + "\n")

@@ -1,0 +1,142 @@
+//! The Llama model (`wmx::models::Llama`) against MLX's implementation (mlx-lm,
+//! goldens from `tests/goldens/mlx_llama.py`): a tiny random checkpoint in Hugging
+//! Face's layout, f32 and MLX-quantized to 4 bits; the logits of a prompt, and 32
+//! greedy tokens through the KV cache token for token; the same logits with and
+//! without the cache; a bad checkpoint's errors.
+
+use super::expect_err;
+use super::goldens::Goldens;
+use wmx_core::models::{Llama, LlamaConfig};
+use wmx_core::{self as wmx, Array, Device};
+
+static MLX: Goldens = Goldens::new(include_str!("../../goldens/mlx_llama.txt"));
+const PROMPT: [u32; 9] = [1, 17, 42, 99, 5, 63, 120, 7, 33];
+
+fn dir(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("goldens")
+        .join(name)
+}
+
+fn load(dev: &Device, name: &str) -> Llama {
+    super::ok(name, wmx::with_device(dev, || Llama::load(dir(name))))
+}
+
+/// Logits and greedy tokens of both checkpoints against MLX's.
+pub fn llama_mlx(dev: &Device) {
+    for name in ["llama_tiny", "llama_tiny_q4"] {
+        let m = load(dev, name);
+        let ids: Vec<i32> = PROMPT.iter().map(|&t| t as i32).collect();
+        let x = super::ok("ids", Array::from_slice_on(&ids, &[1, ids.len()], dev));
+        let logits = super::ok(name, m.forward(&x, None));
+        let l = super::ok(
+            "reshape",
+            wmx::reshape(&logits, &[PROMPT.len() as isize, -1]),
+        );
+        MLX.check(
+            &format!("{name} logits on {dev}"),
+            &l,
+            &format!("{name}.logits"),
+            1e-4,
+            1e-4,
+        );
+        let toks = super::ok(name, m.generate_greedy(&PROMPT, 32, &[], |_| {}));
+        let want: Vec<u32> = MLX
+            .get(&format!("{name}.tokens"))
+            .1
+            .iter()
+            .map(|&t| t as u32)
+            .collect();
+        assert_eq!(toks, want, "{name} on {dev}: greedy tokens against MLX's");
+        // The cache: the prompt in two pieces gives the one-pass logits.
+        let mut caches = m.new_cache();
+        let a = super::ok("a", Array::from_slice_on(&ids[..5], &[1, 5], dev));
+        let b = super::ok("b", Array::from_slice_on(&ids[5..], &[1, 4], dev));
+        super::ok("first piece", m.forward(&a, Some(&mut caches)));
+        let second = super::ok("second piece", m.forward(&b, Some(&mut caches)));
+        let got = super::ok("read", second.to_vec_as::<f64>());
+        let all = super::ok("read", l.to_vec_as::<f64>());
+        let v = got.len() / 4;
+        for (i, (g, w)) in got.iter().zip(&all[5 * v..]).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                "{name}: cached logits {i}: {g} vs {w}"
+            );
+        }
+    }
+}
+
+/// Configurations and checkpoints that do not fit are errors naming the problem.
+pub fn llama_errors(dev: &Device) {
+    let text = std::fs::read_to_string(dir("llama_tiny").join("config.json")).unwrap();
+    let c = super::ok("config", LlamaConfig::from_json(&text));
+    assert_eq!(
+        (c.num_key_value_heads, c.head_dim, c.tie_word_embeddings),
+        (2, 16, false)
+    );
+    expect_err("not json", LlamaConfig::from_json("{"), &["config.json"]);
+    expect_err(
+        "no layers",
+        LlamaConfig::from_json(r#"{"hidden_size": 8, "num_attention_heads": 2}"#),
+        &["num_hidden_layers"],
+    );
+    let yarn = text.replacen(
+        '{',
+        r#"{"rope_scaling": {"rope_type": "yarn", "factor": 4.0},"#,
+        1,
+    );
+    expect_err("yarn", LlamaConfig::from_json(&yarn), &["rope_scaling"]);
+    let gpt2 = text.replace("\"llama\"", "\"gpt2\"");
+    expect_err("gpt2", LlamaConfig::from_json(&gpt2), &["gpt2"]);
+    let tensors = super::ok(
+        "load",
+        wmx::with_device(dev, || {
+            wmx::io::load_safetensors(dir("llama_tiny").join("model.safetensors"))
+        }),
+    );
+    let mut missing = tensors.clone();
+    missing.retain(|(n, _)| n != "model.layers.1.mlp.up_proj.weight");
+    expect_err(
+        "missing",
+        Llama::from_tensors(c.clone(), missing).map(|_| ()),
+        &["model.layers.1.mlp.up_proj.weight"],
+    );
+    let mut extra = tensors.clone();
+    extra.push((
+        "model.layers.2.mlp.up_proj.weight".into(),
+        tensors[0].1.clone(),
+    ));
+    expect_err(
+        "extra",
+        Llama::from_tensors(c.clone(), extra).map(|_| ()),
+        &["model.layers.2"],
+    );
+    let wider = LlamaConfig {
+        intermediate_size: 64,
+        ..c.clone()
+    };
+    expect_err(
+        "shape",
+        Llama::from_tensors(wider, tensors).map(|_| ()),
+        &["gate_proj", "64"],
+    );
+    let m = super::ok(
+        "from_tensors",
+        Llama::from_tensors(
+            c,
+            super::ok(
+                "load",
+                wmx::with_device(dev, || {
+                    wmx::io::load_safetensors(dir("llama_tiny").join("model.safetensors"))
+                }),
+            ),
+        ),
+    );
+    let floats = super::ok("floats", Array::from_slice_on(&[1.0f32, 2.0], &[1, 2], dev));
+    expect_err("float tokens", m.forward(&floats, None), &["integers"]);
+    expect_err(
+        "empty prompt",
+        m.generate_greedy(&[], 4, &[], |_| {}),
+        &["empty"],
+    );
+}
