@@ -94,8 +94,7 @@ impl Linear {
         bits: usize,
     ) -> Result<Linear> {
         const WHAT: &str = "Linear::from_quantized";
-        let quant = QuantSlot::from_parts(WHAT, &weight, scales, biases, group_size, bits)?;
-        let out = weight.shape()[0];
+        let out = weight.shape().first().copied().unwrap_or(0);
         if let Some(b) = &bias
             && b.shape() != [out]
         {
@@ -104,8 +103,8 @@ impl Linear {
                 format!("bias must be [{out}], got {:?}", b.shape()),
             ));
         }
-        let weight = Param::new(weight);
-        weight.set_trainable(false);
+        let (weight, quant) =
+            QuantSlot::from_parts(WHAT, weight, scales, biases, group_size, bits)?;
         Ok(Linear {
             weight,
             bias: bias.map(Param::new),
@@ -124,22 +123,9 @@ impl Module for Linear {
     }
 
     fn quantize_layer(&self, group_size: usize, bits: usize) -> Result<bool> {
-        whole_groups(&self.weight, &self.quant, group_size)
-            .then(|| self.quantize(group_size, bits))
-            .transpose()
-            .map(|q| q.is_some())
+        self.quant
+            .quantize_layer("Linear::quantize", &self.weight, group_size, bits)
     }
-}
-
-/// Whether a layer's weight (`[rows, K]`, not quantized) quantizes in groups of
-/// `group_size`.
-fn whole_groups(weight: &Param, quant: &QuantSlot, group_size: usize) -> bool {
-    quant.get().is_none()
-        && weight
-            .value()
-            .shape()
-            .last()
-            .is_some_and(|k| k.is_multiple_of(group_size))
 }
 
 impl Layer for Linear {
@@ -222,16 +208,14 @@ impl Embedding {
         group_size: usize,
         bits: usize,
     ) -> Result<Embedding> {
-        let quant = QuantSlot::from_parts(
+        let (weight, quant) = QuantSlot::from_parts(
             "Embedding::from_quantized",
-            &weight,
+            weight,
             scales,
             biases,
             group_size,
             bits,
         )?;
-        let weight = Param::new(weight);
-        weight.set_trainable(false);
         Ok(Embedding { weight, quant })
     }
 
@@ -280,10 +264,8 @@ impl Module for Embedding {
     }
 
     fn quantize_layer(&self, group_size: usize, bits: usize) -> Result<bool> {
-        whole_groups(&self.weight, &self.quant, group_size)
-            .then(|| self.quantize(group_size, bits))
-            .transpose()
-            .map(|q| q.is_some())
+        self.quant
+            .quantize_layer("Embedding::quantize", &self.weight, group_size, bits)
     }
 }
 

@@ -22,6 +22,24 @@ pub(crate) struct Quantized {
     pub(crate) bits: usize,
 }
 
+/// A parameter no optimizer updates (a quantized layer's, as in MLX).
+fn frozen(a: Array) -> Param {
+    let p = Param::new(a);
+    p.set_trainable(false);
+    p
+}
+
+impl Quantized {
+    fn new(scales: Array, biases: Array, group_size: usize, bits: usize) -> Quantized {
+        Quantized {
+            scales: frozen(scales),
+            biases: frozen(biases),
+            group_size,
+            bits,
+        }
+    }
+}
+
 impl QuantSlot {
     pub(crate) fn get(&self) -> Option<Quantized> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -42,31 +60,42 @@ impl QuantSlot {
         }
         let (wq, scales, biases) = crate::quantize(&weight.value(), group_size, bits)?;
         weight.replace(wq);
-        let frozen = |a: Array| {
-            let p = Param::new(a);
-            p.set_trainable(false);
-            p
-        };
         weight.set_trainable(false);
-        *slot = Some(Quantized {
-            scales: frozen(scales),
-            biases: frozen(biases),
-            group_size,
-            bits,
-        });
+        *slot = Some(Quantized::new(scales, biases, group_size, bits));
         Ok(())
     }
 
-    /// A quantized layer's state from its parts (checked against each other and
-    /// against `weight`, the packed values).
+    /// [`Module::quantize_layer`] of a layer holding `weight`: quantizes it unless it
+    /// is quantized already or its rows are not whole groups (`Ok(false)`).
+    pub(crate) fn quantize_layer(
+        &self,
+        what: &'static str,
+        weight: &Param,
+        group_size: usize,
+        bits: usize,
+    ) -> Result<bool> {
+        let whole = weight
+            .value()
+            .shape()
+            .last()
+            .is_some_and(|k| k.is_multiple_of(group_size));
+        if self.get().is_some() || !whole {
+            return Ok(false);
+        }
+        self.quantize(what, weight, group_size, bits)?;
+        Ok(true)
+    }
+
+    /// A quantized layer's packed weight (frozen) and state from its parts,
+    /// checked against each other.
     pub(crate) fn from_parts(
         what: &'static str,
-        weight: &Array,
+        weight: Array,
         scales: Array,
         biases: Array,
         group_size: usize,
         bits: usize,
-    ) -> Result<QuantSlot> {
+    ) -> Result<(Param, QuantSlot)> {
         if weight.ndim() != 2 {
             return Err(Error::invalid(
                 what,
@@ -76,18 +105,11 @@ impl QuantSlot {
                 ),
             ));
         }
-        crate::ops::quantized::dequantized_shape(what, weight, &scales, &biases, group_size, bits)?;
-        let frozen = |a: Array| {
-            let p = Param::new(a);
-            p.set_trainable(false);
-            p
-        };
-        Ok(QuantSlot(Arc::new(Mutex::new(Some(Quantized {
-            scales: frozen(scales),
-            biases: frozen(biases),
-            group_size,
-            bits,
-        })))))
+        crate::ops::quantized::dequantized_shape(
+            what, &weight, &scales, &biases, group_size, bits,
+        )?;
+        let slot = Quantized::new(scales, biases, group_size, bits);
+        Ok((frozen(weight), QuantSlot(Arc::new(Mutex::new(Some(slot))))))
     }
 
     /// Visits `scales` and `biases` when quantized.
