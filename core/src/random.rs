@@ -14,7 +14,7 @@
 //!
 //! [`normal`] uses Box–Muller on two uniform draws (MLX uses the inverse error
 //! function, so normal values differ from MLX's for the same key); [`categorical`]
-//! is the Gumbel-max trick, as in MLX; [`truncated_normal`] maps uniform draws by
+//! draws as MLX does (Gumbel-max, or the inverse CDF for a single distribution); [`truncated_normal`] maps uniform draws by
 //! the inverse error function ([`crate::erfinv`]), as MLX does.
 
 use crate::ops::{self as o, node, op_device};
@@ -307,17 +307,53 @@ pub fn gumbel(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
 }
 
 /// Indices (u32) drawn from the categorical distributions given by unnormalised
-/// log-probabilities `logits` along `axis`, which is removed (the Gumbel-max
-/// trick, as MLX for logits of more than one dimension).
+/// log-probabilities `logits` along `axis`, which is removed; MLX's draws for the
+/// same key. Several distributions (or a 1-D `logits`) go by the Gumbel-max
+/// trick; a single one with other axes of length 1 by the inverse of its
+/// cumulative distribution, as MLX does (one uniform draw per sample, and the
+/// entries equal to an infinite maximum share the mass).
 pub fn categorical(key: &Array, logits: &Array, axis: isize) -> Result<Array> {
+    const OP: &str = "random::categorical";
     if !logits.dtype().is_float() {
         return Err(Error::UnsupportedDType {
-            op: "random::categorical",
+            op: OP,
             dtype: logits.dtype(),
         });
     }
+    check_key(OP, key)?;
+    let ax = crate::layout::normalize_axis(OP, axis, logits.ndim())?;
+    let n = logits.shape()[ax];
+    let x = o::astype(
+        logits,
+        if logits.dtype() == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        },
+    )?;
+    if n > 0 && logits.ndim() > 1 && logits.size() == n {
+        let mut shape = logits.shape().to_vec();
+        shape.remove(ax);
+        let x = o::reshape(&x, &[n as isize])?;
+        let m = o::max(&x, None, false)?;
+        let w = o::where_(
+            &o::isinf(&m)?,
+            &o::astype(&o::equal(&x, &m)?, x.dtype())?,
+            &o::exp(&o::subtract(&x, &m)?)?,
+        )?;
+        let cdf = w.cumsum(Some(0), false, false)?;
+        let u = o::multiply(
+            &uniform(key, &shape, 0.0, 1.0, DType::F32)?,
+            &o::astype(&o::sum(&w, None, false)?, DType::F32)?,
+        )?;
+        // searchsorted(cdf, u, right) - 1: the entries of the nondecreasing cdf at
+        // or below u, less one.
+        let at_or_below = o::less_equal(&o::astype(&cdf, DType::F32)?, &o::expand_dims(&u, -1)?)?;
+        let count = o::sum(&o::astype(&at_or_below, DType::U32)?, Some(&[-1]), false)?;
+        return o::subtract(&count, &o::scalar_like(&count, 1.0)?);
+    }
     let g = gumbel(key, logits.shape(), DType::F32)?;
-    o::argmax(&o::add(&g, &o::astype(logits, DType::F32)?)?, axis, false)
+    o::argmax(&o::add(&g, &o::astype(&x, DType::F32)?)?, axis, false)
 }
 
 /// A random permutation of `0..n` (u32): the argsort of `n` random words, MLX's

@@ -10,7 +10,8 @@ mlx-lm to 4 bits in groups of 32, MLX's format), and `tests/goldens/mlx_llama.tx
 for each, the logits of a fixed prompt (token ids) and 32 greedily generated tokens
 with a KV cache, lines `name|shape|values` as the other goldens. The smallest gap
 between the two best logits of each generated step is printed: greedy decoding is
-compared token for token, so it must stay well above f32 rounding.
+compared token for token, so it must stay well above f32 rounding. Then 24
+tokens from mlx-lm's `generate_step` with each sampler setting in SAMPLING.
 """
 import json
 import os
@@ -19,7 +20,9 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_flatten, tree_map
 from mlx_lm.models import llama
+from mlx_lm.generate import generate_step
 from mlx_lm.models.cache import make_prompt_cache
+from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 mx.random.seed(38)
@@ -40,6 +43,16 @@ CONFIG = {
     "torch_dtype": "float32",
 }
 PROMPT = [1, 17, 42, 99, 5, 63, 120, 7, 33]
+# (name, seed, make_sampler's arguments, (repetition_penalty, context) or None);
+# tests/src/cases/llama.rs sets the same.
+SAMPLING = [
+    ("temp", 7, dict(temp=1.0), None),
+    ("top_p", 11, dict(temp=0.8, top_p=0.9), None),
+    ("top_k", 3, dict(temp=1.0, top_k=5), None),
+    ("min_p", 5, dict(temp=1.0, min_p=0.1, min_tokens_to_keep=3), None),
+    ("penalty", 0, dict(temp=0.0), (1.5, 20)),
+    ("all", 9, dict(temp=0.7, top_p=0.95, min_p=0.05, top_k=20), (1.3, 10)),
+]
 out = []
 
 
@@ -82,5 +95,15 @@ nn.quantize(model, group_size=32, bits=4)
 mx.eval(model.parameters())
 save(model, os.path.join(HERE, "llama_tiny_q4"), {**CONFIG, "quantization": {"group_size": 32, "bits": 4}})
 run(model, "llama_tiny_q4")
+
+# Sampling: mlx-lm's generate_step with its samplers and repetition penalty on the
+# f32 checkpoint, each after mx.random.seed (the draws follow MLX's global stream).
+f32 = llama.Model(llama.ModelArgs(**{k: v for k, v in CONFIG.items() if k not in ("architectures", "torch_dtype")}))
+f32.load_weights(os.path.join(HERE, "llama_tiny", "model.safetensors"))
+for name, seed, sampler, penalty in SAMPLING:
+    mx.random.seed(seed)
+    procs = make_logits_processors(repetition_penalty=penalty[0], repetition_context_size=penalty[1]) if penalty else None
+    toks = [int(t) for t, _ in generate_step(mx.array(PROMPT), f32, max_tokens=24, sampler=make_sampler(**sampler), logits_processors=procs)]
+    rec(f"sample.{name}", mx.array(toks))
 with open(os.path.join(HERE, "mlx_llama.txt"), "w") as f:
     f.write("\n".join(out) + "\n")

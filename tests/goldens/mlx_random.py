@@ -46,6 +46,15 @@ for seed, p, shape in [(11, 0.3, [16]), (12, 1.0, [4]), (13, 0.0, [4])]:
 for seed, n in [(21, 10), (22, 1), (23, 300)]:
     cases.append({"op": "permutation", "seed": seed, "n": n, "shape": [n],
                   "values": vals(mx.random.permutation(n, key=mx.random.key(seed)))})
+# categorical: one distribution with an output shape goes by the inverse CDF in
+# MLX, several (or a 1-D one) by the Gumbel-max trick; -inf entries never come.
+for seed, lshape, scale in [(31, [1, 10], 2), (32, [10], 2), (33, [3, 6], 2), (34, [1, 1, 7], 2),
+                            (35, [2, 1, 5], 2)] + [(s, [1, 12], 0.3) for s in range(36, 46)]:
+    logits = scale * mx.random.normal(lshape, key=mx.random.key(seed + 100))
+    logits = mx.where(mx.arange(lshape[-1]) % 4 == 1, -float("inf"), logits)
+    c = mx.random.categorical(logits, key=mx.random.key(seed))
+    cases.append({"op": "categorical", "seed": seed, "lshape": lshape, "logits": vals(logits),
+                  "shape": list(c.shape), "values": vals(c)})
 print(f"# mlx {mx.__version__}")
 for c in cases:
     print(" ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in c.items()))

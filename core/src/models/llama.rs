@@ -542,37 +542,18 @@ impl Llama {
             None => self.model.embed_tokens.as_linear(&h),
         }
     }
+}
 
-    /// Greedy decoding: the prompt prefilled in one pass, then up to `max_tokens`
-    /// tokens, each the most likely after the last, through a KV cache; stops
-    /// after a token in `stop`. `on_token` sees each token as it comes.
-    pub fn generate_greedy(
-        &self,
-        prompt: &[u32],
-        max_tokens: usize,
-        stop: &[u32],
-        mut on_token: impl FnMut(u32),
-    ) -> Result<Vec<u32>> {
-        if prompt.is_empty() {
-            return Err(Error::invalid(OP, "the prompt is empty"));
-        }
-        let mut caches = self.new_cache();
-        let ids: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
-        let device = self.model.norm.weight.value().device().clone();
-        let mut x = Array::from_slice_on(&ids, &[1, ids.len()], &device)?;
-        let mut out = Vec::new();
-        while out.len() < max_tokens {
-            let logits = self.forward(&x, Some(&mut caches))?;
-            let l = logits.shape()[1] as isize;
-            let last = crate::slice(&logits, &[crate::Slice::ALL, crate::Slice::range(l - 1, l)])?;
-            let t = crate::argmax(&crate::reshape(&last, &[-1])?, 0, false)?.to_vec::<u32>()?[0];
-            out.push(t);
-            on_token(t);
-            if stop.contains(&t) {
-                break;
-            }
-            x = Array::from_slice_on(&[t as i32], &[1, 1], &device)?;
-        }
-        Ok(out)
+impl super::LanguageModel for Llama {
+    fn forward(&self, tokens: &Array, caches: Option<&mut [KvCache]>) -> Result<Array> {
+        Llama::forward(self, tokens, caches)
+    }
+
+    fn new_cache(&self) -> Vec<KvCache> {
+        Llama::new_cache(self)
+    }
+
+    fn device(&self) -> crate::Device {
+        self.model.norm.weight.value().device().clone()
     }
 }

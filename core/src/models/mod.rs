@@ -1,9 +1,12 @@
 //! Language models on `nn`'s layers, loading Hugging Face checkpoints as they are
 //! (`config.json` and safetensors, f32/f16/bf16 or MLX-quantized): the Llama
-//! family ([`Llama`]).
+//! family ([`Llama`]); [`generate`] drives any [`LanguageModel`] with mlx-lm's
+//! samplers.
 
+mod generate;
 mod llama;
 
+pub use generate::{GenerateOptions, LanguageModel, Sampling, generate};
 pub use llama::{Llama, LlamaAttention, LlamaConfig, LlamaLayer, LlamaMlp, LlamaModel};
 
 /// The tensors of a checkpoint folder: `model.safetensors`, or every shard that

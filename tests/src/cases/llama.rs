@@ -6,7 +6,7 @@
 
 use super::expect_err;
 use super::goldens::Goldens;
-use wmx_core::models::{Llama, LlamaConfig};
+use wmx_core::models::{GenerateOptions, Llama, LlamaConfig, Sampling, generate};
 use wmx_core::{self as wmx, Array, Device};
 
 static MLX: Goldens = Goldens::new(include_str!("../../goldens/mlx_llama.txt"));
@@ -40,7 +40,11 @@ pub fn llama_mlx(dev: &Device) {
             1e-4,
             1e-4,
         );
-        let toks = super::ok(name, m.generate_greedy(&PROMPT, 32, &[], |_| {}));
+        let greedy = GenerateOptions {
+            max_tokens: 32,
+            ..GenerateOptions::default()
+        };
+        let toks = super::ok(name, generate(&m, &PROMPT, &greedy, |_| true));
         let want: Vec<u32> = MLX
             .get(&format!("{name}.tokens"))
             .1
@@ -134,9 +138,148 @@ pub fn llama_errors(dev: &Device) {
     );
     let floats = super::ok("floats", Array::from_slice_on(&[1.0f32, 2.0], &[1, 2], dev));
     expect_err("float tokens", m.forward(&floats, None), &["integers"]);
+    let opts = |sampling: Sampling| GenerateOptions {
+        max_tokens: 4,
+        stop: vec![],
+        sampling,
+    };
+    let any = |_| true;
     expect_err(
         "empty prompt",
-        m.generate_greedy(&[], 4, &[], |_| {}),
+        generate(&m, &[], &opts(Sampling::greedy()), any),
         &["empty"],
     );
+    for (bad, words) in [
+        (Sampling::temperature(-1.0), &["temperature"][..]),
+        (Sampling::temperature(f64::NAN), &["temperature"]),
+        (
+            Sampling {
+                top_k: 128,
+                ..Sampling::temperature(1.0)
+            },
+            &["top_k", "128"],
+        ),
+        (
+            Sampling {
+                min_p: 1.5,
+                ..Sampling::temperature(1.0)
+            },
+            &["min_p"],
+        ),
+        (
+            Sampling {
+                min_tokens_to_keep: 0,
+                ..Sampling::temperature(1.0)
+            },
+            &["min_tokens_to_keep"],
+        ),
+        (
+            Sampling {
+                repetition_penalty: Some(-2.0),
+                ..Sampling::default()
+            },
+            &["repetition_penalty"],
+        ),
+    ] {
+        expect_err("sampling", generate(&m, &PROMPT, &opts(bad), any), words);
+    }
+}
+
+/// mlx-lm's samplers and repetition penalty: with the same seed, the same 24
+/// tokens as its `generate_step`; stop tokens and the callback end generation.
+pub fn llama_sampling(dev: &Device) {
+    let m = load(dev, "llama_tiny");
+    let t = Sampling::temperature;
+    let settings = [
+        ("temp", Sampling { seed: 7, ..t(1.0) }),
+        (
+            "top_p",
+            Sampling {
+                top_p: 0.9,
+                seed: 11,
+                ..t(0.8)
+            },
+        ),
+        (
+            "top_k",
+            Sampling {
+                top_k: 5,
+                seed: 3,
+                ..t(1.0)
+            },
+        ),
+        (
+            "min_p",
+            Sampling {
+                min_p: 0.1,
+                min_tokens_to_keep: 3,
+                seed: 5,
+                ..t(1.0)
+            },
+        ),
+        (
+            "penalty",
+            Sampling {
+                repetition_penalty: Some(1.5),
+                ..Sampling::greedy()
+            },
+        ),
+        (
+            "all",
+            Sampling {
+                top_p: 0.95,
+                min_p: 0.05,
+                top_k: 20,
+                repetition_penalty: Some(1.3),
+                repetition_context: 10,
+                seed: 9,
+                ..t(0.7)
+            },
+        ),
+    ];
+    for (name, sampling) in settings {
+        let want: Vec<u32> = MLX
+            .get(&format!("sample.{name}"))
+            .1
+            .iter()
+            .map(|&t| t as u32)
+            .collect();
+        let opts = GenerateOptions {
+            max_tokens: 24,
+            stop: vec![],
+            sampling,
+        };
+        let mut streamed = Vec::new();
+        let got = super::ok(
+            name,
+            generate(&m, &PROMPT, &opts, |t| {
+                streamed.push(t);
+                true
+            }),
+        );
+        assert_eq!(
+            got, want,
+            "{name} on {dev}: sampled tokens against mlx-lm's"
+        );
+        assert_eq!(streamed, got, "{name}: streamed tokens");
+        if name == "all" {
+            // A stop token ends generation after it; so does the callback.
+            let stop = GenerateOptions {
+                stop: vec![want[5]],
+                ..opts.clone()
+            };
+            let first = want.iter().position(|&t| t == want[5]).unwrap();
+            let got = super::ok("stop", generate(&m, &PROMPT, &stop, |_| true));
+            assert_eq!(got, want[..=first], "{name}: stop token");
+            let mut n = 0;
+            let got = super::ok(
+                "callback",
+                generate(&m, &PROMPT, &opts, |_| {
+                    n += 1;
+                    n < 3
+                }),
+            );
+            assert_eq!(got, want[..3], "{name}: the callback stops");
+        }
+    }
 }

@@ -291,6 +291,7 @@ macro_rules! for_each_case {
             gather_qmm_values,
             llama_mlx,
             llama_errors,
+            llama_sampling,
             conv_values,
             conv_transpose_values,
             pool_values,

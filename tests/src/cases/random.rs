@@ -97,6 +97,12 @@ pub fn random_matches_mlx(dev: &Device) {
                 random::bernoulli(&key, f["p"].parse().unwrap(), &shape),
             ),
             "permutation" => ok(&what, random::permutation(&key, f["n"].parse().unwrap())),
+            "categorical" => {
+                let l: Vec<f32> = list::<f64>(f["logits"]).iter().map(|&v| v as f32).collect();
+                let lshape: Vec<usize> = list(f["lshape"]);
+                let logits = ok(&what, Array::from_slice_on(&l, &lshape, dev));
+                ok(&what, random::categorical(&key, &logits, -1))
+            }
             op => panic!("goldens: unknown op {op}"),
         };
         assert_eq!(got.shape(), &shape[..], "{what}: shape");
@@ -105,7 +111,7 @@ pub fn random_matches_mlx(dev: &Device) {
         assert_eq!(g, want, "{what}");
         n += 1;
     }
-    assert!(n >= 23, "only {n} golden cases read");
+    assert!(n >= 38, "only {n} golden cases read");
 }
 
 /// Large draws: bits against the reference threefry (odd and even counts, many
