@@ -42,6 +42,16 @@ WMX_DEVICE=cpu "$examples/digits_mlp"
 step "example: a CNN on the digits (two convolutions, max pooling; >= 98 % test accuracy), on the CPU and the GPU"
 WMX_DEVICE=cpu "$examples/digits_cnn"
 "$examples/digits_cnn"
+step "example: text generation from a Llama checkpoint folder with its tokenizer.json, the text against mlx-lm's, on the CPU and the GPU"
+for dev in cpu gpu; do
+    got=$(WMX_DEVICE=$dev "$examples/generate" --model tests/goldens/llama_tiny \
+        --prompt "the lazy fox reads the arrays" --max-tokens 40)
+    if [ "$got" != "$(cat tests/goldens/llama_tiny/generate_expected.txt)" ]; then
+        echo "generate on $dev printed: $got" >&2
+        echo "mlx-lm's text:           $(cat tests/goldens/llama_tiny/generate_expected.txt)" >&2
+        exit 1
+    fi
+done
 step "example: the axpby extension's benchmark (custom vs composed), quick, on the CPU and the GPU"
 "$examples/../axpby_bench" --quick
 step "type-check for Apple (Metal) and Windows (DX12) (about 2 min)"

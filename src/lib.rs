@@ -48,7 +48,8 @@ pub use wmx_core::{
     vmap, vmap1, with_device, with_mode,
 };
 
-/// Language models that load Hugging Face checkpoints (the Llama family).
+/// Language models that load Hugging Face checkpoints (the Llama family), and
+/// generation with mlx-lm's samplers.
 pub use wmx_core::models;
 /// Neural-network layers, activations, initialisers and losses (MLX's `mlx.nn`).
 pub use wmx_core::nn;

@@ -11,12 +11,15 @@ for each, the logits of a fixed prompt (token ids) and 32 greedily generated tok
 with a KV cache, lines `name|shape|values` as the other goldens. The smallest gap
 between the two best logits of each generated step is printed: greedy decoding is
 compared token for token, so it must stay well above f32 rounding. Then 24
-tokens from mlx-lm's `generate_step` with each sampler setting in SAMPLING.
+tokens from mlx-lm's `generate_step` with each sampler setting in SAMPLING. Last,
+`llama_tiny/tokenizer.json` (trained here) and `llama_tiny/generate_expected.txt`,
+the text that `examples/generate` must print for GENERATE_PROMPT.
 """
 import json
 import os
 
 import mlx.core as mx
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 import mlx.nn as nn
 from mlx.utils import tree_flatten, tree_map
 from mlx_lm.models import llama
@@ -41,8 +44,18 @@ CONFIG = {
     "max_position_embeddings": 256,
     "tie_word_embeddings": False,
     "torch_dtype": "float32",
+    "bos_token_id": 1,
+    "eos_token_id": 2,
 }
 PROMPT = [1, 17, 42, 99, 5, 63, 120, 7, 33]
+# The tokenizer's training text, and the prompt of examples/generate's check.
+CORPUS = [
+    "the quick brown fox jumps over the lazy dog",
+    "a language model predicts the next token from the ones before it",
+    "arrays are lazy until a value is read, then the graph runs on the device",
+    "Weights quantize to four bits in groups, with a scale and a bias each.",
+] * 4
+GENERATE_PROMPT = "the lazy fox reads the arrays"
 # (name, seed, make_sampler's arguments, (repetition_penalty, context) or None);
 # tests/src/cases/llama.rs sets the same.
 SAMPLING = [
@@ -85,7 +98,7 @@ def save(model, folder, config):
     mx.save_safetensors(os.path.join(folder, "model.safetensors"), dict(tree_flatten(model.parameters())))
 
 
-model = llama.Model(llama.ModelArgs(**{k: v for k, v in CONFIG.items() if k not in ("architectures", "torch_dtype")}))
+model = llama.Model(llama.ModelArgs(**{k: v for k, v in CONFIG.items() if k not in ("architectures", "torch_dtype", "bos_token_id", "eos_token_id")}))
 # Larger weights than the default initialisation: logits a few units apart.
 model.update(tree_map(lambda v: v * 3, model.parameters()))
 mx.eval(model.parameters())
@@ -98,12 +111,33 @@ run(model, "llama_tiny_q4")
 
 # Sampling: mlx-lm's generate_step with its samplers and repetition penalty on the
 # f32 checkpoint, each after mx.random.seed (the draws follow MLX's global stream).
-f32 = llama.Model(llama.ModelArgs(**{k: v for k, v in CONFIG.items() if k not in ("architectures", "torch_dtype")}))
+f32 = llama.Model(llama.ModelArgs(**{k: v for k, v in CONFIG.items() if k not in ("architectures", "torch_dtype", "bos_token_id", "eos_token_id")}))
 f32.load_weights(os.path.join(HERE, "llama_tiny", "model.safetensors"))
 for name, seed, sampler, penalty in SAMPLING:
     mx.random.seed(seed)
     procs = make_logits_processors(repetition_penalty=penalty[0], repetition_context_size=penalty[1]) if penalty else None
     toks = [int(t) for t, _ in generate_step(mx.array(PROMPT), f32, max_tokens=24, sampler=make_sampler(**sampler), logits_processors=procs)]
     rec(f"sample.{name}", mx.array(toks))
+
+# A tokenizer for the tiny checkpoint (SentencePiece-style BPE as Llama 2's, 128
+# tokens, trained here) and the text `examples/generate` must print for a prompt:
+# mlx-lm's greedy tokens up to the end-of-sequence token, decoded.
+tok = Tokenizer(models.BPE(unk_token="<unk>"))
+tok.normalizer = normalizers.Replace(" ", "\u2581")
+tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
+tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
+tok.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=128, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False))
+tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+assert tok.get_vocab_size() == 128, tok.get_vocab_size()
+tok.save(os.path.join(HERE, "llama_tiny", "tokenizer.json"))
+ids = tok.encode(GENERATE_PROMPT).ids
+toks = []
+for t, _ in generate_step(mx.array(ids), f32, max_tokens=40):
+    toks.append(int(t))
+    if int(t) == 2:
+        break
+with open(os.path.join(HERE, "llama_tiny", "generate_expected.txt"), "w") as f:
+    f.write(tok.decode(toks) + "\n")
+print(f"prompt {ids}, {len(toks)} tokens: {tok.decode(toks)!r}")
 with open(os.path.join(HERE, "mlx_llama.txt"), "w") as f:
     f.write("\n".join(out) + "\n")
