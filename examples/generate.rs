@@ -1,5 +1,5 @@
-//! Text generation with a Llama-family checkpoint from Hugging Face (Llama, Mistral,
-//! Qwen2; f32/f16/bf16 or MLX-quantized): the folder's `config.json`, safetensors
+//! Text generation with a checkpoint from Hugging Face (Llama, Mistral, Qwen2 or
+//! GPT-2; f32/f16/bf16 or MLX-quantized): the folder's `config.json`, safetensors
 //! and `tokenizer.json`. It prints the text as it comes, then prompt and generation
 //! tokens per second on stderr.
 //!
@@ -20,7 +20,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use wmx::models::{GenerateOptions, Llama, generate};
+use wmx::models::{GenerateOptions, generate};
 
 struct Args {
     model: PathBuf,
@@ -97,9 +97,9 @@ fn run(args: Args) -> Result<(), String> {
     let dir = &args.model;
     let tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json"))
         .map_err(|e| format!("{}: {e}", dir.join("tokenizer.json").display()))?;
-    let model = Llama::load(dir).map_err(|e| e.to_string())?;
+    let model = wmx::models::load(dir).map_err(|e| e.to_string())?;
     if let Some(bits) = args.quantize {
-        wmx::nn::quantize(&model, 64, bits).map_err(|e| e.to_string())?;
+        wmx::nn::quantize(model.as_ref(), 64, bits).map_err(|e| e.to_string())?;
     }
     let prompt: Vec<u32> = tokenizer
         .encode(args.prompt.as_str(), true)
@@ -112,7 +112,7 @@ fn run(args: Args) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     let start = Instant::now();
     let mut first = None;
-    let tokens = generate(&model, &prompt, &options, |t| {
+    let tokens = generate(model.as_ref(), &prompt, &options, |t| {
         first.get_or_insert_with(Instant::now);
         if !options.stop.contains(&t) {
             ids.push(t);

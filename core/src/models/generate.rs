@@ -2,13 +2,14 @@
 //! KV cache, and mlx-lm's samplers and repetition penalty, with its random
 //! stream, so a seed gives mlx-lm's tokens.
 
-use crate::nn::KvCache;
+use crate::nn::{KvCache, Module};
 use crate::{Array, DType, Device, Error, Result, Slice};
 
 const OP: &str = "generate";
 
-/// A causal language model that [`generate`] can drive.
-pub trait LanguageModel {
+/// A causal language model that [`generate`] can drive (a [`Module`]: its
+/// parameters can be quantized, saved or updated).
+pub trait LanguageModel: Module {
     /// The logits `[B, L, vocab]` of `tokens` (`[B, L]` integers) at the positions
     /// after those the caches hold; the caches take the new keys and values.
     fn forward(&self, tokens: &Array, caches: Option<&mut [KvCache]>) -> Result<Array>;

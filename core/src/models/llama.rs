@@ -2,6 +2,7 @@
 //! with its parameter names, so Hugging Face checkpoints load as they are, f32,
 //! f16, bf16 or MLX-quantized.
 
+use super::Tensors;
 use crate::nn::{Embedding, KvCache, Layer, Linear, Module, RmsNorm, Visitor};
 use crate::{Array, AttentionMask, DType, Error, Result};
 
@@ -132,107 +133,6 @@ impl LlamaConfig {
             quantization,
         })
     }
-}
-
-/// Takes the named tensors of a checkpoint as layers are built.
-pub(crate) struct Tensors {
-    map: std::collections::BTreeMap<String, Array>,
-    quant: Option<(usize, usize)>,
-}
-
-impl Tensors {
-    pub(crate) fn new(tensors: Vec<(String, Array)>, quant: Option<(usize, usize)>) -> Tensors {
-        Tensors {
-            map: tensors.into_iter().collect(),
-            quant,
-        }
-    }
-
-    fn take(&mut self, name: &str) -> Result<Array> {
-        self.map
-            .remove(name)
-            .ok_or_else(|| Error::invalid(OP, format!("the checkpoint has no {name}")))
-    }
-
-    fn linear(&mut self, name: &str, bias: bool, shape: [usize; 2]) -> Result<Linear> {
-        let b = if bias {
-            Some(self.take(&format!("{name}.bias"))?)
-        } else {
-            None
-        };
-        let w = self.take(&format!("{name}.weight"))?;
-        let l = match self.quant {
-            Some((g, bits)) => Linear::from_quantized(
-                w,
-                self.take(&format!("{name}.scales"))?,
-                self.take(&format!("{name}.biases"))?,
-                b,
-                g,
-                bits,
-            )?,
-            None => {
-                check_shape(name, &w, &shape)?;
-                Linear::from_arrays(w, b)?
-            }
-        };
-        Ok(l)
-    }
-
-    fn embedding(&mut self, name: &str, shape: [usize; 2]) -> Result<Embedding> {
-        let w = self.take(&format!("{name}.weight"))?;
-        match self.quant {
-            Some((g, bits)) => Embedding::from_quantized(
-                w,
-                self.take(&format!("{name}.scales"))?,
-                self.take(&format!("{name}.biases"))?,
-                g,
-                bits,
-            ),
-            None => {
-                check_shape(name, &w, &shape)?;
-                Embedding::from_array(w)
-            }
-        }
-    }
-
-    fn norm(&mut self, name: &str, dims: usize, eps: f64) -> Result<RmsNorm> {
-        let w = self.take(&format!("{name}.weight"))?;
-        check_shape(name, &w, &[dims])?;
-        let n = RmsNorm::new(dims, eps)?;
-        n.weight.replace(w);
-        Ok(n)
-    }
-
-    /// An `Err` naming tensors no layer took (buffers that some exporters save,
-    /// RoPE's inverse frequencies, are dropped).
-    fn finish(self) -> Result<()> {
-        let left: Vec<&String> = self
-            .map
-            .keys()
-            .filter(|k| !k.ends_with("rotary_emb.inv_freq"))
-            .collect();
-        if left.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::invalid(
-                OP,
-                format!("the checkpoint has tensors the model does not: {left:?}"),
-            ))
-        }
-    }
-}
-
-fn check_shape(name: &str, a: &Array, want: &[usize]) -> Result<()> {
-    if a.shape() != want {
-        return Err(Error::invalid(
-            OP,
-            format!(
-                "{name} is {:?} in the checkpoint, the configuration makes it {want:?}",
-                a.shape()
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// Self-attention with grouped-query heads and RoPE (`self_attn`).
@@ -424,7 +324,7 @@ impl Llama {
                 ),
             ));
         }
-        let mut t = Tensors::new(tensors, c.quantization);
+        let mut t = Tensors::new(OP, tensors, c.quantization, "");
         let (d, hd, i) = (c.hidden_size, c.head_dim, c.intermediate_size);
         let (qd, kvd) = (c.num_attention_heads * hd, c.num_key_value_heads * hd);
         let embed_tokens = t.embedding("model.embed_tokens", [c.vocab_size, d])?;
@@ -439,7 +339,7 @@ impl Llama {
                 // transformers' Qwen2 has no bias on the output projection.
                 o_proj: t.linear(
                     &p("self_attn.o_proj"),
-                    ab && t.map.contains_key(&p("self_attn.o_proj.bias")),
+                    ab && t.has(&p("self_attn.o_proj.bias")),
                     [d, qd],
                 )?,
                 heads: c.num_attention_heads,
@@ -456,21 +356,21 @@ impl Llama {
             layers.push(LlamaLayer {
                 self_attn,
                 mlp,
-                input_layernorm: t.norm(&p("input_layernorm"), d, c.rms_norm_eps)?,
-                post_attention_layernorm: t.norm(
+                input_layernorm: t.rms_norm(&p("input_layernorm"), d, c.rms_norm_eps)?,
+                post_attention_layernorm: t.rms_norm(
                     &p("post_attention_layernorm"),
                     d,
                     c.rms_norm_eps,
                 )?,
             });
         }
-        let norm = t.norm("model.norm", d, c.rms_norm_eps)?;
+        let norm = t.rms_norm("model.norm", d, c.rms_norm_eps)?;
         let lm_head = if c.tie_word_embeddings {
             None
         } else {
             Some(t.linear("lm_head", false, [c.vocab_size, d])?)
         };
-        t.finish()?;
+        t.finish(&["rotary_emb.inv_freq"])?;
         Ok(Llama {
             config,
             model: LlamaModel {

@@ -1,13 +1,39 @@
 //! Language models on `nn`'s layers, loading Hugging Face checkpoints as they are
 //! (`config.json` and safetensors, f32/f16/bf16 or MLX-quantized): the Llama
-//! family ([`Llama`]); [`generate`] drives any [`LanguageModel`] with mlx-lm's
-//! samplers.
+//! family ([`Llama`]) and GPT-2 ([`Gpt2`]), either through [`load`]; [`generate`]
+//! drives any [`LanguageModel`] with mlx-lm's samplers.
 
 mod generate;
+mod gpt2;
 mod llama;
 
+use crate::nn::{Embedding, LayerNorm, Linear, RmsNorm};
+use crate::{Array, Error, Result};
+
 pub use generate::{GenerateOptions, LanguageModel, Sampling, generate};
+pub use gpt2::{Gpt2, Gpt2Attention, Gpt2Block, Gpt2Config, Gpt2Mlp, Gpt2Model};
 pub use llama::{Llama, LlamaAttention, LlamaConfig, LlamaLayer, LlamaMlp, LlamaModel};
+
+/// Loads the Hugging Face checkpoint folder `dir` as the model its `config.json`
+/// names (`model_type` llama, mistral, qwen2: [`Llama`]; gpt2: [`Gpt2`]) onto the
+/// default device, as mlx-lm's `load`. Another `model_type` is an `Err`.
+#[cfg(all(feature = "io", not(target_arch = "wasm32")))]
+pub fn load(dir: impl AsRef<std::path::Path>) -> Result<Box<dyn LanguageModel>> {
+    let dir = dir.as_ref();
+    let file = dir.join("config.json");
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| Error::invalid("models::load", format!("{}: {e}", file.display())))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::invalid("models::load", format!("{}: {e}", file.display())))?;
+    match v.get("model_type").and_then(|t| t.as_str()) {
+        Some("gpt2") => Ok(Box::new(Gpt2::load(dir)?)),
+        Some("llama" | "mistral" | "qwen2") | None => Ok(Box::new(Llama::load(dir)?)),
+        Some(other) => Err(Error::invalid(
+            "models::load",
+            format!("model_type {other:?} is not one wmx has (llama, mistral, qwen2, gpt2)"),
+        )),
+    }
+}
 
 /// The tensors of a checkpoint folder: `model.safetensors`, or every shard that
 /// `model.safetensors.index.json` maps names to.
@@ -41,4 +67,147 @@ pub(crate) fn checkpoint_tensors(
         out.extend(crate::io::load_safetensors(dir.join(f))?);
     }
     Ok(out)
+}
+
+/// Takes the named tensors of a checkpoint as layers are built: `prefix` goes
+/// before each name, and MLX-quantized weights come with their scales and biases.
+pub(crate) struct Tensors {
+    op: &'static str,
+    map: std::collections::BTreeMap<String, Array>,
+    quant: Option<(usize, usize)>,
+    prefix: String,
+}
+
+impl Tensors {
+    pub(crate) fn new(
+        op: &'static str,
+        tensors: Vec<(String, Array)>,
+        quant: Option<(usize, usize)>,
+        prefix: &str,
+    ) -> Tensors {
+        Tensors {
+            op,
+            map: tensors.into_iter().collect(),
+            quant,
+            prefix: prefix.into(),
+        }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.map.contains_key(&format!("{}{name}", self.prefix))
+    }
+
+    fn take(&mut self, name: &str) -> Result<Array> {
+        let full = format!("{}{name}", self.prefix);
+        self.map
+            .remove(&full)
+            .ok_or_else(|| Error::invalid(self.op, format!("the checkpoint has no {full}")))
+    }
+
+    fn check_shape(&self, name: &str, a: &Array, want: &[usize]) -> Result<()> {
+        if a.shape() != want {
+            return Err(Error::invalid(
+                self.op,
+                format!(
+                    "{}{name} is {:?} in the checkpoint, the configuration makes it {want:?}",
+                    self.prefix,
+                    a.shape()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A linear layer `[out, in]`; with `transposed`, a float weight is stored
+    /// `[in, out]` (`transformers`' `Conv1D`, GPT-2's) and is transposed here.
+    fn linear_as(
+        &mut self,
+        name: &str,
+        bias: bool,
+        [out, inp]: [usize; 2],
+        transposed: bool,
+    ) -> Result<Linear> {
+        let b = if bias {
+            Some(self.take(&format!("{name}.bias"))?)
+        } else {
+            None
+        };
+        let w = self.take(&format!("{name}.weight"))?;
+        match self.quant {
+            Some((g, bits)) => Linear::from_quantized(
+                w,
+                self.take(&format!("{name}.scales"))?,
+                self.take(&format!("{name}.biases"))?,
+                b,
+                g,
+                bits,
+            ),
+            None if transposed => {
+                self.check_shape(name, &w, &[inp, out])?;
+                Linear::from_arrays(crate::contiguous(&crate::swapaxes(&w, 0, 1)?)?, b)
+            }
+            None => {
+                self.check_shape(name, &w, &[out, inp])?;
+                Linear::from_arrays(w, b)
+            }
+        }
+    }
+
+    fn linear(&mut self, name: &str, bias: bool, shape: [usize; 2]) -> Result<Linear> {
+        self.linear_as(name, bias, shape, false)
+    }
+
+    fn embedding(&mut self, name: &str, shape: [usize; 2]) -> Result<Embedding> {
+        let w = self.take(&format!("{name}.weight"))?;
+        match self.quant {
+            Some((g, bits)) => Embedding::from_quantized(
+                w,
+                self.take(&format!("{name}.scales"))?,
+                self.take(&format!("{name}.biases"))?,
+                g,
+                bits,
+            ),
+            None => {
+                self.check_shape(name, &w, &shape)?;
+                Embedding::from_array(w)
+            }
+        }
+    }
+
+    fn rms_norm(&mut self, name: &str, dims: usize, eps: f64) -> Result<RmsNorm> {
+        let w = self.take(&format!("{name}.weight"))?;
+        self.check_shape(name, &w, &[dims])?;
+        let n = RmsNorm::new(dims, eps)?;
+        n.weight.replace(w);
+        Ok(n)
+    }
+
+    fn layer_norm(&mut self, name: &str, dims: usize, eps: f64) -> Result<LayerNorm> {
+        let n = LayerNorm::new(dims, eps, true, true)?;
+        for (p, part) in [(&n.weight, "weight"), (&n.bias, "bias")] {
+            let a = self.take(&format!("{name}.{part}"))?;
+            self.check_shape(name, &a, &[dims])?;
+            p.as_ref().expect("an affine norm").replace(a);
+        }
+        Ok(n)
+    }
+
+    /// An `Err` naming tensors no layer took, but for buffers that exporters
+    /// save beside the weights: RoPE's inverse frequencies, GPT-2's causal masks,
+    /// and a tied output layer.
+    fn finish(self, ignored: &[&str]) -> Result<()> {
+        let left: Vec<&String> = self
+            .map
+            .keys()
+            .filter(|k| !ignored.iter().any(|s| k.ends_with(s)))
+            .collect();
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                self.op,
+                format!("the checkpoint has tensors the model does not: {left:?}"),
+            ))
+        }
+    }
 }

@@ -292,6 +292,8 @@ macro_rules! for_each_case {
             llama_mlx,
             llama_errors,
             llama_sampling,
+            gpt2_mlx,
+            gpt2_errors,
             conv_values,
             conv_transpose_values,
             pool_values,
@@ -347,6 +349,7 @@ mod custom;
 mod elementwise;
 mod errors;
 mod goldens;
+mod gpt2;
 mod graph;
 mod index;
 mod linalg;
@@ -370,6 +373,7 @@ pub use creation::*;
 pub use custom::*;
 pub use elementwise::*;
 pub use errors::*;
+pub use gpt2::*;
 pub use graph::*;
 pub use index::*;
 pub use linalg::*;
