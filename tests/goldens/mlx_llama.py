@@ -6,7 +6,8 @@ Writes two tiny random checkpoints in Hugging Face's layout (`config.json` and
 `model.safetensors`, the names of `transformers`' LlamaForCausalLM, which mlx-lm
 shares): `tests/goldens/llama_tiny/` (f32, grouped-query attention, an untied
 output layer) and `tests/goldens/llama_tiny_q4/` (the same model quantized by
-mlx-lm to 4 bits in groups of 32, MLX's format), and `tests/goldens/mlx_llama.txt`:
+mlx-lm to 4 bits in groups of 32, MLX's format), `tests/goldens/qwen2_tiny/` (Qwen2:
+biased q, k, v and tied embeddings), and `tests/goldens/mlx_llama.txt`:
 for each, the logits of a fixed prompt (token ids) and 32 greedily generated tokens
 with a KV cache, lines `name|shape|values` as the other goldens. The smallest gap
 between the two best logits of each generated step is printed: greedy decoding is
@@ -22,7 +23,7 @@ import mlx.core as mx
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 import mlx.nn as nn
 from mlx.utils import tree_flatten, tree_map
-from mlx_lm.models import llama
+from mlx_lm.models import llama, qwen2
 from mlx_lm.generate import generate_step
 from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
@@ -108,6 +109,23 @@ nn.quantize(model, group_size=32, bits=4)
 mx.eval(model.parameters())
 save(model, os.path.join(HERE, "llama_tiny_q4"), {**CONFIG, "quantization": {"group_size": 32, "bits": 4}})
 run(model, "llama_tiny_q4")
+
+# Qwen2: biases on q, k and v, tied embeddings (the file also holds a copy as
+# lm_head.weight, which some exporters write), rope_theta 1e6.
+mx.random.seed(39)
+QWEN = {**CONFIG, "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+        "tie_word_embeddings": True, "rope_theta": 1000000.0}
+del QWEN["head_dim"]
+qwen = qwen2.Model(qwen2.ModelArgs(**{k: v for k, v in QWEN.items() if k not in ("architectures", "torch_dtype", "bos_token_id", "eos_token_id", "head_dim")}))
+qwen.update(tree_map(lambda v: v * 3, qwen.parameters()))
+mx.eval(qwen.parameters())
+w = dict(tree_flatten(qwen.parameters()))
+save_weights = {**w, "lm_head.weight": w["model.embed_tokens.weight"]}
+os.makedirs(os.path.join(HERE, "qwen2_tiny"), exist_ok=True)
+with open(os.path.join(HERE, "qwen2_tiny", "config.json"), "w") as f:
+    json.dump(QWEN, f, indent=1)
+mx.save_safetensors(os.path.join(HERE, "qwen2_tiny", "model.safetensors"), save_weights)
+run(qwen, "qwen2_tiny")
 
 # Sampling: mlx-lm's generate_step with its samplers and repetition penalty on the
 # f32 checkpoint, each after mx.random.seed (the draws follow MLX's global stream).

@@ -370,7 +370,13 @@ impl Llama {
         } else {
             Some(t.linear("lm_head", false, [c.vocab_size, d])?)
         };
-        t.finish(&["rotary_emb.inv_freq"])?;
+        // A tied output layer that an exporter also wrote is the embedding again.
+        let tied: &[&str] = if c.tie_word_embeddings {
+            &["rotary_emb.inv_freq", "lm_head.weight"]
+        } else {
+            &["rotary_emb.inv_freq"]
+        };
+        t.finish(tied)?;
         Ok(Llama {
             config,
             model: LlamaModel {

@@ -1,7 +1,8 @@
 //! The Llama model (`wmx::models::Llama`) against MLX's implementation (mlx-lm,
 //! goldens from `tests/goldens/mlx_llama.py`): a tiny random checkpoint in Hugging
-//! Face's layout, f32 and MLX-quantized to 4 bits; the logits of a prompt, and 32
-//! greedy tokens through the KV cache token for token; the same logits with and
+//! Face's layout, f32 and MLX-quantized to 4 bits, and a Qwen2 one (biases,
+//! tied embeddings); the logits of a prompt, and 32 greedy tokens through the KV
+//! cache token for token; the same logits with and
 //! without the cache; a bad checkpoint's errors.
 
 use super::expect_err;
@@ -24,7 +25,7 @@ fn load(dev: &Device, name: &str) -> Llama {
 
 /// Logits and greedy tokens of both checkpoints against MLX's.
 pub fn llama_mlx(dev: &Device) {
-    for name in ["llama_tiny", "llama_tiny_q4"] {
+    for name in ["llama_tiny", "llama_tiny_q4", "qwen2_tiny"] {
         let m = load(dev, name);
         let ids: Vec<i32> = PROMPT.iter().map(|&t| t as i32).collect();
         let x = super::ok("ids", Array::from_slice_on(&ids, &[1, ids.len()], dev));
