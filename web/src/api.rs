@@ -947,7 +947,7 @@ pub fn rope(
 }
 
 /// Field `k` of an options object (`undefined` when the object is absent).
-fn field(o: &JsValue, k: &str) -> JsValue {
+pub(crate) fn field(o: &JsValue, k: &str) -> JsValue {
     if cv::is_nullish(o) {
         return JsValue::UNDEFINED;
     }

@@ -28,6 +28,10 @@
 //! - reading: `await a.data()` (Float32Array, Int32Array, Uint32Array, Uint8Array,
 //!   Uint16Array with f16/bf16 bits), `await a.item()`, `a.shape`, `a.dtype`, `a.size`,
 //!   `a.device`, `await a.toDevice("cpu")`; `a.free()`/`a.dispose()`;
+//! - language models: `LanguageModel.fromSafetensors(configJson, bytes)` (Llama,
+//!   Mistral, Qwen2, GPT-2; f32/f16/bf16 or MLX-quantized), `model.logits(ids)`,
+//!   `await model.generate(ids, {maxTokens, temperature, topP, topK, minP,
+//!   repetitionPenalty, seed, stop, onToken})` (mlx-lm's samplers);
 //! - compiled functions: `compile(fn)` then `f.call([x, ...])` (fused kernels on
 //!   WebGPU), `f.report([x, ...])`; `setMode("lazy" | "eager" | "compiled")`.
 //!
@@ -52,6 +56,8 @@ mod convert;
 #[cfg(target_arch = "wasm32")]
 mod kernel;
 #[cfg(target_arch = "wasm32")]
+mod models;
+#[cfg(target_arch = "wasm32")]
 mod types;
 
 #[cfg(target_arch = "wasm32")]
@@ -62,5 +68,7 @@ pub use blocks::*;
 pub use compile::*;
 #[cfg(target_arch = "wasm32")]
 pub use kernel::*;
+#[cfg(target_arch = "wasm32")]
+pub use models::*;
 #[cfg(target_arch = "wasm32")]
 pub use types::*;

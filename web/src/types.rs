@@ -9,6 +9,31 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
+/** `LanguageModel.generate`'s options (mlx-lm's sampler settings). */
+export interface GenerateOptions {
+  /** The most tokens generated (default 64). */
+  maxTokens?: number;
+  /** Divides the logits; 0 (the default) is greedy. */
+  temperature?: number;
+  /** Nucleus sampling: keep the likeliest tokens whose probabilities sum to this. */
+  topP?: number;
+  /** Keep the topK likeliest tokens (0: all). */
+  topK?: number;
+  /** Drop tokens less likely than minP times the likeliest. */
+  minP?: number;
+  /** minP keeps at least this many tokens (default 1). */
+  minTokensToKeep?: number;
+  /** CTRL's repetition penalty over the last repetitionContext tokens. */
+  repetitionPenalty?: number;
+  /** How many past tokens the penalty looks at (default 20). */
+  repetitionContext?: number;
+  /** The random stream's seed (MLX's: the same tokens as mlx-lm for a seed). */
+  seed?: number;
+  /** Generation stops after any of these token ids. */
+  stop?: readonly number[] | Uint32Array;
+  /** Sees each token as it comes; returning false stops generation. */
+  onToken?: (token: number) => boolean | void;
+}
 /** A dtype name: wmx's (`"f32"`) or numpy's (`"float32"`). */
 export type DType =
   | "bool" | "u8" | "uint8" | "u32" | "uint32" | "i32" | "int32" | "i64" | "int64"
@@ -214,6 +239,18 @@ extern "C" {
     /// `[NdArray, NdArray]`.
     #[wasm_bindgen(typescript_type = "[values: NdArray, indices: NdArray]")]
     pub type NdPair;
+    /// `Uint8Array | readonly Uint8Array[]`: safetensors bytes, or every shard's.
+    #[wasm_bindgen(typescript_type = "Uint8Array | readonly Uint8Array[]")]
+    pub type SafetensorsArg;
+    /// `Uint32Array | readonly number[]`: token ids.
+    #[wasm_bindgen(typescript_type = "Uint32Array | readonly number[]")]
+    pub type TokensArg;
+    /// `GenerateOptions`.
+    #[wasm_bindgen(typescript_type = "GenerateOptions")]
+    pub type GenerateOptionsArg;
+    /// `Promise<Uint32Array>`.
+    #[wasm_bindgen(typescript_type = "Promise<Uint32Array>")]
+    pub type TokensPromise;
     /// `quantize`'s result.
     #[wasm_bindgen(typescript_type = "[wq: NdArray, scales: NdArray, biases: NdArray]")]
     pub type QuantizedParts;

@@ -1694,3 +1694,97 @@ async fn quantization() {
         );
     }
 }
+
+/// A golden line `name|shape|values` of `tests/goldens/mlx_llama.txt` (mlx-lm).
+fn mlx_llama(name: &str) -> Vec<f64> {
+    include_str!("../../tests/goldens/mlx_llama.txt")
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}|")))
+        .and_then(|rest| rest.split_once('|'))
+        .map(|(_, v)| v.split(',').map(|x| x.parse().unwrap()).collect())
+        .unwrap_or_else(|| panic!("no golden {name}"))
+}
+
+/// `LanguageModel` from a checkpoint's bytes, f32 and MLX's 4-bit: logits, 32
+/// greedy tokens, and sampled tokens streamed to `onToken`, each equal to
+/// mlx-lm's (which the native suite matches too).
+#[wasm_bindgen_test]
+async fn language_model() {
+    gpu().await;
+    const PROMPT: [u32; 9] = [1, 17, 42, 99, 5, 63, 120, 7, 33];
+    let checkpoints: [(&str, &str, &[u8]); 2] = [
+        (
+            "llama_tiny",
+            include_str!("../../tests/goldens/llama_tiny/config.json"),
+            include_bytes!("../../tests/goldens/llama_tiny/model.safetensors"),
+        ),
+        (
+            "llama_tiny_q4",
+            include_str!("../../tests/goldens/llama_tiny_q4/config.json"),
+            include_bytes!("../../tests/goldens/llama_tiny_q4/model.safetensors"),
+        ),
+    ];
+    let prompt = || -> wmx::TokensArg { ty(Uint32Array::from(&PROMPT[..])) };
+    for (name, config, bytes) in checkpoints {
+        let m = wmx::LanguageModelJs::from_safetensors(config, &ty(Uint8Array::from(bytes)))
+            .unwrap_or_else(|e| panic!("{name}: {:?}", JsValue::from(e)));
+        let ids: Vec<f64> = PROMPT.iter().map(|&t| t as f64).collect();
+        let logits: JsValue = m.logits(&typed(&ids, &[1, 9], "i32")).unwrap().into();
+        let got = read(&logits).await;
+        let want = mlx_llama(&format!("{name}.logits"));
+        assert_eq!(got.len(), want.len(), "{name}: logits");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                "{name} logit {i}: {g} vs {w}"
+            );
+        }
+        let opts = js_sys::Object::new();
+        js_sys::Reflect::set(&opts, &"maxTokens".into(), &32.into()).unwrap();
+        let toks = wait(JsValue::from(m.generate(&prompt(), o(opts)).unwrap()))
+            .await
+            .unwrap();
+        let toks: Vec<f64> = Uint32Array::from(toks)
+            .to_vec()
+            .iter()
+            .map(|&t| t as f64)
+            .collect();
+        assert_eq!(
+            toks,
+            mlx_llama(&format!("{name}.tokens")),
+            "{name}: greedy tokens"
+        );
+    }
+    // mlx-lm's "all" sampler setting (tests/goldens/mlx_llama.py), streamed.
+    let (_, config, bytes) = checkpoints[0];
+    let m = wmx::LanguageModelJs::from_safetensors(config, &ty(Uint8Array::from(bytes))).unwrap();
+    let seen = js_sys::Array::new();
+    let push = js_sys::Function::new_with_args("t", "this.push(t); return true;").bind0(&seen);
+    let opts = js_sys::Object::new();
+    for (k, v) in [
+        ("maxTokens", 24.0),
+        ("temperature", 0.7),
+        ("topP", 0.95),
+        ("minP", 0.05),
+        ("topK", 20.0),
+        ("repetitionPenalty", 1.3),
+        ("repetitionContext", 10.0),
+        ("seed", 9.0),
+    ] {
+        js_sys::Reflect::set(&opts, &k.into(), &v.into()).unwrap();
+    }
+    js_sys::Reflect::set(&opts, &"onToken".into(), &push).unwrap();
+    let toks = wait(JsValue::from(m.generate(&prompt(), o(opts)).unwrap()))
+        .await
+        .unwrap();
+    let toks: Vec<f64> = Uint32Array::from(toks)
+        .to_vec()
+        .iter()
+        .map(|&t| t as f64)
+        .collect();
+    assert_eq!(toks, mlx_llama("sample.all"), "sampled tokens");
+    let streamed: Vec<f64> = seen.iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(streamed, toks, "onToken saw each token");
+    let bad = wmx::LanguageModelJs::from_safetensors(config, &ty(Uint8Array::from(&bytes[..100])));
+    assert!(bad.is_err(), "truncated safetensors must be an error");
+}

@@ -129,7 +129,8 @@ pub struct GenerateOptions {
 /// Generates up to `options.max_tokens` tokens after `prompt` with `model`: the
 /// prompt in one pass, then a token at a time through a KV cache. `on_token` sees
 /// each token as it comes and returns whether to go on; generation also stops
-/// after a stop token. Returns the generated tokens.
+/// after a stop token. Returns the generated tokens. (A loop over [`Generation`],
+/// which also serves callers that read tokens asynchronously, as in the browser.)
 ///
 /// ```
 /// use wmx_core::models::{generate, GenerateOptions, Llama, Sampling};
@@ -152,20 +153,67 @@ pub fn generate(
     options: &GenerateOptions,
     mut on_token: impl FnMut(u32) -> bool,
 ) -> Result<Vec<u32>> {
-    if prompt.is_empty() {
-        return Err(Error::invalid(OP, "the prompt is empty"));
+    let mut g = Generation::new(model, prompt, options.clone())?;
+    while let Some(next) = g.next_token()? {
+        let t = next.to_vec::<u32>()?[0];
+        let go = g.accept(t);
+        if !on_token(t) || !go {
+            break;
+        }
     }
-    let device = model.device();
-    let s = &options.sampling;
-    let mut caches = model.new_cache();
-    let mut key = crate::with_device(&device, || crate::random::key(s.seed))?;
-    let mut history: Vec<u32> = prompt.to_vec();
-    let ids: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
-    let mut x = Array::from_slice_on(&ids, &[1, ids.len()], &device)?;
-    let mut out = Vec::new();
-    while out.len() < options.max_tokens {
-        let logits = model.forward(&x, Some(&mut caches))?;
-        if out.is_empty() {
+    Ok(g.tokens)
+}
+
+/// Generation one token at a time, for callers that read each token themselves
+/// ([`generate`] is the loop): [`Generation::next_token`] gives the next token as
+/// a lazy array, the caller reads it (`to_vec`, or `to_vec_async` in the browser)
+/// and hands it to [`Generation::accept`].
+pub struct Generation<'m> {
+    model: &'m dyn LanguageModel,
+    options: GenerateOptions,
+    caches: Vec<crate::nn::KvCache>,
+    key: Array,
+    history: Vec<u32>,
+    input: Array,
+    tokens: Vec<u32>,
+    done: bool,
+}
+
+impl<'m> Generation<'m> {
+    /// A generation after `prompt` (an empty prompt is an `Err`).
+    pub fn new(
+        model: &'m dyn LanguageModel,
+        prompt: &[u32],
+        options: GenerateOptions,
+    ) -> Result<Generation<'m>> {
+        if prompt.is_empty() {
+            return Err(Error::invalid(OP, "the prompt is empty"));
+        }
+        let device = model.device();
+        let key = crate::with_device(&device, || crate::random::key(options.sampling.seed))?;
+        let ids: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
+        Ok(Generation {
+            model,
+            caches: model.new_cache(),
+            key,
+            history: prompt.to_vec(),
+            input: Array::from_slice_on(&ids, &[1, ids.len()], &device)?,
+            done: options.max_tokens == 0,
+            options,
+            tokens: Vec::new(),
+        })
+    }
+
+    /// The next token (u32 `[1]`, lazy: reading it runs the model), or `None`
+    /// once generation is over. Each call must be followed by
+    /// [`Generation::accept`] of the value read.
+    pub fn next_token(&mut self) -> Result<Option<Array>> {
+        if self.done {
+            return Ok(None);
+        }
+        let s = &self.options.sampling;
+        let logits = self.model.forward(&self.input, Some(&mut self.caches))?;
+        if self.tokens.is_empty() {
             s.check(logits.shape()[2])?;
         }
         let l = logits.shape()[1] as isize;
@@ -173,23 +221,32 @@ pub fn generate(
             &crate::slice(&logits, &[Slice::ALL, Slice::range(l - 1, l)])?,
             &[1, -1],
         )?;
-        let last = penalize(&last, &history, s, &device)?;
+        let last = penalize(&last, &self.history, s, &self.model.device())?;
         let token = if s.temperature == 0.0 {
             crate::argmax(&last, -1, false)?
         } else {
-            let (next, draw) = crate::random::split2(&key)?;
-            key = next;
+            let (next, draw) = crate::random::split2(&self.key)?;
+            self.key = next;
             sample(&last, s, &draw)?
         };
-        let t = token.to_vec::<u32>()?[0];
-        out.push(t);
-        history.push(t);
-        if !on_token(t) || options.stop.contains(&t) {
-            break;
-        }
-        x = crate::reshape(&crate::astype(&token, DType::I32)?, &[1, 1])?;
+        self.input = crate::reshape(&crate::astype(&token, DType::I32)?, &[1, 1])?;
+        Ok(Some(token))
     }
-    Ok(out)
+
+    /// Records `token`, the value of the array [`Generation::next_token`] gave;
+    /// returns whether generation goes on (not after a stop token or the last).
+    pub fn accept(&mut self, token: u32) -> bool {
+        self.tokens.push(token);
+        self.history.push(token);
+        self.done =
+            self.options.stop.contains(&token) || self.tokens.len() >= self.options.max_tokens;
+        !self.done
+    }
+
+    /// The tokens generated so far.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
 }
 
 /// mlx-lm's repetition penalty on logits `[1, V]`.

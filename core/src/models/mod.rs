@@ -1,6 +1,7 @@
 //! Language models on `nn`'s layers, loading Hugging Face checkpoints as they are
 //! (`config.json` and safetensors, f32/f16/bf16 or MLX-quantized): the Llama
-//! family ([`Llama`]) and GPT-2 ([`Gpt2`]), either through [`load`]; [`generate`]
+//! family ([`Llama`]) and GPT-2 ([`Gpt2`]), either through [`load`] (or
+//! [`from_config`] where there are no files, as in the browser); [`generate`]
 //! drives any [`LanguageModel`] with mlx-lm's samplers.
 
 mod generate;
@@ -10,26 +11,42 @@ mod llama;
 use crate::nn::{Embedding, LayerNorm, Linear, RmsNorm};
 use crate::{Array, Error, Result};
 
-pub use generate::{GenerateOptions, LanguageModel, Sampling, generate};
+pub use generate::{GenerateOptions, Generation, LanguageModel, Sampling, generate};
 pub use gpt2::{Gpt2, Gpt2Attention, Gpt2Block, Gpt2Config, Gpt2Mlp, Gpt2Model};
 pub use llama::{Llama, LlamaAttention, LlamaConfig, LlamaLayer, LlamaMlp, LlamaModel};
 
 /// Loads the Hugging Face checkpoint folder `dir` as the model its `config.json`
-/// names (`model_type` llama, mistral, qwen2: [`Llama`]; gpt2: [`Gpt2`]) onto the
-/// default device, as mlx-lm's `load`. Another `model_type` is an `Err`.
+/// names onto the default device, as mlx-lm's `load` ([`from_config`] on the
+/// folder's files).
 #[cfg(all(feature = "io", not(target_arch = "wasm32")))]
 pub fn load(dir: impl AsRef<std::path::Path>) -> Result<Box<dyn LanguageModel>> {
     let dir = dir.as_ref();
     let file = dir.join("config.json");
     let text = std::fs::read_to_string(&file)
         .map_err(|e| Error::invalid("models::load", format!("{}: {e}", file.display())))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::invalid("models::load", format!("{}: {e}", file.display())))?;
+    from_config(&text, checkpoint_tensors(dir)?)
+}
+
+/// The model a `config.json` text names (`model_type` llama, mistral, qwen2:
+/// [`Llama`]; gpt2: [`Gpt2`]) holding a checkpoint's named `tensors`. Another
+/// `model_type` is an `Err`.
+pub fn from_config(
+    config_json: &str,
+    tensors: Vec<(String, Array)>,
+) -> Result<Box<dyn LanguageModel>> {
+    let v: serde_json::Value = serde_json::from_str(config_json)
+        .map_err(|e| Error::invalid("models::from_config", format!("config.json: {e}")))?;
     match v.get("model_type").and_then(|t| t.as_str()) {
-        Some("gpt2") => Ok(Box::new(Gpt2::load(dir)?)),
-        Some("llama" | "mistral" | "qwen2") | None => Ok(Box::new(Llama::load(dir)?)),
+        Some("gpt2") => Ok(Box::new(Gpt2::from_tensors(
+            Gpt2Config::from_json(config_json)?,
+            tensors,
+        )?)),
+        Some("llama" | "mistral" | "qwen2") | None => Ok(Box::new(Llama::from_tensors(
+            LlamaConfig::from_json(config_json)?,
+            tensors,
+        )?)),
         Some(other) => Err(Error::invalid(
-            "models::load",
+            "models::from_config",
             format!("model_type {other:?} is not one wmx has (llama, mistral, qwen2, gpt2)"),
         )),
     }
