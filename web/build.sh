@@ -17,4 +17,8 @@ target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import js
 rm -rf web/www/pkg
 wasm-bindgen --target web --out-dir web/www/pkg \
   "$target_dir/wasm32-unknown-unknown/release/wmx_web.wasm"
+# The language-model demo's tiny checkpoint (the one the native tests use).
+rm -rf web/www/models
+mkdir -p web/www/models/llama_tiny
+cp tests/goldens/llama_tiny/{config.json,model.safetensors,tokenizer.json} web/www/models/llama_tiny/
 echo "built web/www/pkg ($(du -h web/www/pkg/wmx_web_bg.wasm | cut -f1) of wasm); serve web/www, e.g. web/serve.sh"

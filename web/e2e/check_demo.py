@@ -161,6 +161,12 @@ def run_page(url, webgpu, timeout, screenshot=None):
             "return s && (s.status === 'done' || s.status === 'error') ? s : null;",
             timeout=timeout,
         )
+        lm = c.poll(
+            "const s = window.wmxDemo;"
+            "return s && s.lm && (s.lm.status === 'done' || s.lm.status === 'error') ? s.lm : null;",
+            timeout=timeout,
+        )
+        lm["shown"] = c.js("return document.getElementById('lmStatus').innerText;")
         if screenshot:
             time.sleep(0.3)  # let the last chart update paint
             c.screenshot(screenshot)
@@ -176,7 +182,7 @@ def run_page(url, webgpu, timeout, screenshot=None):
             timeout=timeout,
         )
         api = c.js_async(JS_API, timeout=60)
-        return state, text, api, rerun
+        return state, text, api, rerun, lm
 
 
 def check_api(api, device, all_failures):
@@ -197,6 +203,24 @@ def check_api_into(api, device, failures):
         failures.append(f"JS API: arrays on {api.get('device')!r}, want {device!r}")
 
 
+LM_EXPECTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                           "goldens", "llama_tiny", "generate_expected.txt")
+
+
+def check_lm(lm, failures):
+    """The page's generation: mlx-lm's text for the prompt (examples/generate
+    prints the same natively), and tokens/s shown."""
+    want = open(LM_EXPECTED).read().rstrip("\n")
+    if lm.get("status") != "done":
+        failures.append(f"language model: {lm.get('error')}")
+        return
+    print(f"  language model: {len(lm['tokens'])} tokens, {lm['tokensPerSecond']:.1f} tokens/s: {lm['text']!r}")
+    if lm["text"] != want:
+        failures.append(f"language model text {lm['text']!r}, mlx-lm's {want!r}")
+    if "tokens/s" not in lm.get("shown", ""):
+        failures.append(f"the page does not show tokens/s: {lm.get('shown')!r}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_003)
@@ -214,7 +238,8 @@ def main():
     failures = []
 
     print(f"demo page with WebGPU: {url}")
-    state, device_text, api, rerun = run_page(url, True, args.timeout, args.screenshot)
+    state, device_text, api, rerun, lm = run_page(url, True, args.timeout, args.screenshot)
+    check_lm(lm, failures)
     check_api(api, "webgpu", failures)
     info = state.get("info") or {}
     print(f"  device: {device_text!r}")
@@ -238,7 +263,8 @@ def main():
     check_rows(rerun.get("rows", []), references(5001), ["webgpu", "cpu", "js"], failures)
 
     print("negative control: the same page without --enable-unsafe-webgpu")
-    state2, device_text2, api2, _ = run_page(url, False, args.timeout)
+    state2, device_text2, api2, _, lm2 = run_page(url, False, args.timeout)
+    check_lm(lm2, failures)
     check_api(api2, "cpu", failures)
     info2 = state2.get("info") or {}
     print(f"  device: {device_text2!r}")

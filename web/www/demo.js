@@ -202,6 +202,91 @@ function chart(rows) {
   svg.innerHTML = parts.join("");
 }
 
+// ---- the language model: a tiny Llama and its tokenizer.json, fetched.
+// tokenizer.json's BPE with a Metaspace pre-tokenizer (Llama 2's kind), in a few
+// lines: enough for the demo's checkpoint; real apps use a tokenizer library.
+function bpeEncode(tok, text) {
+  let s = text.replaceAll(" ", "\u2581");
+  if (!s.startsWith("\u2581")) s = "\u2581" + s;
+  const rank = new Map(tok.model.merges.map((m, i) => [Array.isArray(m) ? m.join(" ") : m, i]));
+  const parts = [...s];
+  for (;;) {
+    let best = -1, bestRank = Infinity;
+    for (let i = 0; i + 1 < parts.length; i++) {
+      const r = rank.get(parts[i] + " " + parts[i + 1]);
+      if (r !== undefined && r < bestRank) [best, bestRank] = [i, r];
+    }
+    if (best < 0) break;
+    parts.splice(best, 2, parts[best] + parts[best + 1]);
+  }
+  const unk = tok.model.vocab[tok.model.unk_token];
+  return [tok.model.vocab["<s>"], ...parts.map((p) => tok.model.vocab[p] ?? unk)];
+}
+
+// The Metaspace decoder as tokenizers has it: in the first token every \u2581 is
+// dropped, in the others each is a space.
+function bpeDecode(tok, ids) {
+  const piece = [];
+  for (const [p, id] of Object.entries(tok.model.vocab)) piece[id] = p;
+  const special = new Set(tok.added_tokens.filter((t) => t.special).map((t) => t.id));
+  return ids
+    .filter((i) => !special.has(i))
+    .map((i, k) => piece[i].replaceAll("\u2581", k === 0 ? "" : " "))
+    .join("");
+}
+
+async function loadModel() {
+  const base = "./models/llama_tiny/";
+  const get = async (f) => {
+    const r = await fetch(base + f);
+    if (!r.ok) throw new Error(`${base + f}: HTTP ${r.status}`);
+    return r;
+  };
+  const [config, weights, tok] = await Promise.all([
+    get("config.json").then((r) => r.text()),
+    get("model.safetensors").then((r) => r.arrayBuffer()),
+    get("tokenizer.json").then((r) => r.json()),
+  ]);
+  const eos = JSON.parse(config).eos_token_id;
+  return { model: wmx.LanguageModel.fromSafetensors(config, new Uint8Array(weights)), tok, eos };
+}
+
+async function generateText(lm) {
+  const lmState = (state.lm = { status: "running", tokens: [], text: "" });
+  $("lmRun").disabled = true;
+  try {
+    const prompt = bpeEncode(lm.tok, $("lmPrompt").value);
+    const maxTokens = Math.max(1, parseInt($("lmMax").value, 10) || 40);
+    const temperature = Math.max(0, parseFloat($("lmTemp").value) || 0);
+    lmState.prompt = prompt;
+    $("lmOut").textContent = "";
+    const t0 = performance.now();
+    let first = null;
+    const tokens = await lm.model.generate(prompt, {
+      maxTokens, temperature, seed: 0, stop: lm.eos === undefined ? [] : [lm.eos],
+      onToken: (t) => {
+        first ??= performance.now();
+        lmState.tokens.push(t);
+        $("lmOut").textContent = bpeDecode(lm.tok, lmState.tokens);
+      },
+    });
+    const end = performance.now();
+    lmState.text = bpeDecode(lm.tok, Array.from(tokens));
+    lmState.promptMs = first - t0;
+    lmState.tokensPerSecond = (tokens.length - 1) / Math.max(1e-9, (end - first) / 1000);
+    lmState.status = "done";
+    $("lmStatus").textContent =
+      `prompt: ${prompt.length} tokens in ${lmState.promptMs.toFixed(0)} ms; ` +
+      `generation: ${tokens.length} tokens, ${lmState.tokensPerSecond.toFixed(1)} tokens/s`;
+  } catch (e) {
+    lmState.status = "error";
+    lmState.error = String(e && e.message ? e.message : e);
+    $("lmStatus").textContent = "error: " + lmState.error;
+  } finally {
+    $("lmRun").disabled = false;
+  }
+}
+
 function fail(e) {
   state.status = "error";
   state.error = String(e && e.message ? e.message : e);
@@ -247,6 +332,18 @@ async function main() {
   });
   $("run").disabled = false;
   await go();
+  try {
+    const lm = await loadModel();
+    $("lmForm").addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      generateText(lm);
+    });
+    $("lmRun").disabled = false;
+    await generateText(lm);
+  } catch (e) {
+    state.lm = { status: "error", error: String(e && e.message ? e.message : e) };
+    $("lmStatus").textContent = "error: " + state.lm.error;
+  }
 }
 
 main().catch(fail);
