@@ -38,7 +38,8 @@
 //! `torch_conv.py` is the cuDNN side).
 //! `--attention` times issue 37's attention shapes, fused and composed
 //! (`attention.rs`; `torch_attention.py` is PyTorch's side). `--quant` times
-//! issue 38's quantized products (`quant.rs`; `torch_quant.py`).
+//! issue 38's quantized products (`quant.rs`; `torch_quant.py`); `--llm` a 1B
+//! Llama's prefill and decode, f16 and 4-bit (`llm.rs`; `torch_llm.py`).
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
 //! scatter_add; `bench/torch_blocks.py` is their PyTorch side). `--large`
 //! runs 3 GiB arrays, computed in pieces past the binding limit
@@ -51,6 +52,7 @@ mod blocks;
 mod conv;
 mod coop;
 mod linalg;
+mod llm;
 mod quant;
 mod train;
 
@@ -91,6 +93,8 @@ struct Options {
     attention: bool,
     /// Only the quantized products (`quant.rs`).
     quant: bool,
+    /// Only the language model (`llm.rs`).
+    llm: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
     sizes_given: bool,
 }
@@ -114,6 +118,7 @@ impl Options {
             conv: false,
             attention: false,
             quant: false,
+            llm: false,
             sizes_given: false,
         };
         let mut sizes_given = false;
@@ -154,10 +159,11 @@ impl Options {
                 "--conv" => o.conv = true,
                 "--attention" => o.attention = true,
                 "--quant" => o.quant = true,
+                "--llm" => o.llm = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant] [--llm]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1501,9 +1507,11 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         coop::coop_peak(kr, o.reps)?;
         return Ok(rows);
     }
-    if o.attention || o.quant {
+    if o.attention || o.quant || o.llm {
         if o.attention {
             attention::bench_attention(&dev, o.smoke, &mut rows)?;
+        } else if o.llm {
+            llm::bench_llm(&dev, o.smoke, &mut rows)?;
         } else {
             quant::bench_quant(&dev, o.smoke, &mut rows)?;
         }

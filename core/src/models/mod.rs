@@ -24,7 +24,22 @@ pub fn load(dir: impl AsRef<std::path::Path>) -> Result<Box<dyn LanguageModel>> 
     let file = dir.join("config.json");
     let text = std::fs::read_to_string(&file)
         .map_err(|e| Error::invalid("models::load", format!("{}: {e}", file.display())))?;
+    model_type(&text)?;
     from_config(&text, checkpoint_tensors(dir)?)
+}
+
+/// The `model_type` of a `config.json` text, if wmx has it (absent: llama).
+fn model_type(config_json: &str) -> Result<&'static str> {
+    let v: serde_json::Value = serde_json::from_str(config_json)
+        .map_err(|e| Error::invalid("models::from_config", format!("config.json: {e}")))?;
+    match v.get("model_type").and_then(|t| t.as_str()) {
+        Some("gpt2") => Ok("gpt2"),
+        Some("llama" | "mistral" | "qwen2") | None => Ok("llama"),
+        Some(other) => Err(Error::invalid(
+            "models::from_config",
+            format!("model_type {other:?} is not one wmx has (llama, mistral, qwen2, gpt2)"),
+        )),
+    }
 }
 
 /// The model a `config.json` text names (`model_type` llama, mistral, qwen2:
@@ -34,21 +49,16 @@ pub fn from_config(
     config_json: &str,
     tensors: Vec<(String, Array)>,
 ) -> Result<Box<dyn LanguageModel>> {
-    let v: serde_json::Value = serde_json::from_str(config_json)
-        .map_err(|e| Error::invalid("models::from_config", format!("config.json: {e}")))?;
-    match v.get("model_type").and_then(|t| t.as_str()) {
-        Some("gpt2") => Ok(Box::new(Gpt2::from_tensors(
+    if model_type(config_json)? == "gpt2" {
+        Ok(Box::new(Gpt2::from_tensors(
             Gpt2Config::from_json(config_json)?,
             tensors,
-        )?)),
-        Some("llama" | "mistral" | "qwen2") | None => Ok(Box::new(Llama::from_tensors(
+        )?))
+    } else {
+        Ok(Box::new(Llama::from_tensors(
             LlamaConfig::from_json(config_json)?,
             tensors,
-        )?)),
-        Some(other) => Err(Error::invalid(
-            "models::from_config",
-            format!("model_type {other:?} is not one wmx has (llama, mistral, qwen2, gpt2)"),
-        )),
+        )?))
     }
 }
 
