@@ -126,8 +126,8 @@ pub(crate) fn bench_llm(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
             wmx::nn::quantize(&model, 64, 4).map_err(err)?;
         }
         let bytes: f64 = wmx::nn::ModuleExt::parameters(&model)
-            .iter()
-            .map(|(_, a)| a.nbytes() as f64)
+            .values()
+            .map(|a| a.nbytes() as f64)
             .sum();
         // Warm-up: pipelines compiled, pools filled.
         run(&model, &prompt, 4.min(decode)).map_err(err)?;
