@@ -4,9 +4,10 @@
 //! model quantized to 4 bits in groups of 64 (`nn::quantize`): a 512-token prompt
 //! prefilled in one pass, then 256 tokens decoded greedily at batch 1 through the
 //! KV cache (`models::Generation`, the loop `models::generate` runs). Per token:
-//! the host's time building the step's lazy graph, and the rest (encoding,
-//! the GPU, reading the token back). GB/s is the weights' bytes per decoded token
-//! (the weight-streaming limit). `bench/torch_llm.py` is PyTorch's side.
+//! the host's time building the step's lazy graph, its time in `eval` (encoding
+//! and submitting), and the rest (waiting for the GPU, reading the token back).
+//! GB/s is the weights' bytes per decoded token (the weight-streaming limit).
+//! `bench/torch_llm.py` is PyTorch's side.
 
 use super::{Res, Row, err};
 use std::time::Instant;
@@ -80,8 +81,9 @@ fn tensors(c: &LlamaConfig, dev: &Device) -> wmx::Result<Vec<(String, Array)>> {
 }
 
 /// Prefill of `prompt`, then `decode` tokens: (prefill ms, decode ms per token,
-/// host graph-building ms per token).
-fn run(model: &Llama, prompt: &[u32], decode: usize) -> wmx::Result<(f64, f64, f64)> {
+/// host ms per token building the graph, host ms per token in `eval` (encoding
+/// and submitting; the read that follows waits for the GPU)).
+fn run(model: &Llama, prompt: &[u32], decode: usize) -> wmx::Result<(f64, f64, f64, f64)> {
     let opts = GenerateOptions {
         max_tokens: decode + 1,
         ..GenerateOptions::default()
@@ -89,12 +91,15 @@ fn run(model: &Llama, prompt: &[u32], decode: usize) -> wmx::Result<(f64, f64, f
     let t0 = Instant::now();
     let mut g = Generation::new(model, prompt, opts)?;
     let mut first = None;
-    let mut build = 0.0;
+    let (mut build, mut encode) = (0.0, 0.0);
     loop {
         let b = Instant::now();
         let Some(next) = g.next_token()? else { break };
+        let e = Instant::now();
+        wmx::eval(std::slice::from_ref(&next))?;
         if first.is_some() {
-            build += b.elapsed().as_secs_f64();
+            build += (e - b).as_secs_f64();
+            encode += e.elapsed().as_secs_f64();
         }
         let t = next.to_vec::<u32>()?[0];
         first.get_or_insert_with(Instant::now);
@@ -109,6 +114,7 @@ fn run(model: &Llama, prompt: &[u32], decode: usize) -> wmx::Result<(f64, f64, f
         (first - t0).as_secs_f64() * 1e3,
         (end - first).as_secs_f64() * 1e3 / n as f64,
         build * 1e3 / n as f64,
+        encode * 1e3 / n as f64,
     ))
 }
 
@@ -131,11 +137,11 @@ pub(crate) fn bench_llm(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
             .sum();
         // Warm-up: pipelines compiled, pools filled.
         run(&model, &prompt, 4.min(decode)).map_err(err)?;
-        let (prefill, per_token, build) = run(&model, &prompt, decode).map_err(err)?;
+        let (prefill, per_token, build, encode) = run(&model, &prompt, decode).map_err(err)?;
         println!(
             "llm {variant}: prefill {prompt_len} tokens {prefill:8.2} ms ({:7.0} tokens/s); \
              decode {per_token:6.3} ms/token ({:6.1} tokens/s, {:6.1} GB/s of weights; \
-             host graph building {build:5.3} ms/token), weights {:.2} GB",
+             host: graph {build:5.3} ms/token, eval {encode:5.3} ms/token), weights {:.2} GB",
             prompt_len as f64 / prefill * 1e3,
             1e3 / per_token,
             bytes / per_token / 1e6,

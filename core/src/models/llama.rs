@@ -155,6 +155,14 @@ pub struct LlamaAttention {
 impl LlamaAttention {
     /// `x` `[B, L, hidden]` at positions `cache.offset()..` (0.. without a cache).
     pub fn forward(&self, x: &Array, cache: Option<&mut KvCache>) -> Result<Array> {
+        let offset = cache.as_ref().map_or(0, |c| c.offset());
+        let off = crate::with_device(x.device(), || crate::scalar(offset as f64, DType::I32))?;
+        self.forward_at(x, cache, &off)
+    }
+
+    /// [`LlamaAttention::forward`] with the first position given as an i32 scalar
+    /// (one array for every layer of a step).
+    fn forward_at(&self, x: &Array, cache: Option<&mut KvCache>, off: &Array) -> Result<Array> {
         let (b, l) = (x.shape()[0] as isize, x.shape()[1] as isize);
         let heads = |p: &Linear, h: usize| -> Result<Array> {
             let y = p.forward(x)?;
@@ -165,8 +173,6 @@ impl LlamaAttention {
             heads(&self.k_proj, self.kv_heads)?,
             heads(&self.v_proj, self.kv_heads)?,
         );
-        let offset = cache.as_ref().map_or(0, |c| c.offset());
-        let off = crate::with_device(x.device(), || crate::scalar(offset as f64, DType::I32))?;
         let rope = |t: &Array| {
             crate::rope(
                 t,
@@ -174,7 +180,7 @@ impl LlamaAttention {
                 false,
                 Some(self.rope_theta),
                 self.rope_scale,
-                &off,
+                off,
                 None,
             )
         };
@@ -252,10 +258,10 @@ impl Module for LlamaLayer {
 }
 
 impl LlamaLayer {
-    fn forward(&self, h: &Array, cache: Option<&mut KvCache>) -> Result<Array> {
+    fn forward(&self, h: &Array, cache: Option<&mut KvCache>, off: &Array) -> Result<Array> {
         let a = self
             .self_attn
-            .forward(&self.input_layernorm.forward(h)?, cache)?;
+            .forward_at(&self.input_layernorm.forward(h)?, cache, off)?;
         let h = crate::add(h, &a)?;
         let m = self
             .mlp
@@ -424,6 +430,11 @@ impl Llama {
             ));
         }
         let mut h = self.model.embed_tokens.forward(tokens)?;
+        let offset = caches
+            .as_ref()
+            .and_then(|c| c.first())
+            .map_or(0, |c| c.offset());
+        let off = crate::with_device(h.device(), || crate::scalar(offset as f64, DType::I32))?;
         match caches {
             Some(c) => {
                 if c.len() != self.model.layers.len() {
@@ -433,12 +444,12 @@ impl Llama {
                     ));
                 }
                 for (l, cache) in self.model.layers.iter().zip(c.iter_mut()) {
-                    h = l.forward(&h, Some(cache))?;
+                    h = l.forward(&h, Some(cache), &off)?;
                 }
             }
             None => {
                 for l in &self.model.layers {
-                    h = l.forward(&h, None)?;
+                    h = l.forward(&h, None, &off)?;
                 }
             }
         }
