@@ -31,6 +31,7 @@ fn config(smoke: bool) -> LlamaConfig {
         vocab_size: vocab,
         rope_theta: 500000.0,
         rope_scale: 1.0,
+        sliding_window: None,
         tie_word_embeddings: true,
         attention_bias: false,
         mlp_bias: false,

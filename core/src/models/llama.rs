@@ -32,6 +32,10 @@ pub struct LlamaConfig {
     pub rope_theta: f64,
     /// Positions are divided by this (`rope_scaling` of type `linear`; 1 without).
     pub rope_scale: f64,
+    /// Mistral's sliding window: attention sees this many positions back. wmx
+    /// attends to every position, so a longer sequence is an `Err` rather than
+    /// different numbers.
+    pub sliding_window: Option<usize>,
     /// The output layer is the embedding's transpose.
     pub tie_word_embeddings: bool,
     /// The attention projections have biases (Qwen2).
@@ -46,8 +50,9 @@ impl LlamaConfig {
     /// The configuration in a `config.json` text. Absent optional fields take
     /// `transformers`' defaults (`num_key_value_heads` = heads, `head_dim` =
     /// hidden / heads, `rope_theta` 10000, untied embeddings; Qwen2's
-    /// `model_type` implies biases on q, k and v). An unknown `rope_scaling` type
-    /// is an `Err` rather than wrong positions.
+    /// `model_type` implies biases on q, k and v). RoPE's settings come from
+    /// `rope_parameters` (transformers 5) or `rope_theta` and `rope_scaling`; an
+    /// unknown scaling type is an `Err` rather than wrong positions.
     pub fn from_json(text: &str) -> Result<LlamaConfig> {
         let bad = |m: String| Error::invalid("LlamaConfig", m);
         let v: serde_json::Value =
@@ -87,24 +92,48 @@ impl LlamaConfig {
                 "hidden_size and num_attention_heads must be positive".into()
             ));
         }
-        let rope_scale = match v.get("rope_scaling") {
+        // transformers 5 writes `rope_parameters` (theta, type, factor); earlier
+        // versions `rope_theta` and `rope_scaling`.
+        let params = v.get("rope_parameters").filter(|p| p.is_object());
+        let rope_theta = match params.and_then(|p| p.get("rope_theta")) {
+            Some(t) => t.as_f64().ok_or_else(|| {
+                bad(format!(
+                    "rope_parameters.rope_theta must be a number, got {t}"
+                ))
+            })?,
+            None => float("rope_theta", 10000.0)?,
+        };
+        let key = if params.is_some() {
+            "rope_parameters"
+        } else {
+            "rope_scaling"
+        };
+        let rope_scale = match params.or_else(|| v.get("rope_scaling")) {
             None | Some(serde_json::Value::Null) => 1.0,
             Some(s) => {
                 let kind = s
                     .get("rope_type")
                     .or_else(|| s.get("type"))
                     .and_then(|x| x.as_str())
-                    .unwrap_or("");
+                    .unwrap_or("default");
                 match (kind, s.get("factor").and_then(|x| x.as_f64())) {
                     ("linear", Some(f)) if f > 0.0 => 1.0 / f,
                     ("default", _) => 1.0,
                     _ => {
                         return Err(bad(format!(
-                            "rope_scaling {s} is not supported (linear scaling is)"
+                            "{key} {s} is not supported (linear scaling is)"
                         )));
                     }
                 }
             }
+        };
+        let sliding_window = match (flag("use_sliding_window", true), v.get("sliding_window")) {
+            (true, Some(w)) if !w.is_null() => {
+                Some(w.as_u64().map(|n| n as usize).ok_or_else(|| {
+                    bad(format!("sliding_window must be a whole number, got {w}"))
+                })?)
+            }
+            _ => None,
         };
         let quantization = match v.get("quantization") {
             None | Some(serde_json::Value::Null) => None,
@@ -125,8 +154,9 @@ impl LlamaConfig {
             head_dim: uint("head_dim")?.unwrap_or(hidden_size / heads),
             rms_norm_eps: float("rms_norm_eps", 1e-6)?,
             vocab_size: need("vocab_size")?,
-            rope_theta: float("rope_theta", 10000.0)?,
+            rope_theta,
             rope_scale,
+            sliding_window,
             tie_word_embeddings: flag("tie_word_embeddings", false),
             attention_bias: flag("attention_bias", model_type == "qwen2"),
             mlp_bias: flag("mlp_bias", false),
@@ -429,11 +459,22 @@ impl Llama {
                 ),
             ));
         }
-        let mut h = self.model.embed_tokens.forward(tokens)?;
         let offset = caches
             .as_ref()
             .and_then(|c| c.first())
             .map_or(0, |c| c.offset());
+        if let Some(w) = self.config.sliding_window
+            && offset + tokens.shape()[1] > w
+        {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "positions {offset}..{} pass the sliding window of {w}, which wmx does not apply",
+                    offset + tokens.shape()[1]
+                ),
+            ));
+        }
+        let mut h = self.model.embed_tokens.forward(tokens)?;
         let off = crate::with_device(h.device(), || crate::scalar(offset as f64, DType::I32))?;
         match caches {
             Some(c) => {

@@ -35,7 +35,7 @@ impl Goldens {
             .get_or_init(|| {
                 self.text
                     .lines()
-                    .filter(|l| !l.is_empty())
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
                     .map(parse)
                     .collect()
             })

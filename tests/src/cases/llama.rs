@@ -91,6 +91,13 @@ pub fn llama_errors(dev: &Device) {
         1,
     );
     expect_err("yarn", LlamaConfig::from_json(&yarn), &["rope_scaling"]);
+    let params = text.replacen(
+        '{',
+        r#"{"rope_parameters": {"rope_theta": 500000.0, "rope_type": "linear", "factor": 4.0},"#,
+        1,
+    );
+    let p = super::ok("rope_parameters", LlamaConfig::from_json(&params));
+    assert_eq!((p.rope_theta, p.rope_scale), (500000.0, 0.25));
     let gpt2 = text.replace("\"llama\"", "\"gpt2\"");
     expect_err("gpt2", LlamaConfig::from_json(&gpt2), &["gpt2"]);
     let tensors = super::ok(
@@ -128,7 +135,7 @@ pub fn llama_errors(dev: &Device) {
     let m = super::ok(
         "from_tensors",
         Llama::from_tensors(
-            c,
+            c.clone(),
             super::ok(
                 "load",
                 wmx::with_device(dev, || {
@@ -136,6 +143,23 @@ pub fn llama_errors(dev: &Device) {
                 }),
             ),
         ),
+    );
+    let windowed = LlamaConfig {
+        sliding_window: Some(8),
+        ..c
+    };
+    let tensors = super::ok(
+        "load",
+        wmx::with_device(dev, || {
+            wmx::io::load_safetensors(dir("llama_tiny").join("model.safetensors"))
+        }),
+    );
+    let w = super::ok("windowed", Llama::from_tensors(windowed, tensors));
+    let nine = super::ok("nine", Array::from_slice_on(&[1i32; 9], &[1, 9], dev));
+    expect_err(
+        "sliding window",
+        w.forward(&nine, None),
+        &["sliding window", "8"],
     );
     let floats = super::ok("floats", Array::from_slice_on(&[1.0f32, 2.0], &[1, 2], dev));
     expect_err("float tokens", m.forward(&floats, None), &["integers"]);

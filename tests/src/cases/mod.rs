@@ -294,6 +294,7 @@ macro_rules! for_each_case {
             llama_sampling,
             gpt2_mlx,
             gpt2_errors,
+            transformers_models,
             conv_values,
             conv_transpose_values,
             pool_values,
@@ -351,6 +352,7 @@ mod errors;
 mod goldens;
 mod gpt2;
 mod graph;
+mod hf;
 mod index;
 mod linalg;
 mod llama;
@@ -375,6 +377,7 @@ pub use elementwise::*;
 pub use errors::*;
 pub use gpt2::*;
 pub use graph::*;
+pub use hf::*;
 pub use index::*;
 pub use linalg::*;
 pub use llama::*;
