@@ -49,3 +49,38 @@ pub fn transformers_models(dev: &Device) {
         );
     }
 }
+
+/// The same checkpoints in f16 (weights cast as `torch_dtype=float16` would load
+/// them): logits within 0.02 + 0.005 |x| of transformers' f32 logits (the
+/// errors seen on the CPU and lavapipe reach about 0.7 of that).
+pub fn transformers_models_f16(dev: &Device) {
+    let ids: Vec<i32> = PROMPT.iter().map(|&t| t as i32).collect();
+    let x = super::ok("ids", Array::from_slice_on(&ids, &[1, ids.len()], dev));
+    for name in ["hf_llama", "hf_qwen2", "hf_mistral", "hf_gpt2"] {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("goldens")
+            .join(name);
+        let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
+        let tensors = super::ok(
+            name,
+            wmx::with_device(dev, || {
+                wmx::io::load_safetensors(dir.join("model.safetensors"))
+            }),
+        );
+        let half: Vec<(String, Array)> = tensors
+            .into_iter()
+            .map(|(n, a)| (n, super::ok("astype", a.astype(wmx::DType::F16))))
+            .collect();
+        let m = super::ok(name, models::from_config(&config, half));
+        let logits = super::ok(name, m.forward(&x, None));
+        assert_eq!(logits.dtype(), wmx::DType::F16, "{name}: f16 logits");
+        let got = super::ok("read", logits.to_vec_as::<f64>());
+        let want = &HF.get(&format!("{name}.logits")).1;
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g - w).abs() <= 0.02 + 0.005 * w.abs(),
+                "{name} f16 on {dev}: logit {i} {g} vs transformers' {w}"
+            );
+        }
+    }
+}

@@ -295,6 +295,7 @@ macro_rules! for_each_case {
             gpt2_mlx,
             gpt2_errors,
             transformers_models,
+            transformers_models_f16,
             conv_values,
             conv_transpose_values,
             pool_values,
