@@ -75,6 +75,16 @@ pub trait Optimizer {
     /// The names of a parameter's slots (`["m", "v"]` for Adam).
     fn slot_names(&self) -> &'static [&'static str];
 
+    /// A parameter's slots before its first step, one per slot name: zeros of
+    /// the parameter's shape unless the rule keeps others (Adafactor's factored
+    /// moments).
+    fn initial_slots(&self, p: &Array) -> Result<Vec<Array>> {
+        self.slot_names()
+            .iter()
+            .map(|_| crate::contiguous(&crate::zeros_like(p)?))
+            .collect()
+    }
+
     /// The new value of parameter `p` and its new slots, from its gradient `g`,
     /// its slots (zeros before the first step) and the step's scalars (arrays).
     fn apply(
@@ -105,7 +115,7 @@ pub trait Optimizer {
                 s = Some((p.device().clone(), scalar_arrays(&host, p.device())?));
             }
             let s = &s.as_ref().expect("made above").1;
-            let slots = slots_of(self.opt_state(), self.slot_names(), n, p)?;
+            let slots = slots_of(self, n, p)?;
             let (np, ns) = self.apply(s, p, g, &slots)?;
             out.insert(n.clone(), np);
             for (k, a) in self.slot_names().iter().zip(ns) {
@@ -189,17 +199,25 @@ fn scalar_arrays(host: &[f64], device: &crate::Device) -> Result<Vec<Array>> {
         .collect()
 }
 
-/// Parameter `n`'s slots: its state, or row-major zeros before its first step (a
-/// compiled step's record is keyed by its inputs' strides, and later calls pass
-/// its own row-major outputs).
-fn slots_of(st: &OptState, names: &[&str], n: &str, p: &Array) -> Result<Vec<Array>> {
-    names
+/// Parameter `n`'s slots: its state, or the rule's initial slots before its
+/// first step (row-major: a compiled step's record is keyed by its inputs'
+/// strides, and later calls pass its own row-major outputs).
+fn slots_of<O: Optimizer + ?Sized>(opt: &O, n: &str, p: &Array) -> Result<Vec<Array>> {
+    let st = opt.opt_state();
+    let held: Vec<Option<Array>> = opt
+        .slot_names()
         .iter()
-        .map(|k| match st.slots.get(&format!("{n}.{k}")) {
-            Some(a) => Ok(a.clone()),
-            None => crate::contiguous(&crate::zeros_like(p)?),
-        })
-        .collect()
+        .map(|k| st.slots.get(&format!("{n}.{k}")).cloned())
+        .collect();
+    if held.iter().all(Option::is_some) {
+        return Ok(held.into_iter().flatten().collect());
+    }
+    let init = opt.initial_slots(p)?;
+    Ok(held
+        .into_iter()
+        .zip(init)
+        .map(|(h, i)| h.unwrap_or(i))
+        .collect())
 }
 
 /// `beta * m + (1 - beta) * x`: a moving average.
@@ -623,6 +641,177 @@ impl Optimizer for Lion {
     state_accessors!();
 }
 
+/// Adafactor (Shazeer and Stern 2018, as MLX's `Adafactor`): second moments kept
+/// as row and column averages for parameters of two or more dimensions (a full
+/// one for vectors), updates clipped by their RMS, and by default a relative step
+/// size `min(1e-2, 1/sqrt(t))` scaled by the parameter's RMS in place of a
+/// learning rate.
+#[derive(Clone)]
+pub struct Adafactor {
+    /// The learning rate, used when `relative_step` is off.
+    pub lr: Option<LearningRate>,
+    /// Added to the squared gradients, and the least parameter scale.
+    pub eps: (f64, f64),
+    /// The update's RMS is clipped to this.
+    pub clip_threshold: f64,
+    /// The second moments' decay is `1 - t^decay_rate`.
+    pub decay_rate: f64,
+    /// A first moment of the updates, with this rate (`None`: none).
+    pub beta_1: Option<f64>,
+    /// Decoupled weight decay, scaled by the step size.
+    pub weight_decay: f64,
+    /// The step size is scaled by the parameter's RMS (at least `eps.1`).
+    pub scale_parameter: bool,
+    /// The step size is `min(1e-2, 1/sqrt(t))` (`min(1e-6 t, 1/sqrt(t))` with
+    /// `warmup_init`), not the learning rate.
+    pub relative_step: bool,
+    /// See `relative_step`.
+    pub warmup_init: bool,
+    state: OptState,
+}
+
+impl Default for Adafactor {
+    /// MLX's defaults: relative step sizes scaled by the parameter's RMS,
+    /// eps (1e-30, 1e-3), clip 1, decay rate -0.8, no first moment.
+    fn default() -> Self {
+        Adafactor {
+            lr: None,
+            eps: (1e-30, 1e-3),
+            clip_threshold: 1.0,
+            decay_rate: -0.8,
+            beta_1: None,
+            weight_decay: 0.0,
+            scale_parameter: true,
+            relative_step: true,
+            warmup_init: false,
+            state: OptState::default(),
+        }
+    }
+}
+
+impl Adafactor {
+    /// Adafactor with relative step sizes (MLX's defaults).
+    pub fn new() -> Adafactor {
+        Adafactor::default()
+    }
+
+    /// Adafactor with learning rate `lr` instead of relative step sizes.
+    pub fn with_lr(lr: impl Into<LearningRate>) -> Adafactor {
+        Adafactor {
+            lr: Some(lr.into()),
+            relative_step: false,
+            ..Adafactor::default()
+        }
+    }
+}
+
+/// The root mean square of `x` (a 0-d array).
+fn rms(x: &Array) -> Result<Array> {
+    crate::sqrt(&crate::mean(&crate::multiply(x, x)?, None, false)?)
+}
+
+impl Optimizer for Adafactor {
+    fn scalars(&self, step: usize) -> Vec<f64> {
+        let t = (step + 1) as f64;
+        let size = if self.relative_step {
+            let min = if self.warmup_init { 1e-6 * t } else { 1e-2 };
+            min.min(1.0 / t.sqrt())
+        } else {
+            // `new` and `with_lr` set one or the other; a missing rate is 0.
+            self.lr.as_ref().map_or(0.0, |lr| lr.at(step))
+        };
+        vec![size, 1.0 - t.powf(self.decay_rate)]
+    }
+    fn slot_names(&self) -> &'static [&'static str] {
+        if self.beta_1.is_some() {
+            &["exp_avg_sq_row", "exp_avg_sq_col", "exp_avg_sq", "exp_avg"]
+        } else {
+            &["exp_avg_sq_row", "exp_avg_sq_col", "exp_avg_sq"]
+        }
+    }
+    fn initial_slots(&self, p: &Array) -> Result<Vec<Array>> {
+        let zeros =
+            |shape: &[usize]| crate::with_device(p.device(), || crate::zeros(shape, p.dtype()));
+        let sh = p.shape();
+        // The slots a parameter does not use are 0-d zeros.
+        let mut out = if sh.len() >= 2 {
+            let mut col = sh[..sh.len() - 2].to_vec();
+            col.push(sh[sh.len() - 1]);
+            vec![zeros(&sh[..sh.len() - 1])?, zeros(&col)?, zeros(&[])?]
+        } else {
+            vec![
+                zeros(&[])?,
+                zeros(&[])?,
+                crate::contiguous(&crate::zeros_like(p)?)?,
+            ]
+        };
+        if self.beta_1.is_some() {
+            out.push(crate::contiguous(&crate::zeros_like(p)?)?);
+        }
+        Ok(out)
+    }
+    fn apply(
+        &self,
+        s: &[Array],
+        p: &Array,
+        g: &Array,
+        slots: &[Array],
+    ) -> Result<(Array, Vec<Array>)> {
+        let s = in_dtype_of(s, p)?;
+        let (size, beta2) = (&s[0], &s[1]);
+        let one_minus = crate::subtract(&c(beta2, 1.0)?, beta2)?;
+        let ema2 = |m: &Array, x: &Array| -> Result<Array> {
+            crate::add(
+                &crate::multiply(beta2, m)?,
+                &crate::multiply(&one_minus, x)?,
+            )
+        };
+        let lr = if self.scale_parameter {
+            crate::multiply(&crate::maximum(&c(p, self.eps.1)?, &rms(p)?)?, size)?
+        } else {
+            size.clone()
+        };
+        let sq = crate::add(&crate::multiply(g, g)?, &c(g, self.eps.0)?)?;
+        let mut out = slots[..3].to_vec();
+        let update = if p.ndim() >= 2 {
+            let row = ema2(&slots[0], &crate::mean(&sq, Some(&[-1]), false)?)?;
+            let col = ema2(&slots[1], &crate::mean(&sq, Some(&[-2]), false)?)?;
+            let r = crate::rsqrt(&crate::divide(
+                &row,
+                &crate::mean(&row, Some(&[-1]), true)?,
+            )?)?;
+            let cf = crate::rsqrt(&col)?;
+            let approx =
+                crate::multiply(&crate::expand_dims(&r, -1)?, &crate::expand_dims(&cf, -2)?)?;
+            (out[0], out[1]) = (row, col);
+            crate::multiply(&approx, g)?
+        } else {
+            let v = ema2(&slots[2], &sq)?;
+            out[2] = v.clone();
+            crate::multiply(&crate::rsqrt(&v)?, g)?
+        };
+        let clip = crate::maximum(
+            &c(&update, 1.0)?,
+            &crate::divide(&rms(&update)?, &c(&update, self.clip_threshold)?)?,
+        )?;
+        let mut update = crate::multiply(&crate::divide(&update, &clip)?, &lr)?;
+        if let Some(b1) = self.beta_1 {
+            update = ema(&slots[3], &update, b1)?;
+            out.push(update.clone());
+        }
+        let p = if self.weight_decay != 0.0 {
+            crate::add(
+                p,
+                &crate::multiply(&crate::multiply(p, &lr)?, &c(p, -self.weight_decay)?)?,
+            )?
+        } else {
+            p.clone()
+        };
+        Ok((crate::subtract(&p, &update)?, out))
+    }
+    state_accessors!();
+}
+
 /// Scales `grads` so their global L2 norm is at most `max_norm` (PyTorch's
 /// `clip_grad_norm_`, factor `max_norm / (norm + 1e-6)` when above); returns the
 /// clipped gradients and the norm before clipping.
@@ -804,7 +993,7 @@ impl<M: Module + 'static, O: Optimizer> CompiledStep<M, O> {
         for n in &self.names {
             let p = &params[n];
             inputs.push(p.clone());
-            slots.extend(slots_of(self.opt.opt_state(), slot_names, n, p)?);
+            slots.extend(slots_of(&self.opt, n, p)?);
         }
         inputs.extend(slots);
         inputs.extend(batch.iter().cloned());

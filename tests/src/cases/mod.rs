@@ -307,6 +307,7 @@ macro_rules! for_each_case {
             nn_activations_match_torch,
             nn_losses_match_torch,
             optim_match_torch,
+            adafactor_match_mlx,
             nn_module_api,
             kv_cache_decode,
             attention_values,

@@ -348,6 +348,81 @@ where
     }))
 }
 
+static MLX_ADAFACTOR: Goldens = Goldens::new(include_str!("../../goldens/mlx_adafactor.txt"));
+
+/// Adafactor against MLX's (`tests/goldens/mlx_adafactor.py`): relative steps; a
+/// learning rate with a first moment and weight decay; warm-up without parameter
+/// scaling and a tighter clip. W is factored, B is not. Parameters after steps 1,
+/// 5 and 20, eagerly and from one compiled step; the state's slot shapes.
+pub fn adafactor_match_mlx(dev: &Device) {
+    let (x, y) = (arr(dev, "opt.X"), arr(dev, "opt.Y"));
+    let make = |name: &str| -> optim::Adafactor {
+        match name {
+            "adafactor" => optim::Adafactor::new(),
+            "adafactor_lr" => {
+                let mut o = optim::Adafactor::with_lr(0.05);
+                (o.beta_1, o.weight_decay) = (Some(0.9), 0.01);
+                o
+            }
+            _ => {
+                let mut o = optim::Adafactor::new();
+                (o.warmup_init, o.scale_parameter, o.clip_threshold) = (true, false, 0.5);
+                o
+            }
+        }
+    };
+    let golden = |what: &str, a: &Array, name: &str| {
+        MLX_ADAFACTOR.check(what, a, name, 1e-4, 1e-5);
+    };
+    for name in ["adafactor", "adafactor_lr", "adafactor_warmup"] {
+        let m = Affine {
+            w: Param::new(arr(dev, "opt.W0")),
+            b: Param::new(arr(dev, "opt.B0")),
+        };
+        let mut opt = make(name);
+        let loss = |a: &[Array]| -> Result<Array> {
+            let p = wmx::add(&wmx::matmul(&a[0], &m.w.value())?, &m.b.value())?;
+            losses::mse(&p, &a[1], Reduction::Mean)
+        };
+        let vg = nn::value_and_grad(&m, loss);
+        for step in 0..20 {
+            let (_, g) = ok(name, vg(&[x.clone(), y.clone()]));
+            ok(name, opt.update(&m, &g));
+            if [0, 4, 19].contains(&step) {
+                let what = format!("{name} after step {}", step + 1);
+                golden(&what, &m.w.value(), &format!("opt.{name}.{step}.W"));
+                golden(&what, &m.b.value(), &format!("opt.{name}.{step}.B"));
+            }
+        }
+        let st = opt.state();
+        assert_eq!(st["w.exp_avg_sq_row"].shape(), &[3], "{name}: row moments");
+        assert_eq!(
+            st["w.exp_avg_sq_col"].shape(),
+            &[2],
+            "{name}: column moments"
+        );
+        assert_eq!(
+            st["b.exp_avg_sq"].shape(),
+            &[2],
+            "{name}: a vector's moments"
+        );
+        // The same trajectory from one compiled step.
+        let cm = std::sync::Arc::new(Affine {
+            w: Param::new(arr(dev, "opt.W0")),
+            b: Param::new(arr(dev, "opt.B0")),
+        });
+        let mut step = ok(name, step_of(cm.clone(), make(name)));
+        for k in 0..20 {
+            ok(name, step(&[x.clone(), y.clone()]).and_then(|l| l.eval()));
+            if [0, 4, 19].contains(&k) {
+                let what = format!("compiled {name} after step {}", k + 1);
+                golden(&what, &cm.w.value(), &format!("opt.{name}.{k}.W"));
+                golden(&what, &cm.b.value(), &format!("opt.{name}.{k}.B"));
+            }
+        }
+    }
+}
+
 /// SGD (plain, momentum with dampening, Nesterov with weight decay), Adam (with
 /// L2 and other betas), AdamW, Adagrad (decay, weight decay), RMSprop (plain;
 /// centered with momentum and weight decay) and Lion: parameters after steps 1, 5
