@@ -56,3 +56,70 @@ pub fn he_uniform(key: &Array, shape: &[usize], gain: f64, fan_out: bool) -> Res
     let b = gain * (3.0 / if fan_out { o } else { i }).sqrt();
     uniform(key, shape, -b, b)
 }
+
+/// A matrix `[rows, cols]` with orthonormal rows or columns, times `gain` (MLX's
+/// `orthogonal`): the Q of the QR decomposition of an `n x n` standard normal
+/// matrix (`n = max(rows, cols)`, drawn from `key`) with R's diagonal made
+/// positive, cut to the shape. The decomposition runs on the host in f64
+/// (Householder); the result is f32 on `key`'s device. A shape that is not 2-D
+/// is an `Err`.
+pub fn orthogonal(key: &Array, shape: &[usize], gain: f64) -> Result<Array> {
+    let &[rows, cols] = shape else {
+        return Err(Error::invalid(
+            "orthogonal",
+            format!("the shape must be [rows, cols], got {shape:?}"),
+        ));
+    };
+    let n = rows.max(cols);
+    let mut a = random::normal(key, &[n, n], 0.0, 1.0, DType::F32)?.to_vec_as::<f64>()?;
+    let q = householder_q(&mut a, n);
+    let out: Vec<f32> = (0..rows)
+        .flat_map(|i| (0..cols).map(move |j| (i, j)))
+        .map(|(i, j)| (gain * q[i * n + j]) as f32)
+        .collect();
+    Array::from_slice_on(&out, shape, key.device())
+}
+
+/// The Q of `a = QR` (`n x n`, row-major; `a` is overwritten) with R's diagonal
+/// made non-negative, so Q is the unique one (for a full-rank `a`).
+fn householder_q(a: &mut [f64], n: usize) -> Vec<f64> {
+    let mut q = vec![0.0; n * n];
+    for i in 0..n {
+        q[i * n + i] = 1.0;
+    }
+    for k in 0..n.saturating_sub(1) {
+        let norm = (k..n).map(|i| a[i * n + k].powi(2)).sum::<f64>().sqrt();
+        if norm == 0.0 {
+            continue;
+        }
+        // v = x + sign(x0) |x| e0, then H = I - 2 v v^T / (v^T v).
+        let alpha = if a[k * n + k] >= 0.0 { -norm } else { norm };
+        let mut v: Vec<f64> = (k..n).map(|i| a[i * n + k]).collect();
+        v[0] -= alpha;
+        let vv: f64 = v.iter().map(|x| x * x).sum();
+        if vv == 0.0 {
+            continue;
+        }
+        for j in 0..n {
+            // A <- H A (columns), Q <- Q H (rows).
+            let d: f64 = (k..n).map(|i| v[i - k] * a[i * n + j]).sum::<f64>() * 2.0 / vv;
+            for i in k..n {
+                a[i * n + j] -= d * v[i - k];
+            }
+            let e: f64 = (k..n).map(|i| q[j * n + i] * v[i - k]).sum::<f64>() * 2.0 / vv;
+            for i in k..n {
+                q[j * n + i] -= e * v[i - k];
+            }
+        }
+    }
+    // R = H_{n-1}..H_0 A is now in `a`: flip Q's columns where R's diagonal is
+    // negative.
+    for j in 0..n {
+        if a[j * n + j] < 0.0 {
+            for i in 0..n {
+                q[i * n + j] = -q[i * n + j];
+            }
+        }
+    }
+    q
+}

@@ -308,6 +308,7 @@ macro_rules! for_each_case {
             nn_losses_match_torch,
             optim_match_torch,
             adafactor_match_mlx,
+            init_values,
             nn_module_api,
             kv_cache_decode,
             attention_values,

@@ -960,3 +960,154 @@ pub fn kv_cache_decode(dev: &Device) {
         );
     }
 }
+
+/// `nn::init`: each initialiser's mean and spread on 40 000 draws against its
+/// formula (PyTorch's fans), and `orthogonal` against an independent modified
+/// Gram-Schmidt in f64 on the same normal draw (the QR with R's diagonal positive
+/// is unique), with orthonormal rows or columns; errors for shapes without fans.
+pub fn init_values(dev: &Device) {
+    use wmx_core::nn::init;
+    let key = ok("key", wmx::with_device(dev, || wmx::random::key(35)));
+    let moments = |a: Array| -> (f64, f64, f64, f64) {
+        let v = ok("read", a.to_vec_as::<f64>());
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let std = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        (mean, std, lo, hi)
+    };
+    // [out, in, k] = [200, 40, 5]: fan_in 200, fan_out 1000.
+    let shape = [200usize, 40, 5];
+    let (fi, fo) = (200.0f64, 1000.0f64);
+    let cases: Vec<(&str, Array, f64, Option<f64>)> = vec![
+        (
+            "normal",
+            ok("normal", init::normal(&key, &shape, 0.5, 2.0)),
+            2.0,
+            None,
+        ),
+        (
+            "glorot_normal",
+            ok("gn", init::glorot_normal(&key, &shape, 1.5)),
+            1.5 * (2.0 / (fi + fo)).sqrt(),
+            None,
+        ),
+        (
+            "he_normal",
+            ok("hn", init::he_normal(&key, &shape, 2f64.sqrt(), true)),
+            2f64.sqrt() / fo.sqrt(),
+            None,
+        ),
+        (
+            "glorot_uniform",
+            ok("gu", init::glorot_uniform(&key, &shape, 1.0)),
+            (6.0 / (fi + fo)).sqrt() / 3f64.sqrt(),
+            Some((6.0 / (fi + fo)).sqrt()),
+        ),
+        (
+            "he_uniform",
+            ok("hu", init::he_uniform(&key, &shape, 1.0, false)),
+            (3.0 / fi).sqrt() / 3f64.sqrt(),
+            Some((3.0 / fi).sqrt()),
+        ),
+    ];
+    for (name, a, std, bound) in cases {
+        assert_eq!(a.shape(), &shape, "{name}: shape");
+        let (m, s, lo, hi) = moments(a);
+        let want_mean = if name == "normal" { 0.5 } else { 0.0 };
+        assert!(
+            (m - want_mean).abs() < 4.0 * std / 200.0,
+            "{name}: mean {m}"
+        );
+        assert!((s / std - 1.0).abs() < 0.02, "{name}: std {s}, want {std}");
+        if let Some(b) = bound {
+            assert!(
+                lo >= -b && hi < b && hi > 0.99 * b,
+                "{name}: range {lo}..{hi}, bound {b}"
+            );
+        }
+    }
+    let c = ok("constant", init::constant(&[2, 3], 0.25));
+    assert_eq!(ok("read", c.to_vec::<f32>()), vec![0.25f32; 6]);
+    for (rows, cols, gain) in [
+        (5usize, 3usize, 1.0f64),
+        (3, 5, 2.0),
+        (4, 4, 0.5),
+        (1, 1, 1.0),
+    ] {
+        let what = format!("orthogonal {rows}x{cols}");
+        let q = ok(&what, init::orthogonal(&key, &[rows, cols], gain));
+        assert_eq!(
+            (q.shape(), q.dtype()),
+            (&[rows, cols][..], DType::F32),
+            "{what}"
+        );
+        let got = ok("read", q.to_vec_as::<f64>());
+        // Modified Gram-Schmidt on the columns of the same n x n normal draw.
+        let n = rows.max(cols);
+        let g = ok(
+            "draw",
+            wmx::random::normal(&key, &[n, n], 0.0, 1.0, DType::F32)
+                .and_then(|a| a.to_vec_as::<f64>()),
+        );
+        let mut cols_q: Vec<Vec<f64>> = (0..n)
+            .map(|j| (0..n).map(|i| g[i * n + j]).collect())
+            .collect();
+        for j in 0..n {
+            for k in 0..j {
+                let (done, rest) = cols_q.split_at_mut(j);
+                let (qk, qj) = (&done[k], &mut rest[0]);
+                let d: f64 = qj.iter().zip(qk).map(|(a, b)| a * b).sum();
+                qj.iter_mut().zip(qk).for_each(|(a, b)| *a -= d * b);
+            }
+            let norm = cols_q[j].iter().map(|x| x * x).sum::<f64>().sqrt();
+            cols_q[j].iter_mut().for_each(|x| *x /= norm);
+        }
+        for i in 0..rows {
+            for j in 0..cols {
+                let want = gain * cols_q[j][i];
+                let v = got[i * cols + j];
+                assert!(
+                    (v - want).abs() < 1e-5 * (1.0 + gain),
+                    "{what} [{i},{j}]: {v} vs {want}"
+                );
+            }
+        }
+        // Orthonormal columns (rows >= cols) or rows.
+        let (a, b) = if rows >= cols {
+            (cols, rows)
+        } else {
+            (rows, cols)
+        };
+        for x in 0..a {
+            for y in 0..a {
+                let dot: f64 = (0..b)
+                    .map(|t| {
+                        let at = |u: usize| {
+                            if rows >= cols {
+                                got[t * cols + u]
+                            } else {
+                                got[u * cols + t]
+                            }
+                        };
+                        at(x) * at(y)
+                    })
+                    .sum::<f64>()
+                    / (gain * gain);
+                let want = if x == y { 1.0 } else { 0.0 };
+                assert!((dot - want).abs() < 1e-5, "{what}: <{x}, {y}> = {dot}");
+            }
+        }
+    }
+    super::expect_err(
+        "orthogonal of 3-D",
+        init::orthogonal(&key, &[2, 2, 2], 1.0),
+        &["[rows, cols]"],
+    );
+    super::expect_err(
+        "glorot of 1-D",
+        init::glorot_normal(&key, &[4], 1.0),
+        &["2 or more"],
+    );
+}
