@@ -42,6 +42,12 @@ WMX_DEVICE=cpu "$examples/digits_mlp"
 step "example: a CNN on the digits (two convolutions, max pooling; >= 98 % test accuracy), on the CPU and the GPU"
 WMX_DEVICE=cpu "$examples/digits_cnn"
 "$examples/digits_cnn"
+step "example: a character-level transformer on Genesis (KJV, Debian's bible-kjv packages): trained on the CPU and saved, then resumed on the GPU"
+examples/data/genesis.sh
+ckpt=$(mktemp -d)
+WMX_DEVICE=cpu "$examples/char_lm" --steps 40 --dims 64 --context 32 --batch 16 --checkpoint "$ckpt"
+WMX_DEVICE=gpu "$examples/char_lm" --steps 10 --dims 64 --context 32 --batch 16 --checkpoint "$ckpt"
+rm -rf "$ckpt"
 step "example: text generation from a Llama checkpoint folder with its tokenizer.json, the text against mlx-lm's, on the CPU and the GPU"
 for dev in cpu gpu; do
     got=$(WMX_DEVICE=$dev "$examples/generate" --model tests/goldens/llama_tiny \
