@@ -316,20 +316,7 @@ impl Gpt2 {
     /// new keys and values. Positions past `n_positions` are an `Err`.
     pub fn forward(&self, tokens: &Array, caches: Option<&mut [KvCache]>) -> Result<Array> {
         let m = &self.transformer;
-        if tokens.ndim() != 2 || !tokens.dtype().is_int() {
-            return Err(Error::invalid(
-                OP,
-                format!(
-                    "tokens must be [batch, length] integers, got {} {:?}",
-                    tokens.dtype(),
-                    tokens.shape()
-                ),
-            ));
-        }
-        let offset = caches
-            .as_ref()
-            .and_then(|c| c.first())
-            .map_or(0, |c| c.offset());
+        let offset = super::first_position(OP, tokens, &caches)?;
         let l = tokens.shape()[1];
         if offset + l > self.config.n_positions {
             return Err(Error::invalid(
@@ -344,25 +331,8 @@ impl Gpt2 {
         let positions = crate::with_device(tokens.device(), || {
             crate::arange(offset as f64, (offset + l) as f64, 1.0, DType::I32)
         })?;
-        let mut x = crate::add(&m.wte.forward(tokens)?, &m.wpe.forward(&positions)?)?;
-        match caches {
-            Some(c) => {
-                if c.len() != m.h.len() {
-                    return Err(Error::invalid(
-                        OP,
-                        format!("{} caches for {} blocks", c.len(), m.h.len()),
-                    ));
-                }
-                for (b, cache) in m.h.iter().zip(c.iter_mut()) {
-                    x = b.forward(&x, Some(cache))?;
-                }
-            }
-            None => {
-                for b in &m.h {
-                    x = b.forward(&x, None)?;
-                }
-            }
-        }
+        let x = crate::add(&m.wte.forward(tokens)?, &m.wpe.forward(&positions)?)?;
+        let x = super::through_layers(OP, &m.h, x, caches, |b, x, c| b.forward(x, c))?;
         m.wte.as_linear(&m.ln_f.forward(&x)?)
     }
 }

@@ -449,20 +449,7 @@ impl Llama {
     /// after those the caches hold (from 0 without caches); the caches take the
     /// new keys and values.
     pub fn forward(&self, tokens: &Array, caches: Option<&mut [KvCache]>) -> Result<Array> {
-        if tokens.ndim() != 2 || !tokens.dtype().is_int() {
-            return Err(Error::invalid(
-                OP,
-                format!(
-                    "tokens must be [batch, length] integers, got {} {:?}",
-                    tokens.dtype(),
-                    tokens.shape()
-                ),
-            ));
-        }
-        let offset = caches
-            .as_ref()
-            .and_then(|c| c.first())
-            .map_or(0, |c| c.offset());
+        let offset = super::first_position(OP, tokens, &caches)?;
         if let Some(w) = self.config.sliding_window
             && offset + tokens.shape()[1] > w
         {
@@ -474,26 +461,11 @@ impl Llama {
                 ),
             ));
         }
-        let mut h = self.model.embed_tokens.forward(tokens)?;
+        let h = self.model.embed_tokens.forward(tokens)?;
         let off = crate::with_device(h.device(), || crate::scalar(offset as f64, DType::I32))?;
-        match caches {
-            Some(c) => {
-                if c.len() != self.model.layers.len() {
-                    return Err(Error::invalid(
-                        OP,
-                        format!("{} caches for {} layers", c.len(), self.model.layers.len()),
-                    ));
-                }
-                for (l, cache) in self.model.layers.iter().zip(c.iter_mut()) {
-                    h = l.forward(&h, Some(cache), &off)?;
-                }
-            }
-            None => {
-                for l in &self.model.layers {
-                    h = l.forward(&h, None, &off)?;
-                }
-            }
-        }
+        let h = super::through_layers(OP, &self.model.layers, h, caches, |l, h, c| {
+            l.forward(h, c, &off)
+        })?;
         let h = self.model.norm.forward(&h)?;
         match &self.lm_head {
             Some(head) => head.forward(&h),

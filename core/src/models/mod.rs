@@ -8,7 +8,7 @@ mod generate;
 mod gpt2;
 mod llama;
 
-use crate::nn::{Embedding, LayerNorm, Linear, RmsNorm};
+use crate::nn::{Embedding, KvCache, LayerNorm, Linear, RmsNorm};
 use crate::{Array, Error, Result};
 
 pub use generate::{GenerateOptions, Generation, LanguageModel, Sampling, generate};
@@ -94,6 +94,59 @@ pub(crate) fn checkpoint_tensors(
         out.extend(crate::io::load_safetensors(dir.join(f))?);
     }
     Ok(out)
+}
+
+/// Checks that `tokens` are `[batch, length]` integers and returns the first
+/// position: the positions the caches hold (0 without caches).
+pub(crate) fn first_position(
+    op: &'static str,
+    tokens: &Array,
+    caches: &Option<&mut [KvCache]>,
+) -> Result<usize> {
+    if tokens.ndim() != 2 || !tokens.dtype().is_int() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "tokens must be [batch, length] integers, got {} {:?}",
+                tokens.dtype(),
+                tokens.shape()
+            ),
+        ));
+    }
+    Ok(caches
+        .as_ref()
+        .and_then(|c| c.first())
+        .map_or(0, |c| c.offset()))
+}
+
+/// `h` through `layers` in turn (`layer(l, h, cache)`), each with its own cache
+/// when there are caches: one per layer, or an `Err`.
+pub(crate) fn through_layers<L>(
+    op: &'static str,
+    layers: &[L],
+    mut h: Array,
+    caches: Option<&mut [KvCache]>,
+    layer: impl Fn(&L, &Array, Option<&mut KvCache>) -> Result<Array>,
+) -> Result<Array> {
+    match caches {
+        Some(c) => {
+            if c.len() != layers.len() {
+                return Err(Error::invalid(
+                    op,
+                    format!("{} caches for {} layers", c.len(), layers.len()),
+                ));
+            }
+            for (l, cache) in layers.iter().zip(c.iter_mut()) {
+                h = layer(l, &h, Some(cache))?;
+            }
+        }
+        None => {
+            for l in layers {
+                h = layer(l, &h, None)?;
+            }
+        }
+    }
+    Ok(h)
 }
 
 /// Takes the named tensors of a checkpoint as layers are built: `prefix` goes

@@ -122,6 +122,16 @@ pub fn gpt2_errors(dev: &Device) {
         wmx::with_device(dev, || wmx::zeros(&[1, 129], wmx::DType::I32)),
     );
     expect_err("positions", m.forward(&long, None), &["129", "128"]);
+    let mut one = vec![wmx_core::nn::KvCache::new()];
+    let two = super::ok(
+        "two",
+        wmx::with_device(dev, || wmx::zeros(&[1, 2], wmx::DType::I32)),
+    );
+    expect_err(
+        "caches",
+        m.forward(&two, Some(&mut one)),
+        &["1 caches for 2 layers"],
+    );
     let opts = GenerateOptions {
         max_tokens: 200,
         ..GenerateOptions::default()
