@@ -1705,6 +1705,19 @@ fn mlx_llama(name: &str) -> Vec<f64> {
         .unwrap_or_else(|| panic!("no golden {name}"))
 }
 
+/// `model.generate(prompt, options)`'s tokens.
+async fn generated(m: &wmx::LanguageModelJs, prompt: &[u32], options: js_sys::Object) -> Vec<f64> {
+    let ids: wmx::TokensArg = ty(Uint32Array::from(prompt));
+    let toks = wait(JsValue::from(m.generate(&ids, o(options)).unwrap()))
+        .await
+        .unwrap();
+    Uint32Array::from(toks)
+        .to_vec()
+        .iter()
+        .map(|&t| t as f64)
+        .collect()
+}
+
 /// `LanguageModel` from a checkpoint's bytes, f32 and MLX's 4-bit: logits, 32
 /// greedy tokens, and sampled tokens streamed to `onToken`, each equal to
 /// mlx-lm's (which the native suite matches too).
@@ -1724,7 +1737,6 @@ async fn language_model() {
             include_bytes!("../../tests/goldens/llama_tiny_q4/model.safetensors"),
         ),
     ];
-    let prompt = || -> wmx::TokensArg { ty(Uint32Array::from(&PROMPT[..])) };
     for (name, config, bytes) in checkpoints {
         let m = wmx::LanguageModelJs::from_safetensors(config, &ty(Uint8Array::from(bytes)))
             .unwrap_or_else(|e| panic!("{name}: {:?}", JsValue::from(e)));
@@ -1741,14 +1753,7 @@ async fn language_model() {
         }
         let opts = js_sys::Object::new();
         js_sys::Reflect::set(&opts, &"maxTokens".into(), &32.into()).unwrap();
-        let toks = wait(JsValue::from(m.generate(&prompt(), o(opts)).unwrap()))
-            .await
-            .unwrap();
-        let toks: Vec<f64> = Uint32Array::from(toks)
-            .to_vec()
-            .iter()
-            .map(|&t| t as f64)
-            .collect();
+        let toks = generated(&m, &PROMPT, opts).await;
         assert_eq!(
             toks,
             mlx_llama(&format!("{name}.tokens")),
@@ -1774,14 +1779,7 @@ async fn language_model() {
         js_sys::Reflect::set(&opts, &k.into(), &v.into()).unwrap();
     }
     js_sys::Reflect::set(&opts, &"onToken".into(), &push).unwrap();
-    let toks = wait(JsValue::from(m.generate(&prompt(), o(opts)).unwrap()))
-        .await
-        .unwrap();
-    let toks: Vec<f64> = Uint32Array::from(toks)
-        .to_vec()
-        .iter()
-        .map(|&t| t as f64)
-        .collect();
+    let toks = generated(&m, &PROMPT, opts).await;
     assert_eq!(toks, mlx_llama("sample.all"), "sampled tokens");
     let streamed: Vec<f64> = seen.iter().map(|v| v.as_f64().unwrap()).collect();
     assert_eq!(streamed, toks, "onToken saw each token");

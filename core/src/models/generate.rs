@@ -81,7 +81,8 @@ impl Sampling {
         }
     }
 
-    fn check(&self, vocab: usize) -> Result<()> {
+    /// The settings' errors; top-k against the vocabulary once it is known.
+    fn check(&self, vocab: Option<usize>) -> Result<()> {
         let bad = |m: String| Err(Error::invalid(OP, m));
         if !(self.temperature >= 0.0 && self.temperature.is_finite()) {
             return bad(format!(
@@ -89,7 +90,10 @@ impl Sampling {
                 self.temperature
             ));
         }
-        if self.top_k >= vocab && self.top_k > 0 {
+        if let Some(vocab) = vocab
+            && self.top_k >= vocab
+            && self.top_k > 0
+        {
             return bad(format!(
                 "top_k must be below the vocabulary ({vocab}), got {}",
                 self.top_k
@@ -189,6 +193,8 @@ impl<'m> Generation<'m> {
         if prompt.is_empty() {
             return Err(Error::invalid(OP, "the prompt is empty"));
         }
+        // Bad settings fail before the prompt runs.
+        options.sampling.check(None)?;
         let device = model.device();
         let key = crate::with_device(&device, || crate::random::key(options.sampling.seed))?;
         let ids: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
@@ -214,7 +220,7 @@ impl<'m> Generation<'m> {
         let s = &self.options.sampling;
         let logits = self.model.forward(&self.input, Some(&mut self.caches))?;
         if self.tokens.is_empty() {
-            s.check(logits.shape()[2])?;
+            s.check(Some(logits.shape()[2]))?;
         }
         let l = logits.shape()[1] as isize;
         let last = crate::reshape(

@@ -9,13 +9,7 @@ use wmx_core::models::{self, GenerateOptions, Gpt2, Gpt2Config, generate};
 use wmx_core::{self as wmx, Array, Device};
 
 static MLX: Goldens = Goldens::new(include_str!("../../goldens/mlx_gpt2.txt"));
-const PROMPT: [u32; 9] = [1, 17, 42, 99, 5, 63, 120, 7, 33];
-
-fn dir(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("goldens")
-        .join(name)
-}
+use super::hf::{PROMPT, check_model, golden_dir as dir, prompt_on};
 
 fn tensors(dev: &Device, name: &str) -> Vec<(String, Array)> {
     super::ok(
@@ -31,35 +25,13 @@ fn config(name: &str) -> Gpt2Config {
     super::ok("config", Gpt2Config::from_json(&text))
 }
 
-/// Logits and greedy tokens of both checkpoints against mlx-lm's; the cache.
+/// Logits and greedy tokens of both checkpoints against mlx-lm's.
 pub fn gpt2_mlx(dev: &Device) {
-    let ids: Vec<i32> = PROMPT.iter().map(|&t| t as i32).collect();
-    let x = super::ok("ids", Array::from_slice_on(&ids, &[1, ids.len()], dev));
+    let x = prompt_on(dev);
     for name in ["gpt2_tiny", "gpt2_tiny_q4"] {
         // models::load picks the architecture from config.json.
         let m = super::ok(name, wmx::with_device(dev, || models::load(dir(name))));
-        let logits = super::ok(name, m.forward(&x, None));
-        let l = super::ok(
-            "reshape",
-            wmx::reshape(&logits, &[PROMPT.len() as isize, -1]),
-        );
-        let what = format!("{name} logits on {dev}");
-        MLX.check(&what, &l, &format!("{name}.logits"), 1e-4, 1e-4);
-        let opts = GenerateOptions {
-            max_tokens: 32,
-            ..GenerateOptions::default()
-        };
-        let toks = super::ok(name, generate(m.as_ref(), &PROMPT, &opts, |_| true));
-        let want: Vec<u32> = MLX
-            .get(&format!("{name}.tokens"))
-            .1
-            .iter()
-            .map(|&t| t as u32)
-            .collect();
-        assert_eq!(
-            toks, want,
-            "{name} on {dev}: greedy tokens against mlx-lm's"
-        );
+        check_model(&MLX, "mlx-lm", name, m.as_ref(), dev);
     }
     // transformers' own names (`transformer.` prefix, no mask buffers) load too.
     let renamed: Vec<(String, Array)> = tensors(dev, "gpt2_tiny")

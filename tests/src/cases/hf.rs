@@ -5,48 +5,69 @@
 //! `models::load`; the logits of a prompt and `generate`'s 32 greedy tokens.
 
 use super::goldens::Goldens;
-use wmx_core::models::{self, GenerateOptions, generate};
+use wmx_core::models::{self, GenerateOptions, LanguageModel, generate};
 use wmx_core::{self as wmx, Array, Device};
 
 static HF: Goldens = Goldens::new(include_str!("../../goldens/hf_models.txt"));
-const PROMPT: [u32; 9] = [1, 17, 42, 99, 5, 63, 120, 7, 33];
+/// The prompt every model golden uses (token ids).
+pub(super) const PROMPT: [u32; 9] = [1, 17, 42, 99, 5, 63, 120, 7, 33];
+
+/// `tests/goldens/<name>`.
+pub(super) fn golden_dir(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("goldens")
+        .join(name)
+}
+
+/// The prompt as `[1, 9]` i32 on `dev`.
+pub(super) fn prompt_on(dev: &Device) -> Array {
+    let ids: Vec<i32> = PROMPT.iter().map(|&t| t as i32).collect();
+    super::ok("ids", Array::from_slice_on(&ids, &[1, ids.len()], dev))
+}
+
+/// `m`'s logits of the prompt against `{name}.logits` in `goldens` (within
+/// 1e-4) and 32 greedy tokens against `{name}.tokens` (equal); returns the
+/// logits as `[9, vocab]`.
+pub(super) fn check_model(
+    goldens: &Goldens,
+    source: &str,
+    name: &str,
+    m: &dyn LanguageModel,
+    dev: &Device,
+) -> Array {
+    let logits = super::ok(name, m.forward(&prompt_on(dev), None));
+    let l = super::ok(
+        "reshape",
+        wmx::reshape(&logits, &[PROMPT.len() as isize, -1]),
+    );
+    let what = format!("{name} logits on {dev} against {source}'s");
+    goldens.check(&what, &l, &format!("{name}.logits"), 1e-4, 1e-4);
+    let opts = GenerateOptions {
+        max_tokens: 32,
+        ..GenerateOptions::default()
+    };
+    let toks = super::ok(name, generate(m, &PROMPT, &opts, |_| true));
+    let want: Vec<u32> = goldens
+        .get(&format!("{name}.tokens"))
+        .1
+        .iter()
+        .map(|&t| t as u32)
+        .collect();
+    assert_eq!(
+        toks, want,
+        "{name} on {dev}: greedy tokens against {source}'s"
+    );
+    l
+}
 
 /// Each architecture's logits and greedy tokens equal transformers'.
 pub fn transformers_models(dev: &Device) {
-    let ids: Vec<i32> = PROMPT.iter().map(|&t| t as i32).collect();
-    let x = super::ok("ids", Array::from_slice_on(&ids, &[1, ids.len()], dev));
     for name in ["hf_llama", "hf_qwen2", "hf_mistral", "hf_gpt2"] {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("goldens")
-            .join(name);
-        let m = super::ok(name, wmx::with_device(dev, || models::load(&dir)));
-        let logits = super::ok(name, m.forward(&x, None));
-        let l = super::ok(
-            "reshape",
-            wmx::reshape(&logits, &[PROMPT.len() as isize, -1]),
+        let m = super::ok(
+            name,
+            wmx::with_device(dev, || models::load(golden_dir(name))),
         );
-        HF.check(
-            &format!("{name} logits on {dev}"),
-            &l,
-            &format!("{name}.logits"),
-            1e-4,
-            1e-4,
-        );
-        let opts = GenerateOptions {
-            max_tokens: 32,
-            ..GenerateOptions::default()
-        };
-        let toks = super::ok(name, generate(m.as_ref(), &PROMPT, &opts, |_| true));
-        let want: Vec<u32> = HF
-            .get(&format!("{name}.tokens"))
-            .1
-            .iter()
-            .map(|&t| t as u32)
-            .collect();
-        assert_eq!(
-            toks, want,
-            "{name} on {dev}: greedy tokens against transformers'"
-        );
+        check_model(&HF, "transformers", name, m.as_ref(), dev);
     }
 }
 
@@ -54,12 +75,9 @@ pub fn transformers_models(dev: &Device) {
 /// them): logits within 0.02 + 0.005 |x| of transformers' f32 logits (the
 /// errors seen on the CPU and lavapipe reach about 0.7 of that).
 pub fn transformers_models_f16(dev: &Device) {
-    let ids: Vec<i32> = PROMPT.iter().map(|&t| t as i32).collect();
-    let x = super::ok("ids", Array::from_slice_on(&ids, &[1, ids.len()], dev));
+    let x = prompt_on(dev);
     for name in ["hf_llama", "hf_qwen2", "hf_mistral", "hf_gpt2"] {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("goldens")
-            .join(name);
+        let dir = golden_dir(name);
         let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
         let tensors = super::ok(
             name,

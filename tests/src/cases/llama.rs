@@ -11,13 +11,7 @@ use wmx_core::models::{GenerateOptions, Llama, LlamaConfig, Sampling, generate};
 use wmx_core::{self as wmx, Array, Device};
 
 static MLX: Goldens = Goldens::new(include_str!("../../goldens/mlx_llama.txt"));
-const PROMPT: [u32; 9] = [1, 17, 42, 99, 5, 63, 120, 7, 33];
-
-fn dir(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("goldens")
-        .join(name)
-}
+use super::hf::{PROMPT, check_model, golden_dir as dir};
 
 fn load(dev: &Device, name: &str) -> Llama {
     super::ok(name, wmx::with_device(dev, || Llama::load(dir(name))))
@@ -28,31 +22,7 @@ pub fn llama_mlx(dev: &Device) {
     for name in ["llama_tiny", "llama_tiny_q4", "qwen2_tiny"] {
         let m = load(dev, name);
         let ids: Vec<i32> = PROMPT.iter().map(|&t| t as i32).collect();
-        let x = super::ok("ids", Array::from_slice_on(&ids, &[1, ids.len()], dev));
-        let logits = super::ok(name, m.forward(&x, None));
-        let l = super::ok(
-            "reshape",
-            wmx::reshape(&logits, &[PROMPT.len() as isize, -1]),
-        );
-        MLX.check(
-            &format!("{name} logits on {dev}"),
-            &l,
-            &format!("{name}.logits"),
-            1e-4,
-            1e-4,
-        );
-        let greedy = GenerateOptions {
-            max_tokens: 32,
-            ..GenerateOptions::default()
-        };
-        let toks = super::ok(name, generate(&m, &PROMPT, &greedy, |_| true));
-        let want: Vec<u32> = MLX
-            .get(&format!("{name}.tokens"))
-            .1
-            .iter()
-            .map(|&t| t as u32)
-            .collect();
-        assert_eq!(toks, want, "{name} on {dev}: greedy tokens against MLX's");
+        let l = check_model(&MLX, "mlx-lm", name, &m, dev);
         // The cache: the prompt in two pieces gives the one-pass logits.
         let mut caches = m.new_cache();
         let a = super::ok("a", Array::from_slice_on(&ids[..5], &[1, 5], dev));
