@@ -16,33 +16,54 @@ import torch
 from torch_timing import time_ms
 
 
+# The products of one training step of issue 43's GPT, as bench/src/linalg.rs's
+# GPT_PRODUCTS: (name, m, k, n, a transposed, b transposed).
+GPT_PRODUCTS = [
+    ("gpt_nt", 2048, 768, 2304, False, True), ("gpt_nt", 2048, 768, 768, False, True),
+    ("gpt_nt", 2048, 768, 3072, False, True), ("gpt_nt", 2048, 3072, 768, False, True),
+    ("gpt_nt", 2048, 768, 8192, False, True),
+    ("gpt_nn", 2048, 2304, 768, False, False), ("gpt_nn", 2048, 768, 768, False, False),
+    ("gpt_nn", 2048, 3072, 768, False, False), ("gpt_nn", 2048, 768, 3072, False, False),
+    ("gpt_nn", 2048, 8192, 768, False, False),
+    ("gpt_tn", 2304, 2048, 768, True, False), ("gpt_tn", 768, 2048, 768, True, False),
+    ("gpt_tn", 3072, 2048, 768, True, False), ("gpt_tn", 768, 2048, 3072, True, False),
+    ("gpt_tn", 8192, 2048, 768, True, False),
+]
+
+
 def cases():
     out = []
     for dt in (torch.float32, torch.float16, torch.bfloat16):
         for s in (1024, 2048, 4096):
-            out.append(("matmul", dt, 1, s, s, s, False))
+            out.append(("matmul", dt, 1, s, s, s, False, False))
         if dt != torch.bfloat16:
-            out.append(("matmul_at", dt, 1, 4096, 4096, 4096, True))
-            out.append(("gemv", dt, 1, 8192, 8192, 1, False))
-            out.append(("gevm", dt, 1, 1, 8192, 8192, False))
-            out.append(("bmm", dt, 256, 64, 64, 64, False))
+            out.append(("matmul_at", dt, 1, 4096, 4096, 4096, True, False))
+            out.append(("gemv", dt, 1, 8192, 8192, 1, False, False))
+            out.append(("gevm", dt, 1, 1, 8192, 8192, False, False))
+            out.append(("bmm", dt, 256, 64, 64, 64, False, False))
+            out += [(name, dt, 1, m, k, n, ta, tb) for name, m, k, n, ta, tb in GPT_PRODUCTS]
     return out
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--json")
+    p.add_argument("--ops", help="comma-separated case names (as bench --ops)")
     args = p.parse_args()
+    wanted = set(args.ops.split(",")) if args.ops else None
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     rows = []
     names = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
-    for name, dt, batch, m, k, n, ta in cases():
+    for name, dt, batch, m, k, n, ta, tb in cases():
+        if wanted is not None and name not in wanted:
+            continue
         g = torch.Generator(device="cuda").manual_seed(0)
         lead = (batch,) if batch > 1 else ()
         a = torch.rand(*lead, k, m, device="cuda", generator=g).to(dt).transpose(-1, -2) if ta \
             else torch.rand(*lead, m, k, device="cuda", generator=g).to(dt)
-        b = torch.rand(*lead, k, n, device="cuda", generator=g).to(dt)
+        b = torch.rand(*lead, n, k, device="cuda", generator=g).to(dt).transpose(-1, -2) if tb \
+            else torch.rand(*lead, k, n, device="cuda", generator=g).to(dt)
         if name == "gemv":
             b = b.reshape(k)
             fn = lambda: torch.mv(a, b)
@@ -78,6 +99,8 @@ def main():
             "rms_norm": lambda: torch.nn.functional.rms_norm(x, (l,), eps=1e-5),
         }
         for name, fn in fns.items():
+            if wanted is not None and name not in wanted:
+                continue
             ms = time_ms(fn, 50)
             nbytes = 2 * r * l * x.element_size()
             op = f"{name}_{r}x{l}"

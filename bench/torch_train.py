@@ -1,6 +1,7 @@
 """PyTorch side of `bench --train`: one training step (forward, backward, AdamW)
 of an MLP 784-1024-1024-10 (ReLU, cross-entropy, batch 256, f32), of a small CNN
-and of 4 GPT-2-small blocks, eager and torch.compile'd, on CUDA. Wall clock
+and of issue 43's GPT (f32, and f16 under autocast), eager and torch.compile'd, on
+CUDA; with --gpt-dir, the GPT's losses against wmx's from the same weights and tokens. Wall clock
 over 50 (MLP) or 20 steps after warm-up, synchronised at both ends, as the wmx
 side. Prints a line per case and writes --json.
 """
@@ -13,7 +14,8 @@ import torch.nn as nn
 
 p = argparse.ArgumentParser()
 p.add_argument("--json")
-p.add_argument("--profile", action="store_true", help="torch.profiler table of one eager GPT step")
+p.add_argument("--profile", action="store_true", help="torch.profiler tables of one eager GPT step")
+p.add_argument("--gpt-dir", help="bench_gpt's WMX_BENCH_GPT_DIR: train its weights and tokens, compare its losses")
 args = p.parse_args()
 dev = "cuda"
 BATCH, STEPS, WARMUP = 256, 50, 5
@@ -85,66 +87,144 @@ torch.backends.cudnn.benchmark = True
 rows += [run_cnn("eager", False), run_cnn("compiled", True)]
 
 
+class Attention(nn.Module):
+    """nn::MultiHeadAttention's names and computation (causal, scale 1/sqrt(hd))."""
+
+    def __init__(self, d, h):
+        super().__init__()
+        self.query_proj, self.key_proj, self.value_proj, self.out_proj = (nn.Linear(d, d) for _ in range(4))
+        self.h = h
+
+    def forward(self, x):
+        b, l, d = x.shape
+        sp = lambda t: t.view(b, l, self.h, d // self.h).transpose(1, 2)
+        a = torch.nn.functional.scaled_dot_product_attention(
+            sp(self.query_proj(x)), sp(self.key_proj(x)), sp(self.value_proj(x)), is_causal=True)
+        return self.out_proj(a.transpose(1, 2).reshape(b, l, d))
+
+
 class Block(nn.Module):
     """GPT-2's pre-norm block, as nn::TransformerBlock (causal, tanh GELU)."""
 
     def __init__(self, d, h):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.attn = Attention(d, h)
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d))
-        self.h = h
 
     def forward(self, x):
-        b, l, d = x.shape
-        y = self.ln1(x)
-        sp = lambda t: t.view(b, l, self.h, d // self.h).transpose(1, 2)
-        a = torch.nn.functional.scaled_dot_product_attention(sp(self.q(y)), sp(self.k(y)), sp(self.v(y)),
-                                                             is_causal=True)
-        x = x + self.o(a.transpose(1, 2).reshape(b, l, d))
+        x = x + self.attn(self.ln1(x))
         return x + self.mlp(self.ln2(x))
 
 
-def run_gpt(name, compiled, math_sdpa):
+class Gpt(nn.Module):
+    """bench_gpt's model (issue 43), with wmx's parameter names."""
+
+    def __init__(self, vocab=8192, seq=256, d=768, h=12, blocks=4):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList(Block(d, h) for _ in range(blocks))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, x):
+        h = self.tok(x) + self.pos(torch.arange(x.shape[1], device=x.device))
+        for b in self.blocks:
+            h = b(h)
+        return self.head(self.ln_f(h))
+
+
+def gpt_step(m, opt, xs, ys, half):
+    """One step: cross-entropy of the logits (in f32) against ys, AdamW; f16 under
+    autocast (f32 master weights; no loss scaling, as wmx's side)."""
+    opt.zero_grad(set_to_none=True)
+    with torch.autocast("cuda", dtype=torch.float16, enabled=half):
+        logits = m(xs)
+    loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), ys.flatten())
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def gpt_model(init):
     torch.manual_seed(0)
-    m = nn.Sequential(*(Block(768, 12) for _ in range(4))).to(dev)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=0.01)
-    xg = torch.randn(8, 256, 768, device=dev)
+    m = Gpt().to(dev)
+    if init is not None:
+        m.load_state_dict(init)
+    return m
 
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = (m(xg) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
 
+def gpt_data():
+    if args.gpt_dir:
+        import numpy as np
+        load = lambda f: torch.from_numpy(np.load(f"{args.gpt_dir}/{f}").astype("int64")).to(dev)
+        return load("gpt_tokens.npy"), load("gpt_targets.npy")
+    g = torch.Generator(device=dev).manual_seed(0)
+    return tuple(torch.randint(0, 8192, (8, 256), device=dev, generator=g) for _ in range(2))
+
+
+def gpt_init():
+    if not args.gpt_dir:
+        return None
+    from safetensors.torch import load_file
+    return load_file(f"{args.gpt_dir}/gpt_init.safetensors", device=dev)
+
+
+def gpt_agree(init, xs, ys):
+    """Trains wmx's initial weights on wmx's tokens as bench_gpt's agreement run
+    did and compares the losses; returns the largest relative difference per dtype."""
+    want = json.load(open(f"{args.gpt_dir}/gpt_losses.json"))
+    out = {}
+    for dt, half, tol in (("float32", False, 2e-3), ("float16", True, 2e-2)):
+        m = gpt_model(init)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.01)
+        got = [gpt_step(m, opt, xs, ys, half).item() for _ in range(len(want[dt]))]
+        diff = max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(got, want[dt]))
+        ok = diff <= tol
+        print(f"gpt losses {dt}: torch {[round(v, 4) for v in got]}")
+        print(f"gpt losses {dt}: wmx   {[round(v, 4) for v in want[dt]]} "
+              f"(largest relative difference {diff:.2e}, {'agree' if ok else 'DISAGREE'} within {tol})")
+        out[dt] = (diff, ok)
+    return out
+
+
+def run_gpt(name, compiled, half, init, xs, ys):
+    m = gpt_model(init)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.01)
+    step = lambda: gpt_step(m, opt, xs, ys, half)
     f = torch.compile(step) if compiled else step
-    if args.profile and not compiled and not math_sdpa:
+    dt = "float16" if half else "float32"
+    if args.profile and not compiled:
         for _ in range(3):
             f()
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             f()
             torch.cuda.synchronize()
-        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=20))
-    ctx = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH) if math_sdpa else None
-    if ctx:
-        ctx.__enter__()
+        print(f"torch.profiler, one eager {dt} gpt step:")
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25))
     for _ in range(WARMUP + (10 if compiled else 0)):
         f()
     torch.cuda.synchronize()
     t = time.perf_counter()
+    host = 0.0
     for _ in range(20):
+        h = time.perf_counter()
         f()
+        host += time.perf_counter() - h
     torch.cuda.synchronize()
     ms = (time.perf_counter() - t) * 1e3 / 20
-    if ctx:
-        ctx.__exit__(None, None, None)
-    print(f"torch {name:22s} gpt4 f32 b8 l256 d768: {ms:8.3f} ms/step")
-    return {"op": f"train_gpt_{name}", "ms": ms}
+    print(f"torch {name:9s} gpt {dt} b8 l256 d768: {ms:8.3f} ms/step (host {host * 50:.3f} ms)")
+    return {"op": f"train_gpt_{name}", "dtype": dt, "ms": ms, "host_ms": host * 50}
 
 
-rows += [run_gpt("eager", False, False), run_gpt("eager_math_sdpa", False, True),
-         run_gpt("compiled", True, False)]
+torch.backends.cuda.matmul.allow_tf32 = False
+init = gpt_init()
+xs, ys = gpt_data()
+agreement = gpt_agree(init, xs, ys) if args.gpt_dir else {}
+for half in (False, True):
+    rows += [run_gpt("eager", False, half, init, xs, ys), run_gpt("compiled", True, half, init, xs, ys)]
 if args.json:
     json.dump(rows, open(args.json, "w"), indent=1)
+if not all(ok for _, ok in agreement.values()):
+    raise SystemExit("the GPT losses of wmx and PyTorch disagree")

@@ -15,6 +15,8 @@ pub struct KernelTime {
     pub name: String,
     /// Workgroups launched.
     pub groups: [u32; 3],
+    /// Its shape and FLOP, where the kernel says (products).
+    pub work: Option<wmx_kernels::Work>,
     /// Start, in nanoseconds from the profile's first timestamp.
     pub start_ns: f64,
     /// Duration in nanoseconds.
@@ -59,7 +61,30 @@ impl Profile {
         v
     }
 
-    /// A table of the kernels by total GPU time: share, count, total and mean.
+    /// Per kernel and shape, for the dispatches that carry their work (products):
+    /// `(name, shape, count, total ms, TFLOP/s)`, largest total first.
+    pub fn by_shape(&self) -> Vec<(String, String, usize, f64, f64)> {
+        let mut m: BTreeMap<(&str, &str), (usize, f64, f64)> = BTreeMap::new();
+        for k in &self.kernels {
+            if let Some(w) = &k.work {
+                let e = m.entry((&k.name, &w.shape)).or_default();
+                e.0 += 1;
+                e.1 += k.dur_ns / 1e6;
+                e.2 += w.flop;
+            }
+        }
+        let mut v: Vec<_> = m
+            .into_iter()
+            .map(|((n, s), (c, t, f))| {
+                (n.to_string(), s.to_string(), c, t, f / (t * 1e9).max(1e-30))
+            })
+            .collect();
+        v.sort_by(|a, b| b.3.total_cmp(&a.3));
+        v
+    }
+
+    /// A table of the kernels by total GPU time: share, count, total and mean;
+    /// then the products by shape with their TFLOP/s.
     pub fn table(&self) -> String {
         let total = self.gpu_ms().max(1e-12);
         let mut s = format!(
@@ -86,6 +111,27 @@ impl Profile {
             )
             .unwrap();
         }
+        let shapes = self.by_shape();
+        if !shapes.is_empty() {
+            writeln!(
+                s,
+                "{:>6} {:>6} {:>10} {:>10} {:>9}  kernel, shape",
+                "%", "count", "total ms", "mean us", "TFLOP/s"
+            )
+            .unwrap();
+        }
+        for (name, shape, count, ms, tflops) in shapes {
+            writeln!(
+                s,
+                "{:>6.1} {:>6} {:>10.3} {:>10.2} {:>9.2}  {name}, {shape}",
+                100.0 * ms / total,
+                count,
+                ms,
+                1e3 * ms / count as f64,
+                tflops
+            )
+            .unwrap();
+        }
         s
     }
 
@@ -97,11 +143,12 @@ impl Profile {
             let name = k.name.replace('\\', "\\\\").replace('"', "\\\"");
             write!(
                 s,
-                "{{\"name\": \"{name}\", \"ph\": \"X\", \"pid\": 0, \"tid\": {}, \"ts\": {:.3}, \"dur\": {:.3}, \"args\": {{\"groups\": \"{:?}\"}}}}",
+                "{{\"name\": \"{name}\", \"ph\": \"X\", \"pid\": 0, \"tid\": {}, \"ts\": {:.3}, \"dur\": {:.3}, \"args\": {{\"groups\": \"{:?}\", \"shape\": \"{}\"}}}}",
                 k.submit,
                 k.start_ns / 1e3,
                 k.dur_ns / 1e3,
-                k.groups
+                k.groups,
+                k.work.as_ref().map_or("", |w| w.shape.as_str())
             )
             .unwrap();
             s.push_str(if i + 1 < self.kernels.len() {

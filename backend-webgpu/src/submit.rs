@@ -144,10 +144,7 @@ impl<D: Driver> Submitter<D> {
     /// While profiling: a timestamp before every dispatch and after the last, and
     /// the dispatches' names and sizes.
     #[allow(clippy::type_complexity)]
-    fn profile_stamps(
-        &self,
-        b: &mut k::Batch<D>,
-    ) -> Option<(D::Timestamps, Vec<(String, [u32; 3])>)> {
+    fn profile_stamps(&self, b: &mut k::Batch<D>) -> Option<(D::Timestamps, Vec<Named>)> {
         if self
             .profile
             .lock()
@@ -161,7 +158,11 @@ impl<D: Driver> Submitter<D> {
         let names = b
             .dispatches
             .iter()
-            .map(|d| (D::pipeline_label(&d.pipe).to_string(), d.groups))
+            .map(|d| Named {
+                name: D::pipeline_label(&d.pipe).to_string(),
+                groups: d.groups,
+                work: d.work.clone(),
+            })
             .collect();
         let theirs = std::mem::take(&mut b.stamps);
         let mut stamps: Vec<k::Stamp<D>> = (0..=n)
@@ -181,7 +182,7 @@ impl<D: Driver> Submitter<D> {
     fn profile_read(
         &self,
         set: &D::Timestamps,
-        names: Vec<(String, [u32; 3])>,
+        names: Vec<Named>,
     ) -> std::result::Result<(), String> {
         #[cfg(not(target_arch = "wasm32"))]
         {
@@ -197,10 +198,11 @@ impl<D: Driver> Submitter<D> {
                 }
                 let origin = p.origin_ns;
                 let submit = p.submits;
-                for (i, (name, groups)) in names.into_iter().enumerate() {
+                for (i, d) in names.into_iter().enumerate() {
                     p.kernels.push(crate::profile::KernelTime {
-                        name,
-                        groups,
+                        name: d.name,
+                        groups: d.groups,
+                        work: d.work,
                         start_ns: t[i] - origin,
                         dur_ns: (t[i + 1] - t[i]).max(0.0),
                         submit,
@@ -413,4 +415,11 @@ mod exit_hook {
             std::mem::forget(s);
         }
     }
+}
+
+/// A profiled dispatch before its times are read.
+pub(crate) struct Named {
+    name: String,
+    groups: [u32; 3],
+    work: Option<k::Work>,
 }

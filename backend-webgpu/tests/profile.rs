@@ -11,17 +11,35 @@ use common::gpu;
 fn a_profile_times_every_dispatch_by_kernel() {
     let Some((dev, be)) = gpu() else { return };
     let x = Array::from_slice_on(&common::data(256 * 256, 1), &[256, 256], &dev).unwrap();
-    x.eval().unwrap();
+    let w = Array::from_slice_on(&common::data(96 * 256, 2), &[96, 256], &dev).unwrap();
+    wmx::eval(&[x.clone(), w.clone()]).unwrap();
     let (out, p) = be
         .profile(|| {
             let y = wmx::matmul(&x, &x)?;
             let z = wmx::add(&y, &x)?;
             let s = wmx::sum(&z, None, false)?;
-            s.eval()?;
+            let t = wmx::matmul(&x, &w.t()?)?;
+            wmx::eval(&[s.clone(), t])?;
             Ok::<_, wmx::Error>(s)
         })
         .unwrap();
     out.unwrap();
+    // Products carry their shape and FLOP: `x @ x`, and `x @ wᵀ` read in place.
+    let mut shapes: Vec<(String, f64)> = p
+        .kernels
+        .iter()
+        .filter_map(|k| k.work.as_ref().map(|w| (w.shape.clone(), w.flop)))
+        .collect();
+    shapes.sort_by(|a, b| a.0.cmp(&b.0));
+    let n = 256.0f64;
+    assert_eq!(
+        shapes,
+        [
+            ("256x256 @ 256x256".to_string(), 2.0 * n * n * n),
+            ("256x256 @ 256x96ᵀ".to_string(), 2.0 * n * n * 96.0),
+        ]
+    );
+    assert_eq!(p.by_shape().len(), 2);
     assert!(p.kernels.len() >= 3, "{:?}", p.kernels);
     let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
     for want in ["Matmul", "Binary:add", "Reduce:sum"] {
@@ -40,7 +58,10 @@ fn a_profile_times_every_dispatch_by_kernel() {
     assert!(p.kernels.windows(2).all(|w| w[1].start_ns >= w[0].start_ns));
     let table = p.table();
     assert!(
-        table.contains("Matmul") && table.contains("dispatches"),
+        table.contains("Matmul")
+            && table.contains("dispatches")
+            && table.contains("TFLOP/s")
+            && table.contains("256x256 @ 256x96ᵀ"),
         "{table}"
     );
     let trace = p.chrome_trace();

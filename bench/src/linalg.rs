@@ -7,7 +7,8 @@
 use super::{Options, Res, Row, Stamps, err, host, median, random, sample_n};
 use wmx::{Array, DType, Device};
 
-/// One product: `batch` × (`m` × `k`) @ (`k` × `n`); `ta`: `a` is a transposed view.
+/// One product: `batch` × (`m` × `k`) @ (`k` × `n`); `ta`, `tb`: `a`, `b` are
+/// transposed views.
 #[derive(Clone, Copy)]
 struct Case {
     name: &'static str,
@@ -17,7 +18,31 @@ struct Case {
     k: usize,
     n: usize,
     ta: bool,
+    tb: bool,
 }
+
+/// The products of one training step of issue 43's GPT (2048 tokens, d 768, MLP
+/// 3072, vocabulary 8192; `nn::Linear` keeps `[out, in]` weights): forward `x @ Wᵀ`
+/// (`gpt_nt`), the input gradient `dy @ W` (`gpt_nn`) and the weight gradient
+/// `dyᵀ @ x` (`gpt_tn`), as `(name, m, k, n, ta, tb)`. `torch_linalg.py` lists the
+/// same.
+const GPT_PRODUCTS: [(&str, usize, usize, usize, bool, bool); 15] = [
+    ("gpt_nt", 2048, 768, 2304, false, true),
+    ("gpt_nt", 2048, 768, 768, false, true),
+    ("gpt_nt", 2048, 768, 3072, false, true),
+    ("gpt_nt", 2048, 3072, 768, false, true),
+    ("gpt_nt", 2048, 768, 8192, false, true),
+    ("gpt_nn", 2048, 2304, 768, false, false),
+    ("gpt_nn", 2048, 768, 768, false, false),
+    ("gpt_nn", 2048, 3072, 768, false, false),
+    ("gpt_nn", 2048, 768, 3072, false, false),
+    ("gpt_nn", 2048, 8192, 768, false, false),
+    ("gpt_tn", 2304, 2048, 768, true, false),
+    ("gpt_tn", 768, 2048, 768, true, false),
+    ("gpt_tn", 3072, 2048, 768, true, false),
+    ("gpt_tn", 768, 2048, 3072, true, false),
+    ("gpt_tn", 8192, 2048, 768, true, false),
+];
 
 impl Case {
     fn flops(&self) -> f64 {
@@ -39,6 +64,7 @@ fn cases(smoke: bool, dtypes: &[DType], squares: Option<&[usize]>) -> Vec<Case> 
         k,
         n,
         ta,
+        tb: false,
     };
     let mut v = vec![];
     let all = [DType::F32, DType::F16, DType::BF16];
@@ -67,6 +93,10 @@ fn cases(smoke: bool, dtypes: &[DType], squares: Option<&[usize]>) -> Vec<Case> 
             v.push(c("gemv", d, 1, 8192, 8192, 1, false));
             v.push(c("gevm", d, 1, 1, 8192, 8192, false));
             v.push(c("bmm", d, 256, 64, 64, 64, false));
+            v.extend(GPT_PRODUCTS.iter().map(|&(name, m, k, n, ta, tb)| Case {
+                tb,
+                ..c(name, d, 1, m, k, n, ta)
+            }));
         }
     }
     v
@@ -232,8 +262,10 @@ fn bench_case(
     // `a` stored transposed for `ta` (its view `.t()` is the operand); vectors 1-D.
     let a_store = if c.ta { shape(k, m) } else { shape(m, k) };
     let a = Array::from_bytes_on(ha.bytes.clone(), &a_store, dtype, dev).map_err(err)?;
-    let b = Array::from_bytes_on(hb.bytes.clone(), &shape(k, n), dtype, dev).map_err(err)?;
+    let b_store = if c.tb { shape(n, k) } else { shape(k, n) };
+    let b = Array::from_bytes_on(hb.bytes.clone(), &b_store, dtype, dev).map_err(err)?;
     let a = if c.ta { a.t().map_err(err)? } else { a };
+    let b = if c.tb { b.t().map_err(err)? } else { b };
     let (a, b) = match c.name {
         "gemv" => (a, b.reshape(&[k as isize]).map_err(err)?),
         "gevm" => (a.reshape(&[k as isize]).map_err(err)?, b),
@@ -259,8 +291,15 @@ fn bench_case(
         let (bi, r) = (idx / (m * n), idx % (m * n));
         let (i, j) = (r / n, r % n);
         let (mut s, mut mag) = (0.0, 0.0);
+        let bt = |kk: usize| {
+            if c.tb {
+                hb.vals[bi * k * n + j * k + kk]
+            } else {
+                hb.vals[bi * k * n + kk * n + j]
+            }
+        };
         for kk in 0..k {
-            let t = at(bi, i, kk) * hb.vals[bi * k * n + kk * n + j];
+            let t = at(bi, i, kk) * bt(kk);
             s += t;
             mag += t.abs();
         }

@@ -1,7 +1,6 @@
 //! `--train`: one training step (forward, backward, AdamW) of issue 35's models:
-//! an MLP 784-1024-1024-10 (ReLU, cross-entropy, batch 256, f32), and a stack of
-//! 4 GPT-2-small blocks (d 768, 12 heads, causal, sequence 256, batch 8, f32; loss
-//! the mean square of the output):
+//! an MLP 784-1024-1024-10 (ReLU, cross-entropy, batch 256, f32), and issue 43's
+//! GPT (`bench_gpt`):
 //! wmx lazy (`nn::value_and_grad` + `Optimizer::update`, the new parameters
 //! evaluated each step) and wmx compiled (`optim::compile_step`); and a small CNN
 //! (`bench_cnn`). Wall clock over
@@ -117,75 +116,229 @@ pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res
     Ok(())
 }
 
-/// The GPT-2 blocks' step, lazy and compiled.
+/// Issue 43's GPT: `BLOCKS` pre-norm blocks of d 768 with 12 heads over
+/// sequences of 256, batch 8, token and position embeddings, a final LayerNorm and
+/// a head to a vocabulary of 8192 (35 M parameters); cross-entropy on random
+/// tokens, AdamW. f32, and f16 with f32 master weights (`nn::autocast`, the
+/// logits' loss in f32); lazy and compiled. With `WMX_BENCH_GPT_DIR` it also
+/// writes the initial weights, the tokens and the first `AGREE_STEPS` losses of a
+/// compiled run there, which `torch_train.py --gpt-dir` trains the same way and
+/// compares.
 pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
-    let (b, l, d, depth) = if smoke {
-        (1, 8, 64, 1)
-    } else {
-        (8, 256, 768, 4)
-    };
+    let s = if smoke { GptSize::SMOKE } else { GptSize::FULL };
     let steps = if smoke { 2 } else { 20 };
-    let make = || -> wmx::Result<Blocks> {
-        wmx::with_device(dev, || {
-            let keys = wmx::random::split(&wmx::random::key(3)?, depth)?;
-            let blocks = (0..depth)
-                .map(|i| {
-                    let k = keys.slice(&[wmx::Slice::range(i as isize, i as isize + 1)])?;
-                    nn::TransformerBlock::new(
-                        &k.reshape(&[2])?,
-                        d,
-                        if smoke { 4 } else { 12 },
-                        true,
-                    )
-                })
-                .collect::<wmx::Result<Vec<_>>>()?;
-            Ok(Blocks(blocks))
-        })
-    };
-    let x = wmx::with_device(dev, || {
-        wmx::random::normal(&wmx::random::key(4)?, &[b, l, d], 0.0, 1.0, DType::F32)
+    let (tokens, targets) = wmx::with_device(dev, || {
+        let k = wmx::random::split(&wmx::random::key(4)?, 2)?;
+        let k = |i: isize| k.slice(&[wmx::Slice::range(i, i + 1)])?.reshape(&[2]);
+        let shape = [s.batch, s.seq];
+        let x = wmx::random::randint(&k(0)?, &shape, 0, s.vocab as i64, DType::I32)?;
+        let y = wmx::random::randint(&k(1)?, &shape, 0, s.vocab as i64, DType::I32)?;
+        Ok::<_, wmx::Error>((x, y))
     })
     .map_err(err)?;
-    let model = make().map_err(err)?;
-    let mut opt = optim::Adam::adamw(1e-4, 0.01);
-    let vg = nn::value_and_grad(&model, |a: &[Array]| gpt_loss(&model, a));
-    let (ms, host) = time(dev, steps, || {
-        let (l, g) = vg(std::slice::from_ref(&x)).map_err(err)?;
-        opt.update(&model, &g).map_err(err)?;
-        settle(&model, &l).map_err(err)
-    })?;
-    println!("train gpt{depth} lazy     f32 b{b} l{l} d{d}: {ms:8.3} ms/step (host {host:.3} ms)");
-    rows.push(row("train_gpt_lazy", ms, host));
-    let model = Arc::new(make().map_err(err)?);
-    let mut step = optim::compile_step(model.clone(), optim::Adam::adamw(1e-4, 0.01), gpt_loss)
+    let data = [tokens, targets];
+    let tag = format!("b{} l{} d{}", s.batch, s.seq, s.dims);
+    if let Ok(dir) = std::env::var("WMX_BENCH_GPT_DIR") {
+        agree(dev, s, &data, std::path::Path::new(&dir))?;
+    }
+    for dtype in [DType::F32, DType::F16] {
+        if dev.check_dtype(dtype).is_err() {
+            continue;
+        }
+        let name = super::dtype_name(dtype);
+        let model = Gpt::new(dev, s).map_err(err)?;
+        let mut opt = optim::Adam::adamw(1e-3, 0.01);
+        let vg = nn::value_and_grad(&model, |a: &[Array]| gpt_loss(&model, dtype, a));
+        let (ms, host) = time(dev, steps, || {
+            let (l, g) = vg(&data).map_err(err)?;
+            opt.update(&model, &g).map_err(err)?;
+            settle(&model, &l).map_err(err)
+        })?;
+        println!("train gpt lazy     {name} {tag}: {ms:8.3} ms/step (host {host:.3} ms)");
+        rows.push(Row {
+            dtype,
+            ..row("train_gpt_lazy", ms, host)
+        });
+        let model = Arc::new(Gpt::new(dev, s).map_err(err)?);
+        let mut step = optim::compile_step(
+            model.clone(),
+            optim::Adam::adamw(1e-3, 0.01),
+            move |m: &Gpt, a: &[Array]| gpt_loss(m, dtype, a),
+        )
         .map_err(err)?;
-    let (ms, host) = time(dev, steps, || {
-        let l = step.call(std::slice::from_ref(&x)).map_err(err)?;
-        settle(&*model, &l).map_err(err)
-    })?;
-    println!(
-        "train gpt{depth} compiled f32 b{b} l{l} d{d}: {ms:8.3} ms/step (host {host:.3} ms, {} trace)",
-        step.traces()
-    );
-    rows.push(row("train_gpt_compiled", ms, host));
-    // One compiled step under the profiler: where the GPU time goes.
-    if let (Some(be), true) = (
-        wmx::webgpu::backend(dev),
-        std::env::var_os("WMX_BENCH_PROFILE").is_some(),
-    ) {
-        let (r, p) = be
-            .profile(|| -> wmx::Result<()> {
-                let l = step.call(std::slice::from_ref(&x))?;
-                settle(&*model, &l)
-            })
-            .map_err(err)?;
-        r.map_err(err)?;
-        println!("profile of one compiled gpt{depth} step:\n{}", p.table());
-        if let Ok(path) = std::env::var("WMX_BENCH_TRACE") {
-            std::fs::write(&path, p.chrome_trace()).map_err(err)?;
+        let (ms, host) = time(dev, steps, || {
+            let l = step.call(&data).map_err(err)?;
+            settle(&*model, &l).map_err(err)
+        })?;
+        println!(
+            "train gpt compiled {name} {tag}: {ms:8.3} ms/step (host {host:.3} ms, {} trace)",
+            step.traces()
+        );
+        rows.push(Row {
+            dtype,
+            ..row("train_gpt_compiled", ms, host)
+        });
+        // One compiled step under the profiler: where the GPU time goes.
+        if let (Some(be), true) = (
+            wmx::webgpu::backend(dev),
+            std::env::var_os("WMX_BENCH_PROFILE").is_some(),
+        ) {
+            let (r, p) = be
+                .profile(|| -> wmx::Result<()> {
+                    let l = step.call(&data)?;
+                    settle(&*model, &l)
+                })
+                .map_err(err)?;
+            r.map_err(err)?;
+            println!("profile of one compiled {name} gpt step:\n{}", p.table());
+            if let Ok(path) = std::env::var("WMX_BENCH_TRACE") {
+                std::fs::write(format!("{path}.{name}.json"), p.chrome_trace()).map_err(err)?;
+            }
         }
     }
     Ok(())
+}
+
+/// Steps whose losses `torch_train.py` compares.
+const AGREE_STEPS: usize = 10;
+
+/// Writes the initial weights, the tokens and the losses of `AGREE_STEPS`
+/// compiled steps in f32 and in f16 into `dir`, for `torch_train.py --gpt-dir`.
+fn agree(dev: &Device, s: GptSize, data: &[Array; 2], dir: &std::path::Path) -> Res<()> {
+    std::fs::create_dir_all(dir).map_err(err)?;
+    Gpt::new(dev, s)
+        .and_then(|m| m.save_weights(dir.join("gpt_init.safetensors")))
+        .map_err(err)?;
+    wmx::io::save_npy(dir.join("gpt_tokens.npy"), &data[0]).map_err(err)?;
+    wmx::io::save_npy(dir.join("gpt_targets.npy"), &data[1]).map_err(err)?;
+    let mut out = String::from("{");
+    for dtype in [DType::F32, DType::F16] {
+        if dev.check_dtype(dtype).is_err() {
+            continue;
+        }
+        let model = Arc::new(Gpt::new(dev, s).map_err(err)?);
+        let mut step = optim::compile_step(
+            model.clone(),
+            optim::Adam::adamw(1e-3, 0.01),
+            move |m: &Gpt, a: &[Array]| gpt_loss(m, dtype, a),
+        )
+        .map_err(err)?;
+        let losses = (0..AGREE_STEPS)
+            .map(|_| step.call(data)?.item::<f32>())
+            .collect::<wmx::Result<Vec<f32>>>()
+            .map_err(err)?;
+        println!("gpt losses {}: {losses:?}", super::dtype_name(dtype));
+        if out.len() > 1 {
+            out.push_str(", ");
+        }
+        out.push_str(&format!("\"{}\": {losses:?}", super::dtype_name(dtype)));
+    }
+    out.push('}');
+    std::fs::write(dir.join("gpt_losses.json"), out).map_err(err)
+}
+
+/// The GPT's sizes.
+#[derive(Clone, Copy)]
+struct GptSize {
+    batch: usize,
+    seq: usize,
+    dims: usize,
+    heads: usize,
+    blocks: usize,
+    vocab: usize,
+}
+
+impl GptSize {
+    const FULL: GptSize = GptSize {
+        batch: 8,
+        seq: 256,
+        dims: 768,
+        heads: 12,
+        blocks: 4,
+        vocab: 8192,
+    };
+    const SMOKE: GptSize = GptSize {
+        batch: 2,
+        seq: 8,
+        dims: 64,
+        heads: 4,
+        blocks: 1,
+        vocab: 96,
+    };
+}
+
+/// Issue 43's GPT (names as `torch_train.py`'s twin: `tok`, `pos`, `blocks.i`,
+/// `ln_f`, `head`).
+struct Gpt {
+    tok: nn::Embedding,
+    pos: nn::Embedding,
+    blocks: Vec<nn::TransformerBlock>,
+    ln_f: nn::LayerNorm,
+    head: nn::Linear,
+}
+
+impl Gpt {
+    fn new(dev: &Device, s: GptSize) -> wmx::Result<Gpt> {
+        wmx::with_device(dev, || {
+            let keys = wmx::random::split(&wmx::random::key(3)?, s.blocks + 3)?;
+            let k = |i: usize| {
+                keys.slice(&[wmx::Slice::range(i as isize, i as isize + 1)])?
+                    .reshape(&[2])
+            };
+            Ok(Gpt {
+                tok: nn::Embedding::new(&k(0)?, s.vocab, s.dims)?,
+                pos: nn::Embedding::new(&k(1)?, s.seq, s.dims)?,
+                blocks: (0..s.blocks)
+                    .map(|i| nn::TransformerBlock::new(&k(3 + i)?, s.dims, s.heads, true))
+                    .collect::<wmx::Result<_>>()?,
+                ln_f: nn::LayerNorm::new(s.dims, 1e-5, true, true)?,
+                head: nn::Linear::new(&k(2)?, s.dims, s.vocab, false)?,
+            })
+        })
+    }
+}
+
+impl nn::Module for Gpt {
+    fn visit(&self, v: &mut dyn nn::Visitor) {
+        v.module("tok", &self.tok);
+        v.module("pos", &self.pos);
+        for (i, b) in self.blocks.iter().enumerate() {
+            v.module(&format!("blocks.{i}"), b);
+        }
+        v.module("ln_f", &self.ln_f);
+        v.module("head", &self.head);
+    }
+}
+
+/// The mean cross-entropy of the next-token logits of `a[0]` against `a[1]`,
+/// the parameters read as `dtype`.
+fn gpt_loss(m: &Gpt, dtype: DType, a: &[Array]) -> wmx::Result<Array> {
+    let run = || {
+        let (b, l) = (a[0].shape()[0], a[0].shape()[1]);
+        let pos = wmx::arange(0.0, l as f64, 1.0, DType::I32)?;
+        let mut h = wmx::add(&m.tok.forward(&a[0])?, &m.pos.forward(&pos)?)?;
+        for blk in &m.blocks {
+            h = blk.forward(&h)?;
+        }
+        let logits = m.head.forward(&m.ln_f.forward(&h)?)?;
+        let v = logits.shape()[2];
+        let logits = wmx::astype(
+            &logits.reshape(&[(b * l) as isize, v as isize])?,
+            DType::F32,
+        )?;
+        let ce = nn::losses::CrossEntropy::default();
+        nn::losses::cross_entropy(
+            &logits,
+            &a[1].reshape(&[(b * l) as isize])?,
+            &ce,
+            nn::losses::Reduction::Mean,
+        )
+    };
+    if dtype == DType::F32 {
+        run()
+    } else {
+        nn::autocast(m, dtype, run)
+    }
 }
 
 /// A small CNN's step, lazy and compiled: 32x32x3 images, batch 128, three 3x3
@@ -265,25 +418,6 @@ pub(crate) fn bench_cnn(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
         println!("profile of one compiled cnn step:\n{}", p.table());
     }
     Ok(())
-}
-
-/// Transformer blocks in a row.
-struct Blocks(Vec<nn::TransformerBlock>);
-
-impl nn::Module for Blocks {
-    fn visit(&self, v: &mut dyn nn::Visitor) {
-        for (i, b) in self.0.iter().enumerate() {
-            v.module(&i.to_string(), b);
-        }
-    }
-}
-
-fn gpt_loss(m: &Blocks, a: &[Array]) -> wmx::Result<Array> {
-    let mut h = a[0].clone();
-    for b in &m.0 {
-        h = b.forward(&h)?;
-    }
-    wmx::mean(&wmx::multiply(&h, &h)?, None, false)
 }
 
 fn row(op: &str, ms: f64, host: f64) -> Row {

@@ -223,6 +223,18 @@ pub struct Dispatch<D: Driver> {
     pub params: Vec<u32>,
     /// Workgroups in x, y, z.
     pub groups: [u32; 3],
+    /// What it computes, where the kernel says (products: their shape and FLOP),
+    /// for profiles.
+    pub work: Option<Work>,
+}
+
+/// A dispatch's work as a profile shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Work {
+    /// The problem's shape, e.g. `2048x768x2304` (M x K x N) for a product.
+    pub shape: String,
+    /// Floating-point operations (a multiply-add counts two).
+    pub flop: f64,
 }
 
 /// Buffers bound at 1.. by one dispatch: the library's kernels use up to 4, users'

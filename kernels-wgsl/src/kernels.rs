@@ -3,7 +3,7 @@
 //! checks every dispatch passes before it is recorded.
 
 use crate::compose::{ModuleSpec, Target, compose};
-use crate::driver::{Batch, Binding, Bound, Caps, Dispatch, Driver, DriverBuffer, FxMap};
+use crate::driver::{Batch, Binding, Bound, Caps, Dispatch, Driver, DriverBuffer, FxMap, Work};
 use crate::dtype::DType;
 use crate::wgpu_driver::Wgpu;
 use crate::{Error, Result};
@@ -444,6 +444,23 @@ impl<D: Driver> Kernels<D> {
         self.record_pipe(b, pipe, buffers, params, groups)
     }
 
+    /// [`Kernels::record`], the dispatch marked with its `work` for profiles.
+    pub(crate) fn record_work(
+        &self,
+        b: &mut Batch<D>,
+        spec: &ModuleSpec,
+        buffers: impl IntoIterator<Item = impl Into<Binding<D::Buffer>>>,
+        params: Vec<u32>,
+        groups: u64,
+        work: Work,
+    ) -> Result<()> {
+        self.record(b, spec, buffers, params, groups)?;
+        if let Some(d) = b.dispatches.last_mut() {
+            d.work = Some(work);
+        }
+        Ok(())
+    }
+
     /// Records `pipe` over `groups` workgroups (folded into a 2-D grid) with
     /// `buffers` bound from binding 1 (outputs, then inputs).
     pub(crate) fn record_pipe(
@@ -466,6 +483,7 @@ impl<D: Driver> Kernels<D> {
             buffers: bound,
             params,
             groups,
+            work: None,
         });
         Ok(())
     }

@@ -127,6 +127,7 @@ pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
 }
 pub use driver::{
     Batch, Binding, Bound, Caps, Dispatch, Driver, DriverBuffer, MAX_USER_BUFFERS, Stamp, Window,
+    Work,
 };
 pub use f64::f64_modules;
 pub use fused::{FusedSpec, InputRead, compose_module as compose_fused};

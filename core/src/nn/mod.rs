@@ -417,6 +417,65 @@ where
     }
 }
 
+/// Runs `f` with `model`'s floating-point parameters read as `dtype`: mixed
+/// precision with master weights, as PyTorch's `autocast` with f32 parameters.
+/// Each parameter is cast on entry (a differentiable [`crate::astype`], so under
+/// [`value_and_grad`] or a compiled step the gradients reach the parameters in
+/// their own dtype, for the optimizer to update them there) and holds its own
+/// array again when `f` returns, fails or panics. Integer parameters (packed
+/// quantized weights) are left as they are. While `f` runs, other holders of the
+/// same parameters read the casts too.
+///
+/// ```
+/// use wmx_core::{nn::{self, Layer}, Array, DType};
+/// # fn main() -> wmx_core::Result<()> {
+/// let layer = nn::Linear::new(&wmx_core::random::key(0)?, 4, 2, true)?;
+/// let x = wmx_core::ones(&[3, 4], DType::F16)?;
+/// let y = nn::autocast(&layer, DType::F16, || layer.forward(&x))?;
+/// assert_eq!(y.dtype(), DType::F16);
+/// # Ok(()) }
+/// ```
+pub fn autocast<R>(
+    model: &dyn Module,
+    dtype: crate::DType,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    if !dtype.is_float() {
+        return Err(Error::invalid(
+            "autocast",
+            format!("parameters can be read as a float dtype, not {dtype}"),
+        ));
+    }
+    let params = model.named_parameters();
+    let saved: Vec<Array> = params.iter().map(|(_, p)| p.value()).collect();
+    let casts = saved
+        .iter()
+        .map(|v| {
+            if v.dtype().is_float() && v.dtype() != dtype {
+                crate::astype(v, dtype)
+            } else {
+                Ok(v.clone())
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    /// Puts the parameters' own arrays back (dtype and all) when dropped.
+    struct Back<'a>(&'a [(String, Param)], &'a [Array]);
+    impl Drop for Back<'_> {
+        fn drop(&mut self) {
+            for ((_, p), v) in self.0.iter().zip(self.1) {
+                p.replace(v.clone());
+            }
+        }
+    }
+    let back = Back(&params, &saved);
+    for ((_, p), c) in params.iter().zip(casts) {
+        p.replace(c);
+    }
+    let r = f();
+    drop(back);
+    r
+}
+
 /// Puts the saved arrays back into the parameters when dropped (also when `f`
 /// fails or panics).
 struct Restore<'a>(&'a [(String, Param)], &'a [Array]);

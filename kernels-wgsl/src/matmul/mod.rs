@@ -12,7 +12,7 @@ pub use family::{GEMV, MATMUL, TILES};
 
 use crate::compose::Variant;
 use crate::driver::Driver;
-use crate::driver::{Batch, Binding};
+use crate::driver::{Batch, Binding, Work};
 use crate::dtype::{DType, Words};
 use crate::kernels::Kernels;
 use crate::layout::{Contig, Strided};
@@ -35,6 +35,21 @@ const GEMV_MIN_THREADS: u64 = 1 << 17;
 const MM_K_CHUNK: usize = 16384;
 /// Rows per workgroup of the vectorised row kernel (`GV_ROWS` in gemv.wgsl).
 const GEMV_ROWS: usize = 4;
+
+/// A product's shape for profiles: `[batch x] MxK @ KxN`, `ᵀ` after an operand
+/// that is a transposed view (read along its other axis).
+fn product_work(batch: u64, m: usize, k: usize, n: usize, ta: bool, tb: bool) -> Work {
+    let t = |x: bool| if x { "ᵀ" } else { "" };
+    let lead = if batch > 1 {
+        format!("{batch}x")
+    } else {
+        String::new()
+    };
+    Work {
+        shape: format!("{lead}{m}x{k}{} @ {k}x{n}{}", t(ta), t(tb)),
+        flop: 2.0 * (batch as f64) * (m * k * n) as f64,
+    }
+}
 
 fn i32_bits(s: isize) -> u32 {
     s as i32 as u32
@@ -385,7 +400,8 @@ impl<D: Driver> Kernels<D> {
         if let Some(c) = c {
             buffers.push(c.binding());
         }
-        self.record(b, &spec, buffers, params, groups)?;
+        let work = product_work(nbatch, m, k, n, a_mfast, b_kfast);
+        self.record_work(b, &spec, buffers, params, groups, work)?;
         if let Some(t) = &tmp {
             self.round_from_f32(b, t, out)?;
         }

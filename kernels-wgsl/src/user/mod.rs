@@ -212,6 +212,7 @@ impl<D: Driver> Batch<D> {
             buffers: bound,
             params: params.to_vec(),
             groups: workgroups,
+            work: None,
         });
         Ok(())
     }

@@ -310,6 +310,7 @@ macro_rules! for_each_case {
             adafactor_match_mlx,
             init_values,
             nn_module_api,
+            nn_autocast,
             kv_cache_decode,
             attention_values,
             grad_attention,

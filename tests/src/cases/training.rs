@@ -1111,3 +1111,120 @@ pub fn init_values(dev: &Device) {
         &["2 or more"],
     );
 }
+
+/// `nn::autocast`: a Linear layer run with its f32 parameters read as f16 gives
+/// the f16 product of the rounded values (f64 loop), its gradients reach the f32
+/// parameters as f32 (the f16 cotangents' sums, f64 loop), eagerly and in a
+/// compiled AdamW step; the parameters hold their own f32 arrays afterwards, also
+/// after an `Err` inside; an integer dtype is an `Err`.
+pub fn nn_autocast(dev: &Device) {
+    let on = |f: &dyn Fn() -> Result<Array>| ok("array", wmx::with_device(dev, f));
+    let (rows, i, o) = (5, 12, 6);
+    let layer = ok(
+        "linear",
+        wmx::with_device(dev, || nn::Linear::new(&wmx::random::key(11)?, i, o, true)),
+    );
+    let x = on(&|| wmx::random::normal(&wmx::random::key(12)?, &[rows, i], 0.0, 1.0, DType::F32));
+    let x16 = ok("x16", wmx::astype(&x, DType::F16));
+    let r16 = |v: f64| crate::val::round_to(DType::F16, v);
+    let host = |a: &Array| ok("read", a.to_vec_f64());
+    let (w, b, xv) = (
+        host(&layer.weight.value()),
+        host(&layer.bias.as_ref().expect("bias").value()),
+        host(&x16),
+    );
+    // Forward: the f16 casts' product, accumulated in f32, rounded once to f16.
+    let y = ok(
+        "forward",
+        nn::autocast(&layer, DType::F16, || layer.forward(&x16)),
+    );
+    assert_eq!(y.dtype(), DType::F16, "autocast output dtype");
+    let got = host(&y);
+    for r in 0..rows {
+        for c in 0..o {
+            let want = (0..i)
+                .map(|k| xv[r * i + k] * r16(w[c * i + k]))
+                .sum::<f64>()
+                + r16(b[c]);
+            let g = got[r * o + c];
+            assert!(
+                (g - want).abs() <= 2e-3 * (1.0 + want.abs()),
+                "autocast forward [{r}, {c}]: {g} vs {want}"
+            );
+        }
+    }
+    for (name, p) in layer.named_parameters() {
+        assert_eq!(p.value().dtype(), DType::F32, "{name} after autocast");
+    }
+    // Gradients of sum(y): dW[c, k] = sum_r x[r, k], db[c] = rows, as f32.
+    let vg = nn::value_and_grad(&layer, |a: &[Array]| {
+        nn::autocast(&layer, DType::F16, || {
+            wmx::sum(
+                &wmx::astype(&layer.forward(&a[0])?, DType::F32)?,
+                None,
+                false,
+            )
+        })
+    });
+    let (_, grads) = ok("value_and_grad", vg(std::slice::from_ref(&x16)));
+    assert_eq!(grads["weight"].dtype(), DType::F32, "gradient dtype");
+    let gw = host(&grads["weight"]);
+    for c in 0..o {
+        for k in 0..i {
+            let want = r16((0..rows).map(|r| xv[r * i + k]).sum::<f64>());
+            let g = gw[c * i + k];
+            assert!(
+                (g - want).abs() <= 2e-3 * (1.0 + want.abs()),
+                "dW [{c}, {k}]: {g} vs {want}"
+            );
+        }
+    }
+    assert_eq!(host(&grads["bias"]), vec![rows as f64; o], "db");
+    // A compiled step under autocast updates the f32 parameters without retracing.
+    let model = std::sync::Arc::new(ok(
+        "linear",
+        wmx::with_device(dev, || nn::Linear::new(&wmx::random::key(11)?, i, o, true)),
+    ));
+    let mut step = ok(
+        "compile_step",
+        optim::compile_step(
+            model.clone(),
+            optim::Adam::adamw(1e-2, 0.0),
+            |m: &nn::Linear, a: &[Array]| {
+                nn::autocast(m, DType::F16, || {
+                    wmx::sum(&wmx::astype(&m.forward(&a[0])?, DType::F32)?, None, false)
+                })
+            },
+        ),
+    );
+    let w0 = host(&model.weight.value());
+    for _ in 0..3 {
+        ok("step", step.call(std::slice::from_ref(&x16)));
+    }
+    assert_eq!(step.traces(), 1, "compiled autocast step traces");
+    let w1 = model.weight.value();
+    assert_eq!(w1.dtype(), DType::F32, "updated dtype");
+    // Adam's first steps move every weight by about lr against its gradient's sign.
+    for ((a, b), k) in w0.iter().zip(host(&w1)).zip((0..o * i).map(|j| j % i)) {
+        let sign = (0..rows).map(|r| xv[r * i + k]).sum::<f64>().signum();
+        assert!(
+            ((a - b) * sign - 0.03).abs() < 0.003,
+            "Adam step on a weight: {a} -> {b}"
+        );
+    }
+    // An error inside leaves the f32 parameters; an integer dtype is an Err.
+    let bad = nn::autocast(&layer, DType::F16, || -> Result<Array> {
+        wmx::matmul(&x16, &wmx::zeros(&[3, 3], DType::F16)?)
+    });
+    assert!(bad.is_err(), "a bad product inside autocast");
+    assert_eq!(
+        layer.weight.value().dtype(),
+        DType::F32,
+        "weight after an Err"
+    );
+    super::expect_err(
+        "autocast to i32",
+        nn::autocast(&layer, DType::I32, || Ok(())),
+        &["autocast", "i32"],
+    );
+}
