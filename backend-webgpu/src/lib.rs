@@ -62,7 +62,7 @@ pub use custom::{CustomEval, GpuInput, GpuOutput};
 pub use k::{Caps, Kernels, RequestOptions, UserModule, UserPipeline};
 pub use kernel::{Launch, Template, WgslKernel};
 pub use pool::Stats;
-pub use profile::{KernelTime, Profile};
+pub use profile::{KernelTime, Profile, ShapeTime};
 
 /// Dispatches recorded before a batch is submitted early.
 pub const MAX_BATCH: usize = 4096;

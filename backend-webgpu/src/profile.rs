@@ -25,6 +25,34 @@ pub struct KernelTime {
     pub submit: usize,
 }
 
+/// The dispatches of one kernel on one shape, together ([`Profile::by_shape`]).
+#[derive(Clone, Debug, Default)]
+pub struct ShapeTime {
+    /// The kernel.
+    pub name: String,
+    /// The shape its dispatches report.
+    pub shape: String,
+    /// Dispatches.
+    pub count: usize,
+    /// Their GPU time, in milliseconds.
+    pub ms: f64,
+    /// Their floating-point operations (0 where not counted).
+    pub flop: f64,
+    /// The bytes they must move at least.
+    pub bytes: f64,
+}
+
+impl ShapeTime {
+    /// Achieved TFLOP/s.
+    pub fn tflops(&self) -> f64 {
+        self.flop / (self.ms * 1e9).max(1e-30)
+    }
+    /// Achieved GB/s of the bytes it must move.
+    pub fn gbps(&self) -> f64 {
+        self.bytes / (self.ms * 1e6).max(1e-30)
+    }
+}
+
 /// What [`crate::WebGpuBackend::profile`] recorded.
 #[derive(Clone, Debug, Default)]
 pub struct Profile {
@@ -61,30 +89,30 @@ impl Profile {
         v
     }
 
-    /// Per kernel and shape, for the dispatches that carry their work (products):
-    /// `(name, shape, count, total ms, TFLOP/s)`, largest total first.
-    pub fn by_shape(&self) -> Vec<(String, String, usize, f64, f64)> {
-        let mut m: BTreeMap<(&str, &str), (usize, f64, f64)> = BTreeMap::new();
+    /// Per kernel and shape, for the dispatches that carry their work (products,
+    /// fused kernels), largest total first.
+    pub fn by_shape(&self) -> Vec<ShapeTime> {
+        let mut m: BTreeMap<(&str, &str), ShapeTime> = BTreeMap::new();
         for k in &self.kernels {
             if let Some(w) = &k.work {
-                let e = m.entry((&k.name, &w.shape)).or_default();
-                e.0 += 1;
-                e.1 += k.dur_ns / 1e6;
-                e.2 += w.flop;
+                let e = m.entry((&k.name, &w.shape)).or_insert_with(|| ShapeTime {
+                    name: k.name.clone(),
+                    shape: w.shape.clone(),
+                    ..Default::default()
+                });
+                e.count += 1;
+                e.ms += k.dur_ns / 1e6;
+                e.flop += w.flop;
+                e.bytes += w.bytes;
             }
         }
-        let mut v: Vec<_> = m
-            .into_iter()
-            .map(|((n, s), (c, t, f))| {
-                (n.to_string(), s.to_string(), c, t, f / (t * 1e9).max(1e-30))
-            })
-            .collect();
-        v.sort_by(|a, b| b.3.total_cmp(&a.3));
+        let mut v: Vec<_> = m.into_values().collect();
+        v.sort_by(|a, b| b.ms.total_cmp(&a.ms));
         v
     }
 
     /// A table of the kernels by total GPU time: share, count, total and mean;
-    /// then the products by shape with their TFLOP/s.
+    /// then the products and fused kernels by shape with their TFLOP/s and GB/s.
     pub fn table(&self) -> String {
         let total = self.gpu_ms().max(1e-12);
         let mut s = format!(
@@ -115,20 +143,23 @@ impl Profile {
         if !shapes.is_empty() {
             writeln!(
                 s,
-                "{:>6} {:>6} {:>10} {:>10} {:>9}  kernel, shape",
-                "%", "count", "total ms", "mean us", "TFLOP/s"
+                "{:>6} {:>6} {:>10} {:>10} {:>9} {:>8}  kernel, shape",
+                "%", "count", "total ms", "mean us", "TFLOP/s", "GB/s"
             )
             .unwrap();
         }
-        for (name, shape, count, ms, tflops) in shapes {
+        for t in shapes {
             writeln!(
                 s,
-                "{:>6.1} {:>6} {:>10.3} {:>10.2} {:>9.2}  {name}, {shape}",
-                100.0 * ms / total,
-                count,
-                ms,
-                1e3 * ms / count as f64,
-                tflops
+                "{:>6.1} {:>6} {:>10.3} {:>10.2} {:>9.2} {:>8.0}  {}, {}",
+                100.0 * t.ms / total,
+                t.count,
+                t.ms,
+                1e3 * t.ms / t.count as f64,
+                t.tflops(),
+                t.gbps(),
+                t.name,
+                t.shape
             )
             .unwrap();
         }

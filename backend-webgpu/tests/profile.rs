@@ -28,7 +28,8 @@ fn a_profile_times_every_dispatch_by_kernel() {
     let mut shapes: Vec<(String, f64)> = p
         .kernels
         .iter()
-        .filter_map(|k| k.work.as_ref().map(|w| (w.shape.clone(), w.flop)))
+        .filter_map(|k| k.work.as_ref().filter(|w| w.flop > 0.0))
+        .map(|w| (w.shape.clone(), w.flop))
         .collect();
     shapes.sort_by(|a, b| a.0.cmp(&b.0));
     let n = 256.0f64;
@@ -39,7 +40,14 @@ fn a_profile_times_every_dispatch_by_kernel() {
             ("256x256 @ 256x96ᵀ".to_string(), 2.0 * n * n * 96.0),
         ]
     );
-    assert_eq!(p.by_shape().len(), 2);
+    assert_eq!(p.by_shape().iter().filter(|t| t.flop > 0.0).count(), 2);
+    let x_bytes = 256.0 * 256.0 * 4.0;
+    let w = &p
+        .by_shape()
+        .into_iter()
+        .find(|t| t.shape.contains("96ᵀ"))
+        .unwrap();
+    assert_eq!(w.bytes, x_bytes + 96.0 * 256.0 * 4.0 + 256.0 * 96.0 * 4.0);
     assert!(p.kernels.len() >= 3, "{:?}", p.kernels);
     let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
     for want in ["Matmul", "Binary:add", "Reduce:sum"] {

@@ -233,8 +233,12 @@ pub struct Dispatch<D: Driver> {
 pub struct Work {
     /// The problem's shape, e.g. `2048x768x2304` (M x K x N) for a product.
     pub shape: String,
-    /// Floating-point operations (a multiply-add counts two).
+    /// Floating-point operations (a multiply-add counts two; 0 where it does not
+    /// count them).
     pub flop: f64,
+    /// Bytes it must move at least: inputs read once (broadcast ones as stored),
+    /// the output written once.
+    pub bytes: f64,
 }
 
 /// Buffers bound at 1.. by one dispatch: the library's kernels use up to 4, users'

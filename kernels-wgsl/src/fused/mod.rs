@@ -7,7 +7,7 @@
 
 use crate::compose::{COMMON, InputCode, ModuleSpec, WORDS, compose_with, f16_helpers, tree_shake};
 use crate::driver::Driver;
-use crate::driver::{Batch, Binding};
+use crate::driver::{Batch, Binding, Work};
 use crate::dtype::{DType, Words};
 use crate::elementwise::{BINARY_WGSL as BINARY, UNARY_WGSL as UNARY};
 use crate::kernels::MAX_GROUPS;
@@ -573,7 +573,21 @@ impl<D: Driver> Kernels<D> {
         // Four words per invocation (the unrolled loop of FUSED_MAIN) from 1024 words up.
         let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
         let bound = std::iter::once(out.binding()).chain(buffers);
-        self.record_pipe(b, pipe, bound, params, groups)
+        self.record_pipe(b, pipe, bound, params, groups)?;
+        if let Some(d) = b.dispatches.last_mut() {
+            // Each input read as stored (a broadcast axis once), the output written.
+            let stored = |x: &Strided<D::Buffer>| {
+                let kept = x.shape.iter().zip(x.strides).filter(|(_, s)| **s != 0);
+                kept.map(|(d, _)| *d as f64).product::<f64>() * x.dtype.size() as f64
+            };
+            let read: f64 = inputs.iter().map(|x| stored(x)).sum();
+            d.work = Some(Work {
+                shape: format!("{:?} {od} from {} inputs", out.shape, inputs.len()),
+                flop: 0.0,
+                bytes: read + (n * od.size()) as f64,
+            });
+        }
+        Ok(())
     }
 
     /// Records `out = reduce(op, spec(inputs), axes)` (`axes` sorted and unique, `out` of the kept dims and

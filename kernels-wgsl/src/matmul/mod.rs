@@ -18,6 +18,7 @@ use crate::kernels::Kernels;
 use crate::layout::{Contig, Strided};
 use crate::layout::{check_out, check_view, collapse};
 use crate::{Error, Result};
+use wmx_spec::ReduceOp;
 
 /// Workgroups below which the large tile leaves the GPU idle and the small one is
 /// used (about two per compute unit of a large GPU).
@@ -36,9 +37,33 @@ const MM_K_CHUNK: usize = 16384;
 /// Rows per workgroup of the vectorised row kernel (`GV_ROWS` in gemv.wgsl).
 const GEMV_ROWS: usize = 4;
 
+/// Output tiles (of 128 x 128) below which a product splits K: about two per
+/// compute unit of a large GPU, as [`LARGE_TILE_MIN_GROUPS`].
+const SPLIT_K_BELOW: usize = 256;
+/// The shortest part of K a split leaves to each product.
+const SPLIT_K_MIN: usize = 256;
+
+/// How many parts of K a 2-D f32 product of `m x k x n` is computed in (`None`: one):
+/// enough for [`SPLIT_K_BELOW`] tiles, each part at least [`SPLIT_K_MIN`] long and
+/// a multiple of 8 (the cooperative kernels' step). `WMX_MATMUL_SPLIT=0` turns
+/// splitting off (for measuring).
+fn split_k(nd: usize, m: usize, k: usize, n: usize) -> Option<usize> {
+    if nd != 2 || std::env::var("WMX_MATMUL_SPLIT").is_ok_and(|v| v == "0") {
+        return None;
+    }
+    let tiles = m.div_ceil(128) * n.div_ceil(128);
+    if tiles >= SPLIT_K_BELOW {
+        return None;
+    }
+    let want = SPLIT_K_BELOW.div_ceil(tiles);
+    (2..=want.min(16))
+        .rev()
+        .find(|&s| k.is_multiple_of(s) && (k / s).is_multiple_of(8) && k / s >= SPLIT_K_MIN)
+}
+
 /// A product's shape for profiles: `[batch x] MxK @ KxN`, `ᵀ` after an operand
 /// that is a transposed view (read along its other axis).
-fn product_work(batch: u64, m: usize, k: usize, n: usize, ta: bool, tb: bool) -> Work {
+fn product_work(batch: u64, m: usize, k: usize, n: usize, ta: bool, tb: bool, e: usize) -> Work {
     let t = |x: bool| if x { "ᵀ" } else { "" };
     let lead = if batch > 1 {
         format!("{batch}x")
@@ -48,6 +73,7 @@ fn product_work(batch: u64, m: usize, k: usize, n: usize, ta: bool, tb: bool) ->
     Work {
         shape: format!("{lead}{m}x{k}{} @ {k}x{n}{}", t(ta), t(tb)),
         flop: 2.0 * (batch as f64) * (m * k * n) as f64,
+        bytes: (batch as f64) * ((m * k + k * n + m * n) * e) as f64,
     }
 }
 
@@ -122,6 +148,12 @@ impl<D: Driver> Kernels<D> {
         }
         if m == 1 || n == 1 {
             self.gemv(b, a, bb, c, alpha, beta, out)
+        } else if let Some(s) = split_k(nd, m, k, n).filter(|&s| {
+            // f32 only: the 16-bit cooperative kernels are fast enough that the f32
+            // partials' traffic costs more than the fuller GPU gains.
+            d == DType::F32 && (s * m * n * 4) as u64 <= self.inner.caps.max_storage_binding
+        }) {
+            self.split_k(b, a, bb, c, alpha, beta, out, s)
         } else if k > MM_K_CHUNK && !self.coop_operands(a) {
             self.k_chunks(b, a, bb, c, alpha, beta, out)
         } else {
@@ -133,6 +165,77 @@ impl<D: Driver> Kernels<D> {
     /// per invocation to bound: the adapters that have them run loops whole).
     fn coop_operands(&self, a: &Strided<D::Buffer>) -> bool {
         self.target().coop > 0 && a.dtype == DType::F16
+    }
+
+    /// An f32 product as `s` products over equal parts of K, run as one batched
+    /// product (the parts are batch elements of the same operands) into partials
+    /// `[s, M, N]`, summed over the parts, then `beta * c` added. For products
+    /// whose output tiles alone would leave the GPU idle ([`split_k`]).
+    #[allow(clippy::too_many_arguments)]
+    fn split_k(
+        &self,
+        b: &mut Batch<D>,
+        a: &Strided<D::Buffer>,
+        bb: &Strided<D::Buffer>,
+        c: Option<&Strided<D::Buffer>>,
+        alpha: f64,
+        beta: f64,
+        out: &Contig<D::Buffer>,
+        s: usize,
+    ) -> Result<()> {
+        let (m, k, n) = (a.shape[0], a.shape[1], bb.shape[1]);
+        let kc = (k / s) as isize;
+        // Scratch buffers (kept between calls): a product per call here would make
+        // and clear new buffers each time (run 81: 3-25x slower).
+        let mn = (m * n) as u64 * 4;
+        let parts = self.scratch(4, s as u64 * mn)?;
+        let (a_shape, b_shape, p_shape) = ([s, m, k / s], [s, k / s, n], [s, m, n]);
+        let a_strides = [kc * a.strides[1], a.strides[0], a.strides[1]];
+        let b_strides = [kc * bb.strides[0], bb.strides[0], bb.strides[1]];
+        let a3 = Strided {
+            shape: &a_shape,
+            strides: &a_strides,
+            ..*a
+        };
+        let b3 = Strided {
+            shape: &b_shape,
+            strides: &b_strides,
+            ..*bb
+        };
+        fn f32_out<'b, B>(buffer: &'b B, shape: &'b [usize]) -> Contig<'b, B> {
+            Contig {
+                buffer,
+                window: None,
+                dtype: DType::F32,
+                shape,
+            }
+        }
+        self.tiled(b, &a3, &b3, None, alpha, 0.0, &f32_out(&parts, &p_shape))?;
+        let p_strides = [(m * n) as isize, n as isize, 1];
+        let pv = Strided {
+            buffer: &parts,
+            window: None,
+            dtype: DType::F32,
+            shape: &p_shape,
+            strides: &p_strides,
+            offset: 0,
+        };
+        let Some(c) = c else {
+            return self.reduce(b, ReduceOp::Sum, &pv, &[0], out);
+        };
+        // out = sum + beta * c.
+        let sum = self.scratch(5, mn)?;
+        self.reduce(b, ReduceOp::Sum, &pv, &[0], &f32_out(&sum, out.shape))?;
+        let mn_strides = [n as isize, 1];
+        let dense = Strided {
+            buffer: &sum,
+            window: None,
+            dtype: DType::F32,
+            shape: out.shape,
+            strides: &mn_strides,
+            offset: 0,
+        };
+        self.axpby(b, &dense, c, 1.0, beta, out)
     }
 
     /// The tiled product over parts of K of at most [`MM_K_CHUNK`]
@@ -400,7 +503,7 @@ impl<D: Driver> Kernels<D> {
         if let Some(c) = c {
             buffers.push(c.binding());
         }
-        let work = product_work(nbatch, m, k, n, a_mfast, b_kfast);
+        let work = product_work(nbatch, m, k, n, a_mfast, b_kfast, a.dtype.size());
         self.record_work(b, &spec, buffers, params, groups, work)?;
         if let Some(t) = &tmp {
             self.round_from_f32(b, t, out)?;

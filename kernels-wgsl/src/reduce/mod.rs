@@ -17,7 +17,7 @@ pub(crate) use scan::EXCLUSIVE;
 
 use crate::compose::{ModuleSpec, Variant};
 use crate::driver::Driver;
-use crate::driver::{Batch, Binding};
+use crate::driver::{Batch, Binding, Work};
 use crate::dtype::{DType, Words};
 use crate::fused::Prologue;
 use crate::kernels::Kernels;
@@ -161,7 +161,21 @@ impl<D: Driver> Kernels<D> {
         axes: &[usize],
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        self.reduce_with(b, op, x, axes, out, None)
+        let first = b.dispatches.len();
+        self.reduce_with(b, op, x, axes, out, None)?;
+        // For profiles: the input's shape and axes on every pass, the bytes (input
+        // read once, output written once) on the first.
+        let mut bytes = (crate::layout::numel(x.shape) * x.dtype.size()) as f64
+            + (out.numel() * out.dtype.size()) as f64;
+        for d in &mut b.dispatches[first..] {
+            d.work = Some(Work {
+                shape: format!("{:?} {} over {axes:?}", x.shape, x.dtype),
+                flop: 0.0,
+                bytes,
+            });
+            bytes = 0.0;
+        }
+        Ok(())
     }
 
     /// [`Kernels::reduce`]; with a prologue, `x` is the prologue's row-major
@@ -256,8 +270,13 @@ impl<D: Driver> Kernels<D> {
             let per_group = TXV * 4 * x.dtype.epw() as u64;
             let groups = plan.k.div_ceil(per_group);
             // A tall matrix (few column groups, many rows): chunks of rows, each
-            // writing partials [K, S], then the rows kernel over them.
-            let (s, chunk) = chunks(groups, plan.r, 1);
+            // writing partials [K, S], then the rows kernel over them. Very few
+            // groups (a bias gradient: 768 f32 columns are 12) take short chunks.
+            let (s, chunk) = if groups < FEW_VEC_COL_GROUPS {
+                col_chunks(groups, plan.r, MIN_VEC_COL_CHUNK)
+            } else {
+                chunks(groups, plan.r, 1)
+            };
             if s == 1 {
                 let params = plan.params(1, plan.r, x.offset, 0);
                 self.record(
@@ -288,7 +307,7 @@ impl<D: Driver> Kernels<D> {
             let groups = plan.k.div_ceil(TX);
             // Few column groups over many rows (a bias gradient: 768 columns, 2048
             // rows): chunks of rows writing partials [K, S], then rows over them.
-            let (s, chunk) = col_chunks(groups, plan.r);
+            let (s, chunk) = col_chunks(groups, plan.r, MIN_COL_CHUNK);
             if s == 1 {
                 let params = plan.params(1, plan.r, x.offset, 0);
                 self.first_pass(
@@ -466,21 +485,29 @@ fn chunks(groups: u64, r: u64, at_least: u64) -> (u64, u64) {
     (r.div_ceil(chunk).max(1), chunk)
 }
 
-/// [`chunks`] for the column kernel, whose workgroups each read 32 columns of
-/// every row: rows are split down to `MIN_COL_CHUNK` (a workgroup's 8 row lanes
-/// then read 32 rows each), so a bias gradient of a few hundred columns fills the
-/// GPU instead of 24 workgroups (bench/NOTES.md, run 52).
-fn col_chunks(groups: u64, r: u64) -> (u64, u64) {
-    if groups >= TARGET_GROUPS || r < 2 * MIN_COL_CHUNK {
+/// [`chunks`] for the column kernels, whose workgroups each read a band of
+/// columns of every row: rows are split down to `min_chunk`, so a bias gradient of
+/// a few hundred columns fills the GPU instead of 12-24 workgroups (bench/NOTES.md,
+/// runs 52 and 81).
+fn col_chunks(groups: u64, r: u64, min_chunk: u64) -> (u64, u64) {
+    if groups >= TARGET_GROUPS || r < 2 * min_chunk {
         return (1, r.max(1));
     }
-    let s = TARGET_GROUPS.div_ceil(groups).min(r / MIN_COL_CHUNK).max(1);
+    let s = TARGET_GROUPS.div_ceil(groups).min(r / min_chunk).max(1);
     let chunk = r.div_ceil(s).max(1);
     (r.div_ceil(chunk).max(1), chunk)
 }
 
 /// Fewest rows in a chunk of the column kernel.
 const MIN_COL_CHUNK: u64 = 256;
+/// Workgroups of the vec4 column kernel below which its rows are cut into chunks
+/// of at least [`MIN_VEC_COL_CHUNK`] rows: a bias gradient of 768 columns over 2048
+/// rows ran on 12 workgroups for ~60 us (run 80). Wider sums keep the one-pass
+/// plan: chunking all of them made a 4096 x 4096 sum 2.2x slower (run 53).
+const FEW_VEC_COL_GROUPS: u64 = 32;
+/// Fewest rows in a chunk of the vec4 column kernel (its 16 row lanes then read 8
+/// rows each).
+const MIN_VEC_COL_CHUNK: u64 = 128;
 
 fn axes_mask<B>(x: &Strided<B>, axes: &[usize]) -> Result<Vec<bool>> {
     if x.shape.len() != x.strides.len() {

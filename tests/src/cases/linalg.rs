@@ -162,6 +162,11 @@ pub fn matmul_values(dev: &Device) {
         (8, 256, 1),
         (1000, 64, 1),
         (1, 64, 12),
+        // Few output tiles and a long K: computed in parts of K summed in f32
+        // (8, 6 and 3 parts; K 1000 has no even split and stays whole).
+        (9, 2048, 11),
+        (70, 1536, 130),
+        (128, 768, 136),
     ];
     for dt in float_dtypes(dev) {
         for &(m, k, n) in &sizes {
@@ -194,6 +199,9 @@ pub fn matmul_values(dev: &Device) {
             (vec![3, 136, 24], vec![3, 24, 80]),
             (vec![2, 1, 72, 16], vec![3, 16, 136]),
             (vec![3, 12, 40], vec![3, 40, 1]),
+            // A shared matrix under batches that fold into one product's rows.
+            (vec![2, 3, 5, 16], vec![16, 24]),
+            (vec![4, 64, 512], vec![512, 40]),
         ] {
             let what = format!("matmul {dt} {sa:?} @ {sb:?}");
             let a = Host::random(&mut rng, dt, &sa);
@@ -202,6 +210,28 @@ pub fn matmul_values(dev: &Device) {
             let got = ok(&what, wmx::matmul(&a.array(dev, dt), &b.array(dev, dt)));
             check(&what, &got, &want, &mags, sa[sa.len() - 1], dt);
         }
+        // Batches whose rows do not fold without a copy (a view with its batch
+        // axes swapped), against a shared matrix.
+        let (p, q, m, k, n) = (3, 4, 6, 16, 10);
+        let src = Host::random(&mut rng, dt, &[q, p, m, k]);
+        let mut v = vec![0.0; src.v.len()];
+        for (i, x) in src.v.iter().enumerate() {
+            let (qi, pi, r) = (i / (p * m * k), i / (m * k) % p, i % (m * k));
+            v[(pi * q + qi) * m * k + r] = *x;
+        }
+        let a = Host {
+            shape: vec![p, q, m, k],
+            v,
+        };
+        let b = Host::random(&mut rng, dt, &[k, n]);
+        let what = format!("matmul {dt} of a batch-swapped view @ [{k},{n}]");
+        let view = ok(
+            &what,
+            wmx::transpose(&src.array(dev, dt), Some(&[1, 0, 2, 3])),
+        );
+        let got = ok(&what, wmx::matmul(&view, &b.array(dev, dt)));
+        let (want, mags) = reference(&a, &b, None, 1.0, 0.0);
+        check(&what, &got, &want, &mags, k, dt);
     }
     let dt = DType::F32;
     // 1-D operands: vector @ matrix, matrix @ vector, vector @ vector, batched.
@@ -360,6 +390,8 @@ pub fn addmm_values(dev: &Device) {
             (3, 0, 4),
             (136, 24, 72),
             (12, 40, 1),
+            // In parts of K (4), the bias added after their sum.
+            (64, 1024, 72),
         ] {
             for cshape in [vec![m, n], vec![n], vec![m, 1], vec![]] {
                 let (alpha, beta) = (1.5, -0.75);

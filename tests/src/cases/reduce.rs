@@ -375,10 +375,37 @@ pub fn argmax_argmin(dev: &Device) {
 }
 
 /// Column sums of tall matrices (few columns, many rows: a bias gradient) are
-/// computed in chunks of rows: plain, of a strided view, and fused after
-/// elementwise work under `compile`; against f64 host sums.
+/// computed in chunks of rows: plain (odd widths, and vec4 rows of 768 and 64
+/// columns), of a strided view, and fused after elementwise work under
+/// `compile`; against f64 host sums. And f16 rows of 768 columns.
 pub fn tall_column_reductions(dev: &Device) {
-    for (r, c) in [(2048usize, 39usize), (4099, 5), (300, 7)] {
+    if super::supported(dev, DType::F16) {
+        let (r, c) = (2048usize, 768usize);
+        let v: Vec<f32> = (0..r * c)
+            .map(|i| ((i * 29) % 61) as f32 / 8.0 - 3.5)
+            .collect();
+        let x = ok("x", Array::from_slice_on(&v, &[r, c], dev));
+        let x16 = ok("f16", wmx::astype(&x, DType::F16));
+        let got: Vec<f64> = ok(
+            "f16 sum",
+            wmx::sum(&x16, Some(&[0]), false).and_then(|s| s.to_vec_f64()),
+        );
+        for (j, g) in got.iter().enumerate() {
+            // Exact inputs (multiples of 1/8), an f32 sum, one rounding to f16.
+            let w: f64 = (0..r).map(|i| v[i * c + j] as f64).sum();
+            assert!(
+                (g - w).abs() <= w.abs() * 2f64.powi(-11) + 1e-9,
+                "f16 column {j}: {g} vs {w}"
+            );
+        }
+    }
+    for (r, c) in [
+        (2048usize, 39usize),
+        (4099, 5),
+        (300, 7),
+        (2048, 768),
+        (1030, 64),
+    ] {
         let v: Vec<f32> = (0..r * c)
             .map(|i| ((i * 37) % 101) as f32 / 7.0 - 5.0)
             .collect();
