@@ -126,7 +126,11 @@ pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res
 /// compares.
 pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
     let s = if smoke { GptSize::SMOKE } else { GptSize::FULL };
-    let steps = if smoke { 2 } else { 20 };
+    // `WMX_BENCH_STEPS`: more steps (e.g. to profile the host side of small ones).
+    let steps = std::env::var("WMX_BENCH_STEPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if smoke { 2 } else { 20 });
     let (tokens, targets) = wmx::with_device(dev, || {
         let k = wmx::random::split(&wmx::random::key(4)?, 2)?;
         let k = |i: isize| k.slice(&[wmx::Slice::range(i, i + 1)])?.reshape(&[2]);

@@ -28,11 +28,11 @@ pub(crate) struct Inner<D: Driver> {
     pub(crate) f64_pipes: Mutex<FxMap<String, Arc<D::Pipeline>>>,
     /// Scratch buffers kept between calls: 0 and 1 for multi-pass reductions (a
     /// dispatch cannot read and write one buffer, so a pass reading one writes the
-    /// other), 2 and 3 for sorting's (key, index) pairs, 4 and 5 for products
-    /// split along K (partial products, their sum).
+    /// other), 2 and 3 for sorting's (key, index) pairs, 4 for products split
+    /// along K (their partial products).
     /// Large allocations cost milliseconds on some drivers (dedicated Vulkan
     /// allocations) and wgpu clears each new buffer, more than a sort or a product.
-    scratch: Mutex<[Option<D::Buffer>; 6]>,
+    scratch: Mutex<[Option<D::Buffer>; 5]>,
     /// Bound in place of an input that aliases the output.
     pub(crate) dummy: D::Buffer,
 }
@@ -374,7 +374,7 @@ impl<D: Driver> Kernels<D> {
         self.inner.pipelines.lock().unwrap().map.len()
     }
 
-    /// Scratch buffer `which` (0 to 5, see `Inner::scratch`) of at least `bytes` bytes.
+    /// Scratch buffer `which` (0 to 4, see `Inner::scratch`) of at least `bytes` bytes.
     pub(crate) fn scratch(&self, which: usize, bytes: u64) -> Result<D::Buffer> {
         let mut s = self.inner.scratch.lock().unwrap();
         if let Some(b) = &s[which] {

@@ -14,11 +14,12 @@ use crate::compose::Variant;
 use crate::driver::Driver;
 use crate::driver::{Batch, Binding, Work};
 use crate::dtype::{DType, Words};
+use crate::fused::FusedSpec;
 use crate::kernels::Kernels;
 use crate::layout::{Contig, Strided};
 use crate::layout::{check_out, check_view, collapse};
 use crate::{Error, Result};
-use wmx_spec::ReduceOp;
+use wmx_spec::{BinaryOp, FusedOp, FusedStep};
 
 /// Workgroups below which the large tile leaves the GPU idle and the small one is
 /// used (about two per compute unit of a large GPU).
@@ -37,14 +38,19 @@ const MM_K_CHUNK: usize = 16384;
 /// Rows per workgroup of the vectorised row kernel (`GV_ROWS` in gemv.wgsl).
 const GEMV_ROWS: usize = 4;
 
-/// Output tiles (of 128 x 128) below which a product splits K: about two per
-/// compute unit of a large GPU, as [`LARGE_TILE_MIN_GROUPS`].
-const SPLIT_K_BELOW: usize = 256;
+/// Output tiles (of 128 x 128) below which a product splits K: fewer than half a
+/// large GPU's compute units. Splitting 96 tiles (2048 x 768) did not speed the
+/// product up; 36 (768 x 768) ran 1.9x faster (run 82).
+const SPLIT_K_BELOW: usize = 64;
+/// Tiles a split aims for: about two per compute unit, as
+/// [`LARGE_TILE_MIN_GROUPS`].
+const SPLIT_K_TILES: usize = 256;
 /// The shortest part of K a split leaves to each product.
 const SPLIT_K_MIN: usize = 256;
 
 /// How many parts of K a 2-D f32 product of `m x k x n` is computed in (`None`: one):
-/// enough for [`SPLIT_K_BELOW`] tiles, each part at least [`SPLIT_K_MIN`] long and
+/// below [`SPLIT_K_BELOW`] output tiles, enough parts for [`SPLIT_K_TILES`], each
+/// part at least [`SPLIT_K_MIN`] long and
 /// a multiple of 8 (the cooperative kernels' step). `WMX_MATMUL_SPLIT=0` turns
 /// splitting off (for measuring).
 fn split_k(nd: usize, m: usize, k: usize, n: usize) -> Option<usize> {
@@ -55,7 +61,7 @@ fn split_k(nd: usize, m: usize, k: usize, n: usize) -> Option<usize> {
     if tiles >= SPLIT_K_BELOW {
         return None;
     }
-    let want = SPLIT_K_BELOW.div_ceil(tiles);
+    let want = SPLIT_K_TILES.div_ceil(tiles);
     (2..=want.min(16))
         .rev()
         .find(|&s| k.is_multiple_of(s) && (k / s).is_multiple_of(8) && k / s >= SPLIT_K_MIN)
@@ -169,7 +175,7 @@ impl<D: Driver> Kernels<D> {
 
     /// An f32 product as `s` products over equal parts of K, run as one batched
     /// product (the parts are batch elements of the same operands) into partials
-    /// `[s, M, N]`, summed over the parts, then `beta * c` added. For products
+    /// `[s, M, N]`, then summed with `beta * c` in one elementwise pass. For products
     /// whose output tiles alone would leave the GPU idle ([`split_k`]).
     #[allow(clippy::too_many_arguments)]
     fn split_k(
@@ -211,31 +217,41 @@ impl<D: Driver> Kernels<D> {
             }
         }
         self.tiled(b, &a3, &b3, None, alpha, 0.0, &f32_out(&parts, &p_shape))?;
-        let p_strides = [(m * n) as isize, n as isize, 1];
-        let pv = Strided {
-            buffer: &parts,
-            window: None,
-            dtype: DType::F32,
-            shape: &p_shape,
-            strides: &p_strides,
-            offset: 0,
-        };
-        let Some(c) = c else {
-            return self.reduce(b, ReduceOp::Sum, &pv, &[0], out);
-        };
-        // out = sum + beta * c.
-        let sum = self.scratch(5, mn)?;
-        self.reduce(b, ReduceOp::Sum, &pv, &[0], &f32_out(&sum, out.shape))?;
+        // One elementwise pass sums the parts (and adds beta * c): a column
+        // reduction over so few rows ran at a tenth of the bandwidth (run 82).
         let mn_strides = [n as isize, 1];
-        let dense = Strided {
-            buffer: &sum,
+        let part = |j: usize| Strided {
+            buffer: &parts,
             window: None,
             dtype: DType::F32,
             shape: out.shape,
             strides: &mn_strides,
-            offset: 0,
+            offset: j * m * n,
         };
-        self.axpby(b, &dense, c, 1.0, beta, out)
+        let mut views: Vec<Strided<D::Buffer>> = (0..s).map(part).collect();
+        views.extend(c.copied());
+        // Values 0..ni are the inputs (the parts, then c); step i's is ni + i.
+        let ni = views.len();
+        let mut steps: Vec<FusedStep> = (1..s)
+            .map(|j| FusedStep {
+                op: FusedOp::Binary(BinaryOp::Add),
+                args: vec![if j == 1 { 0 } else { ni + j - 2 }, j],
+                dtype: DType::F32,
+            })
+            .collect();
+        if c.is_some() {
+            steps.push(FusedStep {
+                op: FusedOp::Axpby { alpha: 1.0, beta },
+                args: vec![ni + s - 2, s],
+                dtype: DType::F32,
+            });
+        }
+        let spec = FusedSpec {
+            inputs: vec![DType::F32; views.len()],
+            steps,
+        };
+        let refs: Vec<&Strided<D::Buffer>> = views.iter().collect();
+        self.fused(b, &spec, &refs, out)
     }
 
     /// The tiled product over parts of K of at most [`MM_K_CHUNK`]
