@@ -74,10 +74,8 @@ pub struct WgpuPipeline {
     label: String,
 }
 
-/// Bind groups kept by [`crate::Kernels::submit`]: past this many, those the last
-/// two submits did not use are dropped (all of them if that is not enough), so a
-/// repeated step keeps its own.
-const BIND_GROUP_CACHE: usize = 4096;
+/// Bind groups kept by [`crate::Kernels::submit`] (dropped wholesale past this many).
+const BIND_GROUP_CACHE: usize = 2048;
 /// Smallest parameter binding (bytes); larger parameter lists bind the next power of two.
 pub(crate) const PARAM_BINDING: usize = 256;
 
@@ -104,10 +102,7 @@ pub(crate) struct SubmitState {
     slots: FxMap<Vec<u32>, u32>,
     /// Bytes of `params` in use.
     used: usize,
-    /// Bind groups with the number of the submit that last used each.
-    bind_groups: FxMap<BindKey, (wgpu::BindGroup, u64)>,
-    /// Submits made (numbers the bind groups' last use).
-    submits: u64,
+    bind_groups: FxMap<BindKey, wgpu::BindGroup>,
     /// Bytes to write this submit (from offset `used` at its start).
     bytes: Vec<u8>,
     offsets: Vec<u32>,
@@ -379,13 +374,8 @@ impl Driver for Wgpu {
             if !st.bytes.is_empty() {
                 self.queue.write_buffer(&params, start as u64, &st.bytes);
             }
-            st.submits += 1;
-            let now = st.submits;
             if st.bind_groups.len() > BIND_GROUP_CACHE {
-                st.bind_groups.retain(|_, (_, used)| *used + 2 > now);
-                if st.bind_groups.len() > BIND_GROUP_CACHE {
-                    st.bind_groups.clear();
-                }
+                st.bind_groups.clear();
             }
             // Bind groups first (cached by layout and buffers), then the passes.
             let groups: Vec<wgpu::BindGroup> = batch
@@ -397,12 +387,10 @@ impl Driver for Wgpu {
                         params_size: params_binding(d.params.len()) as u32,
                         buffers: d.buffers.clone(),
                     };
-                    let e = st
-                        .bind_groups
+                    st.bind_groups
                         .entry(key)
-                        .or_insert_with(|| (self.bind_group(d, &params), now));
-                    e.1 = now;
-                    e.0.clone()
+                        .or_insert_with(|| self.bind_group(d, &params))
+                        .clone()
                 })
                 .collect();
             let offsets = &st.offsets;
