@@ -190,9 +190,11 @@ impl<D: Driver> GpuBackend<D> {
         }
         wmx_core::Backend::synchronize(self)?;
         *self.sub.profile.lock().unwrap_or_else(|e| e.into_inner()) = Some(Profile::default());
+        self.kernels.set_describe(true);
         let t = std::time::Instant::now();
         let r = f();
         let done = wmx_core::Backend::synchronize(self);
+        self.kernels.set_describe(false);
         let mut p = self
             .sub
             .profile

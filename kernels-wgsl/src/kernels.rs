@@ -35,6 +35,9 @@ pub(crate) struct Inner<D: Driver> {
     scratch: Mutex<[Option<D::Buffer>; 5]>,
     /// Bound in place of an input that aliases the output.
     pub(crate) dummy: D::Buffer,
+    /// Whether dispatches are marked with their [`Work`] (while a profile runs:
+    /// describing costs a string per dispatch).
+    describe: std::sync::atomic::AtomicBool,
 }
 
 /// Compiled pipelines by spec, plus the last few used (compared before hashing:
@@ -111,6 +114,7 @@ impl<D: Driver> Kernels<D> {
                 f64_pipes: Mutex::new(FxMap::default()),
                 scratch: Mutex::new(Default::default()),
                 dummy,
+                describe: Default::default(),
             }),
         })
     }
@@ -446,21 +450,29 @@ impl<D: Driver> Kernels<D> {
         self.record_pipe(b, pipe, buffers, params, groups)
     }
 
-    /// [`Kernels::record`], the dispatch marked with its `work` for profiles.
-    pub(crate) fn record_work(
-        &self,
-        b: &mut Batch<D>,
-        spec: &ModuleSpec,
-        buffers: impl IntoIterator<Item = impl Into<Binding<D::Buffer>>>,
-        params: Vec<u32>,
-        groups: u64,
-        work: Work,
-    ) -> Result<()> {
-        self.record(b, spec, buffers, params, groups)?;
-        if let Some(d) = b.dispatches.last_mut() {
-            d.work = Some(work);
+    /// Marks the dispatches recorded from now on with their [`Work`] (`true`), or
+    /// stops (a profiler's switch).
+    pub fn set_describe(&self, on: bool) {
+        self.inner
+            .describe
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether [`Kernels::set_describe`] is on.
+    pub(crate) fn describing(&self) -> bool {
+        self.inner
+            .describe
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Marks the last dispatch of `b` with `work()` while [`Kernels::set_describe`]
+    /// is on.
+    pub(crate) fn describe(&self, b: &mut Batch<D>, work: impl FnOnce() -> Work) {
+        if self.describing()
+            && let Some(d) = b.dispatches.last_mut()
+        {
+            d.work = Some(work());
         }
-        Ok(())
     }
 
     /// Records `pipe` over `groups` workgroups (folded into a 2-D grid) with

@@ -574,19 +574,19 @@ impl<D: Driver> Kernels<D> {
         let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
         let bound = std::iter::once(out.binding()).chain(buffers);
         self.record_pipe(b, pipe, bound, params, groups)?;
-        if let Some(d) = b.dispatches.last_mut() {
-            // Each input read as stored (a broadcast axis once), the output written.
+        // Each input read as stored (a broadcast axis once), the output written.
+        self.describe(b, || {
             let stored = |x: &Strided<D::Buffer>| {
                 let kept = x.shape.iter().zip(x.strides).filter(|(_, s)| **s != 0);
                 kept.map(|(d, _)| *d as f64).product::<f64>() * x.dtype.size() as f64
             };
             let read: f64 = inputs.iter().map(|x| stored(x)).sum();
-            d.work = Some(Work {
+            Work {
                 shape: format!("{:?} {od} from {} inputs", out.shape, inputs.len()),
                 flop: 0.0,
                 bytes: read + (n * od.size()) as f64,
-            });
-        }
+            }
+        });
         Ok(())
     }
 

@@ -54,7 +54,9 @@ const SPLIT_K_MIN: usize = 256;
 /// a multiple of 8 (the cooperative kernels' step). `WMX_MATMUL_SPLIT=0` turns
 /// splitting off (for measuring).
 fn split_k(nd: usize, m: usize, k: usize, n: usize) -> Option<usize> {
-    if nd != 2 || std::env::var("WMX_MATMUL_SPLIT").is_ok_and(|v| v == "0") {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let off = *OFF.get_or_init(|| std::env::var("WMX_MATMUL_SPLIT").is_ok_and(|v| v == "0"));
+    if nd != 2 || off {
         return None;
     }
     let tiles = m.div_ceil(128) * n.div_ceil(128);
@@ -519,8 +521,10 @@ impl<D: Driver> Kernels<D> {
         if let Some(c) = c {
             buffers.push(c.binding());
         }
-        let work = product_work(nbatch, m, k, n, a_mfast, b_kfast, a.dtype.size());
-        self.record_work(b, &spec, buffers, params, groups, work)?;
+        self.record(b, &spec, buffers, params, groups)?;
+        self.describe(b, || {
+            product_work(nbatch, m, k, n, a_mfast, b_kfast, a.dtype.size())
+        });
         if let Some(t) = &tmp {
             self.round_from_f32(b, t, out)?;
         }

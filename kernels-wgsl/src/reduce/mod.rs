@@ -165,15 +165,18 @@ impl<D: Driver> Kernels<D> {
         self.reduce_with(b, op, x, axes, out, None)?;
         // For profiles: the input's shape and axes on every pass, the bytes (input
         // read once, output written once) on the first.
-        let mut bytes = (crate::layout::numel(x.shape) * x.dtype.size()) as f64
-            + (out.numel() * out.dtype.size()) as f64;
-        for d in &mut b.dispatches[first..] {
-            d.work = Some(Work {
-                shape: format!("{:?} {} over {axes:?}", x.shape, x.dtype),
-                flop: 0.0,
-                bytes,
-            });
-            bytes = 0.0;
+        if self.describing() {
+            let mut bytes = (crate::layout::numel(x.shape) * x.dtype.size()) as f64
+                + (out.numel() * out.dtype.size()) as f64;
+            let shape = format!("{:?} {} over {axes:?}", x.shape, x.dtype);
+            for d in &mut b.dispatches[first..] {
+                d.work = Some(Work {
+                    shape: shape.clone(),
+                    flop: 0.0,
+                    bytes,
+                });
+                bytes = 0.0;
+            }
         }
         Ok(())
     }
