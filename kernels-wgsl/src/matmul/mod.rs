@@ -50,9 +50,9 @@ const SPLIT_K_MIN: usize = 256;
 
 /// How many parts of K a 2-D f32 product of `m x k x n` is computed in (`None`: one):
 /// below [`SPLIT_K_BELOW`] output tiles, enough parts for [`SPLIT_K_TILES`], each
-/// part at least [`SPLIT_K_MIN`] long and
-/// a multiple of 8 (the cooperative kernels' step). `WMX_MATMUL_SPLIT=0` turns
-/// splitting off (for measuring).
+/// part at least [`SPLIT_K_MIN`] long and a multiple of 8 (so the parts' offsets
+/// keep vec4 loads aligned). `WMX_MATMUL_SPLIT=0` turns splitting off (for
+/// measuring).
 fn split_k(nd: usize, m: usize, k: usize, n: usize) -> Option<usize> {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let off = *OFF.get_or_init(|| std::env::var("WMX_MATMUL_SPLIT").is_ok_and(|v| v == "0"));
