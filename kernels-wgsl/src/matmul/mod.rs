@@ -85,6 +85,16 @@ fn product_work(batch: u64, m: usize, k: usize, n: usize, ta: bool, tb: bool, e:
     }
 }
 
+/// `buffer` as a dense f32 output of `shape` (partial products).
+fn f32_out<'b, B>(buffer: &'b B, shape: &'b [usize]) -> Contig<'b, B> {
+    Contig {
+        buffer,
+        window: None,
+        dtype: DType::F32,
+        shape,
+    }
+}
+
 fn i32_bits(s: isize) -> u32 {
     s as i32 as u32
 }
@@ -210,14 +220,6 @@ impl<D: Driver> Kernels<D> {
             strides: &b_strides,
             ..*bb
         };
-        fn f32_out<'b, B>(buffer: &'b B, shape: &'b [usize]) -> Contig<'b, B> {
-            Contig {
-                buffer,
-                window: None,
-                dtype: DType::F32,
-                shape,
-            }
-        }
         self.tiled(b, &a3, &b3, None, alpha, 0.0, &f32_out(&parts, &p_shape))?;
         // One elementwise pass sums the parts (and adds beta * c): a column
         // reduction over so few rows ran at a tenth of the bandwidth (run 82).
@@ -328,14 +330,6 @@ impl<D: Driver> Kernels<D> {
                 shape: flat,
                 strides: &[1],
                 offset: 0,
-            }
-        }
-        fn f32_out<'b, B>(buffer: &'b B, shape: &'b [usize]) -> Contig<'b, B> {
-            Contig {
-                buffer,
-                window: None,
-                dtype: DType::F32,
-                shape,
             }
         }
         let mut sum: Option<D::Buffer> = None;
