@@ -163,13 +163,7 @@ pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
             dtype,
             ..row("train_gpt_lazy", ms, host)
         });
-        let model = Arc::new(Gpt::new(dev, s).map_err(err)?);
-        let mut step = optim::compile_step(
-            model.clone(),
-            optim::Adam::adamw(1e-3, 0.01),
-            move |m: &Gpt, a: &[Array]| gpt_loss(m, dtype, a),
-        )
-        .map_err(err)?;
+        let (model, mut step) = compiled_gpt(dev, s, dtype)?;
         let (ms, host) = time(dev, steps, || {
             let l = step.call(&data).map_err(err)?;
             settle(&*model, &l).map_err(err)
@@ -203,6 +197,22 @@ pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
     Ok(())
 }
 
+/// A fresh GPT and its compiled AdamW step, the parameters read as `dtype`.
+fn compiled_gpt(
+    dev: &Device,
+    s: GptSize,
+    dtype: DType,
+) -> Res<(Arc<Gpt>, optim::CompiledStep<Gpt, optim::Adam>)> {
+    let model = Arc::new(Gpt::new(dev, s).map_err(err)?);
+    let step = optim::compile_step(
+        model.clone(),
+        optim::Adam::adamw(1e-3, 0.01),
+        move |m: &Gpt, a: &[Array]| gpt_loss(m, dtype, a),
+    )
+    .map_err(err)?;
+    Ok((model, step))
+}
+
 /// Steps whose losses `torch_train.py` compares.
 const AGREE_STEPS: usize = 10;
 
@@ -220,13 +230,7 @@ fn agree(dev: &Device, s: GptSize, data: &[Array; 2], dir: &std::path::Path) -> 
         if dev.check_dtype(dtype).is_err() {
             continue;
         }
-        let model = Arc::new(Gpt::new(dev, s).map_err(err)?);
-        let mut step = optim::compile_step(
-            model.clone(),
-            optim::Adam::adamw(1e-3, 0.01),
-            move |m: &Gpt, a: &[Array]| gpt_loss(m, dtype, a),
-        )
-        .map_err(err)?;
+        let (_, mut step) = compiled_gpt(dev, s, dtype)?;
         let losses = (0..AGREE_STEPS)
             .map(|_| step.call(data)?.item::<f32>())
             .collect::<wmx::Result<Vec<f32>>>()
