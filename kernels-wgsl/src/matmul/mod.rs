@@ -385,10 +385,13 @@ impl<D: Driver> Kernels<D> {
             (tm as u64, tn as u64)
         };
         let (tm0, tn0) = tiles(0);
-        let forced = std::env::var("WMX_MATMUL_TILE")
-            .ok()
-            .and_then(|s| s.parse::<usize>().ok())
-            .filter(|&i| i < TILES.len());
+        static FORCED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+        let forced = *FORCED.get_or_init(|| {
+            std::env::var("WMX_MATMUL_TILE")
+                .ok()
+                .and_then(|s| s.parse::<usize>().ok())
+                .filter(|&i| i < TILES.len())
+        });
         // The large tile wastes most of its work on matrices narrower than it
         // (256 x 64^3 ran in 27 us with it, 19 us with the small one on the H200).
         let large = m >= 128 && n >= 128 && tm0 * tn0 * nbatch >= LARGE_TILE_MIN_GROUPS;
