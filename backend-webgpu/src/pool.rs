@@ -50,6 +50,12 @@ fn pool_class(bytes: u64, limit: u64, max: u64) -> u64 {
     }
 }
 
+/// A buffer's identity as a number (its handle's hash).
+fn key<B: std::hash::Hash>(b: &B) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(b)
+}
+
 /// Free buffers by size class. Buffers released while a batch is being recorded
 /// may be reused only as kernel outputs of that batch (ordered by barriers in the
 /// pass), never for uploads (`write_buffer` runs before the batch), so they wait
@@ -57,17 +63,21 @@ fn pool_class(bytes: u64, limit: u64, max: u64) -> u64 {
 ///
 /// A class hands out its oldest free buffer (lowest creation number), not the
 /// last released: a repeated step (a compiled training step, a decode step)
-/// then gets the same buffer for each of its arrays every time, so its
+/// then gets mostly the same buffer for each of its arrays every time, so its
 /// dispatches bind the same buffers and the driver's bind groups are reused. With
 /// the last released first, each step permuted the same buffers and ~80 % of its
-/// dispatches made new bind groups (run 83).
+/// dispatches made new bind groups (run 83). Within a batch, outputs still reuse
+/// the last buffer released in it: oldest-first there too cut the misses further
+/// but left lavapipe's out-of-memory recovery test short of memory (run 87).
 pub struct Pool<D: Driver> {
     kernels: k::Kernels<D>,
     /// Per class, by creation number, highest first (`pop` takes the oldest).
     free: HashMap<u64, Vec<(u64, D::Buffer)>>,
+    /// Per class, in release order (`pop` takes the last released).
     recent: HashMap<u64, Vec<(u64, D::Buffer)>>,
-    /// Each pooled buffer's creation number.
-    born: HashMap<D::Buffer, u64>,
+    /// Each pooled buffer's creation number, by its hash (no handle kept: a
+    /// handle here would keep a buffer's memory alive after the pool let it go).
+    born: HashMap<u64, u64>,
     next: u64,
     /// Order buffers entered `free`, oldest first, for eviction.
     order: Vec<(u64, D::Buffer)>,
@@ -138,14 +148,14 @@ impl<D: Driver> Pool<D> {
     fn create(&mut self, class: u64) -> k::Result<D::Buffer> {
         self.stats.buffers_created += 1;
         let b = self.kernels.create_buffer(class, Some("wmx"))?;
-        self.born.insert(b.clone(), self.next);
+        self.born.insert(key(&b), self.next);
         self.next += 1;
         Ok(b)
     }
 
     /// Files `b` under `class` in `lists`, keeping each list highest number first.
     fn file(&self, lists: &mut HashMap<u64, Vec<(u64, D::Buffer)>>, class: u64, b: D::Buffer) {
-        let n = self.born.get(&b).copied().unwrap_or(u64::MAX);
+        let n = self.born.get(&key(&b)).copied().unwrap_or(u64::MAX);
         let list = lists.entry(class).or_default();
         let at = list.partition_point(|(m, _)| *m > n);
         list.insert(at, (n, b));
@@ -153,7 +163,7 @@ impl<D: Driver> Pool<D> {
 
     /// Frees `b`'s memory now and forgets it.
     fn destroy(&mut self, b: &D::Buffer) {
-        self.born.remove(b);
+        self.born.remove(&key(b));
         b.destroy();
     }
 
@@ -165,9 +175,8 @@ impl<D: Driver> Pool<D> {
             self.destroy(&b);
             return;
         }
-        let mut recent = std::mem::take(&mut self.recent);
-        self.file(&mut recent, class, b);
-        self.recent = recent;
+        let n = self.born.get(&key(&b)).copied().unwrap_or(u64::MAX);
+        self.recent.entry(class).or_default().push((n, b));
     }
 
     /// The batch was submitted: its released buffers become free for any use.
@@ -458,7 +467,7 @@ mod reuse {
         let third = step(&mut pool, false);
         assert_eq!(first, second);
         assert_eq!(second, third);
-        // Within a batch, outputs reuse the oldest buffer released in it.
+        // Within a batch, outputs reuse the last buffer released in it.
         let a = pool.take(4096, false).unwrap();
         let b = pool.take(4096, false).unwrap();
         pool.release(b.clone());
