@@ -467,11 +467,12 @@ mod reuse {
         let third = step(&mut pool, false);
         assert_eq!(first, second);
         assert_eq!(second, third);
-        // Within a batch, outputs reuse the last buffer released in it.
+        // Within a batch, outputs reuse the last buffer released in it (here the
+        // newer of the two: oldest-first would give `a`).
         let a = pool.take(4096, false).unwrap();
         let b = pool.take(4096, false).unwrap();
-        pool.release(b.clone());
         pool.release(a.clone());
-        assert_eq!(pool.take(4096, true).unwrap(), a);
+        pool.release(b.clone());
+        assert_eq!(pool.take(4096, true).unwrap(), b);
     }
 }
