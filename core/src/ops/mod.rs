@@ -13,6 +13,7 @@ use crate::{
 };
 
 mod attention;
+mod contract;
 mod conv;
 mod im2col;
 mod index;
@@ -25,6 +26,10 @@ mod scan;
 mod shaping;
 mod sort;
 pub use attention::{AttentionMask, scaled_dot_product_attention};
+pub use contract::{
+    EinsumOptimize, EinsumPath, TensorAxes, diag, diagonal, einsum, einsum_path, einsum_with,
+    inner, kron, outer, tensordot, trace,
+};
 pub use conv::{
     ConvOptions, PoolOptions, adaptive_avg_pool, avg_pool, conv_general, conv_transpose_general,
     conv_transpose1d, conv_transpose2d, conv_transpose3d, conv_weight_from_torch, conv1d, conv2d,

@@ -276,6 +276,10 @@ macro_rules! for_each_case {
             addmm_values,
             matmul_errors,
             grad_matmul,
+            einsum_values,
+            einsum_paths,
+            contraction_helpers,
+            grad_einsum,
             norm_values,
             norm_special_values,
             grad_norm,
@@ -348,6 +352,7 @@ macro_rules! for_each_case {
 
 mod attention;
 mod compile;
+mod contract;
 mod conv;
 mod creation;
 mod custom;
@@ -374,6 +379,7 @@ mod transforms;
 mod views;
 pub use attention::*;
 pub use compile::*;
+pub use contract::*;
 pub use conv::*;
 pub use creation::*;
 pub use custom::*;
