@@ -48,6 +48,9 @@ pub use wmx_core::{
     vmap, vmap1, with_device, with_mode,
 };
 
+/// Linear algebra, numpy's `np.linalg`: decompositions, solves, inverses,
+/// determinants and norms, batched and differentiable.
+pub use wmx_core::linalg;
 /// Language models that load Hugging Face checkpoints (the Llama family), and
 /// generation with mlx-lm's samplers.
 pub use wmx_core::models;

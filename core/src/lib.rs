@@ -24,6 +24,7 @@ mod eval;
 #[cfg(all(feature = "io", not(target_arch = "wasm32")))]
 pub mod io;
 pub mod layout;
+pub mod linalg;
 pub mod models;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;

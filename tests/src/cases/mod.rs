@@ -280,6 +280,10 @@ macro_rules! for_each_case {
             einsum_paths,
             contraction_helpers,
             grad_einsum,
+            linalg_identities,
+            linalg_match_numpy,
+            linalg_errors,
+            grad_linalg,
             norm_values,
             norm_special_values,
             grad_norm,
@@ -356,6 +360,7 @@ mod contract;
 mod conv;
 mod creation;
 mod custom;
+mod decomp;
 mod elementwise;
 mod errors;
 mod goldens;
@@ -383,6 +388,7 @@ pub use contract::*;
 pub use conv::*;
 pub use creation::*;
 pub use custom::*;
+pub use decomp::*;
 pub use elementwise::*;
 pub use errors::*;
 pub use gpt2::*;
