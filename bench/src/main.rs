@@ -39,7 +39,8 @@
 //! `--attention` times issue 37's attention shapes, fused and composed
 //! (`attention.rs`; `torch_attention.py` is PyTorch's side). `--quant` times
 //! issue 38's quantized products (`quant.rs`; `torch_quant.py`); `--llm` a 1B
-//! Llama's prefill and decode, f16 and 4-bit (`llm.rs`; `torch_llm.py`).
+//! Llama's prefill and decode, f16 and 4-bit (`llm.rs`; `torch_llm.py`); `--decomp`
+//! issue 41's batched Cholesky, solve and QR (`decomp.rs`; `numpy_decomp.py`).
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
 //! scatter_add; `bench/torch_blocks.py` is their PyTorch side). `--large`
 //! runs 3 GiB arrays, computed in pieces past the binding limit
@@ -51,6 +52,7 @@ mod attention;
 mod blocks;
 mod conv;
 mod coop;
+mod decomp;
 mod linalg;
 mod llm;
 mod quant;
@@ -93,6 +95,8 @@ struct Options {
     attention: bool,
     /// Only the quantized products (`quant.rs`).
     quant: bool,
+    /// Only the batched decompositions (`decomp.rs`).
+    decomp: bool,
     /// Only the language model (`llm.rs`).
     llm: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
@@ -118,6 +122,7 @@ impl Options {
             conv: false,
             attention: false,
             quant: false,
+            decomp: false,
             llm: false,
             sizes_given: false,
         };
@@ -159,11 +164,12 @@ impl Options {
                 "--conv" => o.conv = true,
                 "--attention" => o.attention = true,
                 "--quant" => o.quant = true,
+                "--decomp" => o.decomp = true,
                 "--llm" => o.llm = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant] [--llm]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant] [--decomp] [--llm]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1507,8 +1513,10 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         coop::coop_peak(kr, o.reps)?;
         return Ok(rows);
     }
-    if o.attention || o.quant || o.llm {
-        if o.attention {
+    if o.attention || o.quant || o.llm || o.decomp {
+        if o.decomp {
+            decomp::bench_decomp(&dev, o.smoke, &mut rows)?;
+        } else if o.attention {
             attention::bench_attention(&dev, o.smoke, &mut rows)?;
         } else if o.llm {
             llm::bench_llm(&dev, o.smoke, &mut rows)?;

@@ -180,9 +180,13 @@ fn write(out: &mut CpuOutput<'_>, v: &[f64]) {
 }
 
 fn push(out: &mut Vec<f64>, m: MatRef<'_, f64>) {
-    for i in 0..m.nrows() {
-        for j in 0..m.ncols() {
-            out.push(m[(i, j)]);
+    let (r, c) = (m.nrows(), m.ncols());
+    let at = out.len();
+    out.resize(at + r * c, 0.0);
+    // Columns are contiguous in faer's matrices: read them in order.
+    for j in 0..c {
+        for (i, &x) in m.col(j).iter().enumerate() {
+            out[at + i * c + j] = x;
         }
     }
 }
@@ -336,20 +340,56 @@ impl CustomPrimitive for Decomp {
         let a = read(&inputs[0]);
         let b = inputs.get(1).map(read);
         let k = inputs.get(1).map_or(0, |v| v.layout.shape[nd - 1]);
-        let mut res = Vec::with_capacity(out.shape.iter().product());
-        for i in 0..count {
-            let am = MatRef::from_row_major_slice(&a[i * m * n..(i + 1) * m * n], m, n);
-            let bm = b
-                .as_ref()
-                .map(|b| MatRef::from_row_major_slice(&b[i * n * k..(i + 1) * n * k], n, k));
-            self.one(am, bm, &mut res).map_err(|e| match e {
-                Error::Invalid { op, msg } if count > 1 => Error::Invalid {
-                    op,
-                    msg: format!("{msg} (matrix {i} of the batch)"),
-                },
-                e => e,
-            })?;
-        }
+        let run = |range: std::ops::Range<usize>| -> Result<Vec<f64>> {
+            let mut res = Vec::new();
+            for i in range {
+                let am = MatRef::from_row_major_slice(&a[i * m * n..(i + 1) * m * n], m, n);
+                let bm = b
+                    .as_ref()
+                    .map(|b| MatRef::from_row_major_slice(&b[i * n * k..(i + 1) * n * k], n, k));
+                self.one(am, bm, &mut res).map_err(|e| match e {
+                    Error::Invalid { op, msg } if count > 1 => Error::Invalid {
+                        op,
+                        msg: format!("{msg} (matrix {i} of the batch)"),
+                    },
+                    e => e,
+                })?;
+            }
+            Ok(res)
+        };
+        // The matrices of a batch are independent: one share per core.
+        let threads = if cfg!(target_arch = "wasm32") {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |t| t.get())
+        };
+        let per = count.div_ceil(threads.min(count).max(1)).max(1);
+        let res: Vec<f64> = if count <= 1 || threads == 1 {
+            run(0..count)?
+        } else {
+            let parts: Vec<Result<Vec<f64>>> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..count)
+                    .step_by(per)
+                    .map(|lo| {
+                        let run = &run;
+                        s.spawn(move || run(lo..(lo + per).min(count)))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(Error::invalid(self.op.name(), "a worker thread panicked"))
+                        })
+                    })
+                    .collect()
+            });
+            let mut all = Vec::with_capacity(out.shape.iter().product());
+            for p in parts {
+                all.extend(p?);
+            }
+            all
+        };
         write(out, &res);
         Ok(())
     }
