@@ -93,7 +93,7 @@ fn check(what: &str, got: &Array, shape: &[usize], want: &[f64], tol: f64) {
 
 /// `einsum` over matrix products, batches, traces, diagonals, transposes, sums,
 /// outer products, three and four operands, implicit outputs, ellipses with
-/// broadcasting, integers, empty axes and views, each against [`brute`].
+/// broadcasting, integers, empty axes and views, each against `brute`.
 pub fn einsum_values(dev: &Device) {
     let mut rng = Rng::new(0xe125);
     // (einsum spec, equivalent explicit letters spec for the reference, shapes)
@@ -309,7 +309,7 @@ pub fn einsum_paths(dev: &Device) {
 }
 
 /// `tensordot`, `inner`, `outer`, `kron`, `trace`, `diagonal` and `diag` against
-/// the same sums written on the host (through [`brute`] or loops).
+/// the same sums written on the host (through `brute` or loops).
 pub fn contraction_helpers(dev: &Device) {
     let mut rng = Rng::new(0x7e45);
     let dt = DType::F32;
