@@ -9,7 +9,7 @@ use crate::cpu::CpuBuffer;
 use crate::ops as o;
 use crate::{Array, CpuOutput, CustomPrimitive, DType, Device, DeviceKind, Error, Result, View};
 use faer::linalg::solvers::{DenseSolveCore, Solve};
-use faer::{MatRef, Par, Side};
+use faer::{Mat, MatRef, Par, Side};
 use std::sync::Arc;
 
 /// Which decomposition; inputs `[..., m, n]` (and the right side `[..., n, k]`).
@@ -156,29 +156,6 @@ fn pack(pieces: &[Array], batch: &[usize]) -> Result<Array> {
 
 // ---------------------------------------------------------------- CPU code
 
-fn read(v: &View<'_, CpuBuffer>) -> Vec<f64> {
-    let n = v.layout.numel();
-    let at = v.layout.offset;
-    match v.dtype {
-        DType::F32 => v.buffer.as_slice::<f32>()[at..at + n]
-            .iter()
-            .map(|&x| x as f64)
-            .collect(),
-        _ => v.buffer.as_slice::<f64>()[at..at + n].to_vec(),
-    }
-}
-
-fn write(out: &mut CpuOutput<'_>, v: &[f64]) {
-    match out.dtype {
-        DType::F32 => {
-            for (o, &x) in out.buffer.as_mut_slice::<f32>().iter_mut().zip(v) {
-                *o = x as f32;
-            }
-        }
-        _ => out.buffer.as_mut_slice::<f64>().copy_from_slice(v),
-    }
-}
-
 fn push(out: &mut Vec<f64>, m: MatRef<'_, f64>) {
     let (r, c) = (m.nrows(), m.ncols());
     let at = out.len();
@@ -191,7 +168,100 @@ fn push(out: &mut Vec<f64>, m: MatRef<'_, f64>) {
     }
 }
 
+/// A contiguous f32 or f64 input, read one matrix at a time as f64.
+enum Src<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+impl<'a> Src<'a> {
+    fn of(v: &View<'a, CpuBuffer>) -> Src<'a> {
+        let (at, len) = (v.layout.offset, v.layout.numel());
+        match v.dtype {
+            DType::F32 => Src::F32(&v.buffer.as_slice::<f32>()[at..at + len]),
+            _ => Src::F64(&v.buffer.as_slice::<f64>()[at..at + len]),
+        }
+    }
+    /// Matrix `i` of a batch of row-major r×c matrices.
+    fn matrix(&self, i: usize, r: usize, c: usize) -> Mat<f64> {
+        let at = i * r * c;
+        match self {
+            Src::F32(v) => Mat::from_fn(r, c, |p, q| v[at + p * c + q] as f64),
+            Src::F64(v) => Mat::from_fn(r, c, |p, q| v[at + p * c + q]),
+        }
+    }
+}
+
+/// A batch's geometry: `count` matrices m×n (right sides n×k), `per` output
+/// elements each.
+#[derive(Clone, Copy)]
+struct Geo {
+    m: usize,
+    n: usize,
+    k: usize,
+    count: usize,
+    per: usize,
+}
+
 impl Decomp {
+    /// Fills `out` with every matrix's results: the batch shared over the cores,
+    /// each thread reading, computing and writing its own matrices.
+    fn fill<T: Send>(
+        &self,
+        out: &mut [T],
+        a: &Src<'_>,
+        b: Option<&Src<'_>>,
+        g: Geo,
+        conv: fn(f64) -> T,
+    ) -> Result<()> {
+        let run = |lo: usize, dst: &mut [T]| -> Result<()> {
+            let mut res = Vec::with_capacity(g.per);
+            for (j, dst) in dst.chunks_mut(g.per).enumerate() {
+                let i = lo + j;
+                let am = a.matrix(i, g.m, g.n);
+                let bm = b.map(|b| b.matrix(i, g.n, g.k));
+                res.clear();
+                self.one(am.as_ref(), bm.as_ref().map(|b| b.as_ref()), &mut res)
+                    .map_err(|e| match e {
+                        Error::Invalid { op, msg } if g.count > 1 => Error::Invalid {
+                            op,
+                            msg: format!("{msg} (matrix {i} of the batch)"),
+                        },
+                        e => e,
+                    })?;
+                for (d, &x) in dst.iter_mut().zip(&res) {
+                    *d = conv(x);
+                }
+            }
+            Ok(())
+        };
+        let threads = if cfg!(target_arch = "wasm32") {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |t| t.get())
+        };
+        let share = g.count.div_ceil(threads.min(g.count));
+        if share >= g.count {
+            return run(0, out);
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = out
+                .chunks_mut(share * g.per)
+                .enumerate()
+                .map(|(t, dst)| {
+                    let run = &run;
+                    s.spawn(move || run(t * share, dst))
+                })
+                .collect();
+            // The first failing matrix's error, in batch order.
+            handles.into_iter().try_for_each(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::invalid(self.op.name(), "a worker thread panicked"))
+                })
+            })
+        })
+    }
+
     /// One matrix's results, appended to `out` in packed order.
     fn one(
         &self,
@@ -337,61 +407,25 @@ impl CustomPrimitive for Decomp {
         let nd = sa.len();
         let (m, n) = (sa[nd - 2], sa[nd - 1]);
         let count: usize = sa[..nd - 2].iter().product();
-        let a = read(&inputs[0]);
-        let b = inputs.get(1).map(read);
         let k = inputs.get(1).map_or(0, |v| v.layout.shape[nd - 1]);
-        let run = |range: std::ops::Range<usize>| -> Result<Vec<f64>> {
-            let mut res = Vec::new();
-            for i in range {
-                let am = MatRef::from_row_major_slice(&a[i * m * n..(i + 1) * m * n], m, n);
-                let bm = b
-                    .as_ref()
-                    .map(|b| MatRef::from_row_major_slice(&b[i * n * k..(i + 1) * n * k], n, k));
-                self.one(am, bm, &mut res).map_err(|e| match e {
-                    Error::Invalid { op, msg } if count > 1 => Error::Invalid {
-                        op,
-                        msg: format!("{msg} (matrix {i} of the batch)"),
-                    },
-                    e => e,
-                })?;
-            }
-            Ok(res)
+        let total: usize = out.shape.iter().product();
+        if count == 0 || total == 0 {
+            return Ok(());
+        }
+        let (a, b) = (Src::of(&inputs[0]), inputs.get(1).map(Src::of));
+        let geo = Geo {
+            m,
+            n,
+            k,
+            count,
+            per: total / count,
         };
-        // The matrices of a batch are independent: one share per core.
-        let threads = if cfg!(target_arch = "wasm32") {
-            1
-        } else {
-            std::thread::available_parallelism().map_or(1, |t| t.get())
-        };
-        let per = count.div_ceil(threads.min(count).max(1)).max(1);
-        let res: Vec<f64> = if count <= 1 || threads == 1 {
-            run(0..count)?
-        } else {
-            let parts: Vec<Result<Vec<f64>>> = std::thread::scope(|s| {
-                let handles: Vec<_> = (0..count)
-                    .step_by(per)
-                    .map(|lo| {
-                        let run = &run;
-                        s.spawn(move || run(lo..(lo + per).min(count)))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(Error::invalid(self.op.name(), "a worker thread panicked"))
-                        })
-                    })
-                    .collect()
-            });
-            let mut all = Vec::with_capacity(out.shape.iter().product());
-            for p in parts {
-                all.extend(p?);
-            }
-            all
-        };
-        write(out, &res);
-        Ok(())
+        match out.dtype {
+            DType::F32 => self.fill(out.buffer.as_mut_slice::<f32>(), &a, b.as_ref(), geo, |x| {
+                x as f32
+            }),
+            _ => self.fill(out.buffer.as_mut_slice::<f64>(), &a, b.as_ref(), geo, |x| x),
+        }
     }
 
     fn vjp(&self, primals: &[Array], output: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {
