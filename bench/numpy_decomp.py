@@ -1,5 +1,6 @@
 """numpy's (and, where CUDA is, PyTorch's cuSOLVER) side of `bench --decomp`:
-batched Cholesky and solve of 4096 matrices of 64x64 and 256 of 512x512, QR of
+batched Cholesky, solve and Cholesky-solve of 4096 matrices of 64x64 and 256 of
+512x512, QR of
 256 of 256x128, float32, the same SPD inputs (X Xᵀ / n + I) as bench/src/decomp.rs.
 
 Run: python3 bench/numpy_decomp.py [--iters N]
@@ -14,6 +15,8 @@ CASES = [
     ("cholesky", 256, 512, 512),
     ("solve", 4096, 64, 64),
     ("solve", 256, 512, 512),
+    ("cho_solve", 4096, 64, 64),
+    ("cho_solve", 256, 512, 512),
     ("qr", 256, 256, 128),
 ]
 
@@ -47,6 +50,8 @@ def main():
     np_cfg = np.show_config(mode="dicts")
     print("blas:", np_cfg.get("Build Dependencies", {}).get("blas", {}).get("name"))
     for name, batch, m, n in CASES:
+        if name == "cho_solve":
+            continue  # numpy has no batched triangular solve
         a, b = inputs(np, batch, m, n, name, mk, lambda k: np.eye(k, dtype=np.float32))
         f = {
             "cholesky": lambda: np.linalg.cholesky(a),
@@ -70,6 +75,7 @@ def main():
         f = {
             "cholesky": lambda: torch.linalg.cholesky(a),
             "solve": lambda: torch.linalg.solve(a, b),
+            "cho_solve": lambda: torch.cholesky_solve(b, torch.linalg.cholesky(a)),
             "qr": lambda: torch.linalg.qr(a),
         }[name]
         cols = n if name == "qr" else m

@@ -7,9 +7,10 @@ use crate::kerr;
 use std::any::Any;
 use wmx_core::Result;
 use wmx_core::families::{
-    Depthwise, DepthwiseWgrad, Dequantize, Flash, FlashCombine, Im2col, Quantize, QuantizedMatvec,
-    Rope,
+    Block, Depthwise, DepthwiseWgrad, Dequantize, Flash, FlashCombine, Im2col, Quantize,
+    QuantizedMatvec, Rope,
 };
+
 use wmx_kernels as k;
 use wmx_kernels::Driver;
 
@@ -17,6 +18,14 @@ use wmx_kernels::Driver;
 pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<Result<()>> {
     if let Some(r) = prim.downcast_ref::<Rope>() {
         return Some(rope(r, ev));
+    }
+    if let Some(p) = prim.downcast_ref::<Block>() {
+        let out = out_view(&ev.output);
+        return Some(
+            ev.kernels
+                .linalg_block(&mut ev.batch, p.block, &view(&ev.inputs[0]), &out)
+                .map_err(kerr),
+        );
     }
     if let Some(p) = prim.downcast_ref::<Im2col>() {
         return Some(im2col(p, ev));

@@ -1,9 +1,10 @@
 //! `--decomp`: issue 41's batched decompositions through `wmx::linalg`: Cholesky
-//! and solve of 4096 matrices of 64×64 and of 256 of 512×512, and QR of 256 of
-//! 256×128, f32. Each result is checked first (L Lᵀ = A, A x = b, Q R = A on the
+//! and solve (LU, and for these SPD matrices also `cho_solve` after Cholesky) of
+//! 4096 matrices of 64×64 and of 256 of 512×512, and QR of 256 of 256×128, f32. Each result is checked first (L Lᵀ = A, A x = b, Q R = A on the
 //! device, relative to |A|), then timed by wall clock over `iters` evals with the
-//! device synchronised at both ends. The decompositions run on the CPU (faer); on
-//! a GPU device the time includes the moves down and back.
+//! device synchronised at both ends. On a GPU, Cholesky and the triangular solves
+//! run there (blocked, `wmx::linalg`'s docs); LU and QR run on the CPU (faer), the
+//! time including the moves down and back.
 //! `bench/numpy_decomp.py` times numpy (OpenBLAS) and, where CUDA is, PyTorch
 //! (cuSOLVER) on the same cases.
 
@@ -12,11 +13,13 @@ use wmx::linalg as la;
 use wmx::{Array, DType, Device};
 
 /// (name, batch, m, n) of each case.
-const CASES: [(&str, usize, usize, usize); 5] = [
+const CASES: [(&str, usize, usize, usize); 7] = [
     ("cholesky", 4096, 64, 64),
     ("cholesky", 256, 512, 512),
     ("solve", 4096, 64, 64),
     ("solve", 256, 512, 512),
+    ("cho_solve", 4096, 64, 64),
+    ("cho_solve", 256, 512, 512),
     ("qr", 256, 256, 128),
 ];
 
@@ -59,6 +62,7 @@ pub(crate) fn bench_decomp(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Re
             Ok(match name {
                 "cholesky" => vec![la::cholesky(&a, false)?],
                 "solve" => vec![la::solve(&a, &b)?],
+                "cho_solve" => vec![la::cho_solve(&la::cholesky(&a, false)?, &b)?],
                 _ => {
                     let (q, r) = la::qr(&a)?;
                     vec![q, r]
@@ -72,7 +76,7 @@ pub(crate) fn bench_decomp(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Re
                     .map_err(err)?,
                 &a,
             ),
-            "solve" => wmx::subtract(&wmx::matmul(&a, &out[0]).map_err(err)?, &b),
+            "solve" | "cho_solve" => wmx::subtract(&wmx::matmul(&a, &out[0]).map_err(err)?, &b),
             _ => wmx::subtract(&wmx::matmul(&out[0], &out[1]).map_err(err)?, &a),
         }
         .map_err(err)?;

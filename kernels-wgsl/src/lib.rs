@@ -39,7 +39,7 @@
 //! | 1 | `layout`, `ops`, `wgpu_driver` | views of buffers and their checks; WGSL op expressions; wgpu's driver |
 //! | 2 | `compose` | module specs, the generic prelude, tree-shaking, naga validation |
 //! | 3 | `kernels` | the library on one device: pipeline cache, scratch buffers, recording |
-//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `im2col`, `attention`, `quant`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
+//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `im2col`, `attention`, `quant`, `linalg`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
 //! | 5 | `wgpu_open` | opening a wgpu device and probing its hardware paths with kernels |
 #![doc = include_str!("../README.md")]
 
@@ -54,6 +54,7 @@ mod im2col;
 mod index;
 mod kernels;
 mod layout;
+mod linalg;
 mod matmul;
 mod norm;
 mod ops;
@@ -81,6 +82,7 @@ pub mod families {
     pub use crate::elementwise::{ARANGE, AXPBY, BINARY, COPY, FILL, SELECT, SLICE_UPDATE, UNARY};
     pub use crate::im2col::{DEPTHWISE, IM2COL};
     pub use crate::index::{GATHER, PLACE, SCATTER};
+    pub use crate::linalg::LINALG;
     pub use crate::matmul::{GEMV, MATMUL};
     pub use crate::norm::NORM;
     pub use crate::quant::QUANT;
@@ -117,6 +119,7 @@ const FAMILIES: &[&Family] = {
         &ROPE,
         &ATTENTION,
         &QUANT,
+        &LINALG,
     ]
 };
 
@@ -137,8 +140,8 @@ pub use layout::{Contig, Strided};
 pub use user::{KernelArg, KernelSource, TemplateArg, UserModule, UserPipeline};
 pub use wgpu_driver::{RequestOptions, Wgpu, WgpuPipeline};
 pub use wmx_spec::{
-    ArgReduceOp, BinaryOp, ConvGeometry, DType, FusedOp, FusedStep, NormOp, ReduceOp, ScatterOp,
-    UnaryOp,
+    ArgReduceOp, BinaryOp, ConvGeometry, DType, FusedOp, FusedStep, LinalgBlock, NormOp, ReduceOp,
+    ScatterOp, UnaryOp,
 };
 
 /// Errors returned by the kernel library. Display messages contain the offending values.

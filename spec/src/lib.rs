@@ -6,7 +6,8 @@
 //!   ([`OpKind`]) and the rules derived from it (where it is defined, its output
 //!   and accumulator dtypes, how partial reductions combine);
 //! - [`FusedOp`] and [`FusedStep`], the steps of a fused elementwise kernel;
-//! - [`ConvGeometry`], which input element each tap of a convolution reads.
+//! - [`ConvGeometry`], which input element each tap of a convolution reads;
+//! - [`LinalgBlock`], the small factorisations the linear algebra kernels run.
 //!
 //! `wmx-core` (arrays, graphs, the CPU backend) and `wmx-kernels` (the WGSL kernel
 //! library, which knows nothing of arrays) both depend on this crate and on nothing
@@ -17,9 +18,11 @@
 mod conv;
 mod dtype;
 mod fused;
+mod linalg;
 mod ops;
 
 pub use conv::ConvGeometry;
 pub use dtype::DType;
 pub use fused::{FusedOp, FusedStep};
+pub use linalg::LinalgBlock;
 pub use ops::{ArgReduceOp, BinaryOp, NormOp, OpKind, ReduceOp, ScatterOp, UnaryOp};

@@ -3,20 +3,28 @@
 //!
 //! - **Batched.** Every function takes `[..., m, n]` and works on each matrix of
 //!   the leading dimensions; a right side broadcasts its batch against `a`'s.
-//! - **Dtypes.** f32 and f64 (other dtypes are an `Err`: cast with `astype`). The
-//!   decompositions run in f64 with [faer](https://docs.rs/faer) and round once to
-//!   the input's dtype, so f32 results are at least as accurate as numpy's.
-//! - **Devices.** The decompositions (`cholesky`, `solve_triangular`, `solve`,
-//!   `inv`, `lu`, `qr`, `svd`, `eigh`) run on the CPU. An input on a GPU moves
-//!   to the CPU and the result back, counted by [`crate::implicit_moves`]; with
-//!   implicit moves off ([`crate::set_implicit_moves`]) that is an `Err`. The
-//!   rest (`norm`, `det`, `pinv`, `matrix_power`, `cross`, …) are composites whose
+//! - **Dtypes.** f32 and f64 (other dtypes are an `Err`: cast with `astype`). On
+//!   the CPU the decompositions run in f64 with [faer](https://docs.rs/faer) and
+//!   round once to the input's dtype, so f32 results are at least as accurate as
+//!   numpy's; the GPU kernels compute in f32.
+//! - **Devices.** On a GPU, `cholesky`, `solve_triangular` and `cho_solve` of
+//!   f32 run there: blocked algorithms whose 64×64 diagonal blocks are kernels
+//!   (one workgroup per matrix; [`Block`]) and whose updates are matrix
+//!   products. The other decompositions (`solve`, `inv`, `lu`, `qr`, `svd`,
+//!   `eigh`, and f64 everywhere) run on the CPU: an input on a GPU moves to the
+//!   CPU and the result back, counted by [`crate::implicit_moves`]; with
+//!   implicit moves off ([`crate::set_implicit_moves`]) that is an `Err`.
+//!   `WMX_LINALG_CPU=1` sends the GPU's f32 work to the CPU too. The rest
+//!   (`norm`, `det`, `pinv`, `matrix_power`, `cross`, …) are composites whose
 //!   other ops run where the input is.
 //! - **Bad input.** A non-square matrix where a square one is needed, or fewer
 //!   than two dimensions, is an `Err` when the op is made. A singular matrix for
 //!   `solve`, `inv` and `solve_triangular` (an exactly zero pivot, as LAPACK),
 //!   and one that is not positive definite for `cholesky`, is an `Err` when the
-//!   array is evaluated, naming the matrix of the batch, as numpy's `LinAlgError`.
+//!   array is evaluated, naming the matrix of the batch, as numpy's `LinAlgError`
+//!   — on the CPU. The GPU kernels cannot stop a batch: there a matrix that is not
+//!   positive definite gives NaN in `L` from its failing column on, and a zero on
+//!   a triangular matrix's diagonal inf or NaN in the solution.
 //!   `det` and `slogdet` of a singular matrix are 0 and (0, -inf).
 //! - **Derivatives.** vjp, jvp and vmap of every function. `cholesky` and `eigh`
 //!   read the lower triangle (numpy's default) and are differentiated as
@@ -27,11 +35,13 @@
 //!   of `lu`, `det` and `slogdet` need a nonsingular matrix (the triangular
 //!   solves inside are an `Err` otherwise).
 
+mod blocked;
 mod prim;
 
 use crate::layout::{broadcast_shapes, normalize_axis};
 use crate::ops as o;
 use crate::{Array, DType, Error, Result};
+pub use blocked::Block;
 pub use prim::Decomp;
 use prim::{Op, apply, mt, unpack};
 

@@ -99,6 +99,9 @@ pub(crate) fn apply(op: Op, inputs: &[Array]) -> Result<Array> {
     } else {
         shape.extend(&op.pieces(m, n, k)[0]);
     }
+    if matches!(op, Op::Cholesky | Op::TriSolve { .. }) && super::blocked::takes(&inputs[0]) {
+        return on_gpu(op, inputs);
+    }
     let inputs: Vec<Array> = inputs.iter().map(o::contiguous).collect::<Result<_>>()?;
     let prim = Arc::new(Decomp { op });
     let dev = crate::device::scoped_device().unwrap_or_else(|| inputs[0].device().clone());
@@ -118,6 +121,31 @@ pub(crate) fn apply(op: Op, inputs: &[Array]) -> Result<Array> {
     let cpu = Device::cpu();
     let y = crate::with_device(&cpu, || crate::custom(prim, &inputs, &shape, dt))?;
     y.to_device(&dev)
+}
+
+/// The blocked GPU algorithm of `op`, with [`Decomp`]'s derivatives and batching.
+fn on_gpu(op: Op, inputs: &[Array]) -> Result<Array> {
+    fn forward(op: Op, x: &[Array]) -> Result<Array> {
+        match op {
+            Op::TriSolve { upper } => super::blocked::solve_triangular(&x[0], &x[1], upper),
+            _ => super::blocked::cholesky(&x[0]),
+        }
+    }
+    let rules = Arc::new(Decomp { op });
+    let (r1, r2, r3) = (rules.clone(), rules.clone(), rules);
+    let f = crate::CustomFunction::new(move |x: &[Array]| Ok(vec![forward(op, x)?]))
+        .name(op.name())
+        .vjp(move |x, outs, ct| r1.vjp(x, &outs[0], &ct[0]))
+        .jvp(move |x, t| {
+            let y = forward(op, x)?;
+            let dy = match r2.jvp(x, &y, t)? {
+                Some(d) => d,
+                None => o::zeros_like(&y)?,
+            };
+            Ok(vec![dy])
+        })
+        .vmap(move |x, b| Ok(vec![r3.vmap(x, b)?]));
+    Ok(f.call(inputs)?.remove(0))
 }
 
 /// The results of a packed output `y` (`[..., total]`) as arrays `[..., piece]`.

@@ -284,6 +284,7 @@ macro_rules! for_each_case {
             linalg_match_numpy,
             linalg_errors,
             grad_linalg,
+            linalg_blocked,
             norm_values,
             norm_special_values,
             grad_norm,

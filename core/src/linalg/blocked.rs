@@ -1,0 +1,167 @@
+//! The GPU path of Cholesky and triangular solves (f32): blocked algorithms whose
+//! diagonal blocks (n ≤ 64) go to the kernel library's block kernels
+//! ([`Block`], one workgroup per matrix) and whose updates are matrix products,
+//! so every matrix of a batch factors in one pass of a few dispatches per block
+//! column. Wrapped in a [`crate::CustomFunction`] by the caller, so derivatives
+//! keep [`super::prim::Decomp`]'s rules.
+
+use crate::cpu::CpuBuffer;
+use crate::ops as o;
+use crate::{Array, CpuOutput, CustomPrimitive, DType, Result, View};
+use std::sync::Arc;
+pub use wmx_spec::LinalgBlock;
+
+/// A block kernel over a batch of small matrices (its CPU code is the reference
+/// the conformance suite compares the GPU's with).
+#[derive(Debug, PartialEq)]
+pub struct Block {
+    /// Which factorisation.
+    pub block: LinalgBlock,
+}
+
+impl CustomPrimitive for Block {
+    fn name(&self) -> &str {
+        self.block.name()
+    }
+
+    fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {
+        (other as &dyn std::any::Any)
+            .downcast_ref::<Self>()
+            .is_some_and(|o| o == self)
+    }
+
+    fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+        let x = &inputs[0];
+        let n = *x.layout.shape.last().unwrap_or(&0);
+        let a = &x.buffer.as_slice::<f32>()[x.layout.offset..x.layout.offset + x.layout.numel()];
+        let o = out.buffer.as_mut_slice::<f32>();
+        for (src, dst) in a.chunks(n * n).zip(o.chunks_mut(n * n)) {
+            let at = |i: usize, j: usize| src[i * n + j] as f64;
+            let mut l = vec![0.0f64; n * n];
+            match self.block {
+                LinalgBlock::Cholesky => {
+                    for j in 0..n {
+                        let d = at(j, j) - (0..j).map(|k| l[j * n + k] * l[j * n + k]).sum::<f64>();
+                        let d = if d > 0.0 { d.sqrt() } else { f64::NAN };
+                        l[j * n + j] = d;
+                        for i in j + 1..n {
+                            let s: f64 = (0..j).map(|k| l[i * n + k] * l[j * n + k]).sum();
+                            l[i * n + j] = (at(i, j) - s) / d;
+                        }
+                    }
+                }
+                LinalgBlock::TriInv => {
+                    for i in 0..n {
+                        l[i * n + i] = 1.0 / at(i, i);
+                        for j in 0..i {
+                            let s: f64 = (j..i).map(|k| at(i, k) * l[k * n + j]).sum();
+                            l[i * n + j] = -s / at(i, i);
+                        }
+                    }
+                }
+            }
+            for (d, v) in dst.iter_mut().zip(&l) {
+                *d = *v as f32;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn block(b: LinalgBlock, x: &Array) -> Result<Array> {
+    crate::custom(
+        Arc::new(Block { block: b }),
+        &[o::contiguous(x)?],
+        x.shape(),
+        DType::F32,
+    )
+}
+
+/// `x[..., r0..r1, c0..c1]`.
+fn part(x: &Array, r: (usize, usize), c: (usize, usize)) -> Result<Array> {
+    let mut s = vec![o::Slice::ALL; x.ndim() - 2];
+    s.push(o::Slice::range(r.0 as isize, r.1 as isize));
+    s.push(o::Slice::range(c.0 as isize, c.1 as isize));
+    o::slice(x, &s)
+}
+
+fn mt(x: &Array) -> Result<Array> {
+    o::swapaxes(x, -1, -2)
+}
+
+/// Blocked right-looking Cholesky of f32 `a` `[..., n, n]` (lower triangle read).
+pub(crate) fn cholesky(a: &Array) -> Result<Array> {
+    let n = a.shape()[a.ndim() - 1];
+    let b = LinalgBlock::MAX;
+    if n <= b {
+        return block(LinalgBlock::Cholesky, a);
+    }
+    let l11 = block(LinalgBlock::Cholesky, &part(a, (0, b), (0, b))?)?;
+    let inv = block(LinalgBlock::TriInv, &l11)?;
+    // L21 = A21 L11⁻ᵀ; the trailing matrix A22 - L21 L21ᵀ factors the same way.
+    let l21 = o::matmul(&part(a, (b, n), (0, b))?, &mt(&inv)?)?;
+    let s = o::addmm(&part(a, (b, n), (b, n))?, &l21, &mt(&l21)?, -1.0, 1.0)?;
+    let l22 = cholesky(&s)?;
+    let mut zs = l11.shape().to_vec();
+    *zs.last_mut().unwrap() = n - b;
+    let zeros = crate::with_device(a.device(), || o::zeros(&zs, DType::F32))?;
+    let top = o::concatenate(&[&l11, &zeros], -1)?;
+    let bottom = o::concatenate(&[&l21, &l22], -1)?;
+    o::concatenate(&[&top, &bottom], -2)
+}
+
+/// `x` with `l x = rhs` for lower-triangular f32 `l` (its lower triangle read),
+/// by blocks: each diagonal block's inverse times its rows, the rows below
+/// updated by a product.
+fn solve_lower(l: &Array, rhs: &Array) -> Result<Array> {
+    let n = l.shape()[l.ndim() - 1];
+    let k = rhs.shape()[rhs.ndim() - 1];
+    let b = LinalgBlock::MAX;
+    if n <= b {
+        return o::matmul(&block(LinalgBlock::TriInv, l)?, rhs);
+    }
+    let x1 = o::matmul(
+        &block(LinalgBlock::TriInv, &part(l, (0, b), (0, b))?)?,
+        &part(rhs, (0, b), (0, k))?,
+    )?;
+    let r2 = o::addmm(
+        &part(rhs, (b, n), (0, k))?,
+        &part(l, (b, n), (0, b))?,
+        &x1,
+        -1.0,
+        1.0,
+    )?;
+    let x2 = solve_lower(&part(l, (b, n), (b, n))?, &r2)?;
+    o::concatenate(&[&x1, &x2], -2)
+}
+
+/// `x` with `a x = rhs`, `a` triangular (only that triangle read). An upper
+/// system is the lower one of the matrix with rows and columns reversed.
+pub(crate) fn solve_triangular(a: &Array, rhs: &Array, upper: bool) -> Result<Array> {
+    if !upper {
+        return solve_lower(a, rhs);
+    }
+    let flip = |x: &Array, axes: usize| -> Result<Array> {
+        let mut s = vec![o::Slice::ALL; x.ndim() - axes];
+        s.extend(std::iter::repeat_n(o::Slice::reversed(), axes));
+        o::slice(x, &s)
+    };
+    let rows = |x: &Array| -> Result<Array> {
+        let mut s = vec![o::Slice::ALL; x.ndim() - 2];
+        s.extend([o::Slice::reversed(), o::Slice::ALL]);
+        o::slice(x, &s)
+    };
+    rows(&solve_lower(&flip(a, 2)?, &rows(rhs)?)?)
+}
+
+/// Whether the GPU path takes `op` on `x`'s device: f32 on a WebGPU or Metal
+/// device.
+pub(crate) fn takes(x: &Array) -> bool {
+    x.dtype() == DType::F32 && x.device().kind() != crate::DeviceKind::Cpu && !forced_cpu()
+}
+
+/// `WMX_LINALG_CPU=1` sends every decomposition to the CPU (for comparisons).
+fn forced_cpu() -> bool {
+    static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| std::env::var("WMX_LINALG_CPU").as_deref() == Ok("1"))
+}
