@@ -2,7 +2,7 @@
 //! backend will compile it, on Linux: the kernel function naga names exists, every
 //! buffer sits at the index of its WGSL binding (parameters at 0, the output at 1 and
 //! writable, the inputs after it and read-only), and threadgroups are the module's
-//! workgroup size (matmul tiles and flash attention choose their own). On Apple, the same translations compile and run (tests at the end).
+//! workgroup size (matmul tiles, flash attention and the linalg blocks choose their own). On Apple, the same translations compile and run (tests at the end).
 
 use wmx_kernels::{ModuleSpec, Target, check_specs, module_specs};
 use wmx_metal::msl::{self, SIZES_SLOT};
@@ -34,10 +34,11 @@ fn check(spec: &ModuleSpec) -> Result<(), String> {
     if !k.sized.is_empty() && !k.source.contains(&format!("[[buffer({SIZES_SLOT})]]")) {
         return Err("buffer sizes read but not bound".into());
     }
-    // Matmul tiles and flash attention's rows choose their own threadgroup sizes;
-    // every other kernel runs WG.
+    // Matmul tiles, flash attention's rows and the linalg blocks (an invocation
+    // per column) choose their own threadgroup sizes; every other kernel runs WG.
     let [x, y, z] = k.workgroup_size;
     let own = spec.family == &wmx_kernels::families::MATMUL
+        || spec.family == &wmx_kernels::families::LINALG
         || (spec.family == &wmx_kernels::families::ATTENTION && k.entry == "flash");
     let want_x = !own;
     if (want_x && x != spec.target.workgroup_size) || x == 0 || x > 1024 || y != 1 || z != 1 {
