@@ -90,6 +90,14 @@ pub(crate) fn bench_decomp(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Re
         let cols = if name == "qr" { n } else { m };
         let label = format!("{name} {batch}x{m}x{cols}");
         println!("decomp {label:24}: {ms:10.3} ms (residual {e:.1e})");
+        if let (Some(be), true) = (
+            wmx::webgpu::backend(dev),
+            std::env::var_os("WMX_BENCH_PROFILE").is_some(),
+        ) {
+            let (r, p) = be.profile(|| wmx::eval(&run()?)).map_err(err)?;
+            r.map_err(err)?;
+            println!("profile of {label}:\n{}", p.table());
+        }
         rows.push(Row {
             path: "wmx",
             op: label,
