@@ -41,8 +41,11 @@ pub static PLACE: Family = indexing("Place", 1, |t| {
     let g = Variant::General;
     let mut v = Vec::new();
     for d in DType::WORDS {
-        for op in ["place", "place_flat"] {
-            v.push(ModuleSpec::new(&PLACE, op, vec![d], d, g, t));
+        for op in ["place", "place_flat", "place_box"] {
+            // The box kernel writes whole words: 32-bit dtypes only.
+            if op != "place_box" || d.epw() == 1 {
+                v.push(ModuleSpec::new(&PLACE, op, vec![d], d, g, t));
+            }
         }
     }
     v
@@ -122,6 +125,9 @@ fn index_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
     }
     let idx = match spec.family.name {
         "Place" if raw && matches!(spec.op.name(), "place" | "place_flat") => return Ok(()),
+        "Place" if raw && spec.op.name() == "place_box" && spec.output.epw() == 1 => {
+            return Ok(());
+        }
         "Place" => return bad("moves bits of one dtype"),
         "Gather" if !raw => return bad("moves bits of one dtype"),
         "Gather" => (1, ins[1]),

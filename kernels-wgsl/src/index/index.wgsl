@@ -61,6 +61,41 @@ fn place(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wi
     }
 }
 
+// place_box: [n_box, rank, axis, off_in, lo, cnt, shape_out[rank], strides_in[rank]]
+// One invocation per element of the input (outputs of one element per word): an
+// input that is a thin slab of the output (a column block of a concatenation along
+// a late axis) is not walked over the whole output range as `place` walks it.
+@compute @workgroup_size(WG)
+fn place_box(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+             @builtin(num_workgroups) nwg: vec3<u32>) {
+    let rank = P[1];
+    let axis = P[2];
+    let lo = P[4];
+    let cnt = P[5];
+    for (var i = thread_index(lid, wid, nwg); i < P[0]; i += thread_count(nwg)) {
+        var rem = i;
+        var p = P[3];
+        var o = 0u;
+        var so = 1u;
+        for (var d = rank; d > 0u; d--) {
+            let ext = P[5u + d];
+            var s = ext;
+            var shift = 0u;
+            if (d - 1u == axis) {
+                s = cnt;
+                shift = lo;
+            }
+            let q = rem / s;
+            let c = rem - q * s;
+            rem = q;
+            p += c * P[5u + rank + d];
+            o += (c + shift) * so;
+            so *= ext;
+        }
+        O[o] = st_o(ld_a(p));
+    }
+}
+
 // place_flat: [w0, nwords, in_word_off]: the words of a contiguous input copied to
 // output words w0.., four independent, coalesced word copies per invocation and
 // iteration (the whole-box fast path: a row-major input whose box is one range of

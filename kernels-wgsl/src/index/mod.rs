@@ -146,6 +146,33 @@ impl<D: Driver> Kernels<D> {
                 lo += cnt;
                 continue;
             }
+            // A box that is a small part of its word range (a column block): one
+            // invocation per element of the input, for one-element words.
+            let boxed = x.shape.iter().product::<usize>();
+            if epw == 1 && outer > 1 && boxed < w1 - w0 {
+                let bx = self.spec(
+                    &PLACE,
+                    "place_box",
+                    vec![out.dtype],
+                    out.dtype,
+                    Variant::General,
+                    0,
+                );
+                let mut params = vec![
+                    boxed as u32,
+                    rank as u32,
+                    axis as u32,
+                    x.offset as u32,
+                    lo as u32,
+                    cnt as u32,
+                ];
+                params.extend(out.shape.iter().map(|&d| d as u32));
+                params.extend(strides_bits(x.strides));
+                let groups = (boxed as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
+                self.record(b, &bx, [out.binding(), x.binding()], params, groups)?;
+                lo += cnt;
+                continue;
+            }
             let mut params = vec![
                 w0 as u32,
                 w1 as u32,
