@@ -274,19 +274,25 @@ fn kept(s: &Array, rtol: Option<f64>, m: usize, n: usize) -> Result<(Array, Arra
 /// defaults to `max(m, n)` times the dtype's epsilon.
 pub fn pinv(a: &Array, rtol: Option<f64>) -> Result<Array> {
     const OP: &str = "linalg.pinv";
-    let a = matrices(OP, a, false, float_of(OP, &[a])?)?;
-    let (m, n) = mn(&a);
-    let (u, s, vt) = svd(&a, false)?;
+    Ok(pseudo_inverse(&matrices(OP, a, false, float_of(OP, &[a])?)?, rtol)?.0)
+}
+
+/// The pseudo-inverse of matrices `a` with the singular values and the mask of
+/// those kept.
+fn pseudo_inverse(a: &Array, rtol: Option<f64>) -> Result<(Array, Array, Array)> {
+    let (m, n) = mn(a);
+    let (u, s, vt) = svd(a, false)?;
     let (keep, safe) = kept(&s, rtol, m, n)?;
     let sinv = o::where_(
         &keep,
         &o::divide(&o::ones_like(&safe)?, &safe)?,
         &o::zeros_like(&s)?,
     )?;
-    o::matmul(
+    let p = o::matmul(
         &o::multiply(&mt(&vt)?, &o::expand_dims(&sinv, -2)?)?,
         &mt(&u)?,
-    )
+    )?;
+    Ok((p, s, keep))
 }
 
 /// What [`lstsq`] returns.
@@ -311,7 +317,7 @@ pub fn lstsq(a: &Array, b: &Array, rcond: Option<f64>) -> Result<Lstsq> {
     const OP: &str = "linalg.lstsq";
     let dt = float_of(OP, &[a, b])?;
     let a = matrices(OP, a, false, dt)?;
-    let (m, n) = mn(&a);
+    let (m, _) = mn(&a);
     let vector = b.ndim() == 1;
     let bm = if vector {
         o::expand_dims(&o::astype(b, dt)?, -1)?
@@ -327,17 +333,7 @@ pub fn lstsq(a: &Array, b: &Array, rcond: Option<f64>) -> Result<Lstsq> {
             ),
         ));
     }
-    let (u, s, vt) = svd(&a, false)?;
-    let (keep, safe) = kept(&s, rcond, m, n)?;
-    let sinv = o::where_(
-        &keep,
-        &o::divide(&o::ones_like(&safe)?, &safe)?,
-        &o::zeros_like(&s)?,
-    )?;
-    let p = o::matmul(
-        &o::multiply(&mt(&vt)?, &o::expand_dims(&sinv, -2)?)?,
-        &mt(&u)?,
-    )?;
+    let (p, s, keep) = pseudo_inverse(&a, rcond)?;
     let x = o::matmul(&p, &bm)?;
     let r = o::subtract(&o::matmul(&a, &x)?, &bm)?;
     let residuals = o::sum(&o::multiply(&r, &r)?, Some(&[-2]), false)?;

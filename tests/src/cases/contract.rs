@@ -316,48 +316,27 @@ pub fn contraction_helpers(dev: &Device) {
     let va = random(&mut rng, &[3, 4, 5]);
     let vb = random(&mut rng, &[4, 5, 2]);
     let (a, b) = (arr(dev, &va, &[3, 4, 5], dt), arr(dev, &vb, &[4, 5, 2], dt));
-    let what = "tensordot(axes=2)";
-    let (s, w) = brute("ijk,jkl->il", &[(&va, &[3, 4, 5]), (&vb, &[4, 5, 2])]);
-    check(
-        what,
-        &ok(what, wmx::tensordot(&a, &b, TensorAxes::Last(2))),
-        &s,
-        &w,
-        1e-5,
-    );
-    let what = "tensordot(axes=([1],[0]))";
-    let (s, w) = brute("ijk,jlm->iklm", &[(&va, &[3, 4, 5]), (&vb, &[4, 5, 2])]);
-    check(
-        what,
-        &ok(
-            what,
-            wmx::tensordot(&a, &b, TensorAxes::Pairs(vec![1], vec![0])),
+    let shapes = [
+        (&va[..], &[3usize, 4, 5][..]),
+        (&vb[..], &[4usize, 5, 2][..]),
+    ];
+    for (what, axes, spec) in [
+        ("tensordot(axes=2)", TensorAxes::Last(2), "ijk,jkl->il"),
+        (
+            "tensordot(axes=([1],[0]))",
+            TensorAxes::Pairs(vec![1], vec![0]),
+            "ijk,jlm->iklm",
         ),
-        &s,
-        &w,
-        1e-5,
-    );
-    let what = "tensordot(axes=0)";
-    let (s, w) = brute("ijk,lmn->ijklmn", &[(&va, &[3, 4, 5]), (&vb, &[4, 5, 2])]);
-    check(
-        what,
-        &ok(what, wmx::tensordot(&a, &b, TensorAxes::Last(0))),
-        &s,
-        &w,
-        1e-5,
-    );
-    let what = "tensordot(axes=([2,1],[1,0]))";
-    let (s, w) = brute("ijk,jkl->il", &[(&va, &[3, 4, 5]), (&vb, &[4, 5, 2])]);
-    check(
-        what,
-        &ok(
-            what,
-            wmx::tensordot(&a, &b, TensorAxes::Pairs(vec![2, -2], vec![1, 0])),
+        ("tensordot(axes=0)", TensorAxes::Last(0), "ijk,lmn->ijklmn"),
+        (
+            "tensordot(axes=([2,1],[1,0]))",
+            TensorAxes::Pairs(vec![2, -2], vec![1, 0]),
+            "ijk,jkl->il",
         ),
-        &s,
-        &w,
-        1e-5,
-    );
+    ] {
+        let (s, w) = brute(spec, &shapes);
+        check(what, &ok(what, wmx::tensordot(&a, &b, axes)), &s, &w, 1e-5);
+    }
     let what = "inner";
     let vc = random(&mut rng, &[2, 5]);
     let c = arr(dev, &vc, &[2, 5], dt);
