@@ -962,6 +962,33 @@ pub fn linalg_blocked(dev: &Device) {
             "grad through blocked cholesky and solves: element {i}: {g} vs {r} (scale {scale})"
         );
     }
+    // Compiled: a step with a factorisation, solves and its gradient, traced once
+    // and replayed, equals the uncompiled one.
+    let step = |xs: &[Array]| -> Result<Vec<Array>> {
+        let f = |a: &[Array]| -> Result<Vec<Array>> {
+            let l = la::cholesky(&a[0], false)?;
+            Ok(vec![wmx::sum(&la::cho_solve(&l, &a[1])?, None, false)?])
+        };
+        let (v, g) = wmx::value_and_grad(f, &[0])(xs)?;
+        Ok(vec![v[0].clone(), g[0].clone()])
+    };
+    let inputs = [
+        M::random(&mut rng, &[3, 70, 70]).spd().arr(dev, dt),
+        M::random(&mut rng, &[3, 70, 2]).arr(dev, dt),
+    ];
+    let want = ok("uncompiled", step(&inputs));
+    let compiled = wmx::compile(step);
+    for round in 0..2 {
+        let got = ok("compiled", compiled.call(&inputs));
+        for (g, w) in got.iter().zip(&want) {
+            close(
+                &format!("compiled step, call {round}"),
+                &M::of("c", g),
+                &M::of("u", w),
+                1e-5,
+            );
+        }
+    }
     // Not positive definite: an Err on the CPU, NaN from the failing column on
     // other devices (their kernels cannot stop the batch).
     let notpd = M::new(&[2, 2], vec![1.0, 2.0, 2.0, 1.0]).arr(dev, dt);
