@@ -9,6 +9,10 @@ pub enum LinalgBlock {
     Cholesky,
     /// The inverse of a lower-triangular matrix, from its lower triangle.
     TriInv,
+    /// LU with partial pivoting: each output row is that row of the packed L
+    /// (strictly lower, unit diagonal implied) and U, then `r_i` as a float,
+    /// where `A[r] = L U` (`[..., n, n + 1]`).
+    Lu,
 }
 
 impl LinalgBlock {
@@ -20,6 +24,18 @@ impl LinalgBlock {
         match self {
             LinalgBlock::Cholesky => "chol_small",
             LinalgBlock::TriInv => "tri_inv_small",
+            LinalgBlock::Lu => "lu_small",
+        }
+    }
+
+    /// Every block.
+    pub const ALL: [LinalgBlock; 3] = [LinalgBlock::Cholesky, LinalgBlock::TriInv, LinalgBlock::Lu];
+
+    /// Output columns per matrix of side `n`.
+    pub fn out_cols(self, n: usize) -> usize {
+        match self {
+            LinalgBlock::Lu => n + 1,
+            _ => n,
         }
     }
 }

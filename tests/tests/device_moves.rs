@@ -48,21 +48,22 @@ fn implicit_moves_are_counted_or_refused() {
     assert_eq!(ok1.unwrap().unwrap(), vec![11.0, 22.0, 33.0]);
     assert_eq!(ok2.unwrap().unwrap(), vec![11.0, 22.0, 33.0]);
 
-    // linalg: decompositions without a GPU kernel (inv) run on the CPU, their
+    // linalg: decompositions without a GPU kernel (eigh) run on the CPU, their
     // input moved down (counted) and the result back on the GPU; with moves off,
     // an Err naming the op. Cholesky in f32 has kernels: no move.
     let m = Array::from_slice_on(&[4.0f32, 1.0, 1.0, 3.0], &[2, 2], &gpu).unwrap();
     let before = wmx::implicit_moves();
-    let inv = wmx::linalg::inv(&m).unwrap();
-    assert_eq!(inv.device(), &gpu, "inv's result comes back to the GPU");
-    let v = inv.to_vec::<f32>().unwrap();
+    let w = wmx::linalg::eigvalsh(&m).unwrap();
+    assert_eq!(w.device(), &gpu, "eigvalsh's result comes back to the GPU");
+    let v = w.to_vec::<f32>().unwrap();
+    let r5 = 5f32.sqrt();
     assert!(
-        (v[0] - 3.0 / 11.0).abs() < 1e-6 && (v[1] + 1.0 / 11.0).abs() < 1e-6,
+        (v[0] - (7.0 - r5) / 2.0).abs() < 1e-5 && (v[1] - (7.0 + r5) / 2.0).abs() < 1e-5,
         "{v:?}"
     );
     assert!(
         wmx::implicit_moves().count > before.count,
-        "inv's input moved to the CPU"
+        "eigh's input moved to the CPU"
     );
     let before = wmx::implicit_moves();
     let l = wmx::linalg::cholesky(&m, false)
@@ -75,10 +76,13 @@ fn implicit_moves_are_counted_or_refused() {
     );
     assert_eq!(wmx::implicit_moves(), before, "cholesky ran on the GPU");
     wmx::set_implicit_moves(false);
-    let e = wmx::linalg::inv(&m).map(|_| ()).unwrap_err().to_string();
+    let e = wmx::linalg::eigvalsh(&m)
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
     let chol = wmx::linalg::cholesky(&m, false).and_then(|x| x.to_vec::<f32>());
     wmx::set_implicit_moves(true);
-    for needle in ["linalg.inv", "CPU", "implicit moves are off", "to_device"] {
+    for needle in ["linalg.eigh", "CPU", "implicit moves are off", "to_device"] {
         assert!(e.contains(needle), "{e}");
     }
     assert_eq!(chol.unwrap(), l, "cholesky needs no move");

@@ -1,5 +1,6 @@
-//! The GPU path of Cholesky and triangular solves (f32): blocked algorithms whose
-//! diagonal blocks (n ≤ 64) go to the kernel library's block kernels
+//! The GPU path of Cholesky, triangular solves and (n ≤ 64) LU solves and
+//! inverses (f32): blocked algorithms whose diagonal blocks (n ≤ 64) go to the
+//! kernel library's block kernels
 //! ([`Block`], one workgroup per matrix) and whose updates are matrix products,
 //! so every matrix of a batch factors in one pass of a few dispatches per block
 //! column. Wrapped in a [`crate::CustomFunction`] by the caller, so derivatives
@@ -35,6 +36,12 @@ impl CustomPrimitive for Block {
         let n = *x.layout.shape.last().unwrap_or(&0);
         let a = &x.buffer.as_slice::<f32>()[x.layout.offset..x.layout.offset + x.layout.numel()];
         let o = out.buffer.as_mut_slice::<f32>();
+        if self.block == LinalgBlock::Lu {
+            for (src, dst) in a.chunks(n * n).zip(o.chunks_mut(n * (n + 1))) {
+                lu_reference(src, n, dst);
+            }
+            return Ok(());
+        }
         for (src, dst) in a.chunks(n * n).zip(o.chunks_mut(n * n)) {
             let at = |i: usize, j: usize| src[i * n + j] as f64;
             let mut l = vec![0.0f64; n * n];
@@ -50,6 +57,7 @@ impl CustomPrimitive for Block {
                         }
                     }
                 }
+                LinalgBlock::Lu => unreachable!("handled above"),
                 LinalgBlock::TriInv => {
                     for i in 0..n {
                         l[i * n + i] = 1.0 / at(i, i);
@@ -68,13 +76,74 @@ impl CustomPrimitive for Block {
     }
 }
 
+/// The block kernel's LU (partial pivoting, the first largest pivot) of one
+/// row-major n×n matrix into rows of n + 1: LU's row, then r_i.
+fn lu_reference(src: &[f32], n: usize, dst: &mut [f32]) {
+    let mut a: Vec<f64> = src.iter().map(|&x| x as f64).collect();
+    let mut r: Vec<usize> = (0..n).collect();
+    for k in 0..n {
+        let mut p = k;
+        for i in k + 1..n {
+            if a[i * n + k].abs() > a[p * n + k].abs() {
+                p = i;
+            }
+        }
+        if p != k {
+            for j in 0..n {
+                a.swap(k * n + j, p * n + j);
+            }
+            r.swap(k, p);
+        }
+        for i in k + 1..n {
+            a[i * n + k] /= a[k * n + k];
+            for j in k + 1..n {
+                a[i * n + j] -= a[i * n + k] * a[k * n + j];
+            }
+        }
+    }
+    for i in 0..n {
+        for j in 0..n {
+            dst[i * (n + 1) + j] = a[i * n + j] as f32;
+        }
+        dst[i * (n + 1) + n] = r[i] as f32;
+    }
+}
+
 fn block(b: LinalgBlock, x: &Array) -> Result<Array> {
+    let mut shape = x.shape().to_vec();
+    let n = *shape.last().unwrap_or(&0);
+    *shape.last_mut().unwrap() = b.out_cols(n);
     crate::custom(
         Arc::new(Block { block: b }),
         &[o::contiguous(x)?],
-        x.shape(),
+        &shape,
         DType::F32,
     )
+}
+
+/// `x` with `a x = rhs` for square f32 `a` of side n ≤ 64: the block kernel's LU,
+/// the right side's rows permuted, then the two triangular solves.
+pub(crate) fn solve_small(a: &Array, rhs: &Array) -> Result<Array> {
+    let n = a.shape()[a.ndim() - 1];
+    let k = rhs.shape()[rhs.ndim() - 1];
+    let lu = block(LinalgBlock::Lu, a)?;
+    let packed = part(&lu, (0, n), (0, n))?;
+    let mut rs: Vec<isize> = lu.shape()[..lu.ndim() - 1]
+        .iter()
+        .map(|&d| d as isize)
+        .collect();
+    rs.push(1);
+    let r = o::reshape(
+        &o::astype(&part(&lu, (0, n), (n, n + 1))?, DType::I32)?,
+        &rs,
+    )?;
+    let mut full = rhs.shape().to_vec();
+    *full.last_mut().unwrap() = k;
+    let pb = o::take_along_axis(rhs, &o::broadcast_to(&r, &full)?, Some(-2))?;
+    let eye = crate::with_device(a.device(), || o::eye(n, DType::F32))?;
+    let l = o::add(&o::tril(&packed, -1)?, &eye)?;
+    let y = solve_lower(&l, &pb)?;
+    solve_triangular(&packed, &y, true)
 }
 
 /// `x[..., r0..r1, c0..c1]`.

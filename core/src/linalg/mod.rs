@@ -10,8 +10,9 @@
 //! - **Devices.** On a GPU, `cholesky`, `solve_triangular` and `cho_solve` of
 //!   f32 run there: blocked algorithms whose 64×64 diagonal blocks are kernels
 //!   (one workgroup per matrix; [`Block`]) and whose updates are matrix
-//!   products. The other decompositions (`solve`, `inv`, `lu`, `qr`, `svd`,
-//!   `eigh`, and f64 everywhere) run on the CPU: an input on a GPU moves to the
+//!   products; so do `solve` and `inv` of f32 matrices up to 64×64 (an LU block
+//!   kernel). The other decompositions (`solve` and `inv` of larger matrices,
+//!   `lu`, `det`, `qr`, `svd`, `eigh`, and f64 everywhere) run on the CPU: an input on a GPU moves to the
 //!   CPU and the result back, counted by [`crate::implicit_moves`]; with
 //!   implicit moves off ([`crate::set_implicit_moves`]) that is an `Err`.
 //!   `WMX_LINALG_CPU=1` sends the GPU's f32 work to the CPU too. The rest
@@ -23,8 +24,9 @@
 //!   and one that is not positive definite for `cholesky`, is an `Err` when the
 //!   array is evaluated, naming the matrix of the batch, as numpy's `LinAlgError`
 //!   — on the CPU. The GPU kernels cannot stop a batch: there a matrix that is not
-//!   positive definite gives NaN in `L` from its failing column on, and a zero on
-//!   a triangular matrix's diagonal inf or NaN in the solution.
+//!   positive definite gives NaN in `L` from its failing column on, and a zero
+//!   pivot (a singular matrix, a zero on a triangular matrix's diagonal) inf or
+//!   NaN in the solution.
 //!   `det` and `slogdet` of a singular matrix are 0 and (0, -inf).
 //! - **Derivatives.** vjp, jvp and vmap of every function. `cholesky` and `eigh`
 //!   read the lower triangle (numpy's default) and are differentiated as

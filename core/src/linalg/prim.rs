@@ -99,7 +99,13 @@ pub(crate) fn apply(op: Op, inputs: &[Array]) -> Result<Array> {
     } else {
         shape.extend(&op.pieces(m, n, k)[0]);
     }
-    if matches!(op, Op::Cholesky | Op::TriSolve { .. }) && super::blocked::takes(&inputs[0]) {
+    let small = n <= super::blocked::LinalgBlock::MAX;
+    let gpu = match op {
+        Op::Cholesky | Op::TriSolve { .. } => true,
+        Op::Solve | Op::Inv => small,
+        _ => false,
+    };
+    if gpu && super::blocked::takes(&inputs[0]) {
         return on_gpu(op, inputs);
     }
     let inputs: Vec<Array> = inputs.iter().map(o::contiguous).collect::<Result<_>>()?;
@@ -128,6 +134,12 @@ fn on_gpu(op: Op, inputs: &[Array]) -> Result<Array> {
     fn forward(op: Op, x: &[Array]) -> Result<Array> {
         match op {
             Op::TriSolve { upper } => super::blocked::solve_triangular(&x[0], &x[1], upper),
+            Op::Solve => super::blocked::solve_small(&x[0], &x[1]),
+            Op::Inv => {
+                let n = x[0].shape()[x[0].ndim() - 1];
+                let eye = crate::with_device(x[0].device(), || o::eye(n, DType::F32))?;
+                super::blocked::solve_small(&x[0], &o::broadcast_to(&eye, x[0].shape())?)
+            }
             _ => super::blocked::cholesky(&x[0]),
         }
     }

@@ -11,6 +11,8 @@ const NT: u32 = 64u;
 
 // The lower triangle, row i from element i (i + 1) / 2.
 var<workgroup> S: array<f32, 2080>;
+// LU's whole matrix, row-major.
+var<workgroup> F: array<f32, 4096>;
 
 fn tri(i: u32, j: u32) -> u32 { return i * (i + 1u) / 2u + j; }
 
@@ -94,4 +96,61 @@ fn tri_inv_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_i
         workgroupBarrier();
     }
     block_store(t, lid);
+}
+
+// LU with partial pivoting (LAPACK's getf2): at step k the row with the largest
+// |a_ik| (the first of equals) swaps into row k. Every invocation finds the same
+// pivot and keeps the same row permutation r (A[r] = L U) in its registers, so
+// nothing but the matrix lives in workgroup memory (64² f32 fill its 16 KiB).
+// Output rows: LU's row i, then r_i as a float. A zero pivot gives inf or NaN.
+@compute @workgroup_size(NT)
+fn lu_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let t = wid.x + wid.y * nwg.x;
+    if (t >= P[0]) { return; }
+    let n = P[1];
+    let base = P[2] + t * n * n;
+    for (var e = lid; e < n * n; e += NT) { F[e] = ld_a(base + e); }
+    var r: array<u32, 64>;
+    for (var i = 0u; i < n; i++) { r[i] = i; }
+    workgroupBarrier();
+    for (var k = 0u; k < n; k++) {
+        var p = k;
+        var best = abs(F[k * n + k]);
+        for (var i = k + 1u; i < n; i++) {
+            let v = abs(F[i * n + k]);
+            if (v > best) { best = v; p = i; }
+        }
+        workgroupBarrier();
+        if (p != k) {
+            for (var j = lid; j < n; j += NT) {
+                let tmp = F[k * n + j];
+                F[k * n + j] = F[p * n + j];
+                F[p * n + j] = tmp;
+            }
+            let tr = r[k];
+            r[k] = r[p];
+            r[p] = tr;
+        }
+        workgroupBarrier();
+        let pivot = F[k * n + k];
+        for (var i = k + 1u + lid; i < n; i += NT) { F[i * n + k] = F[i * n + k] / pivot; }
+        workgroupBarrier();
+        let m = n - k - 1u;
+        for (var e = lid; e < m * m; e += NT) {
+            let i = k + 1u + e / m;
+            let j = k + 1u + e % m;
+            F[i * n + j] = F[i * n + j] - F[i * n + k] * F[k * n + j];
+        }
+        workgroupBarrier();
+    }
+    let w = n + 1u;
+    let out = t * n * w;
+    for (var e = lid; e < n * w; e += NT) {
+        let i = e / w;
+        let j = e % w;
+        var v = 0.0;
+        if (j < n) { v = F[i * n + j]; } else { v = f32(r[i]); }
+        O[out + e] = st_o(v);
+    }
 }

@@ -1,6 +1,6 @@
-//! Batched factorisations of small f32 matrices (`LinalgBlock`): Cholesky and the
-//! inverse of a lower-triangular matrix, one workgroup per matrix with its lower
-//! triangle in workgroup memory. Core's blocked algorithms call them on diagonal
+//! Batched factorisations of small f32 matrices (`LinalgBlock`): Cholesky, the
+//! inverse of a lower-triangular matrix and LU with partial pivoting, one
+//! workgroup per matrix held in workgroup memory. Core's blocked algorithms call them on diagonal
 //! blocks and do the rest with matrix products.
 
 use crate::compose::{Family, Io, ModuleSpec, Variant, check_out as check_dtype};
@@ -24,9 +24,7 @@ pub static LINALG: Family = Family {
     body: |spec, _| {
         if spec.inputs != [DType::F32]
             || spec.variant != Variant::General
-            || ![LinalgBlock::Cholesky, LinalgBlock::TriInv]
-                .iter()
-                .any(|b| b.name() == spec.op.name())
+            || !LinalgBlock::ALL.iter().any(|b| b.name() == spec.op.name())
         {
             return Err(Error::Shape(format!(
                 "linalg blocks read f32 (general variant), got {:?} ({:?}) for {}",
@@ -37,7 +35,7 @@ pub static LINALG: Family = Family {
         Ok(vec![LINALG_WGSL])
     },
     specs: |t| {
-        [LinalgBlock::Cholesky, LinalgBlock::TriInv]
+        LinalgBlock::ALL
             .iter()
             .map(|b| {
                 ModuleSpec::new(
@@ -55,8 +53,8 @@ pub static LINALG: Family = Family {
 
 impl<D: Driver> Kernels<D> {
     /// `block` of each matrix of the row-major f32 batch `x` (`[..., n, n]`,
-    /// n ≤ [`LinalgBlock::MAX`]) into `out` (same shape): lower-triangular
-    /// results, zeros above the diagonal.
+    /// n ≤ [`LinalgBlock::MAX`]) into `out` (`[..., n, block.out_cols(n)]`):
+    /// lower-triangular results with zeros above the diagonal, or LU's packed rows.
     pub fn linalg_block(
         &self,
         b: &mut Batch<D>,
@@ -71,7 +69,8 @@ impl<D: Driver> Kernels<D> {
             && n <= LinalgBlock::MAX
             && x.dtype == DType::F32
             && out.dtype == DType::F32
-            && out.shape == x.shape
+            && out.shape[..nd - 1] == x.shape[..nd - 1]
+            && out.shape[nd - 1] == block.out_cols(n)
             && is_row_major(x);
         if !ok {
             return Err(Error::Shape(format!(

@@ -584,16 +584,29 @@ pub fn linalg_errors(dev: &Device) {
     );
     // Singular and not positive definite: errors at evaluation naming the matrix.
     let batch = mk(&[1.0, 0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 4.0], &[2, 2, 2]);
-    e(
-        "inv of a singular matrix",
-        la::inv(&batch).and_then(|x| x.eval()),
-        &["linalg.inv", "singular", "matrix 1 of the batch"],
-    );
-    e(
-        "solve with a singular matrix",
-        la::solve(&batch, &mk(&[1.0; 4], &[2, 2, 1])).and_then(|x| x.eval()),
-        &["linalg.solve", "singular"],
-    );
+    if dev.kind() == wmx::DeviceKind::Cpu {
+        e(
+            "inv of a singular matrix",
+            la::inv(&batch).and_then(|x| x.eval()),
+            &["linalg.inv", "singular", "matrix 1 of the batch"],
+        );
+        e(
+            "solve with a singular matrix",
+            la::solve(&batch, &mk(&[1.0; 4], &[2, 2, 1])).and_then(|x| x.eval()),
+            &["linalg.solve", "singular"],
+        );
+    } else {
+        // The LU block kernel cannot stop a batch: inf or NaN in that matrix.
+        let v = ok(
+            "inv of a singular matrix",
+            la::inv(&batch).and_then(|x| x.to_vec::<f32>()),
+        );
+        assert_eq!(&v[..4], &[1.0, 0.0, 0.0, 1.0], "the regular matrix inverts");
+        assert!(
+            v[4..].iter().any(|x| !x.is_finite()),
+            "the singular one: {v:?}"
+        );
+    }
     // (cholesky's indefinite matrices: `linalg_blocked`.)
     if dev.kind() == wmx::DeviceKind::Cpu {
         e(
@@ -934,6 +947,39 @@ pub fn linalg_blocked(dev: &Device) {
         let x = ok(&what("cho_solve"), la::cho_solve(&l.arr(dev, dt), &ba));
         close(&what("A cho_solve(L, B)"), &a.mm(&M::of("x", &x)), &b, 1e-3);
     }
+    // LU solves and inverses of n <= 64 (the GPU's LU block kernel): general
+    // matrices, one that needs pivoting (zeros on the diagonal), batches.
+    for n in [1usize, 5, 64] {
+        let what = |op: &str| format!("{op} of [3, {n}, {n}] f32");
+        let mut a = M::random(&mut rng, &[3, n, n]);
+        for b in 0..3 {
+            for i in 0..n {
+                a.v[b * n * n + i * n + i] = if b == 1 && n > 1 {
+                    0.0
+                } else {
+                    a.v[b * n * n + i * n + i] + 3.0
+                };
+            }
+        }
+        if n > 1 {
+            // Matrix 1: a permutation-like part keeps it nonsingular.
+            for i in 0..n {
+                a.v[n * n + i * n + (i + 1) % n] += 4.0;
+            }
+        }
+        let aa = a.arr(dev, dt);
+        let a = M::of("a", &aa);
+        let b = M::random(&mut rng, &[3, n, 2]);
+        let x = ok(&what("solve"), la::solve(&aa, &b.arr(dev, dt)));
+        close(&what("A solve(A, B)"), &a.mm(&M::of("x", &x)), &b, 1e-4);
+        let ai = ok(&what("inv"), la::inv(&aa));
+        close(
+            &what("A inv(A)"),
+            &a.mm(&M::of("inv", &ai)),
+            &a.eye_like(),
+            1e-4,
+        );
+    }
     // Gradients through the blocked path against the CPU's in f64.
     let n = 70;
     let a = M::random(&mut rng, &[2, n, n]).spd();
@@ -945,9 +991,19 @@ pub fn linalg_blocked(dev: &Device) {
             let l = la::cholesky(&xs[0], false)?;
             let x = la::solve_triangular(&l, &ra, false)?;
             let y = la::solve_triangular(&wmx::swapaxes(&l, -1, -2)?, &x, true)?;
+            // LU solve and inverse of a 35×35 block (the LU block kernel).
+            let s = xs[0].slice(&[Slice::ALL, Slice::range(0, 35), Slice::range(0, 35)])?;
+            let z = la::solve(
+                &s,
+                &ra.slice(&[Slice::ALL, Slice::range(0, 35), Slice::ALL])?,
+            )?;
+            let zi = la::inv(&s)?;
             Ok(vec![wmx::add(
-                &wmx::sum(&wmx::multiply(&wa, &l)?, None, false)?,
-                &wmx::sum(&y, None, false)?,
+                &wmx::add(
+                    &wmx::sum(&wmx::multiply(&wa, &l)?, None, false)?,
+                    &wmx::sum(&y, None, false)?,
+                )?,
+                &wmx::add(&wmx::sum(&z, None, false)?, &wmx::sum(&zi, None, false)?)?,
             )?])
         };
         let g = ok("grad", wmx::grad(f, &[0])(&[a.arr(d, dt)]));
