@@ -243,8 +243,8 @@ pub(crate) fn solve_triangular(a: &Array, rhs: &Array, upper: bool) -> Result<Ar
     rows(&solve_lower(&flip(a, 2)?, &rows(rhs)?)?)
 }
 
-/// Whether the GPU path takes `op` on `x`'s device: f32 on a WebGPU or Metal
-/// device.
+/// Whether `x` may take the GPU path (the caller picks the ops): f32 on a WebGPU
+/// or Metal device, unless `WMX_LINALG_CPU=1`.
 pub(crate) fn takes(x: &Array) -> bool {
     x.dtype() == DType::F32 && x.device().kind() != crate::DeviceKind::Cpu && !forced_cpu()
 }
