@@ -48,6 +48,10 @@ pub use wmx_core::{
     vmap, vmap1, with_device, with_mode,
 };
 
+/// Collectives across processes started by `mpirun` (MLX's `mx.distributed`):
+/// `all_sum`, `all_gather`, `send`/`recv`, ..., lazy and differentiable; a group
+/// of one without a launcher or without the `mpi` feature.
+pub use wmx_core::distributed;
 /// Linear algebra, numpy's `np.linalg`: decompositions, solves, inverses,
 /// determinants and norms, batched and differentiable.
 pub use wmx_core::linalg;

@@ -423,7 +423,13 @@ fn custom_caught<B: Backend>(
     shape: &[usize],
     dtype: DType,
 ) -> Result<B::Buffer> {
-    let run = std::panic::AssertUnwindSafe(|| be.custom(prim, ins, shape, dtype));
+    let run = std::panic::AssertUnwindSafe(|| {
+        if prim.eval_on_host() && be.kind() != DeviceKind::Cpu {
+            on_host(be, prim, ins, shape, dtype)
+        } else {
+            be.custom(prim, ins, shape, dtype)
+        }
+    });
     let out = quietly(|| std::panic::catch_unwind(run)).map_err(|p| Error::Backend {
         backend: be.name(),
         msg: format!(
@@ -439,6 +445,50 @@ fn custom_caught<B: Backend>(
     let out = out??;
     device_errors?;
     Ok(out)
+}
+
+/// [`CustomPrimitive::eval_on_host`]: the inputs read to the host, the CPU code,
+/// the output uploaded.
+fn on_host<B: Backend>(
+    be: &B,
+    prim: &dyn CustomPrimitive,
+    ins: &[View<'_, B::Buffer>],
+    shape: &[usize],
+    dtype: DType,
+) -> Result<B::Buffer> {
+    let host = ins
+        .iter()
+        .map(|v| Ok(crate::cpu::CpuBuffer::from_bytes(&be.read(v.buffer)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let views: Vec<View<'_, crate::cpu::CpuBuffer>> = host
+        .iter()
+        .zip(ins)
+        .map(|(b, v)| View {
+            buffer: b,
+            dtype: v.dtype,
+            layout: v.layout,
+        })
+        .collect();
+    let len = crate::layout::numel(shape) * dtype.size();
+    let mut out = crate::cpu::CpuBuffer::zeroed(len);
+    prim.eval_cpu(
+        &views,
+        &mut crate::CpuOutput {
+            buffer: &mut out,
+            shape,
+            dtype,
+        },
+    )?;
+    if out.bytes().len() != len {
+        return Err(Error::invalid(
+            "custom",
+            format!(
+                "{}: eval_cpu replaced its output buffer with one of another size",
+                prim.name()
+            ),
+        ));
+    }
+    be.from_host(out.bytes().to_vec(), dtype)
 }
 
 thread_local! {

@@ -69,6 +69,14 @@ pub trait CustomPrimitive: Any + Send + Sync + fmt::Debug {
         Err(missing_code(self.name(), gpu.backend(), "eval_metal"))
     }
 
+    /// Whether the CPU code serves every device: on a GPU the backend reads the
+    /// inputs to the host, runs [`CustomPrimitive::eval_cpu`] and uploads the output
+    /// (one round trip, inside compiled functions too). For code that must run on
+    /// the host, such as messages to other processes. The default is `false`.
+    fn eval_on_host(&self) -> bool {
+        false
+    }
+
     /// Whether `other` computes the same function of the same inputs (so a graph
     /// simplifier may merge the two nodes). The default, `false`, is always safe;
     /// a primitive with parameters compares them:

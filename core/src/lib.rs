@@ -18,6 +18,7 @@ pub mod compile;
 pub mod cpu;
 mod custom;
 mod device;
+pub mod distributed;
 mod dtype;
 mod error;
 mod eval;

@@ -29,6 +29,12 @@ pub struct RequestOptions {
     /// them (wgpu's experimental feature, probed at open); default on, off with
     /// `WMX_COOPERATIVE_MATRIX=0`.
     pub cooperative_matrix: bool,
+    /// Which adapter: an index into the adapters sorted by preference (`Some(i)`,
+    /// default from `WMX_ADAPTER`), else the launcher's local rank (`mpirun`'s
+    /// `OMPI_COMM_WORLD_LOCAL_RANK`, MPICH's `MPI_LOCALRANKID`, Slurm's
+    /// `SLURM_LOCALID`) modulo the adapters of the preferred kind, so that ranks on
+    /// one host spread over its GPUs; else the first.
+    pub adapter_index: Option<usize>,
 }
 
 impl Default for RequestOptions {
@@ -42,6 +48,9 @@ impl Default for RequestOptions {
             force_fallback_reductions: false,
             software_f16: std::env::var("WMX_SOFTWARE_F16").as_deref() == Ok("1"),
             cooperative_matrix: std::env::var("WMX_COOPERATIVE_MATRIX").as_deref() != Ok("0"),
+            adapter_index: std::env::var("WMX_ADAPTER")
+                .ok()
+                .and_then(|s| s.trim().parse().ok()),
         }
     }
 }

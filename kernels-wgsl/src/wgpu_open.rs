@@ -26,7 +26,7 @@ impl Kernels<Wgpu> {
             backends: opts.backends,
             ..wgpu::InstanceDescriptor::new_without_display_handle()
         });
-        let adapter = Self::pick_adapter(&instance, opts).await?;
+        let (adapter, which) = Self::pick_adapter(&instance, opts).await?;
         let mut features = adapter.features() & WANTED_FEATURES;
         let coop = coop_subgroup(&adapter, opts.cooperative_matrix) > 0;
         if coop {
@@ -49,7 +49,7 @@ impl Kernels<Wgpu> {
             })
             .await
             .map_err(|e| Error::RequestDevice(e.to_string()))?;
-        let k = Self::open(&adapter, device, queue, !opts.software_f16)?;
+        let k = Self::open(&adapter, device, queue, !opts.software_f16, &which)?;
         if opts.force_fallback_reductions {
             return k.with_target(|t| t.subgroups = false);
         }
@@ -60,7 +60,7 @@ impl Kernels<Wgpu> {
     async fn pick_adapter(
         instance: &wgpu::Instance,
         opts: &RequestOptions,
-    ) -> Result<wgpu::Adapter> {
+    ) -> Result<(wgpu::Adapter, String)> {
         let mut adapters = instance.enumerate_adapters(opts.backends).await;
         let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
         if let Some(want) = &opts.adapter_name {
@@ -79,19 +79,45 @@ impl Kernels<Wgpu> {
             order.iter().position(|x| *x == t).unwrap_or(5)
         };
         adapters.sort_by_key(rank);
-        adapters.into_iter().next().ok_or_else(|| {
+        let none = || {
             Error::NoAdapter(format!(
                 "backends {:?}, name filter {:?}; adapters seen: {:?}",
                 opts.backends, opts.adapter_name, names
             ))
-        })
+        };
+        let first = adapters.first().ok_or_else(none)?;
+        let (index, of) = match opts.adapter_index {
+            Some(i) if i >= adapters.len() => {
+                return Err(Error::NoAdapter(format!(
+                    "adapter {i} was asked for (WMX_ADAPTER) and there are {}: {:?}",
+                    adapters.len(),
+                    names
+                )));
+            }
+            Some(i) => (i, adapters.len()),
+            None => {
+                // Ranks of one host spread over the adapters of the preferred kind.
+                let kind = first.get_info().device_type;
+                let same = adapters
+                    .iter()
+                    .take_while(|a| a.get_info().device_type == kind)
+                    .count();
+                (local_rank().unwrap_or(0) % same, same)
+            }
+        };
+        let which = if of > 1 {
+            format!(" #{index} of {of}")
+        } else {
+            String::new()
+        };
+        Ok((adapters.swap_remove(index), which))
     }
 
     #[cfg(target_arch = "wasm32")]
     async fn pick_adapter(
         instance: &wgpu::Instance,
         opts: &RequestOptions,
-    ) -> Result<wgpu::Adapter> {
+    ) -> Result<(wgpu::Adapter, String)> {
         instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: opts.power,
@@ -100,6 +126,7 @@ impl Kernels<Wgpu> {
                 apply_limit_buckets: false,
             })
             .await
+            .map(|a| (a, String::new()))
             .map_err(|e| Error::NoAdapter(e.to_string()))
     }
 
@@ -114,7 +141,7 @@ impl Kernels<Wgpu> {
         queue: wgpu::Queue,
     ) -> Result<Kernels> {
         let probe = std::env::var("WMX_SOFTWARE_F16").as_deref() != Ok("1");
-        Self::open(adapter, device, queue, probe)
+        Self::open(adapter, device, queue, probe, "")
     }
 
     fn open(
@@ -122,6 +149,7 @@ impl Kernels<Wgpu> {
         device: wgpu::Device,
         queue: wgpu::Queue,
         probe_f16: bool,
+        which: &str,
     ) -> Result<Kernels> {
         let info = adapter.get_info();
         let features = device.features();
@@ -153,7 +181,7 @@ impl Kernels<Wgpu> {
             max_workgroup_storage: limits.max_compute_workgroup_storage_size,
             offset_align: limits.min_storage_buffer_offset_alignment,
             backend: info.backend,
-            adapter_name: info.name.clone(),
+            adapter_name: format!("{}{which}", info.name),
             // Mesa's llvmpipe (lavapipe) ends loops past LP_MAX_TGSI_LOOP_ITERATIONS.
             loop_budget: info.name.contains("llvmpipe").then_some(65_535),
             device_type: info.device_type,
@@ -502,6 +530,19 @@ fn binding_cap(device: u64, env: Option<&str>) -> u64 {
     device.min(cap)
 }
 
+/// This process's rank among those a launcher (mpirun, mpiexec, srun) started on
+/// this host.
+#[cfg(not(target_arch = "wasm32"))]
+fn local_rank() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "SLURM_LOCALID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -516,3 +557,4 @@ mod tests {
         assert_eq!(cap(nvidia, Some("lots")), nvidia);
     }
 }
+
