@@ -61,6 +61,11 @@ if [ "$setup_test" = 1 ]; then
   want_cmd chromedriver chromium-driver
   want_cmd shellcheck shellcheck
   want_cmd python3 python3  # the demo page's end-to-end test
+  # wmx::distributed's tests run under mpirun: Open MPI, and clang for the MPI
+  # binding's generated bindings (libclang and its headers).
+  want_cmd mpirun openmpi-bin
+  want_pkg libopenmpi-dev
+  want_cmd clang clang
   # npm: the JS package's test (npm install; TypeScript from the npm registry). A
   # Node.js that brings its own npm (nodesource's conflicts with Debian's npm
   # package) counts as present, even with WMX_SETUP_ALL.

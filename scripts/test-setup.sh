@@ -24,8 +24,8 @@ for p in "$@"; do
   case "$p" in -*|install) continue ;; esac
   echo "$p" >> "$STUB_PKGS"
   case "$p" in
-    build-essential) c=cc ;; chromium-driver) c=chromedriver ;;
-    ca-certificates|mesa-vulkan-drivers|libvulkan1) c= ;; *) c=$p ;;
+    build-essential) c=cc ;; chromium-driver) c=chromedriver ;; openmpi-bin) c=mpirun ;;
+    ca-certificates|mesa-vulkan-drivers|libvulkan1|libopenmpi-dev) c= ;; *) c=$p ;;
   esac
   # The installed command: its stub where the test has one (curl), else a no-op.
   if [ -f "$STUB_DIR/$c" ]; then cp "$STUB_DIR/$c" "$STUB_BIN/"
@@ -91,8 +91,8 @@ sandbox() {
   if [ "$present" = full ]; then
     for t in sudo curl rustup cargo wasm-bindgen; do cp "$work/stubs/$t" "$box/bin/"; done
     # npm as nodesource installs it: a command, not Debian's package.
-    for t in cc pkg-config chromium chromedriver shellcheck python3 npm; do cp "$work/stubs/plain" "$box/bin/$t"; done
-    printf '%s\n' mesa-vulkan-drivers libvulkan1 > "$box/pkgs"
+    for t in cc pkg-config chromium chromedriver shellcheck python3 mpirun clang npm; do cp "$work/stubs/plain" "$box/bin/$t"; done
+    printf '%s\n' mesa-vulkan-drivers libvulkan1 libopenmpi-dev > "$box/pkgs"
     printf '%s\n' wasm32-unknown-unknown aarch64-apple-darwin x86_64-pc-windows-msvc > "$box/targets"
   elif [ "$present" = sudo ]; then
     cp "$work/stubs/sudo" "$box/bin/"
@@ -127,7 +127,7 @@ expect() {  # $1 = case name; stdin = the exact expected log
 
 lock_ver=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/"/,"",$3); print $3; exit}' Cargo.lock)
 rustup_url=https://static.rust-lang.org/rustup/rustup-init.sh
-all_pkgs="build-essential pkg-config mesa-vulkan-drivers libvulkan1 chromium chromium-driver shellcheck python3 npm"
+all_pkgs="build-essential pkg-config mesa-vulkan-drivers libvulkan1 chromium chromium-driver shellcheck python3 openmpi-bin libopenmpi-dev clang npm"
 bare_log() {  # $1 = the line sudo logs before each root command, or nothing (root)
   local p=${1:+$1$'\n'}
   cat <<EOF

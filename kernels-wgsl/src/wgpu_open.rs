@@ -557,4 +557,3 @@ mod tests {
         assert_eq!(cap(nvidia, Some("lots")), nvidia);
     }
 }
-

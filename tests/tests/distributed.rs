@@ -6,6 +6,7 @@
 //! starts the launches (it fails when `mpirun` is missing: the README installs it).
 
 use wmx_core::distributed::{self as dist, Group};
+use wmx_core::nn::{self, Layer, ModuleExt};
 use wmx_core::{Array, DType, Device, Result};
 
 const CHILD: &str = "WMX_DIST_CHILD";
@@ -243,6 +244,7 @@ fn rank_checks(g: &Group, d: &Device) -> Result<()> {
 
     errors(g, d)?;
     transforms(g, d)?;
+    nn_helpers(g, d)?;
     // Split by parity: sums over the ranks of the same parity.
     let sub = g.split((r % 2) as u32, -(r as i32))?;
     let mates: Vec<usize> = (0..n).filter(|s| s % 2 == r % 2).collect();
@@ -409,5 +411,114 @@ fn transforms(g: &Group, d: &Device) -> Result<()> {
         .map(|i| xs.iter().map(|v| v[i] * v[i]).sum())
         .collect();
     close(&step.call1(&x)?.to_vec_f64()?, &want, "compiled all_sum");
+    Ok(())
+}
+
+/// Gradient averaging (several buckets, two dtypes) and the tensor-parallel pair,
+/// against the same model unsharded on one process.
+fn nn_helpers(g: &Group, d: &Device) -> Result<()> {
+    let (r, n) = (g.rank(), g.size());
+    let mut grads = nn::Params::new();
+    let specs = [
+        ("a", vec![3usize, 4], DType::F32),
+        ("b", vec![5], DType::F16),
+        ("c", vec![2, 2], DType::F32),
+        ("d", vec![7], DType::F32),
+    ];
+    for (k, (name, shape, t)) in specs.iter().enumerate() {
+        grads.insert(name.to_string(), input(600 + k as u64, r, shape, *t, d)?);
+    }
+    // 64-byte buckets: "a" alone (48 bytes), "c" + ..., several collectives.
+    let avg = nn::average_gradients(&grads, g, Some(64))?;
+    for (k, (name, shape, t)) in specs.iter().enumerate() {
+        let len: usize = shape.iter().product();
+        let want: Vec<f64> = (0..len)
+            .map(|i| (0..n).map(|s| value(600 + k as u64, s, i, *t)).sum::<f64>() / n as f64)
+            .collect();
+        let got = &avg[*name];
+        assert_eq!((got.shape(), got.dtype()), (&shape[..], *t));
+        let tol = if *t == DType::F16 { 1e-3 } else { 1e-6 };
+        for (i, (a, b)) in got.to_vec_f64()?.iter().zip(&want).enumerate() {
+            assert!(
+                (a - b).abs() <= tol * b.abs().max(1.0),
+                "average_gradients {name}[{i}]: {a} vs {b}"
+            );
+        }
+    }
+    let bad: nn::Params = [("i".to_string(), Array::from_slice_on(&[1i32], &[1], d)?)].into();
+    assert!(nn::average_gradients(&bad, g, None).is_err());
+
+    // Megatron's block, x -> relu(x W1^T + b1) W2^T + b2, its hidden layer split
+    // over the ranks, against the whole block; the loss is the same on every rank.
+    let key = wmx_core::random::key(7)?;
+    let keys = wmx_core::random::split(&key, 4)?;
+    let k = |i: isize| {
+        keys.slice(&[wmx_core::Slice::range(i, i + 1)])?
+            .reshape(&[2])
+    };
+    let hidden = 4 * n;
+    let on = |a: Array| a.to_device(d);
+    let l1 = nn::Linear::new(&k(0)?, 6, hidden, true)?;
+    let l2 = nn::Linear::new(&k(1)?, hidden, 3, true)?;
+    let (l1, l2) = (
+        nn::Linear::from_arrays(
+            on(l1.weight.value())?,
+            l1.bias.as_ref().map(|b| on(b.value())).transpose()?,
+        )?,
+        nn::Linear::from_arrays(
+            on(l2.weight.value())?,
+            l2.bias.as_ref().map(|b| on(b.value())).transpose()?,
+        )?,
+    );
+    let x = on(wmx_core::random::normal(
+        &k(2)?,
+        &[5, 6],
+        0.0,
+        1.0,
+        DType::F32,
+    )?)?;
+    let w = on(wmx_core::random::normal(
+        &k(3)?,
+        &[5, 3],
+        0.0,
+        1.0,
+        DType::F32,
+    )?)?;
+    let whole = |x: &Array| l2.forward(&nn::relu(&l1.forward(x)?)?);
+    let a = nn::AllToShardedLinear::from_linear(&l1, g)?;
+    let b = nn::ShardedToAllLinear::from_linear(&l2, g)?;
+    let split = |x: &Array| b.forward(&nn::relu(&a.forward(x)?)?);
+    close(
+        &split(&x)?.to_vec_f64()?,
+        &whole(&x)?.to_vec_f64()?,
+        "tensor-parallel forward",
+    );
+    let loss =
+        |f: &dyn Fn(&Array) -> Result<Array>, x: &Array| f(x)?.multiply(&w)?.sum(None, false);
+    let gx_whole = wmx_core::grad(|v: &[Array]| Ok(vec![loss(&whole, &v[0])?]), &[0])(
+        std::slice::from_ref(&x),
+    )?;
+    let gx_split = wmx_core::grad(|v: &[Array]| Ok(vec![loss(&split, &v[0])?]), &[0])(
+        std::slice::from_ref(&x),
+    )?;
+    close(
+        &gx_split[0].to_vec_f64()?,
+        &gx_whole[0].to_vec_f64()?,
+        "tensor-parallel input gradient",
+    );
+    // The shards' weight gradients are the rows / columns of the whole block's.
+    let (_, gw_whole) =
+        nn::value_and_grad(&l1, |v: &[Array]| loss(&whole, &v[0]))(std::slice::from_ref(&x))?;
+    let (_, gw_split) =
+        nn::value_and_grad(&a, |v: &[Array]| loss(&split, &v[0]))(std::slice::from_ref(&x))?;
+    let rows =
+        gw_whole["weight"].slice(&[wmx_core::Slice::range(4 * r as isize, 4 * r as isize + 4)])?;
+    close(
+        &gw_split["weight"].to_vec_f64()?,
+        &rows.to_vec_f64()?,
+        "tensor-parallel weight gradient",
+    );
+    assert_eq!(a.parameters()["weight"].shape(), &[4, 6]);
+    assert!(nn::AllToShardedLinear::new(&key, 6, 4 * n + 1, true, g).is_err() || n == 1);
     Ok(())
 }

@@ -301,7 +301,7 @@ pub fn reduce_scatter(x: &Array, group: &Group) -> Result<Array> {
             "a scalar cannot be split among ranks",
         ));
     };
-    if d0 % n != 0 {
+    if !d0.is_multiple_of(n) {
         return Err(error(
             "reduce_scatter",
             format!(

@@ -42,6 +42,7 @@ pub mod init;
 mod layers;
 pub mod losses;
 mod quantized;
+mod sharded;
 
 pub use activations::{
     Activation, Gelu, elu, gelu, gelu_approx, gelu_fast, glu, hardswish, leaky_relu, log_sigmoid,
@@ -58,6 +59,10 @@ pub use layers::{
     RmsNorm, Sequential, TransformerBlock,
 };
 pub use quantized::quantize;
+pub use sharded::{
+    AllToShardedLinear, GRADIENT_BUCKET_BYTES, ShardedToAllLinear, average_gradients,
+    sum_gradients, sum_replicated,
+};
 
 use crate::{Array, Error, Result};
 use std::collections::BTreeMap;
