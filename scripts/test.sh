@@ -39,6 +39,11 @@ done
 step "example: an MLP on scikit-learn's digits with wmx::nn and AdamW (>= 97 % test accuracy), on the CPU and the GPU"
 WMX_DEVICE=cpu "$examples/digits_mlp"
 "$examples/digits_mlp"
+step "example: the digits MLP trained data-parallel on 2 ranks (mpirun) equals one rank on the whole batches, on the CPU and the GPU"
+# Open MPI refuses root unless told (CI runs as root).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+WMX_DEVICE=cpu mpirun -n 2 --oversubscribe "$examples/digits_dp"
+mpirun -n 2 --oversubscribe "$examples/digits_dp"
 step "example: a CNN on the digits (two convolutions, max pooling; >= 98 % test accuracy), on the CPU and the GPU"
 WMX_DEVICE=cpu "$examples/digits_cnn"
 "$examples/digits_cnn"
