@@ -75,7 +75,7 @@ fn train(model: &nn::Sequential, d: &digits::Digits, group: &Group, print: bool)
 
 fn main() -> Result<()> {
     let world = distributed::init()?;
-    if BATCH % world.size() != 0 {
+    if !BATCH.is_multiple_of(world.size()) {
         eprintln!("{} ranks do not split a batch of {BATCH}", world.size());
         std::process::exit(2);
     }
