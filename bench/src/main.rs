@@ -53,6 +53,8 @@ mod blocks;
 mod conv;
 mod coop;
 mod decomp;
+#[cfg(feature = "mpi")]
+mod dist;
 mod linalg;
 mod llm;
 mod quant;
@@ -97,6 +99,7 @@ struct Options {
     quant: bool,
     /// Only the batched decompositions (`decomp.rs`).
     decomp: bool,
+    dist: bool,
     /// Only the language model (`llm.rs`).
     llm: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
@@ -123,6 +126,7 @@ impl Options {
             attention: false,
             quant: false,
             decomp: false,
+            dist: false,
             llm: false,
             sizes_given: false,
         };
@@ -165,11 +169,12 @@ impl Options {
                 "--attention" => o.attention = true,
                 "--quant" => o.quant = true,
                 "--decomp" => o.decomp = true,
+                "--dist" => o.dist = true,
                 "--llm" => o.llm = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant] [--decomp] [--llm]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant] [--decomp] [--dist [--train]] [--llm]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1513,8 +1518,17 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         coop::coop_peak(kr, o.reps)?;
         return Ok(rows);
     }
-    if o.attention || o.quant || o.llm || o.decomp {
-        if o.decomp {
+    if o.attention || o.quant || o.llm || o.decomp || o.dist {
+        if o.dist {
+            #[cfg(feature = "mpi")]
+            if o.train {
+                train::bench_gpt_dp(&dev, o.smoke, &mut rows)?;
+            } else {
+                dist::bench_dist(&dev, o.smoke, &mut rows)?;
+            }
+            #[cfg(not(feature = "mpi"))]
+            return Err("--dist needs the bench built with --features mpi".into());
+        } else if o.decomp {
             decomp::bench_decomp(&dev, o.smoke, &mut rows)?;
         } else if o.attention {
             attention::bench_attention(&dev, o.smoke, &mut rows)?;

@@ -439,3 +439,54 @@ fn row(op: &str, ms: f64, host: f64) -> Row {
         extra: vec![("host_ms", host)],
     }
 }
+
+/// `--dist --train`: the compiled GPT step data-parallel over the launched ranks,
+/// f32: each rank its own batch of `s.batch` sequences, the gradients averaged
+/// inside the compiled step (`optim::compile_step_with`). Run once without
+/// `mpirun` (one rank) and once with `mpirun -n 2`: throughput is ranks x batch
+/// per step time.
+pub(crate) fn bench_gpt_dp(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
+    let world = wmx::distributed::init().map_err(err)?;
+    let s = if smoke { GptSize::SMOKE } else { GptSize::FULL };
+    let steps = if smoke { 2 } else { 20 };
+    let r = world.rank() as u64;
+    let data = wmx::with_device(dev, || {
+        let k = wmx::random::split(&wmx::random::key(40 + r)?, 2)?;
+        let k = |i: isize| k.slice(&[wmx::Slice::range(i, i + 1)])?.reshape(&[2]);
+        let shape = [s.batch, s.seq];
+        let x = wmx::random::randint(&k(0)?, &shape, 0, s.vocab as i64, DType::I32)?;
+        let y = wmx::random::randint(&k(1)?, &shape, 0, s.vocab as i64, DType::I32)?;
+        Ok::<_, wmx::Error>([x, y])
+    })
+    .map_err(err)?;
+    let model = Arc::new(Gpt::new(dev, s).map_err(err)?);
+    let g = world.clone();
+    let mut step = optim::compile_step_with(
+        model.clone(),
+        optim::Adam::adamw(1e-3, 0.01),
+        move |m: &Gpt, a: &[Array]| gpt_loss(m, DType::F32, a),
+        move |grads| nn::average_gradients(&grads, &g, None),
+    )
+    .map_err(err)?;
+    let (ms, host) = time(dev, steps, || {
+        let l = step.call(&data).map_err(err)?;
+        settle(&*model, &l).map_err(err)
+    })?;
+    let tokens = (world.size() * s.batch * s.seq) as f64;
+    if world.rank() == 0 {
+        println!(
+            "train gpt data-parallel float32 b{} l{} d{} on {} ranks: {ms:8.3} ms/step (host {host:.3} ms), {:.0} tokens/s",
+            s.batch,
+            s.seq,
+            s.dims,
+            world.size(),
+            tokens / ms * 1e3
+        );
+    }
+    rows.push(Row {
+        dtype: DType::F32,
+        n: world.size(),
+        ..row("train_gpt_dp", ms, host)
+    });
+    Ok(())
+}

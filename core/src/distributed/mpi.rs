@@ -278,11 +278,25 @@ fn reduce_as<T: Equivalence + bytemuck::Pod + Default>(
     out: &mut [u8],
     scatter: bool,
 ) {
-    let mut xs = vec![T::default(); x.len() / std::mem::size_of::<T>()];
-    bytemuck::cast_slice_mut::<T, u8>(&mut xs).copy_from_slice(x);
-    let mut os = vec![T::default(); out.len() / std::mem::size_of::<T>()];
-    reduce_typed(c, op, &xs, &mut os, scatter);
-    out.copy_from_slice(bytemuck::cast_slice(&os));
+    // In place where the bytes are aligned for T (CPU buffers are), else copies.
+    let copied: Vec<T>;
+    let xs: &[T] = match bytemuck::try_cast_slice(x) {
+        Ok(xs) => xs,
+        Err(_) => {
+            let mut v = vec![T::default(); x.len() / std::mem::size_of::<T>()];
+            bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(x);
+            copied = v;
+            &copied
+        }
+    };
+    match bytemuck::try_cast_slice_mut::<u8, T>(out) {
+        Ok(os) => reduce_typed(c, op, xs, os, scatter),
+        Err(_) => {
+            let mut os = vec![T::default(); out.len() / std::mem::size_of::<T>()];
+            reduce_typed(c, op, xs, &mut os, scatter);
+            out.copy_from_slice(bytemuck::cast_slice(&os));
+        }
+    }
 }
 
 fn reduce_typed<T: Equivalence + Copy>(

@@ -930,6 +930,24 @@ where
     O: Optimizer + Clone + Send + Sync + 'static,
     F: Fn(&M, &[Array]) -> Result<Array> + Send + Sync + 'static,
 {
+    compile_step_with(model, opt, loss, Ok)
+}
+
+/// [`compile_step`] with the gradients passed through `grads` before the update,
+/// inside the compiled step: clipping, or averaging over the ranks of a
+/// data-parallel job (`|g| nn::average_gradients(&g, &world, None)`).
+pub fn compile_step_with<M, O, F, G>(
+    model: Arc<M>,
+    opt: O,
+    loss: F,
+    grads: G,
+) -> Result<CompiledStep<M, O>>
+where
+    M: Module + 'static,
+    O: Optimizer + Clone + Send + Sync + 'static,
+    F: Fn(&M, &[Array]) -> Result<Array> + Send + Sync + 'static,
+    G: Fn(Params) -> Result<Params> + Send + Sync + 'static,
+{
     let params: Vec<(String, crate::nn::Param)> = model
         .named_parameters()
         .into_iter()
@@ -956,7 +974,8 @@ where
         for ((_, q), v) in params.iter().zip(&saved) {
             q.set(v.clone())?;
         }
-        let (value, grads) = run?;
+        let (value, g) = run?;
+        let grads = grads(g)?;
         let mut new_p = Vec::with_capacity(np);
         let mut new_s = Vec::with_capacity(np * ns);
         for (i, name) in names_in.iter().enumerate() {
