@@ -524,6 +524,38 @@ impl<D: Driver> Backend for GpuBackend<D> {
         })
     }
 
+    fn read_host(&self, b: &GpuBuffer<D>) -> Result<wmx_core::cpu::CpuBuffer> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let g = match self.cached_or_gpu(b)? {
+                Ok(host) => return Ok(wmx_core::cpu::CpuBuffer::from_bytes(&host)),
+                Err(g) => g,
+            };
+            let mut out = wmx_core::cpu::CpuBuffer::uninit(b.bytes as usize);
+            pollster::block_on(read_mem_into(&self.kernels, &g, out.bytes_mut()))?;
+            self.check()?;
+            self.shared.count_download(b.bytes);
+            Ok(out)
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let _ = b;
+            Err(self.err("blocking reads are impossible in the browser".into()))
+        }
+    }
+
+    fn upload(&self, bytes: &[u8], _dtype: DType) -> Result<GpuBuffer<D>> {
+        let mem = self.upload_mem(bytes)?;
+        Ok(GpuBuffer {
+            shared: self.shared.clone(),
+            bytes: bytes.len() as u64,
+            data: Arc::new(Mutex::new(Data {
+                gpu: Some(mem),
+                host: None,
+            })),
+        })
+    }
+
     fn read(&self, b: &GpuBuffer<D>) -> Result<Arc<Vec<u8>>> {
         #[cfg(not(target_arch = "wasm32"))]
         {
@@ -1147,6 +1179,24 @@ async fn read_mem<D: Driver>(
         }
     }
     Ok(all)
+}
+
+/// The first `out.len()` bytes of `mem` into `out`, segment by segment.
+#[cfg(not(target_arch = "wasm32"))]
+async fn read_mem_into<D: Driver>(
+    kernels: &Kernels<D>,
+    mem: &Mem<D::Buffer>,
+    out: &mut [u8],
+) -> Result<()> {
+    for (part, start, end) in mem.ranges(out.len() as u64) {
+        if start < end {
+            kernels
+                .read_into(part, 0, &mut out[start as usize..end as usize])
+                .await
+                .map_err(kerr)?;
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------- public helpers

@@ -94,8 +94,16 @@ impl<D: Driver> GpuBackend<D> {
             return Ok(g.clone());
         }
         let host = d.host.clone().expect("a buffer has host or GPU data");
-        let mem = alloc(&self.shared, b.bytes, false)?;
-        for (part, start, end) in mem.ranges(b.bytes) {
+        let mem = self.upload_mem(&host)?;
+        d.gpu = Some(mem.clone());
+        Ok(mem)
+    }
+
+    /// Fresh GPU memory holding `host` (written before the next batch runs).
+    pub(crate) fn upload_mem(&self, host: &[u8]) -> Result<Mem<D::Buffer>> {
+        let len = host.len() as u64;
+        let mem = alloc(&self.shared, len, false)?;
+        for (part, start, end) in mem.ranges(len) {
             if start < end {
                 let bytes = &host[start as usize..end as usize];
                 if bytes.len().is_multiple_of(4) {
@@ -107,8 +115,7 @@ impl<D: Driver> GpuBackend<D> {
                 }
             }
         }
-        self.shared.count_upload(b.bytes);
-        d.gpu = Some(mem.clone());
+        self.shared.count_upload(len);
         Ok(mem)
     }
 

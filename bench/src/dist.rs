@@ -31,7 +31,10 @@ fn timed(g: &Group, dev: &Device, reps: usize, mut f: impl FnMut() -> Res<()>) -
         t.push(s.elapsed().as_secs_f64() * 1e3);
     }
     let mine = Array::from_slice_on(&[median(t)], &[1], &Device::cpu()).map_err(err)?;
-    Ok(distributed::all_max(&mine, g).map_err(err)?.item::<f64>().map_err(err)?)
+    distributed::all_max(&mine, g)
+        .map_err(err)?
+        .item::<f64>()
+        .map_err(err)
 }
 
 pub(crate) fn bench_dist(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
@@ -53,27 +56,43 @@ pub(crate) fn bench_dist(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<
     for bytes in sizes {
         let len = bytes / 4;
         let reps = if bytes >= 1 << 28 { 3 } else { 7 };
-        let x = wmx::with_device(dev, || wmx::full(&[len], (r + 1) as f64, DType::F32)).map_err(err)?;
+        let x =
+            wmx::with_device(dev, || wmx::full(&[len], (r + 1) as f64, DType::F32)).map_err(err)?;
         x.eval().map_err(err)?;
         let one = wmx::scalar(1.0, DType::F32).map_err(err)?;
         // A fresh array each time: a GPU array read once keeps its host copy.
         let fresh = || wmx::multiply(&x, &one);
         let y = distributed::all_sum(&fresh().map_err(err)?, &g).map_err(err)?;
-        let head = y.slice(&[wmx::Slice::range(0, 4)]).map_err(err)?.to_vec::<f32>().map_err(err)?;
+        let head = y
+            .slice(&[wmx::Slice::range(0, 4)])
+            .map_err(err)?
+            .to_vec::<f32>()
+            .map_err(err)?;
         let want = (n * (n + 1) / 2) as f32;
         if head.iter().any(|&v| v != want) {
             return Err(format!("all_sum gave {head:?}, expected {want}"));
         }
-        let t_scale = timed(&g, dev, reps, || fresh().and_then(|a| a.eval()).map_err(err))?;
-        let t_all = timed(&g, dev, reps, || {
-            distributed::all_sum(&fresh().map_err(err)?, &g).and_then(|a| a.eval()).map_err(err)
+        let t_scale = timed(&g, dev, reps, || {
+            fresh().and_then(|a| a.eval()).map_err(err)
         })?;
-        let t_down = timed(&g, dev, reps, || fresh().and_then(|a| a.to_vec::<f32>()).map(drop).map_err(err))?;
+        let t_all = timed(&g, dev, reps, || {
+            distributed::all_sum(&fresh().map_err(err)?, &g)
+                .and_then(|a| a.eval())
+                .map_err(err)
+        })?;
+        let t_down = timed(&g, dev, reps, || {
+            fresh()
+                .and_then(|a| a.to_vec::<f32>())
+                .map(drop)
+                .map_err(err)
+        })?;
         let host = vec![0u8; bytes];
         let mut copies: Vec<Vec<u8>> = (0..reps + 1).map(|_| host.clone()).collect();
         let t_up = timed(&g, dev, reps, || {
             let b = copies.pop().ok_or("out of copies")?;
-            Array::from_bytes_on(b, &[len], DType::F32, dev).and_then(|a| a.eval()).map_err(err)
+            Array::from_bytes_on(b, &[len], DType::F32, dev)
+                .and_then(|a| a.eval())
+                .map_err(err)
         })?;
         drop(copies);
         let send = vec![1.0f32; len];

@@ -58,6 +58,7 @@ mod dist;
 mod linalg;
 mod llm;
 mod quant;
+mod readback;
 mod train;
 
 use std::fmt::Write as _;
@@ -100,6 +101,7 @@ struct Options {
     /// Only the batched decompositions (`decomp.rs`).
     decomp: bool,
     dist: bool,
+    readback: bool,
     /// Only the language model (`llm.rs`).
     llm: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
@@ -127,6 +129,7 @@ impl Options {
             quant: false,
             decomp: false,
             dist: false,
+            readback: false,
             llm: false,
             sizes_given: false,
         };
@@ -170,6 +173,7 @@ impl Options {
                 "--quant" => o.quant = true,
                 "--decomp" => o.decomp = true,
                 "--dist" => o.dist = true,
+                "--readback" => o.readback = true,
                 "--llm" => o.llm = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
@@ -1513,6 +1517,11 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         );
     }
     let mut rows = Vec::new();
+    if o.readback {
+        let kr = kern.as_ref().ok_or("--readback needs a WebGPU device")?;
+        readback::bench_readback(kr)?;
+        return Ok(rows);
+    }
     if o.coop_peak {
         let kr = kern.as_ref().ok_or("--coop-peak needs a WebGPU device")?;
         coop::coop_peak(kr, o.reps)?;

@@ -445,6 +445,7 @@ fn row(op: &str, ms: f64, host: f64) -> Row {
 /// inside the compiled step (`optim::compile_step_with`). Run once without
 /// `mpirun` (one rank) and once with `mpirun -n 2`: throughput is ranks x batch
 /// per step time.
+#[cfg(feature = "mpi")]
 pub(crate) fn bench_gpt_dp(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
     let world = wmx::distributed::init().map_err(err)?;
     let s = if smoke { GptSize::SMOKE } else { GptSize::FULL };

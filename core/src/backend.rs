@@ -57,6 +57,17 @@ pub trait Backend: Send + Sync + 'static {
     fn from_host(&self, bytes: Vec<u8>, dtype: DType) -> Result<Self::Buffer>;
     /// All bytes of a buffer, blocking until pending work is done.
     fn read(&self, buffer: &Self::Buffer) -> Result<Arc<Vec<u8>>>;
+    /// All bytes of a buffer in a host buffer from the CPU backend's pool (reused
+    /// host memory: no page faults), for code that runs on the host
+    /// ([`CustomPrimitive::eval_on_host`]). The default copies [`Backend::read`]'s.
+    fn read_host(&self, buffer: &Self::Buffer) -> Result<crate::cpu::CpuBuffer> {
+        Ok(crate::cpu::CpuBuffer::from_bytes(&self.read(buffer)?))
+    }
+    /// A buffer holding a copy of `bytes`, made now (nothing of the caller's is
+    /// kept). The default is [`Backend::from_host`] of a copy.
+    fn upload(&self, bytes: &[u8], dtype: DType) -> Result<Self::Buffer> {
+        self.from_host(bytes.to_vec(), dtype)
+    }
     /// All bytes of a buffer, without blocking (works on wasm).
     fn read_async(&self, buffer: &Self::Buffer) -> BoxFuture<'static, Result<Arc<Vec<u8>>>>;
     /// Submits recorded work (the end of an eval).
@@ -458,7 +469,7 @@ fn on_host<B: Backend>(
 ) -> Result<B::Buffer> {
     let host = ins
         .iter()
-        .map(|v| Ok(crate::cpu::CpuBuffer::from_bytes(&be.read(v.buffer)?)))
+        .map(|v| be.read_host(v.buffer))
         .collect::<Result<Vec<_>>>()?;
     let views: Vec<View<'_, crate::cpu::CpuBuffer>> = host
         .iter()
@@ -488,7 +499,7 @@ fn on_host<B: Backend>(
             ),
         ));
     }
-    be.from_host(out.bytes().to_vec(), dtype)
+    be.upload(out.bytes(), dtype)
 }
 
 thread_local! {

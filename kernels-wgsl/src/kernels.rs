@@ -293,6 +293,31 @@ impl<D: Driver> Kernels<D> {
         Ok(bytes)
     }
 
+    /// [`Kernels::read`] of `out.len()` bytes at `byte_offset` into `out`.
+    pub async fn read_into(
+        &self,
+        buffer: &D::Buffer,
+        byte_offset: u64,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let len = out.len() as u64;
+        let size = buffer.byte_size();
+        if byte_offset.checked_add(len).is_none_or(|e| e > size) {
+            return Err(Error::Shape(format!(
+                "read of {len} bytes at {byte_offset} past the end of a {size}-byte buffer"
+            )));
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        if !byte_offset.is_multiple_of(4) || !len.is_multiple_of(4) {
+            let v = self.read(buffer, byte_offset, len).await?;
+            out.copy_from_slice(&v);
+            return Ok(());
+        }
+        self.inner.driver.read_into(buffer, byte_offset, out).await
+    }
+
     /// Blocking [`Kernels::read`].
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_blocking(

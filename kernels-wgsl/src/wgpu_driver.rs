@@ -199,8 +199,7 @@ impl Driver for Wgpu {
         offset: u64,
         size: u64,
     ) -> impl Future<Output = Result<Vec<u8>>> + Send {
-        let dev = self.device.clone();
-        let queue = self.queue.clone();
+        let this = self.clone_handles();
         let buffer = buffer.clone();
         async move {
             let mut out = Vec::new();
@@ -209,57 +208,21 @@ impl Driver for Wgpu {
                     "out of memory: {size} bytes of host memory for a read"
                 ))
             })?;
-            let mut chunk = size.min(READ_CHUNK);
-            let staging = loop {
-                let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-                let staging = dev.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("wmx-kernels readback"),
-                    size: chunk,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                });
-                if scope.pop().await.is_none() {
-                    break staging;
-                }
-                staging.destroy();
-                if chunk <= MIN_READ_CHUNK {
-                    return Err(Error::OutOfMemory { bytes: chunk });
-                }
-                chunk = (chunk / 2).max(MIN_READ_CHUNK).next_multiple_of(4);
-            };
-            let mut done = 0;
-            while done < size {
-                let len = (size - done).min(chunk);
-                let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("wmx-kernels read"),
-                });
-                enc.copy_buffer_to_buffer(&buffer, offset + done, &staging, 0, len);
-                queue.submit([enc.finish()]);
-                let (tx, rx) = futures::channel::oneshot::channel();
-                staging
-                    .slice(..len)
-                    .map_async(wgpu::MapMode::Read, move |r| {
-                        let _ = tx.send(r);
-                    });
-                #[cfg(not(target_arch = "wasm32"))]
-                dev.poll(wgpu::PollType::wait_indefinitely())
-                    .map_err(|e| Error::Map(e.to_string()))?;
-                rx.await
-                    .map_err(|_| Error::Map("map callback dropped".into()))?
-                    .map_err(|e| Error::Map(e.to_string()))?;
-                {
-                    let view = staging
-                        .slice(..len)
-                        .get_mapped_range()
-                        .map_err(|e| Error::Map(e.to_string()))?;
-                    out.extend_from_slice(&view);
-                }
-                staging.unmap();
-                done += len;
-            }
-            staging.destroy();
+            this.read_chunks(&buffer, offset, size, |bytes| out.extend_from_slice(bytes))
+                .await?;
             Ok(out)
         }
+    }
+
+    async fn read_into(&self, buffer: &wgpu::Buffer, offset: u64, out: &mut [u8]) -> Result<()> {
+        let mut at = 0;
+        let size = out.len() as u64;
+        self.clone_handles()
+            .read_chunks(buffer, offset, size, |bytes| {
+                out[at..at + bytes.len()].copy_from_slice(bytes);
+                at += bytes.len();
+            })
+            .await
     }
 
     fn timestamps(&self, count: u32) -> Option<wgpu::QuerySet> {
@@ -683,4 +646,90 @@ pub(crate) fn encode_passes<'b>(
 /// Bytes bound for a parameter list of `words` words.
 pub(crate) fn params_binding(words: usize) -> usize {
     (words.max(1) * 4).next_power_of_two().max(PARAM_BINDING)
+}
+
+/// The device and queue, for reads that outlive a borrow of the driver.
+struct Handles {
+    dev: wgpu::Device,
+    queue: wgpu::Queue,
+}
+
+impl Wgpu {
+    fn clone_handles(&self) -> Handles {
+        Handles {
+            dev: self.device.clone(),
+            queue: self.queue.clone(),
+        }
+    }
+}
+
+impl Handles {
+    /// Copies the range into a staging buffer, maps it and hands each mapped
+    /// chunk to `sink`, at most 64 MiB at a time through one staging buffer
+    /// (smaller when the device cannot allocate that much): reading an array never
+    /// needs a second copy of it on the device, which fails when the device is
+    /// nearly full. On native the device is polled; in the browser the map
+    /// callbacks are awaited.
+    async fn read_chunks(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+        mut sink: impl FnMut(&[u8]),
+    ) -> Result<()> {
+        let (dev, queue) = (&self.dev, &self.queue);
+        if size == 0 {
+            return Ok(());
+        }
+        let mut chunk = size.min(READ_CHUNK);
+        let staging = loop {
+            let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let staging = dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wmx-kernels readback"),
+                size: chunk,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            if scope.pop().await.is_none() {
+                break staging;
+            }
+            staging.destroy();
+            if chunk <= MIN_READ_CHUNK {
+                return Err(Error::OutOfMemory { bytes: chunk });
+            }
+            chunk = (chunk / 2).max(MIN_READ_CHUNK).next_multiple_of(4);
+        };
+        let mut done = 0;
+        while done < size {
+            let len = (size - done).min(chunk);
+            let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("wmx-kernels read"),
+            });
+            enc.copy_buffer_to_buffer(buffer, offset + done, &staging, 0, len);
+            queue.submit([enc.finish()]);
+            let (tx, rx) = futures::channel::oneshot::channel();
+            staging
+                .slice(..len)
+                .map_async(wgpu::MapMode::Read, move |r| {
+                    let _ = tx.send(r);
+                });
+            #[cfg(not(target_arch = "wasm32"))]
+            dev.poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| Error::Map(e.to_string()))?;
+            rx.await
+                .map_err(|_| Error::Map("map callback dropped".into()))?
+                .map_err(|e| Error::Map(e.to_string()))?;
+            {
+                let view = staging
+                    .slice(..len)
+                    .get_mapped_range()
+                    .map_err(|e| Error::Map(e.to_string()))?;
+                sink(&view);
+            }
+            staging.unmap();
+            done += len;
+        }
+        staging.destroy();
+        Ok(())
+    }
 }
