@@ -130,9 +130,11 @@ impl<D: Driver> Pool<D> {
                     b
                 }
                 None => match self.create(class) {
-                    // Cached free buffers hold memory: give it back and try again.
-                    Err(k::Error::OutOfMemory { .. }) if self.cached > 0 => {
+                    // Cached free buffers and the kept read staging hold memory:
+                    // give it back and try again.
+                    Err(k::Error::OutOfMemory { .. }) => {
                         self.clear();
+                        self.kernels.clear_staging();
                         self.create(class)?
                     }
                     r => r?,

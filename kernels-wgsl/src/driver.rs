@@ -110,6 +110,8 @@ pub trait Driver: Send + Sync + Sized + 'static {
     /// Drops state cached per bound buffer (bind groups), which keeps those
     /// buffers alive.
     fn clear_bindings(&self) {}
+    /// Drops staging memory kept between reads.
+    fn clear_staging(&self) {}
     /// Whether the device refused `buffer`'s allocation after handing it out (in
     /// the browser out of memory arrives asynchronously); asked once, when the
     /// buffer is released, so it is destroyed instead of reused.

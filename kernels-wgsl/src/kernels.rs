@@ -431,9 +431,15 @@ impl<D: Driver> Kernels<D> {
     }
 
     /// Drops the scratch buffers kept for reductions and sorting (work already
-    /// recorded keeps its own references).
+    /// recorded keeps its own references) and the driver's staging buffer for reads.
     pub fn clear_scratch(&self) {
         *self.inner.scratch.lock().unwrap() = Default::default();
+        self.clear_staging();
+    }
+
+    /// Drops the staging buffer the driver keeps between reads.
+    pub fn clear_staging(&self) {
+        self.inner.driver.clear_staging();
     }
 
     /// Drops state the driver keeps per bound buffer (wgpu's bind groups, which

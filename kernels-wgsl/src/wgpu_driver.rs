@@ -71,6 +71,9 @@ pub struct Wgpu {
     /// Where an allocation refused after the fact is reported (`on_error`'s).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     report: Arc<Mutex<Option<ErrorSink>>>,
+    /// The last read's staging buffer, kept for the next (creating one of 64 MiB
+    /// took 36 ms on an H200: bench/NOTES.md, run 97).
+    readback: Arc<Mutex<Option<wgpu::Buffer>>>,
 }
 
 /// A handler of errors that arrive after the call causing them.
@@ -408,6 +411,17 @@ impl Driver for Wgpu {
         self.submit.lock().unwrap().bind_groups.clear();
     }
 
+    fn clear_staging(&self) {
+        if let Some(b) = self
+            .readback
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            b.destroy();
+        }
+    }
+
     fn refused(&self, buffer: &wgpu::Buffer) -> bool {
         let mut r = self.refused.lock().unwrap();
         !r.is_empty() && r.remove(buffer)
@@ -424,6 +438,7 @@ impl Wgpu {
             layouts: Mutex::new(HashMap::new()),
             submit: Mutex::new(SubmitState::default()),
             refused: Arc::default(),
+            readback: Arc::default(),
             report: Arc::default(),
         }
     }
@@ -652,6 +667,7 @@ pub(crate) fn params_binding(words: usize) -> usize {
 struct Handles {
     dev: wgpu::Device,
     queue: wgpu::Queue,
+    readback: Arc<Mutex<Option<wgpu::Buffer>>>,
 }
 
 impl Wgpu {
@@ -659,6 +675,7 @@ impl Wgpu {
         Handles {
             dev: self.device.clone(),
             queue: self.queue.clone(),
+            readback: self.readback.clone(),
         }
     }
 }
@@ -682,22 +699,33 @@ impl Handles {
             return Ok(());
         }
         let mut chunk = size.min(READ_CHUNK);
-        let staging = loop {
-            let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-            let staging = dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("wmx-kernels readback"),
-                size: chunk,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            if scope.pop().await.is_none() {
-                break staging;
+        let kept = self
+            .readback
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .filter(|b| b.size() >= chunk);
+        let staging = if let Some(b) = kept {
+            chunk = b.size();
+            b
+        } else {
+            loop {
+                let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+                let staging = dev.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("wmx-kernels readback"),
+                    size: chunk,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                if scope.pop().await.is_none() {
+                    break staging;
+                }
+                staging.destroy();
+                if chunk <= MIN_READ_CHUNK {
+                    return Err(Error::OutOfMemory { bytes: chunk });
+                }
+                chunk = (chunk / 2).max(MIN_READ_CHUNK).next_multiple_of(4);
             }
-            staging.destroy();
-            if chunk <= MIN_READ_CHUNK {
-                return Err(Error::OutOfMemory { bytes: chunk });
-            }
-            chunk = (chunk / 2).max(MIN_READ_CHUNK).next_multiple_of(4);
         };
         let mut done = 0;
         while done < size {
@@ -729,7 +757,16 @@ impl Handles {
             staging.unmap();
             done += len;
         }
-        staging.destroy();
+        // Kept for the next read, the larger of two.
+        let mut slot = self.readback.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            Some(old) if old.size() >= staging.size() => staging.destroy(),
+            _ => {
+                if let Some(old) = slot.replace(staging) {
+                    old.destroy();
+                }
+            }
+        }
         Ok(())
     }
 }
