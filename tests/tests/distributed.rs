@@ -62,6 +62,61 @@ fn collectives() {
     }
 }
 
+/// A rank that ends with a non-zero status while the other waits in a collective
+/// ends the whole job (MPI_Abort from wmx's exit handler), with a message naming
+/// it: no hang.
+#[test]
+fn a_failing_rank_ends_the_job() {
+    if std::env::var_os(CHILD).is_some() {
+        let world = dist::init().unwrap();
+        if world.rank() == 1 {
+            std::process::exit(3);
+        }
+        let x = Array::from_slice_on(&[1.0f32], &[1], &Device::cpu()).unwrap();
+        let _ = dist::all_sum(&x, &world).unwrap().eval();
+        panic!("rank 0's all_sum returned although rank 1 never joined it");
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut child = std::process::Command::new("mpirun")
+        .args(["-n", "2", "--oversubscribe"])
+        .arg(&exe)
+        .args([
+            "--exact",
+            "a_failing_rank_ends_the_job",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mpirun starts (README's test command installs Open MPI)");
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            child.kill().ok();
+            panic!("the job still ran 120 s after rank 1 exited: it hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!status.success(), "the job succeeded:\n{text}");
+    assert!(
+        text.contains("rank 1 is exiting with status 3: ending the job"),
+        "{text}"
+    );
+}
+
 /// Outside a launcher: a group of one, whose collectives are identities.
 fn single() -> Result<()> {
     let g = dist::init()?;
