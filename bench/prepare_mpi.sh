@@ -6,8 +6,8 @@
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 mkdir -p .gpu/mpi
-o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64'
-ls .gpu/mpi/libopenmpi3_*.deb >/dev/null 2>&1 || (cd .gpu/mpi && apt-get -qq $o download \
+o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64)
+compgen -G '.gpu/mpi/libopenmpi3_*.deb' >/dev/null || (cd .gpu/mpi && apt-get -qq "${o[@]}" download \
   openmpi-bin openmpi-common libopenmpi3 libpmix2 libevent-core-2.1-7 \
   libevent-pthreads-2.1-7 libhwloc15 libfabric1 libibverbs1 ibverbs-providers \
   librdmacm1 libnl-3-200 libnl-route-3-200 libnuma1 libpsm2-2 libpsm-infinipath1 \
@@ -23,4 +23,5 @@ ldconfig
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=cma
 SH
-echo "ready: .gpu/mpi holds $(ls .gpu/mpi/*.deb | wc -l) packages; build with \`cargo build --release -p wmx-bench --bin bench --features mpi\`, then on the 2-GPU machine: source .gpu/setup.sh; source .gpu/mpi/setup.sh; mpirun -n 2 --bind-to none target/release/bench --dist"
+debs=(.gpu/mpi/*.deb)
+echo "ready: .gpu/mpi holds ${#debs[@]} packages; build with \`cargo build --release -p wmx-bench --bin bench --features mpi\`, then on the 2-GPU machine: source .gpu/setup.sh; source .gpu/mpi/setup.sh; mpirun -n 2 --bind-to none target/release/bench --dist"
