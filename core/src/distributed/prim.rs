@@ -329,7 +329,10 @@ pub fn broadcast(x: &Array, root: usize, group: &Group) -> Result<Array> {
 }
 
 /// Sends `x` to rank `dst` when the result is evaluated; the result is `x` (keep
-/// it and evaluate it: an unevaluated send sends nothing).
+/// it and evaluate it: an unevaluated send sends nothing). The evaluation returns
+/// once MPI has buffered the message or the receiver has taken it, so pair sends
+/// and receives so that each meets its partner (in a ring, even ranks send first
+/// and odd ranks receive first).
 pub fn send(x: &Array, dst: usize, group: &Group) -> Result<Array> {
     check_rank("send", dst, group, true)?;
     run(Kind::Send(dst), x, group, x.shape())
