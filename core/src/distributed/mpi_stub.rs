@@ -7,6 +7,20 @@ use crate::{DType, Result};
 pub(crate) enum Comm {}
 
 pub(crate) fn world() -> Result<Option<std::sync::Arc<Comm>>> {
+    // Started by mpirun with several ranks but built without MPI: each rank would
+    // work alone, so say so once.
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    let ranks = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok());
+    if let Some(n) = ranks.filter(|&n| n > 1) {
+        WARNED.call_once(|| {
+            eprintln!(
+                "wmx: started as one of {n} ranks, but built without the `mpi` feature: \
+                 this rank is a group of one (build wmx with --features mpi)"
+            )
+        });
+    }
     Ok(None)
 }
 
