@@ -25,8 +25,17 @@ fn lock() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Elements per MPI call: counts are C ints.
-const CHUNK: usize = 1 << 28;
+/// Elements per MPI call (counts are C ints): 2^28, or `WMX_MPI_CHUNK` (for
+/// tests of the chunked paths with small arrays).
+fn chunk() -> usize {
+    static CHUNK: OnceLock<usize> = OnceLock::new();
+    *CHUNK.get_or_init(|| {
+        std::env::var("WMX_MPI_CHUNK")
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+            .map_or(1 << 28, |c| c.clamp(1, 1 << 28))
+    })
+}
 
 /// Whether a launcher (mpirun, mpiexec, srun with PMI) started this process.
 fn launched() -> bool {
@@ -187,13 +196,13 @@ impl Comm {
     pub(crate) fn all_gather(&self, x: &[u8], out: &mut [u8]) {
         let _g = lock();
         let n = self.0.size() as usize;
-        if x.len() <= CHUNK {
+        if x.len() <= chunk() {
             self.0.all_gather_into(x, out);
             return;
         }
         let mut tmp = Vec::new();
-        for start in (0..x.len()).step_by(CHUNK) {
-            let part = &x[start..(start + CHUNK).min(x.len())];
+        for start in (0..x.len()).step_by(chunk()) {
+            let part = &x[start..(start + chunk()).min(x.len())];
             tmp.resize(part.len() * n, 0u8);
             self.0.all_gather_into(part, &mut tmp[..]);
             for (r, got) in tmp.chunks(part.len()).enumerate() {
@@ -206,7 +215,7 @@ impl Comm {
     pub(crate) fn broadcast(&self, root: usize, buf: &mut [u8]) {
         let _g = lock();
         let p = self.0.process_at_rank(root as i32);
-        for part in buf.chunks_mut(CHUNK) {
+        for part in buf.chunks_mut(chunk()) {
             p.broadcast_into(part);
         }
     }
@@ -215,7 +224,7 @@ impl Comm {
         let _g = lock();
         let p = self.0.process_at_rank(dst as i32);
         p.send_with_tag(&h[..], TAG_HEADER);
-        for part in x.chunks(CHUNK) {
+        for part in x.chunks(chunk()) {
             p.send_with_tag(part, TAG_DATA);
         }
     }
@@ -234,14 +243,14 @@ impl Comm {
         p.receive_into_with_tag(&mut h[..], TAG_HEADER);
         let bytes = bytes_of(&h);
         if bytes == out.len() {
-            for part in out.chunks_mut(CHUNK) {
+            for part in out.chunks_mut(chunk()) {
                 p.receive_into_with_tag(part, TAG_DATA);
             }
         } else {
-            let mut scratch = vec![0u8; bytes.min(CHUNK)];
+            let mut scratch = vec![0u8; bytes.min(chunk())];
             let mut left = bytes;
             while left > 0 {
-                let n = left.min(CHUNK);
+                let n = left.min(chunk());
                 p.receive_into_with_tag(&mut scratch[..n], TAG_DATA);
                 left -= n;
             }
@@ -307,7 +316,7 @@ fn reduce_typed<T: Equivalence + Copy>(
     scatter: bool,
 ) {
     if !scatter {
-        for (x, o) in xs.chunks(CHUNK).zip(os.chunks_mut(CHUNK)) {
+        for (x, o) in xs.chunks(chunk()).zip(os.chunks_mut(chunk())) {
             c.all_reduce_into(x, o, system_op(op));
         }
         return;
@@ -315,12 +324,12 @@ fn reduce_typed<T: Equivalence + Copy>(
     // Reduce-scatter in column chunks of each rank's block.
     let n = c.size() as usize;
     let block = os.len();
-    if block <= CHUNK {
+    if block <= chunk() {
         c.reduce_scatter_block_into(xs, os, system_op(op));
         return;
     }
-    for start in (0..block).step_by(CHUNK) {
-        let len = CHUNK.min(block - start);
+    for start in (0..block).step_by(chunk()) {
+        let len = chunk().min(block - start);
         let mut part: Vec<T> = Vec::with_capacity(len * n);
         for r in 0..n {
             part.extend_from_slice(&xs[r * block + start..][..len]);
