@@ -23,7 +23,8 @@
 //!
 //! **Failures.** A rank that ends with a non-zero status (an `Err` returned from
 //! `main`, a panic) aborts the whole job with a message naming it; a rank that
-//! ends with status 0 finalises MPI.
+//! ends with status 0 finalises MPI. (The status is read with glibc's `on_exit`;
+//! with another C library every rank finalises at exit.)
 //!
 //! **Gradients.** The rules differentiate the sum of every rank's result: the
 //! cotangent of [`all_sum`] is the [`all_sum`] of the cotangents, of
@@ -32,8 +33,9 @@
 //! and zero elsewhere; [`all_max`] and [`all_min`] route it to the ranks that
 //! hold the extreme (split evenly on ties). For a loss that every rank computes
 //! identically (tensor parallelism), `nn::AllToShardedLinear` and
-//! `nn::ShardedToAllLinear` use the conventions that loss needs. [`send`] and
-//! [`recv`] batch under `vmap` but have no derivative rules.
+//! `nn::ShardedToAllLinear` use the conventions that loss needs. Under `vmap` a
+//! [`send`] sends the batched array whole; [`send`] and [`recv`] have no
+//! derivative rules.
 //!
 //! With several GPUs on one host, each rank opens adapter `local rank % adapters`
 //! (`WMX_ADAPTER=i` overrides it); the device's name says which.
