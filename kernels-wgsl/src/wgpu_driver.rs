@@ -71,8 +71,10 @@ pub struct Wgpu {
     /// Where an allocation refused after the fact is reported (`on_error`'s).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     report: Arc<Mutex<Option<ErrorSink>>>,
-    /// The last read's staging buffer, kept for the next (creating one of 64 MiB
-    /// took 36 ms on an H200: bench/NOTES.md, run 97).
+    /// The staging buffer of the last `read_into` (at most `READ_CHUNK`; the host
+    /// path of collectives reads repeatedly), kept for the next read: creating
+    /// one of 64 MiB took 36 ms on an H200 (bench/NOTES.md, run 97). `read`
+    /// (arrays read by the user) uses it when there is one, and keeps none.
     readback: Arc<Mutex<Option<wgpu::Buffer>>>,
 }
 
@@ -211,8 +213,10 @@ impl Driver for Wgpu {
                     "out of memory: {size} bytes of host memory for a read"
                 ))
             })?;
-            this.read_chunks(&buffer, offset, size, |bytes| out.extend_from_slice(bytes))
-                .await?;
+            this.read_chunks(&buffer, offset, size, false, |bytes| {
+                out.extend_from_slice(bytes)
+            })
+            .await?;
             Ok(out)
         }
     }
@@ -221,7 +225,7 @@ impl Driver for Wgpu {
         let mut at = 0;
         let size = out.len() as u64;
         self.clone_handles()
-            .read_chunks(buffer, offset, size, |bytes| {
+            .read_chunks(buffer, offset, size, true, |bytes| {
                 out[at..at + bytes.len()].copy_from_slice(bytes);
                 at += bytes.len();
             })
@@ -686,12 +690,14 @@ impl Handles {
     /// (smaller when the device cannot allocate that much): reading an array never
     /// needs a second copy of it on the device, which fails when the device is
     /// nearly full. On native the device is polled; in the browser the map
-    /// callbacks are awaited.
+    /// callbacks are awaited. With `keep`, the staging buffer stays for the next
+    /// read.
     async fn read_chunks(
         &self,
         buffer: &wgpu::Buffer,
         offset: u64,
         size: u64,
+        keep: bool,
         mut sink: impl FnMut(&[u8]),
     ) -> Result<()> {
         let (dev, queue) = (&self.dev, &self.queue);
@@ -705,6 +711,7 @@ impl Handles {
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .filter(|b| b.size() >= chunk);
+        let reused = kept.is_some();
         let staging = if let Some(b) = kept {
             chunk = b.size();
             b
@@ -757,8 +764,12 @@ impl Handles {
             staging.unmap();
             done += len;
         }
-        // Kept for the next read, the larger of two.
+        // Kept for the next read, the larger of two; a kept one taken goes back.
         let mut slot = self.readback.lock().unwrap_or_else(|e| e.into_inner());
+        if !keep && !reused {
+            staging.destroy();
+            return Ok(());
+        }
         match slot.as_ref() {
             Some(old) if old.size() >= staging.size() => staging.destroy(),
             _ => {
