@@ -11,8 +11,16 @@ use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-/// One communicator; every use goes through [`lock`].
-pub(crate) struct Comm(SimpleCommunicator);
+/// One communicator; every use goes through [`lock`], its release too.
+pub(crate) struct Comm(std::mem::ManuallyDrop<SimpleCommunicator>);
+
+impl Drop for Comm {
+    fn drop(&mut self) {
+        let _g = lock();
+        // SAFETY: dropped once, here; the field is not used after.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.0) };
+    }
+}
 // SAFETY: MPI is initialised with at least `Serialized` threading and every call
 // on a communicator (including its drop) happens under `LOCK`.
 unsafe impl Send for Comm {}
@@ -71,7 +79,9 @@ pub(crate) fn world() -> Result<Option<std::sync::Arc<Comm>>> {
             // The universe finalises MPI when dropped: it never is; `at_exit` does.
             std::mem::forget(universe);
             at_exit();
-            Ok(Some(std::sync::Arc::new(Comm(world))))
+            Ok(Some(std::sync::Arc::new(Comm(
+                std::mem::ManuallyDrop::new(world),
+            ))))
         })
         .clone()
         .map_err(|msg| Error::invalid("distributed::init", msg))
@@ -138,7 +148,7 @@ impl Comm {
             .map_err(|_| Error::invalid("Group::split", format!("color {color} is too large")))?;
         self.0
             .split_by_color_with_key(Color::with_value(c), key)
-            .map(Comm)
+            .map(|c| Comm(std::mem::ManuallyDrop::new(c)))
             .ok_or_else(|| Error::invalid("Group::split", "MPI gave no communicator"))
     }
 
