@@ -192,3 +192,32 @@ pub(crate) fn describe(h: &Header) -> String {
 pub(crate) fn error(op: &'static str, msg: impl Into<String>) -> Error {
     Error::invalid(op, msg)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_tell_shapes_apart_and_describe_them() {
+        let h = header(1, DType::F32, &[3, 4], 0);
+        assert_eq!(describe(&h), "f32 [3, 4]");
+        assert_eq!(header_bytes(&h), 48);
+        assert_ne!(h, header(1, DType::F32, &[4, 3], 0));
+        assert_ne!(h, header(1, DType::F16, &[3, 4], 0));
+        assert_ne!(h, header(2, DType::F32, &[3, 4], 0));
+        assert_ne!(h, header(1, DType::F32, &[3, 4], 1));
+        // Past the header's room the last dimensions are mixed into one word: still
+        // told apart, shown with an ellipsis, the byte count exact.
+        let long: Vec<usize> = (1..=13).map(|d| d % 3 + 1).collect();
+        let mut other = long.clone();
+        other.swap(11, 12);
+        let (a, b) = (
+            header(1, DType::U8, &long, 0),
+            header(1, DType::U8, &other, 0),
+        );
+        assert_ne!(a, b);
+        assert!(describe(&a).ends_with(", ...]"), "{}", describe(&a));
+        assert_eq!(header_bytes(&a), long.iter().product::<usize>());
+        assert_eq!(describe(&header(1, DType::Bool, &[], 0)), "bool []");
+    }
+}
