@@ -5,6 +5,7 @@
 //! over all of them. Without a launcher the same test checks the group of one, then
 //! starts the launches (it fails when `mpirun` is missing: the README installs it).
 
+use std::io::Read;
 use wmx_core::distributed::{self as dist, Group};
 use wmx_core::nn::{self, Layer, ModuleExt};
 use wmx_core::{Array, DType, Device, Result};
@@ -98,6 +99,18 @@ fn a_failing_rank_ends_the_job() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("mpirun starts (README's test command installs Open MPI)");
+    // Drained while waiting: a full pipe would stall the job.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut r) = r {
+                r.read_to_string(&mut s).ok();
+            }
+            s
+        })
+    };
+    let out_t = drain(child.stdout.take().map(|r| Box::new(r) as _));
+    let err_t = drain(child.stderr.take().map(|r| Box::new(r) as _));
     let start = std::time::Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -109,12 +122,7 @@ fn a_failing_rank_ends_the_job() {
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = format!("{}{}", out_t.join().unwrap(), err_t.join().unwrap());
     assert!(!status.success(), "the job succeeded:\n{text}");
     assert!(
         text.contains("rank 1 is exiting with status 3: ending the job"),
