@@ -313,6 +313,30 @@ fn rank_checks(g: &Group, d: &Device) -> Result<()> {
         "gathered scalars",
     );
 
+    // Empty arrays: every collective, shapes kept.
+    let e = Array::from_slice_on(&[0.0f32; 0], &[0, 3], d)?;
+    assert_eq!(dist::all_sum(&e, g)?.shape(), &[0, 3]);
+    assert_eq!(dist::all_max(&e, g)?.to_vec::<f32>()?, Vec::<f32>::new());
+    assert_eq!(dist::all_gather(&e, g)?.shape(), &[0, 3]);
+    assert_eq!(dist::reduce_scatter(&e, g)?.shape(), &[0, 3]);
+    assert_eq!(
+        dist::broadcast(&e, 0, g)?.to_vec::<f32>()?,
+        Vec::<f32>::new()
+    );
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    let got = if r % 2 == 0 {
+        dist::send(&e, next, g)?.eval()?;
+        let got = dist::recv_like(&e, prev, g)?;
+        got.eval()?;
+        got
+    } else {
+        let got = dist::recv_like(&e, prev, g)?;
+        got.eval()?;
+        dist::send(&e, next, g)?.eval()?;
+        got
+    };
+    assert_eq!(got.shape(), &[0, 3]);
+
     errors(g, d)?;
     transforms(g, d)?;
     nn_helpers(g, d)?;
