@@ -275,15 +275,7 @@ impl<D: Driver> Kernels<D> {
         if byte_len == 0 {
             return Ok(Vec::new());
         }
-        let size = buffer.byte_size();
-        let end = byte_offset
-            .checked_add(byte_len)
-            .filter(|e| *e <= size)
-            .ok_or_else(|| {
-                Error::Shape(format!(
-                    "read of {byte_len} bytes at {byte_offset} past the end of a {size}-byte buffer"
-                ))
-            })?;
+        let end = read_end(buffer, byte_offset, byte_len)?;
         let start = byte_offset & !3;
         let end4 = end.div_ceil(4) * 4;
         let mut bytes = self.inner.driver.read(buffer, start, end4 - start).await?;
@@ -301,12 +293,7 @@ impl<D: Driver> Kernels<D> {
         out: &mut [u8],
     ) -> Result<()> {
         let len = out.len() as u64;
-        let size = buffer.byte_size();
-        if byte_offset.checked_add(len).is_none_or(|e| e > size) {
-            return Err(Error::Shape(format!(
-                "read of {len} bytes at {byte_offset} past the end of a {size}-byte buffer"
-            )));
-        }
+        read_end(buffer, byte_offset, len)?;
         if len == 0 {
             return Ok(());
         }
@@ -538,4 +525,17 @@ impl<D: Driver> Kernels<D> {
     pub fn submit(&self, batch: Batch<D>) -> Result<()> {
         self.inner.driver.submit(batch)
     }
+}
+
+/// The end of a read of `len` bytes at `offset`, or an `Err` past the buffer's end.
+fn read_end<B: crate::driver::DriverBuffer>(buffer: &B, offset: u64, len: u64) -> Result<u64> {
+    let size = buffer.byte_size();
+    offset
+        .checked_add(len)
+        .filter(|e| *e <= size)
+        .ok_or_else(|| {
+            Error::Shape(format!(
+                "read of {len} bytes at {offset} past the end of a {size}-byte buffer"
+            ))
+        })
 }

@@ -147,15 +147,6 @@ impl AllToShardedLinear {
         bias: bool,
         group: &Group,
     ) -> Result<Self> {
-        if !out_features.is_multiple_of(group.size()) {
-            return Err(Error::invalid(
-                "AllToShardedLinear::new",
-                format!(
-                    "{out_features} outputs do not split into {} shards",
-                    group.size()
-                ),
-            ));
-        }
         let whole = Linear::new(key, in_features, out_features, bias)?;
         AllToShardedLinear::from_linear(&whole, group)
     }
