@@ -291,7 +291,7 @@ impl WgslKernel {
         }
         for (n, v) in &launch.template {
             if let Template::DType(d) = v {
-                crate::gpu_dtype(*d).map_err(|_| Error::Invalid {
+                user_dtype(*d).map_err(|_| Error::Invalid {
                     op: "wgsl_kernel",
                     msg: format!(
                         "kernel {}: template type {n} is {d}, which WGSL cannot hold",
@@ -342,7 +342,7 @@ impl WgslKernel {
     ) -> Result<Vec<k::KernelArg<'_>>> {
         let i = &self.inner;
         let kd = |d: DType, what: &str| {
-            crate::gpu_dtype(d).map_err(|_| Error::Invalid {
+            user_dtype(d).map_err(|_| Error::Invalid {
                 op: "wgsl_kernel",
                 msg: format!("kernel {}: {what} is {d}, which WGSL cannot hold", i.name),
             })
@@ -389,14 +389,26 @@ impl WgslKernel {
     }
 }
 
+/// `d`, or an `Err` for i64, which user kernels cannot bind (the library's own
+/// kernels hold it as pairs of words).
+fn user_dtype(d: DType) -> Result<DType> {
+    if d == DType::I64 {
+        return Err(Error::Invalid {
+            op: "wgsl_kernel",
+            msg: "i64 has no WGSL type".into(),
+        });
+    }
+    Ok(d)
+}
+
 fn template_args(t: &[(String, Template)]) -> Vec<(&str, k::TemplateArg)> {
     t.iter()
         .map(|(n, v)| {
             let a = match *v {
-                // gpu_dtype fails only for i64, which `args` rejects for arrays; a
+                // user_dtype fails only for i64, which `args` rejects for arrays; a
                 // template type gets the same message from the generator.
                 Template::DType(d) => {
-                    k::TemplateArg::DType(crate::gpu_dtype(d).unwrap_or(k::DType::Bool))
+                    k::TemplateArg::DType(user_dtype(d).unwrap_or(k::DType::Bool))
                 }
                 Template::Int(x) => k::TemplateArg::Int(x),
                 Template::Uint(x) => k::TemplateArg::Uint(x),

@@ -157,19 +157,6 @@ fn kerr(e: k::Error) -> Error {
     }
 }
 
-/// `d`, or an `Err` for a dtype the GPU kernels lack (i64: WGSL has no 64-bit
-/// integers).
-fn gpu_dtype(d: DType) -> Result<DType> {
-    if d == DType::I64 {
-        return Err(Error::DeviceDType {
-            device: "webgpu".into(),
-            dtype: d,
-            reason: "WGSL has no 64-bit integers".into(),
-        });
-    }
-    Ok(d)
-}
-
 /// The WebGPU backend: [`GpuBackend`] on wgpu.
 pub type WebGpuBackend = GpuBackend<Wgpu>;
 
@@ -327,7 +314,7 @@ impl<D: Driver> GpuBackend<D> {
         f: impl FnOnce(&mut k::Batch<D>, &k::Contig<D::Buffer>) -> k::Result<()>,
     ) -> Result<GpuBuffer<D>> {
         self.check()?;
-        let kd = gpu_dtype(dtype)?;
+        let kd = dtype;
         let n = wmx_core::layout::numel(shape);
         let lim = self.limits();
         let bytes = (n as u64).saturating_mul(kd.size() as u64);
@@ -412,7 +399,7 @@ impl<D: Driver> GpuBackend<D> {
     fn input<'a>(&self, v: &View<'a, GpuBuffer<D>>) -> Result<In<'a, D::Buffer>> {
         let l = v.layout;
         let mem = self.mem(v.buffer)?;
-        let dtype = gpu_dtype(v.dtype)?;
+        let dtype = v.dtype;
         let x = split::Operand {
             strides: &l.strides,
             offset: l.offset,
@@ -486,7 +473,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
         DeviceKind::Gpu
     }
     fn check_dtype(&self, dtype: DType) -> Result<()> {
-        let kd = gpu_dtype(dtype)?;
+        let kd = dtype;
         if !self.kernels.supports(kd) {
             let reason = if dtype == DType::F64 {
                 "the adapter lacks SHADER_F64 (browsers and Metal have no f64: compute on \

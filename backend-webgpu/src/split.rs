@@ -14,7 +14,7 @@
 //! own way (products, scans, reductions, joining and indexing) is in `pieces/`.
 
 use crate::segments::Mem;
-use crate::{GpuBackend, GpuBuffer, MAX_BATCH, gpu_dtype, kerr};
+use crate::{GpuBackend, GpuBuffer, MAX_BATCH, kerr};
 use wmx_core::{DType, Error, Layout, Result, View};
 use wmx_kernels::Driver;
 use wmx_kernels::{self as k, Window};
@@ -563,15 +563,12 @@ impl<D: Driver> GpuBackend<D> {
         ) -> k::Result<()>,
     ) -> Result<GpuBuffer<D>> {
         self.check()?;
-        let kd = gpu_dtype(dtype)?;
+        let kd = dtype;
         let mems = views
             .iter()
             .map(|v| self.mem(v.buffer))
             .collect::<Result<Vec<_>>>()?;
-        let kds = views
-            .iter()
-            .map(|v| gpu_dtype(v.dtype))
-            .collect::<Result<Vec<_>>>()?;
+        let kds: Vec<DType> = views.iter().map(|v| v.dtype).collect();
         let ops: Vec<Operand<'_>> = views
             .iter()
             .zip(&mems)
@@ -654,7 +651,7 @@ impl<D: Driver> GpuBackend<D> {
         let op = Operand {
             strides: &strides_p,
             offset: v.layout.offset,
-            size: gpu_dtype(v.dtype)?.size() as u64,
+            size: v.dtype.size() as u64,
             buffer: buf.byte_size(),
             seg: buf.seg,
         };

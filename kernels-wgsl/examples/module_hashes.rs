@@ -25,10 +25,10 @@ fn main() {
             ));
         }
     }
-    for (label, src, entry) in wmx_kernels::f64_modules(256) {
+    for (label, src, entry, _) in wmx_kernels::wide_modules(256) {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         src.hash(&mut h);
-        out.push_str(&format!("f64 {label} {entry} {:016x}\n", h.finish()));
+        out.push_str(&format!("wide {label} {entry} {:016x}\n", h.finish()));
     }
     print!("{out}");
 }

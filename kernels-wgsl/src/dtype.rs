@@ -3,6 +3,12 @@
 
 pub use wmx_spec::DType;
 
+/// Whether `d` has 8-byte elements, moved as pairs of words and computed by the
+/// kernels of `wide/` (f64, i64).
+pub(crate) fn is_wide(d: DType) -> bool {
+    d.size() == 8
+}
+
 /// The WGSL type a dtype is computed in.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Ct {
@@ -23,9 +29,9 @@ impl Ct {
 
 /// The word kernels' view of a dtype.
 pub(crate) trait Words {
-    /// The compute type of the word kernels. f64 never reaches them (`compose`
-    /// refuses it), nor i64 (refused at every entry); they map to f32 and i32 only
-    /// to keep this total.
+    /// The compute type of the word kernels. f64 and i64 never reach them
+    /// (`compose` refuses them: they have kernels of their own); they map to f32
+    /// and i32 only to keep this total.
     fn ct(self) -> Ct;
     /// log2 of the number of elements in one `u32` word.
     fn log_epw(self) -> u32;
@@ -95,7 +101,7 @@ pub(crate) fn scalar_bits(value: f64, dtype: DType) -> u32 {
         DType::F32 | DType::F64 => (value as f32).to_bits(),
         DType::F16 => half::f16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
         DType::BF16 => half::bf16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
-        // i64 never reaches the word kernels.
+        // i64 fills are computed in wide/; its words are not one u32.
         DType::I32 | DType::I64 => (value as i32) as u32,
         DType::U32 => value as u32,
         DType::U8 => value as u8 as u32,

@@ -25,7 +25,7 @@ pub(crate) struct Inner<D: Driver> {
     /// kernels): one map per key type, see [`Kernels::family_cache`].
     family_pipes: Mutex<FxMap<TypeId, Box<dyn Any + Send>>>,
     /// Pipelines of the f64 kernels, by entry point and prelude (see `f64.rs`).
-    pub(crate) f64_pipes: Mutex<FxMap<String, Arc<D::Pipeline>>>,
+    pub(crate) wide_pipes: Mutex<FxMap<String, Arc<D::Pipeline>>>,
     /// Scratch buffers kept between calls: 0 and 1 for multi-pass reductions (a
     /// dispatch cannot read and write one buffer, so a pass reading one writes the
     /// other), 2 and 3 for sorting's (key, index) pairs, 4 for products split
@@ -111,7 +111,7 @@ impl<D: Driver> Kernels<D> {
                 target,
                 pipelines: Mutex::new(PipeCache::new()),
                 family_pipes: Mutex::new(FxMap::default()),
-                f64_pipes: Mutex::new(FxMap::default()),
+                wide_pipes: Mutex::new(FxMap::default()),
                 scratch: Mutex::new(Default::default()),
                 dummy,
                 describe: Default::default(),
@@ -163,12 +163,11 @@ impl<D: Driver> Kernels<D> {
     }
 
     /// Whether `dtype` can be used on this device (`F16` needs `SHADER_F16`, `F64`
-    /// `SHADER_F64`; `I64` never: WGSL has no 64-bit integers).
+    /// `SHADER_F64`; i64 is held as pairs of words everywhere).
     pub fn supports(&self, dtype: DType) -> bool {
         match dtype {
             DType::F16 => self.inner.caps.f16,
             DType::F64 => self.inner.caps.f64,
-            DType::I64 => false,
             _ => true,
         }
     }
@@ -176,11 +175,6 @@ impl<D: Driver> Kernels<D> {
     pub(crate) fn check_dtype(&self, dtype: DType) -> Result<()> {
         if self.supports(dtype) {
             Ok(())
-        } else if dtype == DType::I64 {
-            Err(Error::UnsupportedDType {
-                dtype: dtype.name(),
-                reason: "WGSL has no 64-bit integers".into(),
-            })
         } else {
             Err(Error::UnsupportedDType {
                 dtype: dtype.name(),

@@ -262,7 +262,7 @@ impl Pairs {
         Strided {
             buffer: x.buffer,
             window: x.window,
-            dtype: if x.dtype == DType::F64 {
+            dtype: if crate::dtype::is_wide(x.dtype) {
                 DType::U32
             } else {
                 x.dtype

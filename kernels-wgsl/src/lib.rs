@@ -21,9 +21,10 @@
 //! kernels buffers are arrays of `u32` words: `bool`/`u8` four per word, `f16`/`bf16`
 //! two per word. A kernel invocation writes whole words, so neighbouring elements
 //! never race; the one exception, scatter, merges its elements into words with
-//! atomic compare-exchange. f64 (adapters with `SHADER_F64`) is moved by these
-//! kernels as pairs of words and computed by its own (`f64.wgsl`), bound as
-//! `array<f64>`.
+//! atomic compare-exchange. The 64-bit dtypes are moved by these kernels as pairs
+//! of words and computed by their own (`wide/`): f64 (adapters with `SHADER_F64`)
+//! bound as `array<f64>`, i64 as `array<vec2<u32>>` with its arithmetic written out
+//! on the words (every adapter).
 //!
 //! The WGSL source of every kernel module can be produced without a GPU through
 //! [`compose`] and a [`ModuleSpec`]; the tests validate all of them with naga.
@@ -39,7 +40,7 @@
 //! | 1 | `layout`, `ops`, `wgpu_driver` | views of buffers and their checks; WGSL op expressions; wgpu's driver |
 //! | 2 | `compose` | module specs, the generic prelude, tree-shaking, naga validation |
 //! | 3 | `kernels` | the library on one device: pipeline cache, scratch buffers, recording |
-//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `im2col`, `attention`, `quant`, `linalg`, `sort`, `fused`, `f64`, `user` | the kernel families, a folder each |
+//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `im2col`, `attention`, `quant`, `linalg`, `sort`, `fused`, `wide`, `user` | the kernel families, a folder each |
 //! | 5 | `wgpu_open` | opening a wgpu device and probing its hardware paths with kernels |
 #![doc = include_str!("../README.md")]
 
@@ -48,7 +49,6 @@ mod compose;
 mod driver;
 mod dtype;
 mod elementwise;
-mod f64;
 mod fused;
 mod im2col;
 mod index;
@@ -66,6 +66,7 @@ mod sort;
 mod user;
 mod wgpu_driver;
 mod wgpu_open;
+mod wide;
 
 pub use attention::FlashParams;
 pub use compose::{
@@ -132,13 +133,13 @@ pub use driver::{
     Batch, Binding, Bound, Caps, Dispatch, Driver, DriverBuffer, MAX_USER_BUFFERS, Stamp, Window,
     Work,
 };
-pub use f64::f64_modules;
 pub use fused::{FusedSpec, InputRead, compose_module as compose_fused};
 pub use index::gather_fill_bits;
 pub use kernels::Kernels;
 pub use layout::{Contig, Strided};
 pub use user::{KernelArg, KernelSource, TemplateArg, UserModule, UserPipeline};
 pub use wgpu_driver::{RequestOptions, Wgpu, WgpuPipeline};
+pub use wide::wide_modules;
 pub use wmx_spec::{
     ArgReduceOp, BinaryOp, ConvGeometry, DType, FusedOp, FusedStep, LinalgBlock, NormOp, ReduceOp,
     ScatterOp, UnaryOp,

@@ -669,16 +669,26 @@ fn fused_modules_validate_and_translate() {
     );
 }
 
-/// The f64 modules (`f64.wgsl`) validate with naga's FLOAT64 capability and
-/// translate to SPIR-V and HLSL: the backends whose adapters offer `SHADER_F64`
-/// (Vulkan, DX12; Metal has no f64).
+/// The 64-bit modules (`wide/`) validate and translate: those computing in f64
+/// with naga's FLOAT64 capability to SPIR-V and HLSL (the backends whose adapters
+/// offer `SHADER_F64`: Vulkan, DX12; Metal has no f64), the i64 ones with no
+/// capability to SPIR-V, MSL and HLSL (they run on every adapter, browsers too).
 #[test]
-fn f64_modules_validate_and_translate() {
-    let modules = wmx_kernels::f64_modules(256);
-    assert!(modules.len() > 60, "{} f64 modules", modules.len());
+fn wide_modules_validate_and_translate() {
+    let modules = wmx_kernels::wide_modules(256);
+    let n64 = modules.iter().filter(|m| m.3).count();
+    assert!(n64 > 60, "{n64} f64 modules");
+    assert!(
+        modules.len() - n64 > 40,
+        "{} i64 modules",
+        modules.len() - n64
+    );
     let mut failures = Vec::new();
-    for (label, src, entry) in &modules {
+    for (label, src, entry, f64) in &modules {
         let run = || -> Result<(), String> {
+            if !f64 {
+                return check_source(src, entry, Target::default(), false, &[]);
+            }
             let module = naga::front::wgsl::parse_str(src)
                 .map_err(|e| format!("parse: {}", e.emit_to_string(src)))?;
             let info = Validator::new(ValidationFlags::all(), Capabilities::FLOAT64)

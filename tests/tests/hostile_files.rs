@@ -288,10 +288,11 @@ fn fuzz_child() {
     println!("fuzzed loads checked: {total} mutants");
 }
 
-/// A load that fails on the device (an i64 tensor on WebGPU, whose kernels have no
-/// 64-bit integers) names the file and the tensor.
+/// A file mixing f32 and i64 loads whole on the GPU (i64 held as pairs of words,
+/// its values exact), and a tensor wmx cannot hold is an error naming the file
+/// and the tensor.
 #[test]
-fn load_errors_name_the_file_and_the_tensor() {
+fn gpu_loads_i64_and_errors_name_the_file_and_the_tensor() {
     let Some(gpu) = wmx_tests::gpu::device(wmx_webgpu::open) else {
         return;
     };
@@ -299,17 +300,38 @@ fn load_errors_name_the_file_and_the_tensor() {
     let p = d.join("mixed.safetensors");
     let cpu = Device::cpu();
     let f = Array::from_slice_on(&[1.0f32, 2.0], &[2], &cpu).unwrap();
-    let i = Array::from_slice_on(&[7i64, 8], &[2], &cpu).unwrap();
+    let steps = [i64::MIN, (1 << 53) + 1, -1, i64::MAX];
+    let i = Array::from_slice_on(&steps, &[2, 2], &cpu).unwrap();
     io::save_safetensors(&p, &[("weights", &f), ("steps", &i)]).unwrap();
-    let e = wmx::with_device(&gpu, || io::load_safetensors(&p))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains(&p.display().to_string()) && e.contains("tensor steps") && e.contains("i64"),
-        "{e}"
-    );
-    // On the CPU the same file loads whole.
-    let all = wmx::with_device(&cpu, || io::load_safetensors(&p)).unwrap();
-    assert_eq!(all.len(), 2);
+    let all = wmx::with_device(&gpu, || io::load_safetensors(&p)).unwrap();
+    assert_eq!(all[0].0, "steps");
+    let s = &all[0].1;
+    assert_eq!((s.dtype(), s.shape()), (DType::I64, &[2, 2][..]));
+    assert_eq!(s.device(), &gpu);
+    assert_eq!(s.to_vec::<i64>().unwrap(), steps);
+    // Saved again from the GPU, the bytes are the file's.
+    let q = d.join("again.safetensors");
+    io::save_safetensors(&q, &[("steps", s)]).unwrap();
+    let back = io::load_safetensors(&q).unwrap();
+    assert_eq!(back[0].1.to_vec::<i64>().unwrap(), steps);
+
+    // An i16 tensor (safetensors' I16: no wmx dtype).
+    let header = br#"{"counts":{"dtype":"I16","shape":[2],"data_offsets":[0,4]}}"#;
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header);
+    bytes.extend_from_slice(&[1, 0, 2, 0]);
+    let r = d.join("i16.safetensors");
+    std::fs::write(&r, bytes).unwrap();
+    for dev in [&cpu, &gpu] {
+        let e = wmx::with_device(dev, || io::load_safetensors(&r))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&r.display().to_string())
+                && e.contains("tensor counts")
+                && e.contains("I16"),
+            "{e}"
+        );
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }

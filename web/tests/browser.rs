@@ -65,6 +65,11 @@ fn v(a: NdArray) -> ArrayInput {
     JsValue::from(a).unchecked_into()
 }
 
+fn v_i64(a: NdArray) -> ArrayInput {
+    assert_eq!(a.dtype().unwrap(), "i64");
+    v(a)
+}
+
 /// An array of `dtype` holding `x` (converted as JS numbers would be).
 fn typed(x: &[f64], s: &[usize], dtype: &str) -> ArrayInput {
     let data: JsValue = match dtype {
@@ -777,13 +782,6 @@ async fn errors_are_js_exceptions_with_wmx_messages() {
     assert!(e.contains("SHADER_F64"), "{e}");
     let e = err_msg(wmx::bitwise_and(&a, &a).err().unwrap());
     assert_eq!(e, "bitwise_and is not defined for dtype f32");
-    // i64 exists on the CPU only.
-    let e = err_msg(
-        wmx::zeros(shape(&[2]), o(JsValue::from_str("i64")))
-            .err()
-            .unwrap(),
-    );
-    assert!(e.contains("does not support dtype i64"), "{e}");
     // A disposed array throws instead of crashing.
     let d = wmx::ones(shape(&[2]), None).unwrap();
     let dj = v(d);
@@ -1583,6 +1581,61 @@ async fn f64_on_the_cpu_backend_and_an_error_on_webgpu() {
         Some(0.1 + 0.2)
     );
     wmx::set_device(ty(JsValue::from_str("webgpu"))).unwrap();
+}
+
+/// i64 on WebGPU (pairs of words, exact): BigInt64Array in and out, arithmetic
+/// that wraps, floor division, a sum, a sort and the cast to f32, against Rust's
+/// i64 here.
+#[wasm_bindgen_test]
+async fn i64_on_webgpu() {
+    gpu().await;
+    let xs = [i64::MIN, -7, (1 << 53) + 1, i64::MAX, 1 << 32];
+    let ys = [-1i64, 2, -3, 1, -(1 << 31)];
+    let arr = |v: &[i64]| {
+        let data = js_sys::BigInt64Array::from(v);
+        v_i64(wmx::array(data.unchecked_ref(), None, None).unwrap())
+    };
+    let (x, y) = (arr(&xs), arr(&ys));
+    let read_i64 = |a: NdArray| async move {
+        assert_eq!(a.dtype().unwrap(), "i64");
+        let d = wait(a.data().unwrap()).await.unwrap();
+        d.dyn_into::<js_sys::BigInt64Array>()
+            .expect("data() of i64 is a BigInt64Array")
+            .to_vec()
+    };
+    let pair = |f: fn(i64, i64) -> i64| {
+        xs.iter()
+            .zip(&ys)
+            .map(|(&a, &b)| f(a, b))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        read_i64(wmx::add(&x, &y).unwrap()).await,
+        pair(i64::wrapping_add)
+    );
+    assert_eq!(
+        read_i64(wmx::multiply(&x, &y).unwrap()).await,
+        pair(i64::wrapping_mul)
+    );
+    let floor_div = |a: i64, b: i64| {
+        let q = a.wrapping_div(b);
+        if a.wrapping_rem(b) != 0 && (a < 0) != (b < 0) {
+            q - 1
+        } else {
+            q
+        }
+    };
+    assert_eq!(
+        read_i64(wmx::floor_divide(&x, &y).unwrap()).await,
+        pair(floor_div)
+    );
+    let total = xs.iter().fold(0i64, |s, &a| s.wrapping_add(a));
+    assert_eq!(read_i64(wmx::sum(&x, None, None).unwrap()).await, [total]);
+    let mut sorted = xs.to_vec();
+    sorted.sort();
+    assert_eq!(read_i64(wmx::sort(&x, None).unwrap()).await, sorted);
+    let f = read(&v(wmx::astype(&x, ty(JsValue::from_str("f32"))).unwrap())).await;
+    assert_eq!(f, xs.iter().map(|&a| a as f32 as f64).collect::<Vec<_>>());
 }
 
 /// `quantize`, `dequantize` and `quantizedMatmul` (one row: the matrix-vector

@@ -2,7 +2,7 @@
 //! gathers, slice updates and scatters in pieces (the planner is `split.rs`).
 
 use crate::split::*;
-use crate::{GpuBackend, GpuBuffer, In, MAX_BATCH, gpu_dtype, kerr};
+use crate::{GpuBackend, GpuBuffer, In, MAX_BATCH, kerr};
 use wmx_core::{DType, Error, Layout, Result, View};
 use wmx_kernels::Driver;
 use wmx_kernels::{self as k, Window};
@@ -23,7 +23,7 @@ impl<D: Driver> GpuBackend<D> {
     ) -> Result<GpuBuffer<D>> {
         self.check()?;
         let dtype = inputs[0].dtype;
-        let kd = gpu_dtype(dtype)?;
+        let kd = dtype;
         let size = kd.size() as u64;
         let lim = self.limits();
         let rows: usize = shape[..axis].iter().product();
@@ -250,7 +250,7 @@ impl<D: Driver> GpuBackend<D> {
                 "a gather whose array and indices are both past a binding",
             ));
         }
-        let kd = gpu_dtype(x.dtype)?;
+        let kd = x.dtype;
         let (xm, parts) = self.parts_along(&x, axis)?;
         let axis_len = x.layout.shape[axis];
         let (out, g) = self.output(wmx_core::layout::numel(&out_shape), x.dtype)?;

@@ -2,7 +2,7 @@
 //! partial products over parts of K (the planner is `split.rs`).
 
 use crate::split::*;
-use crate::{GpuBackend, GpuBuffer, MAX_BATCH, gpu_dtype, kerr};
+use crate::{GpuBackend, GpuBuffer, MAX_BATCH, kerr};
 use wmx_core::{Result, View};
 use wmx_kernels as k;
 use wmx_kernels::Driver;
@@ -25,7 +25,7 @@ impl<D: Driver> GpuBackend<D> {
         let (y, z) = (self.input(&b)?, c.map(|c| self.input(&c)).transpose()?);
         let nd = shape.len();
         let (k_len, n) = (a.layout.shape[nd - 1], shape[nd - 1]);
-        let kd = gpu_dtype(a.dtype)?;
+        let kd = a.dtype;
         let size = kd.size() as u64;
         let amem = self.mem(a.buffer)?;
         let op = Operand {
@@ -109,7 +109,7 @@ impl<D: Driver> GpuBackend<D> {
         self.check()?;
         let (x, z) = (self.input(&a)?, c.map(|c| self.input(&c)).transpose()?);
         let nd = shape.len();
-        let kd = gpu_dtype(a.dtype)?;
+        let kd = a.dtype;
         let (bmem, parts) = self.parts_along(&b, nd - 1)?;
         let mut outs = Vec::with_capacity(parts.len());
         for p in &parts {
@@ -191,7 +191,7 @@ impl<D: Driver> GpuBackend<D> {
         self.check()?;
         let (x, z) = (self.input(&a)?, c.map(|c| self.input(&c)).transpose()?);
         let nd = shape.len();
-        let kd = gpu_dtype(a.dtype)?;
+        let kd = a.dtype;
         let (bmem, parts) = self.parts_along(&b, nd - 2)?;
         let a_shapes: Vec<Vec<usize>> = parts
             .iter()

@@ -3,7 +3,7 @@
 
 use crate::segments::{Mem, segment_bytes};
 use crate::split::*;
-use crate::{GpuBackend, GpuBuffer, MAX_BATCH, gpu_dtype, kerr};
+use crate::{GpuBackend, GpuBuffer, MAX_BATCH, kerr};
 use wmx_core::{ArgReduceOp, DType, ReduceOp, Result, View};
 use wmx_kernels as k;
 use wmx_kernels::Driver;
@@ -78,7 +78,7 @@ impl<D: Driver> GpuBackend<D> {
         ) -> k::Result<()>,
     ) -> Result<Option<GpuBuffer<D>>> {
         let (shape, strides, buf, kd) = self.permuted(x, kept, axes)?;
-        let od = gpu_dtype(out_dtype)?;
+        let od = out_dtype;
         let operand = || Operand {
             strides: &strides,
             offset: x.layout.offset,
@@ -199,7 +199,7 @@ impl<D: Driver> GpuBackend<D> {
         let order = first.iter().chain(then);
         let shape = order.clone().map(|&d| l.shape[d]).collect();
         let strides = order.map(|&d| l.strides[d]).collect();
-        Ok((shape, strides, self.mem(x.buffer)?, gpu_dtype(x.dtype)?))
+        Ok((shape, strides, self.mem(x.buffer)?, x.dtype))
     }
 
     /// A reduction whose rows are each larger than a binding: partial results of
@@ -216,7 +216,7 @@ impl<D: Driver> GpuBackend<D> {
         let l = x.layout;
         let (shape, strides, buf, kd) = self.permuted(x, axes, kept)?;
         let out_dtype = op.out_dtype(x.dtype);
-        let od = gpu_dtype(out_dtype)?;
+        let od = out_dtype;
         let acc = op.acc_dtype(kd);
         let lim = self.limits();
         let n = wmx_core::layout::numel(out_shape);

@@ -223,10 +223,10 @@ impl Program {
                 is_output[*k] = true;
             }
         }
-        // Fused kernels compute in 32 bits: f64 steps run op by op.
+        // Fused kernels compute in 32 bits: f64 and i64 steps run op by op.
         let wide = |k: usize| {
             let st = &self.steps[k];
-            st.dtype == DType::F64 || st.inputs.iter().any(|s| self.src_dtype(s) == DType::F64)
+            st.dtype.size() == 8 || st.inputs.iter().any(|s| self.src_dtype(s).size() == 8)
         };
         let fusable = |k: usize| {
             matches!(

@@ -436,16 +436,17 @@ pub(crate) struct InputCode<'a> {
 
 /// [`compose`], with input `a` given by `input_a` where set (general variants).
 pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) -> Result<String> {
-    if spec.inputs.contains(&DType::F64) || spec.output == DType::F64 {
+    // The 64-bit dtypes have kernels of their own (`wide`) for the families that
+    // take them.
+    if let Some(d) = spec
+        .inputs
+        .iter()
+        .chain([&spec.output])
+        .find(|d| crate::dtype::is_wide(**d))
+    {
         return Err(Error::UnsupportedDType {
-            dtype: "f64",
-            reason: format!("{:?} '{}' has no f64 kernel", spec.family, spec.op),
-        });
-    }
-    if spec.inputs.contains(&DType::I64) || spec.output == DType::I64 {
-        return Err(Error::UnsupportedDType {
-            dtype: "i64",
-            reason: "WGSL has no 64-bit integers".into(),
+            dtype: d.name(),
+            reason: format!("{:?} '{}' has no {d} kernel", spec.family, spec.op),
         });
     }
     let io = (spec.family.io)(spec);

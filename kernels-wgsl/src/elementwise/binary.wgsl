@@ -351,3 +351,56 @@ fn greater_d(a: f64, b: f64) -> bool { return a > b; }
 fn greater_equal_d(a: f64, b: f64) -> bool { return a >= b; }
 fn logical_and_d(a: f64, b: f64) -> bool { return nz_d(a) && nz_d(b); }
 fn logical_or_d(a: f64, b: f64) -> bool { return nz_d(a) || nz_d(b); }
+
+// i64 forms (`{op}_l`, on the word pairs of int64.wgsl; SEMANTICS.md's integer
+// rules: wrapping, floor division and a remainder with the divisor's sign, both 0
+// for a zero divisor).
+fn add_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return add64(a, b); }
+fn subtract_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return sub64(a, b); }
+fn multiply_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return mul64(a, b); }
+fn floor_divide_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    if (!nz_l(b)) { return vec2<u32>(0u, 0u); }
+    let qr = divmod_u64(abs64(a), abs64(b));
+    if (neg_bit(a) == neg_bit(b)) { return qr.q; }
+    // Toward -inf: one less than the negated quotient when inexact.
+    return sub64(neg64(qr.q), vec2<u32>(select(0u, 1u, nz_l(qr.r)), 0u));
+}
+fn remainder_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    if (!nz_l(b)) { return vec2<u32>(0u, 0u); }
+    let r = divmod_u64(abs64(a), abs64(b)).r;
+    let t = select(r, neg64(r), neg_bit(a));
+    if (nz_l(r) && neg_bit(a) != neg_bit(b)) { return add64(t, b); }
+    return t;
+}
+fn power_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    if (neg_bit(b)) {
+        if (eq64(a, vec2<u32>(1u, 0u))) { return a; }
+        if (eq64(a, vec2<u32>(0xffffffffu, 0xffffffffu))) {
+            return select(vec2<u32>(1u, 0u), a, (b.x & 1u) != 0u);
+        }
+        return vec2<u32>(0u, 0u);
+    }
+    var r = vec2<u32>(1u, 0u);
+    var x = a;
+    var e = b;
+    loop {
+        if (!nz_l(e)) { break; }
+        if ((e.x & 1u) != 0u) { r = mul64(r, x); }
+        e = shr64(e, 1u);
+        x = mul64(x, x);
+    }
+    return r;
+}
+fn maximum_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return select(a, b, lt_i64(a, b)); }
+fn minimum_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return select(a, b, lt_i64(b, a)); }
+fn equal_l(a: vec2<u32>, b: vec2<u32>) -> bool { return eq64(a, b); }
+fn not_equal_l(a: vec2<u32>, b: vec2<u32>) -> bool { return !eq64(a, b); }
+fn less_l(a: vec2<u32>, b: vec2<u32>) -> bool { return lt_i64(a, b); }
+fn less_equal_l(a: vec2<u32>, b: vec2<u32>) -> bool { return !lt_i64(b, a); }
+fn greater_l(a: vec2<u32>, b: vec2<u32>) -> bool { return lt_i64(b, a); }
+fn greater_equal_l(a: vec2<u32>, b: vec2<u32>) -> bool { return !lt_i64(a, b); }
+fn logical_and_l(a: vec2<u32>, b: vec2<u32>) -> bool { return nz_l(a) && nz_l(b); }
+fn logical_or_l(a: vec2<u32>, b: vec2<u32>) -> bool { return nz_l(a) || nz_l(b); }
+fn bitwise_and_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a & b; }
+fn bitwise_or_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a | b; }
+fn bitwise_xor_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a ^ b; }

@@ -12,6 +12,7 @@ pub(crate) use family::{BINARY_WGSL, UNARY_WGSL};
 use crate::compose::{Family, InputMode, ModuleSpec, Op, Variant};
 use crate::driver::Batch;
 use crate::driver::Driver;
+use crate::dtype::is_wide;
 use crate::dtype::{DType, Words, scalar_bits};
 use crate::kernels::{Kernels, MAX_GROUPS};
 use crate::layout::{Contig, Strided};
@@ -179,7 +180,7 @@ impl<D: Driver> Kernels<D> {
                 )));
             }
         }
-        if out.dtype == DType::F64 && base.dtype == DType::F64 && update.dtype == DType::F64 {
+        if is_wide(out.dtype) && base.dtype == out.dtype && update.dtype == out.dtype {
             use crate::layout::{Pairs, pair_out, pair_shape};
             let (bw, uw) = (Pairs::of(base), Pairs::of(update));
             let (mut st, mut sp) = (starts.to_vec(), steps.to_vec());
@@ -220,8 +221,8 @@ impl<D: Driver> Kernels<D> {
     pub fn fill(&self, b: &mut Batch<D>, out: &Contig<D::Buffer>, value: f64) -> Result<()> {
         self.check_dtype(out.dtype)?;
         check_out(out)?;
-        if out.dtype == DType::F64 {
-            return self.f64_generate(b, out, value, 0.0, true);
+        if is_wide(out.dtype) {
+            return self.wide_generate(b, out, value, 0.0, true);
         }
         let n = out.numel();
         if n == 0 {
@@ -248,8 +249,8 @@ impl<D: Driver> Kernels<D> {
     ) -> Result<()> {
         self.check_dtype(out.dtype)?;
         check_out(out)?;
-        if out.dtype == DType::F64 {
-            return self.f64_generate(b, out, start, step, false);
+        if is_wide(out.dtype) {
+            return self.wide_generate(b, out, start, step, false);
         }
         if out.numel() == 0 {
             return Ok(());
@@ -336,8 +337,8 @@ impl<D: Driver> Kernels<D> {
     ) -> Result<()> {
         let op = op.into();
         let hi = self.elementwise_checks(family, op, inputs, out)?;
-        if out.dtype == DType::F64 || inputs.iter().any(|x| x.dtype == DType::F64) {
-            return self.f64_elementwise(b, family, op, inputs, out);
+        if is_wide(out.dtype) || inputs.iter().any(|x| is_wide(x.dtype)) {
+            return self.wide_elementwise(b, family, op, inputs, out);
         }
         let n = out.numel();
         let spec_dtypes: Vec<DType> = inputs.iter().map(|x| x.dtype).collect();

@@ -114,8 +114,8 @@ fn cos_poly(r: f32) -> f32 {
         - 0.5 * z + 1.0;
 }
 
-// 32 x 24-bit multiply to 56 bits as (lo, hi) words, from 16-bit pieces (WGSL has
-// no wide multiply).
+// The full 64-bit product of two words as (lo, hi), from 16-bit pieces (WGSL has
+// no wide multiply): the trigonometric reduction's and int64.wgsl's.
 fn mul_wide(a: u32, b: u32) -> vec2<u32> {
     let a0 = a & 0xffffu;
     let a1 = a >> 16u;
@@ -344,3 +344,19 @@ fn floor_d(a: f64) -> f64 { return floor(a); }
 fn ceil_d(a: f64) -> f64 { return ceil(a); }
 fn round_d(a: f64) -> f64 { return round(a); }
 fn logical_not_d(a: f64) -> bool { return a == 0.0lf; }
+
+// i64 forms (`{op}_l`, on the word pairs of int64.wgsl): the ops defined on
+// integers; float math promotes to f32 before it gets here.
+fn negative_l(a: vec2<u32>) -> vec2<u32> { return neg64(a); }
+fn abs_l(a: vec2<u32>) -> vec2<u32> { return abs64(a); }
+fn sign_l(a: vec2<u32>) -> vec2<u32> {
+    if (neg_bit(a)) { return vec2<u32>(0xffffffffu, 0xffffffffu); }
+    return vec2<u32>(select(0u, 1u, nz_l(a)), 0u);
+}
+fn square_l(a: vec2<u32>) -> vec2<u32> { return mul64(a, a); }
+fn floor_l(a: vec2<u32>) -> vec2<u32> { return a; }
+fn ceil_l(a: vec2<u32>) -> vec2<u32> { return a; }
+fn round_l(a: vec2<u32>) -> vec2<u32> { return a; }
+fn logical_not_l(a: vec2<u32>) -> bool { return !nz_l(a); }
+fn isnan_l(a: vec2<u32>) -> bool { return false; }
+fn isinf_l(a: vec2<u32>) -> bool { return false; }

@@ -419,10 +419,14 @@ fn compose_module_with(
     target: crate::Target,
     params: bool,
 ) -> Result<String> {
-    if spec.inputs.contains(&DType::F64) || spec.steps.iter().any(|s| s.dtype == DType::F64) {
+    let wide = spec
+        .inputs
+        .iter()
+        .chain(spec.steps.iter().map(|s| &s.dtype));
+    if let Some(d) = wide.into_iter().find(|d| crate::dtype::is_wide(**d)) {
         return Err(Error::UnsupportedDType {
-            dtype: "f64",
-            reason: "fused kernels compute in 32 bits (f64 runs op by op)".into(),
+            dtype: d.name(),
+            reason: format!("fused kernels compute in 32 bits ({d} runs op by op)"),
         });
     }
     if reads.len() != spec.inputs.len() || bind.len() != spec.inputs.len() {

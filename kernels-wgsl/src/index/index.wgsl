@@ -119,8 +119,9 @@ fn place_flat(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_i
 }
 
 // gather: [n, rank, axis, N, off_x, off_idx, fill, lo, rows, shape[rank],
-// strides_x[rank], strides_idx[rank]]: out[p] = x[p with p[axis] = idx[p]], `fill`
-// (bits) where the index is outside 0..N. x holds rows lo .. lo + rows of the axis;
+// strides_x[rank], strides_idx[rank], fill_odd]: out[p] = x[p with p[axis] =
+// idx[p]], `fill` (bits; `fill_odd` at odd p, the high words of 64-bit elements
+// gathered as pairs) where the index is outside 0..N. x holds rows lo .. lo + rows of the axis;
 // with fewer than N, elements whose index lies in another part of 0..N keep their
 // value (the host gathers a large x part by part). The output has the indices'
 // shape, row-major.
@@ -157,7 +158,7 @@ fn gather(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) w
                 }
             }
             let k = index_b(pi, P[3]);
-            var bits = P[6];
+            var bits = select(P[6], P[9u + 3u * rank], (i & 1u) == 1u);
             if (k != NO_INDEX) {
                 // Unsigned: k below lo wraps past rows.
                 if (k - lo >= rows) { continue; }

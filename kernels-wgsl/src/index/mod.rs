@@ -13,6 +13,7 @@ pub use family::{GATHER, PLACE, SCATTER};
 use crate::compose::Variant;
 use crate::driver::Batch;
 use crate::driver::Driver;
+use crate::dtype::is_wide;
 use crate::dtype::{DType, Words};
 use crate::kernels::Kernels;
 use crate::kernels::MAX_GROUPS;
@@ -22,21 +23,19 @@ use crate::{Error, Result};
 use wmx_spec::ScatterOp;
 
 /// Storage bits a gather writes for an out-of-range index: a quiet NaN for float
-/// dtypes, the most negative value for i32, the largest for unsigned, `true` for
-/// bool (JAX's fill values).
-pub fn gather_fill_bits(d: DType) -> u32 {
+/// dtypes, the most negative value for signed integers, the largest for unsigned,
+/// `true` for bool (JAX's fill values).
+pub fn gather_fill_bits(d: DType) -> u64 {
     match d {
         DType::F32 => 0x7fc0_0000,
         DType::F16 => 0x7e00,
         DType::BF16 => 0x7fc0,
         DType::I32 => 0x8000_0000,
-        DType::U32 => u32::MAX,
+        DType::U32 => u32::MAX as u64,
         DType::U8 => 0xff,
         DType::Bool => 1,
-        // Both words: a NaN.
-        DType::F64 => u32::MAX,
-        // Never gathered: WGSL has no 64-bit integers.
-        DType::I64 => 0,
+        DType::F64 => u64::MAX,
+        DType::I64 => 1 << 63,
     }
 }
 
@@ -84,7 +83,7 @@ impl<D: Driver> Kernels<D> {
         }
         self.check_dtype(out.dtype)?;
         check_out(out)?;
-        if out.dtype == DType::F64 {
+        if is_wide(out.dtype) {
             let words: Vec<_> = inputs.iter().map(crate::layout::Pairs::of).collect();
             let views: Vec<_> = words.iter().zip(inputs).map(|(w, x)| w.view(x)).collect();
             let shape = crate::layout::pair_shape(out.shape);
@@ -227,6 +226,29 @@ impl<D: Driver> Kernels<D> {
         lo: usize,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
+        let fill = gather_fill_bits(out.dtype);
+        let words = if is_wide(out.dtype) {
+            [fill as u32, (fill >> 32) as u32]
+        } else {
+            [fill as u32; 2]
+        };
+        self.gather_filled(b, x, indices, axis, axis_len, lo, out, words)
+    }
+
+    /// [`Kernels::gather_rows`] with the fill of even and odd output elements
+    /// (the two words of a 64-bit fill when gathering pairs of words).
+    #[allow(clippy::too_many_arguments)]
+    fn gather_filled(
+        &self,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        indices: &Strided<D::Buffer>,
+        axis: usize,
+        axis_len: usize,
+        lo: usize,
+        out: &Contig<D::Buffer>,
+        fill: [u32; 2],
+    ) -> Result<()> {
         let rank = out.shape.len();
         if x.dtype != out.dtype
             || indices.shape != out.shape
@@ -241,15 +263,20 @@ impl<D: Driver> Kernels<D> {
                 x.dtype, x.shape, indices.shape, out.dtype, out.shape
             )));
         }
+        if indices.dtype == DType::I64 {
+            let t = self.i64_indices(b, indices, axis_len)?;
+            return self.gather_filled(b, x, &t.view(), axis, axis_len, lo, out, fill);
+        }
         check_index_dtype("gather", indices.dtype)?;
-        if x.dtype == DType::F64 {
+        if is_wide(x.dtype) {
             let (xw, iw) = (
                 crate::layout::Pairs::of(x),
                 crate::layout::Pairs::spread(indices),
             );
             let words = crate::layout::pair_shape(out.shape);
             let o = crate::layout::pair_out(out, &words);
-            return self.gather_rows(b, &xw.view(x), &iw.view(indices), axis, axis_len, lo, &o);
+            let (xv, iv) = (xw.view(x), iw.view(indices));
+            return self.gather_filled(b, &xv, &iv, axis, axis_len, lo, &o, fill);
         }
         let Some(spec) = self.gathering_module(&GATHER, "gather", &[x, indices], out)? else {
             return Ok(());
@@ -262,13 +289,14 @@ impl<D: Driver> Kernels<D> {
             axis_len as u32,
             x.offset as u32,
             indices.offset as u32,
-            gather_fill_bits(out.dtype),
+            fill[0],
             lo as u32,
             x.shape[axis] as u32,
         ];
         params.extend(out.shape.iter().map(|&d| d as u32));
         params.extend(strides_bits(x.strides));
         params.extend(strides_bits(indices.strides));
+        params.push(fill[1]);
         let items = n.div_ceil(out.dtype.epw()) as u64;
         let groups = items.div_ceil(self.wg() as u64).min(MAX_GROUPS);
         let buffers = [out.binding(), x.binding(), indices.binding()];
@@ -301,7 +329,7 @@ impl<D: Driver> Kernels<D> {
     /// count in `0..axis_len`, negative ones from its end); updates whose index
     /// falls in another part are left to that part. Scattering part by part, each
     /// into its range of one output, writes a base larger than one binding. Not
-    /// for f64 parts (their scatter_add is computed per output element).
+    /// for 64-bit parts (their scatter_add is computed per output element).
     #[allow(clippy::too_many_arguments)]
     pub fn scatter_rows(
         &self,
@@ -319,7 +347,7 @@ impl<D: Driver> Kernels<D> {
         let whole = lo == 0 && rows == axis_len;
         if lo.checked_add(rows).is_none_or(|hi| hi > axis_len)
             || axis_len > u32::MAX as usize
-            || (!whole && out.dtype == DType::F64)
+            || (!whole && is_wide(out.dtype))
         {
             return Err(Error::Shape(format!(
                 "scatter: rows {lo}.. of {rows} in an axis of {axis_len} ({})",
@@ -346,6 +374,11 @@ impl<D: Driver> Kernels<D> {
                 out.shape
             )));
         }
+        if indices.dtype == DType::I64 {
+            let t = self.i64_indices(b, indices, axis_len)?;
+            let t = t.view();
+            return self.scatter_rows(b, op, base, &t, updates, axis, axis_len, lo, out);
+        }
         check_index_dtype(op.name(), indices.dtype)?;
         if op == ScatterOp::Add && out.dtype == DType::Bool {
             return Err(Error::OpNotDefined {
@@ -370,10 +403,10 @@ impl<D: Driver> Kernels<D> {
                 "{op}: inputs must not share the output buffer"
             )));
         }
-        if out.dtype == DType::F64 {
+        if is_wide(out.dtype) {
             check_view(base, "scatter input")?;
             if op == ScatterOp::Add {
-                return self.f64_scatter_add(b, base, indices, updates, axis, out);
+                return self.wide_scatter_add(b, base, indices, updates, axis, out);
             }
             use crate::layout::{Pairs, pair_out, pair_shape};
             let (bw, iw, uw) = (Pairs::of(base), Pairs::spread(indices), Pairs::of(updates));

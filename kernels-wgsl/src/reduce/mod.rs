@@ -18,6 +18,7 @@ pub(crate) use scan::EXCLUSIVE;
 use crate::compose::{ModuleSpec, Variant};
 use crate::driver::Driver;
 use crate::driver::{Batch, Binding, Work};
+use crate::dtype::is_wide;
 use crate::dtype::{DType, Words};
 use crate::fused::Prologue;
 use crate::kernels::Kernels;
@@ -213,9 +214,9 @@ impl<D: Driver> Kernels<D> {
                 x.shape
             )));
         }
-        if x.dtype == DType::F64 && pro.is_none() {
+        if is_wide(x.dtype) && pro.is_none() {
             check_view(x, "reduce input")?;
-            return self.f64_reduce(b, op, x, axes, out);
+            return self.wide_reduce(b, op, x, axes, out);
         }
         // Where the accumulators go: the output itself, or scratch 1 then a cast. A
         // single f16/bf16 result over rows is rounded and stored by the final pass
@@ -393,9 +394,9 @@ impl<D: Driver> Kernels<D> {
                 x.shape
             )));
         }
-        if x.dtype == DType::F64 {
+        if is_wide(x.dtype) {
             check_view(x, "arg_reduce input")?;
-            return self.f64_arg_reduce(b, op, x, axis, out);
+            return self.wide_arg_reduce(b, op, x, axis, out);
         }
         // Keep the axis itself (even of size 1): the index counts along it.
         plan.shape_r = vec![x.shape[axis]];

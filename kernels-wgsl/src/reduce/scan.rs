@@ -13,6 +13,7 @@ use super::REDUCE;
 use crate::compose::Variant;
 use crate::driver::Driver;
 use crate::driver::{Batch, Binding};
+use crate::dtype::is_wide;
 use crate::dtype::{DType, Words};
 use crate::kernels::Kernels;
 use crate::layout::{Contig, Strided};
@@ -68,8 +69,8 @@ impl<D: Driver> Kernels<D> {
         self.check_dtype(out.dtype)?;
         check_view(x, "scan input")?;
         check_out(out)?;
-        if x.dtype == DType::F64 {
-            return self.f64_scan(b, op, x, axis, reverse, inclusive, out);
+        if is_wide(x.dtype) {
+            return self.wide_scan(b, op, x, axis, reverse, inclusive, out);
         }
         let acc = x.dtype.acc();
         let n = out.numel();

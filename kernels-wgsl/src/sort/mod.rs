@@ -17,6 +17,7 @@ use crate::compose::Variant;
 use crate::driver::Batch;
 use crate::driver::Driver;
 use crate::dtype::DType;
+use crate::dtype::is_wide;
 use crate::kernels::Kernels;
 use crate::kernels::MAX_GROUPS;
 use crate::layout::{Contig, Strided};
@@ -71,8 +72,8 @@ impl<D: Driver> Kernels<D> {
         self.check_dtype(x.dtype)?;
         check_view(x, "argsort input")?;
         check_out(out)?;
-        if x.dtype == DType::F64 {
-            return self.f64_argsort(b, x, out);
+        if is_wide(x.dtype) {
+            return self.wide_argsort(b, x, out);
         }
         let g = Variant::General;
         let init = self.spec(&SORT, "sort_init", vec![x.dtype], DType::U32, g, 0);

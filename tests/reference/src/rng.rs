@@ -93,7 +93,29 @@ pub fn edge_values(dt: DType) -> Vec<Val> {
         v.extend(big.iter().map(|&x| Val::F(round_to(dt, x))));
     } else {
         let (lo, hi) = int_range(dt);
-        for x in [0, 1, -1, 2, -2, 7, -7, lo, hi, lo + 1, hi - 1] {
+        // For i64 also the values around its word boundaries (2^31, 2^32), the
+        // first integers an f64 cannot hold (2^53 + 1), and ties between f32s
+        // that round up to even (2^24 + 3, 2^40 + 3 * 2^16).
+        let words: &[i128] = if dt == DType::I64 {
+            &[
+                1 << 31,
+                -(1 << 31) - 1,
+                (1 << 32) - 1,
+                1 << 32,
+                (1 << 32) + 1,
+                -(1 << 32) - 1,
+                (1 << 53) + 1,
+                -(1 << 53) - 1,
+                (1 << 24) + 3,
+                -(1 << 40) - (3 << 16),
+            ]
+        } else {
+            &[]
+        };
+        for &x in [0, 1, -1, 2, -2, 7, -7, lo, hi, lo + 1, hi - 1]
+            .iter()
+            .chain(words)
+        {
             if x >= lo && x <= hi && !v.iter().any(|y: &Val| y.as_int() == x) {
                 v.push(Val::I(x));
             }

@@ -335,7 +335,7 @@ pub fn gather_values(dev: &Device) {
         if !super::supported(dev, dt) {
             continue;
         }
-        for it in [DType::I32, DType::U32, DType::U8] {
+        for it in [DType::I32, DType::U32, DType::U8, DType::I64] {
             if !super::supported(dev, it) {
                 continue;
             }
@@ -343,6 +343,8 @@ pub fn gather_values(dev: &Device) {
             let (x, hx) = random(dev, &mut rng, dt, &[4, 7]);
             let raw: Vec<i64> = match it {
                 DType::I32 => vec![0, 6, -1, -7, 3, 7, -8, 2, 5],
+                // Out of range however the words are read: 2^32 + 2, -2^32 - 1, MIN.
+                DType::I64 => vec![0, 6, -1, (1 << 32) + 2, 3, -(1 << 32) - 1, i64::MIN, 2, -7],
                 DType::U8 => vec![0, 6, 1, 200, 3, 7, 255, 2, 5],
                 _ => vec![0, 6, 1, 4_000_000_000, 3, 7, 9, 2, 5],
             };
@@ -445,7 +447,7 @@ pub fn scatter_values(dev: &Device) {
                 _ => unreachable!(),
             }
         };
-        for it in [DType::I32, DType::U32, DType::U8] {
+        for it in [DType::I32, DType::U32, DType::U8, DType::I64] {
             if !super::supported(dev, it) {
                 continue;
             }
@@ -456,6 +458,7 @@ pub fn scatter_values(dev: &Device) {
             // Rows 4, 1 (as -4 for i32) and a dropped one.
             let raw: Vec<i64> = match it {
                 DType::I32 => vec![4, -4, 5],
+                DType::I64 => vec![4, -4, (1 << 32) + 1],
                 _ => vec![4, 1, 250],
             };
             let idx = ints(dev, it, &raw, &[3]);
@@ -566,13 +569,14 @@ pub fn scatter_values(dev: &Device) {
 
 /// one_hot for every index dtype, with negative and too-large indices (zero rows).
 pub fn one_hot_values(dev: &Device) {
-    for it in [DType::I32, DType::U32, DType::U8] {
+    for it in [DType::I32, DType::U32, DType::U8, DType::I64] {
         if !super::supported(dev, it) {
             continue;
         }
         let what = format!("one_hot of {it}");
         let raw: Vec<i64> = match it {
             DType::I32 => vec![0, 2, -1, 3, 1, 9],
+            DType::I64 => vec![0, 2, -1, 3, (1 << 32) + 1, 9],
             _ => vec![0, 2, 255, 3, 1, 9],
         };
         let idx = ints(dev, it, &raw, &[2, 3]);
