@@ -389,13 +389,13 @@ impl WgslKernel {
     }
 }
 
-/// `d`, or an `Err` for i64, which user kernels cannot bind (the library's own
-/// kernels hold it as pairs of words).
+/// `d`, or an `Err` for i64/u64, which user kernels cannot bind (the library's
+/// own kernels hold them as pairs of words).
 fn user_dtype(d: DType) -> Result<DType> {
-    if d == DType::I64 {
+    if matches!(d, DType::I64 | DType::U64) {
         return Err(Error::Invalid {
             op: "wgsl_kernel",
-            msg: "i64 has no WGSL type".into(),
+            msg: format!("{d} has no WGSL type"),
         });
     }
     Ok(d)
@@ -405,7 +405,7 @@ fn template_args(t: &[(String, Template)]) -> Vec<(&str, k::TemplateArg)> {
     t.iter()
         .map(|(n, v)| {
             let a = match *v {
-                // user_dtype fails only for i64, which `args` rejects for arrays; a
+                // user_dtype fails only for i64/u64, which `args` rejects for arrays; a
                 // template type gets the same message from the generator.
                 Template::DType(d) => {
                     k::TemplateArg::DType(user_dtype(d).unwrap_or(k::DType::Bool))

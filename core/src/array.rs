@@ -462,6 +462,7 @@ pub(crate) fn bytes_to_f64(bytes: &[u8], dtype: DType) -> Vec<f64> {
         DType::U32 => conv::<u32>(bytes),
         DType::I32 => conv::<i32>(bytes),
         DType::I64 => conv::<i64>(bytes),
+        DType::U64 => conv::<u64>(bytes),
         DType::F16 => conv::<f16>(bytes),
         DType::BF16 => conv::<bf16>(bytes),
         DType::F32 => conv::<f32>(bytes),

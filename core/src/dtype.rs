@@ -53,6 +53,7 @@ element!(u8, DType::U8, |v| v as u8, |v| v as f64);
 element!(u32, DType::U32, |v| v as u32, |v| v as f64);
 element!(i32, DType::I32, |v| v as i32, |v| v as f64);
 element!(i64, DType::I64, |v| v as i64, |v| v as f64);
+element!(u64, DType::U64, |v| v as u64, |v| v as f64);
 element!(f32, DType::F32, |v| v as f32, |v| v as f64);
 element!(f64, DType::F64, |v| v, |v| v);
 element!(f16, DType::F16, |v| f16::from_f32(f64_to_f32_odd(v)), |v| v

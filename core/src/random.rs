@@ -252,6 +252,7 @@ pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) 
         DType::U8 => (0, u8::MAX as i128),
         DType::U32 => (0, u32::MAX as i128),
         DType::I32 => (i32::MIN as i128, i32::MAX as i128),
+        DType::U64 => (0, u64::MAX as i128),
         _ => (i64::MIN as i128, i64::MAX as i128),
     };
     for (name, v, lo, hi) in [

@@ -48,7 +48,7 @@ impl Words for DType {
         match self {
             DType::F64 | DType::F32 | DType::F16 | DType::BF16 => Ct::F32,
             DType::I32 | DType::I64 => Ct::I32,
-            DType::U32 | DType::U8 | DType::Bool => Ct::U32,
+            DType::U32 | DType::U8 | DType::Bool | DType::U64 => Ct::U32,
         }
     }
 
@@ -101,8 +101,9 @@ pub(crate) fn scalar_bits(value: f64, dtype: DType) -> u32 {
         DType::F32 | DType::F64 => (value as f32).to_bits(),
         DType::F16 => half::f16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
         DType::BF16 => half::bf16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
-        // i64 fills are computed in wide/; its words are not one u32.
+        // i64/u64 fills are computed in wide/; their words are not one u32.
         DType::I32 | DType::I64 => (value as i32) as u32,
+        DType::U64 => value as u32,
         DType::U32 => value as u32,
         DType::U8 => value as u8 as u32,
         DType::Bool => (value != 0.0) as u32,

@@ -23,7 +23,7 @@
 //! never race; the one exception, scatter, merges its elements into words with
 //! atomic compare-exchange. The 64-bit dtypes are moved by these kernels as pairs
 //! of words and computed by their own (`wide/`): f64 (adapters with `SHADER_F64`)
-//! bound as `array<f64>`, i64 as `array<vec2<u32>>` with its arithmetic written out
+//! bound as `array<f64>`, i64/u64 as `array<vec2<u32>>` with its arithmetic written out
 //! on the words (every adapter).
 //!
 //! The WGSL source of every kernel module can be produced without a GPU through

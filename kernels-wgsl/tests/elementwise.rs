@@ -160,7 +160,7 @@ fn unary_data(op: &str) -> Data {
     }
 }
 
-const FLOATS_AND_INTS: [DType; 8] = DType::WGSL;
+const FLOATS_AND_INTS: [DType; 8] = DTYPES;
 
 // ---------------------------------------------------------------- binary
 
@@ -255,7 +255,7 @@ fn binary_all_ops_all_dtypes() {
 #[test]
 fn binary_big_sizes() {
     let Some(k) = k() else { return };
-    for d in DType::WGSL {
+    for d in DTYPES {
         if k.supports(d) {
             let op = if d == DType::Bool {
                 BinaryOp::LogicalOr
@@ -352,7 +352,7 @@ const UNARY_LAYS: [Lay; 6] = [
 fn unary_all_ops_all_dtypes() {
     let Some(k) = k() else { return };
     for (i, &op) in UnaryOp::ALL.iter().enumerate() {
-        for d in DType::WGSL {
+        for d in DTYPES {
             if op.supports(d) && k.supports(d) {
                 unary_cases(
                     k,
@@ -447,7 +447,7 @@ fn unary_near_zero_accuracy() {
 #[test]
 fn unary_big_sizes() {
     let Some(k) = k() else { return };
-    for d in DType::WGSL {
+    for d in DTYPES {
         if k.supports(d) {
             let op = if d == DType::Bool {
                 UnaryOp::LogicalNot
@@ -537,8 +537,8 @@ fn copy_cases(k: &Kernels, from: DType, to: DType, sizes: &[usize], lays: &[Lay]
 #[test]
 fn copy_all_dtype_pairs() {
     let Some(k) = k() else { return };
-    for (i, from) in DType::WGSL.iter().enumerate() {
-        for (j, to) in DType::WGSL.iter().enumerate() {
+    for (i, from) in DTYPES.iter().enumerate() {
+        for (j, to) in DTYPES.iter().enumerate() {
             if k.supports(*from) && k.supports(*to) {
                 copy_cases(
                     k,
@@ -578,7 +578,7 @@ fn f16_software_and_hardware_conversions() {
         if !dev.supports(DType::F16) {
             continue;
         }
-        for (i, from) in DType::WGSL.iter().enumerate() {
+        for (i, from) in DTYPES.iter().enumerate() {
             copy_cases(
                 dev,
                 *from,
@@ -612,7 +612,7 @@ fn f16_software_and_hardware_conversions() {
 #[test]
 fn copy_big_sizes() {
     let Some(k) = k() else { return };
-    for d in DType::WGSL {
+    for d in DTYPES {
         if k.supports(d) {
             copy_cases(k, d, d, &BIG[..1], &[Lay::Trans, Lay::Offset(1)], 11);
         }
@@ -665,7 +665,7 @@ fn copy_keeps_nan_bits() {
 #[test]
 fn select_all_dtypes() {
     let Some(k) = k() else { return };
-    for d in DType::WGSL {
+    for d in DTYPES {
         if !k.supports(d) {
             continue;
         }
@@ -733,7 +733,7 @@ fn select_all_dtypes() {
 #[test]
 fn fill_and_arange_all_dtypes() {
     let Some(k) = k() else { return };
-    for d in DType::WGSL {
+    for d in DTYPES {
         if !k.supports(d) {
             continue;
         }

@@ -274,14 +274,14 @@ const ARG_SHAPES: &[(&[usize], usize, Lay)] = &[
 
 fn all_reductions(k: &Kernels) {
     for (i, &op) in ReduceOp::ALL.iter().enumerate() {
-        for d in DType::WGSL {
+        for d in DTYPES {
             if k.supports(d) {
                 reduce_cases(k, op, d, SMALL, 100 + i as u64);
             }
         }
     }
     for (i, &op) in ArgReduceOp::ALL.iter().enumerate() {
-        for d in DType::WGSL {
+        for d in DTYPES {
             if k.supports(d) {
                 arg_cases(k, op, d, ARG_SHAPES, 200 + i as u64);
             }
@@ -314,7 +314,7 @@ fn reductions_big_sizes() {
     let Some(k) = k() else { return };
     const N: usize = (1 << 20) + 3;
     const HUGE: usize = 65535 * 256 + 3;
-    for d in DType::WGSL {
+    for d in DTYPES {
         if k.supports(d) {
             let op = if d == DType::Bool {
                 ReduceOp::Any
@@ -355,7 +355,7 @@ fn reductions_big_sizes() {
     // Tall matrices, columns reduced: chunks of rows, then their partials (every
     // op and dtype; 9000 x 12 has three vec4 columns, 20001 x 64 one workgroup).
     for (i, &op) in ReduceOp::ALL.iter().enumerate() {
-        for d in DType::WGSL {
+        for d in DTYPES {
             if k.supports(d) {
                 reduce_cases(
                     k,

@@ -13,8 +13,10 @@ pub enum DType {
     U32,
     /// Signed 32-bit integer.
     I32,
-    /// Signed 64-bit integer (CPU only).
+    /// Signed 64-bit integer (on the GPU, two 32-bit words computed exactly).
     I64,
+    /// Unsigned 64-bit integer (on the GPU, two 32-bit words computed exactly).
+    U64,
     /// IEEE half precision.
     F16,
     /// bfloat16: the upper half of an f32.
@@ -27,20 +29,22 @@ pub enum DType {
 
 impl DType {
     /// Every dtype, in promotion order.
-    pub const ALL: [DType; 9] = [
+    pub const ALL: [DType; 10] = [
         DType::Bool,
         DType::U8,
         DType::U32,
         DType::I32,
         DType::I64,
+        DType::U64,
         DType::F16,
         DType::BF16,
         DType::F32,
         DType::F64,
     ];
 
-    /// The dtypes WGSL kernels compute: all but `I64` (WGSL has no 64-bit integers).
-    pub const WGSL: [DType; 8] = [
+    /// The dtypes stored in whole 32-bit words or parts of one (the 64-bit ones
+    /// are moved as pairs of words and computed by kernels of their own).
+    pub const WORDS: [DType; 7] = [
         DType::Bool,
         DType::U8,
         DType::U32,
@@ -48,12 +52,7 @@ impl DType {
         DType::F16,
         DType::BF16,
         DType::F32,
-        DType::F64,
     ];
-
-    /// The dtypes stored in whole 32-bit words or parts of one: [`DType::WGSL`]
-    /// less `F64` (moved as pairs of words, computed by kernels of its own).
-    pub const WORDS: [DType; 7] = *Self::WGSL.first_chunk::<7>().unwrap();
 
     /// Bytes per element.
     pub const fn size(self) -> usize {
@@ -61,7 +60,7 @@ impl DType {
             DType::Bool | DType::U8 => 1,
             DType::F16 | DType::BF16 => 2,
             DType::U32 | DType::I32 | DType::F32 => 4,
-            DType::I64 | DType::F64 => 8,
+            DType::I64 | DType::U64 | DType::F64 => 8,
         }
     }
 
@@ -73,6 +72,7 @@ impl DType {
             DType::U32 => "u32",
             DType::I32 => "i32",
             DType::I64 => "i64",
+            DType::U64 => "u64",
             DType::F16 => "f16",
             DType::BF16 => "bf16",
             DType::F32 => "f32",
@@ -88,6 +88,7 @@ impl DType {
             "u32" | "uint32" => DType::U32,
             "i32" | "int32" => DType::I32,
             "i64" | "int64" => DType::I64,
+            "u64" | "uint64" => DType::U64,
             "f16" | "float16" => DType::F16,
             "bf16" | "bfloat16" => DType::BF16,
             "f32" | "float32" => DType::F32,
@@ -103,7 +104,10 @@ impl DType {
 
     /// Any integer type (not bool).
     pub const fn is_int(self) -> bool {
-        matches!(self, DType::U8 | DType::U32 | DType::I32 | DType::I64)
+        matches!(
+            self,
+            DType::U8 | DType::U32 | DType::I32 | DType::I64 | DType::U64
+        )
     }
 
     /// Signed integer types.
@@ -113,7 +117,7 @@ impl DType {
 
     /// Unsigned integer types.
     pub const fn is_unsigned(self) -> bool {
-        matches!(self, DType::U8 | DType::U32)
+        matches!(self, DType::U8 | DType::U32 | DType::U64)
     }
 
     /// The dtype float math on `self` produces: `self` for floats, f32 otherwise.
@@ -128,6 +132,7 @@ impl DType {
     /// | bool, X | X |
     /// | unsigned, unsigned / signed, signed | the wider |
     /// | u8, i32 → i32; u8, i64 → i64; u32, i32 → i64; u32, i64 → i64 | smallest signed type holding both |
+    /// | u64, i32 / u64, i64 | f32 (no integer type holds both) |
     /// | integer, float | the float |
     /// | f16, bf16 | f32 |
     /// | float, float | the wider (f64 wins) |
@@ -142,6 +147,8 @@ impl DType {
             (F16, BF16) => F32,
             (x, y) if x.is_float() && y.is_float() => F32.max(y),
             (_, f) if f.is_float() => f,
+            (U8 | U32, U64) => U64,
+            (I32 | I64, U64) => F32,
             (U8, U32) => U32,
             (U8, I32) => I32,
             (U32, I32) => I64,
@@ -189,6 +196,12 @@ mod tests {
             (F16, F32, F32),
             (BF16, F32, F32),
             (Bool, F16, F16),
+            (U32, U64, U64),
+            (U8, U64, U64),
+            (I32, U64, F32),
+            (I64, U64, F32),
+            (U64, F16, F16),
+            (U64, F64, F64),
         ];
         for (a, b, want) in cases {
             assert_eq!(DType::promote(a, b), want, "{a} + {b}");

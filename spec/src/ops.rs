@@ -270,7 +270,7 @@ impl BinaryOp {
 
 impl ReduceOp {
     /// Output dtype for an input dtype (docs/SEMANTICS.md): sums and products of
-    /// bool and unsigned integers give u32, `all`/`any` bool, the rest the input's.
+    /// bool, u8 and u32 give u32, `all`/`any` bool, the rest the input's.
     pub const fn out_dtype(self, input: DType) -> DType {
         match self {
             ReduceOp::All | ReduceOp::Any => DType::Bool,
@@ -291,6 +291,7 @@ impl ReduceOp {
             (_, DType::F16 | DType::BF16 | DType::F32) => DType::F32,
             (_, DType::F64) => DType::F64,
             (_, DType::I64) => DType::I64,
+            (_, DType::U64) => DType::U64,
             (_, DType::I32) => DType::I32,
             (_, DType::Bool | DType::U8 | DType::U32) => DType::U32,
         }

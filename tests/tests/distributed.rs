@@ -177,7 +177,7 @@ fn value(seed: u64, rank: usize, i: usize, dtype: DType) -> f64 {
     h ^= h >> 29;
     match dtype {
         DType::Bool => (h % 2) as f64,
-        DType::U8 | DType::U32 => (h % 60) as f64,
+        DType::U8 | DType::U32 | DType::U64 => (h % 60) as f64,
         DType::I32 | DType::I64 => (h % 120) as f64 - 60.0,
         _ => (h % 64) as f64 / 4.0 - 8.0,
     }

@@ -119,6 +119,7 @@ fn sample(dtype: DType) -> Array {
     let x = Array::from_slice(&v.iter().map(|&a| a as f32).collect::<Vec<_>>(), &[3, 4]).unwrap();
     match dtype {
         DType::I64 => Array::from_slice(&[i64::MIN, -1, 0, 1, i64::MAX, 42], &[2, 3]).unwrap(),
+        DType::U64 => Array::from_slice(&[u64::MAX, 1 << 63, 0, 1, 1 << 53, 42], &[2, 3]).unwrap(),
         // Values no f32 holds: f64 must keep every bit.
         DType::F64 => {
             Array::from_slice(&[0.1, -1e300, 5e-324, f64::NAN, -0.0, 1.0 / 3.0], &[2, 3]).unwrap()
@@ -137,6 +138,7 @@ fn every_dtype_round_trips() {
         DType::I32,
         DType::U32,
         DType::I64,
+        DType::U64,
         DType::F16,
         DType::BF16,
         DType::F32,

@@ -471,7 +471,7 @@ impl NdArray {
     pub fn shape(&self) -> JsResult<Dims> {
         Ok(cv::js_numbers(self.arr()?.shape().iter().map(|&d| d as f64)).unchecked_into())
     }
-    /// dtype name: `"f32"`, `"i32"`, `"u32"`, `"u8"`, `"bool"`, `"f16"`, `"bf16"`, `"i64"`.
+    /// dtype name: `"f32"`, `"i32"`, `"u32"`, `"u8"`, `"bool"`, `"f16"`, `"bf16"`, `"i64"`, `"u64"`, `"f64"`.
     #[wasm_bindgen(getter)]
     pub fn dtype(&self) -> JsResult<String> {
         Ok(self.arr()?.dtype().name().to_string())
@@ -499,7 +499,8 @@ impl NdArray {
 
     /// Resolves to the elements (row-major) as a typed array: Float32Array (f32),
     /// Int32Array (i32), Uint32Array (u32), Uint8Array (u8, bool), Uint16Array (the
-    /// bits of f16/bf16), BigInt64Array (i64), Float64Array (f64, CPU backend only).
+    /// bits of f16/bf16), BigInt64Array (i64), BigUint64Array (u64), Float64Array (f64, CPU
+    /// backend only).
     /// Computes the array first.
     pub fn data(&self) -> JsResult<TypedDataPromise> {
         let a = self.arr()?;
@@ -510,7 +511,7 @@ impl NdArray {
         .unchecked_into())
     }
 
-    /// Resolves to the single element (number, boolean, or BigInt for i64).
+    /// Resolves to the single element (number, boolean, or BigInt for i64/u64).
     pub fn item(&self) -> JsResult<ElementPromise> {
         let a = self.arr()?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {

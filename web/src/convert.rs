@@ -2,8 +2,8 @@
 //! typed arrays.
 
 use js_sys::{
-    BigInt64Array, Float32Array, Float64Array, Int8Array, Int16Array, Int32Array, Uint8Array,
-    Uint8ClampedArray, Uint16Array, Uint32Array,
+    BigInt64Array, BigUint64Array, Float32Array, Float64Array, Int8Array, Int16Array, Int32Array,
+    Uint8Array, Uint8ClampedArray, Uint16Array, Uint32Array,
 };
 use wasm_bindgen::{JsCast, JsError, JsValue};
 use wmx_core::{DType, Element, bf16, f16};
@@ -95,7 +95,7 @@ pub(crate) fn dtype(v: &JsValue, default: DType) -> Result<DType, JsError> {
         .ok_or_else(|| js_err(format!("dtype: expected a string, got {v:?}")))?;
     DType::from_name(&s).ok_or_else(|| {
         js_err(format!(
-            "unknown dtype {s:?}; expected one of bool, uint8, uint32, int32, int64, float16, bfloat16, float32, float64 (or u8, u32, i32, i64, f16, bf16, f32, f64)"
+            "unknown dtype {s:?}; expected one of bool, uint8, uint32, int32, int64, uint64, float16, bfloat16, float32, float64 (or u8, u32, i32, i64, u64, f16, bf16, f32, f64)"
         ))
     })
 }
@@ -136,6 +136,7 @@ pub(crate) fn values_to_bytes(values: &[f64], dtype: DType) -> Vec<u8> {
         DType::U32 => conv::<u32>(values),
         DType::I32 => conv::<i32>(values),
         DType::I64 => conv::<i64>(values),
+        DType::U64 => conv::<u64>(values),
         DType::F16 => conv::<f16>(values),
         DType::BF16 => conv::<bf16>(values),
         DType::F32 => conv::<f32>(values),
@@ -154,7 +155,7 @@ pub(crate) enum HostData {
 /// Reads a typed array, a JS array of numbers or booleans, or a single number.
 /// Natural dtypes: Float32Array → f32, Int32Array → i32, Uint32Array → u32,
 /// Uint8Array → u8, Uint16Array → f16 bits (bf16 bits when asked), BigInt64Array →
-/// i64; Float64Array, Int8Array, Int16Array, numbers and JS arrays → f32 (bool
+/// i64, BigUint64Array → u64; Float64Array, Int8Array, Int16Array, numbers and JS arrays → f32 (bool
 /// for arrays of booleans) unless a dtype is given.
 pub(crate) fn host_data(v: &JsValue, want: Option<DType>) -> Result<HostData, JsError> {
     let raw = |d: DType| {
@@ -192,6 +193,9 @@ pub(crate) fn host_data(v: &JsValue, want: Option<DType>) -> Result<HostData, Js
     }
     if v.is_instance_of::<BigInt64Array>() {
         return Ok(raw(DType::I64));
+    }
+    if v.is_instance_of::<BigUint64Array>() {
+        return Ok(raw(DType::U64));
     }
     if let Some(a) = v.dyn_ref::<Float64Array>() {
         if want == Some(DType::F64) {
@@ -241,7 +245,7 @@ pub(crate) fn host_data(v: &JsValue, want: Option<DType>) -> Result<HostData, Js
 
 /// A typed array holding `bytes` of `dtype`: Float32Array, Int32Array,
 /// Uint32Array, Uint8Array (u8 and bool), Uint16Array (f16 and bf16 bits),
-/// BigInt64Array (i64).
+/// BigInt64Array (i64), BigUint64Array (u64).
 pub(crate) fn typed_array(bytes: &[u8], dtype: DType) -> JsValue {
     fn words<T: bytemuck_free::Pod>(bytes: &[u8]) -> Vec<T> {
         bytes
@@ -257,6 +261,7 @@ pub(crate) fn typed_array(bytes: &[u8], dtype: DType) -> JsValue {
         DType::U8 | DType::Bool => Uint8Array::from(bytes).into(),
         DType::F16 | DType::BF16 => Uint16Array::from(&words::<u16>(bytes)[..]).into(),
         DType::I64 => BigInt64Array::from(&words::<i64>(bytes)[..]).into(),
+        DType::U64 => BigUint64Array::from(&words::<u64>(bytes)[..]).into(),
     }
 }
 
@@ -272,15 +277,16 @@ mod bytemuck_free {
             }
         )*};
     }
-    pod!(f32, f64, i32, u32, u16, i64);
+    pod!(f32, f64, i32, u32, u16, i64, u64);
 }
 
 /// The value of element `i` of `bytes` of `dtype` as a JS value (number, boolean,
-/// or BigInt for i64).
+/// or BigInt for i64 and u64).
 pub(crate) fn element_value(bytes: &[u8], dtype: DType) -> JsValue {
     match dtype {
         DType::Bool => JsValue::from_bool(bytes[0] != 0),
         DType::I64 => js_sys::BigInt::from(i64::read(bytes)).into(),
+        DType::U64 => js_sys::BigInt::from(u64::read(bytes)).into(),
         DType::U8 => JsValue::from_f64(u8::read(bytes) as f64),
         DType::U32 => JsValue::from_f64(u32::read(bytes) as f64),
         DType::I32 => JsValue::from_f64(i32::read(bytes) as f64),

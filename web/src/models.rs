@@ -12,15 +12,17 @@ use wmx_core::models::{self, GenerateOptions, Generation, Sampling};
 use wmx_core::{self as wc, Array, DType};
 
 /// safetensors' dtypes and wmx's.
-const DTYPES: [(safetensors::Dtype, DType); 8] = [
+const DTYPES: [(safetensors::Dtype, DType); 10] = [
     (safetensors::Dtype::BOOL, DType::Bool),
     (safetensors::Dtype::U8, DType::U8),
     (safetensors::Dtype::I32, DType::I32),
     (safetensors::Dtype::U32, DType::U32),
     (safetensors::Dtype::I64, DType::I64),
+    (safetensors::Dtype::U64, DType::U64),
     (safetensors::Dtype::F16, DType::F16),
     (safetensors::Dtype::BF16, DType::BF16),
     (safetensors::Dtype::F32, DType::F32),
+    (safetensors::Dtype::F64, DType::F64),
 ];
 
 fn tensors(bytes: &[u8], out: &mut Vec<(String, Array)>) -> JsResult<()> {

@@ -36,7 +36,7 @@ export interface GenerateOptions {
 }
 /** A dtype name: wmx's (`"f32"`) or numpy's (`"float32"`). */
 export type DType =
-  | "bool" | "u8" | "uint8" | "u32" | "uint32" | "i32" | "int32" | "i64" | "int64"
+  | "bool" | "u8" | "uint8" | "u32" | "uint32" | "i32" | "int32" | "i64" | "int64" | "u64" | "uint64"
   | "f16" | "float16" | "bf16" | "bfloat16" | "f32" | "float32" | "f64" | "float64";
 /** A shape: one number per dimension (a single number is a 1-D shape). */
 export type Shape = number | readonly number[];
@@ -44,22 +44,23 @@ export type Shape = number | readonly number[];
 export type Axes = number | readonly number[];
 /** Host data an array can be made from. Natural dtypes: Float32Array f32,
  *  Int32Array i32, Uint32Array u32, Uint8Array u8, Uint16Array f16 bits (bf16 with
- *  that dtype), BigInt64Array i64, Float64Array f64 when that dtype is asked;
+ *  that dtype), BigInt64Array i64, BigUint64Array u64, Float64Array f64 when that
+ *  dtype is asked;
  *  other typed arrays, numbers and arrays of numbers f32; booleans bool. */
 export type HostData =
   | Float32Array | Float64Array | Int8Array | Int16Array | Int32Array
   | Uint8Array | Uint8ClampedArray | Uint16Array | Uint32Array | BigInt64Array
-  | readonly number[] | readonly boolean[] | number | boolean;
+  | BigUint64Array | readonly number[] | readonly boolean[] | number | boolean;
 /** An array argument: an NdArray, or host data made into one (a number beside an
  *  NdArray takes its dtype, as MLX's weak scalars). */
 export type ArrayInput = NdArray | HostData;
 /** What `data()` resolves to, by dtype: f32 Float32Array, f64 Float64Array,
  *  i32 Int32Array, u32 Uint32Array, u8 and bool Uint8Array, f16 and bf16
- *  Uint16Array (the bits), i64 BigInt64Array. */
+ *  Uint16Array (the bits), i64 BigInt64Array, u64 BigUint64Array. */
 export type TypedData =
   | Float32Array | Float64Array | Int32Array | Uint32Array | Uint8Array | Uint16Array
-  | BigInt64Array;
-/** One element, as `item()` gives it (BigInt for i64). */
+  | BigInt64Array | BigUint64Array;
+/** One element, as `item()` gives it (BigInt for i64 and u64). */
 export type Element = number | boolean | bigint;
 /** One axis of a `slice` spec: `null` (the whole axis) or `[start, stop, step]`
  *  (entries may be null or left out). */

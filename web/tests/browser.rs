@@ -1583,11 +1583,11 @@ async fn f64_on_the_cpu_backend_and_an_error_on_webgpu() {
     wmx::set_device(ty(JsValue::from_str("webgpu"))).unwrap();
 }
 
-/// i64 on WebGPU (pairs of words, exact): BigInt64Array in and out, arithmetic
-/// that wraps, floor division, a sum, a sort and the cast to f32, against Rust's
-/// i64 here.
+/// i64 and u64 on WebGPU (pairs of words, exact): BigInt64Array and
+/// BigUint64Array in and out, arithmetic that wraps, floor division, a sum, a
+/// sort and the cast to f32, against Rust's integers here.
 #[wasm_bindgen_test]
-async fn i64_on_webgpu() {
+async fn int64_on_webgpu() {
     gpu().await;
     let xs = [i64::MIN, -7, (1 << 53) + 1, i64::MAX, 1 << 32];
     let ys = [-1i64, 2, -3, 1, -(1 << 31)];
@@ -1636,6 +1636,44 @@ async fn i64_on_webgpu() {
     assert_eq!(read_i64(wmx::sort(&x, None).unwrap()).await, sorted);
     let f = read(&v(wmx::astype(&x, ty(JsValue::from_str("f32"))).unwrap())).await;
     assert_eq!(f, xs.iter().map(|&a| a as f32 as f64).collect::<Vec<_>>());
+
+    // u64: BigUint64Array, values past i64's range, unsigned order and division.
+    let us = [u64::MAX, 1 << 63, 7, (1 << 32) + 1];
+    let ws = [2u64, 3, u64::MAX, 1 << 31];
+    let arr_u = |xs: &[u64]| {
+        let data = js_sys::BigUint64Array::from(xs);
+        let a = wmx::array(data.unchecked_ref(), None, None).unwrap();
+        assert_eq!(a.dtype().unwrap(), "u64");
+        v(a)
+    };
+    let (a, b) = (arr_u(&us), arr_u(&ws));
+    let read_u64 = |a: NdArray| async move {
+        let d = wait(a.data().unwrap()).await.unwrap();
+        d.dyn_into::<js_sys::BigUint64Array>()
+            .expect("data() of u64 is a BigUint64Array")
+            .to_vec()
+    };
+    let pair_u = |f: fn(u64, u64) -> u64| {
+        us.iter()
+            .zip(&ws)
+            .map(|(&a, &b)| f(a, b))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        read_u64(wmx::add(&a, &b).unwrap()).await,
+        pair_u(u64::wrapping_add)
+    );
+    assert_eq!(
+        read_u64(wmx::floor_divide(&a, &b).unwrap()).await,
+        pair_u(|a, b| a / b)
+    );
+    assert_eq!(
+        read_u64(wmx::maximum(&a, &b).unwrap()).await,
+        pair_u(u64::max)
+    );
+    let mut sorted = us.to_vec();
+    sorted.sort();
+    assert_eq!(read_u64(wmx::sort(&a, None).unwrap()).await, sorted);
 }
 
 /// `quantize`, `dequantize` and `quantizedMatmul` (one row: the matrix-vector

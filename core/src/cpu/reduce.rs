@@ -88,7 +88,7 @@ fn reduce_typed<I: Store, O: Store>(
     output::<O>(n_out, |out| {
         for (o, a) in out.iter_mut().zip(acc) {
             *o = match op {
-                ReduceOp::All | ReduceOp::Any => O::from_wide(Wide::I(a.nonzero() as i64)),
+                ReduceOp::All | ReduceOp::Any => O::from_wide(Wide::I(a.nonzero() as i128)),
                 _ => O::from_wide(a.wide()),
             };
         }
@@ -185,6 +185,8 @@ fn scan_typed<I: Store, O: Store>(
             (d, false) if d.is_float() => f64::NEG_INFINITY,
             (d, true) if d.is_float() => f64::INFINITY,
             (crate::DType::Bool | crate::DType::U8 | crate::DType::U32, false) => 0.0,
+            (crate::DType::U64, false) => 0.0,
+            (crate::DType::U64, true) => u64::MAX as f64,
             (crate::DType::Bool, true) => 1.0,
             (crate::DType::U8, true) => 255.0,
             (crate::DType::U32, true) => u32::MAX as f64,

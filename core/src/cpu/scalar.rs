@@ -3,7 +3,7 @@
 //!
 //! Each dtype has a storage type (`Store`, the bytes in the buffer) and a compute
 //! type (`Compute`): f16/bf16 compute in f32, bool in i32, the rest in themselves
-//! (docs/SEMANTICS.md). Accumulating reductions use `Store::Acc` (f64 or i64).
+//! (docs/SEMANTICS.md). Accumulating reductions use `Store::Acc` (f64, i64 or u64).
 
 use half::{bf16, f16};
 
@@ -15,8 +15,8 @@ pub struct B8(pub u8);
 /// A value of any dtype, widened without loss, for casts.
 #[derive(Clone, Copy, Debug)]
 pub enum Wide {
-    /// Integers and bool.
-    I(i64),
+    /// Integers and bool (i128 holds every i64 and u64).
+    I(i128),
     /// Floats.
     F(f64),
 }
@@ -45,7 +45,8 @@ pub trait Store: bytemuck::Pod + Send + Sync + 'static {
     }
 }
 
-/// Accumulator of a reduction: f64 for floats, i64 (wrapping) for integers.
+/// Accumulator of a reduction: f64 for floats, i64 (wrapping) for integers, u64
+/// for u64 (its order is not i64's).
 pub trait Accum: Copy + PartialOrd + Send + Sync + 'static {
     /// 0
     const ZERO: Self;
@@ -107,7 +108,29 @@ impl Accum for i64 {
         self != 0
     }
     fn wide(self) -> Wide {
-        Wide::I(self)
+        Wide::I(self as i128)
+    }
+}
+
+impl Accum for u64 {
+    const ZERO: Self = 0;
+    const ONE: Self = 1;
+    const LOWEST: Self = 0;
+    const HIGHEST: Self = u64::MAX;
+    fn add(self, o: Self) -> Self {
+        self.wrapping_add(o)
+    }
+    fn mul(self, o: Self) -> Self {
+        self.wrapping_mul(o)
+    }
+    fn is_nan(self) -> bool {
+        false
+    }
+    fn nonzero(self) -> bool {
+        self != 0
+    }
+    fn wide(self) -> Wide {
+        Wide::I(self as i128)
     }
 }
 
@@ -546,12 +569,13 @@ int_compute!(u8);
 int_compute!(u32);
 int_compute!(i32);
 int_compute!(i64);
+int_compute!(u64);
 
 macro_rules! store_self_int {
-    ($t:ty) => {
+    ($t:ty, $acc:ty) => {
         impl Store for $t {
             type C = $t;
-            type Acc = i64;
+            type Acc = $acc;
             fn load(self) -> $t {
                 self
             }
@@ -559,7 +583,7 @@ macro_rules! store_self_int {
                 c
             }
             fn wide(self) -> Wide {
-                Wide::I(self as i64)
+                Wide::I(self as i128)
             }
             fn from_wide(w: Wide) -> Self {
                 match w {
@@ -567,19 +591,20 @@ macro_rules! store_self_int {
                     Wide::F(f) => f as $t,
                 }
             }
-            fn to_acc(self) -> i64 {
-                self as i64
+            fn to_acc(self) -> $acc {
+                self as $acc
             }
-            fn from_acc(a: i64) -> Self {
+            fn from_acc(a: $acc) -> Self {
                 a as $t
             }
         }
     };
 }
-store_self_int!(u8);
-store_self_int!(u32);
-store_self_int!(i32);
-store_self_int!(i64);
+store_self_int!(u8, i64);
+store_self_int!(u32, i64);
+store_self_int!(i32, i64);
+store_self_int!(i64, i64);
+store_self_int!(u64, u64);
 
 impl Store for B8 {
     type C = i32;
@@ -591,7 +616,7 @@ impl Store for B8 {
         B8((c != 0) as u8)
     }
     fn wide(self) -> Wide {
-        Wide::I(self.0 as i64)
+        Wide::I(self.0 as i128)
     }
     fn from_wide(w: Wide) -> Self {
         B8(match w {
@@ -609,9 +634,9 @@ impl Store for B8 {
 
 /// `i` as f64 rounded to odd (exact below 2^53): rounding that to f32/f16/bf16
 /// then rounds once, as if from `i` itself (`i as f64` first would round twice).
-fn int_to_f64_odd(i: i64) -> f64 {
+fn int_to_f64_odd(i: i128) -> f64 {
     let a = i.unsigned_abs();
-    let shift = (64 - a.leading_zeros()).saturating_sub(53);
+    let shift = (128 - a.leading_zeros()).saturating_sub(53);
     let mut m = a >> shift << shift;
     if m != a {
         m |= 1 << shift; // sticky bit: the value was inexact
@@ -709,6 +734,10 @@ macro_rules! with_store {
             }
             $crate::DType::I64 => {
                 type $T = i64;
+                $body
+            }
+            $crate::DType::U64 => {
+                type $T = u64;
                 $body
             }
             $crate::DType::F16 => {

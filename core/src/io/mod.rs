@@ -4,7 +4,7 @@
 //!
 //! | dtype | `.npy`/`.npz` | safetensors |
 //! |---|---|---|
-//! | bool, u8, i32, u32, i64, f16, f32, f64 | `|b1 |u1 <i4 <u4 <i8 <f2 <f4 <f8` (either byte order read) | BOOL U8 I32 U32 I64 F16 F32 F64 |
+//! | bool, u8, i32, u32, i64, u64, f16, f32, f64 | `|b1 |u1 <i4 <u4 <i8 <u8 <f2 <f4 <f8` (either byte order read) | BOOL U8 I32 U32 I64 U64 F16 F32 F64 |
 //! | bf16 | an `Err` (numpy has no bfloat16; use safetensors) | BF16 |
 //!
 //! Fortran-ordered `.npy` data loads as a transposed view (no copy).
@@ -47,6 +47,7 @@ fn write_npy<W: Write>(op: &'static str, path: &Path, a: &Array, w: W) -> Result
         DType::I32 => typed::<i32, W>(a, w),
         DType::U32 => typed::<u32, W>(a, w),
         DType::I64 => typed::<i64, W>(a, w),
+        DType::U64 => typed::<u64, W>(a, w),
         DType::F16 => typed::<f16, W>(a, w),
         DType::F32 => typed::<f32, W>(a, w),
         DType::F64 => typed::<f64, W>(a, w),
@@ -259,7 +260,7 @@ fn read_npz<R: Read + Seek>(path: &Path, r: R) -> Result<Vec<(String, Array)>> {
 }
 
 /// wmx dtypes and their safetensors names, both ways.
-const ST_DTYPES: [(DType, safetensors::Dtype); 9] = {
+const ST_DTYPES: [(DType, safetensors::Dtype); 10] = {
     use safetensors::Dtype as S;
     [
         (DType::Bool, S::BOOL),
@@ -267,6 +268,7 @@ const ST_DTYPES: [(DType, safetensors::Dtype); 9] = {
         (DType::I32, S::I32),
         (DType::U32, S::U32),
         (DType::I64, S::I64),
+        (DType::U64, S::U64),
         (DType::F16, S::F16),
         (DType::BF16, S::BF16),
         (DType::F32, S::F32),

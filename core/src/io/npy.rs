@@ -115,13 +115,14 @@ pub(crate) fn parse_header(
         "i4" => DType::I32,
         "u4" => DType::U32,
         "i8" => DType::I64,
+        "u8" => DType::U64,
         "f2" => DType::F16,
         "f4" => DType::F32,
         "f8" => DType::F64,
         _ => {
             return Err(format!(
                 "numpy dtype {descr:?} has no wmx dtype (bool, uint8, int32, uint32, int64, \
-                 float16, float32, float64)"
+                 uint64, float16, float32, float64)"
             ));
         }
     };

@@ -793,7 +793,7 @@ fn pool_windows(x: &Array, p: &PoolShape, fill: f64) -> Result<Array> {
 pub fn max_pool(x: &Array, kernel: &[usize], opts: &PoolOptions) -> Result<Array> {
     let p = pool_shape("max_pool", x, kernel, opts)?;
     let fill = match x.dtype() {
-        DType::Bool | DType::U8 | DType::U32 => 0.0,
+        DType::Bool | DType::U8 | DType::U32 | DType::U64 => 0.0,
         DType::I32 => i32::MIN as f64,
         DType::I64 => i64::MIN as f64,
         _ => f64::NEG_INFINITY,

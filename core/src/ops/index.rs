@@ -20,6 +20,7 @@ pub fn gather_fill(dtype: DType) -> f64 {
         DType::Bool => 1.0,
         DType::U8 => u8::MAX as f64,
         DType::U32 => u32::MAX as f64,
+        DType::U64 => u64::MAX as f64,
         DType::I32 => i32::MIN as f64,
         DType::I64 => i64::MIN as f64,
         _ => f64::NAN,

@@ -380,16 +380,7 @@ fn power_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
         }
         return vec2<u32>(0u, 0u);
     }
-    var r = vec2<u32>(1u, 0u);
-    var x = a;
-    var e = b;
-    loop {
-        if (!nz_l(e)) { break; }
-        if ((e.x & 1u) != 0u) { r = mul64(r, x); }
-        e = shr64(e, 1u);
-        x = mul64(x, x);
-    }
-    return r;
+    return pow64(a, b);
 }
 fn maximum_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return select(a, b, lt_i64(a, b)); }
 fn minimum_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return select(a, b, lt_i64(b, a)); }
@@ -404,3 +395,31 @@ fn logical_or_l(a: vec2<u32>, b: vec2<u32>) -> bool { return nz_l(a) || nz_l(b);
 fn bitwise_and_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a & b; }
 fn bitwise_or_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a | b; }
 fn bitwise_xor_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a ^ b; }
+
+// u64 forms (`{op}_ul`): the i64 forms where the bits agree, unsigned order and
+// division where they do not.
+fn add_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return add64(a, b); }
+fn subtract_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return sub64(a, b); }
+fn multiply_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return mul64(a, b); }
+fn floor_divide_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    if (!nz_l(b)) { return vec2<u32>(0u, 0u); }
+    return divmod_u64(a, b).q;
+}
+fn remainder_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    if (!nz_l(b)) { return vec2<u32>(0u, 0u); }
+    return divmod_u64(a, b).r;
+}
+fn power_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return pow64(a, b); }
+fn maximum_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return select(a, b, lt_u64(a, b)); }
+fn minimum_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return select(a, b, lt_u64(b, a)); }
+fn equal_ul(a: vec2<u32>, b: vec2<u32>) -> bool { return eq64(a, b); }
+fn not_equal_ul(a: vec2<u32>, b: vec2<u32>) -> bool { return !eq64(a, b); }
+fn less_ul(a: vec2<u32>, b: vec2<u32>) -> bool { return lt_u64(a, b); }
+fn less_equal_ul(a: vec2<u32>, b: vec2<u32>) -> bool { return !lt_u64(b, a); }
+fn greater_ul(a: vec2<u32>, b: vec2<u32>) -> bool { return lt_u64(b, a); }
+fn greater_equal_ul(a: vec2<u32>, b: vec2<u32>) -> bool { return !lt_u64(a, b); }
+fn logical_and_ul(a: vec2<u32>, b: vec2<u32>) -> bool { return nz_l(a) && nz_l(b); }
+fn logical_or_ul(a: vec2<u32>, b: vec2<u32>) -> bool { return nz_l(a) || nz_l(b); }
+fn bitwise_and_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a & b; }
+fn bitwise_or_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a | b; }
+fn bitwise_xor_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a ^ b; }

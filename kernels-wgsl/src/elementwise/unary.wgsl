@@ -360,3 +360,15 @@ fn round_l(a: vec2<u32>) -> vec2<u32> { return a; }
 fn logical_not_l(a: vec2<u32>) -> bool { return !nz_l(a); }
 fn isnan_l(a: vec2<u32>) -> bool { return false; }
 fn isinf_l(a: vec2<u32>) -> bool { return false; }
+
+// u64 forms (`{op}_ul`).
+fn negative_ul(a: vec2<u32>) -> vec2<u32> { return neg64(a); }
+fn abs_ul(a: vec2<u32>) -> vec2<u32> { return a; }
+fn sign_ul(a: vec2<u32>) -> vec2<u32> { return vec2<u32>(select(0u, 1u, nz_l(a)), 0u); }
+fn square_ul(a: vec2<u32>) -> vec2<u32> { return mul64(a, a); }
+fn floor_ul(a: vec2<u32>) -> vec2<u32> { return a; }
+fn ceil_ul(a: vec2<u32>) -> vec2<u32> { return a; }
+fn round_ul(a: vec2<u32>) -> vec2<u32> { return a; }
+fn logical_not_ul(a: vec2<u32>) -> bool { return !nz_l(a); }
+fn isnan_ul(a: vec2<u32>) -> bool { return false; }
+fn isinf_ul(a: vec2<u32>) -> bool { return false; }

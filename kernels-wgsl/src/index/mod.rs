@@ -36,6 +36,7 @@ pub fn gather_fill_bits(d: DType) -> u64 {
         DType::Bool => 1,
         DType::F64 => u64::MAX,
         DType::I64 => 1 << 63,
+        DType::U64 => u64::MAX,
     }
 }
 
@@ -263,7 +264,7 @@ impl<D: Driver> Kernels<D> {
                 x.dtype, x.shape, indices.shape, out.dtype, out.shape
             )));
         }
-        if indices.dtype == DType::I64 {
+        if matches!(indices.dtype, DType::I64 | DType::U64) {
             let t = self.i64_indices(b, indices, axis_len)?;
             return self.gather_filled(b, x, &t.view(), axis, axis_len, lo, out, fill);
         }
@@ -374,7 +375,7 @@ impl<D: Driver> Kernels<D> {
                 out.shape
             )));
         }
-        if indices.dtype == DType::I64 {
+        if matches!(indices.dtype, DType::I64 | DType::U64) {
             let t = self.i64_indices(b, indices, axis_len)?;
             let t = t.view();
             return self.scatter_rows(b, op, base, &t, updates, axis, axis_len, lo, out);

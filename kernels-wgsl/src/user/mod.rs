@@ -305,9 +305,9 @@ fn wgsl_type(kernel: &str, name: &str, d: DType) -> Result<&'static str> {
         DType::I32 => "i32",
         DType::U32 => "u32",
         DType::F64 => "f64",
-        DType::I64 => {
+        DType::I64 | DType::U64 => {
             return Err(Error::Shape(format!(
-                "{kernel}: `{name}` is i64, which WGSL has no type for; a kernel binds f32, f16, i32 or u32 arrays: convert with astype"
+                "{kernel}: `{name}` is {d}, which WGSL has no type for; a kernel binds f32, f16, i32 or u32 arrays: convert with astype"
             )));
         }
         _ => {

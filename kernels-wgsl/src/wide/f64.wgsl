@@ -58,12 +58,20 @@ fn to_f32_odd(x: f64) -> u32 {
     if ((b & 0x7fffffffu) == 0u) { return (b & 0x80000000u) | 1u; }
     return b | 1u;
 }
-// i64 <-> f64: the magnitude's high word times 2^32 is exact, so the sum rounds
-// once; back, the truncated value splits exactly into two words.
+// i64/u64 <-> f64: the magnitude's high word times 2^32 is exact, so the sum
+// rounds once; back, the truncated value splits exactly into two words.
 fn from_i64(a: vec2<u32>) -> f64 {
     let m = abs64(a);
     let v = f64(m.y) * 4294967296.0lf + f64(m.x);
     return select(v, -v, neg_bit(a));
+}
+fn from_u64(a: vec2<u32>) -> f64 { return f64(a.y) * 4294967296.0lf + f64(a.x); }
+fn to_u64(x: f64) -> vec2<u32> {
+    let t = trunc(x);
+    if (isnan_d(x) || t <= 0.0lf) { return vec2<u32>(0u, 0u); }
+    if (t >= 18446744073709551616.0lf) { return vec2<u32>(0xffffffffu, 0xffffffffu); }
+    let hi = floor(t / 4294967296.0lf);
+    return vec2<u32>(u32(t - hi * 4294967296.0lf), u32(hi));
 }
 fn to_i64(x: f64) -> vec2<u32> {
     if (isnan_d(x)) { return vec2<u32>(0u, 0u); }

@@ -1,7 +1,8 @@
-// 64-bit integers as pairs of u32 words, `vec2<u32>(low, high)`: the host's
-// little-endian bytes, two's complement. WGSL has no 64-bit integer type, so each
+// 64-bit integers (i64, u64) as pairs of u32 words, `vec2<u32>(low, high)`: the
+// host's little-endian bytes, two's complement for i64. WGSL has no 64-bit integer type, so each
 // operation is written out on the words, exactly (no f64 here: these run on every
-// adapter). The ops' `{op}_l` forms sit beside their other forms in unary.wgsl
+// adapter). The ops' `{op}_l` (i64) and `{op}_ul` (u64) forms sit beside their
+// other forms in unary.wgsl
 // and binary.wgsl; the casts that need f64 are in f64.wgsl.
 
 fn neg_bit(a: vec2<u32>) -> bool { return (a.y & 0x80000000u) != 0u; }
@@ -81,8 +82,23 @@ fn divmod_u64(n: vec2<u32>, d: vec2<u32>) -> Qr64 {
     }
     return Qr64(q, r);
 }
-// The sort key of an i64: its order as an unsigned pair.
+// The sort keys: an order as an unsigned pair.
 fn key_l(lo: u32, hi: u32) -> vec2<u32> { return vec2<u32>(lo, hi ^ 0x80000000u); }
+fn key_ul(lo: u32, hi: u32) -> vec2<u32> { return vec2<u32>(lo, hi); }
+
+// a^e for e >= 0 by squaring, wrapping.
+fn pow64(a: vec2<u32>, e0: vec2<u32>) -> vec2<u32> {
+    var r = vec2<u32>(1u, 0u);
+    var x = a;
+    var e = e0;
+    loop {
+        if (!nz_l(e)) { break; }
+        if ((e.x & 1u) != 0u) { r = mul64(r, x); }
+        e = shr64(e, 1u);
+        x = mul64(x, x);
+    }
+    return r;
+}
 fn abs64(a: vec2<u32>) -> vec2<u32> { return select(a, neg64(a), neg_bit(a)); }
 
 // ---- casts (SEMANTICS.md): to narrower integers keep the low bits; to f32
@@ -115,13 +131,34 @@ fn signed_to_f32(a: vec2<u32>, odd: bool) -> u32 {
 }
 fn i64_to_f32(a: vec2<u32>) -> u32 { return signed_to_f32(a, false); }
 fn i64_to_f32_odd(a: vec2<u32>) -> u32 { return signed_to_f32(a, true); }
-fn i64_to_i32(a: vec2<u32>) -> u32 { return a.x; }
+fn u64_to_f32(a: vec2<u32>) -> u32 { return mag_to_f32(a, false); }
+fn u64_to_f32_odd(a: vec2<u32>) -> u32 { return mag_to_f32(a, true); }
+fn low_word(a: vec2<u32>) -> u32 { return a.x; }
 // An index: the value where it fits in i32, else -2^31 (out of range of the axis).
 fn i64_to_index(a: vec2<u32>) -> u32 {
     let fits = (a.y == 0u && a.x < 0x80000000u) || (a.y == 0xffffffffu && a.x >= 0x80000000u);
     return select(0x80000000u, a.x, fits);
 }
+fn u64_to_index(a: vec2<u32>) -> u32 {
+    return select(0x80000000u, a.x, a.y == 0u && a.x < 0x80000000u);
+}
 
+// The magnitude of f32 bits `w` truncated to an integer below 2^64 (k: the
+// exponent, 0..63).
+fn f32_mag(w: u32, k: u32) -> vec2<u32> {
+    let m = vec2<u32>((w & 0x7fffffu) | 0x800000u, 0u);
+    if (k > 23u) { return shl64(m, k - 23u); }
+    return shr64(m, 23u - k);
+}
+// f32 bits to u64: truncated, saturated (negatives to 0), NaN to 0.
+fn f32_to_u64(w: u32) -> vec2<u32> {
+    let e = (w >> 23u) & 0xffu;
+    if ((e == 0xffu && (w & 0x7fffffu) != 0u) || e < 127u || (w & 0x80000000u) != 0u) {
+        return vec2<u32>(0u, 0u);
+    }
+    if (e - 127u >= 64u) { return vec2<u32>(0xffffffffu, 0xffffffffu); }
+    return f32_mag(w, e - 127u);
+}
 // f32 bits to i64: truncated, saturated, NaN to 0.
 fn f32_to_i64(w: u32) -> vec2<u32> {
     let e = (w >> 23u) & 0xffu;
@@ -132,8 +169,6 @@ fn f32_to_i64(w: u32) -> vec2<u32> {
     if (k >= 63u) {
         return select(vec2<u32>(0xffffffffu, 0x7fffffffu), vec2<u32>(0u, 0x80000000u), neg);
     }
-    let m = vec2<u32>((w & 0x7fffffu) | 0x800000u, 0u);
-    var mag = shr64(m, 23u - min(k, 23u));
-    if (k > 23u) { mag = shl64(m, k - 23u); }
+    let mag = f32_mag(w, k);
     return select(mag, neg64(mag), neg);
 }

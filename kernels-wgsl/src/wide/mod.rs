@@ -31,6 +31,7 @@ const INT64_WGSL: &str = include_str!("int64.wgsl");
 enum Ty {
     F64,
     I64,
+    U64,
     U32,
 }
 
@@ -39,20 +40,31 @@ impl Ty {
         match d {
             DType::F64 => Ty::F64,
             DType::I64 => Ty::I64,
+            DType::U64 => Ty::U64,
             _ => Ty::U32,
+        }
+    }
+    /// The dtype of an element type.
+    fn dtype(self) -> DType {
+        match self {
+            Ty::F64 => DType::F64,
+            Ty::I64 => DType::I64,
+            Ty::U64 => DType::U64,
+            Ty::U32 => DType::U32,
         }
     }
     fn wgsl(self) -> &'static str {
         match self {
             Ty::F64 => "f64",
-            Ty::I64 => "vec2<u32>",
+            Ty::I64 | Ty::U64 => "vec2<u32>",
             Ty::U32 => "u32",
         }
     }
-    /// Suffix of the ops' functions on this type (`add_d`, `add_l`).
+    /// Suffix of the ops' functions on this type (`add_d`, `add_l`, `add_ul`).
     fn suffix(self) -> &'static str {
         match self {
             Ty::F64 => "d",
+            Ty::U64 => "ul",
             _ => "l",
         }
     }
@@ -125,10 +137,21 @@ fn bits(v: f64) -> [u32; 2] {
     [b as u32, (b >> 32) as u32]
 }
 
-/// The words of `v` as an i64 (truncated and saturated as a cast, NaN to 0).
-fn i64_words(v: f64) -> [u32; 2] {
-    let b = v as i64 as u64;
+/// The words of `v` as an element of `t` (integers truncated and saturated as a
+/// cast, NaN to 0).
+fn words_of(v: f64, t: Ty) -> [u32; 2] {
+    let b = match t {
+        Ty::F64 => v.to_bits(),
+        Ty::U64 => v as u64,
+        _ => v as i64 as u64,
+    };
     [b as u32, (b >> 32) as u32]
+}
+
+/// `op` of the cast of elements of `t` to bool (nonzero; NaN is true).
+fn truth_code(t: Ty) -> String {
+    let f = if t == Ty::F64 { "nz_d" } else { "nz_l" };
+    format!("fn op(a: {}) -> bool {{ return {f}(a); }}\n", t.wgsl())
 }
 
 fn unsupported(dtype: DType, what: &str) -> Error {
@@ -142,8 +165,7 @@ fn unsupported(dtype: DType, what: &str) -> Error {
 /// or `{op}_l`, beside the op's other forms in `unary.wgsl` (or, for math the
 /// library shares, in `f64.wgsl`); `None` where the op is not defined on `t`.
 fn unary_code(op: UnaryOp, t: Ty) -> Option<String> {
-    let d = if t == Ty::F64 { DType::F64 } else { DType::I64 };
-    if !op.supports(d) {
+    if !op.supports(t.dtype()) {
         return None;
     }
     let e = t.wgsl();
@@ -155,8 +177,7 @@ fn unary_code(op: UnaryOp, t: Ty) -> Option<String> {
 /// The WGSL of binary `op` on two elements of `t`: `{op}_d`/`{op}_l` in
 /// `binary.wgsl` (or `f64.wgsl`); `None` for the ops not defined on `t`.
 fn binary_code(op: BinaryOp, t: Ty) -> Option<String> {
-    let d = if t == Ty::F64 { DType::F64 } else { DType::I64 };
-    if !op.supports(d) {
+    if !op.supports(t.dtype()) {
         return None;
     }
     let e = t.wgsl();
@@ -193,6 +214,12 @@ fn reduce_code(op: ReduceOp, t: Ty) -> Option<&'static str> {
         (ReduceOp::Min, Ty::F64) => {
             "fn ident() -> f64 { return inf_d(); }\nfn combine(a: f64, b: f64) -> f64 { return min_d(a, b); }\n"
         }
+        (ReduceOp::Max, Ty::U64) => {
+            "fn ident() -> vec2<u32> { return vec2<u32>(0u, 0u); }\nfn combine(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return maximum_ul(a, b); }\n"
+        }
+        (ReduceOp::Min, Ty::U64) => {
+            "fn ident() -> vec2<u32> { return vec2<u32>(0xffffffffu, 0xffffffffu); }\nfn combine(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return minimum_ul(a, b); }\n"
+        }
         (ReduceOp::Sum, _) => {
             "fn ident() -> vec2<u32> { return vec2<u32>(0u, 0u); }\nfn combine(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return add64(a, b); }\n"
         }
@@ -223,8 +250,9 @@ fn arg_code(op: ArgReduceOp, t: Ty) -> String {
              fn isnan_e(x: f64) -> bool {{ return isnan_d(x); }}\n"
         ),
         _ => format!(
-            "fn better(a: vec2<u32>, b: vec2<u32>) -> bool {{ return lt_i64({a}, {b}); }}\n\
-             fn isnan_e(x: vec2<u32>) -> bool {{ return false; }}\n"
+            "fn better(a: vec2<u32>, b: vec2<u32>) -> bool {{ return less_{s}({a}, {b}); }}\n\
+             fn isnan_e(x: vec2<u32>) -> bool {{ return false; }}\n",
+            s = t.suffix()
         ),
     }
 }
@@ -306,11 +334,17 @@ const CASTS: &[(Ty, Ty, &str)] = &[
     (Ty::F64, Ty::I64, "to_i64"),
     (Ty::I64, Ty::U32, "i64_to_f32"),
     (Ty::I64, Ty::U32, "i64_to_f32_odd"),
-    (Ty::I64, Ty::U32, "i64_to_i32"),
+    (Ty::I64, Ty::U32, "low_word"),
     (Ty::U32, Ty::I64, "f32_to_i64"),
     (Ty::U32, Ty::I64, "l_from_i32"),
     (Ty::U32, Ty::I64, "l_from_u32"),
     (Ty::I64, Ty::U32, "i64_to_index"),
+    (Ty::U64, Ty::F64, "from_u64"),
+    (Ty::F64, Ty::U64, "to_u64"),
+    (Ty::U64, Ty::U32, "u64_to_f32"),
+    (Ty::U64, Ty::U32, "u64_to_f32_odd"),
+    (Ty::U32, Ty::U64, "f32_to_u64"),
+    (Ty::U64, Ty::U32, "u64_to_index"),
 ];
 
 /// The module of cast `f` from `from` to `to` elementwise.
@@ -337,7 +371,7 @@ fn elem_of(out: Ty, ins: &[Ty]) -> Ty {
 pub fn wide_modules(wg: u32) -> Vec<(String, String, &'static str, bool)> {
     let u = Ty::U32;
     let mut codes: Vec<(&'static str, Ty, Ty, Vec<Ty>, String)> = Vec::new();
-    for t in [Ty::F64, Ty::I64] {
+    for t in [Ty::F64, Ty::I64, Ty::U64] {
         for &op in UnaryOp::ALL {
             if let Some(code) = unary_code(op, t) {
                 let (e, o) = if op.outputs_bool() {
@@ -358,12 +392,7 @@ pub fn wide_modules(wg: u32) -> Vec<(String, String, &'static str, bool)> {
                 codes.push((e, t, o, vec![t, t], code));
             }
         }
-        let nz = format!(
-            "fn op(a: {}) -> bool {{ return nz_{}(a); }}\n",
-            t.wgsl(),
-            t.suffix()
-        );
-        codes.push(("pack1", t, u, vec![t], nz));
+        codes.push(("pack1", t, u, vec![t], truth_code(t)));
         for &op in ReduceOp::ALL {
             let Some(code) = reduce_code(op, t).map(str::to_string) else {
                 continue;
@@ -592,8 +621,9 @@ impl<D: Driver> Kernels<D> {
         self.wide_map(b, &cast_code(from, to, f), &[x], &[from], out, [0.0; 2])
     }
 
-    /// i64 `indices` as i32 for the index kernels: values outside i32's range
-    /// become -2^31, out of range of the axis of `axis_len` (< 2^31, checked).
+    /// i64 or u64 `indices` as i32 for the index kernels: values outside i32's
+    /// range become -2^31, out of range of the axis of `axis_len` (< 2^31,
+    /// checked).
     pub(crate) fn i64_indices(
         &self,
         b: &mut Batch<D>,
@@ -602,12 +632,20 @@ impl<D: Driver> Kernels<D> {
     ) -> Result<Temp<D::Buffer>> {
         if axis_len > i32::MAX as usize {
             return Err(Error::UnsupportedDType {
-                dtype: "i64",
-                reason: format!("i64 indices into an axis of {axis_len} (over 2^31 - 1)"),
+                dtype: indices.dtype.name(),
+                reason: format!(
+                    "{} indices into an axis of {axis_len} (over 2^31 - 1)",
+                    indices.dtype
+                ),
             });
         }
         let t = self.wide_temp(indices.shape, DType::I32)?;
-        self.cast_map(b, "i64_to_index", indices, &t.out())?;
+        let f = if indices.dtype == DType::U64 {
+            "u64_to_index"
+        } else {
+            "i64_to_index"
+        };
+        self.cast_map(b, f, indices, &t.out())?;
         Ok(t)
     }
 
@@ -621,7 +659,11 @@ impl<D: Driver> Kernels<D> {
     ) -> Result<()> {
         use DType::*;
         match (x.dtype, out.dtype) {
-            (from, to) if from == to => {
+            // i64 <-> u64 keep the bits.
+            (from, to)
+                if from == to
+                    || (is_wide(from) && is_wide(to) && !from.is_float() && !to.is_float()) =>
+            {
                 let w = Pairs::of(x);
                 let words = pair_shape(out.shape);
                 self.copy(b, &w.view(x), &pair_out(out, &words))
@@ -632,30 +674,32 @@ impl<D: Driver> Kernels<D> {
             (F64, I64) => self.cast_map(b, "to_i64", x, out),
             (I64, F64) => self.cast_map(b, "from_i64", x, out),
             (I64, F32) => self.cast_map(b, "i64_to_f32", x, out),
+            (U64, F64) => self.cast_map(b, "from_u64", x, out),
+            (F64, U64) => self.cast_map(b, "to_u64", x, out),
+            (U64, F32) => self.cast_map(b, "u64_to_f32", x, out),
             // Integers narrow by keeping the low bits.
-            (I64, I32 | U32) => self.cast_map(b, "i64_to_i32", x, out),
+            (I64 | U64, I32 | U32) => self.cast_map(b, "low_word", x, out),
+            (F32, U64) => self.cast_map(b, "f32_to_u64", x, out),
+            (I32, U64) => self.cast_map(b, "l_from_i32", x, out),
+            (U32, U64) => self.cast_map(b, "l_from_u32", x, out),
             (F32, F64) => self.cast_map(b, "from_f32", x, out),
             (I32, F64) => self.cast_map(b, "from_i32", x, out),
             (U32, F64) => self.cast_map(b, "from_u32", x, out),
             (F32, I64) => self.cast_map(b, "f32_to_i64", x, out),
             (I32, I64) => self.cast_map(b, "l_from_i32", x, out),
             (U32, I64) => self.cast_map(b, "l_from_u32", x, out),
-            (F64 | I64, Bool) => {
+            (F64 | I64 | U64, Bool) => {
                 let t = Ty::of(x.dtype);
-                let code = format!(
-                    "fn op(a: {}) -> bool {{ return nz_{}(a); }}\n",
-                    t.wgsl(),
-                    t.suffix()
-                );
-                self.wide_map(b, &code, &[x], &[t], out, [0.0; 2])
+                self.wide_map(b, &truth_code(t), &[x], &[t], out, [0.0; 2])
             }
-            (F64 | I64, to) => {
+            (F64 | I64 | U64, to) => {
                 // f16/bf16 from the f32 rounded to odd (which the word copy rounds
                 // correctly onward), u8 from the low word.
                 let (mid, f) = match (x.dtype, to.is_float()) {
                     (F64, _) => (F32, "to_f32_odd"),
-                    (_, true) => (F32, "i64_to_f32_odd"),
-                    _ => (U32, "i64_to_i32"),
+                    (I64, true) => (F32, "i64_to_f32_odd"),
+                    (_, true) => (F32, "u64_to_f32_odd"),
+                    _ => (U32, "low_word"),
                 };
                 let t = self.wide_temp(out.shape, mid)?;
                 self.cast_map(b, f, x, &t.out())?;
@@ -693,8 +737,9 @@ impl<D: Driver> Kernels<D> {
         if n == 0 {
             return self.wide_pipe(&m).map(drop);
         }
-        let words = if t == Ty::F64 { bits } else { i64_words };
-        let ([s0, s1], [t0, t1]) = (words(start), words(step));
+        // The step of an integer range may be negative: its i64 words wrap right.
+        let step_ty = if t == Ty::F64 { t } else { Ty::I64 };
+        let ([s0, s1], [t0, t1]) = (words_of(start, t), words_of(step, step_ty));
         let params = vec![n as u32, 0, fill as u32, 0, s0, s1, t0, t1];
         self.wide_record(b, &m, vec![out.binding()], params, self.wide_groups(n))
     }

@@ -6,6 +6,20 @@ use half::{bf16, f16};
 use std::sync::OnceLock;
 use wmx_kernels::{DType, Kernels, RequestOptions};
 
+/// The dtypes this library's tests check against their f64 reference: all but
+/// the 64-bit integers, which an f64 cannot hold (the workspace's conformance
+/// suite checks those against i128).
+pub const DTYPES: [DType; 8] = [
+    DType::Bool,
+    DType::U8,
+    DType::U32,
+    DType::I32,
+    DType::F16,
+    DType::BF16,
+    DType::F32,
+    DType::F64,
+];
+
 static K: OnceLock<Option<Kernels>> = OnceLock::new();
 static KF: OnceLock<Option<Kernels>> = OnceLock::new();
 
@@ -104,6 +118,7 @@ pub fn round_to(x: f64, d: DType) -> f64 {
         DType::BF16 => bf16::from_f64(x).to_f64(),
         DType::I32 => x as i32 as f64,
         DType::I64 => x as i64 as f64,
+        DType::U64 => x as u64 as f64,
         DType::U32 => x as u32 as f64,
         DType::U8 => x as u8 as f64,
         DType::Bool => (x != 0.0) as u8 as f64,
@@ -131,6 +146,7 @@ pub fn encode(v: &[f64], d: DType) -> Vec<u8> {
             DType::BF16 => out.extend(bf16::from_f64(x).to_le_bytes()),
             DType::I32 => out.extend((x as i32).to_le_bytes()),
             DType::I64 => out.extend((x as i64).to_le_bytes()),
+            DType::U64 => out.extend((x as u64).to_le_bytes()),
             DType::U32 => out.extend((x as u32).to_le_bytes()),
             DType::U8 => out.push(x as u8),
             DType::Bool => out.push((x != 0.0) as u8),
@@ -148,6 +164,7 @@ pub fn decode(b: &[u8], d: DType) -> Vec<f64> {
             DType::BF16 => bf16::from_le_bytes(c.try_into().unwrap()).to_f64(),
             DType::I32 => i32::from_le_bytes(c.try_into().unwrap()) as f64,
             DType::I64 => i64::from_le_bytes(c.try_into().unwrap()) as f64,
+            DType::U64 => u64::from_le_bytes(c.try_into().unwrap()) as f64,
             DType::U32 => u32::from_le_bytes(c.try_into().unwrap()) as f64,
             DType::U8 | DType::Bool => c[0] as f64,
         })

@@ -140,7 +140,8 @@ pub fn unary(name: &str, dt: DType, x: Val) -> Val {
                 "negative" => -i,
                 "abs" => i.abs(),
                 "sign" => i.signum(),
-                "square" => i * i,
+                // Wrapped mod 2^128: the same low 64 bits.
+                "square" => i.wrapping_mul(i),
                 "floor" | "ceil" | "round" => i,
                 _ => panic!("unary {name} on integer {dt}: the op should promote to float"),
             },
@@ -202,7 +203,8 @@ pub fn binary(name: &str, dt: DType, a: Val, bv: Val) -> Val {
                 match name {
                     "add" => x + y,
                     "subtract" => x - y,
-                    "multiply" => x * y,
+                    // Wrapped mod 2^128: the same low 64 bits.
+                    "multiply" => x.wrapping_mul(y),
                     "floor_divide" => {
                         if y == 0 {
                             0
@@ -309,9 +311,9 @@ pub fn int_pow(dt: DType, x: i128, y: i128) -> i128 {
     let (mut acc, mut base, mut e) = (1i128, wrap(dt, x), y);
     while e > 0 {
         if e & 1 == 1 {
-            acc = wrap(dt, acc * base);
+            acc = wrap(dt, acc.wrapping_mul(base));
         }
-        base = wrap(dt, base * base);
+        base = wrap(dt, base.wrapping_mul(base));
         e >>= 1;
     }
     acc

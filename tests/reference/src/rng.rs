@@ -54,6 +54,7 @@ pub fn int_range(dt: DType) -> (i128, i128) {
         DType::U32 => (0, u32::MAX as i128),
         DType::I32 => (i32::MIN as i128, i32::MAX as i128),
         DType::I64 => (i64::MIN as i128, i64::MAX as i128),
+        DType::U64 => (0, u64::MAX as i128),
         _ => panic!("{dt} is not an integer dtype"),
     }
 }
@@ -93,10 +94,10 @@ pub fn edge_values(dt: DType) -> Vec<Val> {
         v.extend(big.iter().map(|&x| Val::F(round_to(dt, x))));
     } else {
         let (lo, hi) = int_range(dt);
-        // For i64 also the values around its word boundaries (2^31, 2^32), the
-        // first integers an f64 cannot hold (2^53 + 1), and ties between f32s
-        // that round up to even (2^24 + 3, 2^40 + 3 * 2^16).
-        let words: &[i128] = if dt == DType::I64 {
+        // For the 64-bit integers also the values around their word boundaries
+        // (2^31, 2^32, 2^63), the first integers an f64 cannot hold (2^53 + 1),
+        // and ties between f32s that round up to even (2^24 + 3, 2^40 + 3 * 2^16).
+        let words: &[i128] = if matches!(dt, DType::I64 | DType::U64) {
             &[
                 1 << 31,
                 -(1 << 31) - 1,
@@ -108,6 +109,9 @@ pub fn edge_values(dt: DType) -> Vec<Val> {
                 -(1 << 53) - 1,
                 (1 << 24) + 3,
                 -(1 << 40) - (3 << 16),
+                (1 << 40) + (3 << 16),
+                1 << 63,
+                (1 << 63) + 1,
             ]
         } else {
             &[]

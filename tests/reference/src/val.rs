@@ -145,6 +145,7 @@ pub fn wrap(dt: DType, v: i128) -> i128 {
         DType::U32 => v.rem_euclid(1 << 32),
         DType::I32 => (v + (1 << 31)).rem_euclid(1 << 32) - (1 << 31),
         DType::I64 => (v + (1 << 63)).rem_euclid(1 << 64) - (1 << 63),
+        DType::U64 => v.rem_euclid(1 << 64),
         _ => panic!("wrap to float dtype {dt}"),
     }
 }
@@ -188,7 +189,10 @@ pub fn promote(a: DType, b: DType) -> DType {
         (U8, U32) => U32,
         (U8, I32) => I32,
         (U8, I64) | (U32, I32) | (U32, I64) | (I32, I64) => I64,
-        (U8 | U32 | I32 | I64, f) => f,
+        (U8 | U32, U64) => U64,
+        // No integer type holds both (MLX: f32).
+        (I32 | I64, U64) => F32,
+        (U8 | U32 | I32 | I64 | U64, f) => f,
         (F16, BF16) => F32,
         (F16 | BF16, F32) => F32,
         (F16 | BF16 | F32, F64) => F64,

@@ -44,6 +44,7 @@ fn fill(dt: DType) -> Val {
         DType::Bool => Val::I(1),
         DType::U8 => Val::I(255),
         DType::U32 => Val::I(u32::MAX as i128),
+        DType::U64 => Val::I(u64::MAX as i128),
         DType::I32 => Val::I(i32::MIN as i128),
         DType::I64 => Val::I(i64::MIN as i128),
         _ => Val::F(f64::NAN),
@@ -434,7 +435,7 @@ pub fn scatter_values(dev: &Device) {
             (0..n)
                 .map(|_| match dt {
                     DType::Bool => Val::I(rng.int_in(0, 1)),
-                    DType::U8 | DType::U32 => Val::I(rng.int_in(0, 3)),
+                    DType::U8 | DType::U32 | DType::U64 => Val::I(rng.int_in(0, 3)),
                     d if d.is_float() => Val::F(rng.int_in(-3, 3) as f64),
                     _ => Val::I(rng.int_in(-3, 3)),
                 })
