@@ -164,6 +164,11 @@ op_table! {
         BitwiseOr => bitwise_or / "bitwiseOr", Bitwise;
         /// Bitwise xor.
         BitwiseXor => bitwise_xor / "bitwiseXor", Bitwise;
+        /// `a << b`: 0 where `b` is negative or at least the bit width.
+        LeftShift => left_shift / "leftShift", Bitwise;
+        /// `a >> b`, arithmetic for signed `a`: past the bit width (or for a
+        /// negative `b`) 0, or -1 for a negative `a`.
+        RightShift => right_shift / "rightShift", Bitwise;
     }
 }
 

@@ -319,6 +319,7 @@ async fn check_binary(op: &str, dtype: &str, a: &[f64], b: &[f64], reference: Re
         "equal" => wmx::equal(&x, &y),
         "logicalAnd" => wmx::logical_and(&x, &y),
         "bitwiseXor" => wmx::bitwise_xor(&x, &y),
+        "rightShift" => wmx::right_shift(&x, &y),
         o => panic!("{o}"),
     }
     .unwrap();
@@ -388,6 +389,18 @@ async fn binary_ops_every_dtype() {
     check_binary("remainder", "i32", &ia, &ib, |p, q| p - q * (p / q).floor()).await;
     check_binary("bitwiseXor", "i32", &ia, &ib, |p, q| {
         ((p as i32) ^ (q as i32)) as f64
+    })
+    .await;
+    // Shifts by -50..50: past the bit width (or negative) 0, or -1 for a
+    // negative value shifted right.
+    check_binary("rightShift", "i32", &ia, &ib, |p, q| {
+        if (0.0..32.0).contains(&q) {
+            ((p as i32) >> (q as u32)) as f64
+        } else if p < 0.0 {
+            -1.0
+        } else {
+            0.0
+        }
     })
     .await;
     // i32 wraps (two's complement).

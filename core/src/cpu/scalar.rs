@@ -155,6 +155,8 @@ pub trait Compute: Copy + PartialOrd + Send + Sync + 'static {
     fn band(self, o: Self) -> Self;
     fn bor(self, o: Self) -> Self;
     fn bxor(self, o: Self) -> Self;
+    fn shl(self, o: Self) -> Self;
+    fn shr(self, o: Self) -> Self;
     fn neg(self) -> Self;
     fn abs(self) -> Self;
     fn sign(self) -> Self;
@@ -286,6 +288,8 @@ macro_rules! binary_fn {
             BitwiseAnd   => |a, b| a.band(b),
             BitwiseOr    => |a, b| a.bor(b),
             BitwiseXor   => |a, b| a.bxor(b),
+            LeftShift    => |a, b| a.shl(b),
+            RightShift   => |a, b| a.shr(b),
         )
     };
 }
@@ -351,6 +355,13 @@ macro_rules! float_compute {
             }
             fn bxor(self, o: Self) -> Self {
                 <$t>::from_bits(self.to_bits() ^ o.to_bits())
+            }
+            // Shifts are not defined on floats (the op refuses them first).
+            fn shl(self, _: Self) -> Self {
+                Self::NAN
+            }
+            fn shr(self, _: Self) -> Self {
+                Self::NAN
             }
             fn neg(self) -> Self {
                 -self
@@ -518,6 +529,19 @@ macro_rules! int_compute {
             }
             fn bxor(self, o: Self) -> Self {
                 self ^ o
+            }
+            fn shl(self, o: Self) -> Self {
+                match u32::try_from(o) {
+                    Ok(n) if n < <$t>::BITS => self << n,
+                    _ => 0,
+                }
+            }
+            fn shr(self, o: Self) -> Self {
+                match u32::try_from(o) {
+                    Ok(n) if n < <$t>::BITS => self >> n,
+                    _ if self < 0 => (0 as $t).wrapping_sub(1),
+                    _ => 0,
+                }
             }
             fn neg(self) -> Self {
                 (0 as $t).wrapping_sub(self)

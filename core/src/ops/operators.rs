@@ -5,8 +5,8 @@
 //! naming the shapes and dtypes; the function forms return a `Result` instead.
 
 use super::{
-    Array, Result, add, bitwise_and, bitwise_or, bitwise_xor, divide, multiply, negative,
-    remainder, scalar_like, subtract,
+    Array, Result, add, bitwise_and, bitwise_or, bitwise_xor, divide, left_shift, multiply,
+    negative, remainder, right_shift, scalar_like, subtract,
 };
 
 type Op = fn(&Array, &Array) -> Result<Array>;
@@ -133,6 +133,8 @@ operator!(Rem, rem, RemAssign, rem_assign, remainder);
 operator!(BitAnd, bitand, BitAndAssign, bitand_assign, bitwise_and);
 operator!(BitOr, bitor, BitOrAssign, bitor_assign, bitwise_or);
 operator!(BitXor, bitxor, BitXorAssign, bitxor_assign, bitwise_xor);
+operator!(Shl, shl, ShlAssign, shl_assign, left_shift);
+operator!(Shr, shr, ShrAssign, shr_assign, right_shift);
 
 /// `-x` (negative is defined for every dtype).
 impl std::ops::Neg for &Array {

@@ -127,6 +127,6 @@ pub(super) fn binary(op: BinaryOp, a: &Array, b: &Array, y: &Array) -> Result<[P
             ]
         }
         Equal | NotEqual | Less | LessEqual | Greater | GreaterEqual | LogicalAnd | LogicalOr
-        | BitwiseAnd | BitwiseOr | BitwiseXor => [Zero, Zero],
+        | BitwiseAnd | BitwiseOr | BitwiseXor | LeftShift | RightShift => [Zero, Zero],
     })
 }

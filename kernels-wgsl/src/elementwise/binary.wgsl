@@ -314,6 +314,14 @@ fn bitwise_or_i32(a: i32, b: i32) -> i32 { return a | b; }
 fn bitwise_or_u32(a: u32, b: u32) -> u32 { return a | b; }
 fn bitwise_xor_i32(a: i32, b: i32) -> i32 { return a ^ b; }
 fn bitwise_xor_u32(a: u32, b: u32) -> u32 { return a ^ b; }
+// numpy's shifts: 0 past the bit width or by a negative amount (right shifts of
+// negative values: -1); WGSL would take the amount modulo 32.
+fn left_shift_i32(a: i32, b: i32) -> i32 { return select(0i, a << u32(b), b >= 0i && b < 32i); }
+fn left_shift_u32(a: u32, b: u32) -> u32 { return select(0u, a << b, b < 32u); }
+fn right_shift_i32(a: i32, b: i32) -> i32 {
+    return select(select(0i, -1i, a < 0i), a >> u32(b), b >= 0i && b < 32i);
+}
+fn right_shift_u32(a: u32, b: u32) -> u32 { return select(0u, a >> b, b < 32u); }
 
 // alpha * x + beta * y; alpha and beta are parameter slots 2 and 3 (f32 bits).
 fn axpby_f32(a: f32, b: f32) -> f32 {
@@ -395,6 +403,15 @@ fn logical_or_l(a: vec2<u32>, b: vec2<u32>) -> bool { return nz_l(a) || nz_l(b);
 fn bitwise_and_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a & b; }
 fn bitwise_or_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a | b; }
 fn bitwise_xor_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a ^ b; }
+fn left_shift_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return left_shift_ul(a, b); }
+fn right_shift_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let fill = select(0u, 0xffffffffu, neg_bit(a));
+    if (b.y != 0u || b.x >= 64u) { return vec2<u32>(fill, fill); }
+    // Arithmetic: the vacated high bits take the sign.
+    let r = shr64(a, b.x);
+    if (b.x == 0u) { return r; }
+    return r | ~shr64(vec2<u32>(0xffffffffu, 0xffffffffu), b.x) & vec2<u32>(fill, fill);
+}
 
 // u64 forms (`{op}_ul`): the i64 forms where the bits agree, unsigned order and
 // division where they do not.
@@ -423,3 +440,11 @@ fn logical_or_ul(a: vec2<u32>, b: vec2<u32>) -> bool { return nz_l(a) || nz_l(b)
 fn bitwise_and_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a & b; }
 fn bitwise_or_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a | b; }
 fn bitwise_xor_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return a ^ b; }
+fn left_shift_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    if (b.y != 0u || b.x >= 64u) { return vec2<u32>(0u, 0u); }
+    return shl64(a, b.x);
+}
+fn right_shift_ul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    if (b.y != 0u || b.x >= 64u) { return vec2<u32>(0u, 0u); }
+    return shr64(a, b.x);
+}

@@ -50,7 +50,9 @@ pub fn binary_rule(name: &str) -> Rule {
             Rule::Compare
         }
         "logical_and" | "logical_or" => Rule::Logical,
-        "bitwise_and" | "bitwise_or" | "bitwise_xor" => Rule::Bitwise,
+        "bitwise_and" | "bitwise_or" | "bitwise_xor" | "left_shift" | "right_shift" => {
+            Rule::Bitwise
+        }
         _ => panic!(
             "no reference for binary op {name:?}: add it to tests/reference/src/reference.rs"
         ),
@@ -235,6 +237,7 @@ pub fn binary(name: &str, dt: DType, a: Val, bv: Val) -> Val {
                     "bitwise_and" => x & y,
                     "bitwise_or" => x | y,
                     "bitwise_xor" => x ^ y,
+                    "left_shift" | "right_shift" => shift(name, dt, x, y),
                     _ => panic!("binary {name} on integer {dt}: should have promoted to float"),
                 },
             ))
@@ -289,6 +292,27 @@ fn compare(name: &str, ord: f64, _float: bool) -> bool {
         "greater" => ord > 0.0,
         "greater_equal" => ord >= 0.0,
         _ => unreachable!(),
+    }
+}
+
+/// numpy's shifts of `x` by `y` in `dt`: past the bit width (or by a negative
+/// amount) a left shift gives 0 and a right shift 0 or -1 (the sign); a right
+/// shift of a signed value is arithmetic. bool shifts its 0/1 as i32 (`!= 0`
+/// after).
+pub fn shift(name: &str, dt: DType, x: i128, y: i128) -> i128 {
+    let bits = match dt {
+        DType::Bool => 32,
+        d => 8 * d.size() as i128,
+    };
+    let in_range = (0..bits).contains(&y);
+    if name == "left_shift" {
+        if in_range { x << y } else { 0 }
+    } else if in_range {
+        x >> y
+    } else if x < 0 {
+        -1
+    } else {
+        0
     }
 }
 

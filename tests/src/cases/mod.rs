@@ -159,6 +159,10 @@ fn binary_inputs(
             b.push(crate::rng::value(rng, db, Domain::SmallInt(12)));
             a.push(crate::rng::value(rng, da, Domain::Any));
             b.push(crate::rng::value(rng, db, Domain::Range(-3.0, 3.0)));
+        } else if name.ends_with("_shift") {
+            // Amounts around every bit width, negative ones too.
+            a.push(crate::rng::value(rng, da, Domain::Any));
+            b.push(crate::rng::value(rng, db, Domain::Range(-2.0, 70.0)));
         } else if lib {
             a.push(crate::rng::value(rng, da, Domain::Range(-100.0, 100.0)));
             b.push(crate::rng::value(rng, db, Domain::Range(-100.0, 100.0)));
