@@ -33,7 +33,7 @@ fn main() -> Result<()> {
         .push(nn::Flatten::default())
         .push(nn::Linear::new(&key(2)?, 128, 10, true)?);
     let before = model.parameters();
-    digits::train(&model, &data, 12)?;
+    digits::train(&model, &data, 12, &wmx::distributed::init()?, true)?;
     // The convolutions trained: their weights moved from the initial ones.
     let after = model.parameters();
     for name in ["0.weight", "3.weight"] {

@@ -21,6 +21,6 @@ fn main() -> Result<()> {
         .push(nn::Linear::new(&key(0)?, 64, 128, true)?)
         .push(nn::Activation::Relu)
         .push(nn::Linear::new(&key(1)?, 128, 10, true)?);
-    digits::train(&model, &data, 25)?;
+    digits::train(&model, &data, 25, &wmx::distributed::init()?, true)?;
     digits::test(&model, &data, 0.97)
 }

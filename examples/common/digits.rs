@@ -1,14 +1,17 @@
 //! What the digits examples share: the data (scikit-learn's digits, 1,797 8x8
 //! handwritten digits, UCI; exported once by `examples/data/digits.py`, a fixed
 //! split of 1,437 training and 360 test images), the training loop (AdamW with a
-//! cosine schedule, cross-entropy, a fresh order each epoch) and the test.
+//! cosine schedule, cross-entropy, a fresh order each epoch, data-parallel over a
+//! `wmx::distributed` group) and the test.
 
 use std::collections::HashMap;
+use wmx::distributed::{self, Group};
 use wmx::nn::{self, Layer, ModuleExt};
 use wmx::optim::{self, Optimizer};
 use wmx::{Array, DType, Result};
 
-const BATCH: usize = 64;
+/// Images per step (split among the ranks of a group).
+pub const BATCH: usize = 64;
 
 /// The split: pixels scaled to [0, 1], labels as i32 class indices.
 pub struct Digits {
@@ -39,11 +42,20 @@ pub fn load(shape: &[isize]) -> Result<Digits> {
     })
 }
 
-/// Trains `model` for `epochs` with AdamW, printing the mean loss every 5 epochs,
-/// and checks the first loss against `ln 10` (an untrained model's expected
-/// cross-entropy).
-pub fn train(model: &nn::Sequential, d: &Digits, epochs: usize) -> Result<()> {
+/// Trains `model` for `epochs` with AdamW over the same batches on every rank of
+/// `group`, each rank taking its share of a batch and the gradients averaged (a
+/// group of one: the whole batch). With `print`, the mean loss every 5 epochs;
+/// the first loss is checked against `ln 10` (an untrained model's expected
+/// cross-entropy). Returns the last epoch's mean loss.
+pub fn train(
+    model: &nn::Sequential,
+    d: &Digits,
+    epochs: usize,
+    group: &Group,
+    print: bool,
+) -> Result<f64> {
     let n = d.x_train.shape()[0];
+    let share = BATCH / group.size();
     let mut opt = optim::Adam::adamw(optim::cosine_decay(5e-3, epochs * n / BATCH, 5e-4), 1e-4);
     let ce = nn::losses::CrossEntropy::default();
     let step = nn::value_and_grad(model, |a: &[Array]| {
@@ -54,28 +66,31 @@ pub fn train(model: &nn::Sequential, d: &Digits, epochs: usize) -> Result<()> {
             nn::losses::Reduction::Mean,
         )
     });
-    let mut first = None;
+    let (mut first, mut mean) = (None, 0.0);
+    let batches = n / BATCH;
     for epoch in 0..epochs {
         // A fresh order each epoch, from the epoch's key.
         let ek = wmx::random::key(1000 + epoch as u64)?;
         let order = wmx::random::permutation(&ek, n)?.astype(DType::I32)?;
         let mut total = 0.0;
-        let batches = n / BATCH;
         for b in 0..batches {
-            let idx = order.slice(&[wmx::Slice::range(
-                (b * BATCH) as isize,
-                ((b + 1) * BATCH) as isize,
-            )])?;
+            let start = (b * BATCH + group.rank() * share) as isize;
+            let idx = order.slice(&[wmx::Slice::range(start, start + share as isize)])?;
             let xb = wmx::take(&d.x_train, &idx, Some(0))?;
             let yb = wmx::take(&d.y_train, &idx, Some(0))?;
             let (loss, grads) = step(&[xb, yb])?;
+            let grads = nn::average_gradients(&grads, group, None)?;
             opt.update(model, &grads)?;
-            let l = loss.item::<f32>()? as f64;
+            let l = distributed::all_sum(&loss, group)?.item::<f32>()? as f64 / group.size() as f64;
             first.get_or_insert(l);
             total += l;
         }
-        if epoch % 5 == 0 || epoch == epochs - 1 {
-            println!("epoch {epoch:2}: mean loss {:.4}", total / batches as f64);
+        mean = total / batches as f64;
+        if print && (epoch % 5 == 0 || epoch == epochs - 1) {
+            println!(
+                "epoch {epoch:2}: mean loss {mean:.4} ({} ranks)",
+                group.size()
+            );
         }
     }
     let first = first.expect("a step ran");
@@ -84,7 +99,7 @@ pub fn train(model: &nn::Sequential, d: &Digits, epochs: usize) -> Result<()> {
         "first loss {first}, expected about ln 10 = {}",
         10f64.ln()
     );
-    Ok(())
+    Ok(mean)
 }
 
 /// The test accuracy, printed; the process fails below `target`.

@@ -90,49 +90,33 @@ impl Accum for f64 {
     }
 }
 
-impl Accum for i64 {
-    const ZERO: Self = 0;
-    const ONE: Self = 1;
-    const LOWEST: Self = i64::MIN;
-    const HIGHEST: Self = i64::MAX;
-    fn add(self, o: Self) -> Self {
-        self.wrapping_add(o)
-    }
-    fn mul(self, o: Self) -> Self {
-        self.wrapping_mul(o)
-    }
-    fn is_nan(self) -> bool {
-        false
-    }
-    fn nonzero(self) -> bool {
-        self != 0
-    }
-    fn wide(self) -> Wide {
-        Wide::I(self as i128)
-    }
+macro_rules! int_accum {
+    ($t:ty) => {
+        impl Accum for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            const LOWEST: Self = <$t>::MIN;
+            const HIGHEST: Self = <$t>::MAX;
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            fn is_nan(self) -> bool {
+                false
+            }
+            fn nonzero(self) -> bool {
+                self != 0
+            }
+            fn wide(self) -> Wide {
+                Wide::I(self as i128)
+            }
+        }
+    };
 }
-
-impl Accum for u64 {
-    const ZERO: Self = 0;
-    const ONE: Self = 1;
-    const LOWEST: Self = 0;
-    const HIGHEST: Self = u64::MAX;
-    fn add(self, o: Self) -> Self {
-        self.wrapping_add(o)
-    }
-    fn mul(self, o: Self) -> Self {
-        self.wrapping_mul(o)
-    }
-    fn is_nan(self) -> bool {
-        false
-    }
-    fn nonzero(self) -> bool {
-        self != 0
-    }
-    fn wide(self) -> Wide {
-        Wide::I(self as i128)
-    }
-}
+int_accum!(i64);
+int_accum!(u64);
 
 /// Arithmetic of one compute type: one method per elementwise op. Float math
 /// has a default through f64, which integers keep (they never reach it: ops
