@@ -1520,6 +1520,7 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     if o.readback {
         let kr = kern.as_ref().ok_or("--readback needs a WebGPU device")?;
         readback::bench_readback(kr)?;
+        readback::bench_to_vec(&dev)?;
         return Ok(rows);
     }
     if o.coop_peak {

@@ -1,6 +1,7 @@
 //! `--readback`: where a GPU-to-host read's time goes (issue 39's staging): the
 //! library's read, then its pieces by hand (the staging buffer's creation, copy and
-//! map, the copy out of the mapped memory, a fresh host buffer's first touch).
+//! map, the copy out of the mapped memory, a fresh host buffer's first touch), and
+//! a user's `to_vec` of a fresh array.
 
 use super::{Res, err};
 use std::time::Instant;
@@ -87,6 +88,34 @@ pub(crate) fn bench_readback(kern: &k::Kernels) -> Res<()> {
             t_touch,
             gb(t_touch),
             t_clone
+        );
+    }
+    Ok(())
+}
+
+/// `to_vec::<f32>` of a fresh (never read) GPU array of 16 and 256 MiB: the
+/// median of 5, the array computed and waited for before each timed read.
+pub(crate) fn bench_to_vec(dev: &wmx::Device) -> Res<()> {
+    for mib in [16usize, 256] {
+        let n = (mib << 20) / 4;
+        let mut times = Vec::new();
+        for i in 0..5 {
+            let x = wmx::with_device(dev, || wmx::full(&[n], i as f64, wmx::DType::F32))
+                .map_err(err)?;
+            x.eval().map_err(err)?;
+            dev.synchronize().map_err(err)?;
+            let t = Instant::now();
+            let v = x.to_vec::<f32>().map_err(err)?;
+            times.push(ms(t));
+            if v[n - 1] != i as f32 {
+                return Err(format!("to_vec read {} for {i}", v[n - 1]));
+            }
+        }
+        times.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "to_vec {mib} MiB f32: {:.2} ms ({:.1} GB/s), median of 5",
+            times[2],
+            (mib << 20) as f64 / times[2] / 1e6
         );
     }
     Ok(())

@@ -310,20 +310,42 @@ impl Array {
 
     /// The elements in row-major order, as raw bytes, blocking. Evaluates first.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        self.with_bytes(|b| b.to_vec())
+    }
+
+    /// `f` of the elements as row-major bytes, blocking. A row-contiguous view is
+    /// read where its bytes lie (a full copy of a large array fewer: each costs a
+    /// fresh allocation's page faults), another is gathered first. On the CPU the
+    /// view's elements are gathered from the buffer in place: a read of one element
+    /// of a large array must not copy all of it (it failed after an out of memory).
+    fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         self.eval()?;
         let buf = self.buffer().expect("evaluated");
         let esize = self.dtype().size();
-        // On the CPU the view's elements are gathered from the buffer in place: a
-        // read of one element of a large array must not copy all of it (it failed
-        // after an out of memory).
         if let Some(cpu) = buf.downcast::<crate::cpu::CpuBuffer>() {
-            return host(self, || Ok(gather_bytes(cpu.bytes(), self.layout(), esize)));
+            return host(self, || {
+                Ok(view_bytes(cpu.bytes(), self.layout(), esize, f))
+            });
         }
         if let Some(small) = self.compacted(&buf)? {
-            return small.to_bytes();
+            return small.with_bytes(f);
         }
         let bytes = self.0.device.backend().read(&buf)?;
-        host(self, || Ok(gather_bytes(&bytes, self.layout(), esize)))
+        host(self, || Ok(view_bytes(&bytes, self.layout(), esize, f)))
+    }
+
+    /// [`Array::with_bytes`] without blocking.
+    async fn with_bytes_async<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        self.eval()?;
+        let buf = self.buffer().expect("evaluated");
+        if buf.downcast::<crate::cpu::CpuBuffer>().is_none()
+            && let Some(small) = self.compacted(&buf)?
+        {
+            return Box::pin(small.with_bytes_async(f)).await;
+        }
+        let bytes = self.0.device.backend().read_async(&buf).await?;
+        let esize = self.dtype().size();
+        host(self, || Ok(view_bytes(&bytes, self.layout(), esize, f)))
     }
 
     /// A view holding at most half of a buffer of 1 MiB or more, copied out on its
@@ -351,30 +373,19 @@ impl Array {
 
     /// Like [`Array::to_bytes`], without blocking (works on wasm).
     pub async fn to_bytes_async(&self) -> Result<Vec<u8>> {
-        self.eval()?;
-        let buf = self.buffer().expect("evaluated");
-        if buf.downcast::<crate::cpu::CpuBuffer>().is_none()
-            && let Some(small) = self.compacted(&buf)?
-        {
-            return Box::pin(small.to_bytes_async()).await;
-        }
-        let bytes = self.0.device.backend().read_async(&buf).await?;
-        let esize = self.dtype().size();
-        host(self, || Ok(gather_bytes(&bytes, self.layout(), esize)))
+        self.with_bytes_async(|b| b.to_vec()).await
     }
 
     /// The elements in row-major order. `T` must match the dtype. Evaluates first.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_read::<T>("to_vec")?;
-        let bytes = self.to_bytes()?;
-        host(self, || Ok(decode(&bytes)))
+        self.with_bytes(decode)
     }
 
     /// Like [`Array::to_vec`], without blocking (works on wasm).
     pub async fn to_vec_async<T: Element>(&self) -> Result<Vec<T>> {
         self.check_read::<T>("to_vec_async")?;
-        let bytes = self.to_bytes_async().await?;
-        host(self, || Ok(decode(&bytes)))
+        self.with_bytes_async(decode).await
     }
 
     /// The elements in row-major order converted to `T` (any element type, or
@@ -470,18 +481,24 @@ pub(crate) fn bytes_to_f64(bytes: &[u8], dtype: DType) -> Vec<f64> {
     }
 }
 
+/// `f` of the bytes of the view `layout` of `bytes`, in row-major order: in place
+/// when the view is row-contiguous, else gathered.
+fn view_bytes<R>(bytes: &[u8], layout: &Layout, esize: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+    let n = layout.numel();
+    if n > 0 && layout.is_row_contiguous() {
+        let start = layout.offset * esize;
+        return f(&bytes[start..start + n * esize]);
+    }
+    f(&gather_bytes(bytes, layout, esize))
+}
+
 /// Copies the elements a layout selects out of a buffer's bytes, row-major.
-pub(crate) fn gather_bytes(bytes: &[u8], layout: &Layout, esize: usize) -> Vec<u8> {
+fn gather_bytes(bytes: &[u8], layout: &Layout, esize: usize) -> Vec<u8> {
     let n = layout.numel();
     if n == 0 {
         return Vec::new();
     }
     let mut out = crate::cpu::alloc::with_capacity(n.saturating_mul(esize));
-    if layout.is_row_contiguous() {
-        let start = layout.offset * esize;
-        out.extend_from_slice(&bytes[start..start + n * esize]);
-        return out;
-    }
     crate::cpu::strided::for_each_index(&layout.shape, &layout.strides, layout.offset, |i| {
         let s = i * esize;
         out.extend_from_slice(&bytes[s..s + esize]);
