@@ -41,6 +41,8 @@
 //! issue 38's quantized products (`quant.rs`; `torch_quant.py`); `--llm` a 1B
 //! Llama's prefill and decode, f16 and 4-bit (`llm.rs`; `torch_llm.py`); `--decomp`
 //! issue 41's batched Cholesky, solve and QR (`decomp.rs`; `numpy_decomp.py`).
+//! `--int64` times i64 (word pairs in WGSL) against i32 (`int64.rs`;
+//! `torch_int64.py`).
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
 //! scatter_add; `bench/torch_blocks.py` is their PyTorch side). `--large`
 //! runs 3 GiB arrays, computed in pieces past the binding limit
@@ -55,6 +57,7 @@ mod coop;
 mod decomp;
 #[cfg(feature = "mpi")]
 mod dist;
+mod int64;
 mod linalg;
 mod llm;
 mod quant;
@@ -104,6 +107,8 @@ struct Options {
     readback: bool,
     /// Only the language model (`llm.rs`).
     llm: bool,
+    /// Only i64 against i32 (`int64.rs`).
+    int64: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
     sizes_given: bool,
 }
@@ -131,6 +136,7 @@ impl Options {
             dist: false,
             readback: false,
             llm: false,
+            int64: false,
             sizes_given: false,
         };
         let mut sizes_given = false;
@@ -175,10 +181,11 @@ impl Options {
                 "--dist" => o.dist = true,
                 "--readback" => o.readback = true,
                 "--llm" => o.llm = true,
+                "--int64" => o.int64 = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant] [--decomp] [--dist [--train]] [--llm]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant] [--decomp] [--dist [--train]] [--llm] [--int64]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1521,6 +1528,10 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         let kr = kern.as_ref().ok_or("--readback needs a WebGPU device")?;
         readback::bench_readback(kr)?;
         readback::bench_to_vec(&dev)?;
+        return Ok(rows);
+    }
+    if o.int64 {
+        int64::bench_int64(&dev, stamps.as_ref(), o.reps)?;
         return Ok(rows);
     }
     if o.coop_peak {

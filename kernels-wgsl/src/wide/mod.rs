@@ -760,7 +760,36 @@ impl<D: Driver> Kernels<D> {
         }
         let t = Ty::of(x.dtype);
         let code = reduce_code(op, t).ok_or_else(|| unsupported(x.dtype, op.name()))?;
-        self.wide_rows(b, "reduce", code, x, axes, out)
+        let red_n: usize = axes.iter().map(|&d| x.shape[d]).product();
+        // At most 64 elements an invocation a pass: longer reductions write
+        // partial results, reduced again (more workgroups, and no loop past
+        // lavapipe's budget).
+        let chunk = 64 * self.wg() as usize;
+        if red_n <= chunk {
+            return self.wide_rows(b, "reduce", code, x, axes, out, red_n);
+        }
+        let parts = red_n.div_ceil(chunk);
+        let mut shape = out.shape.to_vec();
+        shape.push(parts);
+        let partial = self.wide_temp(&shape, x.dtype)?;
+        self.wide_rows(b, "reduce", code, x, axes, &partial.out(), chunk)?;
+        self.wide_reduce(b, op, &partial.view(), &[shape.len() - 1], out)
+    }
+
+    /// An `Err` where an invocation of `what` would loop `iterations` times on an
+    /// adapter that stops longer loops (lavapipe), instead of a wrong answer.
+    fn within_loop_budget(&self, iterations: usize, what: &str) -> Result<()> {
+        match self.inner.caps.loop_budget {
+            Some(budget) if iterations >= budget as usize => Err(Error::UnsupportedDType {
+                dtype: "64-bit",
+                reason: format!(
+                    "{what} would loop {iterations} times in one invocation; adapter '{}' stops \
+                     loops after {budget}",
+                    self.inner.caps.adapter_name
+                ),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Index of the extreme of 64-bit `x` along `axis` (`argmax`/`argmin`).
@@ -773,10 +802,16 @@ impl<D: Driver> Kernels<D> {
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let code = arg_code(op, Ty::of(x.dtype));
-        self.wide_rows(b, "argreduce", &code, x, &[axis], out)
+        let steps = 2 * x.shape[axis].div_ceil(self.wg() as usize);
+        self.within_loop_budget(steps, &format!("{op} along an axis of {}", x.shape[axis]))?;
+        self.wide_rows(b, "argreduce", &code, x, &[axis], out, x.shape[axis])
     }
 
-    /// One workgroup per output of `x` reduced over `axes` (`reduce`, `argreduce`).
+    /// One workgroup per output of `x` reduced over `axes` (`reduce`,
+    /// `argreduce`), or, for `reduce` with a `chunk` shorter than the reduced
+    /// elements, one per chunk: `out` then has a trailing axis of the chunks'
+    /// partial results.
+    #[allow(clippy::too_many_arguments)]
     fn wide_rows(
         &self,
         b: &mut Batch<D>,
@@ -785,6 +820,7 @@ impl<D: Driver> Kernels<D> {
         x: &Strided<D::Buffer>,
         axes: &[usize],
         out: &Contig<D::Buffer>,
+        chunk: usize,
     ) -> Result<()> {
         let t = Ty::of(x.dtype);
         let m = Module {
@@ -800,8 +836,9 @@ impl<D: Driver> Kernels<D> {
         }
         let kept: Vec<usize> = (0..x.shape.len()).filter(|d| !axes.contains(d)).collect();
         let red_n: usize = axes.iter().map(|&d| x.shape[d]).product();
+        let parts = red_n.div_ceil(chunk.max(1)).max(1);
         let mut p = vec![
-            n_out as u32,
+            (n_out / parts) as u32,
             red_n as u32,
             kept.len() as u32,
             axes.len() as u32,
@@ -811,6 +848,7 @@ impl<D: Driver> Kernels<D> {
         p.extend(kept.iter().map(|&d| x.strides[d] as i32 as u32));
         p.extend(axes.iter().map(|&d| x.shape[d] as u32));
         p.extend(axes.iter().map(|&d| x.strides[d] as i32 as u32));
+        p.extend([parts as u32, chunk.max(1) as u32]);
         let groups = (n_out as u64).min(MAX_GROUPS);
         self.wide_record(b, &m, vec![out.binding(), x.binding()], p, groups)
     }
@@ -841,6 +879,10 @@ impl<D: Driver> Kernels<D> {
             return self.wide_pipe(&m).map(drop);
         }
         let len = x.shape[axis];
+        // Each block of WG elements: a load loop step and log2(WG) shuffle steps.
+        let wg = self.wg() as usize;
+        let steps = len.div_ceil(wg) * (1 + wg.trailing_zeros() as usize);
+        self.within_loop_budget(steps, &format!("a {op} scan along an axis of {len}"))?;
         let inner: usize = x.shape[axis + 1..].iter().product();
         let lines = n / len;
         let flags = reverse as u32 | (!inclusive as u32) << 1;

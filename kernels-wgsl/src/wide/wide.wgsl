@@ -112,7 +112,10 @@ fn keys(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 
 // ---- reductions: one workgroup per output, grid-stride over outputs.
 // Parameters [n_out, n_red, rank_out, rank_red, offset, shape_out, strides_out,
-// shape_red, strides_red].
+// shape_red, strides_red, parts, chunk]: `reduce` writes `parts` partial results
+// per output (output r * parts + p reduces elements p * chunk .. of the reduced
+// ones), so no invocation loops long (lavapipe stops a shader's loops after 65 535
+// iterations) and a long reduction has more than one workgroup.
 
 var<workgroup> SH: array<E, WG>;
 var<workgroup> SI: array<u32, WG>;
@@ -128,10 +131,15 @@ fn red_at(j: u32, base: u32) -> u32 {
 fn reduce(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
           @builtin(num_workgroups) nwg: vec3<u32>) {
     let t = lid.x;
-    for (var r = wid.x + wid.y * nwg.x; r < P[0]; r += nwg.x * nwg.y) {
-        let base = red_base(r);
+    let tail = 5u + 2u * P[2] + 2u * P[3];
+    let parts = P[tail];
+    let chunk = P[tail + 1u];
+    for (var r = wid.x + wid.y * nwg.x; r < P[0] * parts; r += nwg.x * nwg.y) {
+        let base = red_base(r / parts);
+        let j0 = (r % parts) * chunk;
+        let j1 = min(j0 + chunk, P[1]);
         var acc = ident();
-        for (var j = t; j < P[1]; j += WG) { acc = combine(acc, A[red_at(j, base)]); }
+        for (var j = j0 + t; j < j1; j += WG) { acc = combine(acc, A[red_at(j, base)]); }
         SH[t] = acc;
         workgroupBarrier();
         for (var s = WG / 2u; s > 0u; s >>= 1u) {

@@ -331,6 +331,7 @@ macro_rules! for_each_case {
             multi_head_attention_matches_torch,
             group_and_batch_norm_match_torch,
             tall_column_reductions,
+            long_64bit_reductions,
             tril_triu_clamp,
             join_values,
             gather_values,

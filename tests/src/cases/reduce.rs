@@ -106,7 +106,16 @@ pub fn reductions_all_ops_all_axes(dev: &Device) {
 /// Empty reductions: sum 0, prod 1, all true, any false, mean NaN, logsumexp −inf,
 /// max/min/argmax errors (naming the shape).
 pub fn reductions_empty(dev: &Device) {
-    for dt in [DType::F32, DType::I32, DType::U8, DType::Bool, DType::F16] {
+    for dt in [
+        DType::F32,
+        DType::I32,
+        DType::U8,
+        DType::Bool,
+        DType::F16,
+        DType::I64,
+        DType::U64,
+        DType::F64,
+    ] {
         if !supported(dev, dt) {
             continue;
         }
@@ -443,5 +452,59 @@ pub fn tall_column_reductions(dev: &Device) {
         );
         let want2: Vec<f64> = want.iter().map(|w| 2.0 * w + r as f64).collect();
         close(&format!("compiled 2x + 1, {what}"), got, &want2);
+    }
+}
+
+/// Reductions of millions of 64-bit elements (the 64-bit kernels reduce in
+/// chunks: one workgroup an output once summed 2^23 f64 wrongly on lavapipe, whose
+/// loops stop after 65 535 iterations): a broadcast view of 9 million elements
+/// over all axes and along the long one, against exact sums; an arg reduction
+/// along an axis of 2^23 is right or an error naming the loop budget.
+pub fn long_64bit_reductions(dev: &Device) {
+    let (rows, cols) = (1000usize, 9000usize);
+    for dt in [DType::I64, DType::U64, DType::F64] {
+        if !supported(dev, dt) {
+            continue;
+        }
+        let what = |s: &str| format!("{s} of {dt} [{rows}, {cols}] (broadcast)");
+        let col = ok(
+            "arange",
+            wmx::with_device(dev, || wmx::arange(0.0, rows as f64, 1.0, dt)),
+        );
+        let x = ok(
+            "broadcast",
+            col.reshape(&[rows as isize, 1])
+                .and_then(|c| wmx::broadcast_to(&c, &[rows, cols])),
+        );
+        let total = (cols * rows * (rows - 1) / 2) as f64;
+        for (name, axes, want) in [
+            ("sum", None, vec![total]),
+            ("max", None, vec![(rows - 1) as f64]),
+            ("min", None, vec![0.0]),
+            (
+                "sum",
+                Some(&[1isize][..]),
+                (0..rows).map(|i| (i * cols) as f64).collect(),
+            ),
+        ] {
+            let op = *ReduceOp::ALL.iter().find(|o| o.name() == name).unwrap();
+            let got: Vec<f64> = ok(
+                &what(name),
+                wmx::reduce(op, &x, axes, false).and_then(|y| y.to_vec_f64()),
+            );
+            assert_eq!(got, want, "{} over {axes:?}", what(name));
+        }
+        let n = 1usize << 23;
+        let long = ok(
+            "arange 2^23",
+            wmx::with_device(dev, || wmx::arange(0.0, n as f64, 1.0, dt)),
+        );
+        match wmx::argmax(&long, 0, false).and_then(|i| i.to_vec_f64()) {
+            Ok(v) => assert_eq!(v, vec![(n - 1) as f64], "argmax of {dt} [2^23]"),
+            Err(e) => assert!(
+                e.to_string().contains("loops"),
+                "argmax of {dt} [2^23]: {e}"
+            ),
+        }
     }
 }
