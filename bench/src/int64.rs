@@ -9,14 +9,14 @@ use wmx::{Array, DType, Device};
 
 /// Deterministic values: any i64 (or i32), and nonzero divisors.
 fn values(n: usize, seed: u64, small: bool) -> Vec<i64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let v = s as i64;
-            if small { (v % 1000).abs() + 1 } else { v }
+    super::words(seed)
+        .take(n)
+        .map(|s| {
+            if small {
+                (s % 1000) as i64 + 1
+            } else {
+                s as i64
+            }
         })
         .collect()
 }

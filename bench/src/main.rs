@@ -410,16 +410,22 @@ struct Row {
 
 // ------------------------------------------------------------------ data and references
 
+/// Deterministic pseudo-random 64-bit words (xorshift), from `seed`.
+fn words(seed: u64) -> impl Iterator<Item = u64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    std::iter::repeat_with(move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    })
+}
+
 /// Deterministic pseudo-random values in [-1, 1), never all zero.
 fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
+    words(seed)
+        .take(n)
+        .map(|s| (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
         .collect()
 }
 
