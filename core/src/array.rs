@@ -357,13 +357,7 @@ impl Array {
         let view = (self.size() * self.dtype().size()) as u64;
         match buf.len_bytes() {
             Some(total) if view > 0 && view * 2 <= total && total >= 1 << 20 => {
-                let c = crate::ops::node(
-                    crate::Primitive::Copy,
-                    vec![self.clone()],
-                    self.shape(),
-                    self.dtype(),
-                    self.device().clone(),
-                )?;
+                let c = crate::ops::fresh_copy(self)?;
                 c.eval()?;
                 Ok(Some(c))
             }
@@ -478,6 +472,8 @@ pub(crate) fn bytes_to_f64(bytes: &[u8], dtype: DType) -> Vec<f64> {
         DType::BF16 => conv::<bf16>(bytes),
         DType::F32 => conv::<f32>(bytes),
         DType::F64 => conv::<f64>(bytes),
+        // The real and imaginary parts of each element, in turn.
+        DType::C64 => conv::<f32>(bytes),
     }
 }
 

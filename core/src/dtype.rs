@@ -82,6 +82,31 @@ pub(crate) fn f64_to_f32_odd(x: f64) -> f32 {
     f32::from_bits(toward_zero.to_bits() | 1)
 }
 
+/// A complex64 element: the real part, then the imaginary part.
+pub use num_complex::Complex32;
+
+impl sealed::Sealed for Complex32 {}
+/// `from_f64` gives a real value; `to_f64` the real part (a complex array's
+/// [`crate::Array::to_vec_f64`] gives both parts).
+impl Element for Complex32 {
+    const DTYPE: DType = DType::C64;
+    fn write_bytes(values: &[Self], out: &mut Vec<u8>) {
+        for v in values {
+            out.extend_from_slice(&v.re.to_le_bytes());
+            out.extend_from_slice(&v.im.to_le_bytes());
+        }
+    }
+    fn read(bytes: &[u8]) -> Self {
+        Complex32::new(f32::read(&bytes[..4]), f32::read(&bytes[4..8]))
+    }
+    fn from_f64(v: f64) -> Self {
+        Complex32::new(v as f32, 0.0)
+    }
+    fn to_f64(self) -> f64 {
+        self.re as f64
+    }
+}
+
 impl sealed::Sealed for bool {}
 impl Element for bool {
     const DTYPE: DType = DType::Bool;

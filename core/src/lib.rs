@@ -49,7 +49,7 @@ pub use device::{
     register_gpu_backend, register_metal_backend, set_default_device, set_implicit_moves,
     with_device,
 };
-pub use dtype::{DType, Element};
+pub use dtype::{Complex32, DType, Element};
 pub use error::{Error, Result};
 pub use eval::eval;
 pub use half::{bf16, f16};

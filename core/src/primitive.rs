@@ -37,6 +37,10 @@ pub enum ViewOp {
     Reshape,
     /// The same array with a zero derivative ([`crate::stop_gradient`]).
     StopGradient,
+    /// A complex64 array's (real, imaginary) f32 pairs, shape `[..., 2]`.
+    AsReal,
+    /// f32 pairs `[..., 2]` (each pair adjacent) as a complex64 array.
+    AsComplex,
 }
 
 /// The computation that produces an array from its inputs.

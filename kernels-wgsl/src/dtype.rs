@@ -46,7 +46,7 @@ pub(crate) trait Words {
 impl Words for DType {
     fn ct(self) -> Ct {
         match self {
-            DType::F64 | DType::F32 | DType::F16 | DType::BF16 => Ct::F32,
+            DType::F64 | DType::F32 | DType::F16 | DType::BF16 | DType::C64 => Ct::F32,
             DType::I32 | DType::I64 => Ct::I32,
             DType::U32 | DType::U8 | DType::Bool | DType::U64 => Ct::U32,
         }
@@ -98,7 +98,7 @@ fn f32_round_to_odd(x: f64) -> f32 {
 pub(crate) fn scalar_bits(value: f64, dtype: DType) -> u32 {
     match dtype {
         // f64 fills are computed in f64.rs; its words are not one u32.
-        DType::F32 | DType::F64 => (value as f32).to_bits(),
+        DType::F32 | DType::F64 | DType::C64 => (value as f32).to_bits(),
         DType::F16 => half::f16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
         DType::BF16 => half::bf16::from_f32(f32_round_to_odd(value)).to_bits() as u32,
         // i64/u64 fills are computed in wide/; their words are not one u32.

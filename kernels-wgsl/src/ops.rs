@@ -58,7 +58,7 @@ pub(crate) fn cast_expr(from: DType, to: DType) -> String {
         (Ct::U32, U32 | U8) => "a",
         (Ct::U32, Bool) => "select(0u, 1u, a != 0u)",
         // Never composed: compose refuses the 64-bit dtypes (wide/ casts them).
-        (_, F64 | I64 | U64) => "a",
+        (_, F64 | I64 | U64 | C64) => "a",
     };
     e.to_string()
 }

@@ -25,11 +25,29 @@ pub enum DType {
     F32,
     /// IEEE double precision (CPU; WebGPU only where the adapter has `SHADER_F64`).
     F64,
+    /// Complex numbers of two f32s, the real part first (numpy's `complex64`). Ops
+    /// compute on the pairs through f32 ops; backends see only f32.
+    C64,
 }
 
 impl DType {
     /// Every dtype, in promotion order.
-    pub const ALL: [DType; 10] = [
+    pub const ALL: [DType; 11] = [
+        DType::Bool,
+        DType::U8,
+        DType::U32,
+        DType::I32,
+        DType::I64,
+        DType::U64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+        DType::C64,
+    ];
+
+    /// Every real dtype (all but complex64), in promotion order.
+    pub const REAL: [DType; 10] = [
         DType::Bool,
         DType::U8,
         DType::U32,
@@ -60,7 +78,7 @@ impl DType {
             DType::Bool | DType::U8 => 1,
             DType::F16 | DType::BF16 => 2,
             DType::U32 | DType::I32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 => 8,
+            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
         }
     }
 
@@ -77,6 +95,7 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::C64 => "c64",
         }
     }
 
@@ -93,6 +112,7 @@ impl DType {
             "bf16" | "bfloat16" => DType::BF16,
             "f32" | "float32" => DType::F32,
             "f64" | "float64" => DType::F64,
+            "c64" | "complex64" => DType::C64,
             _ => return None,
         })
     }
@@ -100,6 +120,16 @@ impl DType {
     /// f16, bf16, f32 or f64.
     pub const fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// complex64.
+    pub const fn is_complex(self) -> bool {
+        matches!(self, DType::C64)
+    }
+
+    /// Floats and complex64: the dtypes that carry derivatives.
+    pub const fn is_inexact(self) -> bool {
+        self.is_float() || self.is_complex()
     }
 
     /// Any integer type (not bool).
@@ -120,9 +150,10 @@ impl DType {
         matches!(self, DType::U8 | DType::U32 | DType::U64)
     }
 
-    /// The dtype float math on `self` produces: `self` for floats, f32 otherwise.
+    /// The dtype float math on `self` produces: `self` for floats and c64, f32
+    /// otherwise.
     pub const fn to_float(self) -> DType {
-        if self.is_float() { self } else { DType::F32 }
+        if self.is_inexact() { self } else { DType::F32 }
     }
 
     /// The type both operands of a binary op are converted to, as in MLX:
@@ -136,6 +167,7 @@ impl DType {
     /// | integer, float | the float |
     /// | f16, bf16 | f32 |
     /// | float, float | the wider (f64 wins) |
+    /// | any, c64 | c64 (as MLX: there is no complex128) |
     pub fn promote(a: DType, b: DType) -> DType {
         use DType::*;
         if a == b {
@@ -143,6 +175,7 @@ impl DType {
         }
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
         match (lo, hi) {
+            (_, C64) => C64,
             (Bool, x) => x,
             (F16, BF16) => F32,
             (x, y) if x.is_float() && y.is_float() => F32.max(y),
@@ -202,6 +235,9 @@ mod tests {
             (I64, U64, F32),
             (U64, F16, F16),
             (U64, F64, F64),
+            (F64, C64, C64),
+            (I64, C64, C64),
+            (Bool, C64, C64),
         ];
         for (a, b, want) in cases {
             assert_eq!(DType::promote(a, b), want, "{a} + {b}");
@@ -213,6 +249,7 @@ mod tests {
         for d in DType::ALL {
             assert_eq!(DType::from_name(d.name()), Some(d));
         }
-        assert_eq!(DType::from_name("complex64"), None);
+        assert_eq!(DType::from_name("complex64"), Some(DType::C64));
+        assert_eq!(DType::from_name("complex128"), None);
     }
 }

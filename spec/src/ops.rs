@@ -295,6 +295,7 @@ impl ReduceOp {
             (ReduceOp::All | ReduceOp::Any, _) => DType::U32,
             (_, DType::F16 | DType::BF16 | DType::F32) => DType::F32,
             (_, DType::F64) => DType::F64,
+            (_, DType::C64) => DType::C64,
             (_, DType::I64) => DType::I64,
             (_, DType::U64) => DType::U64,
             (_, DType::I32) => DType::I32,

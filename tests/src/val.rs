@@ -16,6 +16,10 @@ pub fn make(dev: &Device, dt: DType, vals: &[Val], shape: &[usize]) -> Result<Ar
             })
             .collect()
     }
+    assert!(
+        !dt.is_complex(),
+        "test bug: complex arrays are made by cases::complex's helpers"
+    );
     for v in vals {
         let ok = match (dt, v) {
             (d, Val::F(x)) if d.is_float() => x.is_nan() || round_to(d, *x) == *x,
@@ -38,6 +42,7 @@ pub fn make(dev: &Device, dt: DType, vals: &[Val], shape: &[usize]) -> Result<Ar
         DType::BF16 => Array::from_slice_on(&floats(vals, bf16::from_f64), shape, dev),
         DType::F32 => Array::from_slice_on(&floats(vals, |x| x as f32), shape, dev),
         DType::F64 => Array::from_slice_on(&floats(vals, |x| x), shape, dev),
+        DType::C64 => unreachable!("refused above"),
     }
 }
 
@@ -66,6 +71,8 @@ pub fn read(a: &Array) -> Result<Vec<Val>> {
         DType::BF16 => fl(a.to_vec::<bf16>()?, |x| x.to_f64()),
         DType::F32 => fl(a.to_vec::<f32>()?, |x| x as f64),
         DType::F64 => fl(a.to_vec::<f64>()?, |x| x),
+        // Both parts of each element, in turn (cases::complex compares them).
+        DType::C64 => fl(a.to_vec_f64()?, |x| x),
     })
 }
 
@@ -114,8 +121,8 @@ mod tests {
 
     #[test]
     fn promotion_table_is_symmetric() {
-        for a in DType::ALL {
-            for b in DType::ALL {
+        for a in DType::REAL {
+            for b in DType::REAL {
                 assert_eq!(promote(a, b), promote(b, a));
             }
         }

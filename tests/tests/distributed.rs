@@ -207,12 +207,12 @@ fn close(got: &[f64], want: &[f64], what: &str) {
 
 fn rank_checks(g: &Group, d: &Device) -> Result<()> {
     let (r, n) = (g.rank(), g.size());
-    let dtypes: Vec<DType> = DType::ALL
+    let dtypes: Vec<DType> = DType::REAL
         .into_iter()
         .filter(|&t| d.check_dtype(t).is_ok())
         .collect();
     if d.kind() == wmx_core::DeviceKind::Cpu {
-        assert_eq!(dtypes.len(), DType::ALL.len());
+        assert_eq!(dtypes.len(), DType::REAL.len());
     }
     let shape = [3usize, 5];
     let len = 15;
@@ -289,6 +289,30 @@ fn rank_checks(g: &Group, d: &Device) -> Result<()> {
         assert_eq!(got.device(), d);
         close(&got.to_vec_f64()?, &all[prev], &what("send/recv"));
     }
+    // complex64 moves as f32 pairs: sums add both parts; max is an error.
+    let parts = [70, 71].map(|s| input(s, r, &[3, 5], DType::F32, d));
+    let z = wmx_core::complex(&parts[0].clone()?, &parts[1].clone()?)?;
+    let pair_sum: Vec<f64> = (0..15)
+        .flat_map(|i| [70, 71].map(|s| (0..n).map(|q| value(s, q, i, DType::F32)).sum::<f64>()))
+        .collect();
+    let y = dist::all_sum(&z, g)?;
+    assert_eq!((y.dtype(), y.shape()), (DType::C64, &[3usize, 5][..]));
+    close(&y.to_vec_f64()?, &pair_sum, "all_sum c64");
+    let gathered = dist::all_gather(&z, g)?;
+    assert_eq!(
+        (gathered.dtype(), gathered.shape()),
+        (DType::C64, &[3 * n, 5][..])
+    );
+    let mine = &gathered.to_vec_f64()?[30 * r..30 * r + 30];
+    close(mine, &z.to_vec_f64()?, "all_gather c64");
+    let e = dist::all_max(&z, g)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        e.contains("all_max") && e.contains("c64"),
+        "all_max of c64: {e:?}"
+    );
     // Views and scalars go in as they are.
     let x = input(90, r, &[4, 6], DType::F32, d)?;
     let view = x.transpose(None)?.slice(&[wmx_core::Slice::range(1, 4)])?;

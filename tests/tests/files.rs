@@ -124,6 +124,12 @@ fn sample(dtype: DType) -> Array {
         DType::F64 => {
             Array::from_slice(&[0.1, -1e300, 5e-324, f64::NAN, -0.0, 1.0 / 3.0], &[2, 3]).unwrap()
         }
+        // Edge values in both parts, the imaginary part reversed.
+        DType::C64 => wmx::complex(
+            &x,
+            &x.slice(&[wmx::Slice::ALL, wmx::Slice::reversed()]).unwrap(),
+        )
+        .unwrap(),
         d => x.astype(d).unwrap(),
     }
 }
@@ -143,6 +149,7 @@ fn every_dtype_round_trips() {
         DType::BF16,
         DType::F32,
         DType::F64,
+        DType::C64,
     ];
     for d in all {
         let a = sample(d);

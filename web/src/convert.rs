@@ -141,6 +141,8 @@ pub(crate) fn values_to_bytes(values: &[f64], dtype: DType) -> Vec<u8> {
         DType::BF16 => conv::<bf16>(values),
         DType::F32 => conv::<f32>(values),
         DType::F64 => conv::<f64>(values),
+        // Plain numbers are real parts.
+        DType::C64 => conv::<wmx_core::Complex32>(values),
     }
 }
 
@@ -254,7 +256,8 @@ pub(crate) fn typed_array(bytes: &[u8], dtype: DType) -> JsValue {
             .collect()
     }
     match dtype {
-        DType::F32 => Float32Array::from(&words::<f32>(bytes)[..]).into(),
+        // complex64: the real and imaginary parts in turn.
+        DType::F32 | DType::C64 => Float32Array::from(&words::<f32>(bytes)[..]).into(),
         DType::F64 => Float64Array::from(&words::<f64>(bytes)[..]).into(),
         DType::I32 => Int32Array::from(&words::<i32>(bytes)[..]).into(),
         DType::U32 => Uint32Array::from(&words::<u32>(bytes)[..]).into(),
@@ -294,6 +297,12 @@ pub(crate) fn element_value(bytes: &[u8], dtype: DType) -> JsValue {
         DType::BF16 => JsValue::from_f64(bf16::read(bytes).to_f64()),
         DType::F32 => JsValue::from_f64(f32::read(bytes) as f64),
         DType::F64 => JsValue::from_f64(f64::read(bytes)),
+        DType::C64 => {
+            let pair = js_sys::Array::new();
+            pair.push(&JsValue::from_f64(f32::read(&bytes[..4]) as f64));
+            pair.push(&JsValue::from_f64(f32::read(&bytes[4..]) as f64));
+            pair.into()
+        }
     }
 }
 

@@ -37,7 +37,8 @@ export interface GenerateOptions {
 /** A dtype name: wmx's (`"f32"`) or numpy's (`"float32"`). */
 export type DType =
   | "bool" | "u8" | "uint8" | "u32" | "uint32" | "i32" | "int32" | "i64" | "int64" | "u64" | "uint64"
-  | "f16" | "float16" | "bf16" | "bfloat16" | "f32" | "float32" | "f64" | "float64";
+  | "f16" | "float16" | "bf16" | "bfloat16" | "f32" | "float32" | "f64" | "float64"
+  | "c64" | "complex64";
 /** A shape: one number per dimension (a single number is a 1-D shape). */
 export type Shape = number | readonly number[];
 /** Axes of a reduction or view (negative counts from the end). */
@@ -56,12 +57,13 @@ export type HostData =
 export type ArrayInput = NdArray | HostData;
 /** What `data()` resolves to, by dtype: f32 Float32Array, f64 Float64Array,
  *  i32 Int32Array, u32 Uint32Array, u8 and bool Uint8Array, f16 and bf16
- *  Uint16Array (the bits), i64 BigInt64Array, u64 BigUint64Array. */
+ *  Uint16Array (the bits), i64 BigInt64Array, u64 BigUint64Array, c64
+ *  Float32Array (real and imaginary parts in turn). */
 export type TypedData =
   | Float32Array | Float64Array | Int32Array | Uint32Array | Uint8Array | Uint16Array
   | BigInt64Array | BigUint64Array;
-/** One element, as `item()` gives it (BigInt for i64 and u64). */
-export type Element = number | boolean | bigint;
+/** One element, as `item()` gives it (BigInt for i64 and u64, `[re, im]` for c64). */
+export type Element = number | boolean | bigint | [number, number];
 /** One axis of a `slice` spec: `null` (the whole axis) or `[start, stop, step]`
  *  (entries may be null or left out). */
 export type SliceEntry =

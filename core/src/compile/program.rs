@@ -498,7 +498,11 @@ impl Program {
                 Role::Plain => {
                     let ins: Vec<(Array, isize)> =
                         st.inputs.iter().map(|s| get(&vals, s)).collect();
+                    // Offsets count elements of each node's dtype (a complex64 element
+                    // is two f32s).
                     let delta = match st.prim {
+                        Primitive::View(ViewOp::AsReal) => ins[0].1 * 2,
+                        Primitive::View(ViewOp::AsComplex) => ins[0].1 / 2,
                         Primitive::View(_) => ins[0].1,
                         _ => 0,
                     };

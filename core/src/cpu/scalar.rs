@@ -764,6 +764,9 @@ macro_rules! with_store {
                 type $T = f64;
                 $body
             }
+            // core computes complex64 through f32 views (`ops::complex`), and
+            // `ops::node` refuses it for every other primitive.
+            $crate::DType::C64 => unreachable!("complex64 reaches backends only as f32 pairs"),
         }
     }};
 }

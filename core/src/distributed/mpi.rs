@@ -183,6 +183,7 @@ impl Comm {
             DType::U64 => reduce_as::<u64>(c, op, x, out, false),
             DType::F32 => reduce_as::<f32>(c, op, x, out, false),
             DType::F64 => reduce_as::<f64>(c, op, x, out, false),
+            DType::C64 => unreachable!("collectives move complex64 as f32 pairs"),
             DType::F16 | DType::BF16 => reduce_16(c, op, dtype, x, out, false),
         }
     }
@@ -199,6 +200,7 @@ impl Comm {
             DType::I64 | DType::U64 => reduce_as::<u64>(c, op, x, out, true),
             DType::F32 => reduce_as::<f32>(c, op, x, out, true),
             DType::F64 => reduce_as::<f64>(c, op, x, out, true),
+            DType::C64 => unreachable!("collectives move complex64 as f32 pairs"),
             DType::F16 | DType::BF16 => reduce_16(c, op, dtype, x, out, true),
         }
     }

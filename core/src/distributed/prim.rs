@@ -242,6 +242,11 @@ fn signed(shape: &[usize]) -> Vec<isize> {
 /// `x`'s collective `kind` over `g`, of result shape `shape`, on `x`'s device (a
 /// GPU's backend runs it on the host: [`CustomPrimitive::eval_on_host`]).
 fn run(kind: Kind, x: &Array, g: &Group, shape: &[usize]) -> Result<Array> {
+    if x.dtype().is_complex() {
+        let mut pairs = shape.to_vec();
+        pairs.push(2);
+        return crate::ops::complex::on_pairs(x, |r| run(kind, r, g, &pairs));
+    }
     let prim = Arc::new(Collective {
         kind,
         group: g.clone(),
@@ -252,6 +257,9 @@ fn run(kind: Kind, x: &Array, g: &Group, shape: &[usize]) -> Result<Array> {
 }
 
 fn reduce(x: &Array, g: &Group, r: Reduce) -> Result<Array> {
+    if x.dtype().is_complex() && r != Reduce::Sum {
+        return Err(crate::ops::complex::unsupported(Kind::All(r).name()));
+    }
     if g.size() == 1 {
         return Ok(x.clone());
     }
@@ -342,6 +350,11 @@ pub fn send(x: &Array, dst: usize, group: &Group) -> Result<Array> {
 /// the default device. The sender's shape and dtype must match (an `Err` otherwise).
 pub fn recv(shape: &[usize], dtype: DType, src: usize, group: &Group) -> Result<Array> {
     check_rank("recv", src, group, true)?;
+    if dtype.is_complex() {
+        let mut pairs = shape.to_vec();
+        pairs.push(2);
+        return crate::ops::complex::as_complex(&recv(&pairs, DType::F32, src, group)?);
+    }
     let prim = Arc::new(Collective {
         kind: Kind::Recv(src),
         group: group.clone(),

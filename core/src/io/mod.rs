@@ -4,7 +4,7 @@
 //!
 //! | dtype | `.npy`/`.npz` | safetensors |
 //! |---|---|---|
-//! | bool, u8, i32, u32, i64, u64, f16, f32, f64 | `|b1 |u1 <i4 <u4 <i8 <u8 <f2 <f4 <f8` (either byte order read) | BOOL U8 I32 U32 I64 U64 F16 F32 F64 |
+//! | bool, u8, i32, u32, i64, u64, f16, f32, f64, c64 | `|b1 |u1 <i4 <u4 <i8 <u8 <f2 <f4 <f8 <c8` (either byte order read) | BOOL U8 I32 U32 I64 U64 F16 F32 F64 C64 |
 //! | bf16 | an `Err` (numpy has no bfloat16; use safetensors) | BF16 |
 //!
 //! Fortran-ordered `.npy` data loads as a transposed view (no copy).
@@ -51,6 +51,7 @@ fn write_npy<W: Write>(op: &'static str, path: &Path, a: &Array, w: W) -> Result
         DType::F16 => typed::<f16, W>(a, w),
         DType::F32 => typed::<f32, W>(a, w),
         DType::F64 => typed::<f64, W>(a, w),
+        DType::C64 => typed::<num_complex::Complex32, W>(a, w),
         DType::BF16 => {
             return Err(Error::invalid(
                 op,
@@ -67,7 +68,13 @@ fn write_npy<W: Write>(op: &'static str, path: &Path, a: &Array, w: W) -> Result
 /// The array a `.npy` stream's header and data make, on the default device.
 fn finish(op: &'static str, path: &Path, h: &npy::Header, mut data: Vec<u8>) -> Result<Array> {
     if h.big_endian {
-        npy::swap_bytes(&mut data, h.dtype.size());
+        // A complex element is two f32s, each in the file's byte order.
+        let word = if h.dtype == DType::C64 {
+            4
+        } else {
+            h.dtype.size()
+        };
+        npy::swap_bytes(&mut data, word);
     }
     // Fortran order: the data is the transpose's, row-major.
     let stored: Vec<usize> = if h.fortran {
@@ -260,7 +267,7 @@ fn read_npz<R: Read + Seek>(path: &Path, r: R) -> Result<Vec<(String, Array)>> {
 }
 
 /// wmx dtypes and their safetensors names, both ways.
-const ST_DTYPES: [(DType, safetensors::Dtype); 10] = {
+const ST_DTYPES: [(DType, safetensors::Dtype); 11] = {
     use safetensors::Dtype as S;
     [
         (DType::Bool, S::BOOL),
@@ -273,6 +280,7 @@ const ST_DTYPES: [(DType, safetensors::Dtype); 10] = {
         (DType::BF16, S::BF16),
         (DType::F32, S::F32),
         (DType::F64, S::F64),
+        (DType::C64, S::C64),
     ]
 };
 

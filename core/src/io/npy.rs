@@ -119,10 +119,11 @@ pub(crate) fn parse_header(
         "f2" => DType::F16,
         "f4" => DType::F32,
         "f8" => DType::F64,
+        "c8" => DType::C64,
         _ => {
             return Err(format!(
                 "numpy dtype {descr:?} has no wmx dtype (bool, uint8, int32, uint32, int64, \
-                 uint64, float16, float32, float64)"
+                 uint64, float16, float32, float64, complex64)"
             ));
         }
     };

@@ -119,6 +119,10 @@ fn align(
 
 /// The primitive: `x` and `idx` of one rank and equal extents off `axis`.
 pub(crate) fn gather_node(x: &Array, idx: &Array, axis: usize) -> Result<Array> {
+    if x.dtype().is_complex() {
+        let i = super::complex::pair_indices(idx)?;
+        return super::complex::on_pairs(x, |r| gather_node(r, &i, axis));
+    }
     let prim = Primitive::Gather { axis };
     let d = op_device(x);
     node(
@@ -144,6 +148,11 @@ pub(crate) fn scatter_node(
             op: op.name(),
             dtype: DType::Bool,
         });
+    }
+    if base.dtype().is_complex() {
+        let i = super::complex::pair_indices(idx)?;
+        let u = super::complex::as_real(upd);
+        return super::complex::on_pairs(base, |r| scatter_node(op, r, &i, &u, axis));
     }
     let prim = Primitive::Scatter { op, axis };
     let d = op_device(base);

@@ -51,6 +51,10 @@ fn product(
             ),
         ));
     }
+    let common = DType::promote(a.dtype(), b.dtype());
+    if common.is_complex() || c.is_some_and(|c| c.dtype().is_complex()) {
+        return super::complex::product(op, a, b, c, alpha, beta);
+    }
     let mut d = float_dtype(op, a, b)?;
     if let Some(c) = c {
         d = DType::promote(d, c.dtype());

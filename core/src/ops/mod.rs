@@ -13,6 +13,7 @@ use crate::{
 };
 
 mod attention;
+pub(crate) mod complex;
 mod contract;
 mod conv;
 mod im2col;
@@ -26,6 +27,7 @@ mod scan;
 mod shaping;
 mod sort;
 pub use attention::{AttentionMask, scaled_dot_product_attention};
+pub use complex::{angle, complex, conj, imag, real};
 pub use contract::{
     EinsumOptimize, EinsumPath, TensorAxes, diag, diagonal, einsum, einsum_path, einsum_with,
     inner, kron, outer, tensordot, trace,
@@ -101,6 +103,7 @@ pub(crate) fn node(
     device: Device,
 ) -> Result<Array> {
     crate::layout::checked_numel(prim_name(&prim), shape, dtype)?;
+    complex::check_node(prim_name(&prim), &inputs, dtype)?;
     // Strict devices: inputs on another device move only when asked, by `to_device`
     // (a copy node) or an op inside `with_device` (docs/SEMANTICS.md, "Devices").
     if !crate::device::implicit_moves_allowed()
@@ -142,6 +145,25 @@ fn prim_name(p: &Primitive) -> &'static str {
         Primitive::Unary(op) => op.name(),
         Primitive::Binary(op) => op.name(),
         Primitive::Reduce { op, .. } => op.name(),
+        Primitive::ArgReduce { op, .. } => op.name(),
+        Primitive::Scan { op, .. } => match op {
+            ReduceOp::Sum => "cumsum",
+            ReduceOp::Prod => "cumprod",
+            ReduceOp::Max => "cummax",
+            ReduceOp::Min => "cummin",
+            _ => "scan",
+        },
+        Primitive::ArgSort => "argsort",
+        Primitive::Matmul { .. } => "matmul",
+        Primitive::Normalize { op, .. } => op.name(),
+        Primitive::Axpby { .. } => "axpby",
+        Primitive::RandomBits => "random",
+        Primitive::Custom(_) => "custom primitive",
+        Primitive::Scatter { op, .. } => op.name(),
+        Primitive::Gather { .. } => "take_along_axis",
+        Primitive::Concatenate { .. } => "concatenate",
+        Primitive::SliceUpdate { .. } => "slice_update",
+        Primitive::Select => "where",
         _ => "op",
     }
 }
@@ -161,6 +183,9 @@ fn view(x: &Array, op: ViewOp, layout: Layout) -> Array {
 
 /// An array of `shape` with every element `value` (cast to `dtype`).
 pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Array> {
+    if dtype.is_complex() {
+        return astype(&full(shape, value, DType::F32)?, dtype);
+    }
     let d = creation_device()?;
     node(
         Primitive::Generate(Generator::Fill(value)),
@@ -194,6 +219,9 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: DType) -> Result<Array> {
             format!("start={start}, stop={stop}, step={step}: need finite values and step != 0"),
         ));
     }
+    if dtype.is_complex() {
+        return astype(&arange(start, stop, step, DType::F32)?, dtype);
+    }
     let n = ((stop - start) / step).ceil().max(0.0) as usize;
     let d = creation_device()?;
     node(
@@ -207,6 +235,9 @@ pub fn arange(start: f64, stop: f64, step: f64, dtype: DType) -> Result<Array> {
 
 /// `num` evenly spaced values from `start` to `stop` inclusive.
 pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Result<Array> {
+    if dtype.is_complex() {
+        return astype(&linspace(start, stop, num, DType::F32)?, dtype);
+    }
     let step = if num > 1 {
         (stop - start) / (num - 1) as f64
     } else {
@@ -237,6 +268,18 @@ pub fn astype(x: &Array, dtype: DType) -> Result<Array> {
     if x.dtype() == dtype {
         return Ok(x.clone());
     }
+    if x.dtype().is_complex() {
+        return Err(Error::invalid(
+            "astype",
+            format!(
+                "c64 to {dtype} would drop the imaginary part: take real(), imag() or abs() \
+                 explicitly"
+            ),
+        ));
+    }
+    if dtype.is_complex() {
+        return complex(x, &zeros_like(x)?);
+    }
     node(
         Primitive::Copy,
         vec![x.clone()],
@@ -251,6 +294,9 @@ pub fn contiguous(x: &Array) -> Result<Array> {
     if x.layout().is_row_contiguous() && x.layout().offset == 0 {
         return Ok(x.clone());
     }
+    if x.dtype().is_complex() {
+        return complex::on_pairs(x, contiguous);
+    }
     node(
         Primitive::Copy,
         vec![x.clone()],
@@ -260,10 +306,27 @@ pub fn contiguous(x: &Array) -> Result<Array> {
     )
 }
 
+/// A row-major copy of `x` in a new buffer, even where `x` is row-major already.
+pub(crate) fn fresh_copy(x: &Array) -> Result<Array> {
+    if x.dtype().is_complex() {
+        return complex::on_pairs(x, fresh_copy);
+    }
+    node(
+        Primitive::Copy,
+        vec![x.clone()],
+        x.shape(),
+        x.dtype(),
+        x.device().clone(),
+    )
+}
+
 // ---------------------------------------------------------------- elementwise
 
 /// Applies a unary op (dtype rules of [`UnaryOp::kind`]).
 pub fn unary(op: UnaryOp, x: &Array) -> Result<Array> {
+    if x.dtype().is_complex() {
+        return complex::unary(op, x);
+    }
     let (input, out) = match op.kind() {
         OpKind::Arith => (x.dtype(), x.dtype()),
         OpKind::FloatMath => (x.dtype().to_float(), x.dtype().to_float()),
@@ -304,6 +367,9 @@ fn bool_arith(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
 pub fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
     let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
     let common = DType::promote(a.dtype(), b.dtype());
+    if common.is_complex() {
+        return complex::binary(op, a, b);
+    }
     let (input, out) = match op.kind() {
         OpKind::Arith => (common, common),
         OpKind::FloatMath => (common.to_float(), common.to_float()),
@@ -372,6 +438,10 @@ pub fn where_(cond: &Array, x: &Array, y: &Array) -> Result<Array> {
     let c = broadcast_to(&astype(cond, DType::Bool)?, &shape)?;
     let x = broadcast_to(&astype(x, dt)?, &shape)?;
     let y = broadcast_to(&astype(y, dt)?, &shape)?;
+    if dt.is_complex() {
+        let c = complex::pair_indices(&c)?;
+        return complex::on_pairs(&x, |x| where_(&c, x, &complex::as_real(&y)));
+    }
     let d = op_device(&x);
     node(Primitive::Select, vec![c, x, y], &shape, dt, d)
 }
@@ -687,6 +757,13 @@ pub(crate) fn slice_update_region(
     starts: &[usize],
     steps: &[isize],
 ) -> Result<Array> {
+    if x.dtype().is_complex() {
+        let (mut st, mut sp) = (starts.to_vec(), steps.to_vec());
+        st.push(0);
+        sp.push(1);
+        let u = complex::as_real(update);
+        return complex::on_pairs(x, |x| slice_update_region(x, &u, &st, &sp));
+    }
     let d = op_device(x);
     let prim = Primitive::SliceUpdate {
         starts: starts.to_vec(),
@@ -720,15 +797,21 @@ pub fn ones_like(x: &Array) -> Result<Array> {
 /// `value` (cast to `x`'s dtype) in `x`'s shape on `x`'s device; a broadcast
 /// scalar, no memory.
 pub fn full_like(x: &Array, value: f64) -> Result<Array> {
-    let d = op_device(x);
-    let s = node(
+    broadcast_to(&filled(value, x.dtype(), op_device(x))?, x.shape())
+}
+
+/// A 0-d array of `value` as `dtype` on `device`.
+pub(crate) fn filled(value: f64, dtype: DType, device: Device) -> Result<Array> {
+    if dtype.is_complex() {
+        return astype(&filled(value, DType::F32, device)?, dtype);
+    }
+    node(
         Primitive::Generate(Generator::Fill(value)),
         vec![],
         &[],
-        x.dtype(),
-        d,
-    )?;
-    broadcast_to(&s, x.shape())
+        dtype,
+        device,
+    )
 }
 
 /// New shape with the same elements; one entry may be −1 (inferred). A view when
@@ -864,7 +947,13 @@ pub fn reduce(op: ReduceOp, x: &Array, axes: Option<&[isize]>, keepdims: bool) -
             ),
         ));
     }
-    let r = if ax.is_empty() {
+    let r = if x.dtype().is_complex() {
+        if op != ReduceOp::Sum {
+            return Err(complex::unsupported(op.name()));
+        }
+        let axes: Vec<isize> = ax.iter().map(|&a| a as isize).collect();
+        complex::on_pairs(x, |r| sum(r, Some(&axes), false))?
+    } else if ax.is_empty() {
         astype(x, op.out_dtype(x.dtype()))?
     } else {
         let d = op_device(x);
@@ -968,6 +1057,8 @@ pub fn var(x: &Array, axes: Option<&[isize]>, keepdims: bool, ddof: usize) -> Re
     let xf = astype(x, x.dtype().to_float())?;
     let m = mean(&xf, axes, true)?;
     let d = subtract(&xf, &m)?;
+    // numpy: the variance of complex values is the mean of |x - mean|^2 (real).
+    let d = if d.dtype().is_complex() { abs(&d)? } else { d };
     let ss = sum(&square(&d)?, axes, keepdims)?;
     // numpy: n - ddof <= 0 divides by zero (inf, or NaN for a zero sum).
     let n = (count(x, &ax) as f64 - ddof as f64).max(0.0);
@@ -1191,6 +1282,9 @@ impl Array {
     pub fn to_device(&self, device: &Device) -> Result<Array> {
         if self.device() == device {
             return Ok(self.clone());
+        }
+        if self.dtype().is_complex() {
+            return complex::on_pairs(self, |r| r.to_device(device));
         }
         node(
             Primitive::Copy,

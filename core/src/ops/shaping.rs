@@ -55,6 +55,12 @@ pub(crate) fn concat_node(inputs: Vec<Array>, axis: usize, shape: &[usize]) -> R
     if inputs.len() == 1 {
         return Ok(inputs[0].clone());
     }
+    if inputs[0].dtype().is_complex() {
+        let pairs: Vec<Array> = inputs.iter().map(super::complex::as_real).collect();
+        let mut shape = shape.to_vec();
+        shape.push(2);
+        return super::complex::as_complex(&concat_node(pairs, axis, &shape)?);
+    }
     let d = op_device(&inputs[0]);
     let dtype = inputs[0].dtype();
     node(Primitive::Concatenate { axis }, inputs, shape, dtype, d)
@@ -166,8 +172,7 @@ pub fn pad(x: &Array, widths: &[(usize, usize)], mode: PadMode) -> Result<Array>
     match mode {
         PadMode::Constant(v) => {
             let starts: Vec<usize> = widths.iter().map(|w| w.0).collect();
-            let fill = Primitive::Generate(crate::Generator::Fill(v));
-            let scalar = node(fill, vec![], &[], x.dtype(), op_device(x))?;
+            let scalar = super::filled(v, x.dtype(), op_device(x))?;
             let base = broadcast_to(&scalar, &shape)?;
             slice_update_region(&base, x, &starts, &vec![1; nd])
         }

@@ -14,7 +14,7 @@ fn sum_opt(a: Option<Array>, b: Option<Array>) -> Result<Option<Array>> {
 /// The one `match` on the primitive for jvp.
 pub(super) fn rule(e: &Entry, t: &[Option<Array>]) -> Result<Option<Array>> {
     let (y, x) = (&e.node, &e.inputs);
-    if t.iter().all(Option::is_none) || !y.dtype().is_float() {
+    if t.iter().all(Option::is_none) || !y.dtype().is_inexact() {
         return Ok(None);
     }
     let t0 = || t[0].as_ref();
@@ -171,6 +171,8 @@ pub(super) fn apply_view(v: &ViewOp, t: &Array, y: &Array) -> Result<Array> {
         }
         ViewOp::Reshape => reshape_to(t, y.shape())?,
         ViewOp::StopGradient => o::stop_gradient(t)?,
+        ViewOp::AsReal => o::complex::as_real(t),
+        ViewOp::AsComplex => o::complex::as_complex(t)?,
     })
 }
 

@@ -145,7 +145,7 @@ fn fused_fn<'a>(
 }
 
 fn check_float(op: &'static str, what: &str, x: &Array) -> Result<()> {
-    if x.dtype().is_float() {
+    if x.dtype().is_inexact() {
         Ok(())
     } else {
         Err(Error::invalid(

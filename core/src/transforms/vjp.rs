@@ -8,7 +8,7 @@ use crate::{Array, NormOp, Primitive, ReduceOp, Result, ViewOp, ops as o};
 /// cotangent (the others may get `None`).
 pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Array>>> {
     let (y, x) = (&e.node, &e.inputs);
-    if !y.dtype().is_float() {
+    if !y.dtype().is_inexact() {
         return Ok(vec![None; x.len()]);
     }
     Ok(match &e.prim {
@@ -272,6 +272,9 @@ fn view_vjp(v: &ViewOp, x: &Array, ct: &Array) -> Result<Option<Array>> {
         }
         ViewOp::Reshape => reshape_to(ct, x.shape())?,
         ViewOp::StopGradient => return Ok(None),
+        // The cotangent of z = x + iy is dL/dx + i dL/dy (ops::complex).
+        ViewOp::AsReal => o::complex::as_complex(ct)?,
+        ViewOp::AsComplex => o::complex::as_real(&o::astype(ct, crate::DType::C64)?),
     }))
 }
 

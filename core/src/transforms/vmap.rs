@@ -240,6 +240,8 @@ fn rule(e: &Entry, ins: &[(Array, bool)], b: usize) -> Result<Array> {
             }
             ViewOp::Reshape => reshape_to(x0, &with_batch(b, y.shape()))?,
             ViewOp::StopGradient => o::stop_gradient(x0)?,
+            ViewOp::AsReal => o::complex::as_real(x0),
+            ViewOp::AsComplex => o::complex::as_complex(x0)?,
         },
         Primitive::SliceUpdate { starts, steps } => {
             let v = all_batched()?;

@@ -35,6 +35,7 @@ pub fn gather_fill_bits(d: DType) -> u64 {
         DType::U8 => 0xff,
         DType::Bool => 1,
         DType::F64 => u64::MAX,
+        DType::C64 => 0x7fc0_0000_7fc0_0000,
         DType::I64 => 1 << 63,
         DType::U64 => u64::MAX,
     }

@@ -122,6 +122,7 @@ pub fn round_to(x: f64, d: DType) -> f64 {
         DType::U32 => x as u32 as f64,
         DType::U8 => x as u8 as f64,
         DType::Bool => (x != 0.0) as u8 as f64,
+        DType::C64 => unreachable!("the kernels compute complex64 as f32 pairs"),
     }
 }
 
@@ -150,6 +151,7 @@ pub fn encode(v: &[f64], d: DType) -> Vec<u8> {
             DType::U32 => out.extend((x as u32).to_le_bytes()),
             DType::U8 => out.push(x as u8),
             DType::Bool => out.push((x != 0.0) as u8),
+            DType::C64 => unreachable!("the kernels compute complex64 as f32 pairs"),
         }
     }
     out
@@ -167,6 +169,7 @@ pub fn decode(b: &[u8], d: DType) -> Vec<f64> {
             DType::U64 => u64::from_le_bytes(c.try_into().unwrap()) as f64,
             DType::U32 => u32::from_le_bytes(c.try_into().unwrap()) as f64,
             DType::U8 | DType::Bool => c[0] as f64,
+            DType::C64 => unreachable!("the kernels compute complex64 as f32 pairs"),
         })
         .collect()
 }

@@ -5,7 +5,7 @@ use super::*;
 /// from_slice / from_vec / from_bytes_on and reading back, every dtype, several shapes.
 pub fn creation_from_slice_round_trip(dev: &Device) {
     let mut rng = Rng::new(1);
-    for dt in DType::ALL {
+    for dt in DType::REAL {
         if !supported(dev, dt) {
             check_unsupported(dev, dt);
             continue;
@@ -41,7 +41,7 @@ pub fn creation_from_slice_round_trip(dev: &Device) {
 
 /// `wmx::scalar`, `Array::scalar`, item.
 pub fn creation_scalar(dev: &Device) {
-    for dt in DType::ALL {
+    for dt in DType::REAL {
         if !supported(dev, dt) {
             continue;
         }
@@ -71,7 +71,7 @@ pub fn creation_scalar(dev: &Device) {
 /// zeros / ones / full with values that must be cast (truncation, saturation,
 /// NaN → 0, f16 overflow → inf).
 pub fn creation_full_zeros_ones(dev: &Device) {
-    for dt in DType::ALL {
+    for dt in DType::REAL {
         if !supported(dev, dt) {
             continue;
         }
@@ -131,7 +131,7 @@ pub fn creation_arange(dev: &Device) {
     ];
     for &(start, stop, step) in cases {
         let n = ((stop - start) / step).ceil().max(0.0) as usize;
-        for dt in DType::ALL {
+        for dt in DType::REAL {
             if !supported(dev, dt) {
                 continue;
             }
@@ -220,7 +220,7 @@ pub fn creation_linspace(dev: &Device) {
 
 /// eye for every dtype, n = 0, 1, 4.
 pub fn creation_eye(dev: &Device) {
-    for dt in DType::ALL {
+    for dt in DType::REAL {
         if !supported(dev, dt) {
             continue;
         }

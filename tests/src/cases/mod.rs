@@ -332,6 +332,11 @@ macro_rules! for_each_case {
             group_and_batch_norm_match_torch,
             tall_column_reductions,
             long_64bit_reductions,
+            complex_elementwise,
+            complex_reductions_and_matmul,
+            complex_indexing_and_joins,
+            grad_complex,
+            complex_errors,
             tril_triu_clamp,
             join_values,
             gather_values,
@@ -362,6 +367,7 @@ macro_rules! for_each_case {
 
 mod attention;
 mod compile;
+mod complex;
 mod contract;
 mod conv;
 mod creation;
@@ -390,6 +396,7 @@ mod transforms;
 mod views;
 pub use attention::*;
 pub use compile::*;
+pub use complex::*;
 pub use contract::*;
 pub use conv::*;
 pub use creation::*;
