@@ -52,6 +52,9 @@ pub use wmx_core::{
 /// `all_sum`, `all_gather`, `send`/`recv`, ..., lazy and differentiable; a group
 /// of one without a launcher or without the `mpi` feature.
 pub use wmx_core::distributed;
+/// Discrete Fourier transforms, numpy's `np.fft`: `fft`, `ifft`, `rfft`,
+/// `irfft` and their 2-D and n-D forms, any length, differentiable.
+pub use wmx_core::fft;
 /// Linear algebra, numpy's `np.linalg`: decompositions, solves, inverses,
 /// determinants and norms, batched and differentiable.
 pub use wmx_core::linalg;

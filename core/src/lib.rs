@@ -22,6 +22,7 @@ pub mod distributed;
 mod dtype;
 mod error;
 mod eval;
+pub mod fft;
 #[cfg(all(feature = "io", not(target_arch = "wasm32")))]
 pub mod io;
 pub mod layout;

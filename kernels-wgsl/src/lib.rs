@@ -49,6 +49,7 @@ mod compose;
 mod driver;
 mod dtype;
 mod elementwise;
+mod fft;
 mod fused;
 mod im2col;
 mod index;
@@ -72,6 +73,7 @@ pub use attention::FlashParams;
 pub use compose::{
     Family, InputMode, ModuleSpec, Op, Target, Variant, check_specs, compose, validate_wgsl,
 };
+pub use fft::{FFT_MAX_ROW, FFT_TABLE, FftParams};
 pub use matmul::TILES;
 pub use quant::{QUANT_BITS, QUANT_GROUPS, QuantParams};
 pub use rope::RopeParams;
@@ -81,6 +83,7 @@ pub use rope::RopeParams;
 pub mod families {
     pub use crate::attention::ATTENTION;
     pub use crate::elementwise::{ARANGE, AXPBY, BINARY, COPY, FILL, SELECT, SLICE_UPDATE, UNARY};
+    pub use crate::fft::FFT;
     pub use crate::im2col::{DEPTHWISE, IM2COL};
     pub use crate::index::{GATHER, PLACE, SCATTER};
     pub use crate::linalg::LINALG;
@@ -118,6 +121,7 @@ const FAMILIES: &[&Family] = {
         &IM2COL,
         &DEPTHWISE,
         &ROPE,
+        &FFT,
         &ATTENTION,
         &QUANT,
         &LINALG,

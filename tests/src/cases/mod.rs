@@ -337,6 +337,12 @@ macro_rules! for_each_case {
             complex_indexing_and_joins,
             grad_complex,
             complex_errors,
+            fft_values,
+            fft_axes_and_views,
+            rfft_values,
+            fftn_values,
+            grad_fft,
+            fft_errors,
             tril_triu_clamp,
             join_values,
             gather_values,
@@ -375,6 +381,7 @@ mod custom;
 mod decomp;
 mod elementwise;
 mod errors;
+mod fft;
 mod goldens;
 mod gpt2;
 mod graph;
@@ -404,6 +411,7 @@ pub use custom::*;
 pub use decomp::*;
 pub use elementwise::*;
 pub use errors::*;
+pub use fft::*;
 pub use gpt2::*;
 pub use graph::*;
 pub use hf::*;

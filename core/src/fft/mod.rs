@@ -1,0 +1,438 @@
+//! Discrete Fourier transforms, numpy's `np.fft`: `fft`, `ifft`, `rfft`, `irfft`
+//! and their 2-D and n-D forms, with numpy's `n`/`s`, `axes` and `norm`.
+//!
+//! - **Dtypes.** Results are complex64 (real ones for `irfft*`); inputs of any
+//!   real dtype are cast first (`rfft*` refuses complex input, as numpy).
+//! - **Lengths.** Any length. On the CPU each transform runs in f64 (mixed radix
+//!   2, 3, 4, 5, 7, direct sums for primes up to 64, Bluestein's algorithm
+//!   beyond) and rounds once to f32. On a GPU a kernel transforms rows of a
+//!   power of two up to 2048 in one workgroup (radix-2 passes in workgroup
+//!   memory); longer powers of two are four-step transforms of those rows
+//!   (twiddles applied by the kernel), other lengths Bluestein convolutions of
+//!   powers of two, computed in f32.
+//! - **Normalization.** `Norm::Backward` (numpy's default: the inverse divides by
+//!   `n`), `Ortho` (both by `sqrt(n)`), `Forward` (the forward divides by `n`).
+//! - **Derivatives.** vjp, jvp and vmap of every function. Gradients of complex
+//!   values follow MLX and PyTorch ([`crate::complex`]): for a real loss `L`,
+//!   `grad` gives `dL/dx + i dL/dy`.
+//! - **Bad input.** A length below 1, an axis out of range, repeated axes, or
+//!   `s` and `axes` of different lengths are an `Err` when the op is made.
+
+mod prim;
+pub use prim::{FftRows, MAX_ROW, TABLE, twiddles};
+
+use crate::ops::complex::{as_complex, as_real};
+use crate::{Array, CustomFunction, DType, Error, Result, Slice, layout::normalize_axis};
+
+/// The scaling of a transform and its inverse (numpy's `norm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Norm {
+    /// The forward transform is unscaled, the inverse divides by `n`.
+    #[default]
+    Backward,
+    /// Both divide by `sqrt(n)` (unitary).
+    Ortho,
+    /// The forward transform divides by `n`, the inverse is unscaled.
+    Forward,
+}
+
+impl Norm {
+    /// numpy's name (`"backward"`, `"ortho"`, `"forward"`).
+    pub fn from_name(name: &str) -> Result<Norm> {
+        match name {
+            "backward" => Ok(Norm::Backward),
+            "ortho" => Ok(Norm::Ortho),
+            "forward" => Ok(Norm::Forward),
+            _ => Err(Error::invalid(
+                "fft",
+                format!("norm must be \"backward\", \"ortho\" or \"forward\", got {name:?}"),
+            )),
+        }
+    }
+
+    fn scale(self, n: usize, inverse: bool) -> f64 {
+        match (self, inverse) {
+            (Norm::Backward, false) | (Norm::Forward, true) => 1.0,
+            (Norm::Ortho, _) => 1.0 / (n as f64).sqrt(),
+            _ => 1.0 / n as f64,
+        }
+    }
+}
+
+/// The 1-D transform of `a` along `axis`, `n` points (`None`: the axis' length;
+/// shorter crops, longer pads with zeros), numpy's `fft.fft`.
+pub fn fft(a: &Array, n: Option<usize>, axis: isize, norm: Norm) -> Result<Array> {
+    c2c("fft", a, &[n], &[axis], norm, false)
+}
+
+/// The inverse of [`fft`] (numpy's `fft.ifft`).
+pub fn ifft(a: &Array, n: Option<usize>, axis: isize, norm: Norm) -> Result<Array> {
+    c2c("ifft", a, &[n], &[axis], norm, true)
+}
+
+/// The transform of real input, the `n / 2 + 1` non-negative frequencies
+/// (numpy's `fft.rfft`).
+pub fn rfft(a: &Array, n: Option<usize>, axis: isize, norm: Norm) -> Result<Array> {
+    r2c("rfft", a, &[n], &[axis], norm)
+}
+
+/// The inverse of [`rfft`]: `n` real points (`None`: `2 (m - 1)` for `m` input
+/// points) from the non-negative frequencies (numpy's `fft.irfft`; the imaginary
+/// parts of the zero and, for even `n`, the Nyquist frequency are ignored).
+pub fn irfft(a: &Array, n: Option<usize>, axis: isize, norm: Norm) -> Result<Array> {
+    c2r("irfft", a, &[n], &[axis], norm)
+}
+
+/// The 2-D transform over `axes` (default the last two), numpy's `fft.fft2`.
+pub fn fft2(a: &Array, s: Option<&[usize]>, axes: Option<&[isize]>, norm: Norm) -> Result<Array> {
+    fftn(a, s, Some(axes.unwrap_or(&[-2, -1])), norm)
+}
+
+/// The inverse of [`fft2`].
+pub fn ifft2(a: &Array, s: Option<&[usize]>, axes: Option<&[isize]>, norm: Norm) -> Result<Array> {
+    ifftn(a, s, Some(axes.unwrap_or(&[-2, -1])), norm)
+}
+
+/// [`rfftn`] over two axes (default the last two).
+pub fn rfft2(a: &Array, s: Option<&[usize]>, axes: Option<&[isize]>, norm: Norm) -> Result<Array> {
+    rfftn(a, s, Some(axes.unwrap_or(&[-2, -1])), norm)
+}
+
+/// [`irfftn`] over two axes (default the last two).
+pub fn irfft2(a: &Array, s: Option<&[usize]>, axes: Option<&[isize]>, norm: Norm) -> Result<Array> {
+    irfftn(a, s, Some(axes.unwrap_or(&[-2, -1])), norm)
+}
+
+/// The n-D transform over `axes` (default: the last `s.len()` axes, or all),
+/// `s` points along each (numpy's `fft.fftn`).
+pub fn fftn(a: &Array, s: Option<&[usize]>, axes: Option<&[isize]>, norm: Norm) -> Result<Array> {
+    let (s, axes) = plan_axes("fftn", a, s, axes)?;
+    c2c("fftn", a, &s, &axes, norm, false)
+}
+
+/// The inverse of [`fftn`].
+pub fn ifftn(a: &Array, s: Option<&[usize]>, axes: Option<&[isize]>, norm: Norm) -> Result<Array> {
+    let (s, axes) = plan_axes("ifftn", a, s, axes)?;
+    c2c("ifftn", a, &s, &axes, norm, true)
+}
+
+/// The n-D transform of real input: [`rfft`] along the last of `axes`, then
+/// [`fft`] along the others (numpy's `fft.rfftn`).
+pub fn rfftn(a: &Array, s: Option<&[usize]>, axes: Option<&[isize]>, norm: Norm) -> Result<Array> {
+    let (s, axes) = plan_axes("rfftn", a, s, axes)?;
+    r2c("rfftn", a, &s, &axes, norm)
+}
+
+/// The inverse of [`rfftn`]: [`ifft`] along all of `axes` but the last, then
+/// [`irfft`] along it (`s` its output length: default `2 (m - 1)`).
+pub fn irfftn(a: &Array, s: Option<&[usize]>, axes: Option<&[isize]>, norm: Norm) -> Result<Array> {
+    let (s, axes) = plan_axes("irfftn", a, s, axes)?;
+    c2r("irfftn", a, &s, &axes, norm)
+}
+
+/// numpy's rules for `s` and `axes` of the n-D functions.
+fn plan_axes(
+    op: &'static str,
+    a: &Array,
+    s: Option<&[usize]>,
+    axes: Option<&[isize]>,
+) -> Result<(Vec<Option<usize>>, Vec<isize>)> {
+    let nd = a.ndim() as isize;
+    let axes: Vec<isize> = match (s, axes) {
+        (_, Some(ax)) => ax.to_vec(),
+        (Some(s), None) => (nd - s.len() as isize..nd).collect(),
+        (None, None) => (0..nd).collect(),
+    };
+    let s: Vec<Option<usize>> = match s {
+        Some(s) if s.len() != axes.len() => {
+            return Err(Error::invalid(
+                op,
+                format!("s {s:?} and axes {axes:?} have different lengths"),
+            ));
+        }
+        Some(s) => s.iter().map(|&n| Some(n)).collect(),
+        None => vec![None; axes.len()],
+    };
+    Ok((s, axes))
+}
+
+/// Normalized axes (each once) with their lengths (`None`: the axis' own).
+fn resolve(
+    op: &'static str,
+    a: &Array,
+    s: &[Option<usize>],
+    axes: &[isize],
+) -> Result<Vec<(usize, usize)>> {
+    if axes.is_empty() {
+        return Err(Error::invalid(op, "needs at least one axis"));
+    }
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (&ax, &n) in axes.iter().zip(s) {
+        let ax = normalize_axis(op, ax, a.ndim())?;
+        if out.iter().any(|o| o.0 == ax) {
+            return Err(Error::invalid(
+                op,
+                format!("axis {ax} repeated in {axes:?}"),
+            ));
+        }
+        let n = n.unwrap_or(a.shape()[ax]);
+        if n < 1 {
+            return Err(Error::invalid(
+                op,
+                format!("invalid number of data points ({n}) along axis {ax}"),
+            ));
+        }
+        out.push((ax, n));
+    }
+    Ok(out)
+}
+
+fn c2c(
+    op: &'static str,
+    a: &Array,
+    s: &[Option<usize>],
+    axes: &[isize],
+    norm: Norm,
+    inverse: bool,
+) -> Result<Array> {
+    let plan = resolve(op, a, s, axes)?;
+    let mut z = a.astype(DType::C64)?;
+    for &(ax, n) in plan.iter().rev() {
+        z = along(&z, ax, n, norm, inverse)?;
+    }
+    Ok(z)
+}
+
+fn r2c(
+    op: &'static str,
+    a: &Array,
+    s: &[Option<usize>],
+    axes: &[isize],
+    norm: Norm,
+) -> Result<Array> {
+    if a.dtype().is_complex() {
+        return Err(Error::invalid(
+            op,
+            "takes real input (use fft for complex input)",
+        ));
+    }
+    let plan = resolve(op, a, s, axes)?;
+    let (last, rest) = plan.split_last().expect("one axis or more");
+    let (ax, n) = *last;
+    let full = along(&a.astype(DType::C64)?, ax, n, norm, false)?;
+    let mut z = crop(&full, ax, n / 2 + 1)?;
+    for &(ax, n) in rest.iter().rev() {
+        z = along(&z, ax, n, norm, false)?;
+    }
+    Ok(z)
+}
+
+fn c2r(
+    op: &'static str,
+    a: &Array,
+    s: &[Option<usize>],
+    axes: &[isize],
+    norm: Norm,
+) -> Result<Array> {
+    let mut z = a.astype(DType::C64)?;
+    let (last_ax, last_n) = {
+        let ax = normalize_axis(op, *axes.last().unwrap_or(&-1), a.ndim())?;
+        let m = a.shape()[ax];
+        let n = s
+            .last()
+            .copied()
+            .flatten()
+            .unwrap_or(2 * m.saturating_sub(1));
+        (ax, n)
+    };
+    let mut s = s.to_vec();
+    if let Some(l) = s.last_mut() {
+        *l = Some(last_n);
+    }
+    let plan = resolve(op, a, &s, axes)?;
+    for &(ax, n) in plan[..plan.len() - 1].iter().rev() {
+        z = along(&z, ax, n, norm, true)?;
+    }
+    // The full Hermitian spectrum from its first n / 2 + 1 points: X[n - k] =
+    // conj(X[k]); the real part of its inverse is numpy's irfft.
+    let n = last_n;
+    let half = fit(&z, last_ax, n / 2 + 1)?;
+    let mirror = if n > n / 2 + 1 {
+        let tail = slice_axis(
+            &half,
+            last_ax,
+            Slice::new(Some(1), Some((n - n / 2) as isize), 1),
+        )?;
+        let flipped = slice_axis(&tail, last_ax, Slice::reversed())?;
+        Some(crate::conj(&flipped)?)
+    } else {
+        None
+    };
+    let full = match &mirror {
+        Some(m) => crate::concatenate(&[&half, m], last_ax as isize)?,
+        None => crop(&half, last_ax, n)?,
+    };
+    crate::real(&along(&full, last_ax, n, norm, true)?)
+}
+
+/// `z` (c64) transformed along `ax` with `n` points and the norm's scale.
+fn along(z: &Array, ax: usize, n: usize, norm: Norm, inverse: bool) -> Result<Array> {
+    let z = fit(z, ax, n)?;
+    let last = z.ndim() - 1;
+    let moved = if ax == last {
+        z.clone()
+    } else {
+        crate::swapaxes(&z, ax as isize, -1)?
+    };
+    let mut y = transform(&moved, inverse)?;
+    let scale = norm.scale(n, inverse);
+    if scale != 1.0 {
+        let pairs = crate::multiply(&as_real(&y), &crate::scalar_like(&as_real(&y), scale)?)?;
+        y = as_complex(&pairs)?;
+    }
+    if ax == last {
+        Ok(y)
+    } else {
+        crate::swapaxes(&y, ax as isize, -1)
+    }
+}
+
+/// `z` cropped or zero-padded to `n` along `ax`.
+fn fit(z: &Array, ax: usize, n: usize) -> Result<Array> {
+    let m = z.shape()[ax];
+    if n <= m {
+        return crop(z, ax, n);
+    }
+    let mut widths = vec![(0, 0); z.ndim()];
+    widths[ax] = (0, n - m);
+    crate::pad(z, &widths, crate::PadMode::Constant(0.0))
+}
+
+fn crop(z: &Array, ax: usize, n: usize) -> Result<Array> {
+    if z.shape()[ax] == n {
+        return Ok(z.clone());
+    }
+    slice_axis(z, ax, Slice::range(0, n as isize))
+}
+
+fn slice_axis(z: &Array, ax: usize, s: Slice) -> Result<Array> {
+    let mut sl = vec![Slice::ALL; z.ndim()];
+    sl[ax] = s;
+    crate::slice(z, &sl)
+}
+
+/// The unnormalized transform along the last axis of a c64 array, with its
+/// derivative rules: the transpose of the DFT matrix is itself and its
+/// adjoint the inverse's (unnormalized), so cotangents take the other direction.
+fn transform(z: &Array, inverse: bool) -> Result<Array> {
+    let f = |inv: bool| {
+        CustomFunction::new(move |x: &[Array]| Ok(vec![rows(&x[0], inv)?])).name(if inv {
+            "ifft"
+        } else {
+            "fft"
+        })
+    };
+    let rule = f(inverse)
+        .vjp(move |_, _, ct| Ok(vec![Some(rows(&ct[0], !inverse)?)]))
+        .jvp(move |_, t| {
+            let t = t[0].as_ref().expect("one tangent");
+            Ok(vec![rows(t, inverse)?])
+        })
+        .vmap(move |x, _| Ok(vec![rows(&x[0], inverse)?]));
+    let out = rule.call(&[as_real(z)])?;
+    as_complex(&out[0])
+}
+
+/// The unnormalized transform of the rows of f32 pairs `p` (`[..., n, 2]`): one
+/// primitive on the CPU; on a GPU, the kernel's rows composed (module docs).
+fn rows(p: &Array, inverse: bool) -> Result<Array> {
+    let nd = p.ndim();
+    let n = p.shape()[nd - 2];
+    if n <= 1 || p.size() == 0 {
+        return Ok(p.clone());
+    }
+    if p.device().kind() == crate::DeviceKind::Cpu {
+        return FftRows {
+            n,
+            inverse,
+            post: None,
+        }
+        .apply(p);
+    }
+    if n.is_power_of_two() {
+        pow2(p, n, inverse)
+    } else {
+        bluestein(p, n, inverse)
+    }
+}
+
+/// Rows of a power of two: one kernel up to [`MAX_ROW`], else four steps.
+fn pow2(p: &Array, n: usize, inverse: bool) -> Result<Array> {
+    if n <= MAX_ROW {
+        return FftRows {
+            n,
+            inverse,
+            post: None,
+        }
+        .apply(p);
+    }
+    // x[j1 n2 + j2] -> rows over j1 for each j2, twiddled by W_n^{j2 k1}, then
+    // rows over j2 for each k1: X[k1 + n1 k2].
+    let lead: Vec<isize> = p.shape()[..p.ndim() - 2]
+        .iter()
+        .map(|&d| d as isize)
+        .collect();
+    let (n1, n2) = (MAX_ROW, n / MAX_ROW);
+    let shape = |a: &[isize]| -> Vec<isize> { lead.iter().chain(a).copied().collect() };
+    let k = lead.len() as isize;
+    let a = crate::reshape(p, &shape(&[n1 as isize, n2 as isize, 2]))?;
+    let a = crate::swapaxes(&a, k, k + 1)?; // [.., j2, j1]
+    let a = FftRows {
+        n: n1,
+        inverse,
+        post: Some((n, n2)),
+    }
+    .apply(&a)?; // [.., j2, k1]
+    let a = crate::swapaxes(&a, k, k + 1)?; // [.., k1, j2]
+    let a = pow2(&crate::contiguous(&a)?, n2, inverse)?; // [.., k1, k2]
+    let a = crate::swapaxes(&a, k, k + 1)?; // [.., k2, k1]
+    crate::reshape(&a, &shape(&[n as isize, 2]))
+}
+
+/// Any length as a power-of-two convolution (see the CPU's `bluestein`): the
+/// chirp and the transformed filter are host constants in f64.
+fn bluestein(p: &Array, n: usize, inverse: bool) -> Result<Array> {
+    let m = (2 * n - 1).next_power_of_two();
+    let sign = if inverse { 1.0 } else { -1.0 };
+    let chirp: Vec<(f64, f64)> = (0..n)
+        .map(|k| {
+            let a = sign * std::f64::consts::PI * ((k * k) % (2 * n)) as f64 / n as f64;
+            (a.cos(), a.sin())
+        })
+        .collect();
+    let mut b = vec![(0.0, 0.0); m];
+    for k in 0..n {
+        b[k] = (chirp[k].0, -chirp[k].1);
+        if k > 0 {
+            b[m - k] = b[k];
+        }
+    }
+    // The filter's transform, scaled by 1 / m for the unnormalized inverse below.
+    let fb: Vec<f32> = prim::dft(&b, -1.0)
+        .into_iter()
+        .flat_map(|(r, i)| [(r / m as f64) as f32, (i / m as f64) as f32])
+        .collect();
+    let ch: Vec<f32> = chirp
+        .iter()
+        .flat_map(|&(r, i)| [r as f32, i as f32])
+        .collect();
+    let dev = p.device();
+    let chirp = as_complex(&Array::from_slice_on(&ch, &[n, 2], dev)?)?;
+    let filt = as_complex(&Array::from_slice_on(&fb, &[m, 2], dev)?)?;
+    let x = as_complex(p)?;
+    let a = fit(&crate::multiply(&x, &chirp)?, x.ndim() - 1, m)?;
+    let fa = as_complex(&pow2(&as_real(&a), m, false)?)?;
+    let conv = as_complex(&pow2(&as_real(&crate::multiply(&fa, &filt)?), m, true)?)?;
+    let y = crate::multiply(&crop(&conv, conv.ndim() - 1, n)?, &chirp)?;
+    Ok(as_real(&y))
+}

@@ -1,0 +1,242 @@
+//! The FFT primitive: unnormalized transforms of the rows of f32 pairs, and the
+//! f64 host code that computes them on the CPU (mixed radix, Bluestein beyond).
+
+use crate::cpu::CpuBuffer;
+use crate::{Array, CpuOutput, CustomPrimitive, DType, Error, Result, View};
+use std::sync::Arc;
+
+/// Elements of the GPU kernel's twiddle table `W_4096^k` (the first part of its
+/// second input); the longest row the kernel transforms in one workgroup is half.
+pub const TABLE: usize = 4096;
+
+/// The longest row the GPU kernel transforms in one workgroup (its workgroup
+/// memory holds the row: 16 KiB, WebGPU's default limit).
+pub const MAX_ROW: usize = 2048;
+
+/// `y[r, k] = post(r, k) * sum_j x[r, j] W^{jk}` for each row `r` of `x`
+/// (`[..., n, 2]`, row-major f32 pairs), `W = exp(-2 pi i / n)` (its conjugate
+/// when `inverse`), unnormalized; `post(r, k) = W_N^{(r mod R) k}` for
+/// `post = Some((N, R))` (the twiddles of a four-step transform), else 1.
+///
+/// Input 1, on the GPU only: the f32 pairs of [`twiddles`] (the CPU computes its
+/// own in f64). The CPU transforms rows of any length; the GPU kernel rows of a
+/// power of two up to [`MAX_ROW`] (`fft` composes the rest from those).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FftRows {
+    /// Row length.
+    pub n: usize,
+    /// `exp(+2 pi i jk / n)`.
+    pub inverse: bool,
+    /// Twiddles applied to the outputs: `(N, R)`.
+    pub post: Option<(usize, usize)>,
+}
+
+/// The GPU kernel's table: `W_4096^k` for `k < 4096`, then, for `post = (N, _)`,
+/// `W_N^j` for `j < N / 4096` (a twiddle `W_N^t` is the product of one of each),
+/// computed in f64 and rounded to f32 pairs.
+pub fn twiddles(post: Option<(usize, usize)>) -> Vec<f32> {
+    let mut t = Vec::new();
+    let mut push = |k: usize, n: usize| {
+        let (s, c) = angle(k, n).sin_cos();
+        t.extend([c as f32, -s as f32]);
+    };
+    (0..TABLE).for_each(|k| push(k, TABLE));
+    if let Some((n, _)) = post {
+        (0..n / TABLE).for_each(|j| push(j, n));
+    }
+    t
+}
+
+/// `2 pi k / n` for `k < n`, as an angle in `[-pi, pi)` (exact reduction first).
+fn angle(k: usize, n: usize) -> f64 {
+    let k = k % n;
+    let k = if 2 * k >= n {
+        k as f64 - n as f64
+    } else {
+        k as f64
+    };
+    std::f64::consts::TAU * k / n as f64
+}
+
+impl FftRows {
+    pub(crate) fn apply(&self, x: &Array) -> Result<Array> {
+        let x = crate::contiguous(x)?;
+        let mut inputs = vec![x.clone()];
+        if x.device().kind() != crate::DeviceKind::Cpu {
+            let t = twiddles(self.post);
+            inputs.push(Array::from_slice_on(&t, &[t.len() / 2, 2], x.device())?);
+        }
+        crate::custom(Arc::new(self.clone()), &inputs, x.shape(), DType::F32)
+    }
+}
+
+impl CustomPrimitive for FftRows {
+    fn name(&self) -> &str {
+        "fft"
+    }
+
+    fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+        let x = &inputs[0];
+        if x.dtype != DType::F32 {
+            return Err(Error::invalid("fft", format!("rows of {}", x.dtype)));
+        }
+        let n = self.n;
+        let total: usize = out.shape.iter().product();
+        let src = &x.buffer.as_slice::<f32>()[x.layout.offset..x.layout.offset + total];
+        let dst = out.buffer.as_mut_slice::<f32>();
+        if n == 0 {
+            return Ok(());
+        }
+        let sign = if self.inverse { 1.0 } else { -1.0 };
+        crate::cpu::par_chunks(dst, |start, chunk| {
+            // Whole rows per chunk: par_chunks cuts anywhere, so redo from the
+            // row that holds `start` and write only this chunk's part.
+            let row_len = 2 * n;
+            let first = start / row_len;
+            let last = (start + chunk.len()).div_ceil(row_len);
+            for r in first..last {
+                let row: Vec<(f64, f64)> = (0..n)
+                    .map(|j| {
+                        let e = r * row_len + 2 * j;
+                        (src[e] as f64, src[e + 1] as f64)
+                    })
+                    .collect();
+                let mut y = dft(&row, sign);
+                if let Some((big, rmod)) = self.post {
+                    for (k, v) in y.iter_mut().enumerate() {
+                        let a = sign * angle((r % rmod) * k % big, big);
+                        *v = mul(*v, (a.cos(), a.sin()));
+                    }
+                }
+                for (k, v) in y.iter().enumerate() {
+                    for (p, part) in [v.0, v.1].into_iter().enumerate() {
+                        let e = r * row_len + 2 * k + p;
+                        if e >= start && e < start + chunk.len() {
+                            chunk[e - start] = part as f32;
+                        }
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {
+        (other as &dyn std::any::Any)
+            .downcast_ref::<FftRows>()
+            .is_some_and(|o| o == self)
+    }
+
+    // Linear: the tangent goes through the same map, the cotangent through its
+    // adjoint (the other direction, unnormalized; `fft` differentiates whole
+    // transforms, so four-step pieces never get a cotangent).
+    fn jvp(&self, _: &[Array], _: &Array, t: &[Option<Array>]) -> Result<Option<Array>> {
+        t[0].as_ref().map(|t| self.apply(t)).transpose()
+    }
+
+    fn vjp(&self, primals: &[Array], _: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {
+        if self.post.is_some() {
+            return Err(Error::invalid(
+                "fft",
+                "a four-step piece has no vjp of its own",
+            ));
+        }
+        let back = FftRows {
+            inverse: !self.inverse,
+            ..self.clone()
+        };
+        let mut out = vec![None; primals.len()];
+        out[0] = Some(back.apply(ct)?);
+        Ok(out)
+    }
+
+    fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {
+        if batched.get(1).copied().unwrap_or(false) {
+            return Err(Error::invalid("fft", "the twiddle table is not batched"));
+        }
+        // Rows are independent: the batch axis is one more leading axis.
+        self.apply(&inputs[0])
+    }
+}
+
+type C = (f64, f64);
+
+fn mul(a: C, b: C) -> C {
+    (a.0 * b.0 - a.1 * b.1, a.0 * b.1 + a.1 * b.0)
+}
+
+/// `sum_j x[j] exp(sign 2 pi i jk / n)` in f64: radix 2, 3, 4, 5 and 7 steps
+/// (decimation in time), a direct sum for other primes up to 64, Bluestein's
+/// chirp (a power-of-two convolution) beyond.
+pub(crate) fn dft(x: &[C], sign: f64) -> Vec<C> {
+    let n = x.len();
+    if n <= 1 {
+        return x.to_vec();
+    }
+    let p = [4, 2, 3, 5, 7]
+        .into_iter()
+        .find(|p| n.is_multiple_of(*p))
+        .or_else(|| (11..=n.min(64)).find(|p| n.is_multiple_of(*p)));
+    let w = |k: usize| {
+        let a = sign * angle(k, n);
+        (a.cos(), a.sin())
+    };
+    match p {
+        Some(p) if p < n => {
+            let m = n / p;
+            let subs: Vec<Vec<C>> = (0..p)
+                .map(|r| dft(&(0..m).map(|j| x[j * p + r]).collect::<Vec<_>>(), sign))
+                .collect();
+            (0..n)
+                .map(|k| {
+                    (0..p).fold((0.0, 0.0), |s, r| {
+                        let v = mul(subs[r][k % m], w(r * k % n));
+                        (s.0 + v.0, s.1 + v.1)
+                    })
+                })
+                .collect()
+        }
+        Some(_) => (0..n)
+            .map(|k| {
+                x.iter().enumerate().fold((0.0, 0.0), |s, (j, &v)| {
+                    let v = mul(v, w(j * k % n));
+                    (s.0 + v.0, s.1 + v.1)
+                })
+            })
+            .collect(),
+        None => bluestein(x, sign),
+    }
+}
+
+/// A transform of any length as a convolution of power-of-two length `m`:
+/// `X_k = c_k sum_j (x_j c_j) conj(c_{k-j})`, `c_k = exp(sign pi i k^2 / n)`.
+fn bluestein(x: &[C], sign: f64) -> Vec<C> {
+    let n = x.len();
+    let m = (2 * n - 1).next_power_of_two();
+    let chirp: Vec<C> = (0..n)
+        .map(|k| {
+            // k^2 mod 2n keeps the angle exact for large k.
+            let a = sign * std::f64::consts::PI * ((k * k) % (2 * n)) as f64 / n as f64;
+            (a.cos(), a.sin())
+        })
+        .collect();
+    let conj = |c: C| (c.0, -c.1);
+    let mut a = vec![(0.0, 0.0); m];
+    let mut b = vec![(0.0, 0.0); m];
+    for k in 0..n {
+        a[k] = mul(x[k], chirp[k]);
+        b[k] = conj(chirp[k]);
+        if k > 0 {
+            b[m - k] = conj(chirp[k]);
+        }
+    }
+    let (fa, fb) = (dft(&a, -1.0), dft(&b, -1.0));
+    let prod: Vec<C> = fa.iter().zip(&fb).map(|(&u, &v)| mul(u, v)).collect();
+    let conv = dft(&prod, 1.0);
+    (0..n)
+        .map(|k| {
+            let c = (conv[k].0 / m as f64, conv[k].1 / m as f64);
+            mul(c, chirp[k])
+        })
+        .collect()
+}
