@@ -40,12 +40,12 @@
 pub use wmx_core::io;
 pub use wmx_core::ops::*;
 pub use wmx_core::{
-    ArgReduceOp, Array, BinaryOp, CompileReport, Compiled, CustomFunction, DType, Device,
-    DeviceKind, Element, Error, FusedReport, Mode, Moves, Nested, NormOp, ReadAs, ReduceOp, Result,
-    ScatterOp, UnaryOp, array, async_eval, bf16, compile, default_device, eval, f16, fused_at_eval,
-    grad, grad1, implicit_moves, jvp, mode, ops, prelude, random, set_default_device,
-    set_implicit_moves, set_mode, synchronize, transforms, value_and_grad, value_and_grad1, vjp,
-    vmap, vmap1, with_device, with_mode,
+    ArgReduceOp, Array, BinaryOp, CompileReport, Compiled, Complex32, CustomFunction, DType,
+    Device, DeviceKind, Element, Error, FusedReport, Mode, Moves, Nested, NormOp, ReadAs, ReduceOp,
+    Result, ScatterOp, UnaryOp, array, async_eval, bf16, compile, default_device, eval, f16,
+    fused_at_eval, grad, grad1, implicit_moves, jvp, mode, ops, prelude, random,
+    set_default_device, set_implicit_moves, set_mode, synchronize, transforms, value_and_grad,
+    value_and_grad1, vjp, vmap, vmap1, with_device, with_mode,
 };
 
 /// Collectives across processes started by `mpirun` (MLX's `mx.distributed`):

@@ -27,7 +27,14 @@ pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<
         let params = k::FftParams {
             n: f.n,
             inverse: f.inverse,
-            post: f.post,
+            cols: f.cols,
+            radix: f.radix,
+            in_offset: 0,
+            ih: f.ih,
+            in_step: f.in_step,
+            oh: f.oh,
+            out_step: f.out_step,
+            twiddle: f.twiddle,
         };
         let out = out_view(&ev.output);
         let Some(table) = ev.inputs.get(1) else {

@@ -42,7 +42,8 @@
 //! Llama's prefill and decode, f16 and 4-bit (`llm.rs`; `torch_llm.py`); `--decomp`
 //! issue 41's batched Cholesky, solve and QR (`decomp.rs`; `numpy_decomp.py`).
 //! `--int64` times i64 (word pairs in WGSL) against i32 (`int64.rs`;
-//! `torch_int64.py`).
+//! `torch_int64.py`). `--fft` times issue 40's transforms (`fft.rs`;
+//! `torch_fft.py`).
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
 //! scatter_add; `bench/torch_blocks.py` is their PyTorch side). `--large`
 //! runs 3 GiB arrays, computed in pieces past the binding limit
@@ -57,6 +58,7 @@ mod coop;
 mod decomp;
 #[cfg(feature = "mpi")]
 mod dist;
+mod fft;
 mod int64;
 mod linalg;
 mod llm;
@@ -109,6 +111,8 @@ struct Options {
     llm: bool,
     /// Only i64 against i32 (`int64.rs`).
     int64: bool,
+    /// Only the FFT cases (`fft.rs`).
+    fft: bool,
     /// `--sizes` was given (with `--linalg`: square products of those sizes).
     sizes_given: bool,
 }
@@ -137,6 +141,7 @@ impl Options {
             readback: false,
             llm: false,
             int64: false,
+            fft: false,
             sizes_given: false,
         };
         let mut sizes_given = false;
@@ -182,10 +187,11 @@ impl Options {
                 "--readback" => o.readback = true,
                 "--llm" => o.llm = true,
                 "--int64" => o.int64 = true,
+                "--fft" => o.fft = true,
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant] [--decomp] [--dist [--train]] [--llm] [--int64]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant] [--decomp] [--dist [--train]] [--llm] [--int64] [--fft]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1538,6 +1544,10 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     }
     if o.int64 {
         int64::bench_int64(&dev, stamps.as_ref(), o.reps)?;
+        return Ok(rows);
+    }
+    if o.fft {
+        fft::bench_fft(&dev, stamps.as_ref(), o.reps)?;
         return Ok(rows);
     }
     if o.coop_peak {

@@ -278,23 +278,16 @@ fn c2r(
 /// `z` (c64) transformed along `ax` with `n` points and the norm's scale.
 fn along(z: &Array, ax: usize, n: usize, norm: Norm, inverse: bool) -> Result<Array> {
     let z = fit(z, ax, n)?;
-    let last = z.ndim() - 1;
-    let moved = if ax == last {
-        z.clone()
-    } else {
-        crate::swapaxes(&z, ax as isize, -1)?
-    };
-    let mut y = transform(&moved, inverse)?;
+    let y = transform(&z, ax, inverse)?;
     let scale = norm.scale(n, inverse);
-    if scale != 1.0 {
-        let pairs = crate::multiply(&as_real(&y), &crate::scalar_like(&as_real(&y), scale)?)?;
-        y = as_complex(&pairs)?;
+    if scale == 1.0 {
+        return Ok(y);
     }
-    if ax == last {
-        Ok(y)
-    } else {
-        crate::swapaxes(&y, ax as isize, -1)
-    }
+    let pairs = as_real(&y);
+    as_complex(&crate::multiply(
+        &pairs,
+        &crate::scalar_like(&pairs, scale)?,
+    )?)
 }
 
 /// `z` cropped or zero-padded to `n` along `ax`.
@@ -321,86 +314,163 @@ fn slice_axis(z: &Array, ax: usize, s: Slice) -> Result<Array> {
     crate::slice(z, &sl)
 }
 
-/// The unnormalized transform along the last axis of a c64 array, with its
-/// derivative rules: the transpose of the DFT matrix is itself and its
-/// adjoint the inverse's (unnormalized), so cotangents take the other direction.
-fn transform(z: &Array, inverse: bool) -> Result<Array> {
-    let f = |inv: bool| {
-        CustomFunction::new(move |x: &[Array]| Ok(vec![rows(&x[0], inv)?])).name(if inv {
-            "ifft"
-        } else {
-            "fft"
-        })
-    };
-    let rule = f(inverse)
-        .vjp(move |_, _, ct| Ok(vec![Some(rows(&ct[0], !inverse)?)]))
+/// The unnormalized transform along axis `ax` of a c64 array, with its
+/// derivative rules: the transpose of the DFT matrix is itself and its adjoint
+/// the inverse's (unnormalized), so cotangents take the other direction.
+fn transform(z: &Array, ax: usize, inverse: bool) -> Result<Array> {
+    let f = CustomFunction::new(move |x: &[Array]| Ok(vec![rows(&x[0], ax, inverse)?]))
+        .name(if inverse { "ifft" } else { "fft" })
+        .vjp(move |_, _, ct| Ok(vec![Some(rows(&ct[0], ax, !inverse)?)]))
         .jvp(move |_, t| {
             let t = t[0].as_ref().expect("one tangent");
-            Ok(vec![rows(t, inverse)?])
+            Ok(vec![rows(t, ax, inverse)?])
         })
-        .vmap(move |x, _| Ok(vec![rows(&x[0], inverse)?]));
-    let out = rule.call(&[as_real(z)])?;
+        // The batch axis comes first.
+        .vmap(move |x, _| Ok(vec![rows(&x[0], ax + 1, inverse)?]));
+    let out = f.call(&[as_real(z)])?;
     as_complex(&out[0])
 }
 
-/// The unnormalized transform of the rows of f32 pairs `p` (`[..., n, 2]`): one
-/// primitive on the CPU; on a GPU, the kernel's rows composed (module docs).
-fn rows(p: &Array, inverse: bool) -> Result<Array> {
-    let nd = p.ndim();
-    let n = p.shape()[nd - 2];
+/// The unnormalized transform along axis `ax` of f32 pairs `p` (`[..., 2]`):
+/// one pass on the CPU; on a GPU the kernel's passes for powers of two
+/// ([`plan`]), Bluestein's convolution for other lengths.
+fn rows(p: &Array, ax: usize, inverse: bool) -> Result<Array> {
+    let shape = p.shape().to_vec();
+    let nd = shape.len();
+    let n = shape[ax];
     if n <= 1 || p.size() == 0 {
         return Ok(p.clone());
     }
+    let outer: usize = shape[..ax].iter().product();
+    let inner: usize = shape[ax + 1..nd - 1].iter().product();
     if p.device().kind() == crate::DeviceKind::Cpu {
-        return FftRows {
-            n,
-            inverse,
-            post: None,
-        }
-        .apply(p);
+        return single(n, outer, inner, inverse).apply(p);
     }
     if n.is_power_of_two() {
-        pow2(p, n, inverse)
-    } else {
-        bluestein(p, n, inverse)
-    }
-}
-
-/// Rows of a power of two: one kernel up to [`MAX_ROW`], else four steps.
-fn pow2(p: &Array, n: usize, inverse: bool) -> Result<Array> {
-    if n <= MAX_ROW {
-        return FftRows {
-            n,
-            inverse,
-            post: None,
+        if let Some(passes) = plan(n, outer, inner, inverse) {
+            let mut y = crate::contiguous(p)?;
+            for pass in passes {
+                y = pass.apply(&y)?;
+            }
+            return Ok(y);
         }
-        .apply(p);
     }
-    // x[j1 n2 + j2] -> rows over j1 for each j2, twiddled by W_n^{j2 k1}, then
-    // rows over j2 for each k1: X[k1 + n1 k2].
-    let lead: Vec<isize> = p.shape()[..p.ndim() - 2]
-        .iter()
-        .map(|&d| d as isize)
-        .collect();
-    let (n1, n2) = (MAX_ROW, n / MAX_ROW);
-    let shape = |a: &[isize]| -> Vec<isize> { lead.iter().chain(a).copied().collect() };
-    let k = lead.len() as isize;
-    let a = crate::reshape(p, &shape(&[n1 as isize, n2 as isize, 2]))?;
-    let a = crate::swapaxes(&a, k, k + 1)?; // [.., j2, j1]
-    let a = FftRows {
-        n: n1,
-        inverse,
-        post: Some((n, n2)),
+    // Bluestein (or a power of two too long for a plan along an inner axis):
+    // along the last axis but the pairs'.
+    if ax != nd - 2 {
+        let moved = crate::contiguous(&crate::swapaxes(p, ax as isize, -2)?)?;
+        return crate::swapaxes(&rows(&moved, nd - 2, inverse)?, ax as isize, -2);
     }
-    .apply(&a)?; // [.., j2, k1]
-    let a = crate::swapaxes(&a, k, k + 1)?; // [.., k1, j2]
-    let a = pow2(&crate::contiguous(&a)?, n2, inverse)?; // [.., k1, k2]
-    let a = crate::swapaxes(&a, k, k + 1)?; // [.., k2, k1]
-    crate::reshape(&a, &shape(&[n as isize, 2]))
+    if n.is_power_of_two() {
+        return Err(Error::invalid("fft", format!("no plan for {n} points")));
+    }
+    bluestein(p, n, inverse)
 }
 
-/// Any length as a power-of-two convolution (see the CPU's `bluestein`): the
-/// chirp and the transformed filter are host constants in f64.
+/// One pass over `outer * inner` rows of `n` points, point stride `inner`.
+fn single(n: usize, outer: usize, inner: usize, inverse: bool) -> FftRows {
+    let block = n * inner;
+    FftRows {
+        n,
+        inverse,
+        cols: cols(n, outer * inner),
+        radix: [inner, outer],
+        ih: [1, block, outer * block],
+        in_step: inner,
+        oh: [1, block, outer * block],
+        out_step: inner,
+        twiddle: None,
+    }
+}
+
+/// Rows per workgroup: as many as fit beside `n` points (at most 64 and `rows`).
+fn cols(n: usize, rows: usize) -> usize {
+    let mut c = (MAX_ROW / n).min(64);
+    while c > 1 && c / 2 >= rows {
+        c /= 2;
+    }
+    c
+}
+
+/// The GPU passes of a transform of `n` points (a power of two) along an axis
+/// with `outer` blocks before it and `inner` points after it (`[outer, n, inner]`
+/// pairs, row-major): one pass up to [`MAX_ROW`]; else `n = n1 n2 (n3)`, a pass
+/// over each digit but the last along its column (read and written in place,
+/// twiddled: four-step), then one over the last digit, written in digit-reversed
+/// order, which is the natural order of the result. Columns' digits stay at or
+/// below 256 so that each workgroup reads 8 or more neighbouring columns. `None`
+/// past three digits with `inner > 1` (the caller moves the axis last).
+pub(crate) fn plan(n: usize, outer: usize, inner: usize, inverse: bool) -> Option<Vec<FftRows>> {
+    if n <= MAX_ROW {
+        return Some(vec![single(n, outer, inner, inverse)]);
+    }
+    let lg = n.trailing_zeros() as usize;
+    let digits: Vec<usize> = if lg <= 16 || (inner > 1 && lg <= 19) {
+        let l2 = (lg - lg / 2).min(11);
+        vec![lg - l2, l2]
+    } else if inner == 1 {
+        let l1 = lg / 3;
+        let l2 = (lg - l1) / 2;
+        vec![l1, l2, lg - l1 - l2]
+    } else {
+        return None;
+    };
+    let d: Vec<usize> = digits.iter().map(|&l| 1 << l).collect();
+    let mut passes = Vec::new();
+    for t in 0..d.len() - 1 {
+        let (a, nt, s) = (
+            d[..t].iter().product::<usize>(),
+            d[t],
+            d[t + 1..].iter().product::<usize>(),
+        );
+        let rows = outer * a * s * inner;
+        passes.push(FftRows {
+            n: nt,
+            inverse,
+            cols: cols(nt, rows),
+            radix: [inner, s],
+            ih: [1, inner, nt * s * inner],
+            in_step: s * inner,
+            oh: [1, inner, nt * s * inner],
+            out_step: s * inner,
+            twiddle: Some((1, nt * s)),
+        });
+    }
+    let last = *d.last().expect("two digits or more");
+    let rows = outer * inner * (n / last);
+    passes.push(if d.len() == 2 {
+        let (n1, n2) = (d[0], d[1]);
+        FftRows {
+            n: n2,
+            inverse,
+            cols: cols(n2, rows),
+            radix: [inner, n1],
+            ih: [1, n2 * inner, n * inner],
+            in_step: inner,
+            oh: [1, inner, n * inner],
+            out_step: n1 * inner,
+            twiddle: None,
+        }
+    } else {
+        let (n1, n2, n3) = (d[0], d[1], d[2]);
+        FftRows {
+            n: n3,
+            inverse,
+            cols: cols(n3, rows),
+            radix: [n1, n2],
+            ih: [n2 * n3, n3, n],
+            in_step: 1,
+            oh: [1, n1, n],
+            out_step: n1 * n2,
+            twiddle: None,
+        }
+    });
+    Some(passes)
+}
+
+/// Any length as a power-of-two convolution along the last axis but the pairs'
+/// (see the CPU's `bluestein`): the chirp and the transformed filter are host
+/// constants in f64.
 fn bluestein(p: &Array, n: usize, inverse: bool) -> Result<Array> {
     let m = (2 * n - 1).next_power_of_two();
     let sign = if inverse { 1.0 } else { -1.0 };
@@ -430,9 +500,10 @@ fn bluestein(p: &Array, n: usize, inverse: bool) -> Result<Array> {
     let chirp = as_complex(&Array::from_slice_on(&ch, &[n, 2], dev)?)?;
     let filt = as_complex(&Array::from_slice_on(&fb, &[m, 2], dev)?)?;
     let x = as_complex(p)?;
-    let a = fit(&crate::multiply(&x, &chirp)?, x.ndim() - 1, m)?;
-    let fa = as_complex(&pow2(&as_real(&a), m, false)?)?;
-    let conv = as_complex(&pow2(&as_real(&crate::multiply(&fa, &filt)?), m, true)?)?;
-    let y = crate::multiply(&crop(&conv, conv.ndim() - 1, n)?, &chirp)?;
+    let last = x.ndim() - 1;
+    let a = fit(&crate::multiply(&x, &chirp)?, last, m)?;
+    let fa = as_complex(&rows(&as_real(&a), last, false)?)?;
+    let conv = as_complex(&rows(&as_real(&crate::multiply(&fa, &filt)?), last, true)?)?;
+    let y = crate::multiply(&crop(&conv, last, n)?, &chirp)?;
     Ok(as_real(&y))
 }

@@ -13,35 +13,52 @@ pub const TABLE: usize = 4096;
 /// memory holds the row: 16 KiB, WebGPU's default limit).
 pub const MAX_ROW: usize = 2048;
 
-/// `y[r, k] = post(r, k) * sum_j x[r, j] W^{jk}` for each row `r` of `x`
-/// (`[..., n, 2]`, row-major f32 pairs), `W = exp(-2 pi i / n)` (its conjugate
-/// when `inverse`), unnormalized; `post(r, k) = W_N^{(r mod R) k}` for
-/// `post = Some((N, R))` (the twiddles of a four-step transform), else 1.
+/// One pass of an unnormalized DFT over rows of f32 pairs (`[.., 2]`): row `r`
+/// has digits `r0 = r % radix[0]`, `r1 = (r / radix[0]) % radix[1]`,
+/// `r2 = r / (radix[0] radix[1])`; its point `j` is read at pair
+/// `r0 ih[0] + r1 ih[1] + r2 ih[2] + j in_step` of the (row-major) input, and
+/// `y_k = sum_j x_j W^{jk}` (`W = exp(-2 pi i / n)`, its conjugate when
+/// `inverse`), times `W_N^{r_d k}` for `twiddle = Some((d, N))`, is written at
+/// `r0 oh[0] + r1 oh[1] + r2 oh[2] + k out_step` of the output (the input's
+/// shape). A plan's passes write every output pair once.
 ///
 /// Input 1, on the GPU only: the f32 pairs of [`twiddles`] (the CPU computes its
 /// own in f64). The CPU transforms rows of any length; the GPU kernel rows of a
-/// power of two up to [`MAX_ROW`] (`fft` composes the rest from those).
+/// power of two up to [`MAX_ROW`], `cols` neighbouring rows per workgroup
+/// (`fft` composes longer transforms from passes).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FftRows {
-    /// Row length.
+    /// Points per row.
     pub n: usize,
     /// `exp(+2 pi i jk / n)`.
     pub inverse: bool,
-    /// Twiddles applied to the outputs: `(N, R)`.
-    pub post: Option<(usize, usize)>,
+    /// Rows per GPU workgroup (a power of two; `cols * n <= MAX_ROW`).
+    pub cols: usize,
+    /// Radices of the first two row digits.
+    pub radix: [usize; 2],
+    /// Input strides of the row digits (in pairs).
+    pub ih: [usize; 3],
+    /// Input stride of the points.
+    pub in_step: usize,
+    /// Output strides of the row digits.
+    pub oh: [usize; 3],
+    /// Output stride of the points.
+    pub out_step: usize,
+    /// Twiddles applied to the outputs: digit `d` and `N`.
+    pub twiddle: Option<(usize, usize)>,
 }
 
-/// The GPU kernel's table: `W_4096^k` for `k < 4096`, then, for `post = (N, _)`,
-/// `W_N^j` for `j < N / 4096` (a twiddle `W_N^t` is the product of one of each),
-/// computed in f64 and rounded to f32 pairs.
-pub fn twiddles(post: Option<(usize, usize)>) -> Vec<f32> {
+/// The GPU kernel's table: `W_4096^k` for `k < 4096`, then, for a twiddle of
+/// `N > 4096`, `W_N^j` for `j < N / 4096` (a twiddle `W_N^t` is the product of
+/// one of each), computed in f64 and rounded to f32 pairs.
+pub fn twiddles(twiddle: Option<(usize, usize)>) -> Vec<f32> {
     let mut t = Vec::new();
     let mut push = |k: usize, n: usize| {
         let (s, c) = angle(k, n).sin_cos();
         t.extend([c as f32, -s as f32]);
     };
     (0..TABLE).for_each(|k| push(k, TABLE));
-    if let Some((n, _)) = post {
+    if let Some((_, n)) = twiddle.filter(|t| t.1 > TABLE) {
         (0..n / TABLE).for_each(|j| push(j, n));
     }
     t
@@ -59,14 +76,42 @@ fn angle(k: usize, n: usize) -> f64 {
 }
 
 impl FftRows {
+    /// Contiguous rows of `n` (the last axis but the pairs'), one at a time.
+    pub(crate) fn contiguous(n: usize, inverse: bool) -> FftRows {
+        FftRows {
+            n,
+            inverse,
+            cols: 1,
+            radix: [1, 1],
+            ih: [0, 0, n],
+            in_step: 1,
+            oh: [0, 0, n],
+            out_step: 1,
+            twiddle: None,
+        }
+    }
+
     pub(crate) fn apply(&self, x: &Array) -> Result<Array> {
         let x = crate::contiguous(x)?;
         let mut inputs = vec![x.clone()];
         if x.device().kind() != crate::DeviceKind::Cpu {
-            let t = twiddles(self.post);
+            let t = twiddles(self.twiddle);
             inputs.push(Array::from_slice_on(&t, &[t.len() / 2, 2], x.device())?);
         }
         crate::custom(Arc::new(self.clone()), &inputs, x.shape(), DType::F32)
+    }
+
+    /// Input and output pair offsets of row `r`.
+    fn bases(&self, r: usize) -> (usize, usize) {
+        let q = r / self.radix[0];
+        let d = [r % self.radix[0], q % self.radix[1], q / self.radix[1]];
+        let dot = |h: &[usize; 3]| d.iter().zip(h).map(|(a, b)| a * b).sum::<usize>();
+        (dot(&self.ih), dot(&self.oh))
+    }
+
+    fn digit(&self, r: usize, which: usize) -> usize {
+        let q = r / self.radix[0];
+        [r % self.radix[0], q % self.radix[1], q / self.radix[1]][which]
     }
 }
 
@@ -88,36 +133,27 @@ impl CustomPrimitive for FftRows {
             return Ok(());
         }
         let sign = if self.inverse { 1.0 } else { -1.0 };
-        crate::cpu::par_chunks(dst, |start, chunk| {
-            // Whole rows per chunk: par_chunks cuts anywhere, so redo from the
-            // row that holds `start` and write only this chunk's part.
-            let row_len = 2 * n;
-            let first = start / row_len;
-            let last = (start + chunk.len()).div_ceil(row_len);
-            for r in first..last {
-                let row: Vec<(f64, f64)> = (0..n)
-                    .map(|j| {
-                        let e = r * row_len + 2 * j;
-                        (src[e] as f64, src[e + 1] as f64)
-                    })
-                    .collect();
-                let mut y = dft(&row, sign);
-                if let Some((big, rmod)) = self.post {
-                    for (k, v) in y.iter_mut().enumerate() {
-                        let a = sign * angle((r % rmod) * k % big, big);
-                        *v = mul(*v, (a.cos(), a.sin()));
+        for r in 0..total / 2 / n {
+            let (ib, ob) = self.bases(r);
+            let row: Vec<(f64, f64)> = (0..n)
+                .map(|j| {
+                    let e = 2 * (ib + j * self.in_step);
+                    (src[e] as f64, src[e + 1] as f64)
+                })
+                .collect();
+            for (k, v) in dft(&row, sign).into_iter().enumerate() {
+                let v = match self.twiddle {
+                    Some((d, big)) => {
+                        let a = sign * angle(self.digit(r, d) * k % big, big);
+                        mul(v, (a.cos(), a.sin()))
                     }
-                }
-                for (k, v) in y.iter().enumerate() {
-                    for (p, part) in [v.0, v.1].into_iter().enumerate() {
-                        let e = r * row_len + 2 * k + p;
-                        if e >= start && e < start + chunk.len() {
-                            chunk[e - start] = part as f32;
-                        }
-                    }
-                }
+                    None => v,
+                };
+                let e = 2 * (ob + k * self.out_step);
+                dst[e] = v.0 as f32;
+                dst[e + 1] = v.1 as f32;
             }
-        });
+        }
         Ok(())
     }
 
@@ -129,22 +165,19 @@ impl CustomPrimitive for FftRows {
 
     // Linear: the tangent goes through the same map, the cotangent through its
     // adjoint (the other direction, unnormalized; `fft` differentiates whole
-    // transforms, so four-step pieces never get a cotangent).
+    // transforms, so the passes of a GPU plan never get a cotangent).
     fn jvp(&self, _: &[Array], _: &Array, t: &[Option<Array>]) -> Result<Option<Array>> {
         t[0].as_ref().map(|t| self.apply(t)).transpose()
     }
 
     fn vjp(&self, primals: &[Array], _: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {
-        if self.post.is_some() {
+        if *self != FftRows::contiguous(self.n, self.inverse) {
             return Err(Error::invalid(
                 "fft",
-                "a four-step piece has no vjp of its own",
+                "a pass of a plan has no vjp of its own",
             ));
         }
-        let back = FftRows {
-            inverse: !self.inverse,
-            ..self.clone()
-        };
+        let back = FftRows::contiguous(self.n, !self.inverse);
         let mut out = vec![None; primals.len()];
         out[0] = Some(back.apply(ct)?);
         Ok(out)
@@ -154,7 +187,8 @@ impl CustomPrimitive for FftRows {
         if batched.get(1).copied().unwrap_or(false) {
             return Err(Error::invalid("fft", "the twiddle table is not batched"));
         }
-        // Rows are independent: the batch axis is one more leading axis.
+        // A leading batch axis only adds rows to the last digit, whose stride is
+        // one batch element's block in every plan.
         self.apply(&inputs[0])
     }
 }
@@ -177,10 +211,15 @@ pub(crate) fn dft(x: &[C], sign: f64) -> Vec<C> {
         .into_iter()
         .find(|p| n.is_multiple_of(*p))
         .or_else(|| (11..=n.min(64)).find(|p| n.is_multiple_of(*p)));
-    let w = |k: usize| {
-        let a = sign * angle(k, n);
-        (a.cos(), a.sin())
-    };
+    // W^k for every k < n: n sines and cosines a call (each point of a radix-p
+    // step needs p of them).
+    let table: Vec<C> = (0..n)
+        .map(|k| {
+            let a = sign * angle(k, n);
+            (a.cos(), a.sin())
+        })
+        .collect();
+    let w = |k: usize| table[k];
     match p {
         Some(p) if p < n => {
             let m = n / p;

@@ -52,23 +52,42 @@ pub static FFT: Family = Family {
     },
 };
 
-/// What [`Kernels::fft_rows`] computes of each row.
+/// One pass of [`Kernels::fft_rows`]: which rows, how their points are read and
+/// written (strides in f32 pairs), and the twiddles applied to the outputs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FftParams {
-    /// Row length in complex elements: a power of two, 2 to [`FFT_MAX_ROW`].
+    /// Points per row: a power of two, 2 to [`FFT_MAX_ROW`].
     pub n: usize,
     /// `exp(+2 pi i jk / n)` instead of `exp(-2 pi i jk / n)`.
     pub inverse: bool,
-    /// Four-step twiddles `(N, R)`: output `k` of row `r` times `W_N^((r mod R) k)`
-    /// (`N` a power of two of at least [`FFT_TABLE`], `R n = N`).
-    pub post: Option<(usize, usize)>,
+    /// Rows transformed by one workgroup (a power of two, `cols * n` at most
+    /// [`FFT_MAX_ROW`]); neighbouring rows should lie next to each other.
+    pub cols: usize,
+    /// Radices of a row's first two digits: `r0 = r % radix[0]`,
+    /// `r1 = (r / radix[0]) % radix[1]`, `r2 = r / (radix[0] radix[1])`.
+    pub radix: [usize; 2],
+    /// Point `j` of row `r` is read at `in_offset + r0 ih[0] + r1 ih[1] + r2 ih[2] + j in_step`.
+    pub in_offset: usize,
+    /// Strides of the row digits in the input.
+    pub ih: [usize; 3],
+    /// Stride of the points in the input.
+    pub in_step: usize,
+    /// Output `k` of row `r` is written at `r0 oh[0] + r1 oh[1] + r2 oh[2] + k out_step`.
+    pub oh: [usize; 3],
+    /// Stride of the outputs.
+    pub out_step: usize,
+    /// Twiddles `(d, N)`: output `k` times `W_N^(r_d k)` (`N` a power of two;
+    /// the table holds `W_N^j` for `j < N / 4096` past its first part when `N` is
+    /// above 4096).
+    pub twiddle: Option<(usize, usize)>,
 }
 
 impl<D: Driver> Kernels<D> {
-    /// The unnormalized DFT of each row of `x` (row-major f32 `[..., n, 2]`: pairs
-    /// of real and imaginary parts) into `out`, with the twiddles of `table`
-    /// (contiguous f32 pairs: `W_4096^k` for `k < 4096`, then, with `post`,
-    /// `W_N^j` for `j < N / 4096`).
+    /// One pass of an unnormalized DFT over rows of `x` (f32 pairs, `[.., 2]`
+    /// contiguous, addressed by `p`) into `out` (the same number of pairs), with
+    /// the twiddles of `table` (contiguous f32 pairs: `W_4096^k` for `k < 4096`,
+    /// then, for a twiddle of `N > 4096`, `W_N^j` for `j < N / 4096`). Every
+    /// output pair must be written by exactly one row (the caller's plan).
     pub fn fft_rows(
         &self,
         b: &mut Batch<D>,
@@ -78,25 +97,39 @@ impl<D: Driver> Kernels<D> {
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let total = x.shape.iter().product::<usize>();
-        let nd = x.shape.len();
+        let pairs = total / 2;
         let entries = table.shape.iter().product::<usize>() / 2;
-        let want_entries = FFT_TABLE + p.post.map_or(0, |(big, _)| big / FFT_TABLE);
-        let post_ok = p.post.is_none_or(|(big, r)| {
-            big.is_power_of_two() && big >= FFT_TABLE && r * p.n == big && r > 0
-        });
-        let ok = nd >= 2
-            && x.shape[nd - 1] == 2
-            && x.shape[nd - 2] == p.n
+        let rows = pairs / p.n.max(1);
+        let big = |t: usize| if t > FFT_TABLE { t / FFT_TABLE } else { 0 };
+        let want_entries = FFT_TABLE + p.twiddle.map_or(0, |(_, t)| big(t));
+        // The last point any row reads or writes, to bound the addressing.
+        let last = |h: [usize; 3], step: usize, off: usize| -> Option<u64> {
+            let w = |v: usize| v as u64;
+            let r2 = w(rows.checked_sub(1)?) / (w(p.radix[0]) * w(p.radix[1])).max(1);
+            let (r0, r1) = (w(p.radix[0].min(rows)) - 1, w(p.radix[1]) - 1);
+            let far = w(h[0]) * r0 + w(h[1]) * r1 + w(h[2]) * r2;
+            Some(w(off) + far + w(step) * w(p.n - 1))
+        };
+        let ok = x.shape.last() == Some(&2)
             && p.n.is_power_of_two()
             && (2..=FFT_MAX_ROW).contains(&p.n)
-            && post_ok
+            && p.cols.is_power_of_two()
+            && p.cols * p.n <= FFT_MAX_ROW
+            && p.radix[0] > 0
+            && p.radix[1] > 0
+            && rows * p.n == pairs
+            && p.twiddle.is_none_or(|(d, t)| d < 3 && t.is_power_of_two())
             && entries >= want_entries
             && x.dtype == DType::F32
             && table.dtype == DType::F32
             && out.dtype == DType::F32
-            && out.shape == x.shape
+            && out.shape.iter().product::<usize>() == total
             && is_row_major(x)
-            && is_row_major(table);
+            && is_row_major(table)
+            && (rows == 0
+                || last(p.ih, p.in_step, p.in_offset).is_some_and(|l| l < pairs as u64)
+                    && last(p.oh, p.out_step, 0).is_some_and(|l| l < pairs as u64))
+            && x.offset.is_multiple_of(2);
         if !ok && total > 0 {
             return Err(Error::Shape(format!(
                 "fft_rows: x {} {:?} (strides {:?}), table of {entries} entries, {p:?}, out {:?}",
@@ -118,28 +151,44 @@ impl<D: Driver> Kernels<D> {
             crate::compose::compose(&spec)?;
             return Ok(());
         }
-        let rows = total / (2 * p.n);
-        if total > u32::MAX as usize || x.offset + total > u32::MAX as usize {
+        if x.offset + total > u32::MAX as usize {
             return Err(Error::Shape(format!(
                 "fft_rows: {total} words exceed the kernel's u32 indices"
             )));
         }
-        let (post, r, lo) = match p.post {
-            Some((big, r)) => (1, r, big / FFT_TABLE),
-            None => (0, 1, 1),
+        let (digit, mul, lo) = match p.twiddle {
+            Some((d, t)) if t > FFT_TABLE => (d, 0, t / FFT_TABLE),
+            Some((d, t)) => (d, FFT_TABLE / t, 0),
+            None => (3, 0, 0),
         };
-        let params = vec![
-            rows as u32,
-            p.n as u32,
-            p.n.trailing_zeros(),
-            p.inverse as u32,
-            post,
-            r as u32,
-            lo as u32,
-            x.offset as u32,
-            table.offset as u32,
-        ];
-        let groups = (rows as u64).min(MAX_GROUPS);
+        // x's offset counts f32s: a whole number of pairs for row-major pairs.
+        let params: Vec<u32> = [
+            rows,
+            p.n,
+            p.n.trailing_zeros() as usize,
+            p.inverse as usize,
+            digit,
+            mul,
+            lo,
+            p.cols,
+            p.radix[0],
+            p.radix[1],
+            x.offset / 2 + p.in_offset,
+            p.ih[0],
+            p.ih[1],
+            p.ih[2],
+            p.in_step,
+            p.oh[0],
+            p.oh[1],
+            p.oh[2],
+            p.out_step,
+            table.offset,
+        ]
+        .iter()
+        .map(|&v| u32::try_from(v))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| Error::Shape(format!("fft_rows: {p:?} past the kernel's u32 parameters")))?;
+        let groups = (rows.div_ceil(p.cols) as u64).min(MAX_GROUPS);
         let buffers = [out.binding(), x.binding(), table.binding()];
         self.record(b, &spec, buffers, params, groups)
     }

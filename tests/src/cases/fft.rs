@@ -605,3 +605,74 @@ pub fn fft_errors(dev: &Device) {
     );
     super::expect_err("norm name", Norm::from_name("unitary"), &["ortho"]);
 }
+
+/// `sum_j x[j * stride] W^{jk}` at one output `k`, in f64 (`w`: `W^j`, `j < n`).
+fn dft_at(x: &[C], w: &[C], stride: usize, k: usize) -> C {
+    let n = w.len();
+    (0..n).fold((0.0, 0.0), |s, j| {
+        let (a, b) = x[j * stride];
+        let (c, si) = w[(j * k) % n];
+        (s.0 + a * c - b * si, s.1 + a * si + b * c)
+    })
+}
+
+/// Long transforms at sampled outputs: 2^17 points (three passes on a GPU),
+/// columns of 4096 read in place (two passes with neighbouring columns), and
+/// 2^20 points along the first axis (moved last on a GPU).
+pub fn fft_long_and_strided(dev: &Device) {
+    let samples = |n: usize| [0, 1, 2, n / 2 - 1, n / 2, n - 1, 12_345 % n, 99_991 % n];
+    for (shape, axis) in [
+        (vec![1usize << 17], 0usize),
+        (vec![4096, 3], 0),
+        (vec![1 << 20, 2], 0),
+    ] {
+        let total: usize = shape.iter().product();
+        let v = random(total, 300 + shape[0] as u64);
+        let h = host(&v);
+        let x = ok("x", Array::from_slice_on(&v, &shape, dev));
+        let what = format!("fft of {shape:?} along axis {axis} on {dev}");
+        let got = read(
+            &what,
+            &ok(&what, fft::fft(&x, None, axis as isize, Norm::Backward)),
+            &shape,
+        );
+        let n = shape[axis];
+        let inner: usize = shape[axis + 1..].iter().product();
+        let w: Vec<C> = (0..n)
+            .map(|j| {
+                let t = -std::f64::consts::TAU * j as f64 / n as f64;
+                (t.cos(), t.sin())
+            })
+            .collect();
+        for col in 0..inner {
+            let line: Vec<C> = (0..n).map(|j| h[j * inner + col]).collect();
+            for k in samples(n) {
+                let want = dft_at(&h[col..], &w, inner, k);
+                close(
+                    &format!("{what} column {col} output {k}"),
+                    &[got[k * inner + col]],
+                    &[want],
+                    l2(&line),
+                    n,
+                    3e-7,
+                );
+            }
+        }
+        // The inverse of the transform gives the input back (every element).
+        if n > 1 << 17 {
+            continue; // (the CPU's f64 transforms of 2^20 points are slow unoptimized)
+        }
+        let back = ok(
+            "ifft",
+            fft::ifft(
+                &ok("fft", fft::fft(&x, None, axis as isize, Norm::Backward)),
+                None,
+                axis as isize,
+                Norm::Backward,
+            ),
+        );
+        let b = read(&format!("{what}, inverted"), &back, &shape);
+        let norm = l2(&h) / (total as f64).sqrt();
+        close(&format!("ifft(fft(x)) of {shape:?}"), &b, &h, norm, n, 3e-7);
+    }
+}

@@ -343,6 +343,7 @@ macro_rules! for_each_case {
             fftn_values,
             grad_fft,
             fft_errors,
+            fft_long_and_strided,
             tril_triu_clamp,
             join_values,
             gather_values,

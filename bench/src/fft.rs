@@ -1,0 +1,139 @@
+//! `--fft`: issue 40's FFT cases through `wmx::fft`: a batch of 4096 transforms
+//! of 1024, one of 2^24 and a 2-D 4096^2, each as c64 and as rfft of f32;
+//! checked against f64 direct sums at sampled outputs first, then timed (GPU
+//! timestamps around evals, median of `reps`). `bench/torch_fft.py` measures the
+//! same cases with `torch.fft` (cuFFT).
+
+use super::blocks::time_evals;
+use super::{Res, Stamps, err, median, random};
+use wmx::fft::{self, Norm};
+use wmx::{Array, Complex32, Device};
+
+/// `sum_j x[j] exp(-2 pi i jk / n)` at one `k`, in f64.
+fn dft_at(x: &[(f64, f64)], k: usize) -> (f64, f64) {
+    let n = x.len();
+    x.iter().enumerate().fold((0.0, 0.0), |s, (j, &(a, b))| {
+        let t = -std::f64::consts::TAU * ((j as u128 * k as u128) % n as u128) as f64 / n as f64;
+        let (c, si) = (t.cos(), t.sin());
+        (s.0 + a * c - b * si, s.1 + a * si + b * c)
+    })
+}
+
+/// `got` within a relative `1e-5 (1 + log2 n)` of `want`, scaled by the input's
+/// L2 norm (an FFT's error bound).
+fn check(what: &str, got: Complex32, want: (f64, f64), norm2: f64, n: usize) -> Res<()> {
+    let e = (got.re as f64 - want.0).hypot(got.im as f64 - want.1);
+    let bound = 1e-6 * (1.0 + (n as f64).log2()) * norm2;
+    if e > bound {
+        return Err(format!(
+            "{what}: got {got}, want {want:?} (error {e:e} > {bound:e})"
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn bench_fft(dev: &Device, stamps: Option<&Stamps>, reps: usize) -> Res<()> {
+    type Case<'a> = (&'a str, Vec<usize>, bool);
+    let cases: Vec<Case> = vec![
+        ("batch 4096 x 1024", vec![4096, 1024], false),
+        ("one of 2^24", vec![1 << 24], false),
+        ("2-D 4096^2", vec![4096, 4096], true),
+    ];
+    for (name, shape, two_d) in cases {
+        let n: usize = shape.iter().product();
+        let re = random(n, 1);
+        let im = random(n, 2);
+        let z: Vec<Complex32> = re
+            .iter()
+            .zip(&im)
+            .map(|(&a, &b)| Complex32::new(a, b))
+            .collect();
+        let x = Array::from_slice_on(&z, &shape, dev).map_err(err)?;
+        let xr = Array::from_slice_on(&re, &shape, dev).map_err(err)?;
+        wmx::eval(&[x.clone(), xr.clone()]).map_err(err)?;
+        let c2c = || {
+            if two_d {
+                fft::fft2(&x, None, None, Norm::Backward)
+            } else {
+                fft::fft(&x, None, -1, Norm::Backward)
+            }
+        };
+        let r2c = || {
+            if two_d {
+                fft::rfft2(&xr, None, None, Norm::Backward)
+            } else {
+                fft::rfft(&xr, None, -1, Norm::Backward)
+            }
+        };
+        // Sampled outputs against direct sums of the same f32 inputs.
+        let last = *shape.last().unwrap();
+        let y = c2c().map_err(err)?.to_vec::<Complex32>().map_err(err)?;
+        let yr = r2c().map_err(err)?.to_vec::<Complex32>().map_err(err)?;
+        let m = last / 2 + 1;
+        let zs: Vec<(f64, f64)> = z.iter().map(|c| (c.re as f64, c.im as f64)).collect();
+        let rs: Vec<(f64, f64)> = re.iter().map(|&a| (a as f64, 0.0)).collect();
+        for &k in &[0usize, 1, 777, last / 2] {
+            if two_d {
+                // X[k1, k2] of the 2-D transform: rows' transforms, then columns'.
+                let (k1, k2) = (k % 4096, (k * 31 + 5) % last);
+                for (src, out, cols, what) in [(&zs, &y, last, "fft2"), (&rs, &yr, m, "rfft2")] {
+                    if what == "rfft2" && k2 >= m {
+                        continue;
+                    }
+                    let col: Vec<(f64, f64)> = (0..shape[0])
+                        .map(|r| dft_at(&src[r * last..(r + 1) * last], k2))
+                        .collect();
+                    let want = dft_at(&col, k1);
+                    let l2 = src
+                        .iter()
+                        .map(|c| c.0 * c.0 + c.1 * c.1)
+                        .sum::<f64>()
+                        .sqrt();
+                    check(
+                        &format!("{name} {what} [{k1}, {k2}]"),
+                        out[k1 * cols + k2],
+                        want,
+                        l2,
+                        n,
+                    )?;
+                }
+            } else {
+                let rows = n / last;
+                for row in [0, rows - 1] {
+                    let s = row * last..(row + 1) * last;
+                    let l2 = |v: &[(f64, f64)]| {
+                        v.iter().map(|c| c.0 * c.0 + c.1 * c.1).sum::<f64>().sqrt()
+                    };
+                    check(
+                        &format!("{name} fft row {row} [{k}]"),
+                        y[row * last + k],
+                        dft_at(&zs[s.clone()], k),
+                        l2(&zs[s.clone()]),
+                        last,
+                    )?;
+                    if k < m {
+                        check(
+                            &format!("{name} rfft row {row} [{k}]"),
+                            yr[row * m + k],
+                            dft_at(&rs[s.clone()], k),
+                            l2(&rs[s]),
+                            last,
+                        )?;
+                    }
+                }
+            }
+        }
+        for (what, run) in [
+            ("c64", &c2c as &dyn Fn() -> wmx::Result<Array>),
+            ("rfft f32", &r2c),
+        ] {
+            let ms = median(
+                (0..reps)
+                    .map(|_| time_evals(dev, stamps, 10, run))
+                    .collect::<Res<Vec<f64>>>()?,
+            );
+            println!("fft {name:18} {what:9}: {ms:8.3} ms");
+        }
+    }
+    Ok(())
+}
