@@ -127,6 +127,9 @@ pub(crate) fn bench_fft(dev: &Device, stamps: Option<&Stamps>, reps: usize) -> R
             ("c64", &c2c as &dyn Fn() -> wmx::Result<Array>),
             ("rfft f32", &r2c),
         ] {
+            // One round first: the pool's buffers of a new size (run 103's first
+            // case at each size read 3-4x slower without it).
+            time_evals(dev, stamps, 10, run)?;
             let ms = median(
                 (0..reps)
                     .map(|_| time_evals(dev, stamps, 10, run))

@@ -1,9 +1,10 @@
 // One pass of a discrete Fourier transform: each workgroup transforms C rows of
 // n points (a power of two, C n <= 2048) in workgroup memory: the rows are
-// loaded in bit-reversed order, transformed in place by log2(n) radix-2 passes
-// and written out, optionally times twiddles. Rows and points are addressed
-// through strides, so a multi-pass (four-step) transform and transforms along
-// any axis read and write in place of transposes, C neighbouring rows at once.
+// loaded in bit-reversed order, transformed in place by radix-4 steps (and one
+// radix-2 step for an odd log2 n) and written out, optionally times twiddles.
+// Rows and points are addressed through strides, so a multi-pass (four-step)
+// transform and transforms along any axis read and write in place of
+// transposes, C neighbouring rows at once.
 //
 // Parameters (in f32 pairs, x0 and t0 in words): [rows, n, log2 n, inverse,
 // digit, mul, lo, C, R0, R1, x0, ih0, ih1, ih2, is, oh0, oh1, oh2, os, t0].
@@ -15,6 +16,9 @@
 // W_4096^(e / lo) W_N^(e mod lo). An inverse conjugates the table.
 
 var<workgroup> FFT_S: array<vec2<f32>, 2048>;
+// Per row of the workgroup: input base, output base, twiddle digit (the
+// divisions done once a row).
+var<workgroup> FFT_ROW: array<vec3<u32>, 64>;
 
 fn fft_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
@@ -27,10 +31,9 @@ fn fft_table(j: u32) -> vec2<f32> {
     return select(w, vec2<f32>(w.x, -w.y), P[3] != 0u);
 }
 
-// The row's three digits.
-fn fft_digits(r: u32) -> vec3<u32> {
-    let q = r / P[8];
-    return vec3<u32>(r % P[8], q % P[9], q / P[9]);
+// v times -i (forward) or +i (inverse): W_4 = exp(-+ 2 pi i / 4).
+fn fft_quarter(v: vec2<f32>) -> vec2<f32> {
+    return select(vec2<f32>(v.y, -v.x), vec2<f32>(-v.y, v.x), P[3] != 0u);
 }
 
 @compute @workgroup_size(WG)
@@ -46,53 +49,89 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
     // Row c's point p lives at FFT_S[p * C + c]: neighbouring invocations touch
     // neighbouring words whatever C is.
     for (var g = wid.x + wid.y * nwg.x; g * cc < rows; g += groups) {
+        if (lid.x < cc) {
+            let r = g * cc + lid.x;
+            let q = r / P[8];
+            let d = vec3<u32>(r % P[8], q % P[9], q / P[9]);
+            FFT_ROW[lid.x] = vec3<u32>(
+                P[10] + d.x * P[11] + d.y * P[12] + d.z * P[13],
+                d.x * P[15] + d.y * P[16] + d.z * P[17],
+                select(0u, d[min(P[4], 2u)], P[4] < 3u));
+        }
+        workgroupBarrier();
+        let is = P[14];
         for (var i = lid.x; i < total; i += WG) {
             let c = i & (cc - 1u);
             let j = i >> logc;
-            let r = g * cc + c;
             var v = vec2<f32>(0.0, 0.0);
-            if (r < rows) {
-                let d = fft_digits(r);
-                let at = 2u * (P[10] + d.x * P[11] + d.y * P[12] + d.z * P[13] + j * P[14]);
+            if (g * cc + c < rows) {
+                let at = 2u * (FFT_ROW[c].x + j * is);
                 v = vec2<f32>(bitcast<f32>(wa(at)), bitcast<f32>(wa(at + 1u)));
             }
             FFT_S[(reverseBits(j) >> (32u - logn)) * cc + c] = v;
         }
         workgroupBarrier();
-        for (var s = 1u; s <= logn; s++) {
-            // Pass s joins halves of 2^(s-1): W_(2^s)^k = W_4096^(k 4096 / 2^s).
-            let half = 1u << (s - 1u);
-            let step = 4096u >> s;
+        var s = 1u;
+        if ((logn & 1u) == 1u) {
+            // One radix-2 step (of pairs), so that radix-4 steps finish the row.
             for (var b = lid.x; b < total / 2u; b += WG) {
                 let c = b & (cc - 1u);
-                let bb = b >> logc;
-                let k = bb & (half - 1u);
-                let p0 = ((bb >> (s - 1u)) << s) + k;
-                let i0 = p0 * cc + c;
-                let i1 = i0 + half * cc;
-                let v = fft_mul(FFT_S[i1], fft_table(k * step));
+                let i0 = ((b >> logc) << 1u) * cc + c;
                 let u = FFT_S[i0];
+                let v = FFT_S[i0 + cc];
                 FFT_S[i0] = u + v;
-                FFT_S[i1] = u - v;
+                FFT_S[i0 + cc] = u - v;
+            }
+            workgroupBarrier();
+            s = 2u;
+        }
+        for (; s < logn; s += 2u) {
+            // Steps s and s + 1 at once: halves of h = 2^(s-1) joined into quarters
+            // of 4h. W_(2h)^k = W_4096^(k 4096 / 2h), W_(4h)^k likewise.
+            let h = 1u << (s - 1u);
+            for (var b = lid.x; b < total / 4u; b += WG) {
+                let c = b & (cc - 1u);
+                let bb = b >> logc;
+                let k = bb & (h - 1u);
+                let p = ((bb >> (s - 1u)) << (s + 1u)) + k;
+                let i0 = p * cc + c;
+                let hc = h * cc;
+                let w2 = fft_table(k * (4096u >> s));
+                let w4 = fft_table(k * (2048u >> s));
+                // Step s: (p, p + h) and (p + 2h, p + 3h), both by W_(2h)^k.
+                let a0 = FFT_S[i0];
+                let a1 = fft_mul(FFT_S[i0 + hc], w2);
+                let a2 = FFT_S[i0 + 2u * hc];
+                let a3 = fft_mul(FFT_S[i0 + 3u * hc], w2);
+                let b0 = a0 + a1;
+                let b1 = a0 - a1;
+                let b2 = fft_mul(a2 + a3, w4);
+                // W_(4h)^(k + h) = W_(4h)^k W_4.
+                let b3 = fft_quarter(fft_mul(a2 - a3, w4));
+                // Step s + 1: (p, p + 2h) by W_(4h)^k and (p + h, p + 3h) by W_(4h)^(k+h).
+                FFT_S[i0] = b0 + b2;
+                FFT_S[i0 + 2u * hc] = b0 - b2;
+                FFT_S[i0 + hc] = b1 + b3;
+                FFT_S[i0 + 3u * hc] = b1 - b3;
             }
             workgroupBarrier();
         }
+        let os = P[18];
         for (var i = lid.x; i < total; i += WG) {
             let c = i & (cc - 1u);
             let k = i >> logc;
-            let r = g * cc + c;
-            if (r < rows) {
-                let d = fft_digits(r);
+            if (g * cc + c < rows) {
+                let row = FFT_ROW[c];
                 var y = FFT_S[k * cc + c];
                 if (P[4] < 3u) {
-                    let e = d[P[4]] * k;
+                    let e = row.z * k;
                     if (P[6] == 0u) {
                         y = fft_mul(y, fft_table(e * P[5]));
                     } else {
                         y = fft_mul(y, fft_mul(fft_table(e / P[6]), fft_table(4096u + e % P[6])));
                     }
                 }
-                let at = 2u * (d.x * P[15] + d.y * P[16] + d.z * P[17] + k * P[18]);
+                let at = 2u * (row.y + k * os);
                 O[at] = bitcast<u32>(y.x);
                 O[at + 1u] = bitcast<u32>(y.y);
             }

@@ -60,8 +60,8 @@ pub struct FftParams {
     pub n: usize,
     /// `exp(+2 pi i jk / n)` instead of `exp(-2 pi i jk / n)`.
     pub inverse: bool,
-    /// Rows transformed by one workgroup (a power of two, `cols * n` at most
-    /// [`FFT_MAX_ROW`]); neighbouring rows should lie next to each other.
+    /// Rows transformed by one workgroup (a power of two up to 64, `cols * n` at
+    /// most [`FFT_MAX_ROW`]); neighbouring rows should lie next to each other.
     pub cols: usize,
     /// Radices of a row's first two digits: `r0 = r % radix[0]`,
     /// `r1 = (r / radix[0]) % radix[1]`, `r2 = r / (radix[0] radix[1])`.
@@ -114,6 +114,7 @@ impl<D: Driver> Kernels<D> {
             && p.n.is_power_of_two()
             && (2..=FFT_MAX_ROW).contains(&p.n)
             && p.cols.is_power_of_two()
+            && p.cols <= 64
             && p.cols * p.n <= FFT_MAX_ROW
             && p.radix[0] > 0
             && p.radix[1] > 0
