@@ -18,6 +18,19 @@ fn f(i: usize) -> f64 {
 
 #[test]
 fn numpy_files_read_as_numpy_wrote_them() {
+    // complex64 (tests/goldens/numpy_fft.py): element k is f(k) + 2 f(11 - k) i,
+    // little- and big-endian.
+    for (name, shape) in [
+        ("complex64.npy", &[3, 4][..]),
+        ("complex64_big_endian.npy", &[12]),
+    ] {
+        let z = io::load_npy(golden(name)).unwrap();
+        assert_eq!((z.dtype(), z.shape()), (DType::C64, shape), "{name}");
+        let want: Vec<wmx::Complex32> = (0..12)
+            .map(|k| wmx::Complex32::new(f(k) as f32, 2.0 * f(11 - k) as f32))
+            .collect();
+        assert_eq!(z.to_vec::<wmx::Complex32>().unwrap(), want, "{name}");
+    }
     let b = io::load_npy(golden("bool.npy")).unwrap();
     assert_eq!(b.dtype(), DType::Bool);
     assert_eq!(

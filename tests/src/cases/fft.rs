@@ -676,3 +676,90 @@ pub fn fft_long_and_strided(dev: &Device) {
         close(&format!("ifft(fft(x)) of {shape:?}"), &b, &h, norm, n, 3e-7);
     }
 }
+
+static NUMPY: super::goldens::Goldens =
+    super::goldens::Goldens::new(include_str!("../../goldens/numpy_fft.txt"));
+
+/// np.fft's results on recorded inputs (`tests/goldens/numpy_fft.py`): each norm,
+/// n cropping and padding, axes, primes, the real transforms and n-D forms.
+pub fn fft_matches_numpy(dev: &Device) {
+    let c = |name: &str| -> Array {
+        let pairs = NUMPY.arr(dev, name);
+        let part = |k: isize| {
+            let mut s = vec![wmx::Slice::ALL; pairs.ndim() - 1];
+            s.push(wmx::Slice::range(k, k + 1));
+            ok("part", pairs.slice(&s).and_then(|p| p.squeeze(Some(&[-1]))))
+        };
+        ok("complex", wmx::complex(&part(0), &part(1)))
+    };
+    let pairs = |y: Result<Array>| -> Array {
+        let y = ok("transform", y);
+        ok(
+            "pairs",
+            wmx::stack(&[&ok("re", wmx::real(&y)), &ok("im", wmx::imag(&y))], -1),
+        )
+    };
+    let check = |what: &str, got: Array, name: &str| NUMPY.check(what, &got, name, 1e-5, 1e-6);
+    let (a, b, h, cc, e) = (c("a"), c("b"), c("h"), c("c"), c("e"));
+    let (r, d) = (NUMPY.arr(dev, "r"), NUMPY.arr(dev, "d"));
+    check(
+        "fft ortho",
+        pairs(fft::fft(&a, None, -1, Norm::Ortho)),
+        "fft_a_ortho",
+    );
+    check(
+        "ifft n=45 axis 0",
+        pairs(fft::ifft(&a, Some(45), 0, Norm::Backward)),
+        "ifft_a_n45_axis0",
+    );
+    check(
+        "ifft of 97",
+        pairs(fft::ifft(&b, None, -1, Norm::Backward)),
+        "ifft_b",
+    );
+    check(
+        "fft n=64 forward",
+        pairs(fft::fft(&b, Some(64), -1, Norm::Forward)),
+        "fft_b_n64_forward",
+    );
+    check(
+        "rfft",
+        pairs(fft::rfft(&r, None, -1, Norm::Backward)),
+        "rfft_r",
+    );
+    check(
+        "rfft n=63",
+        pairs(fft::rfft(&r, Some(63), -1, Norm::Backward)),
+        "rfft_r_n63",
+    );
+    check(
+        "irfft",
+        ok("irfft", fft::irfft(&h, None, -1, Norm::Backward)),
+        "irfft_h",
+    );
+    check(
+        "irfft n=9 ortho",
+        ok("irfft", fft::irfft(&h, Some(9), -1, Norm::Ortho)),
+        "irfft_h_n9_ortho",
+    );
+    check(
+        "fft2 s=(4, 12)",
+        pairs(fft::fft2(&cc, Some(&[4, 12]), None, Norm::Backward)),
+        "fft2_c_s4_12",
+    );
+    let rd = ok("rfftn", fft::rfftn(&d, None, None, Norm::Backward));
+    check("rfftn", pairs(Ok(rd.clone())), "rfftn_d");
+    check(
+        "irfftn",
+        ok(
+            "irfftn",
+            fft::irfftn(&rd, Some(&[3, 4, 5]), None, Norm::Backward),
+        ),
+        "irfftn_rfftn_d",
+    );
+    check(
+        "ifftn axes (0, 2) forward",
+        pairs(fft::ifftn(&e, None, Some(&[0, 2]), Norm::Forward)),
+        "ifftn_e_axes02_forward",
+    );
+}

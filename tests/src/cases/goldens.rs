@@ -66,7 +66,7 @@ impl Goldens {
         for (i, (&a, &b)) in g.iter().zip(want).enumerate() {
             assert!(
                 (a - b).abs() <= rtol * b.abs() + atol * scale,
-                "{what}: element {i}: got {a}, PyTorch {b}"
+                "{what}: element {i}: got {a}, the golden {b}"
             );
         }
     }

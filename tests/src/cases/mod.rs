@@ -344,6 +344,7 @@ macro_rules! for_each_case {
             grad_fft,
             fft_errors,
             fft_long_and_strided,
+            fft_matches_numpy,
             tril_triu_clamp,
             join_values,
             gather_values,
