@@ -40,7 +40,7 @@
 //! | 1 | `layout`, `ops`, `wgpu_driver` | views of buffers and their checks; WGSL op expressions; wgpu's driver |
 //! | 2 | `compose` | module specs, the generic prelude, tree-shaking, naga validation |
 //! | 3 | `kernels` | the library on one device: pipeline cache, scratch buffers, recording |
-//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `im2col`, `attention`, `quant`, `linalg`, `sort`, `fused`, `wide`, `user` | the kernel families, a folder each |
+//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `fft`, `im2col`, `attention`, `quant`, `linalg`, `sort`, `fused`, `wide`, `user` | the kernel families, a folder each |
 //! | 5 | `wgpu_open` | opening a wgpu device and probing its hardware paths with kernels |
 #![doc = include_str!("../README.md")]
 
