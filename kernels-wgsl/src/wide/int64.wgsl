@@ -61,11 +61,38 @@ fn top_bit(a: vec2<u32>) -> u32 {
     return 31u - countLeadingZeros(a.x);
 }
 
-// Unsigned quotient and remainder (d != 0): shift and subtract, one bit a step.
+// Unsigned quotient and remainder (d != 0): shift and subtract, one bit a step;
+// a divisor of one word divides the high word natively, then the low word's bits
+// (16-bit divisors: four native divisions of 16-bit digits).
 struct Qr64 { q: vec2<u32>, r: vec2<u32> }
 fn divmod_u64(n: vec2<u32>, d: vec2<u32>) -> Qr64 {
     if (n.y == 0u && d.y == 0u) {
         return Qr64(vec2<u32>(n.x / d.x, 0u), vec2<u32>(n.x % d.x, 0u));
+    }
+    if (d.y == 0u) {
+        let dd = d.x;
+        let qh = n.y / dd;
+        var r = n.y % dd;
+        if (dd <= 0xffffu) {
+            // r < dd < 2^16: (r << 16) | digit fits a word, and each quotient digit
+            // is below 2^16.
+            let t2 = (r << 16u) | (n.x >> 16u);
+            let q2 = t2 / dd;
+            r = t2 % dd;
+            let t3 = (r << 16u) | (n.x & 0xffffu);
+            return Qr64(vec2<u32>((q2 << 16u) | (t3 / dd), qh), vec2<u32>(t3 % dd, 0u));
+        }
+        var ql = 0u;
+        for (var i = 31i; i >= 0; i--) {
+            // r < dd; a bit shifted out makes r + 2^32 > dd, the difference fits.
+            let carry = r >> 31u;
+            r = (r << 1u) | ((n.x >> u32(i)) & 1u);
+            if (carry != 0u || r >= dd) {
+                r -= dd;
+                ql |= 1u << u32(i);
+            }
+        }
+        return Qr64(vec2<u32>(ql, qh), vec2<u32>(r, 0u));
     }
     if (lt_u64(n, d)) { return Qr64(vec2<u32>(0u, 0u), n); }
     var q = vec2<u32>(0u, 0u);

@@ -404,6 +404,43 @@ pub fn integer_division_and_remainder(dev: &Device) {
             ("remainder", I64, -7, 3, i(2)),
         ],
     );
+    // 64-bit dividends past one word by divisors of 16 bits, of one word, and of
+    // two: the three paths of the GPU's long division.
+    let floor = |a: i128, b: i128| a.div_euclid(b) - i128::from(b < 0 && a.rem_euclid(b) != 0);
+    let dividends: [i128; 6] = [
+        i64::MAX as i128,
+        i64::MIN as i128,
+        -(1i128 << 40) - 7,
+        (1 << 33) + 5,
+        12_345_678_901_234,
+        -98_765_432_109_876,
+    ];
+    let divisors: [i128; 10] = [
+        1,
+        -1,
+        3,
+        -1000,
+        65_535,
+        65_536,
+        -65_537,
+        (1 << 31) + 11,
+        -(1 << 32) + 1,
+        (1 << 32) + 3,
+    ];
+    let mut table = Vec::new();
+    for &a in &dividends {
+        for &b in &divisors {
+            let q = floor(a, b);
+            // i64::MIN // -1 wraps, as numpy's.
+            let q = q as i64 as i128;
+            table.push(("floor_divide", I64, a, b, i(q)));
+            table.push(("remainder", I64, a, b, i(a - floor(a, b) * b)));
+            let (ua, ub) = (a.rem_euclid(1 << 64), b.rem_euclid(1 << 64));
+            table.push(("floor_divide", U64, ua, ub, i(ua / ub)));
+            table.push(("remainder", U64, ua, ub, i(ua % ub)));
+        }
+    }
+    check_int_table(dev, &table);
     // True division promotes integers to f32.
     for dt in [I32, U8, U32, I64, Bool] {
         if !supported(dev, dt) {
