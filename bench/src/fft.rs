@@ -130,12 +130,28 @@ pub(crate) fn bench_fft(dev: &Device, stamps: Option<&Stamps>, reps: usize) -> R
             // One round first: the pool's buffers of a new size (run 103's first
             // case at each size read 3-4x slower without it).
             time_evals(dev, stamps, 10, run)?;
-            let ms = median(
-                (0..reps)
-                    .map(|_| time_evals(dev, stamps, 10, run))
-                    .collect::<Res<Vec<f64>>>()?,
-            );
-            println!("fft {name:18} {what:9}: {ms:8.3} ms");
+            let stats = || wmx::webgpu::backend(dev).map(|g| g.stats());
+            let before = stats();
+            let samples = (0..reps)
+                .map(|_| time_evals(dev, stamps, 10, run))
+                .collect::<Res<Vec<f64>>>()?;
+            let ms = median(samples.clone());
+            // What each eval costs the pool and the queue (the first case's
+            // slowness at a new size, runs 103-104).
+            let per = match (before, stats()) {
+                (Some(a), Some(b)) => {
+                    let evals = (10 * reps) as f64;
+                    format!(
+                        " (per eval: {:.1} buffers created, {:.1} KiB uploaded, {:.1} dispatches, {:.1} submits; samples {samples:.3?})",
+                        (b.buffers_created - a.buffers_created) as f64 / evals,
+                        (b.bytes_uploaded - a.bytes_uploaded) as f64 / evals / 1024.0,
+                        (b.dispatches - a.dispatches) as f64 / evals,
+                        (b.submits - a.submits) as f64 / evals,
+                    )
+                }
+                _ => String::new(),
+            };
+            println!("fft {name:18} {what:9}: {ms:8.3} ms{per}");
         }
     }
     Ok(())
