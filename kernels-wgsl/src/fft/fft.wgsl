@@ -12,8 +12,9 @@
 // point j is read at x0 + r0 ih0 + r1 ih1 + r2 ih2 + j is, its output k written
 // at r0 oh0 + r1 oh1 + r2 oh2 + k os. With digit d < 3, output k of a row is
 // multiplied by W_N^(r_d k), from the table (input b: W_4096^k for k < 4096, then
-// W_N^j for j < N / 4096): W_4096^(e mul) when lo is 0 (N <= 4096), else
-// W_4096^(e / lo) W_N^(e mod lo). An inverse conjugates the table.
+// W_N^j for j < N / 4096): W_4096^(e mul) when lo is 0 (N <= 4096), else, with
+// lo = log2(N / 4096), W_4096^(e >> lo) W_N^(e mod 2^lo). An inverse conjugates
+// the table.
 
 var<workgroup> FFT_S: array<vec2<f32>, 2048>;
 // Per row of the workgroup: input base, output base, twiddle digit (the
@@ -125,10 +126,13 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
                 var y = FFT_S[k * cc + c];
                 if (P[4] < 3u) {
                     let e = row.z * k;
-                    if (P[6] == 0u) {
+                    if (P[5] != 0u) {
                         y = fft_mul(y, fft_table(e * P[5]));
                     } else {
-                        y = fft_mul(y, fft_mul(fft_table(e / P[6]), fft_table(4096u + e % P[6])));
+                        // lo is a power of two: P[6] holds its log2.
+                        let hi = e >> P[6];
+                        let low = e & ((1u << P[6]) - 1u);
+                        y = fft_mul(y, fft_mul(fft_table(hi), fft_table(4096u + low)));
                     }
                 }
                 let at = 2u * (row.y + k * os);

@@ -157,8 +157,9 @@ impl<D: Driver> Kernels<D> {
                 "fft_rows: {total} words exceed the kernel's u32 indices"
             )));
         }
+        // mul (N <= 4096: the table's stride), else lo = log2(N / 4096).
         let (digit, mul, lo) = match p.twiddle {
-            Some((d, t)) if t > FFT_TABLE => (d, 0, t / FFT_TABLE),
+            Some((d, t)) if t > FFT_TABLE => (d, 0, (t / FFT_TABLE).trailing_zeros() as usize),
             Some((d, t)) => (d, FFT_TABLE / t, 0),
             None => (3, 0, 0),
         };
