@@ -16,10 +16,8 @@
 // lo = log2(N / 4096), W_4096^(e >> lo) W_N^(e mod 2^lo). An inverse conjugates
 // the table.
 
+// 16 KiB: WebGPU's default limit of workgroup memory.
 var<workgroup> FFT_S: array<vec2<f32>, 2048>;
-// Per row of the workgroup: input base, output base, twiddle digit (the
-// divisions done once a row).
-var<workgroup> FFT_ROW: array<vec3<u32>, 64>;
 
 fn fft_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
@@ -49,24 +47,23 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
     let groups = nwg.x * nwg.y;
     // Row c's point p lives at FFT_S[p * C + c]: neighbouring invocations touch
     // neighbouring words whatever C is.
+    // Every invocation touches one row of the C (C divides WG): its digits, input
+    // and output bases are worked out once a group of rows.
+    let c = lid.x & (cc - 1u);
     for (var g = wid.x + wid.y * nwg.x; g * cc < rows; g += groups) {
-        if (lid.x < cc) {
-            let r = g * cc + lid.x;
-            let q = r / P[8];
-            let d = vec3<u32>(r % P[8], q % P[9], q / P[9]);
-            FFT_ROW[lid.x] = vec3<u32>(
-                P[10] + d.x * P[11] + d.y * P[12] + d.z * P[13],
-                d.x * P[15] + d.y * P[16] + d.z * P[17],
-                select(0u, d[min(P[4], 2u)], P[4] < 3u));
-        }
-        workgroupBarrier();
+        let r = g * cc + c;
+        let q = r / P[8];
+        let d = vec3<u32>(r % P[8], q % P[9], q / P[9]);
+        let in_base = P[10] + d.x * P[11] + d.y * P[12] + d.z * P[13];
+        let out_base = d.x * P[15] + d.y * P[16] + d.z * P[17];
+        let tw_digit = select(0u, d[min(P[4], 2u)], P[4] < 3u);
+        let live = r < rows;
         let is = P[14];
         for (var i = lid.x; i < total; i += WG) {
-            let c = i & (cc - 1u);
             let j = i >> logc;
             var v = vec2<f32>(0.0, 0.0);
-            if (g * cc + c < rows) {
-                let at = 2u * (FFT_ROW[c].x + j * is);
+            if (live) {
+                let at = 2u * (in_base + j * is);
                 v = vec2<f32>(bitcast<f32>(wa(at)), bitcast<f32>(wa(at + 1u)));
             }
             FFT_S[(reverseBits(j) >> (32u - logn)) * cc + c] = v;
@@ -76,7 +73,6 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
         if ((logn & 1u) == 1u) {
             // One radix-2 step (of pairs), so that radix-4 steps finish the row.
             for (var b = lid.x; b < total / 2u; b += WG) {
-                let c = b & (cc - 1u);
                 let i0 = ((b >> logc) << 1u) * cc + c;
                 let u = FFT_S[i0];
                 let v = FFT_S[i0 + cc];
@@ -91,7 +87,6 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
             // of 4h. W_(2h)^k = W_4096^(k 4096 / 2h), W_(4h)^k likewise.
             let h = 1u << (s - 1u);
             for (var b = lid.x; b < total / 4u; b += WG) {
-                let c = b & (cc - 1u);
                 let bb = b >> logc;
                 let k = bb & (h - 1u);
                 let p = ((bb >> (s - 1u)) << (s + 1u)) + k;
@@ -119,13 +114,11 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
         }
         let os = P[18];
         for (var i = lid.x; i < total; i += WG) {
-            let c = i & (cc - 1u);
             let k = i >> logc;
-            if (g * cc + c < rows) {
-                let row = FFT_ROW[c];
+            if (live) {
                 var y = FFT_S[k * cc + c];
                 if (P[4] < 3u) {
-                    let e = row.z * k;
+                    let e = tw_digit * k;
                     if (P[5] != 0u) {
                         y = fft_mul(y, fft_table(e * P[5]));
                     } else {
@@ -135,7 +128,7 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
                         y = fft_mul(y, fft_mul(fft_table(hi), fft_table(4096u + low)));
                     }
                 }
-                let at = 2u * (row.y + k * os);
+                let at = 2u * (out_base + k * os);
                 O[at] = bitcast<u32>(y.x);
                 O[at + 1u] = bitcast<u32>(y.y);
             }

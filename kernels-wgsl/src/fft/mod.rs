@@ -115,6 +115,7 @@ impl<D: Driver> Kernels<D> {
             && (2..=FFT_MAX_ROW).contains(&p.n)
             && p.cols.is_power_of_two()
             && p.cols <= 64
+            && p.cols <= self.wg() as usize
             && p.cols * p.n <= FFT_MAX_ROW
             && p.radix[0] > 0
             && p.radix[1] > 0
