@@ -54,6 +54,8 @@ mod compile;
 #[cfg(target_arch = "wasm32")]
 mod convert;
 #[cfg(target_arch = "wasm32")]
+mod fft;
+#[cfg(target_arch = "wasm32")]
 mod kernel;
 #[cfg(target_arch = "wasm32")]
 mod models;
@@ -66,6 +68,8 @@ pub use api::*;
 pub use blocks::*;
 #[cfg(target_arch = "wasm32")]
 pub use compile::*;
+#[cfg(target_arch = "wasm32")]
+pub use fft::*;
 #[cfg(target_arch = "wasm32")]
 pub use kernel::*;
 #[cfg(target_arch = "wasm32")]

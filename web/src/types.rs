@@ -86,6 +86,20 @@ export interface ConvOptions {
   groups?: number;
   flip?: boolean;
 }
+/** Options of the 1-D transforms (`fft`, `ifft`, `rfft`, `irfft`): points `n`
+ *  (crop or zero-pad; default the axis' length), `axis` (default -1), `norm`
+ *  (numpy's: "backward", the default, "ortho" or "forward"). */
+export interface FftOptions {
+  n?: number;
+  axis?: number;
+  norm?: "backward" | "ortho" | "forward";
+}
+/** Options of the 2-D and n-D transforms: points `s` per axis, `axes`, `norm`. */
+export interface FftNdOptions {
+  s?: Shape;
+  axes?: Axes;
+  norm?: "backward" | "ortho" | "forward";
+}
 /** Transposed-convolution options (`convTranspose`), per spatial axis. */
 export interface ConvTransposeOptions {
   stride?: Shape;
@@ -215,6 +229,12 @@ extern "C" {
     /// `ConvOptions`.
     #[wasm_bindgen(typescript_type = "ConvOptions")]
     pub type ConvOptionsArg;
+    /// `FftOptions`.
+    #[wasm_bindgen(typescript_type = "FftOptions")]
+    pub type FftOptionsArg;
+    /// `FftNdOptions`.
+    #[wasm_bindgen(typescript_type = "FftNdOptions")]
+    pub type FftNdOptionsArg;
     /// `ConvTransposeOptions`.
     #[wasm_bindgen(typescript_type = "ConvTransposeOptions")]
     pub type ConvTransposeOptionsArg;

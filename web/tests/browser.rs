@@ -120,11 +120,13 @@ async fn read(a: &JsValue) -> Vec<f64> {
         "u32" => "Uint32Array",
         "u8" | "bool" => "Uint8Array",
         "f16" | "bf16" => "Uint16Array",
+        // complex64: the real and imaginary parts in turn.
+        "c64" => "Float32Array",
         d => panic!("unexpected dtype {d}"),
     };
     assert_eq!(class, want, "data() of a {dtype} array");
     match dtype.as_str() {
-        "f32" => data
+        "f32" | "c64" => data
             .unchecked_into::<Float32Array>()
             .to_vec()
             .into_iter()
@@ -1687,6 +1689,59 @@ async fn int64_on_webgpu() {
     let mut sorted = us.to_vec();
     sorted.sort();
     assert_eq!(read_u64(wmx::sort(&a, None).unwrap()).await, sorted);
+}
+
+/// complex64 and the FFT on the browser's WebGPU (SwiftShader: no f16, no
+/// subgroups, 16 KiB of workgroup memory): `complex`, `fft` of 6 points
+/// (Bluestein) and 4096 (two passes), `rfft`/`irfft` with options, against direct
+/// sums here.
+#[wasm_bindgen_test]
+async fn complex_and_fft_on_webgpu() {
+    gpu().await;
+    for n in [6usize, 4096] {
+        let re: Vec<f64> = (0..n).map(|k| ((k * 7) % 11) as f64 / 11.0 - 0.5).collect();
+        let im: Vec<f64> = (0..n).map(|k| ((k * 5) % 13) as f64 / 13.0 - 0.5).collect();
+        let z = wmx::complex(&typed(&re, &[n], "f32"), &typed(&im, &[n], "f32")).unwrap();
+        assert_eq!(z.dtype().unwrap(), "c64");
+        let got = read(&wmx::fft(&v(z), None).unwrap().into()).await;
+        assert_eq!(got.len(), 2 * n, "fft of {n}: the parts of n values");
+        let l2 = re.iter().chain(&im).map(|a| a * a).sum::<f64>().sqrt();
+        for k in [0, 1, n / 2, n - 1] {
+            let (mut a, mut b) = (0.0, 0.0);
+            for j in 0..n {
+                let t = -std::f64::consts::TAU * ((j * k) % n) as f64 / n as f64;
+                a += re[j] * t.cos() - im[j] * t.sin();
+                b += re[j] * t.sin() + im[j] * t.cos();
+            }
+            let e = (got[2 * k] - a).hypot(got[2 * k + 1] - b);
+            assert!(
+                e <= 2e-6 * (1.0 + (n as f64).log2()) * l2,
+                "fft of {n}, output {k}: ({}, {}) vs ({a}, {b})",
+                got[2 * k],
+                got[2 * k + 1]
+            );
+        }
+    }
+    // rfft then irfft with options: the input back.
+    let x: Vec<f64> = (0..10).map(|k| (k as f64 * 0.7).sin()).collect();
+    let opts = js_sys::Object::new();
+    js_sys::Reflect::set(&opts, &"norm".into(), &"ortho".into()).unwrap();
+    let spec = wmx::rfft(&typed(&x, &[10], "f32"), o(opts.clone())).unwrap();
+    assert_eq!(spec.dtype().unwrap(), "c64");
+    js_sys::Reflect::set(&opts, &"n".into(), &JsValue::from_f64(10.0)).unwrap();
+    let back = read(&wmx::irfft(&v(spec), o(opts)).unwrap().into()).await;
+    for (k, (g, w)) in back.iter().zip(&x).enumerate() {
+        assert!(
+            (g - w).abs() < 1e-5,
+            "irfft(rfft(x)) element {k}: {g} vs {w}"
+        );
+    }
+    let bad = js_sys::Object::new();
+    js_sys::Reflect::set(&bad, &"norm".into(), &"unitary".into()).unwrap();
+    assert!(
+        wmx::fft(&typed(&x, &[10], "f32"), o(bad)).is_err(),
+        "an unknown norm is an error"
+    );
 }
 
 /// `quantize`, `dequantize` and `quantizedMatmul` (one row: the matrix-vector
