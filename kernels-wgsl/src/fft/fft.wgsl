@@ -59,14 +59,26 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
         let tw_digit = select(0u, d[min(P[4], 2u)], P[4] < 3u);
         let live = r < rows;
         let is = P[14];
-        for (var i = lid.x; i < total; i += WG) {
-            let j = i >> logc;
-            var v = vec2<f32>(0.0, 0.0);
-            if (live) {
-                let at = 2u * (in_base + j * is);
-                v = vec2<f32>(bitcast<f32>(wa(at)), bitcast<f32>(wa(at + 1u)));
+        // Eight loads in flight an invocation (a loop of constant length the
+        // compiler unrolls), then their stores to workgroup memory: loading one
+        // point at a time left the memory latency exposed (run 106: loads and
+        // stores alone took 65-85% of a pass).
+        for (var i0 = lid.x; i0 < total; i0 += 8u * WG) {
+            var v: array<vec2<f32>, 8>;
+            for (var t = 0u; t < 8u; t++) {
+                let i = i0 + t * WG;
+                v[t] = vec2<f32>(0.0, 0.0);
+                if (live && i < total) {
+                    let at = 2u * (in_base + (i >> logc) * is);
+                    v[t] = vec2<f32>(bitcast<f32>(wa(at)), bitcast<f32>(wa(at + 1u)));
+                }
             }
-            FFT_S[(reverseBits(j) >> (32u - logn)) * cc + c] = v;
+            for (var t = 0u; t < 8u; t++) {
+                let i = i0 + t * WG;
+                if (i < total) {
+                    FFT_S[(reverseBits(i >> logc) >> (32u - logn)) * cc + c] = v[t];
+                }
+            }
         }
         workgroupBarrier();
         var s = 1u;
@@ -113,24 +125,29 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
             workgroupBarrier();
         }
         let os = P[18];
-        for (var i = lid.x; i < total; i += WG) {
-            let k = i >> logc;
-            if (live) {
-                var y = FFT_S[k * cc + c];
-                if (P[4] < 3u) {
-                    let e = tw_digit * k;
-                    if (P[5] != 0u) {
-                        y = fft_mul(y, fft_table(e * P[5]));
-                    } else {
-                        // lo is a power of two: P[6] holds its log2.
-                        let hi = e >> P[6];
-                        let low = e & ((1u << P[6]) - 1u);
-                        y = fft_mul(y, fft_mul(fft_table(hi), fft_table(4096u + low)));
+        // Eight outputs an invocation at once, so their twiddles' table loads
+        // overlap too.
+        for (var i0 = lid.x; i0 < total; i0 += 8u * WG) {
+            for (var t = 0u; t < 8u; t++) {
+                let i = i0 + t * WG;
+                if (live && i < total) {
+                    let k = i >> logc;
+                    var y = FFT_S[k * cc + c];
+                    if (P[4] < 3u) {
+                        let e = tw_digit * k;
+                        if (P[5] != 0u) {
+                            y = fft_mul(y, fft_table(e * P[5]));
+                        } else {
+                            // lo is a power of two: P[6] holds its log2.
+                            let hi = e >> P[6];
+                            let low = e & ((1u << P[6]) - 1u);
+                            y = fft_mul(y, fft_mul(fft_table(hi), fft_table(4096u + low)));
+                        }
                     }
+                    let at = 2u * (out_base + k * os);
+                    O[at] = bitcast<u32>(y.x);
+                    O[at + 1u] = bitcast<u32>(y.y);
                 }
-                let at = 2u * (out_base + k * os);
-                O[at] = bitcast<u32>(y.x);
-                O[at + 1u] = bitcast<u32>(y.y);
             }
         }
         workgroupBarrier();
