@@ -523,7 +523,32 @@ impl fmt::Display for Array {
             Err(e) => return write!(f, "<error: {e}>"),
         };
         let dtype = self.dtype();
+        // complex64: `values` holds both parts; the printer walks element indices.
+        let (values, parts) = if dtype.is_complex() {
+            let idx = (0..values.len() / 2).map(|i| i as f64).collect();
+            (idx, Some(values))
+        } else {
+            (values, None)
+        };
+        let real = |v: f64| -> String {
+            if v.is_nan() {
+                "nan".into()
+            } else if v.is_infinite() {
+                (if v > 0.0 { "inf" } else { "-inf" }).into()
+            } else {
+                format!("{:?}", v as f32)
+            }
+        };
         let fmt_one = |v: f64| -> String {
+            if let Some(p) = &parts {
+                let (re, im) = (p[2 * v as usize], p[2 * v as usize + 1]);
+                let sign = if im.is_sign_negative() && !im.is_nan() {
+                    "-"
+                } else {
+                    "+"
+                };
+                return format!("{}{sign}{}j", real(re), real(im.abs()));
+            }
             match dtype {
                 DType::Bool => (if v != 0.0 { "true" } else { "false" }).to_string(),
                 d if d.is_float() => {

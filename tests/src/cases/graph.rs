@@ -171,6 +171,19 @@ pub fn display_format(dev: &Device) {
     for (a, want) in cases {
         assert_eq!(format!("{a}"), want, "Display of {a:?}");
     }
+    // complex64: each element's two parts (the imaginary part's sign, -0 too).
+    let z = [
+        wmx_core::Complex32::new(1.5, -2.0),
+        wmx_core::Complex32::new(0.0, -0.0),
+        wmx_core::Complex32::new(f32::NAN, f32::INFINITY),
+        wmx_core::Complex32::new(-3.0, 0.25),
+    ];
+    let c = Array::from_slice_on(&z, &[2, 2], dev).unwrap();
+    assert_eq!(
+        format!("{c}"),
+        "array([[1.5-2.0j, 0.0-0.0j],\n       [nan+infj, -3.0+0.25j]], dtype=c64)",
+        "Display of complex64"
+    );
     // 200 000 dimensions print without overflowing the stack.
     let deep = mk(&ints(&[5]), DType::I32, &vec![1; 200_000]);
     let text = format!("{deep}");
