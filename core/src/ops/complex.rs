@@ -163,6 +163,13 @@ pub(crate) fn unary(op: UnaryOp, z: &Array) -> Result<Array> {
     match op {
         Negative => as_complex(&negative(&as_real(z))?),
         Abs => hypot(&re, &im),
+        // numpy 2's sign: z / |z|, and 0 at 0.
+        Sign => {
+            let r = hypot(&re, &im)?;
+            let zero = equal(&r, &super::scalar_like(&r, 0.0)?)?;
+            let safe = where_(&zero, &super::scalar_like(&r, 1.0)?, &r)?;
+            complex(&divide(&re, &safe)?, &divide(&im, &safe)?)
+        }
         Square => binary(BinaryOp::Multiply, z, z),
         Exp => {
             let m = exp(&re)?;

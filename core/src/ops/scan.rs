@@ -57,6 +57,10 @@ pub(crate) fn scan_node(
     reverse: bool,
     inclusive: bool,
 ) -> Result<Array> {
+    // A complex sum is the sums of its parts.
+    if x.dtype().is_complex() && op == ReduceOp::Sum {
+        return super::complex::on_pairs(x, |r| scan_node(op, r, axis, reverse, inclusive));
+    }
     let prim = Primitive::Scan {
         op,
         axis,

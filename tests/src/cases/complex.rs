@@ -529,6 +529,37 @@ pub fn complex_indexing_and_joins(dev: &Device) {
         p[..5].iter().all(|&z| z == C(0.0, 0.0)) && p[5] == h[0] && p[9] == C(0.0, 0.0),
         "pad"
     );
+    // cumsum (the sums of the parts), reversed and exclusive too, along axis 1.
+    for (reverse, inclusive) in [(false, true), (true, false)] {
+        let what = format!("cumsum reverse={reverse} inclusive={inclusive}");
+        let got = read(
+            &what,
+            &ok("cumsum", x.cumsum(Some(1), reverse, inclusive)),
+            &[3, 4],
+        );
+        for i in 0..3 {
+            for j in 0..4 {
+                let range: Vec<usize> = match (reverse, inclusive) {
+                    (false, true) => (0..=j).collect(),
+                    _ => (j + 1..4).collect(),
+                };
+                let want = range.iter().fold(C(0.0, 0.0), |s, &t| s.add(h[i * 4 + t]));
+                let scale = (0..4).map(|t| h[i * 4 + t].abs()).sum::<f64>();
+                close_c(&what, &[got[i * 4 + j]], &[want], 4e-7, |_| scale);
+            }
+        }
+    }
+    // sign: z / |z| (0 at 0).
+    let sg = read("sign", &ok("sign", wmx::sign(&x)), &[3, 4]);
+    for (k, z) in h.iter().enumerate() {
+        let a = z.abs();
+        let want = if a == 0.0 {
+            C(0.0, 0.0)
+        } else {
+            C(z.0 / a, z.1 / a)
+        };
+        close_c("sign", &[sg[k]], &[want], 4e-7, |_| 1.0);
+    }
     let r = read(
         "reshape of a transposed view",
         &ok("reshape", x.t().and_then(|t| t.reshape(&[12]))),
@@ -719,7 +750,7 @@ pub fn complex_errors(dev: &Device) {
         ("argmax", |x| x.argmax(0, false)),
         ("floor", wmx::floor),
         ("sort", |x| wmx::sort(x, Some(-1))),
-        ("cumsum", |x| x.cumsum(Some(0), false, true)),
+        ("cumprod", |x| x.cumprod(Some(0), false, true)),
         ("less", |x| wmx::less(x, x)),
         ("sigmoid", wmx::sigmoid),
     ];
