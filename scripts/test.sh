@@ -31,8 +31,8 @@ cargo build -q --workspace --examples --bins
 examples=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/examples
 WMX_DEVICE=cpu "$examples/logistic_regression"
 "$examples/logistic_regression"
-step "examples: heat equation (compiled stencil), cross-entropy (grad, take_along_axis), column standardisation (files), least squares (matmul, grad), f16 on CPU and GPU; each against f64, on the CPU and the GPU"
-for ex in heat cross_entropy standardize linear_regression f16_check; do
+step "examples: heat equation (compiled stencil), cross-entropy (grad, take_along_axis), column standardisation (files), least squares (matmul, grad), f16 on CPU and GPU, spectra (fft, convolution and its gradient); each against f64, on the CPU and the GPU"
+for ex in heat cross_entropy standardize linear_regression f16_check spectrum; do
     WMX_DEVICE=cpu "$examples/$ex"
     "$examples/$ex"
 done
