@@ -318,17 +318,23 @@ fn slice_axis(z: &Array, ax: usize, s: Slice) -> Result<Array> {
 /// derivative rules: the transpose of the DFT matrix is itself and its adjoint
 /// the inverse's (unnormalized), so cotangents take the other direction.
 fn transform(z: &Array, ax: usize, inverse: bool) -> Result<Array> {
+    as_complex(&pairs(&as_real(z), ax, inverse)?)
+}
+
+/// [`rows`] with its rules. The rules call `pairs` again, never `rows`, so
+/// every transform in a derived graph (a gradient of a vmap, a vjp of a jvp)
+/// carries the rules too, and the passes of a plan are never differentiated.
+fn pairs(p: &Array, ax: usize, inverse: bool) -> Result<Array> {
     let f = CustomFunction::new(move |x: &[Array]| Ok(vec![rows(&x[0], ax, inverse)?]))
         .name(if inverse { "ifft" } else { "fft" })
-        .vjp(move |_, _, ct| Ok(vec![Some(rows(&ct[0], ax, !inverse)?)]))
+        .vjp(move |_, _, ct| Ok(vec![Some(pairs(&ct[0], ax, !inverse)?)]))
         .jvp(move |_, t| {
             let t = t[0].as_ref().expect("one tangent");
-            Ok(vec![rows(t, ax, inverse)?])
+            Ok(vec![pairs(t, ax, inverse)?])
         })
         // The batch axis comes first.
-        .vmap(move |x, _| Ok(vec![rows(&x[0], ax + 1, inverse)?]));
-    let out = f.call(&[as_real(z)])?;
-    as_complex(&out[0])
+        .vmap(move |x, _| Ok(vec![pairs(&x[0], ax + 1, inverse)?]));
+    Ok(f.call(std::slice::from_ref(p))?.remove(0))
 }
 
 /// The unnormalized transform along axis `ax` of f32 pairs `p` (`[..., 2]`):

@@ -76,21 +76,6 @@ fn angle(k: usize, n: usize) -> f64 {
 }
 
 impl FftRows {
-    /// Contiguous rows of `n` (the last axis but the pairs'), one at a time.
-    pub(crate) fn contiguous(n: usize, inverse: bool) -> FftRows {
-        FftRows {
-            n,
-            inverse,
-            cols: 1,
-            radix: [1, 1],
-            ih: [0, 0, n],
-            in_step: 1,
-            oh: [0, 0, n],
-            out_step: 1,
-            twiddle: None,
-        }
-    }
-
     pub(crate) fn apply(&self, x: &Array) -> Result<Array> {
         let x = crate::contiguous(x)?;
         let mut inputs = vec![x.clone()];
@@ -163,24 +148,10 @@ impl CustomPrimitive for FftRows {
             .is_some_and(|o| o == self)
     }
 
-    // Linear: the tangent goes through the same map, the cotangent through its
-    // adjoint (the other direction, unnormalized; `fft` differentiates whole
-    // transforms, so the passes of a GPU plan never get a cotangent).
+    // Linear: the tangent goes through the same map. No vjp: `fft` differentiates
+    // whole transforms (its rules), so a pass never gets a cotangent.
     fn jvp(&self, _: &[Array], _: &Array, t: &[Option<Array>]) -> Result<Option<Array>> {
         t[0].as_ref().map(|t| self.apply(t)).transpose()
-    }
-
-    fn vjp(&self, primals: &[Array], _: &Array, ct: &Array) -> Result<Vec<Option<Array>>> {
-        if *self != FftRows::contiguous(self.n, self.inverse) {
-            return Err(Error::invalid(
-                "fft",
-                "a pass of a plan has no vjp of its own",
-            ));
-        }
-        let back = FftRows::contiguous(self.n, !self.inverse);
-        let mut out = vec![None; primals.len()];
-        out[0] = Some(back.apply(ct)?);
-        Ok(out)
     }
 
     fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {

@@ -553,6 +553,55 @@ pub fn grad_fft(dev: &Device) {
         read("direct", &direct, &[n, 4]),
     );
     close("vmap of fft", &gv, &gd, 3.0, n, 3e-7);
+    // The gradient of a vmapped transform (per-column losses summed), and a vjp
+    // of a jvp: the transforms inside keep their rules. For an ortho transform
+    // sum |F x|^2 = sum |x|^2, whose gradient is 2 x; 4096 points take the GPU's
+    // two passes.
+    for len in [n, 4096] {
+        let xb = ok(
+            "x",
+            Array::from_slice_on(&random(len * 3, 16), &[len, 3], dev),
+        );
+        let per_column = |a: &[Array]| -> Result<Vec<Array>> {
+            let f = |c: &[Array]| -> Result<Vec<Array>> {
+                let y = fft::fft(&c[0], None, 0, Norm::Ortho)?;
+                Ok(vec![wmx::sum(&wmx::square(&wmx::abs(&y)?)?, None, false)?])
+            };
+            let each = wmx::vmap(f, &[Some(1)], &[0])(a)?;
+            Ok(vec![wmx::sum(&each[0], None, false)?])
+        };
+        let g = ok(
+            "grad of vmap",
+            wmx::grad(per_column, &[0])(std::slice::from_ref(&xb)),
+        );
+        let want: Vec<C> = host(&ok("x", xb.to_vec::<Complex32>()))
+            .iter()
+            .map(|z| (2.0 * z.0, 2.0 * z.1))
+            .collect();
+        close(
+            &format!("grad of vmap of fft ({len} points)"),
+            &read("grad", &g[0], &[len, 3]),
+            &want,
+            l2(&want),
+            len,
+            3e-7,
+        );
+    }
+    let jv = |a: &[Array]| -> Result<Vec<Array>> {
+        let (_, t) = wmx::jvp(
+            |x: &[Array]| Ok(vec![fft::fft(&x[0], None, 0, Norm::Backward)?]),
+            &a[..1],
+            &a[1..],
+        )?;
+        Ok(vec![wmx::real(&wmx::sum(&t[0], None, false)?)?])
+    };
+    let g = ok("vjp of jvp", wmx::grad(jv, &[1])(&[z.clone(), t.clone()]));
+    // sum_k (F t)_k = n t_0: the gradient (real part) is n at 0, else 0.
+    let got = read("vjp of jvp", &g[0], &[n]);
+    let want: Vec<C> = (0..n)
+        .map(|k| if k == 0 { (n as f64, 0.0) } else { (0.0, 0.0) })
+        .collect();
+    close("vjp of jvp of fft", &got, &want, n as f64, n, 3e-7);
 }
 
 /// Bad lengths, axes and inputs are errors naming the op.
