@@ -1,5 +1,6 @@
 //! Discrete Fourier transforms, numpy's `np.fft`: `fft`, `ifft`, `rfft`, `irfft`
-//! and their 2-D and n-D forms, with numpy's `n`/`s`, `axes` and `norm`.
+//! and their 2-D and n-D forms, with numpy's `n`/`s`, `axes` and `norm`; the
+//! helpers `fftfreq`, `rfftfreq`, `fftshift` and `ifftshift`.
 //!
 //! - **Dtypes.** Results are complex64 (real ones for `irfft*`); inputs of any
 //!   real dtype are cast first (`rfft*` refuses complex input, as numpy).
@@ -128,6 +129,62 @@ pub fn rfftn(a: &Array, s: Option<&[usize]>, axes: Option<&[isize]>, norm: Norm)
 pub fn irfftn(a: &Array, s: Option<&[usize]>, axes: Option<&[isize]>, norm: Norm) -> Result<Array> {
     let (s, axes) = plan_axes("irfftn", a, s, axes)?;
     c2r("irfftn", a, &s, &axes, norm)
+}
+
+/// The sample frequencies of an `n`-point transform with sample spacing `d`
+/// (numpy's `fft.fftfreq`): `[0, 1, ..., (n - 1) / 2, -(n / 2), ..., -1] / (d n)`,
+/// f32, on the default device.
+pub fn fftfreq(n: usize, d: f64) -> Result<Array> {
+    check_freq("fftfreq", n, d)?;
+    let k = crate::arange(0.0, n as f64, 1.0, DType::F32)?;
+    // k - n for k >= (n + 1) / 2: the negative frequencies.
+    let wrap = crate::greater_equal(&k, &crate::scalar(n.div_ceil(2) as f64, DType::F32)?)?;
+    let shifted = crate::where_(
+        &wrap,
+        &crate::subtract(&k, &crate::scalar(n as f64, DType::F32)?)?,
+        &k,
+    )?;
+    crate::multiply(&shifted, &crate::scalar(1.0 / (d * n as f64), DType::F32)?)
+}
+
+/// The non-negative sample frequencies of [`rfft`] (numpy's `fft.rfftfreq`):
+/// `[0, 1, ..., n / 2] / (d n)`.
+pub fn rfftfreq(n: usize, d: f64) -> Result<Array> {
+    check_freq("rfftfreq", n, d)?;
+    let k = crate::arange(0.0, (n / 2 + 1) as f64, 1.0, DType::F32)?;
+    crate::multiply(&k, &crate::scalar(1.0 / (d * n as f64), DType::F32)?)
+}
+
+fn check_freq(op: &'static str, n: usize, d: f64) -> Result<()> {
+    if n == 0 || !(d.is_finite() && d != 0.0) {
+        return Err(Error::invalid(
+            op,
+            format!("needs n >= 1 and a finite, nonzero spacing d, got n={n}, d={d}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The zero frequency moved to the middle of `axes` (default all; numpy's
+/// `fft.fftshift`): a roll by `n / 2` along each.
+pub fn fftshift(x: &Array, axes: Option<&[isize]>) -> Result<Array> {
+    shift_axes("fftshift", x, axes, false)
+}
+
+/// The inverse of [`fftshift`] (a roll by `-(n / 2)`; the same for even `n`).
+pub fn ifftshift(x: &Array, axes: Option<&[isize]>) -> Result<Array> {
+    shift_axes("ifftshift", x, axes, true)
+}
+
+fn shift_axes(op: &'static str, x: &Array, axes: Option<&[isize]>, back: bool) -> Result<Array> {
+    let all: Vec<isize> = (0..x.ndim() as isize).collect();
+    let mut y = x.clone();
+    for &a in axes.unwrap_or(&all) {
+        let ax = normalize_axis(op, a, x.ndim())?;
+        let half = (x.shape()[ax] / 2) as isize;
+        y = crate::roll(&y, if back { -half } else { half }, Some(ax as isize))?;
+    }
+    Ok(y)
 }
 
 /// numpy's rules for `s` and `axes` of the n-D functions.

@@ -604,6 +604,59 @@ pub fn grad_fft(dev: &Device) {
     close("vjp of jvp of fft", &got, &want, n as f64, n, 3e-7);
 }
 
+/// fftfreq, rfftfreq, fftshift and ifftshift against numpy's formulas.
+pub fn fft_helpers(dev: &Device) {
+    let on = |f: &dyn Fn() -> Result<Array>| ok("helper", wmx::with_device(dev, f));
+    let vals = |a: Array| ok("read", a.to_vec::<f32>());
+    // Within f32 rounding of k / (d n) (numpy's values).
+    let near = |what: &str, got: Vec<f32>, want: &[f64]| {
+        assert_eq!(got.len(), want.len(), "{what}: length");
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (*g as f64 - w).abs() <= 2e-7 * w.abs(),
+                "{what}: {got:?} vs {want:?}"
+            );
+        }
+    };
+    // np.fft.fftfreq(5, 0.1) and (6, 0.5); rfftfreq(7, 2.0).
+    near(
+        "fftfreq(5, 0.1)",
+        vals(on(&|| fft::fftfreq(5, 0.1))),
+        &[0.0, 2.0, 4.0, -4.0, -2.0],
+    );
+    let t = 1.0 / 3.0;
+    let want = [0.0, t, 2.0 * t, -1.0, -2.0 * t, -t];
+    near("fftfreq(6, 0.5)", vals(on(&|| fft::fftfreq(6, 0.5))), &want);
+    let f = 1.0 / 14.0;
+    let want = [0.0, f, 2.0 * f, 3.0 * f];
+    near("rfftfreq(7, 2)", vals(on(&|| fft::rfftfreq(7, 2.0))), &want);
+    super::expect_err("fftfreq(0)", fft::fftfreq(0, 1.0), &["fftfreq", "n=0"]);
+    super::expect_err("rfftfreq d=0", fft::rfftfreq(4, 0.0), &["rfftfreq", "d=0"]);
+    // fftshift of [0..5) is [3, 4, 0, 1, 2]; ifftshift undoes it; 2-D along one axis.
+    let x = ok(
+        "x",
+        Array::from_slice_on(&[0f32, 1.0, 2.0, 3.0, 4.0], &[5], dev),
+    );
+    let s = ok("fftshift", fft::fftshift(&x, None));
+    assert_eq!(vals(s.clone()), vec![3.0, 4.0, 0.0, 1.0, 2.0]);
+    assert_eq!(
+        vals(ok("ifftshift", fft::ifftshift(&s, None))),
+        vec![0.0, 1.0, 2.0, 3.0, 4.0]
+    );
+    let m = ok(
+        "m",
+        Array::from_slice_on(&(0..6).map(|v| v as f32).collect::<Vec<_>>(), &[2, 3], dev),
+    );
+    assert_eq!(
+        vals(ok("fftshift axis 1", fft::fftshift(&m, Some(&[1])))),
+        vec![2.0, 0.0, 1.0, 5.0, 3.0, 4.0]
+    );
+    assert_eq!(
+        vals(ok("fftshift all", fft::fftshift(&m, None))),
+        vec![5.0, 3.0, 4.0, 2.0, 0.0, 1.0]
+    );
+}
+
 /// Bad lengths, axes and inputs are errors naming the op.
 pub fn fft_errors(dev: &Device) {
     let x = ok("x", Array::from_slice_on(&random(6, 14), &[2, 3], dev));

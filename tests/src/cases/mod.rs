@@ -345,6 +345,7 @@ macro_rules! for_each_case {
             fft_errors,
             fft_long_and_strided,
             fft_matches_numpy,
+            fft_helpers,
             tril_triu_clamp,
             join_values,
             gather_values,
