@@ -7,35 +7,19 @@ use crate::kerr;
 use std::any::Any;
 use wmx_core::Result;
 use wmx_core::families::{
-    Block, Depthwise, DepthwiseWgrad, Dequantize, FftRows, Flash, FlashCombine, Im2col, Quantize,
+    Block, Depthwise, DepthwiseWgrad, Dequantize, FftPass, Flash, FlashCombine, Im2col, Quantize,
     QuantizedMatvec, Rope,
 };
 
 use wmx_kernels as k;
 use wmx_kernels::Driver;
 
-// Core composes transforms from the kernel's rows and builds its table.
-const _: () =
-    assert!(k::FFT_MAX_ROW == wmx_core::fft::MAX_ROW && k::FFT_TABLE == wmx_core::fft::TABLE);
-
 /// Runs `prim` if it is one of core's families; `None` for other primitives.
 pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<Result<()>> {
     if let Some(r) = prim.downcast_ref::<Rope>() {
         return Some(rope(r, ev));
     }
-    if let Some(f) = prim.downcast_ref::<FftRows>() {
-        let params = k::FftParams {
-            n: f.n,
-            inverse: f.inverse,
-            cols: f.cols,
-            radix: f.radix,
-            in_offset: 0,
-            ih: f.ih,
-            in_step: f.in_step,
-            oh: f.oh,
-            out_step: f.out_step,
-            twiddle: f.twiddle,
-        };
+    if let Some(f) = prim.downcast_ref::<FftPass>() {
         let out = out_view(&ev.output);
         let Some(table) = ev.inputs.get(1) else {
             return Some(Err(wmx_core::Error::invalid(
@@ -45,13 +29,7 @@ pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<
         };
         return Some(
             ev.kernels
-                .fft_rows(
-                    &mut ev.batch,
-                    &view(&ev.inputs[0]),
-                    &view(table),
-                    params,
-                    &out,
-                )
+                .fft_rows(&mut ev.batch, &view(&ev.inputs[0]), &view(table), *f, &out)
                 .map_err(kerr),
         );
     }

@@ -17,12 +17,14 @@
 
 mod conv;
 mod dtype;
+mod fft;
 mod fused;
 mod linalg;
 mod ops;
 
 pub use conv::ConvGeometry;
 pub use dtype::DType;
+pub use fft::{FFT_MAX_ROW, FFT_TABLE, FftPass};
 pub use fused::{FusedOp, FusedStep};
 pub use linalg::LinalgBlock;
 pub use ops::{ArgReduceOp, BinaryOp, NormOp, OpKind, ReduceOp, ScatterOp, UnaryOp};

@@ -151,19 +151,7 @@ fn sample(dtype: DType) -> Array {
 fn every_dtype_round_trips() {
     let dir = std::env::temp_dir().join(format!("wmx-files-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let all = [
-        DType::Bool,
-        DType::U8,
-        DType::I32,
-        DType::U32,
-        DType::I64,
-        DType::U64,
-        DType::F16,
-        DType::BF16,
-        DType::F32,
-        DType::F64,
-        DType::C64,
-    ];
+    let all = DType::ALL;
     for d in all {
         let a = sample(d);
         let t = a.t().unwrap(); // a transposed view saves its logical order

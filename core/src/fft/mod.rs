@@ -20,7 +20,7 @@
 //!   `s` and `axes` of different lengths are an `Err` when the op is made.
 
 mod prim;
-pub use prim::{FftRows, MAX_ROW, TABLE, twiddles};
+pub use prim::{FftPass, MAX_ROW, TABLE, twiddles};
 
 use crate::ops::complex::{as_complex, as_real};
 use crate::{Array, CustomFunction, DType, Error, Result, Slice, layout::normalize_axis};
@@ -407,13 +407,13 @@ fn rows(p: &Array, ax: usize, inverse: bool) -> Result<Array> {
     let outer: usize = shape[..ax].iter().product();
     let inner: usize = shape[ax + 1..nd - 1].iter().product();
     if p.device().kind() == crate::DeviceKind::Cpu {
-        return single(n, outer, inner, inverse).apply(p);
+        return prim::apply(&single(n, outer, inner, inverse), p);
     }
     if n.is_power_of_two() {
         if let Some(passes) = plan(n, outer, inner, inverse) {
             let mut y = crate::contiguous(p)?;
             for pass in passes {
-                y = pass.apply(&y)?;
+                y = prim::apply(&pass, &y)?;
             }
             return Ok(y);
         }
@@ -431,9 +431,9 @@ fn rows(p: &Array, ax: usize, inverse: bool) -> Result<Array> {
 }
 
 /// One pass over `outer * inner` rows of `n` points, point stride `inner`.
-fn single(n: usize, outer: usize, inner: usize, inverse: bool) -> FftRows {
+fn single(n: usize, outer: usize, inner: usize, inverse: bool) -> FftPass {
     let block = n * inner;
-    FftRows {
+    FftPass {
         n,
         inverse,
         cols: cols(n, outer * inner),
@@ -463,7 +463,7 @@ fn cols(n: usize, rows: usize) -> usize {
 /// order, which is the natural order of the result. Columns' digits stay at or
 /// below 256 so that each workgroup reads 8 or more neighbouring columns. `None`
 /// past three digits with `inner > 1` (the caller moves the axis last).
-pub(crate) fn plan(n: usize, outer: usize, inner: usize, inverse: bool) -> Option<Vec<FftRows>> {
+pub(crate) fn plan(n: usize, outer: usize, inner: usize, inverse: bool) -> Option<Vec<FftPass>> {
     if n <= MAX_ROW {
         return Some(vec![single(n, outer, inner, inverse)]);
     }
@@ -487,7 +487,7 @@ pub(crate) fn plan(n: usize, outer: usize, inner: usize, inverse: bool) -> Optio
             d[t + 1..].iter().product::<usize>(),
         );
         let rows = outer * a * s * inner;
-        passes.push(FftRows {
+        passes.push(FftPass {
             n: nt,
             inverse,
             cols: cols(nt, rows),
@@ -503,7 +503,7 @@ pub(crate) fn plan(n: usize, outer: usize, inner: usize, inverse: bool) -> Optio
     let rows = outer * inner * (n / last);
     passes.push(if d.len() == 2 {
         let (n1, n2) = (d[0], d[1]);
-        FftRows {
+        FftPass {
             n: n2,
             inverse,
             cols: cols(n2, rows),
@@ -516,7 +516,7 @@ pub(crate) fn plan(n: usize, outer: usize, inner: usize, inverse: bool) -> Optio
         }
     } else {
         let (n1, n2, n3) = (d[0], d[1], d[2]);
-        FftRows {
+        FftPass {
             n: n3,
             inverse,
             cols: cols(n3, rows),
@@ -535,25 +535,11 @@ pub(crate) fn plan(n: usize, outer: usize, inner: usize, inverse: bool) -> Optio
 /// (see the CPU's `bluestein`): the chirp and the transformed filter are host
 /// constants in f64.
 fn bluestein(p: &Array, n: usize, inverse: bool) -> Result<Array> {
-    let m = (2 * n - 1).next_power_of_two();
-    let sign = if inverse { 1.0 } else { -1.0 };
-    let chirp: Vec<(f64, f64)> = (0..n)
-        .map(|k| {
-            let a = sign * std::f64::consts::PI * ((k * k) % (2 * n)) as f64 / n as f64;
-            (a.cos(), a.sin())
-        })
-        .collect();
-    let mut b = vec![(0.0, 0.0); m];
-    for k in 0..n {
-        b[k] = (chirp[k].0, -chirp[k].1);
-        if k > 0 {
-            b[m - k] = b[k];
-        }
-    }
-    // The filter's transform, scaled by 1 / m for the unnormalized inverse below.
-    let fb: Vec<f32> = prim::dft(&b, -1.0)
-        .into_iter()
-        .flat_map(|(r, i)| [(r / m as f64) as f32, (i / m as f64) as f32])
+    let (chirp, filter) = prim::chirp_filter(n, if inverse { 1.0 } else { -1.0 });
+    let m = filter.len();
+    let fb: Vec<f32> = filter
+        .iter()
+        .flat_map(|&(r, i)| [r as f32, i as f32])
         .collect();
     let ch: Vec<f32> = chirp
         .iter()

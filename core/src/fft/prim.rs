@@ -5,48 +5,7 @@ use crate::cpu::CpuBuffer;
 use crate::{Array, CpuOutput, CustomPrimitive, DType, Error, Result, View};
 use std::sync::Arc;
 
-/// Elements of the GPU kernel's twiddle table `W_4096^k` (the first part of its
-/// second input); the longest row the kernel transforms in one workgroup is half.
-pub const TABLE: usize = 4096;
-
-/// The longest row the GPU kernel transforms in one workgroup (its workgroup
-/// memory holds the row: 16 KiB, WebGPU's default limit).
-pub const MAX_ROW: usize = 2048;
-
-/// One pass of an unnormalized DFT over rows of f32 pairs (`[.., 2]`): row `r`
-/// has digits `r0 = r % radix[0]`, `r1 = (r / radix[0]) % radix[1]`,
-/// `r2 = r / (radix[0] radix[1])`; its point `j` is read at pair
-/// `r0 ih[0] + r1 ih[1] + r2 ih[2] + j in_step` of the (row-major) input, and
-/// `y_k = sum_j x_j W^{jk}` (`W = exp(-2 pi i / n)`, its conjugate when
-/// `inverse`), times `W_N^{r_d k}` for `twiddle = Some((d, N))`, is written at
-/// `r0 oh[0] + r1 oh[1] + r2 oh[2] + k out_step` of the output (the input's
-/// shape). A plan's passes write every output pair once.
-///
-/// Input 1, on the GPU only: the f32 pairs of [`twiddles`] (the CPU computes its
-/// own in f64). The CPU transforms rows of any length; the GPU kernel rows of a
-/// power of two up to [`MAX_ROW`], `cols` neighbouring rows per workgroup
-/// (`fft` composes longer transforms from passes).
-#[derive(Debug, Clone, PartialEq)]
-pub struct FftRows {
-    /// Points per row.
-    pub n: usize,
-    /// `exp(+2 pi i jk / n)`.
-    pub inverse: bool,
-    /// Rows per GPU workgroup (a power of two; `cols * n <= MAX_ROW`).
-    pub cols: usize,
-    /// Radices of the first two row digits.
-    pub radix: [usize; 2],
-    /// Input strides of the row digits (in pairs).
-    pub ih: [usize; 3],
-    /// Input stride of the points.
-    pub in_step: usize,
-    /// Output strides of the row digits.
-    pub oh: [usize; 3],
-    /// Output stride of the points.
-    pub out_step: usize,
-    /// Twiddles applied to the outputs: digit `d` and `N`.
-    pub twiddle: Option<(usize, usize)>,
-}
+pub use wmx_spec::{FFT_MAX_ROW as MAX_ROW, FFT_TABLE as TABLE, FftPass};
 
 /// The GPU kernel's table: `W_4096^k` for `k < 4096`, then, for a twiddle of
 /// `N > 4096`, `W_N^j` for `j < N / 4096` (a twiddle `W_N^t` is the product of
@@ -75,32 +34,27 @@ fn angle(k: usize, n: usize) -> f64 {
     std::f64::consts::TAU * k / n as f64
 }
 
-impl FftRows {
-    pub(crate) fn apply(&self, x: &Array) -> Result<Array> {
+/// The pass `p` ([`FftPass`], the primitive: GPU input 1 is the f32 pairs of
+/// [`twiddles`], the CPU computes its own in f64) on `x`.
+pub(crate) fn apply(p: &FftPass, x: &Array) -> Result<Array> {
+    {
         let x = crate::contiguous(x)?;
         let mut inputs = vec![x.clone()];
         if x.device().kind() != crate::DeviceKind::Cpu {
-            let t = twiddles(self.twiddle);
+            let t = twiddles(p.twiddle);
             inputs.push(Array::from_slice_on(&t, &[t.len() / 2, 2], x.device())?);
         }
-        crate::custom(Arc::new(self.clone()), &inputs, x.shape(), DType::F32)
-    }
-
-    /// Input and output pair offsets of row `r`.
-    fn bases(&self, r: usize) -> (usize, usize) {
-        let q = r / self.radix[0];
-        let d = [r % self.radix[0], q % self.radix[1], q / self.radix[1]];
-        let dot = |h: &[usize; 3]| d.iter().zip(h).map(|(a, b)| a * b).sum::<usize>();
-        (dot(&self.ih), dot(&self.oh))
-    }
-
-    fn digit(&self, r: usize, which: usize) -> usize {
-        let q = r / self.radix[0];
-        [r % self.radix[0], q % self.radix[1], q / self.radix[1]][which]
+        crate::custom(Arc::new(*p), &inputs, x.shape(), DType::F32)
     }
 }
 
-impl CustomPrimitive for FftRows {
+/// The three digits of row `r` of `p`.
+fn digits(p: &FftPass, r: usize) -> [usize; 3] {
+    let q = r / p.radix[0];
+    [r % p.radix[0], q % p.radix[1], q / p.radix[1]]
+}
+
+impl CustomPrimitive for FftPass {
     fn name(&self) -> &str {
         "fft"
     }
@@ -119,7 +73,9 @@ impl CustomPrimitive for FftRows {
         }
         let sign = if self.inverse { 1.0 } else { -1.0 };
         for r in 0..total / 2 / n {
-            let (ib, ob) = self.bases(r);
+            let d = digits(self, r);
+            let dot = |h: &[usize; 3]| d.iter().zip(h).map(|(a, b)| a * b).sum::<usize>();
+            let (ib, ob) = (dot(&self.ih), dot(&self.oh));
             let row: Vec<(f64, f64)> = (0..n)
                 .map(|j| {
                     let e = 2 * (ib + j * self.in_step);
@@ -129,7 +85,7 @@ impl CustomPrimitive for FftRows {
             for (k, v) in dft(&row, sign).into_iter().enumerate() {
                 let v = match self.twiddle {
                     Some((d, big)) => {
-                        let a = sign * angle(self.digit(r, d) * k % big, big);
+                        let a = sign * angle(digits(self, r)[d] * k % big, big);
                         mul(v, (a.cos(), a.sin()))
                     }
                     None => v,
@@ -144,14 +100,14 @@ impl CustomPrimitive for FftRows {
 
     fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {
         (other as &dyn std::any::Any)
-            .downcast_ref::<FftRows>()
+            .downcast_ref::<FftPass>()
             .is_some_and(|o| o == self)
     }
 
     // Linear: the tangent goes through the same map. No vjp: `fft` differentiates
     // whole transforms (its rules), so a pass never gets a cotangent.
     fn jvp(&self, _: &[Array], _: &Array, t: &[Option<Array>]) -> Result<Option<Array>> {
-        t[0].as_ref().map(|t| self.apply(t)).transpose()
+        t[0].as_ref().map(|t| apply(self, t)).transpose()
     }
 
     fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {
@@ -160,11 +116,11 @@ impl CustomPrimitive for FftRows {
         }
         // A leading batch axis only adds rows to the last digit, whose stride is
         // one batch element's block in every plan.
-        self.apply(&inputs[0])
+        apply(self, &inputs[0])
     }
 }
 
-type C = (f64, f64);
+pub(crate) type C = (f64, f64);
 
 fn mul(a: C, b: C) -> C {
     (a.0 * b.0 - a.1 * b.1, a.0 * b.1 + a.1 * b.0)
@@ -221,32 +177,42 @@ pub(crate) fn dft(x: &[C], sign: f64) -> Vec<C> {
 /// A transform of any length as a convolution of power-of-two length `m`:
 /// `X_k = c_k sum_j (x_j c_j) conj(c_{k-j})`, `c_k = exp(sign pi i k^2 / n)`.
 fn bluestein(x: &[C], sign: f64) -> Vec<C> {
-    let n = x.len();
+    let (chirp, filter) = chirp_filter(x.len(), sign);
+    let mut a = vec![(0.0, 0.0); filter.len()];
+    for (k, v) in a.iter_mut().zip(x).enumerate() {
+        *v.0 = mul(*v.1, chirp[k]);
+    }
+    let prod: Vec<C> = dft(&a, -1.0)
+        .iter()
+        .zip(&filter)
+        .map(|(&u, &v)| mul(u, v))
+        .collect();
+    let conv = dft(&prod, 1.0);
+    (0..x.len()).map(|k| mul(conv[k], chirp[k])).collect()
+}
+
+/// Bluestein's constants for `n` points (the CPU's and the GPU's): the chirp
+/// `c_k = exp(sign pi i k^2 / n)` (k^2 mod 2n keeps the angle exact for large k),
+/// and the transform of the filter `conj(c)` wrapped to the convolution's
+/// power-of-two length `m`, divided by `m` (the unnormalized inverse's scale).
+pub(crate) fn chirp_filter(n: usize, sign: f64) -> (Vec<C>, Vec<C>) {
     let m = (2 * n - 1).next_power_of_two();
     let chirp: Vec<C> = (0..n)
         .map(|k| {
-            // k^2 mod 2n keeps the angle exact for large k.
             let a = sign * std::f64::consts::PI * ((k * k) % (2 * n)) as f64 / n as f64;
             (a.cos(), a.sin())
         })
         .collect();
-    let conj = |c: C| (c.0, -c.1);
-    let mut a = vec![(0.0, 0.0); m];
     let mut b = vec![(0.0, 0.0); m];
     for k in 0..n {
-        a[k] = mul(x[k], chirp[k]);
-        b[k] = conj(chirp[k]);
+        b[k] = (chirp[k].0, -chirp[k].1);
         if k > 0 {
-            b[m - k] = conj(chirp[k]);
+            b[m - k] = b[k];
         }
     }
-    let (fa, fb) = (dft(&a, -1.0), dft(&b, -1.0));
-    let prod: Vec<C> = fa.iter().zip(&fb).map(|(&u, &v)| mul(u, v)).collect();
-    let conv = dft(&prod, 1.0);
-    (0..n)
-        .map(|k| {
-            let c = (conv[k].0 / m as f64, conv[k].1 / m as f64);
-            mul(c, chirp[k])
-        })
-        .collect()
+    let filter = dft(&b, -1.0)
+        .into_iter()
+        .map(|(r, i)| (r / m as f64, i / m as f64))
+        .collect();
+    (chirp, filter)
 }

@@ -59,7 +59,7 @@ pub mod families {
     pub use super::im2col::{Depthwise, DepthwiseWgrad, Im2col};
     pub use super::quantized::{Dequantize, Quantize, QuantizedMatvec};
     pub use super::rope::Rope;
-    pub use crate::fft::FftRows;
+    pub use crate::fft::FftPass;
     pub use crate::linalg::Block;
 }
 pub use scan::{cummax, cummin, cumprod, cumsum, scan};

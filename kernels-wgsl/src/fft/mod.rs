@@ -11,12 +11,7 @@ use crate::{Error, Result};
 
 const FFT_WGSL: &str = include_str!("fft.wgsl");
 
-/// The longest row [`Kernels::fft_rows`] transforms (16 KiB of workgroup memory,
-/// WebGPU's default limit).
-pub const FFT_MAX_ROW: usize = 2048;
-
-/// Entries of the twiddle table's first part, `W_4096^k`.
-pub const FFT_TABLE: usize = 4096;
+pub use wmx_spec::{FFT_MAX_ROW, FFT_TABLE, FftPass};
 
 /// Rows of an FFT: inputs the f32 pairs and the f32 twiddle table; f32 out.
 pub static FFT: Family = Family {
@@ -52,36 +47,6 @@ pub static FFT: Family = Family {
     },
 };
 
-/// One pass of [`Kernels::fft_rows`]: which rows, how their points are read and
-/// written (strides in f32 pairs), and the twiddles applied to the outputs.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FftParams {
-    /// Points per row: a power of two, 2 to [`FFT_MAX_ROW`].
-    pub n: usize,
-    /// `exp(+2 pi i jk / n)` instead of `exp(-2 pi i jk / n)`.
-    pub inverse: bool,
-    /// Rows transformed by one workgroup (a power of two up to 64, `cols * n` at
-    /// most [`FFT_MAX_ROW`]); neighbouring rows should lie next to each other.
-    pub cols: usize,
-    /// Radices of a row's first two digits: `r0 = r % radix[0]`,
-    /// `r1 = (r / radix[0]) % radix[1]`, `r2 = r / (radix[0] radix[1])`.
-    pub radix: [usize; 2],
-    /// Point `j` of row `r` is read at `in_offset + r0 ih[0] + r1 ih[1] + r2 ih[2] + j in_step`.
-    pub in_offset: usize,
-    /// Strides of the row digits in the input.
-    pub ih: [usize; 3],
-    /// Stride of the points in the input.
-    pub in_step: usize,
-    /// Output `k` of row `r` is written at `r0 oh[0] + r1 oh[1] + r2 oh[2] + k out_step`.
-    pub oh: [usize; 3],
-    /// Stride of the outputs.
-    pub out_step: usize,
-    /// Twiddles `(d, N)`: output `k` times `W_N^(r_d k)` (`N` a power of two;
-    /// the table holds `W_N^j` for `j < N / 4096` past its first part when `N` is
-    /// above 4096).
-    pub twiddle: Option<(usize, usize)>,
-}
-
 impl<D: Driver> Kernels<D> {
     /// One pass of an unnormalized DFT over rows of `x` (f32 pairs, `[.., 2]`
     /// contiguous, addressed by `p`) into `out` (the same number of pairs), with
@@ -93,7 +58,7 @@ impl<D: Driver> Kernels<D> {
         b: &mut Batch<D>,
         x: &Strided<D::Buffer>,
         table: &Strided<D::Buffer>,
-        p: FftParams,
+        p: FftPass,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let total = x.shape.iter().product::<usize>();
@@ -129,7 +94,7 @@ impl<D: Driver> Kernels<D> {
             && is_row_major(x)
             && is_row_major(table)
             && (rows == 0
-                || last(p.ih, p.in_step, p.in_offset).is_some_and(|l| l < pairs as u64)
+                || last(p.ih, p.in_step, 0).is_some_and(|l| l < pairs as u64)
                     && last(p.oh, p.out_step, 0).is_some_and(|l| l < pairs as u64))
             && x.offset.is_multiple_of(2);
         if !ok && total > 0 {
@@ -176,7 +141,7 @@ impl<D: Driver> Kernels<D> {
             p.cols,
             p.radix[0],
             p.radix[1],
-            x.offset / 2 + p.in_offset,
+            x.offset / 2,
             p.ih[0],
             p.ih[1],
             p.ih[2],

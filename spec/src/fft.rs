@@ -1,0 +1,40 @@
+//! One pass of the FFT family, shared by core's primitive and the kernel library.
+
+/// The longest row one GPU workgroup transforms (its workgroup memory holds the
+/// rows: 16 KiB, WebGPU's default limit).
+pub const FFT_MAX_ROW: usize = 2048;
+
+/// Entries of the twiddle table's first part, `W_4096^k`.
+pub const FFT_TABLE: usize = 4096;
+
+/// One pass of an unnormalized DFT over rows of f32 pairs (`[.., 2]`): row `r`
+/// has digits `r0 = r % radix[0]`, `r1 = (r / radix[0]) % radix[1]`,
+/// `r2 = r / (radix[0] radix[1])`; its point `j` is read at pair
+/// `r0 ih[0] + r1 ih[1] + r2 ih[2] + j in_step` of the (row-major) input, and
+/// `y_k = sum_j x_j W^{jk}` (`W = exp(-2 pi i / n)`, its conjugate when
+/// `inverse`), times `W_N^{r_d k}` for `twiddle = Some((d, N))`, is written at
+/// `r0 oh[0] + r1 oh[1] + r2 oh[2] + k out_step` of the output (the input's
+/// shape). A plan's passes write every output pair once. The GPU kernel takes
+/// rows of a power of two up to [`FFT_MAX_ROW`], `cols` neighbouring rows per
+/// workgroup; the CPU any length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FftPass {
+    /// Points per row.
+    pub n: usize,
+    /// `exp(+2 pi i jk / n)`.
+    pub inverse: bool,
+    /// Rows per GPU workgroup (a power of two up to 64; `cols * n <= FFT_MAX_ROW`).
+    pub cols: usize,
+    /// Radices of the first two row digits.
+    pub radix: [usize; 2],
+    /// Input strides of the row digits (in pairs).
+    pub ih: [usize; 3],
+    /// Input stride of the points.
+    pub in_step: usize,
+    /// Output strides of the row digits.
+    pub oh: [usize; 3],
+    /// Output stride of the points.
+    pub out_step: usize,
+    /// Twiddles applied to the outputs: digit `d` and `N` (a power of two).
+    pub twiddle: Option<(usize, usize)>,
+}
