@@ -14,8 +14,9 @@ const GEMV_WGSL: &str = include_str!("gemv.wgsl");
 
 /// Tile configurations of the tiled kernel: (invocations along N, along M, K depth).
 /// Each invocation computes 8 x 8 outputs, so the tile is 8·WY x 8·WX.
-/// 0 and 1 are the defaults for large and small products; the others are measured
-/// alternatives (`WMX_MATMUL_TILE=i` forces one, for tuning).
+/// 0 and 1 are the defaults for large and small products, 2 for large f32 products
+/// read in vec4s; the others are measured alternatives (`WMX_MATMUL_TILE=i` forces
+/// one, for tuning).
 pub const TILES: [(u32, u32, u32); 5] = [
     (16, 16, 8),
     (8, 8, 8),

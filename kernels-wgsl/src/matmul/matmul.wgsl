@@ -7,8 +7,8 @@
 // A and B tiles pass through workgroup memory BK deep. Operands are read in place
 // through their strides; the load order follows whichever axis is contiguous.
 //
-// The prelude sets WX, WY (invocations per row/column of the workgroup), BK and the
-// dtype helpers ld_a/ld_b/ld_c and st_o/st2_o.
+// The prelude sets WX, WY (invocations per row/column of the workgroup), BK, MM_VEC
+// and the dtype helpers ld_a/ld_b/ld_c and st_o/st2_o.
 //
 // Parameters (u32 words; strides and offsets in elements, i32 bits, wrapping):
 //  0 M, 1 N, 2 K, 3 tiles (batch * tiles_m * tiles_n), 4 batch rank R, 5 tiles_n,
@@ -69,19 +69,24 @@ var<private> mm_b_sk: u32;
 var<private> mm_b_sn: u32;
 
 // The elements of the K step at k1 this invocation moves, into registers: element
-// loads along whichever axis is contiguous, or (MM_VEC) one vec4 per four f32 of
-// A's rows and B's rows.
+// loads along whichever axis is contiguous, or (MM_VEC) one vec4 per four f32 along
+// it (A along K or M, B along N or K).
 fn mm_load(k1: u32, ra: ptr<function, array<f32, LDA>>, rb: ptr<function, array<f32, LDB>>,
            pa: u32, pb: u32, m0: u32, n0: u32, a_mfast: bool, b_nfast: bool) {
     let lid = mm_lid;
     if (MM_VEC) {
         for (var i = 0u; i < LDA / 4u; i++) {
             let e = lid + i * NT;
-            let m = e / (BK / 4u);
-            let k = (e % (BK / 4u)) * 4u;
-            let gm = m0 + m;
+            var m = e / (BK / 4u);
+            var k = (e % (BK / 4u)) * 4u;
+            var at = pa + (m0 + m) * mm_a_sm + k1 + k;
+            if (a_mfast) {
+                k = e / (BM / 4u);
+                m = (e % (BM / 4u)) * 4u;
+                at = pa + m0 + m + (k1 + k) * mm_a_sk;
+            }
             var v = vec4<u32>(0u);
-            if (gm < mm_m && k1 + k < mm_k) { v = va((pa + gm * mm_a_sm + k1 + k) >> 2u); }
+            if (m0 + m < mm_m && k1 + k < mm_k) { v = va(at >> 2u); }
             (*ra)[4u * i] = bitcast<f32>(v.x);
             (*ra)[4u * i + 1u] = bitcast<f32>(v.y);
             (*ra)[4u * i + 2u] = bitcast<f32>(v.z);
@@ -89,11 +94,16 @@ fn mm_load(k1: u32, ra: ptr<function, array<f32, LDA>>, rb: ptr<function, array<
         }
         for (var i = 0u; i < LDB / 4u; i++) {
             let e = lid + i * NT;
-            let k = e / (BN / 4u);
-            let n = (e % (BN / 4u)) * 4u;
-            let gn = n0 + n;
+            var k = e / (BN / 4u);
+            var n = (e % (BN / 4u)) * 4u;
+            var at = pb + (k1 + k) * mm_b_sk + n0 + n;
+            if (!b_nfast) {
+                n = e / (BK / 4u);
+                k = (e % (BK / 4u)) * 4u;
+                at = pb + (n0 + n) * mm_b_sn + k1 + k;
+            }
             var v = vec4<u32>(0u);
-            if (gn < mm_n && k1 + k < mm_k) { v = vb((pb + (k1 + k) * mm_b_sk + gn) >> 2u); }
+            if (n0 + n < mm_n && k1 + k < mm_k) { v = vb(at >> 2u); }
             (*rb)[4u * i] = bitcast<f32>(v.x);
             (*rb)[4u * i + 1u] = bitcast<f32>(v.y);
             (*rb)[4u * i + 2u] = bitcast<f32>(v.z);
@@ -125,25 +135,41 @@ fn mm_load(k1: u32, ra: ptr<function, array<f32, LDA>>, rb: ptr<function, array<
     }
 }
 
-// The registers of mm_load into the workgroup tiles As[k][m] and Bs[k][n].
+// The registers of mm_load into the workgroup tiles As[k][m] and Bs[k][n]: a vec4
+// along M or N is one store, a vec4 along K four.
 fn mm_store(ra: ptr<function, array<f32, LDA>>, rb: ptr<function, array<f32, LDB>>,
             a_mfast: bool, b_nfast: bool) {
     let lid = mm_lid;
     if (MM_VEC) {
         for (var i = 0u; i < LDA / 4u; i++) {
             let e = lid + i * NT;
-            let m = e / (BK / 4u);
-            let k = (e % (BK / 4u)) * 4u;
-            for (var j = 0u; j < 4u; j++) {
-                As[((k + j) * BM + m) >> 2u][m & 3u] = (*ra)[4u * i + j];
+            if (a_mfast) {
+                let k = e / (BM / 4u);
+                let m = (e % (BM / 4u)) * 4u;
+                As[(k * BM + m) >> 2u] = vec4<f32>((*ra)[4u * i], (*ra)[4u * i + 1u],
+                                                   (*ra)[4u * i + 2u], (*ra)[4u * i + 3u]);
+            } else {
+                let m = e / (BK / 4u);
+                let k = (e % (BK / 4u)) * 4u;
+                for (var j = 0u; j < 4u; j++) {
+                    As[((k + j) * BM + m) >> 2u][m & 3u] = (*ra)[4u * i + j];
+                }
             }
         }
         for (var i = 0u; i < LDB / 4u; i++) {
             let e = lid + i * NT;
-            let k = e / (BN / 4u);
-            let n = (e % (BN / 4u)) * 4u;
-            Bs[(k * BN + n) >> 2u] = vec4<f32>((*rb)[4u * i], (*rb)[4u * i + 1u],
-                                               (*rb)[4u * i + 2u], (*rb)[4u * i + 3u]);
+            if (b_nfast) {
+                let k = e / (BN / 4u);
+                let n = (e % (BN / 4u)) * 4u;
+                Bs[(k * BN + n) >> 2u] = vec4<f32>((*rb)[4u * i], (*rb)[4u * i + 1u],
+                                                   (*rb)[4u * i + 2u], (*rb)[4u * i + 3u]);
+            } else {
+                let n = e / (BK / 4u);
+                let k = (e % (BK / 4u)) * 4u;
+                for (var j = 0u; j < 4u; j++) {
+                    Bs[((k + j) * BN + n) >> 2u][n & 3u] = (*rb)[4u * i + j];
+                }
+            }
         }
         return;
     }
@@ -161,6 +187,22 @@ fn mm_store(ra: ptr<function, array<f32, LDA>>, rb: ptr<function, array<f32, LDB
         if (b_nfast) { n = e % BN; k = e / BN; }
         Bs[(k * BN + n) >> 2u][n & 3u] = (*rb)[i];
     }
+}
+
+// One k of the tile: the invocation's 8 x 8 outer product into its accumulators.
+fn mm_fma(c: ptr<function, array<vec4<f32>, 16>>, k: u32, tx: u32, ty: u32) {
+    let a_lo = As[k * (BM / 4u) + ty];
+    let a_hi = As[k * (BM / 4u) + BM / 8u + ty];
+    let b_lo = Bs[k * (BN / 4u) + tx];
+    let b_hi = Bs[k * (BN / 4u) + BN / 8u + tx];
+    (*c)[0] = fma(vec4<f32>(a_lo.x), b_lo, (*c)[0]); (*c)[1] = fma(vec4<f32>(a_lo.x), b_hi, (*c)[1]);
+    (*c)[2] = fma(vec4<f32>(a_lo.y), b_lo, (*c)[2]); (*c)[3] = fma(vec4<f32>(a_lo.y), b_hi, (*c)[3]);
+    (*c)[4] = fma(vec4<f32>(a_lo.z), b_lo, (*c)[4]); (*c)[5] = fma(vec4<f32>(a_lo.z), b_hi, (*c)[5]);
+    (*c)[6] = fma(vec4<f32>(a_lo.w), b_lo, (*c)[6]); (*c)[7] = fma(vec4<f32>(a_lo.w), b_hi, (*c)[7]);
+    (*c)[8] = fma(vec4<f32>(a_hi.x), b_lo, (*c)[8]); (*c)[9] = fma(vec4<f32>(a_hi.x), b_hi, (*c)[9]);
+    (*c)[10] = fma(vec4<f32>(a_hi.y), b_lo, (*c)[10]); (*c)[11] = fma(vec4<f32>(a_hi.y), b_hi, (*c)[11]);
+    (*c)[12] = fma(vec4<f32>(a_hi.z), b_lo, (*c)[12]); (*c)[13] = fma(vec4<f32>(a_hi.z), b_hi, (*c)[13]);
+    (*c)[14] = fma(vec4<f32>(a_hi.w), b_lo, (*c)[14]); (*c)[15] = fma(vec4<f32>(a_hi.w), b_hi, (*c)[15]);
 }
 
 @compute @workgroup_size(NT)
@@ -196,10 +238,7 @@ fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
 
     let tx = lid % WX;
     let ty = lid / WX;
-    var c0 = vec4<f32>(0.0); var c1 = vec4<f32>(0.0); var c2 = vec4<f32>(0.0); var c3 = vec4<f32>(0.0);
-    var c4 = vec4<f32>(0.0); var c5 = vec4<f32>(0.0); var c6 = vec4<f32>(0.0); var c7 = vec4<f32>(0.0);
-    var c8 = vec4<f32>(0.0); var c9 = vec4<f32>(0.0); var c10 = vec4<f32>(0.0); var c11 = vec4<f32>(0.0);
-    var c12 = vec4<f32>(0.0); var c13 = vec4<f32>(0.0); var c14 = vec4<f32>(0.0); var c15 = vec4<f32>(0.0);
+    var c: array<vec4<f32>, 16>;
 
     // The next tile's elements are loaded into registers while the current one is
     // multiplied (register double buffering): global latency overlaps the FMAs.
@@ -212,19 +251,21 @@ fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
             mm_load(k0 + BK, &ra, &rb, pa, pb, m0, n0, a_mfast, b_nfast);
         }
         workgroupBarrier();
-        for (var k = 0u; k < BK; k++) {
-            let a_lo = As[k * (BM / 4u) + ty];
-            let a_hi = As[k * (BM / 4u) + BM / 8u + ty];
-            let b_lo = Bs[k * (BN / 4u) + tx];
-            let b_hi = Bs[k * (BN / 4u) + BN / 8u + tx];
-            c0 = fma(vec4<f32>(a_lo.x), b_lo, c0); c1 = fma(vec4<f32>(a_lo.x), b_hi, c1);
-            c2 = fma(vec4<f32>(a_lo.y), b_lo, c2); c3 = fma(vec4<f32>(a_lo.y), b_hi, c3);
-            c4 = fma(vec4<f32>(a_lo.z), b_lo, c4); c5 = fma(vec4<f32>(a_lo.z), b_hi, c5);
-            c6 = fma(vec4<f32>(a_lo.w), b_lo, c6); c7 = fma(vec4<f32>(a_lo.w), b_hi, c7);
-            c8 = fma(vec4<f32>(a_hi.x), b_lo, c8); c9 = fma(vec4<f32>(a_hi.x), b_hi, c9);
-            c10 = fma(vec4<f32>(a_hi.y), b_lo, c10); c11 = fma(vec4<f32>(a_hi.y), b_hi, c11);
-            c12 = fma(vec4<f32>(a_hi.z), b_lo, c12); c13 = fma(vec4<f32>(a_hi.z), b_hi, c13);
-            c14 = fma(vec4<f32>(a_hi.w), b_lo, c14); c15 = fma(vec4<f32>(a_hi.w), b_hi, c15);
+        if (MM_VEC) {
+            // Unrolled here: NVIDIA's driver kept naga's loop, 10-30 % slower. The
+            // element variant keeps it (bf16 ran 18 % slower unrolled; run 108).
+            for (var k = 0u; k < BK; k += 8u) {
+                mm_fma(&c, k, tx, ty);
+                mm_fma(&c, k + 1u, tx, ty);
+                mm_fma(&c, k + 2u, tx, ty);
+                mm_fma(&c, k + 3u, tx, ty);
+                mm_fma(&c, k + 4u, tx, ty);
+                mm_fma(&c, k + 5u, tx, ty);
+                mm_fma(&c, k + 6u, tx, ty);
+                mm_fma(&c, k + 7u, tx, ty);
+            }
+        } else {
+            for (var k = 0u; k < BK; k++) { mm_fma(&c, k, tx, ty); }
         }
         workgroupBarrier();
     }
@@ -233,12 +274,12 @@ fn matmul(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid:
     let r_hi = m0 + BM / 2u + ty * 4u;
     let n_lo = n0 + tx * 4u;
     let n_hi = n0 + BN / 2u + tx * 4u;
-    if (r_lo < m_dim) { mm_store4(r_lo, n_lo, c0); mm_store4(r_lo, n_hi, c1); }
-    if (r_lo + 1u < m_dim) { mm_store4(r_lo + 1u, n_lo, c2); mm_store4(r_lo + 1u, n_hi, c3); }
-    if (r_lo + 2u < m_dim) { mm_store4(r_lo + 2u, n_lo, c4); mm_store4(r_lo + 2u, n_hi, c5); }
-    if (r_lo + 3u < m_dim) { mm_store4(r_lo + 3u, n_lo, c6); mm_store4(r_lo + 3u, n_hi, c7); }
-    if (r_hi < m_dim) { mm_store4(r_hi, n_lo, c8); mm_store4(r_hi, n_hi, c9); }
-    if (r_hi + 1u < m_dim) { mm_store4(r_hi + 1u, n_lo, c10); mm_store4(r_hi + 1u, n_hi, c11); }
-    if (r_hi + 2u < m_dim) { mm_store4(r_hi + 2u, n_lo, c12); mm_store4(r_hi + 2u, n_hi, c13); }
-    if (r_hi + 3u < m_dim) { mm_store4(r_hi + 3u, n_lo, c14); mm_store4(r_hi + 3u, n_hi, c15); }
+    if (r_lo < m_dim) { mm_store4(r_lo, n_lo, c[0]); mm_store4(r_lo, n_hi, c[1]); }
+    if (r_lo + 1u < m_dim) { mm_store4(r_lo + 1u, n_lo, c[2]); mm_store4(r_lo + 1u, n_hi, c[3]); }
+    if (r_lo + 2u < m_dim) { mm_store4(r_lo + 2u, n_lo, c[4]); mm_store4(r_lo + 2u, n_hi, c[5]); }
+    if (r_lo + 3u < m_dim) { mm_store4(r_lo + 3u, n_lo, c[6]); mm_store4(r_lo + 3u, n_hi, c[7]); }
+    if (r_hi < m_dim) { mm_store4(r_hi, n_lo, c[8]); mm_store4(r_hi, n_hi, c[9]); }
+    if (r_hi + 1u < m_dim) { mm_store4(r_hi + 1u, n_lo, c[10]); mm_store4(r_hi + 1u, n_hi, c[11]); }
+    if (r_hi + 2u < m_dim) { mm_store4(r_hi + 2u, n_lo, c[12]); mm_store4(r_hi + 2u, n_hi, c[13]); }
+    if (r_hi + 3u < m_dim) { mm_store4(r_hi + 3u, n_lo, c[14]); mm_store4(r_hi + 3u, n_hi, c[15]); }
 }

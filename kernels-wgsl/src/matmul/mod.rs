@@ -24,6 +24,30 @@ use wmx_spec::{BinaryOp, FusedOp, FusedStep};
 /// Workgroups below which the large tile leaves the GPU idle and the small one is
 /// used (about two per compute unit of a large GPU).
 const LARGE_TILE_MIN_GROUPS: u64 = 256;
+/// Compute units of the large GPU the f32 tile choice assumes (an H100's or H200's
+/// 132 SMs: WebGPU does not say how many an adapter has).
+const LARGE_GPU_UNITS: usize = 132;
+
+/// The tile of an f32 product read in vec4s: 128 x 128 with K steps of 16 (tile 2)
+/// where its tiles fill the waves of a large GPU well (one wave at least 70 % full,
+/// or several at least 85 %), else 64 x 64 (tile 1). Measured at square sizes and
+/// the GPT step's shapes on an H200 (bench/NOTES.md, run 108): tile 2 ran 144 tiles
+/// 25 % slower than tile 1 (two waves, the second nearly empty), 96 and 1024 tiles
+/// 3-11 % faster.
+fn f32_tile(m: usize, n: usize, batch: u64) -> usize {
+    if m < 128 || n < 128 {
+        return 1;
+    }
+    let t = (m.div_ceil(128) * n.div_ceil(128)) as u64 * batch;
+    let u = LARGE_GPU_UNITS as u64;
+    let waves = t.div_ceil(u);
+    let fill = t as f64 / (waves * u) as f64;
+    if fill >= if waves == 1 { 0.7 } else { 0.85 } {
+        2
+    } else {
+        1
+    }
+}
 /// Workgroup memory of the vec4 cooperative kernel: two staged f16 tiles of TS
 /// halves and 8 x 256 f32 for the epilogue (`matmul_coop_vec.wgsl`).
 const COOP_VEC_WORKGROUP_BYTES: u32 = 2 * 9216 * 2 + 2048 * 4;
@@ -395,7 +419,6 @@ impl<D: Driver> Kernels<D> {
         // The large tile wastes most of its work on matrices narrower than it
         // (256 x 64^3 ran in 27 us with it, 19 us with the small one on the H200).
         let large = m >= 128 && n >= 128 && tm0 * tn0 * nbatch >= LARGE_TILE_MIN_GROUPS;
-        let cfg = forced.unwrap_or(if large { 0 } else { 1 });
         // f16 on cooperative matrices where the device has them. Aligned operands
         // (rows along their contiguous dimension starting on 16 bytes, M, N, K
         // multiples of 8) take 128 x 128 tiles staged from 16-byte loads; the rest
@@ -432,22 +455,29 @@ impl<D: Driver> Kernels<D> {
                 .flatten()
                 .all(|x| x.bytes().is_multiple_of(16));
         let coop = coop_any && (coop_vec || !large);
-        // vec4 loads: f32 A contiguous along K, B along N, every row start and
-        // batch offset a multiple of four elements.
-        let a4 = |x: &Strided<D::Buffer>, inner: isize, outer: isize, batch: &[isize]| {
-            inner == 1
-                && outer % 4 == 0
+        // vec4 loads: f32 operands read four elements at a time along their
+        // contiguous axis (of a length that is a multiple of four), every row start
+        // and batch offset a multiple of four elements.
+        let a4 = |x: &Strided<D::Buffer>, rows: usize, cols: usize, batch: &[isize]| {
+            let (sr, sc) = (x.strides[nd - 2], x.strides[nd - 1]);
+            let along = |s: isize, len: usize, other: isize| {
+                s == 1 && len.is_multiple_of(4) && other % 4 == 0
+            };
+            (along(sc, cols, sr) || along(sr, rows, sc))
                 && x.offset.is_multiple_of(4)
                 && batch.iter().all(|s| s % 4 == 0)
                 && x.bytes().is_multiple_of(16)
         };
-        let vec4 = !coop
-            && vec4_tile(cfg)
-            && a.dtype == DType::F32
-            && k.is_multiple_of(4)
-            && n.is_multiple_of(4)
-            && a4(a, a.strides[nd - 1], a.strides[nd - 2], &bst[0])
-            && a4(bb, bb.strides[nd - 1], bb.strides[nd - 2], &bst[1]);
+        let vec4_ok =
+            !coop && a.dtype == DType::F32 && a4(a, m, k, &bst[0]) && a4(bb, k, n, &bst[1]);
+        let cfg = forced.unwrap_or(if vec4_ok {
+            f32_tile(m, n, nbatch)
+        } else if large {
+            0
+        } else {
+            1
+        });
+        let vec4 = vec4_ok && vec4_tile(cfg);
         let (tm, tn) = if coop_vec {
             (m.div_ceil(128) as u64, n.div_ceil(128) as u64)
         } else if coop {
@@ -669,5 +699,27 @@ impl<D: Driver> Kernels<D> {
             self.record(b, &spec, buffers, params, groups)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::f32_tile;
+
+    #[test]
+    fn f32_tile_fills_waves() {
+        // (M, N, batch) -> tile, the shapes of run 108.
+        for (m, n, batch, want) in [
+            (4096, 4096, 1, 2), // 1024 tiles: 8 waves, 97 % full
+            (2048, 2048, 1, 2), // 256: 2 waves, 97 %
+            (2048, 768, 1, 2),  // 96: one wave, 73 %
+            (1024, 1024, 1, 1), // 64: one wave, 48 %
+            (3072, 768, 1, 1),  // 144: 2 waves, 55 %
+            (2048, 2304, 1, 1), // 288: 3 waves, 73 %
+            (768, 768, 4, 1),   // a split K: 144
+            (100, 4096, 8, 1),  // narrower than a tile
+        ] {
+            assert_eq!(f32_tile(m, n, batch), want, "{m} x {n} x {batch}");
+        }
     }
 }

@@ -358,6 +358,32 @@ pub fn matmul_big_and_special(dev: &Device) {
         let got = ok(&what, wmx::matmul(&a.array(dev, d), &b.array(dev, d)));
         check(&what, &got, &want, &mags, k, d);
     }
+    // Enough output tiles for the large f32 tile (128 x 128, K steps of 16) on a
+    // large GPU: M, N past one tile, K not a multiple of 16, every operand layout.
+    let (sa, sb) = ([128, 136, 40], [128, 40, 132]);
+    let a = Host::random(&mut rng, dt, &sa);
+    let b = Host::random(&mut rng, dt, &sb);
+    let (want, mags) = reference(&a, &b, None, 1.0, 0.0);
+    let (a1, b1) = (a.array(dev, dt), b.array(dev, dt));
+    let what = format!("matmul {sa:?} @ {sb:?}");
+    let at = ok(&what, a.transpose_last().array(dev, dt).swapaxes(-1, -2));
+    let bt = ok(&what, b.transpose_last().array(dev, dt).swapaxes(-1, -2));
+    for (x, y, how) in [
+        (&a1, &b1, "none"),
+        (&at, &bt, "both"),
+        (&at, &b1, "A"),
+        (&a1, &bt, "B"),
+    ] {
+        let what = format!("{what}, transposed views: {how}");
+        check(
+            &what,
+            &ok(&what, wmx::matmul(x, y)),
+            &want,
+            &mags,
+            sa[2],
+            dt,
+        );
+    }
     // NaN and inf propagate as in the f64 sum (inf * 0 is NaN, inf - inf is NaN).
     for (m, n) in [(4, 4), (4, 1), (1, 4)] {
         let k = 3;
