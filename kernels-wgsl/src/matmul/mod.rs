@@ -72,11 +72,14 @@ const SPLIT_K_TILES: usize = 256;
 /// The shortest part of K a split leaves to each product.
 const SPLIT_K_MIN: usize = 256;
 
-/// How many parts of K a 2-D f32 product of `m x k x n` is computed in (`None`: one):
-/// below [`SPLIT_K_BELOW`] output tiles, enough parts for [`SPLIT_K_TILES`], each
-/// part at least [`SPLIT_K_MIN`] long and a multiple of 8 (so the parts' offsets
-/// keep vec4 loads aligned). `WMX_MATMUL_SPLIT=0` turns splitting off (for
-/// measuring).
+/// How many parts of K a 2-D f32 product of `m x k x n` is computed in (`None`: one).
+/// Below [`SPLIT_K_BELOW`] output tiles: enough parts for [`SPLIT_K_TILES`]. Up to
+/// one wave of a large GPU ([`LARGE_GPU_UNITS`]): the parts that leave its compute
+/// units most evenly loaded (most tiles of 128 x 128 on one unit, over the parts), if
+/// that is a quarter less than unsplit (a 2048 x 768 output's 96 tiles in 4 parts:
+/// 3 waves of a quarter of the work). Each part at least [`SPLIT_K_MIN`] long and a
+/// multiple of 8 (so the parts' offsets keep vec4 loads aligned).
+/// `WMX_MATMUL_SPLIT=0` turns splitting off (for measuring).
 fn split_k(nd: usize, m: usize, k: usize, n: usize) -> Option<usize> {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let off = *OFF.get_or_init(|| std::env::var("WMX_MATMUL_SPLIT").is_ok_and(|v| v == "0"));
@@ -84,13 +87,19 @@ fn split_k(nd: usize, m: usize, k: usize, n: usize) -> Option<usize> {
         return None;
     }
     let tiles = m.div_ceil(128) * n.div_ceil(128);
-    if tiles >= SPLIT_K_BELOW {
+    let fits = |s: usize| k.is_multiple_of(s) && (k / s).is_multiple_of(8) && k / s >= SPLIT_K_MIN;
+    if tiles < SPLIT_K_BELOW {
+        let want = SPLIT_K_TILES.div_ceil(tiles);
+        return (2..=want.min(16)).rev().find(|&s| fits(s));
+    }
+    if tiles > LARGE_GPU_UNITS {
         return None;
     }
-    let want = SPLIT_K_TILES.div_ceil(tiles);
-    (2..=want.min(16))
-        .rev()
-        .find(|&s| k.is_multiple_of(s) && (k / s).is_multiple_of(8) && k / s >= SPLIT_K_MIN)
+    // Time in units of one tile's whole product: the most tiles one unit runs.
+    let cost = |s: usize| (tiles * s).div_ceil(LARGE_GPU_UNITS) as f64 / s as f64;
+    (2..=16)
+        .filter(|&s| fits(s) && cost(s) <= 0.75)
+        .min_by(|&x, &y| cost(x).total_cmp(&cost(y)).then(x.cmp(&y)))
 }
 
 /// A product's shape for profiles: `[batch x] MxK @ KxN`, `ᵀ` after an operand
@@ -705,6 +714,24 @@ impl<D: Driver> Kernels<D> {
 #[cfg(test)]
 mod tests {
     use super::f32_tile;
+
+    #[test]
+    fn split_k_by_waves() {
+        use super::split_k;
+        // (M, K, N) -> parts: 96 tiles in 4 parts; a K too short to split; 144 tiles
+        // (more than a wave); few tiles as before.
+        for (m, k, n, want) in [
+            (2048, 3072, 768, Some(4)),
+            (2048, 8192, 768, Some(4)),
+            (2048, 2304, 768, Some(4)),
+            (2048, 768, 768, None),
+            (3072, 2048, 768, None),
+            (768, 2048, 768, Some(8)),
+            (4096, 4096, 4096, None),
+        ] {
+            assert_eq!(split_k(2, m, k, n), want, "{m} x {k} x {n}");
+        }
+    }
 
     #[test]
     fn f32_tile_fills_waves() {

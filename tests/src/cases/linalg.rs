@@ -384,6 +384,31 @@ pub fn matmul_big_and_special(dev: &Device) {
             dt,
         );
     }
+    // 64 output tiles of 128 x 128 and K = 512: on the GPU two parts of K (a large
+    // GPU's units evenly loaded), summed in f32.
+    // A's rows repeat with period 7 (not a divisor of any tile) so that the f64
+    // reference is 7 rows.
+    let (m, k, n, p) = (8192, 512, 128, 7);
+    let what = format!("matmul {dt} [{m},{k}] @ [{k},{n}], rows of period {p}");
+    let rows = Host::random(&mut rng, dt, &[p, k]);
+    let b = Host::random(&mut rng, dt, &[k, n]);
+    let (per, per_mags) = reference(&rows, &b, None, 1.0, 0.0);
+    let tile = |v: &[f64], w: usize| -> Vec<f64> {
+        (0..m)
+            .flat_map(|i| v[(i % p) * w..(i % p + 1) * w].to_vec())
+            .collect()
+    };
+    let a = Host {
+        shape: vec![m, k],
+        v: tile(&rows.v, k),
+    };
+    let want = Host {
+        shape: vec![m, n],
+        v: tile(&per.v, n),
+    };
+    let mags = tile(&per_mags, n);
+    let got = ok(&what, wmx::matmul(&a.array(dev, dt), &b.array(dev, dt)));
+    check(&what, &got, &want, &mags, k, dt);
     // NaN and inf propagate as in the f64 sum (inf * 0 is NaN, inf - inf is NaN).
     for (m, n) in [(4, 4), (4, 1), (1, 4)] {
         let k = 3;
