@@ -26,10 +26,11 @@ pub const TILES: [(u32, u32, u32); 5] = [
 ];
 
 /// Whether tile configuration `i` moves whole vec4s of A and B per invocation and
-/// K step (the vec4-load variant needs it).
+/// K step, in K steps of a multiple of 8 (the vec4 variant's k loop is written out
+/// eight deep).
 pub(crate) fn vec4_tile(i: usize) -> bool {
     let (wx, wy, bk) = TILES[i];
-    (8 * bk / wx).is_multiple_of(4) && (8 * bk / wy).is_multiple_of(4) && bk.is_multiple_of(4)
+    (8 * bk).is_multiple_of(4 * wx) && (8 * bk).is_multiple_of(4 * wy) && bk.is_multiple_of(8)
 }
 
 /// Word loads (with vec4s of words) except in the vec4 variants, word stores; the
