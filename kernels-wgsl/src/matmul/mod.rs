@@ -24,9 +24,15 @@ use wmx_spec::{BinaryOp, FusedOp, FusedStep};
 /// Workgroups below which the large tile leaves the GPU idle and the small one is
 /// used (about two per compute unit of a large GPU).
 const LARGE_TILE_MIN_GROUPS: u64 = 256;
-/// Compute units of the large GPU the f32 tile choice assumes (an H100's or H200's
-/// 132 SMs: WebGPU does not say how many an adapter has).
-const LARGE_GPU_UNITS: usize = 132;
+/// Compute units of the large GPU the f32 tile and split choices assume (an H100's
+/// or H200's 132 SMs: WebGPU does not say how many an adapter has).
+const LARGE_GPU_UNITS: u64 = 132;
+
+/// Waves of `tiles` workgroups on [`LARGE_GPU_UNITS`], one a unit at a time: the
+/// most tiles one unit runs.
+fn waves(tiles: u64) -> u64 {
+    tiles.div_ceil(LARGE_GPU_UNITS)
+}
 
 /// The tile of an f32 product read in vec4s: 128 x 128 with K steps of 16 (tile 2)
 /// where its tiles fill the waves of a large GPU well (one wave at least 70 % full,
@@ -39,15 +45,15 @@ fn f32_tile(m: usize, n: usize, batch: u64) -> usize {
         return 1;
     }
     let t = (m.div_ceil(128) * n.div_ceil(128)) as u64 * batch;
-    let u = LARGE_GPU_UNITS as u64;
-    let waves = t.div_ceil(u);
-    let fill = t as f64 / (waves * u) as f64;
-    if fill >= if waves == 1 { 0.7 } else { 0.85 } {
+    let w = waves(t);
+    let fill = t as f64 / (w * LARGE_GPU_UNITS) as f64;
+    if fill >= if w == 1 { 0.7 } else { 0.85 } {
         2
     } else {
         1
     }
 }
+
 /// Workgroup memory of the vec4 cooperative kernel: two staged f16 tiles of TS
 /// halves and 8 x 256 f32 for the epilogue (`matmul_coop_vec.wgsl`).
 const COOP_VEC_WORKGROUP_BYTES: u32 = 2 * 9216 * 2 + 2048 * 4;
@@ -62,9 +68,9 @@ const MM_K_CHUNK: usize = 16384;
 /// Rows per workgroup of the vectorised row kernel (`GV_ROWS` in gemv.wgsl).
 const GEMV_ROWS: usize = 4;
 
-/// Output tiles (of 128 x 128) below which a product splits K: fewer than half a
-/// large GPU's compute units. Splitting 96 tiles (2048 x 768) did not speed the
-/// product up; 36 (768 x 768) ran 1.9x faster (run 82).
+/// Output tiles (of 128 x 128) below which a product splits K into as many parts as
+/// [`SPLIT_K_TILES`] asks: fewer than half a large GPU's compute units (36 tiles,
+/// 768 x 768, ran 1.9x faster in 8 parts, run 82).
 const SPLIT_K_BELOW: usize = 64;
 /// Tiles a split aims for: about two per compute unit, as
 /// [`LARGE_TILE_MIN_GROUPS`].
@@ -92,11 +98,11 @@ fn split_k(nd: usize, m: usize, k: usize, n: usize) -> Option<usize> {
         let want = SPLIT_K_TILES.div_ceil(tiles);
         return (2..=want.min(16)).rev().find(|&s| fits(s));
     }
-    if tiles > LARGE_GPU_UNITS {
+    if tiles as u64 > LARGE_GPU_UNITS {
         return None;
     }
     // Time in units of one tile's whole product: the most tiles one unit runs.
-    let cost = |s: usize| (tiles * s).div_ceil(LARGE_GPU_UNITS) as f64 / s as f64;
+    let cost = |s: usize| waves((tiles * s) as u64) as f64 / s as f64;
     (2..=16)
         .filter(|&s| fits(s) && cost(s) <= 0.75)
         .min_by(|&x, &y| cost(x).total_cmp(&cost(y)).then(x.cmp(&y)))
