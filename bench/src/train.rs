@@ -43,12 +43,37 @@ fn settle(model: &dyn nn::Module, loss: &Array) -> wmx::Result<()> {
     wmx::eval(&outs)
 }
 
-/// Times `step` (which must leave its results evaluated): ms per step and host ms.
-fn time(dev: &Device, steps: usize, mut step: impl FnMut() -> Res<()>) -> Res<(f64, f64)> {
+/// A timed step: wall ms per step, host ms per step (the CPU time of the step's
+/// calls), and on a WebGPU device the host ms of encoding and submitting its
+/// batches (within `host`) and its dispatches.
+#[derive(Clone, Copy)]
+struct Timed {
+    ms: f64,
+    host: f64,
+    gpu: Option<(f64, f64)>,
+}
+
+impl std::fmt::Display for Timed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "host {:.3} ms", self.host)?;
+        if let Some((encode, dispatches)) = self.gpu {
+            write!(
+                f,
+                ", encode+submit {encode:.3} ms, {dispatches:.0} dispatches"
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Times `step` (which must leave its results evaluated).
+fn time(dev: &Device, steps: usize, mut step: impl FnMut() -> Res<()>) -> Res<Timed> {
     for _ in 0..WARMUP {
         step()?;
     }
     dev.synchronize().map_err(err)?;
+    let stats = || wmx::webgpu::backend(dev).map(|b| b.stats());
+    let before = stats();
     let t = Instant::now();
     let mut host = 0.0;
     for _ in 0..steps {
@@ -58,7 +83,16 @@ fn time(dev: &Device, steps: usize, mut step: impl FnMut() -> Res<()>) -> Res<(f
     }
     dev.synchronize().map_err(err)?;
     let total = t.elapsed().as_secs_f64();
-    Ok((total * 1e3 / steps as f64, host * 1e3 / steps as f64))
+    let n = steps as f64;
+    let gpu = before.zip(stats()).map(|(a, b)| {
+        let encode = (b.submit_ns - a.submit_ns) as f64 / 1e6 / n;
+        (encode, (b.dispatches - a.dispatches) as f64 / n)
+    });
+    Ok(Timed {
+        ms: total * 1e3 / n,
+        host: host * 1e3 / n,
+        gpu,
+    })
 }
 
 pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
@@ -75,7 +109,7 @@ pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res
     let mut opt = optim::Adam::adamw(1e-3, 0.01);
     let vg = nn::value_and_grad(&model, |a: &[Array]| loss(&model, a));
     let mut first = None;
-    let (ms, host) = time(dev, steps, || {
+    let t = time(dev, steps, || {
         let (l, g) = vg(&[x.clone(), y.clone()]).map_err(err)?;
         opt.update(&model, &g).map_err(err)?;
         settle(&model, &l).map_err(err)?;
@@ -85,14 +119,17 @@ pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res
         Ok(())
     })?;
     let lazy_first = first.unwrap();
-    println!("train mlp lazy     f32 batch {BATCH}: {ms:8.3} ms/step (host {host:.3} ms)");
-    rows.push(row("train_mlp_lazy", ms, host));
+    println!(
+        "train mlp lazy     f32 batch {BATCH}: {ms:8.3} ms/step ({t})",
+        ms = t.ms
+    );
+    rows.push(row("train_mlp_lazy", t));
     // Compiled: one traced step.
     let model = Arc::new(mlp(dev).map_err(err)?);
     let mut step =
         optim::compile_step(model.clone(), optim::Adam::adamw(1e-3, 0.01), loss).map_err(err)?;
     let mut first = None;
-    let (ms, host) = time(dev, steps, || {
+    let t = time(dev, steps, || {
         let l = step.call(&[x.clone(), y.clone()]).map_err(err)?;
         settle(&*model, &l).map_err(err)?;
         if first.is_none() {
@@ -101,7 +138,8 @@ pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res
         Ok(())
     })?;
     println!(
-        "train mlp compiled f32 batch {BATCH}: {ms:8.3} ms/step (host {host:.3} ms, {} trace)",
+        "train mlp compiled f32 batch {BATCH}: {:8.3} ms/step ({t}, {} trace)",
+        t.ms,
         step.traces()
     );
     if step.traces() != 1 {
@@ -112,7 +150,7 @@ pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res
     if (c - lazy_first).abs() > 1e-4 * lazy_first.abs().max(1.0) {
         return Err(format!("first loss: lazy {lazy_first}, compiled {c}"));
     }
-    rows.push(row("train_mlp_compiled", ms, host));
+    rows.push(row("train_mlp_compiled", t));
     Ok(())
 }
 
@@ -153,28 +191,32 @@ pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
         let model = Gpt::new(dev, s).map_err(err)?;
         let mut opt = optim::Adam::adamw(1e-3, 0.01);
         let vg = nn::value_and_grad(&model, |a: &[Array]| gpt_loss(&model, dtype, a));
-        let (ms, host) = time(dev, steps, || {
+        let t = time(dev, steps, || {
             let (l, g) = vg(&data).map_err(err)?;
             opt.update(&model, &g).map_err(err)?;
             settle(&model, &l).map_err(err)
         })?;
-        println!("train gpt lazy     {name} {tag}: {ms:8.3} ms/step (host {host:.3} ms)");
+        println!(
+            "train gpt lazy     {name} {tag}: {ms:8.3} ms/step ({t})",
+            ms = t.ms
+        );
         rows.push(Row {
             dtype,
-            ..row("train_gpt_lazy", ms, host)
+            ..row("train_gpt_lazy", t)
         });
         let (model, mut step) = compiled_gpt(dev, s, dtype)?;
-        let (ms, host) = time(dev, steps, || {
+        let t = time(dev, steps, || {
             let l = step.call(&data).map_err(err)?;
             settle(&*model, &l).map_err(err)
         })?;
         println!(
-            "train gpt compiled {name} {tag}: {ms:8.3} ms/step (host {host:.3} ms, {} trace)",
+            "train gpt compiled {name} {tag}: {:8.3} ms/step ({t}, {} trace)",
+            t.ms,
             step.traces()
         );
         rows.push(Row {
             dtype,
-            ..row("train_gpt_compiled", ms, host)
+            ..row("train_gpt_compiled", t)
         });
         // One compiled step under the profiler: where the GPU time goes.
         if let (Some(be), true) = (
@@ -387,22 +429,26 @@ pub(crate) fn bench_cnn(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
     let model = make().map_err(err)?;
     let mut opt = optim::Adam::adamw(1e-3, 0.01);
     let vg = nn::value_and_grad(&model, |a: &[Array]| loss(&model, a));
-    let (ms, host) = time(dev, steps, || {
+    let t = time(dev, steps, || {
         let (l, g) = vg(&[x.clone(), y.clone()]).map_err(err)?;
         opt.update(&model, &g).map_err(err)?;
         settle(&model, &l).map_err(err)
     })?;
-    println!("train cnn lazy     f32 batch {b}: {ms:8.3} ms/step (host {host:.3} ms)");
-    rows.push(row("train_cnn_lazy", ms, host));
+    println!(
+        "train cnn lazy     f32 batch {b}: {ms:8.3} ms/step ({t})",
+        ms = t.ms
+    );
+    rows.push(row("train_cnn_lazy", t));
     let model = Arc::new(make().map_err(err)?);
     let mut step =
         optim::compile_step(model.clone(), optim::Adam::adamw(1e-3, 0.01), loss).map_err(err)?;
-    let (ms, host) = time(dev, steps, || {
+    let t = time(dev, steps, || {
         let l = step.call(&[x.clone(), y.clone()]).map_err(err)?;
         settle(&*model, &l).map_err(err)
     })?;
     println!(
-        "train cnn compiled f32 batch {b}: {ms:8.3} ms/step (host {host:.3} ms, {} trace)",
+        "train cnn compiled f32 batch {b}: {:8.3} ms/step ({t}, {} trace)",
+        t.ms,
         step.traces()
     );
     if step.traces() != 1 {
@@ -411,7 +457,7 @@ pub(crate) fn bench_cnn(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
             step.traces()
         ));
     }
-    rows.push(row("train_cnn_compiled", ms, host));
+    rows.push(row("train_cnn_compiled", t));
     if let (Some(be), true) = (
         wmx::webgpu::backend(dev),
         std::env::var_os("WMX_BENCH_PROFILE").is_some(),
@@ -428,15 +474,19 @@ pub(crate) fn bench_cnn(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
     Ok(())
 }
 
-fn row(op: &str, ms: f64, host: f64) -> Row {
+fn row(op: &str, t: Timed) -> Row {
+    let mut extra = vec![("host_ms", t.host)];
+    if let Some((encode, dispatches)) = t.gpu {
+        extra.extend([("encode_ms", encode), ("dispatches", dispatches)]);
+    }
     Row {
         path: "wmx",
         op: op.to_string(),
         dtype: DType::F32,
         n: BATCH,
-        ms,
+        ms: t.ms,
         gbps: 0.0,
-        extra: vec![("host_ms", host)],
+        extra,
     }
 }
 
@@ -469,25 +519,26 @@ pub(crate) fn bench_gpt_dp(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Re
         move |grads| nn::average_gradients(&grads, &g, None),
     )
     .map_err(err)?;
-    let (ms, host) = time(dev, steps, || {
+    let t = time(dev, steps, || {
         let l = step.call(&data).map_err(err)?;
         settle(&*model, &l).map_err(err)
     })?;
     let tokens = (world.size() * s.batch * s.seq) as f64;
     if world.rank() == 0 {
         println!(
-            "train gpt data-parallel float32 b{} l{} d{} on {} ranks: {ms:8.3} ms/step (host {host:.3} ms), {:.0} tokens/s",
+            "train gpt data-parallel float32 b{} l{} d{} on {} ranks: {:8.3} ms/step ({t}), {:.0} tokens/s",
             s.batch,
             s.seq,
             s.dims,
             world.size(),
-            tokens / ms * 1e3
+            t.ms,
+            tokens / t.ms * 1e3
         );
     }
     rows.push(Row {
         dtype: DType::F32,
         n: world.size(),
-        ..row("train_gpt_dp", ms, host)
+        ..row("train_gpt_dp", t)
     });
     Ok(())
 }

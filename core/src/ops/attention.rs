@@ -474,11 +474,26 @@ fn composed(
         })?;
         crate::reshape(&m, &full.map(i))
     };
+    let ninf = on(&|| crate::scalar(f64::NEG_INFINITY, work))?;
+    // Positional masks are added as 0 / -inf biases of `[Lq, Lk]` (computed once
+    // under compile): their gradient passes the add unchanged, where a select
+    // costs a kernel over the scores on each side. They leave every row a key
+    // when Lq <= Lk, so only other masks need the empty-row guard below.
+    let bias = |keep: Array| -> Result<Array> {
+        let zero = on(&|| crate::scalar(0.0, work))?;
+        crate::where_(&keep, &zero, &ninf)
+    };
     let keep = match mask {
         AttentionMask::None => None,
-        AttentionMask::Causal => Some(band(None)?),
+        AttentionMask::Causal => {
+            s = crate::add(&s, &bias(band(None)?)?)?;
+            None
+        }
         AttentionMask::SlidingWindow(0) => return bad("a sliding window of 0 keys".into()),
-        AttentionMask::SlidingWindow(w) => Some(band(Some(w))?),
+        AttentionMask::SlidingWindow(w) => {
+            s = crate::add(&s, &bias(band(Some(w))?)?)?;
+            None
+        }
         AttentionMask::Bool(m) => {
             if m.dtype() != DType::Bool {
                 return bad(format!("a boolean mask must be bool, got {}", m.dtype()));
@@ -493,15 +508,23 @@ fn composed(
             None
         }
     };
-    let ninf = on(&|| crate::scalar(f64::NEG_INFINITY, work))?;
     if let Some(keep) = &keep {
         s = crate::where_(keep, &s, &ninf)?;
     }
-    // Rows with no key left: finite scores for the softmax, zero weights after.
-    let empty = crate::equal(&crate::max(&s, Some(&[-1]), true)?, &ninf)?;
-    let zero = crate::zeros_like(&ninf)?;
-    let s = crate::where_(&empty, &zero, &s)?;
-    let p = crate::where_(&empty, &zero, &crate::softmax(&s, &[-1])?)?;
+    let guard = match mask {
+        AttentionMask::None => false,
+        AttentionMask::Causal | AttentionMask::SlidingWindow(_) => lq > lk,
+        AttentionMask::Bool(_) | AttentionMask::Additive(_) => true,
+    };
+    let p = if guard {
+        // Rows with no key left: finite scores for the softmax, zero weights after.
+        let empty = crate::equal(&crate::max(&s, Some(&[-1]), true)?, &ninf)?;
+        let zero = crate::zeros_like(&ninf)?;
+        let s = crate::where_(&empty, &zero, &s)?;
+        crate::where_(&empty, &zero, &crate::softmax(&s, &[-1])?)?
+    } else {
+        crate::softmax(&s, &[-1])?
+    };
     let p = crate::reshape(&crate::astype(&p, dt)?, &[i(b), i(hkv), i(g * lq), i(lk)])?;
     let out = crate::matmul(&p, v)?;
     crate::reshape(&out, &[i(b), i(hq), i(lq), i(vs[3])])

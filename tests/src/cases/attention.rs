@@ -252,6 +252,11 @@ pub fn attention_values(dev: &Device) {
         Call::new(1, 2, 2, 3, 9, 96, 0),
         Call::new(1, 4, 2, 7, 7, 128, 1),
         Call::new(1, 2, 1, 5, 6, 256, 2),
+        // Head dimension 6: the composed path, its positional masks as biases
+        // (with and without rows that see no key).
+        Call::new(1, 2, 1, 6, 3, 6, 1),
+        Call::new(2, 4, 2, 5, 9, 6, 1),
+        Call::new(1, 2, 1, 4, 7, 6, 2),
     ];
     for dt in [DType::F32, DType::F16, DType::BF16] {
         if !super::supported(dev, dt) {
@@ -313,6 +318,8 @@ pub fn grad_attention(dev: &Device) {
         Call::new(1, 2, 1, 3, 5, 4, 1),
         Call::new(1, 2, 2, 4, 4, 8, 2),
         Call::new(1, 4, 2, 1, 6, 4, 0),
+        // More queries than keys: the first rows see no key (no gradient).
+        Call::new(1, 2, 1, 5, 3, 4, 1),
     ] {
         let what = format!("attention gradient {c:?}");
         let x = inputs(&mut rng, c, DType::F32, 1.0);
