@@ -10,5 +10,6 @@ pub(crate) fn spec(kernel: &FusedKernel) -> Result<k::FusedSpec> {
     Ok(k::FusedSpec {
         inputs: kernel.inputs.clone(),
         steps: kernel.steps.clone(),
+        outputs: kernel.outputs.clone(),
     })
 }

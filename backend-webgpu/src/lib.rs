@@ -439,6 +439,55 @@ impl<D: Driver> GpuBackend<D> {
         n <= split::MAX_ELEMS && bytes.div_ceil(16) * 16 <= self.limits().bytes
     }
 
+    /// A fused kernel of several outputs (`[outputs, ...]`): one dispatch where
+    /// its inputs and output each fit a binding, else each output on its own
+    /// (through the pieces of the one-output path) and then stacked.
+    fn fused_outputs(
+        &self,
+        kernel: &wmx_core::FusedKernel,
+        spec: &k::FusedSpec,
+        inputs: &[View<'_, GpuBuffer<D>>],
+        out: DType,
+    ) -> Result<GpuBuffer<D>> {
+        let Some(first) = inputs.first() else {
+            return Err(Error::invalid("fused", "a kernel without inputs"));
+        };
+        let mut shape = first.layout.shape.clone();
+        shape.insert(0, kernel.outputs.len());
+        let ins: Option<Vec<In<'_, D::Buffer>>> =
+            inputs.iter().map(|v| self.input(v).ok()).collect();
+        if let (Some(ins), true) = (ins, self.fits_one(&shape, out)) {
+            return self.record(&shape, out, |b, o| {
+                let strided: Vec<k::Strided<'_, D::Buffer>> = ins.iter().map(In::strided).collect();
+                let refs: Vec<&k::Strided<'_, D::Buffer>> = strided.iter().collect();
+                self.kernels.fused(b, spec, &refs, o)
+            });
+        }
+        let mut one = shape.clone();
+        one[0] = 1;
+        let layout = Layout::contiguous(&one);
+        let parts = kernel
+            .outputs
+            .iter()
+            .map(|&v| {
+                let single = wmx_core::FusedKernel {
+                    outputs: vec![v],
+                    ..kernel.clone()
+                };
+                Backend::fused(self, &single, inputs, out)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let views: Vec<View<'_, GpuBuffer<D>>> = parts
+            .iter()
+            .map(|buffer| View {
+                buffer,
+                dtype: out,
+                layout: &layout,
+            })
+            .collect();
+        Backend::concatenate(self, &views, 0)
+    }
+
     /// What one binding may hold on this device.
     fn limits(&self) -> split::Limits {
         split::Limits {
@@ -616,6 +665,9 @@ impl<D: Driver> Backend for GpuBackend<D> {
         out: DType,
     ) -> Result<GpuBuffer<D>> {
         let spec = fused::spec(kernel)?;
+        if kernel.outputs.len() > 1 {
+            return self.fused_outputs(kernel, &spec, inputs, out);
+        }
         if kernel.reduce.is_none() {
             let Some(first) = inputs.first() else {
                 return Err(Error::invalid("fused", "a kernel without inputs"));

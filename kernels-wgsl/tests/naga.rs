@@ -568,6 +568,7 @@ fn fused_all_ops(d: DType) -> wmx_kernels::FusedSpec {
     wmx_kernels::FusedSpec {
         inputs: vec![d, d],
         steps,
+        outputs: Vec::new(),
     }
 }
 
@@ -596,6 +597,19 @@ fn fused_modules_validate_and_translate() {
                 .unwrap_or_else(|e| panic!("fused {d}: {e}"));
             check_source(&src, "fused", target, false, &[("WG", 256.0)])
                 .unwrap_or_else(|e| panic!("fused {d}: {e}"));
+            // Several outputs (32-bit dtypes): the last step and two others of its dtype.
+            if d.size() == 4 {
+                let n = 2 + spec.steps.len();
+                let same: Vec<usize> = (2..n).filter(|&v| spec.steps[v - 2].dtype == d).collect();
+                let multi = wmx_kernels::FusedSpec {
+                    outputs: vec![n - 1, same[0], same[1]],
+                    ..spec.clone()
+                };
+                let src = compose_fused(&multi, &reads, &[0, 1], None, target)
+                    .unwrap_or_else(|e| panic!("fused outputs {d}: {e}"));
+                check_source(&src, "fused", target, false, &[("WG", 256.0)])
+                    .unwrap_or_else(|e| panic!("fused outputs {d}: {e}"));
+            }
             // As a reduction's prologue (both inputs views of one buffer).
             for (op, variant) in [
                 (ReduceOp::Sum, Variant::Rows),
@@ -637,6 +651,7 @@ fn fused_modules_validate_and_translate() {
             &FusedSpec {
                 inputs: vec![DType::F32],
                 steps,
+                outputs: Vec::new(),
             },
             &[InputRead::Dense],
             &[0],
@@ -646,6 +661,28 @@ fn fused_modules_validate_and_translate() {
     };
     let s = |op, args: Vec<usize>, dtype| FusedStep { op, args, dtype };
     assert!(bad(vec![]).is_err(), "no steps");
+    let outputs = |outputs: Vec<usize>, dtype| {
+        let steps = vec![
+            s(FusedOp::Unary(UnaryOp::Exp), vec![0], DType::F32),
+            s(FusedOp::Cast, vec![1], dtype),
+        ];
+        let spec = FusedSpec {
+            inputs: vec![DType::F32],
+            steps,
+            outputs,
+        };
+        compose_fused(&spec, &[InputRead::Dense], &[0], None, Target::default())
+    };
+    assert!(outputs(vec![1, 2], DType::F32).is_ok(), "two f32 outputs");
+    assert!(
+        outputs(vec![1, 2], DType::I32).is_err(),
+        "outputs of two dtypes"
+    );
+    assert!(
+        outputs(vec![0, 1], DType::F32).is_err(),
+        "an input as output"
+    );
+    assert!(outputs(vec![1, 7], DType::F32).is_err(), "no such value");
     assert!(
         bad(vec![s(FusedOp::Unary(UnaryOp::Exp), vec![3], DType::F32)]).is_err(),
         "reads the future"

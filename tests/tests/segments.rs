@@ -208,6 +208,27 @@ fn random_draws_and_compiled_reductions_span_segments() {
         let got = f.call(&[x])?[0].item::<f32>()?;
         let want: f64 = xs.iter().map(|&v| (v * v + v) as f64).sum();
         assert_close(got, want, 1e-5, "compiled sum");
+        // A kernel storing several outputs (a parameter and its moment) whose
+        // output passes a binding, though its inputs do not: each output on its
+        // own, then joined; and arrays past one buffer, in pieces.
+        for n in [200_003, 1_100_000] {
+            let xs = host(n);
+            let x = Array::from_slice(&xs, &[n])?;
+            let g = (&x * 1e-4).astype(DType::F32)?;
+            let f = wmx::compile::compile(|a: &[Array]| {
+                let m = wmx::add(&wmx::multiply(&a[1], &a[1])?, &a[0])?;
+                let p = wmx::subtract(&a[0], &wmx::multiply(&m, &a[1])?)?;
+                Ok(vec![p, m])
+            });
+            let out = f.call(&[x, g])?;
+            let (p, m) = (out[0].to_vec::<f32>()?, out[1].to_vec::<f32>()?);
+            for i in (0..n).step_by(997).chain([n - 1]) {
+                let (x, g) = (xs[i] as f64, (xs[i] * 1e-4) as f64);
+                let mw = g * g + x;
+                assert_close(m[i], mw, 1e-6, "stored moment");
+                assert_close(p[i], x - mw * g, 1e-5, "stored parameter");
+            }
+        }
         Ok::<(), wmx::Error>(())
     })
     .unwrap();

@@ -21,6 +21,10 @@ pub struct FusedKernel {
     pub steps: Vec<FusedStep>,
     /// A reduction of the last step over these axes (sorted, unique).
     pub reduce: Option<(ReduceOp, Vec<usize>)>,
+    /// The values stored (indices counting the inputs, then the steps; empty: the
+    /// last step's). With two or more (32-bit steps of one dtype, no `reduce`)
+    /// the output is `[outputs.len(), ...]`, value `outputs[j]` at index `j`.
+    pub outputs: Vec<usize>,
 }
 
 impl FusedKernel {
@@ -69,10 +73,30 @@ impl FusedKernel {
             }
             vals.push(v);
         }
-        let last = vals
-            .pop()
-            .filter(|_| !self.steps.is_empty())
-            .ok_or_else(|| Error::invalid("fused", "a kernel without steps"))?;
+        if self.steps.is_empty() {
+            return Err(Error::invalid("fused", "a kernel without steps"));
+        }
+        if self.outputs.len() > 1 {
+            if self.reduce.is_some() {
+                return Err(Error::invalid("fused", "a reduced kernel has one output"));
+            }
+            let outs: Vec<&Array> = self
+                .outputs
+                .iter()
+                .map(|&v| {
+                    vals.get(v)
+                        .ok_or_else(|| Error::invalid("fused", format!("no value {v}")))
+                })
+                .collect::<Result<_>>()?;
+            return o::stack(&outs, 0);
+        }
+        let last = match self.outputs.first() {
+            Some(&v) => vals
+                .get(v)
+                .cloned()
+                .ok_or_else(|| Error::invalid("fused", format!("no value {v}")))?,
+            None => vals.pop().expect("steps checked above"),
+        };
         match &self.reduce {
             None => Ok(last),
             Some((op, axes)) => {

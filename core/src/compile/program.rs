@@ -44,10 +44,13 @@ pub(crate) struct Step {
 pub(crate) enum Role {
     /// Its own node, as traced.
     Plain,
-    /// Computed inside the fused kernel of a later step: no node.
+    /// Computed inside the fused kernel of a later step: no node (or, when that
+    /// kernel stores it too, a view of the kernel's output).
     Member,
-    /// The output of a fused kernel reading `leaves`.
-    Root(Arc<FusedKernel>, Vec<Src>),
+    /// The output of a fused kernel reading `leaves`; with `stored` members, the
+    /// kernel's output holds this step's value then theirs
+    /// ([`FusedKernel::outputs`]).
+    Root(Arc<FusedKernel>, Vec<Src>, Vec<usize>),
 }
 
 /// A traced, simplified and planned function.
@@ -128,7 +131,7 @@ impl Program {
         p.simplify();
         p.free = p.compute_shape_free();
         p.roles = match device.backend().fusion_limit() {
-            Some(limit) => p.plan(limit),
+            Some(limit) => p.plan(limit, true),
             None => vec![Role::Plain; p.steps.len()],
         };
         Ok(p)
@@ -206,8 +209,11 @@ impl Program {
     /// Groups elementwise steps into fused kernels reading at most `limit` buffers:
     /// walking from the outputs back, a step joins the group of its consumers when
     /// all of them are in one group of its shape and it is not an output itself
-    /// (then nothing outside the group needs its value).
-    fn plan(&self, limit: usize) -> Vec<Role> {
+    /// (then nothing outside the group needs its value). With `several`, an output
+    /// joins too when the group's kernel can store it beside its root (one 32-bit
+    /// dtype, no reduction): an optimizer's new moments and parameter are then one
+    /// kernel, not three.
+    fn plan(&self, limit: usize, several: bool) -> Vec<Role> {
         let n = self.steps.len();
         let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (k, st) in self.steps.iter().enumerate() {
@@ -243,6 +249,8 @@ impl Program {
         let mut members: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
         // Each group's elementwise shape (a reduction's: its input's).
         let mut eshape: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
+        // Each group's members stored beside its root.
+        let mut stored: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
         for k in (0..n).rev() {
             let st = &self.steps[k];
             if let Primitive::Reduce { .. } = st.prim {
@@ -261,13 +269,21 @@ impl Program {
                 continue;
             }
             let joined = (|| {
-                if is_output[k] || consumers[k].is_empty() {
+                if consumers[k].is_empty() {
                     return None;
                 }
                 let g = group[consumers[k][0]]?;
                 if consumers[k].iter().any(|c| group[*c] != Some(g))
                     || eshape[&g] != st.layout.shape
                 {
+                    return None;
+                }
+                let root = &self.steps[g];
+                let storable = several
+                    && !matches!(root.prim, Primitive::Reduce { .. })
+                    && st.dtype == root.dtype
+                    && st.dtype.size() == 4;
+                if is_output[k] && !storable {
                     return None;
                 }
                 let mut l: Vec<Src> = leaves[&g]
@@ -283,6 +299,9 @@ impl Program {
                     group[k] = Some(g);
                     leaves.insert(g, l);
                     members.get_mut(&g).expect("root made first").push(k);
+                    if is_output[k] {
+                        stored.entry(g).or_default().push(k);
+                    }
                 }
                 None => {
                     group[k] = Some(k);
@@ -300,22 +319,24 @@ impl Program {
                 continue; // one op: the library's own kernel
             }
             ms.sort_unstable();
-            let kernel = self.kernel(&ms);
+            let mut extra = stored.remove(&root).unwrap_or_default();
+            extra.sort_unstable();
+            let kernel = self.kernel(&ms, &extra);
             if kernel.0.inputs.is_empty() {
                 continue; // constants only: nothing to give the kernel its shape
             }
             for &m in &ms {
                 roles[m] = Role::Member;
             }
-            roles[root] = Role::Root(Arc::new(kernel.0), kernel.1);
+            roles[root] = Role::Root(Arc::new(kernel.0), kernel.1, extra);
         }
         roles
     }
 
     /// The fused kernel of a group (`members` ascending, the root last: a
-    /// reduction becomes the kernel's epilogue) and the sources of its inputs;
-    /// constants of `full` become steps.
-    fn kernel(&self, members: &[usize]) -> (FusedKernel, Vec<Src>) {
+    /// reduction becomes the kernel's epilogue; `stored` members stored after the
+    /// root) and the sources of its inputs; constants of `full` become steps.
+    fn kernel(&self, members: &[usize], stored: &[usize]) -> (FusedKernel, Vec<Src>) {
         let (members, reduce) = match members.split_last() {
             Some((&root, rest)) => match &self.steps[root].prim {
                 // Its input is the last elementwise member (every other member
@@ -376,11 +397,19 @@ impl Program {
             });
         }
         let inputs = leaves.iter().map(|l| self.src_dtype(l)).collect();
+        let outputs = match (stored, members.last()) {
+            ([], _) | (_, None) => Vec::new(),
+            (_, Some(&root)) => std::iter::once(root)
+                .chain(stored.iter().copied())
+                .map(|m| value[&Src::Step(m).id()])
+                .collect(),
+        };
         (
             FusedKernel {
                 inputs,
                 steps,
                 reduce,
+                outputs,
             },
             leaves,
         )
@@ -484,16 +513,34 @@ impl Program {
         for (st, role) in self.steps.iter().zip(&self.roles) {
             let made = match role {
                 Role::Member => None,
-                Role::Root(kernel, leaves) => {
+                Role::Root(kernel, leaves, stored) => {
                     let ins: Vec<Array> = leaves.iter().map(|l| get(&vals, l).0).collect();
+                    let shape = layout_of(st).shape;
+                    let mut out_shape = shape.clone();
+                    if !stored.is_empty() {
+                        out_shape.insert(0, 1 + stored.len());
+                    }
                     let node = Array::from_op(
                         Primitive::Fused(kernel.clone()),
                         ins,
-                        Layout::contiguous(&layout_of(st).shape),
+                        Layout::contiguous(&out_shape),
                         st.dtype,
                         self.device.clone(),
                     );
-                    Some((node, 0))
+                    if stored.is_empty() {
+                        Some((node, 0))
+                    } else {
+                        // Value j of the kernel's output: a view.
+                        let part = |j: usize| -> Result<Array> {
+                            let j = j as isize;
+                            let dims: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
+                            node.slice(&[crate::Slice::range(j, j + 1)])?.reshape(&dims)
+                        };
+                        for (j, &m) in stored.iter().enumerate() {
+                            vals[m] = Some((part(j + 1)?, 0));
+                        }
+                        Some((part(0)?, 0))
+                    }
                 }
                 Role::Plain => {
                     let ins: Vec<(Array, isize)> =
@@ -671,8 +718,9 @@ pub(crate) fn fuse_pending(order: &[(Array, Vec<Array>)]) -> bool {
         free: false,
     };
     let mut changed = false;
-    for (k, role) in p.plan(limit).into_iter().enumerate() {
-        let Role::Root(kernel, leaves) = role else {
+    // One output per node here: a node's value cannot become a view of another's.
+    for (k, role) in p.plan(limit, false).into_iter().enumerate() {
+        let Role::Root(kernel, leaves, _) = role else {
             continue;
         };
         let inputs: Vec<Array> = leaves

@@ -112,7 +112,8 @@ pub trait Optimizer {
         let mut s: Option<(crate::Device, Vec<Array>)> = None;
         for (n, p, g) in pairs(params, grads)? {
             if s.as_ref().is_none_or(|(d, _)| d != p.device()) {
-                s = Some((p.device().clone(), scalar_arrays(&host, p.device())?));
+                let all = scalar_array(&host, p.device())?;
+                s = Some((p.device().clone(), scalar_views(&all)?));
             }
             let s = &s.as_ref().expect("made above").1;
             let slots = slots_of(self, n, p)?;
@@ -192,10 +193,17 @@ fn pairs<'a>(
     Ok(grads.iter().map(move |(n, g)| (n, &params[n], g)))
 }
 
-/// The step's scalars as f32 arrays on `device`.
-fn scalar_arrays(host: &[f64], device: &crate::Device) -> Result<Vec<Array>> {
-    host.iter()
-        .map(|&v| crate::with_device(device, || crate::scalar(v, crate::DType::F32)))
+/// The step's scalars as one f32 array on `device`.
+fn scalar_array(host: &[f64], device: &crate::Device) -> Result<Array> {
+    let v: Vec<f32> = host.iter().map(|&v| v as f32).collect();
+    Array::from_slice_on(&v, &[v.len()], device)
+}
+
+/// The scalars of [`scalar_array`] as views: one buffer, so a fused update kernel
+/// binds them once.
+fn scalar_views(all: &Array) -> Result<Vec<Array>> {
+    (0..all.shape()[0] as isize)
+        .map(|i| all.slice(&[crate::Slice::range(i, i + 1)])?.reshape(&[]))
         .collect()
 }
 
@@ -954,15 +962,15 @@ where
         .filter(|(_, p)| p.trainable())
         .collect();
     let names: Vec<String> = params.iter().map(|(n, _)| n.clone()).collect();
-    let k = opt.scalars(0).len();
     let ns = opt.slot_names().len();
     let np = params.len();
     let rule = opt.clone();
     let m = model.clone();
     let names_in = names.clone();
     let f = move |a: &[Array]| -> Result<Vec<Array>> {
-        let (s, rest) = a.split_at(k);
-        let (p, rest) = rest.split_at(np);
+        let s = scalar_views(&a[0])?;
+        let s = &s[..];
+        let (p, rest) = a[1..].split_at(np);
         let (slots, batch) = rest.split_at(np * ns);
         // The parameters hold the traced arrays while the loss runs.
         let saved: Vec<Array> = params.iter().map(|(_, q)| q.value()).collect();
@@ -1006,7 +1014,7 @@ impl<M: Module + 'static, O: Optimizer> CompiledStep<M, O> {
             .next()
             .map(|p| p.device().clone())
             .map_or_else(crate::default_device, Ok)?;
-        let mut inputs = scalar_arrays(&self.opt.scalars(step), &device)?;
+        let mut inputs = vec![scalar_array(&self.opt.scalars(step), &device)?];
         let slot_names = self.opt.slot_names();
         let mut slots = Vec::new();
         for n in &self.names {

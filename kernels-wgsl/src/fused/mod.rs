@@ -19,13 +19,18 @@ use std::fmt::Write;
 use wmx_spec::{FusedOp, FusedStep, ReduceOp};
 
 /// A fused elementwise kernel: inputs of the output's shape and the steps; the
-/// last step is the output.
+/// last step is the output, or the value `outputs` names, or with two or more the
+/// values it lists, one after the other in one output of shape
+/// `[outputs.len(), ...]` (32-bit steps of one dtype).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FusedSpec {
     /// The inputs' dtypes.
     pub inputs: Vec<DType>,
     /// The steps.
     pub steps: Vec<FusedStep>,
+    /// The values stored (indices counting the inputs, then the steps); empty:
+    /// the last step's.
+    pub outputs: Vec<usize>,
 }
 
 /// How the kernel reads one input, from its strides.
@@ -142,10 +147,31 @@ impl FusedSpec {
 
     /// The output's dtype.
     pub fn output(&self) -> Result<DType> {
-        self.steps
+        let last = self
+            .steps
             .last()
             .map(|s| s.dtype)
-            .ok_or_else(|| Error::Shape("fused: a kernel without steps".into()))
+            .ok_or_else(|| Error::Shape("fused: a kernel without steps".into()))?;
+        if self.outputs.is_empty() {
+            return Ok(last);
+        }
+        let d = self.dtype_of(self.outputs[0])?;
+        let several = self.outputs.len() > 1;
+        for &v in &self.outputs {
+            let dv = self.dtype_of(v)?;
+            if dv != d || (several && dv.size() != 4) || v < self.inputs.len() {
+                return Err(Error::Shape(format!(
+                    "fused: outputs {:?} are not steps of one 32-bit dtype",
+                    self.outputs
+                )));
+            }
+        }
+        Ok(d)
+    }
+
+    /// The number of values stored.
+    pub fn stored(&self) -> usize {
+        self.outputs.len().max(1)
     }
 
     /// The WGSL function of step `k` (`fn s{k}(a, b, c) -> C`), after checking its
@@ -357,7 +383,11 @@ pub(crate) fn value_prelude(
         p.push_str(&spec.step_fn(k, params)?);
         p.push('\n');
     }
-    writeln!(p, "fn value(i: u32) -> {} {{", out.ct().wgsl()).unwrap();
+    if spec.outputs.len() < 2 {
+        writeln!(p, "fn value(i: u32) -> {} {{", out.ct().wgsl()).unwrap();
+    } else {
+        p.push_str("fn value(i: u32) {\n");
+    }
     p.push_str("    let rank = P[FB + 1u];\n");
     let n_in = spec.inputs.len();
     for (i, r) in reads.iter().enumerate() {
@@ -374,7 +404,21 @@ pub(crate) fn value_prelude(
         let call = format!("s{k}({})", args.join(", "));
         writeln!(p, "    let v{} = {};", n_in + k, round(s.dtype, &call)).unwrap();
     }
-    writeln!(p, "    return v{};\n}}", n_in + spec.steps.len() - 1).unwrap();
+    if spec.outputs.len() < 2 {
+        let v = spec.outputs.first().copied();
+        writeln!(
+            p,
+            "    return v{};\n}}",
+            v.unwrap_or(n_in + spec.steps.len() - 1)
+        )
+        .unwrap();
+    } else {
+        // Several outputs: stored here, output j at `j * n + i` (32-bit words).
+        for (j, v) in spec.outputs.iter().enumerate() {
+            writeln!(p, "    O[{j}u * P[FB] + i] = st_o(v{v});").unwrap();
+        }
+        p.push_str("}\n");
+    }
     Ok(p)
 }
 
@@ -440,6 +484,11 @@ fn compose_module_with(
     let Some((m, base)) = reduce else {
         return fused_source(spec, reads, bind, target.f16, params);
     };
+    if spec.outputs.len() > 1 {
+        return Err(Error::Shape(
+            "fused: a reduction reads a kernel of one output".into(),
+        ));
+    }
     if !matches!(m.op, crate::compose::Op::Reduce(_)) || m.inputs.first() != Some(&spec.output()?) {
         return Err(Error::Shape(format!(
             "fused: {:?} of {:?} cannot read a kernel giving {}",
@@ -501,6 +550,26 @@ fn fused(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wi
 }
 ";
 
+/// The entry point of a fused module with several outputs (32-bit: one element
+/// a word): `value(i)` stores element `i` of each; four elements per iteration.
+const FUSED_OUTPUTS_MAIN: &str = "@compute @workgroup_size(WG)
+fn fused(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+         @builtin(num_workgroups) nwg: vec3<u32>) {
+    let n = P[0];
+    let t = thread_count(nwg);
+    var i = thread_index(lid, wid, nwg);
+    for (; i + 3u * t < n; i += 4u * t) {
+        value(i);
+        value(i + t);
+        value(i + 2u * t);
+        value(i + 3u * t);
+    }
+    for (; i < n; i += t) {
+        value(i);
+    }
+}
+";
+
 /// The elementwise module for `spec` reading inputs as `reads` through `bind`.
 fn fused_source(
     spec: &FusedSpec,
@@ -527,7 +596,11 @@ fn fused_source(
         out.storage()
     )
     .unwrap();
-    p.push_str(FUSED_MAIN);
+    p.push_str(if spec.outputs.len() < 2 {
+        FUSED_MAIN
+    } else {
+        FUSED_OUTPUTS_MAIN
+    });
     let body = [COMMON, WORDS, UNARY, BINARY].concat();
     let shaken = tree_shake(&p, &body, "fused");
     Ok(format!("{p}{shaken}"))
@@ -551,7 +624,19 @@ impl<D: Driver> Kernels<D> {
             )));
         }
         self.check_dtype(od)?;
-        self.check_inputs(spec, inputs, out.shape)?;
+        // Several outputs: `out` is `[outputs, ...]` of the inputs' shape.
+        let k = spec.stored();
+        let shape = if spec.outputs.len() < 2 {
+            out.shape
+        } else if out.shape.first() == Some(&k) {
+            &out.shape[1..]
+        } else {
+            return Err(Error::Shape(format!(
+                "fused: {k} outputs, the output is {:?}",
+                out.shape
+            )));
+        };
+        self.check_inputs(spec, inputs, shape)?;
         check_out(out)?;
         let (key, buffers, constants) = self.fused_key(spec, inputs)?;
         if buffers.len() + 1 > self.max_user_buffers() {
@@ -572,8 +657,8 @@ impl<D: Driver> Kernels<D> {
         }
         let pipe = self.fused_pipeline(&key, buffers.len())?;
         let mut params = Vec::new();
-        value_params(out.shape, inputs, &constants, &mut params);
-        let words = n.div_ceil(od.epw()) as u64;
+        value_params(shape, inputs, &constants, &mut params);
+        let words = (n / k).div_ceil(od.epw()) as u64;
         // Four words per invocation (the unrolled loop of FUSED_MAIN) from 1024 words up.
         let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
         let bound = std::iter::once(out.binding()).chain(buffers);

@@ -292,6 +292,7 @@ impl<D: Driver> Kernels<D> {
         let spec = FusedSpec {
             inputs: vec![DType::F32; views.len()],
             steps,
+            outputs: Vec::new(),
         };
         let refs: Vec<&Strided<D::Buffer>> = views.iter().collect();
         self.fused(b, &spec, &refs, out)

@@ -535,3 +535,72 @@ pub fn compiled_mode_fuses_eval(dev: &Device) {
         );
     }
 }
+
+/// An optimizer-like update whose outputs feed each other (new moments, and the
+/// parameter computed from them): on a backend that fuses, one kernel stores all
+/// three (`FusedKernel::outputs`) and the outputs are views of its output; values
+/// as uncompiled, in either order of outputs, on odd, transposed and broadcast
+/// arguments; outputs of another dtype, or feeding a reduction, are not stored
+/// beside the root.
+pub fn compile_stores_several_outputs(dev: &Device) {
+    let mut rng = Rng::new(1506);
+    let update = |a: &[Array], order: u8| -> Result<Vec<Array>> {
+        let (p, g, m, v) = (&a[0], &a[1], &a[2], &a[3]);
+        let m2 = &(m * 0.9) + &(g * 0.1);
+        let v2 = &(v * 0.999) + &(&(g * g) * 0.001);
+        let den = &wmx::sqrt(&(&v2 * 1.5))? + 1e-8;
+        let p2 = &(p * 0.99) - &(&wmx::divide(&m2, &den)? * 0.01);
+        Ok(match order {
+            0 => vec![p2, m2, v2],
+            _ => vec![v2, p2, m2],
+        })
+    };
+    let fuses = dev.backend().fusion_limit().is_some();
+    for (shape, order, transposed) in [
+        (vec![37, 5], 0, false),
+        (vec![1000], 1, false),
+        (vec![6, 64], 0, true),
+    ] {
+        let args: Vec<Array> = (0..4)
+            .map(|i| {
+                let lo = if i == 3 { 0.0 } else { -1.0 };
+                let x = arr(dev, &mut rng, DType::F32, &shape, lo, 1.0);
+                if transposed && i == 1 {
+                    // The gradient read through a transposed view.
+                    let t = arr(dev, &mut rng, DType::F32, &[shape[1], shape[0]], -1.0, 1.0);
+                    ok("transpose", wmx::transpose(&t, None))
+                } else {
+                    x
+                }
+            })
+            .collect();
+        let f: Func = Arc::new(move |a: &[Array]| update(a, order));
+        check_same_at(&format!("update {shape:?}"), &f, &args, 4.0, 1.0);
+        let c = wmx::compile(move |a: &[Array]| update(a, order));
+        let r = ok("report", c.report(&args));
+        if fuses {
+            assert_eq!(r.nodes, 1, "one kernel for the update: {r:?}");
+            assert_eq!(r.kernels[0].kernel.outputs.len(), 3, "{r:?}");
+        }
+    }
+    // A broadcast scalar argument (a learning rate) and a moment in f16: the f16
+    // output is its own kernel, the others still one.
+    let p = arr(dev, &mut rng, DType::F32, &[9, 7], -1.0, 1.0);
+    let g = arr(dev, &mut rng, DType::F32, &[9, 7], -1.0, 1.0);
+    let lr = arr(dev, &mut rng, DType::F32, &[], 0.01, 0.02);
+    let mixed: Func = Arc::new(|a: &[Array]| {
+        let (p, g, lr) = (&a[0], &a[1], &a[2]);
+        let m = &(g * 0.1) + &(p * 0.5);
+        let half = wmx::astype(&m, DType::F16)?;
+        let p2 = p - &(&m * lr);
+        Ok(vec![p2, m, half])
+    });
+    check_same_at("mixed dtypes", &mixed, &[p, g, lr], 4.0, 1.0);
+    // An output that also feeds a reduction stays a kernel of its own.
+    let x = arr(dev, &mut rng, DType::F32, &[50], -1.0, 1.0);
+    let red: Func = Arc::new(|a: &[Array]| {
+        let e = wmx::exp(&a[0])?;
+        Ok(vec![e.clone(), wmx::sum(&(&e * 2.0), None, false)?])
+    });
+    check_same_at("output and reduction", &red, &[x], 4.0, 1.0);
+}

@@ -361,6 +361,7 @@ macro_rules! for_each_case {
             compile_report_and_errors,
             modes_and_async_eval,
             compiled_mode_fuses_eval,
+            compile_stores_several_outputs,
             huge_shapes_and_hostile_arguments,
             random_matches_mlx,
             random_distributions,
