@@ -209,10 +209,12 @@ impl Program {
     /// Groups elementwise steps into fused kernels reading at most `limit` buffers:
     /// walking from the outputs back, a step joins the group of its consumers when
     /// all of them are in one group of its shape and it is not an output itself
-    /// (then nothing outside the group needs its value). With `several`, an output
-    /// joins too when the group's kernel can store it beside its root (one 32-bit
-    /// dtype, no reduction): an optimizer's new moments and parameter are then one
-    /// kernel, not three.
+    /// (then nothing outside the group needs its value). With `several`, a step
+    /// that is an output, or that a later op outside the group also reads (as a
+    /// backward pass reads its forward's values), joins too when the group's kernel
+    /// can store it beside its root (one 32-bit dtype, no reduction) and those
+    /// other readers come after the root: an optimizer's new moments and parameter
+    /// are one kernel, not three, and GELU's forward one, not five.
     fn plan(&self, limit: usize, several: bool) -> Vec<Role> {
         let n = self.steps.len();
         let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -272,19 +274,28 @@ impl Program {
                 if consumers[k].is_empty() {
                     return None;
                 }
-                let g = group[consumers[k][0]]?;
-                if consumers[k].iter().any(|c| group[*c] != Some(g))
-                    || eshape[&g] != st.layout.shape
-                {
-                    return None;
-                }
+                // The group of its consumers, or with `several` the earliest-rooted
+                // group of one of this shape that can store it.
+                let g = consumers[k]
+                    .iter()
+                    .filter_map(|c| group[*c])
+                    .filter(|g| eshape[g] == st.layout.shape)
+                    .min()?;
                 let root = &self.steps[g];
-                let storable = several
-                    && !matches!(root.prim, Primitive::Reduce { .. })
-                    && st.dtype == root.dtype
-                    && st.dtype.size() == 4;
-                if is_output[k] && !storable {
-                    return None;
+                let inside = consumers[k].iter().all(|c| group[*c] == Some(g));
+                if inside && !is_output[k] {
+                    // Nothing outside the group needs its value.
+                } else {
+                    // Stored beside the root; its other consumers come after the
+                    // root (so read the kernel's output, no cycle).
+                    let storable = several
+                        && !matches!(root.prim, Primitive::Reduce { .. })
+                        && st.dtype == root.dtype
+                        && st.dtype.size() == 4
+                        && consumers[k].iter().all(|&c| group[c] == Some(g) || c > g);
+                    if !storable {
+                        return None;
+                    }
                 }
                 let mut l: Vec<Src> = leaves[&g]
                     .iter()
@@ -299,7 +310,7 @@ impl Program {
                     group[k] = Some(g);
                     leaves.insert(g, l);
                     members.get_mut(&g).expect("root made first").push(k);
-                    if is_output[k] {
+                    if is_output[k] || consumers[k].iter().any(|c| group[*c] != Some(g)) {
                         stored.entry(g).or_default().push(k);
                     }
                 }
@@ -536,8 +547,10 @@ impl Program {
                             let dims: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
                             node.slice(&[crate::Slice::range(j, j + 1)])?.reshape(&dims)
                         };
+                        // Their offset in it, by which later views of them shift.
+                        let numel: usize = shape.iter().product();
                         for (j, &m) in stored.iter().enumerate() {
-                            vals[m] = Some((part(j + 1)?, 0));
+                            vals[m] = Some((part(j + 1)?, ((j + 1) * numel) as isize));
                         }
                         Some((part(0)?, 0))
                     }

@@ -603,4 +603,46 @@ pub fn compile_stores_several_outputs(dev: &Device) {
         Ok(vec![e.clone(), wmx::sum(&(&e * 2.0), None, false)?])
     });
     check_same_at("output and reduction", &red, &[x], 4.0, 1.0);
+    // An intermediate a later op also reads (as a backward pass reads its forward's
+    // values): stored by the chain's kernel, the matmul reads the view.
+    let x = arr(dev, &mut rng, DType::F32, &[33, 16], -1.0, 1.0);
+    let w = arr(dev, &mut rng, DType::F32, &[16, 5], -1.0, 1.0);
+    let saved: Func = Arc::new(|a: &[Array]| {
+        let e = wmx::exp(&a[0])?;
+        let y = &(&e * 2.0) + &a[0];
+        let z = wmx::matmul(&e, &a[1])?;
+        Ok(vec![y, z])
+    });
+    check_same_at(
+        "a saved intermediate",
+        &saved,
+        &[x.clone(), w.clone()],
+        4.0,
+        1.0,
+    );
+    // A stored value a later op reads through a broadcast view (the view must
+    // start at the value's place in the kernel's output, not at the root's).
+    let bx = arr(dev, &mut rng, DType::F32, &[4], -1.0, 1.0);
+    let by = arr(dev, &mut rng, DType::F32, &[4], -1.0, 1.0);
+    let bw = arr(dev, &mut rng, DType::F32, &[3, 4], -1.0, 1.0);
+    let through_view: Func = Arc::new(|a: &[Array]| {
+        let t = &a[0] * 2.0;
+        let u = wmx::tanh(&(&t + &a[1]))?;
+        let z = wmx::sin(&(&a[2] + &t))?;
+        Ok(vec![u, z])
+    });
+    check_same_at(
+        "a stored value through a view",
+        &through_view,
+        &[bx, by, bw],
+        4.0,
+        1.0,
+    );
+    if fuses {
+        let g = saved.clone();
+        let c = wmx::compile(move |a: &[Array]| g(a));
+        let r = ok("report", c.report(&[x, w]));
+        assert_eq!(r.nodes, 2, "the chain (storing e) and the matmul: {r:?}");
+        assert_eq!(r.kernels[0].kernel.outputs.len(), 2, "{r:?}");
+    }
 }
