@@ -65,9 +65,16 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
                     .transpose()?,
             ];
             if x.len() > 2 {
+                // β = 1 (a bias): the cotangent itself, no kernel.
                 out.push(
                     want[2]
-                        .then(|| o::multiply(ct, &o::scalar_like(ct, *beta)?))
+                        .then(|| {
+                            if *beta == 1.0 {
+                                Ok(ct.clone())
+                            } else {
+                                o::multiply(ct, &o::scalar_like(ct, *beta)?)
+                            }
+                        })
                         .transpose()?,
                 );
             }

@@ -587,6 +587,25 @@ pub fn grad_matmul(dev: &Device) {
         gv.iter().all(|v| (v.f() + 12.0).abs() < 1e-5),
         "{what}: {gv:?}, want -3 * 4 rows"
     );
+    // With beta 1 (a linear layer's bias) the cotangent passes as it is.
+    let (aa, ba) = (a.array(dev, dt), b.array(dev, dt));
+    let f = move |xs: &[Array]| -> Result<Vec<Array>> {
+        let y = wmx::addmm(&xs[0], &aa, &ba, 0.5, 1.0)?;
+        Ok(vec![wmx::sum(&wmx::multiply(&y, &y)?, None, false)?])
+    };
+    let g = ok(what, wmx::grad(f, &[0])(&[c.array(dev, dt)]));
+    // d/dc of the sum of squares: twice each column's sum of the f64 product.
+    let (y, _) = reference(&a, &b, Some(&c), 0.5, 1.0);
+    let want: Vec<f64> = (0..3)
+        .map(|j| (0..4).map(|i| 2.0 * y.v[i * 3 + j]).sum())
+        .collect();
+    let gv = read_ok(&g[0], what);
+    for (got, want) in gv.iter().zip(&want) {
+        assert!(
+            (got.f() - want).abs() <= 1e-2 * want.abs().max(1.0),
+            "{what} (beta 1): {gv:?}, want {want:?}"
+        );
+    }
     // vmap over a batch of left operands equals the batched product.
     let what = "vmap of matmul";
     let a = Host::random(&mut rng, dt, &[6, 4, 5]);
