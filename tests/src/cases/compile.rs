@@ -638,6 +638,48 @@ pub fn compile_stores_several_outputs(dev: &Device) {
         4.0,
         1.0,
     );
+    // Transforms of a compiled function whose kernel stores several outputs: the
+    // gradient and the vmap equal the uncompiled function's.
+    let args: Vec<Array> = (0..4)
+        .map(|i| {
+            let lo = if i == 3 { 0.0 } else { -1.0 };
+            arr(dev, &mut rng, DType::F32, &[3, 8], lo, 1.0)
+        })
+        .collect();
+    let c = Arc::new(wmx::compile(move |a: &[Array]| update(a, 0)));
+    let compiled: Func = Arc::new(move |a: &[Array]| c.call(a));
+    let plain: Func = Arc::new(move |a: &[Array]| update(a, 0));
+    let loss = |f: Func| {
+        move |a: &[Array]| -> Result<Vec<Array>> {
+            let o = f(a)?;
+            Ok(vec![wmx::sum(&(&(&o[0] * &o[1]) + &o[2]), None, false)?])
+        }
+    };
+    let every = [0, 1, 2, 3];
+    let g1 = ok(
+        "grad compiled",
+        wmx::grad(loss(compiled.clone()), &every)(&args),
+    );
+    let g2 = ok("grad plain", wmx::grad(loss(plain.clone()), &every)(&args));
+    let batched = [Some(0); 4];
+    let v1 = ok(
+        "vmap compiled",
+        wmx::vmap(move |a: &[Array]| compiled(a), &batched, &[0; 3])(&args),
+    );
+    let v2 = ok(
+        "vmap plain",
+        wmx::vmap(move |a: &[Array]| plain(a), &batched, &[0; 3])(&args),
+    );
+    let pairs = g1.iter().zip(&g2).chain(v1.iter().zip(&v2));
+    for (k, (x, y)) in pairs.enumerate() {
+        let (xv, yv) = (read_ok(x, "transformed"), read_ok(y, "transformed"));
+        for (a, b) in xv.iter().zip(&yv) {
+            assert!(
+                (a.f() - b.f()).abs() <= 1e-5 * b.f().abs().max(1.0),
+                "transform {k} of a compiled several-output update: {a:?} vs {b:?}"
+            );
+        }
+    }
     if fuses {
         let g = saved.clone();
         let c = wmx::compile(move |a: &[Array]| g(a));
