@@ -168,7 +168,16 @@ pub(crate) fn normalize_composed(
             }
         }
         NormOp::LayerNorm => {
-            let mu = mean(x, Some(&ax), true)?;
+            // In f32 the mean's scale goes before the sum, where a fusing backend
+            // folds it into the reduction (a kernel less, forward and backward).
+            let mu = match (x.dtype(), x.shape().last()) {
+                (crate::DType::F32, Some(&n)) if n > 0 => sum(
+                    &multiply(x, &scalar_like(x, 1.0 / n as f64)?)?,
+                    Some(&ax),
+                    true,
+                )?,
+                _ => mean(x, Some(&ax), true)?,
+            };
             let d = subtract(x, &mu)?;
             let var = mean(&square(&d)?, Some(&ax), true)?;
             let r = sqrt(&add(&var, &scalar_like(&var, eps)?)?)?;
