@@ -670,6 +670,28 @@ pub fn compile_stores_several_outputs(dev: &Device) {
         "vmap plain",
         wmx::vmap(move |a: &[Array]| plain(a), &batched, &[0; 3])(&args),
     );
+    // Shapeless: one trace serves arguments of other shapes.
+    let sl = wmx::compile(move |a: &[Array]| update(a, 1)).shapeless(true);
+    for shape in [[5usize, 7], [2, 3]] {
+        let a: Vec<Array> = (0..4)
+            .map(|i| {
+                let lo = if i == 3 { 0.0 } else { -1.0 };
+                arr(dev, &mut rng, DType::F32, &shape, lo, 1.0)
+            })
+            .collect();
+        let (got, want) = (ok("shapeless", sl.call(&a)), ok("plain", update(&a, 1)));
+        for (x, y) in got.iter().zip(&want) {
+            let (xv, yv) = (read_ok(x, "shapeless"), read_ok(y, "shapeless"));
+            assert_eq!(x.shape(), y.shape(), "shapeless update {shape:?}");
+            for (a, b) in xv.iter().zip(&yv) {
+                assert!(
+                    (a.f() - b.f()).abs() <= 1e-5 * b.f().abs().max(1.0),
+                    "shapeless update {shape:?}: {a:?} vs {b:?}"
+                );
+            }
+        }
+    }
+    assert_eq!(sl.traces(), 1, "a shapeless update traces once");
     let pairs = g1.iter().zip(&g2).chain(v1.iter().zip(&v2));
     for (k, (x, y)) in pairs.enumerate() {
         let (xv, yv) = (read_ok(x, "transformed"), read_ok(y, "transformed"));
