@@ -43,7 +43,11 @@ pub enum AttentionMask<'a> {
 /// array in memory; grouped query heads share their key tiles; with few query
 /// rows and many keys, the keys are cut into chunks whose partial results are
 /// combined: split-KV decoding). Its derivatives (vjp, jvp) recompute the composed
-/// form, which holds the `Lq x Lk` scores. Every other call (boolean and additive
+/// form, which holds the `Lq x Lk` scores; inside a reverse-mode transform (`grad`,
+/// `vjp`, a training step) a call whose f32 scores take at most 256 MiB runs the
+/// composed form in the forward instead, and its backward reuses the scores and
+/// weights rather than recomputing them ([`with_attention_recompute`] keeps the
+/// flash forward and the recomputation). Every other call (boolean and additive
 /// masks, f64, other head dimensions) is composed of ops: matmuls and a softmax.
 pub fn scaled_dot_product_attention(
     q: &Array,
@@ -65,10 +69,47 @@ pub fn scaled_dot_product_attention(
         && qs[3].is_multiple_of(4)
         && qs[3] <= 256
         && matches!(q.dtype(), DType::F32 | DType::F16 | DType::BF16);
+    // Differentiated, the composed form's scores and weights are what the backward
+    // reads: made in the forward (where they fit a budget), the backward reuses
+    // them, where the flash forward would be followed by their recomputation.
+    let (b, hq, lq, lk) = (qs.first(), qs.get(1), qs.get(2), k.shape().get(2));
+    let scores = [b, hq, lq, lk]
+        .iter()
+        .map(|d| d.copied().unwrap_or(0) as u64)
+        .product::<u64>()
+        * 4;
+    let saved = crate::transforms::differentiating()
+        && !RECOMPUTE.with(std::cell::Cell::get)
+        && [q, k, v].iter().any(|x| x.is_traced())
+        && scores <= SAVED_SCORES;
     match (fused, takes.then(|| check(q, k, v, scale))) {
-        (Some((kind, window)), Some(Ok(scale))) => flash(q, k, v, scale, kind, window),
+        (Some((kind, window)), Some(Ok(scale))) if !saved => flash(q, k, v, scale, kind, window),
         _ => composed(q, k, v, scale, mask),
     }
+}
+
+/// The most bytes of f32 scores a differentiated call keeps from its forward for
+/// its backward (more: the flash forward, the backward recomputes them).
+const SAVED_SCORES: u64 = 256 << 20;
+
+thread_local! {
+    /// Set by [`with_attention_recompute`].
+    static RECOMPUTE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with differentiated [`scaled_dot_product_attention`] calls on this
+/// thread taking the flash forward and recomputing their scores in the backward,
+/// whatever their size: less memory between the forward and the backward (no
+/// `Lq x Lk` array per call), more work.
+pub fn with_attention_recompute<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            RECOMPUTE.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(RECOMPUTE.with(|c| c.replace(true)));
+    f()
 }
 
 fn mask_of(kind: u8, window: usize) -> AttentionMask<'static> {

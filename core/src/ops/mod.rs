@@ -26,7 +26,7 @@ pub(crate) mod rope;
 mod scan;
 mod shaping;
 mod sort;
-pub use attention::{AttentionMask, scaled_dot_product_attention};
+pub use attention::{AttentionMask, scaled_dot_product_attention, with_attention_recompute};
 pub use complex::{angle, complex, conj, imag, real};
 pub use contract::{
     EinsumOptimize, EinsumPath, TensorAxes, diag, diagonal, einsum, einsum_path, einsum_with,

@@ -30,6 +30,31 @@ use std::cell::Cell;
 
 thread_local! {
     static DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// Reverse-mode traces (vjp, grad) running on this thread.
+    static REVERSE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// True while a reverse-mode transform (vjp, grad, value_and_grad) traces a
+/// function on this thread: values made now may be read again by its backward
+/// pass.
+pub(crate) fn differentiating() -> bool {
+    REVERSE.with(|d| d.get() > 0)
+}
+
+/// [`trace`] for reverse mode ([`differentiating`] holds while `f` runs).
+fn trace_reverse(
+    f: impl FnOnce(&[Array]) -> Result<Vec<Array>>,
+    inputs: &[Array],
+) -> Result<(Vec<Array>, Vec<Array>)> {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            REVERSE.with(|d| d.set(d.get() - 1));
+        }
+    }
+    REVERSE.with(|d| d.set(d.get() + 1));
+    let _leave = Leave;
+    trace(f, inputs)
 }
 
 /// True while a transform is tracing a function on this thread.
@@ -194,7 +219,7 @@ where
     for (i, p) in primals.iter().enumerate() {
         check_float("vjp", &format!("primal {i}"), p)?;
     }
-    let (tracers, outputs) = trace(f, primals)?;
+    let (tracers, outputs) = trace_reverse(f, primals)?;
     let seeds: Vec<Option<Array>> = cotangents.iter().cloned().map(Some).collect();
     let grads = backward(&tracers, primals, &outputs, &seeds, "vjp")?;
     Ok((outputs, grads))
@@ -330,7 +355,7 @@ where
         }
         f(&full)
     };
-    let (tracers, outputs) = trace(call, &primals)?;
+    let (tracers, outputs) = trace_reverse(call, &primals)?;
     let Some(first) = outputs.first() else {
         return Err(Error::invalid(op, "the function returned no outputs"));
     };

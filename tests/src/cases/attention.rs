@@ -342,6 +342,21 @@ pub fn grad_attention(dev: &Device) {
             )?])
         };
         let grads = ok(&what, wmx::grad(loss, &[0, 1, 2])(&args));
+        // The flash forward and the recomputing backward (the path of calls past
+        // the saved-scores budget) give the same gradients.
+        let re = ok(
+            &what,
+            wmx::with_attention_recompute(|| wmx::grad(loss, &[0, 1, 2])(&args)),
+        );
+        for (a, b) in grads.iter().zip(&re) {
+            let (av, bv) = (f64s(a, &what), f64s(b, &what));
+            for (x, y) in av.iter().zip(&bv) {
+                assert!(
+                    (x - y).abs() <= 1e-5 * x.abs().max(1.0),
+                    "{what}: recomputed {y}, saved {x}"
+                );
+            }
+        }
         let f = |q: &[f64], k: &[f64], v: &[f64]| -> f64 {
             reference(c, q, k, v)
                 .iter()
