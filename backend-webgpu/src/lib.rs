@@ -642,7 +642,6 @@ impl<D: Driver> Backend for GpuBackend<D> {
     fn flush(&self) -> Result<()> {
         // Submitted now or left open for later evals (see `submit.rs`); an empty
         // batch still checks for errors of work done outside it (custom primitives).
-        self.shared.pool().eval_done();
         self.sub.end_of_eval().map_err(|msg| self.err(msg))?;
         self.check()
     }

@@ -69,14 +69,6 @@ fn key<B: std::hash::Hash>(b: &B) -> u64 {
 /// dispatches made new bind groups (run 83). Within a batch, outputs still reuse
 /// the last buffer released in it: oldest-first there too cut the misses further
 /// but left lavapipe's out-of-memory recovery test short of memory (run 87).
-///
-/// Before either rule, the n-th take of an eval gets the buffer the n-th take of
-/// the last eval got, or of the one before (a step's persistent outputs, such as
-/// new parameters, alternate between two buffers), if it is free; and the rules
-/// above prefer buffers no later take of the last eval had. Batch boundaries move
-/// with timing (the flusher submits open batches), so oldest-first alone still
-/// permuted a compiled step's buffers: about half its dispatches made new bind
-/// groups.
 pub struct Pool<D: Driver> {
     kernels: k::Kernels<D>,
     /// Per class, by creation number, highest first (`pop` takes the oldest).
@@ -97,15 +89,7 @@ pub struct Pool<D: Driver> {
     /// The default cache limit's floor ([`CACHE_FLOOR`]; smaller in tests).
     floor: u64,
     stats: Stats,
-    /// (class, creation number) of each take of this eval, the last and the one
-    /// before (at most [`REMEMBERED`] each).
-    takes: [Vec<(u64, u64)>; 3],
-    /// Takes of the last eval still to come, by creation number.
-    claims: HashMap<u64, u32>,
 }
-
-/// Takes remembered per eval.
-const REMEMBERED: usize = 1 << 16;
 
 /// The cache's floor: 1 GiB.
 const CACHE_FLOOR: u64 = 1 << 30;
@@ -124,8 +108,6 @@ impl<D: Driver> Pool<D> {
             high_water: 0,
             floor: CACHE_FLOOR,
             stats: Stats::default(),
-            takes: Default::default(),
-            claims: HashMap::default(),
         }
     }
 
@@ -134,95 +116,35 @@ impl<D: Driver> Pool<D> {
     pub fn take(&mut self, bytes: u64, for_output: bool) -> k::Result<D::Buffer> {
         let caps = self.kernels.caps();
         let class = pool_class(bytes, caps.max_storage_binding, caps.max_buffer);
-        let b = match self.pick(class, for_output) {
-            Some(b) => b,
-            None => match self.create(class) {
-                // Cached free buffers and the kept read staging hold memory:
-                // give it back and try again.
-                Err(k::Error::OutOfMemory { .. }) => {
-                    self.clear();
-                    self.kernels.clear_staging();
-                    self.create(class)?
+        let reused = if for_output {
+            self.recent.get_mut(&class).and_then(Vec::pop)
+        } else {
+            None
+        };
+        let b = match reused {
+            Some((_, b)) => b,
+            None => match self.free.get_mut(&class).and_then(Vec::pop) {
+                Some((_, b)) => {
+                    self.cached -= class;
+                    self.order.retain(|(_, o)| o != &b);
+                    b
                 }
-                r => r?,
+                None => match self.create(class) {
+                    // Cached free buffers and the kept read staging hold memory:
+                    // give it back and try again.
+                    Err(k::Error::OutOfMemory { .. }) => {
+                        self.clear();
+                        self.kernels.clear_staging();
+                        self.create(class)?
+                    }
+                    r => r?,
+                },
             },
         };
         self.stats.active_bytes += class;
         self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.active_bytes);
         self.high_water = self.high_water.max(self.stats.active_bytes);
-        if self.takes[0].len() < REMEMBERED {
-            let n = self.born.get(&key(&b)).copied().unwrap_or(u64::MAX);
-            self.takes[0].push((class, n));
-        }
         Ok(b)
-    }
-
-    /// A free buffer of `class` taken out of its list (see [`Pool`]), if any.
-    fn pick(&mut self, class: u64, for_output: bool) -> Option<D::Buffer> {
-        let at = self.takes[0].len();
-        let wanted = [1, 2].map(|past| {
-            self.takes[past]
-                .get(at)
-                .filter(|(c, _)| *c == class)
-                .map(|&(_, n)| n)
-        });
-        // This take's claim ends now, whatever it gets.
-        if let Some((_, n)) = self.takes[1].get(at)
-            && let Some(c) = self.claims.get_mut(n)
-        {
-            *c = c.saturating_sub(1);
-        }
-        for n in wanted.into_iter().flatten() {
-            if for_output
-                && let Some(list) = self.recent.get_mut(&class)
-                && let Some(i) = list.iter().position(|(m, _)| *m == n)
-            {
-                return Some(list.remove(i).1);
-            }
-            if let Some(list) = self.free.get_mut(&class) {
-                // Highest creation number first.
-                let i = list.partition_point(|(m, _)| *m > n);
-                if list.get(i).is_some_and(|(m, _)| *m == n) {
-                    return Some(self.take_free(class, i));
-                }
-            }
-        }
-        let claims = &self.claims;
-        // The last entry without a later claim, else the last.
-        let choose = |list: &Vec<(u64, D::Buffer)>| {
-            list.iter()
-                .rposition(|(m, _)| claims.get(m).is_none_or(|&c| c == 0))
-                .or(list.len().checked_sub(1))
-        };
-        if for_output
-            && let Some(list) = self.recent.get_mut(&class)
-            && let Some(i) = choose(list)
-        {
-            return Some(list.remove(i).1);
-        }
-        let i = choose(self.free.get(&class)?)?;
-        Some(self.take_free(class, i))
-    }
-
-    /// Takes entry `i` of `class`'s free list.
-    fn take_free(&mut self, class: u64, i: usize) -> D::Buffer {
-        let (_, b) = self.free.get_mut(&class).expect("a listed class").remove(i);
-        self.cached -= class;
-        self.order.retain(|(_, o)| o != &b);
-        b
-    }
-
-    /// An eval ended: its takes are the ones the next eval repeats.
-    pub fn eval_done(&mut self) {
-        if self.takes[0].is_empty() {
-            return;
-        }
-        self.takes.rotate_right(1);
-        self.takes[0].clear();
-        self.claims.clear();
-        for &(_, n) in &self.takes[1] {
-            *self.claims.entry(n).or_default() += 1;
-        }
     }
 
     fn create(&mut self, class: u64) -> k::Result<D::Buffer> {
