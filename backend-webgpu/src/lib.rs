@@ -477,15 +477,26 @@ impl<D: Driver> GpuBackend<D> {
                 Backend::fused(self, &single, inputs, out)
             })
             .collect::<Result<Vec<_>>>()?;
+        self.join(&parts, out, &layout, 0)
+    }
+
+    /// Buffers of one `layout` and `dtype` joined along `axis`.
+    pub(crate) fn join(
+        &self,
+        parts: &[GpuBuffer<D>],
+        dtype: DType,
+        layout: &Layout,
+        axis: usize,
+    ) -> Result<GpuBuffer<D>> {
         let views: Vec<View<'_, GpuBuffer<D>>> = parts
             .iter()
             .map(|buffer| View {
                 buffer,
-                dtype: out,
-                layout: &layout,
+                dtype,
+                layout,
             })
             .collect();
-        Backend::concatenate(self, &views, 0)
+        Backend::concatenate(self, &views, axis)
     }
 
     /// What one binding may hold on this device.

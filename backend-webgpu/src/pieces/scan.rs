@@ -62,15 +62,7 @@ impl<D: Driver> GpuBackend<D> {
                 };
                 held.push(self.scan_blocked(op, v, 1, reverse, inclusive)?);
             }
-            let views: Vec<View<'_, GpuBuffer<D>>> = held
-                .iter()
-                .map(|buffer| View {
-                    buffer,
-                    dtype: out_dtype,
-                    layout: &line,
-                })
-                .collect();
-            return Backend::concatenate(self, &views, 0);
+            return self.join(&held, out_dtype, &line, 0);
         }
         // Blocks of a power of two positions whose [B, inner] takes at most a quarter
         // of a binding (room for a piece's slack, and several blocks a piece).

@@ -85,15 +85,7 @@ pub(crate) fn compiling() -> bool {
 
 /// Runs `f` marked as a compile trace.
 fn compiling_scope<R>(f: impl FnOnce() -> R) -> R {
-    struct Leave;
-    impl Drop for Leave {
-        fn drop(&mut self) {
-            COMPILING.with(|c| c.set(c.get() - 1));
-        }
-    }
-    COMPILING.with(|c| c.set(c.get() + 1));
-    let _leave = Leave;
-    f()
+    crate::transforms::counted(&COMPILING, f)
 }
 
 /// The error of an eval inside a compile trace.

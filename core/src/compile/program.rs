@@ -282,10 +282,9 @@ impl Program {
                     .filter(|g| eshape[g] == st.layout.shape)
                     .min()?;
                 let root = &self.steps[g];
-                let inside = consumers[k].iter().all(|c| group[*c] == Some(g));
-                if inside && !is_output[k] {
-                    // Nothing outside the group needs its value.
-                } else {
+                // Stored when anything outside the group needs its value.
+                let stores = is_output[k] || consumers[k].iter().any(|c| group[*c] != Some(g));
+                if stores {
                     // Stored beside the root; its other consumers come after the
                     // root (so read the kernel's output, no cycle).
                     let storable = several
@@ -303,14 +302,14 @@ impl Program {
                     .cloned()
                     .collect();
                 push_unique(&mut l, &st.inputs);
-                (self.buffers(&l) <= limit).then_some((g, l))
+                (self.buffers(&l) <= limit).then_some((g, l, stores))
             })();
             match joined {
-                Some((g, l)) => {
+                Some((g, l, stores)) => {
                     group[k] = Some(g);
                     leaves.insert(g, l);
                     members.get_mut(&g).expect("root made first").push(k);
-                    if is_output[k] || consumers[k].iter().any(|c| group[*c] != Some(g)) {
+                    if stores {
                         stored.entry(g).or_default().push(k);
                     }
                 }

@@ -46,34 +46,29 @@ fn trace_reverse(
     f: impl FnOnce(&[Array]) -> Result<Vec<Array>>,
     inputs: &[Array],
 ) -> Result<(Vec<Array>, Vec<Array>)> {
-    struct Leave;
+    counted(&REVERSE, || trace(f, inputs))
+}
+
+/// Runs `f` with the thread's count `depth` one higher (lowered again on return
+/// and on unwind).
+pub(crate) fn counted<R>(
+    depth: &'static std::thread::LocalKey<Cell<usize>>,
+    f: impl FnOnce() -> R,
+) -> R {
+    struct Leave(&'static std::thread::LocalKey<Cell<usize>>);
     impl Drop for Leave {
         fn drop(&mut self) {
-            REVERSE.with(|d| d.set(d.get() - 1));
+            self.0.with(|d| d.set(d.get() - 1));
         }
     }
-    REVERSE.with(|d| d.set(d.get() + 1));
-    let _leave = Leave;
-    trace(f, inputs)
+    depth.with(|d| d.set(d.get() + 1));
+    let _leave = Leave(depth);
+    f()
 }
 
 /// True while a transform is tracing a function on this thread.
 pub(crate) fn tracing() -> bool {
     DEPTH.with(|d| d.get() > 0)
-}
-
-/// Marks this thread as tracing until dropped (nested traces count).
-struct Tracing;
-impl Tracing {
-    fn enter() -> Tracing {
-        DEPTH.with(|d| d.set(d.get() + 1));
-        Tracing
-    }
-}
-impl Drop for Tracing {
-    fn drop(&mut self) {
-        DEPTH.with(|d| d.set(d.get() - 1));
-    }
 }
 
 pub(crate) fn key(a: &Array) -> *const () {
@@ -85,21 +80,23 @@ pub(crate) fn trace(
     f: impl FnOnce(&[Array]) -> Result<Vec<Array>>,
     inputs: &[Array],
 ) -> Result<(Vec<Array>, Vec<Array>)> {
-    let _t = Tracing::enter();
-    let tracers: Vec<Array> = inputs
-        .iter()
-        .map(|x| {
-            Array::from_op(
-                Primitive::View(ViewOp::Reshape),
-                vec![x.clone()],
-                x.layout().clone(),
-                x.dtype(),
-                x.device().clone(),
-            )
-        })
-        .collect();
-    let outputs = f(&tracers)?;
-    Ok((tracers, outputs))
+    // Nested traces count.
+    counted(&DEPTH, || {
+        let tracers: Vec<Array> = inputs
+            .iter()
+            .map(|x| {
+                Array::from_op(
+                    Primitive::View(ViewOp::Reshape),
+                    vec![x.clone()],
+                    x.layout().clone(),
+                    x.dtype(),
+                    x.device().clone(),
+                )
+            })
+            .collect();
+        let outputs = f(&tracers)?;
+        Ok((tracers, outputs))
+    })
 }
 
 /// One node between the sources and the outputs, with how it was made.

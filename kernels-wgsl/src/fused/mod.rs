@@ -156,7 +156,7 @@ impl FusedSpec {
             return Ok(last);
         }
         let d = self.dtype_of(self.outputs[0])?;
-        let several = self.outputs.len() > 1;
+        let several = self.several();
         for &v in &self.outputs {
             let dv = self.dtype_of(v)?;
             if dv != d || (several && dv.size() != 4) || v < self.inputs.len() {
@@ -169,9 +169,9 @@ impl FusedSpec {
         Ok(d)
     }
 
-    /// The number of values stored.
-    pub fn stored(&self) -> usize {
-        self.outputs.len().max(1)
+    /// Whether it stores several values (an output of `[outputs, ...]`).
+    pub fn several(&self) -> bool {
+        self.outputs.len() > 1
     }
 
     /// The WGSL function of step `k` (`fn s{k}(a, b, c) -> C`), after checking its
@@ -383,7 +383,7 @@ pub(crate) fn value_prelude(
         p.push_str(&spec.step_fn(k, params)?);
         p.push('\n');
     }
-    if spec.outputs.len() < 2 {
+    if !spec.several() {
         writeln!(p, "fn value(i: u32) -> {} {{", out.ct().wgsl()).unwrap();
     } else {
         p.push_str("fn value(i: u32) {\n");
@@ -404,7 +404,7 @@ pub(crate) fn value_prelude(
         let call = format!("s{k}({})", args.join(", "));
         writeln!(p, "    let v{} = {};", n_in + k, round(s.dtype, &call)).unwrap();
     }
-    if spec.outputs.len() < 2 {
+    if !spec.several() {
         let v = spec.outputs.first().copied();
         writeln!(
             p,
@@ -484,7 +484,7 @@ fn compose_module_with(
     let Some((m, base)) = reduce else {
         return fused_source(spec, reads, bind, target.f16, params);
     };
-    if spec.outputs.len() > 1 {
+    if spec.several() {
         return Err(Error::Shape(
             "fused: a reduction reads a kernel of one output".into(),
         ));
@@ -596,7 +596,7 @@ fn fused_source(
         out.storage()
     )
     .unwrap();
-    p.push_str(if spec.outputs.len() < 2 {
+    p.push_str(if !spec.several() {
         FUSED_MAIN
     } else {
         FUSED_OUTPUTS_MAIN
@@ -625,8 +625,8 @@ impl<D: Driver> Kernels<D> {
         }
         self.check_dtype(od)?;
         // Several outputs: `out` is `[outputs, ...]` of the inputs' shape.
-        let k = spec.stored();
-        let shape = if spec.outputs.len() < 2 {
+        let k = spec.outputs.len().max(1);
+        let shape = if !spec.several() {
             out.shape
         } else if out.shape.first() == Some(&k) {
             &out.shape[1..]
