@@ -47,13 +47,7 @@ macro_rules! __dispatch_cases {
             )*
         }
     };
-    ([list] $($case:ident),* $(,)?) => {
-        &[$((stringify!($case), $crate::cases::$case as fn(&$crate::__Device))),*]
-    };
 }
-
-#[doc(hidden)]
-pub use wmx_core::Device as __Device;
 
 pub mod gpu;
 
