@@ -22,8 +22,8 @@
 //! two per word. A kernel invocation writes whole words, so neighbouring elements
 //! never race; the one exception, scatter, merges its elements into words with
 //! atomic compare-exchange. The 64-bit dtypes are moved by these kernels as pairs
-//! of words and computed by their own (`wide/`): f64 (adapters with `SHADER_F64`)
-//! bound as `array<f64>`, i64/u64 as `array<vec2<u32>>` with its arithmetic written out
+//! of words and computed by each family's 64-bit kernels (`<family>/wide.rs` over
+//! the core in `wide/`): f64 (adapters with `SHADER_F64`) bound as `array<f64>`, i64/u64 as `array<vec2<u32>>` with its arithmetic written out
 //! on the words (every adapter).
 //!
 //! The WGSL source of every kernel module can be produced without a GPU through
@@ -39,8 +39,8 @@
 //! | 0 | `dtype`, `driver` | how dtypes sit in words; what a GPU API must do ([`Driver`], [`Batch`], [`Caps`]) |
 //! | 1 | `layout`, `ops`, `wgpu_driver` | views of buffers and their checks; WGSL op expressions; wgpu's driver |
 //! | 2 | `compose` | module specs, the generic prelude, tree-shaking, naga validation |
-//! | 3 | `kernels` | the library on one device: pipeline cache, scratch buffers, recording |
-//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `fft`, `im2col`, `attention`, `quant`, `linalg`, `sort`, `fused`, `wide`, `user` | the kernel families, a folder each |
+//! | 3 | `kernels`, `wide` | the library on one device: pipeline cache, scratch buffers, recording; the 64-bit dtypes' kernel core (element types, preludes, f64 math, word arithmetic) |
+//! | 4 | `elementwise`, `reduce`, `matmul`, `norm`, `index`, `random`, `rope`, `fft`, `im2col`, `attention`, `quant`, `linalg`, `sort`, `fused`, `user` | the kernel families, a folder each (with a `wide.rs` for its 64-bit kernels where it has them) |
 //! | 5 | `wgpu_open` | opening a wgpu device and probing its hardware paths with kernels |
 #![doc = include_str!("../README.md")]
 
@@ -128,6 +128,21 @@ const FAMILIES: &[&Family] = {
     ]
 };
 
+/// Every module of the 64-bit kernels (each family's `wide.rs`) the library can
+/// launch, as `(label, WGSL source, entry point, whether it computes in f64)`, for
+/// workgroups of `wg` invocations: for the naga tests.
+pub fn wide_modules(wg: u32) -> Vec<(String, String, &'static str, bool)> {
+    let listed = [
+        elementwise::wide::listed(),
+        reduce::wide::listed(),
+        index::wide::listed(),
+        sort::wide::listed(),
+        norm::wide::listed(),
+        matmul::wide::listed(),
+    ];
+    wide::composed(listed.into_iter().flatten().collect(), wg)
+}
+
 /// Every module the library can build for `target`: each (family, op, dtype,
 /// variant) combination that the op tables define. Used by the completeness tests.
 pub fn module_specs(target: Target) -> Vec<ModuleSpec> {
@@ -143,7 +158,6 @@ pub use kernels::Kernels;
 pub use layout::{Contig, Strided};
 pub use user::{KernelArg, KernelSource, TemplateArg, UserModule, UserPipeline};
 pub use wgpu_driver::{RequestOptions, Wgpu, WgpuPipeline};
-pub use wide::wide_modules;
 pub use wmx_spec::{
     ArgReduceOp, BinaryOp, ConvGeometry, DType, FusedOp, FusedStep, LinalgBlock, NormOp, ReduceOp,
     ScatterOp, UnaryOp,

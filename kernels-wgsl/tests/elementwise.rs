@@ -52,49 +52,6 @@ fn finish(k: &Kernels, batch: Batch<Wgpu>, cases: Vec<Case>) {
     }
 }
 
-struct Input {
-    buf: wgpu::Buffer,
-    dtype: DType,
-    shape: Vec<usize>,
-    strides: Vec<isize>,
-    offset: usize,
-    vals: Vec<f64>,
-}
-
-impl Input {
-    fn new(
-        k: &Kernels,
-        rng: &mut Rng,
-        d: DType,
-        shape: &[usize],
-        lay: Lay,
-        data: Data,
-        specials: bool,
-    ) -> Input {
-        let (phys_len, strides, offset) = layout(lay, shape);
-        let phys = random(rng, phys_len, d, data, specials);
-        let vals = gather(&phys, shape, &strides, offset);
-        Input {
-            buf: k.upload(&encode(&phys, d)).unwrap(),
-            dtype: d,
-            shape: shape.to_vec(),
-            strides,
-            offset,
-            vals,
-        }
-    }
-    fn view(&self) -> Strided<'_> {
-        Strided {
-            buffer: &self.buf,
-            window: None,
-            dtype: self.dtype,
-            shape: &self.shape,
-            strides: &self.strides,
-            offset: self.offset,
-        }
-    }
-}
-
 fn shape_for(n: usize) -> Vec<usize> {
     if n == 1000 { vec![40, 25] } else { vec![n] }
 }
@@ -116,14 +73,6 @@ fn ref_binary(op: &str, d: DType, a: f64, b: f64) -> f64 {
 fn ref_unary(op: &str, d: DType, a: f64) -> f64 {
     let (_, od) = reference::unary_dtypes(op, d);
     stored(reference::unary(op, d, val(a, d)), od)
-}
-
-fn val(a: f64, d: DType) -> Val {
-    if d.is_float() {
-        Val::F(a)
-    } else {
-        Val::I(a as i128)
-    }
 }
 
 fn stored(v: Val, d: DType) -> f64 {

@@ -80,49 +80,6 @@ fn ref_arg(op: ArgReduceOp, d: DType, xs: &[f64]) -> f64 {
     reference::arg_reduce(op.name(), &vals).expect("a non-empty axis") as f64
 }
 
-fn val(a: f64, d: DType) -> Val {
-    if d.is_float() {
-        Val::F(a)
-    } else {
-        Val::I(a as i128)
-    }
-}
-
-struct Input {
-    buf: wgpu::Buffer,
-    dtype: DType,
-    shape: Vec<usize>,
-    strides: Vec<isize>,
-    offset: usize,
-    vals: Vec<f64>,
-}
-
-impl Input {
-    fn new(k: &Kernels, rng: &mut Rng, d: DType, shape: &[usize], lay: Lay, data: Data) -> Input {
-        let (phys_len, strides, offset) = layout(lay, shape);
-        let phys = random(rng, phys_len, d, data, true);
-        let vals = gather(&phys, shape, &strides, offset);
-        Input {
-            buf: k.upload(&encode(&phys, d)).unwrap(),
-            dtype: d,
-            shape: shape.to_vec(),
-            strides,
-            offset,
-            vals,
-        }
-    }
-    fn view(&self) -> Strided<'_> {
-        Strided {
-            buffer: &self.buf,
-            window: None,
-            dtype: self.dtype,
-            shape: &self.shape,
-            strides: &self.strides,
-            offset: self.offset,
-        }
-    }
-}
-
 type Shape = (&'static [usize], &'static [usize], Lay);
 
 /// (shape, axes, layout) cases for the full matrix.
@@ -173,7 +130,7 @@ fn reduce_cases(
         if nred == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
             continue;
         }
-        let x = Input::new(k, &mut rng, d, shape, *lay, data_for(op));
+        let x = Input::new(k, &mut rng, d, shape, *lay, data_for(op), true);
         let g = groups(&x.vals, shape, axes);
         let out = k.create_buffer((g.len() * od.size()) as u64, None).unwrap();
         let out_shape = [g.len()];
@@ -230,7 +187,7 @@ fn arg_cases(k: &Kernels, op: ArgReduceOp, d: DType, shapes: &[(&[usize], usize,
         } else {
             Data::Range(-3.0, 3.0)
         };
-        let x = Input::new(k, &mut rng, d, shape, *lay, data);
+        let x = Input::new(k, &mut rng, d, shape, *lay, data, true);
         let g = groups(&x.vals, shape, &[*axis]);
         let out = k.create_buffer((g.len() * 4) as u64, None).unwrap();
         let out_shape = [g.len()];

@@ -15,6 +15,9 @@ use wmx_spec::{ArgReduceOp, BinaryOp, NormOp, ReduceOp, ScatterOp, UnaryOp};
 
 pub(crate) const COMMON: &str = include_str!("common.wgsl");
 pub(crate) const WORDS: &str = include_str!("words.wgsl");
+/// `mul_wide`, the full product of two words: for every composed module and the
+/// 64-bit kernels.
+pub(crate) const MUL_WIDE: &str = include_str!("mul_wide.wgsl");
 
 /// A kernel family: what composition needs to know of it. Each is a `static` in
 /// its folder (`elementwise/family.rs`, `matmul/family.rs`, ...), listed once in
@@ -573,7 +576,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
     if uses_f16 {
         p.push_str(f16_helpers(spec.target.f16));
     }
-    let mut files: Vec<&str> = vec![COMMON];
+    let mut files: Vec<&str> = vec![COMMON, MUL_WIDE];
     files.extend((spec.family.body)(spec, &mut p)?);
     if let Some(input) = input_a {
         // The prologue's steps call the op functions and round through the stores.

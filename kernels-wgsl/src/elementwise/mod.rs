@@ -5,6 +5,7 @@
 //! kernels (`contig1..3`), anything else the general strided kernels.
 
 mod family;
+pub(crate) mod wide;
 
 pub use family::{ARANGE, AXPBY, BINARY, COPY, FILL, SELECT, SLICE_UPDATE, UNARY};
 pub(crate) use family::{BINARY_WGSL, UNARY_WGSL};

@@ -114,20 +114,6 @@ fn cos_poly(r: f32) -> f32 {
         - 0.5 * z + 1.0;
 }
 
-// The full 64-bit product of two words as (lo, hi), from 16-bit pieces (WGSL has
-// no wide multiply): the trigonometric reduction's and int64.wgsl's.
-fn mul_wide(a: u32, b: u32) -> vec2<u32> {
-    let a0 = a & 0xffffu;
-    let a1 = a >> 16u;
-    let b0 = b & 0xffffu;
-    let b1 = b >> 16u;
-    let p00 = a0 * b0;
-    let p01 = a0 * b1;
-    let p10 = a1 * b0;
-    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
-    return vec2<u32>((p00 & 0xffffu) | (mid << 16u),
-                     a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
-}
 // (hi << s) | (lo >> (32 - s)) for s in 0..=32.
 fn shl2(hi: u32, lo: u32, s: u32) -> u32 {
     if (s == 0u) { return hi; }

@@ -5,7 +5,9 @@
 //! so the fused result equals the unfused chain's (up to the multiply-add
 //! contraction the compiler may apply within one kernel).
 
-use crate::compose::{COMMON, InputCode, ModuleSpec, WORDS, compose_with, f16_helpers, tree_shake};
+use crate::compose::{
+    COMMON, InputCode, MUL_WIDE, ModuleSpec, WORDS, compose_with, f16_helpers, tree_shake,
+};
 use crate::driver::Driver;
 use crate::driver::{Batch, Binding, Work};
 use crate::dtype::{DType, Words};
@@ -601,7 +603,7 @@ fn fused_source(
     } else {
         FUSED_OUTPUTS_MAIN
     });
-    let body = [COMMON, WORDS, UNARY, BINARY].concat();
+    let body = [COMMON, MUL_WIDE, WORDS, UNARY, BINARY].concat();
     let shaken = tree_shake(&p, &body, "fused");
     Ok(format!("{p}{shaken}"))
 }

@@ -7,6 +7,7 @@
 //! buffer whatever the indices hold.
 
 mod family;
+pub(crate) mod wide;
 
 pub use family::{GATHER, PLACE, SCATTER};
 

@@ -6,6 +6,7 @@
 //! rounded once.
 
 mod family;
+pub(crate) mod wide;
 
 pub(crate) use family::vec4_tile;
 pub use family::{GEMV, MATMUL, TILES};

@@ -2,6 +2,7 @@
 //! layer_norm, rms_norm; one workgroup per row, inputs read in place.
 
 mod family;
+pub(crate) mod wide;
 
 pub use family::NORM;
 

@@ -10,6 +10,8 @@
 //! a final cast pass from a scratch buffer.
 
 mod family;
+pub(crate) mod wide;
+pub(crate) use wide::reduce_code as wide_reduce_code;
 mod scan;
 
 pub use family::{ARG_REDUCE, REDUCE};

@@ -10,6 +10,7 @@
 //! grows linearly with `n`.
 
 mod family;
+pub(crate) mod wide;
 
 pub use family::SORT;
 

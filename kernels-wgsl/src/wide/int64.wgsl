@@ -19,7 +19,7 @@ fn sub64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
 fn neg64(a: vec2<u32>) -> vec2<u32> { return sub64(vec2<u32>(0u, 0u), a); }
 
 // The low 64 bits of the product (the same bits signed or unsigned); mul_wide
-// (unary.wgsl) gives the full product of two words.
+// (compose/mul_wide.wgsl) gives the full product of two words.
 fn mul64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     let p = mul_wide(a.x, b.x);
     return vec2<u32>(p.x, p.y + a.x * b.y + a.y * b.x);

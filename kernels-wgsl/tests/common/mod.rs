@@ -4,7 +4,8 @@
 
 use half::{bf16, f16};
 use std::sync::OnceLock;
-use wmx_kernels::{DType, Kernels, RequestOptions};
+use wmx_kernels::{DType, Kernels, RequestOptions, Strided};
+use wmx_reference::val::Val;
 
 /// The dtypes this library's tests check against their f64 reference: all but
 /// the 64-bit integers, which an f64 cannot hold (the workspace's conformance
@@ -300,5 +301,59 @@ pub fn assert_close(
             got.len(),
             show.join(", ")
         );
+    }
+}
+
+/// An input array: its buffer, its view (a layout of [`Lay`]) and its logical
+/// values in f64.
+pub struct Input {
+    pub buf: wgpu::Buffer,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub strides: Vec<isize>,
+    pub offset: usize,
+    pub vals: Vec<f64>,
+}
+
+impl Input {
+    pub fn new(
+        k: &Kernels,
+        rng: &mut Rng,
+        d: DType,
+        shape: &[usize],
+        lay: Lay,
+        data: Data,
+        specials: bool,
+    ) -> Input {
+        let (phys_len, strides, offset) = layout(lay, shape);
+        let phys = random(rng, phys_len, d, data, specials);
+        let vals = gather(&phys, shape, &strides, offset);
+        Input {
+            buf: k.upload(&encode(&phys, d)).unwrap(),
+            dtype: d,
+            shape: shape.to_vec(),
+            strides,
+            offset,
+            vals,
+        }
+    }
+    pub fn view(&self) -> Strided<'_> {
+        Strided {
+            buffer: &self.buf,
+            window: None,
+            dtype: self.dtype,
+            shape: &self.shape,
+            strides: &self.strides,
+            offset: self.offset,
+        }
+    }
+}
+
+/// `a` as a reference value of dtype `d`.
+pub fn val(a: f64, d: DType) -> Val {
+    if d.is_float() {
+        Val::F(a)
+    } else {
+        Val::I(a as i128)
     }
 }
