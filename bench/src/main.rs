@@ -191,7 +191,7 @@ impl Options {
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train] [--conv] [--attention] [--quant] [--decomp] [--dist [--train]] [--llm] [--int64] [--fft]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train [--ops mlp,cnn,gpt]] [--conv] [--attention] [--quant] [--decomp] [--dist [--train]] [--llm] [--int64] [--fft]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1589,9 +1589,17 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         return Ok(rows);
     }
     if o.train {
-        train::bench_train(&dev, o.smoke, &mut rows)?;
-        train::bench_cnn(&dev, o.smoke, &mut rows)?;
-        train::bench_gpt(&dev, o.smoke, &mut rows)?;
+        // `--ops mlp,cnn,gpt` picks models (all by default); `--dtypes` the GPT's.
+        let run = |m: &str| o.ops.as_ref().is_none_or(|ops| ops.iter().any(|x| x == m));
+        if run("mlp") {
+            train::bench_train(&dev, o.smoke, &mut rows)?;
+        }
+        if run("cnn") {
+            train::bench_cnn(&dev, o.smoke, &mut rows)?;
+        }
+        if run("gpt") {
+            train::bench_gpt(&dev, o.smoke, &o.dtypes, &mut rows)?;
+        }
         if let Some(path) = &o.json {
             std::fs::write(path, to_json(&rows, &dev.name()))
                 .map_err(|e| format!("{path}: {e}"))?;

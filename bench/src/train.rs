@@ -162,7 +162,12 @@ pub(crate) fn bench_train(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res
 /// writes the initial weights, the tokens and the first `AGREE_STEPS` losses of a
 /// compiled run there, which `torch_train.py --gpt-dir` trains the same way and
 /// compares.
-pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<()> {
+pub(crate) fn bench_gpt(
+    dev: &Device,
+    smoke: bool,
+    dtypes: &[DType],
+    rows: &mut Vec<Row>,
+) -> Res<()> {
     let s = if smoke { GptSize::SMOKE } else { GptSize::FULL };
     // `WMX_BENCH_STEPS`: more steps (e.g. to profile the host side of small ones).
     let steps = std::env::var("WMX_BENCH_STEPS")
@@ -183,7 +188,7 @@ pub(crate) fn bench_gpt(dev: &Device, smoke: bool, rows: &mut Vec<Row>) -> Res<(
     if let Ok(dir) = std::env::var("WMX_BENCH_GPT_DIR") {
         agree(dev, s, &data, std::path::Path::new(&dir))?;
     }
-    for dtype in [DType::F32, DType::F16] {
+    for &dtype in dtypes {
         if dev.check_dtype(dtype).is_err() {
             continue;
         }
