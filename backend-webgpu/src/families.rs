@@ -7,8 +7,8 @@ use crate::kerr;
 use std::any::Any;
 use wmx_core::Result;
 use wmx_core::families::{
-    Block, Depthwise, DepthwiseWgrad, Dequantize, FftPass, Flash, FlashCombine, Im2col, Quantize,
-    QuantizedMatvec, Rope,
+    Block, Depthwise, DepthwiseWgrad, Dequantize, FftPass, Flash, FlashCombine, Im2col, NormVjp,
+    Quantize, QuantizedMatvec, Rope,
 };
 
 use wmx_kernels as k;
@@ -30,6 +30,19 @@ pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<
         return Some(
             ev.kernels
                 .fft_rows(&mut ev.batch, &view(&ev.inputs[0]), &view(table), *f, &out)
+                .map_err(kerr),
+        );
+    }
+    if let Some(p) = prim.downcast_ref::<NormVjp>() {
+        let out = out_view(&ev.output);
+        let (x, w, dy) = (
+            view(&ev.inputs[0]),
+            view(&ev.inputs[1]),
+            view(&ev.inputs[2]),
+        );
+        return Some(
+            ev.kernels
+                .normalize_vjp(&mut ev.batch, p.op, &x, &w, &dy, p.eps, &out)
                 .map_err(kerr),
         );
     }

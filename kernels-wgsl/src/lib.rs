@@ -88,7 +88,7 @@ pub mod families {
     pub use crate::index::{GATHER, PLACE, SCATTER};
     pub use crate::linalg::LINALG;
     pub use crate::matmul::{GEMV, MATMUL};
-    pub use crate::norm::NORM;
+    pub use crate::norm::{NORM, NORM_VJP};
     pub use crate::quant::QUANT;
     pub use crate::random::RANDOM_BITS;
     pub use crate::reduce::{ARG_REDUCE, REDUCE};
@@ -113,6 +113,7 @@ const FAMILIES: &[&Family] = {
         &MATMUL,
         &GEMV,
         &NORM,
+        &NORM_VJP,
         &PLACE,
         &GATHER,
         &SCATTER,

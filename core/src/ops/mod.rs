@@ -45,7 +45,7 @@ pub(crate) use index::{gather_node, scatter_node};
 pub(crate) use linalg::matmul_nd;
 pub use linalg::{addmm, matmul};
 pub use nn::{layer_norm, log_softmax, rms_norm, softmax};
-pub(crate) use nn::{normalize_composed, normalize_last};
+pub(crate) use nn::{norm_vjp, normalize_composed, normalize_last};
 pub use quantized::{
     QUANT_BITS, QUANT_GROUP_SIZES, dequantize, gather_qmm, quantize, quantized_matmul,
 };
@@ -57,6 +57,7 @@ pub use rope::rope;
 pub mod families {
     pub use super::attention::{Flash, FlashCombine};
     pub use super::im2col::{Depthwise, DepthwiseWgrad, Im2col};
+    pub use super::nn::NormVjp;
     pub use super::quantized::{Dequantize, Quantize, QuantizedMatvec};
     pub use super::rope::Rope;
     pub use crate::fft::FftPass;

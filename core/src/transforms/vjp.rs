@@ -90,13 +90,8 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
                 let s = o::sum(ct, Some(&[-1]), true)?;
                 vec![Some(o::subtract(ct, &o::multiply(&o::exp(y)?, &s)?)?)]
             }
-            // The normalisations: the vjp of the same op written with unfused ops.
-            NormOp::LayerNorm | NormOp::RmsNorm => {
-                let (op, eps) = (*op, *eps);
-                let f = |xs: &[Array]| Ok(vec![o::normalize_composed(op, &xs[0], &xs[1..], eps)?]);
-                let (_, g) = crate::transforms::vjp(f, x, std::slice::from_ref(ct))?;
-                g.into_iter().map(Some).collect()
-            }
+            // The normalisations: one kernel (or, for f64, the composed op's vjp).
+            NormOp::LayerNorm | NormOp::RmsNorm => o::norm_vjp(*op, *eps, x, ct, want)?,
         },
         Primitive::View(v) => vec![view_vjp(v, &x[0], ct)?],
         Primitive::SliceUpdate { starts, steps } => {

@@ -9,6 +9,7 @@ use std::fmt::Write;
 use wmx_spec::NormOp;
 
 const NORM_WGSL: &str = include_str!("norm.wgsl");
+const VJP_WGSL: &str = include_str!("vjp.wgsl");
 
 /// Row operations over the last axis, a [`NormOp`] (input x, then the op's weight
 /// and bias).
@@ -85,4 +86,54 @@ fn norm_body(spec: &ModuleSpec, p: &mut String) -> Result<Vec<&'static str>> {
         p.push_str("fn nr_store(w: u32, v: u32) { O[w] = v; }\nfn nr_store4(q: u32, v: vec4<u32>) { for (var i = 0u; i < 4u; i++) { O[4u * q + i] = v[i]; } }\n");
     }
     Ok(vec![NORM_WGSL, UNARY_WGSL])
+}
+
+/// The vjp of layer_norm and rms_norm over the last axis (inputs x, the weight
+/// and dy; output `[1 or 2, ..x]`: dx, then dy xhat), `vjp.wgsl`.
+pub static NORM_VJP: Family = Family {
+    name: "NormVjp",
+    arity: 3,
+    takes: |s| s.inputs.len() == 3,
+    entry: |_| "norm_vjp_rows",
+    raw: |_| false,
+    io: Io::rows,
+    body: vjp_body,
+    specs: |t| {
+        let mut v = Vec::new();
+        for d in DType::WORDS.into_iter().filter(|d| d.is_float()) {
+            for op in [NormOp::LayerNorm, NormOp::RmsNorm] {
+                for out in [d, DType::F32] {
+                    v.push(ModuleSpec::new(
+                        &NORM_VJP,
+                        op,
+                        vec![d; 3],
+                        out,
+                        Variant::Rows,
+                        t,
+                    ));
+                }
+            }
+        }
+        v
+    },
+};
+
+fn vjp_body(spec: &ModuleSpec, p: &mut String) -> Result<Vec<&'static str>> {
+    let Op::Norm(op @ (NormOp::LayerNorm | NormOp::RmsNorm)) = spec.op else {
+        return Err(wrong_op(spec));
+    };
+    let d = spec.inputs[0];
+    if !d.is_float()
+        || spec.inputs.iter().any(|&p| p != d)
+        || !(spec.output == d || spec.output == DType::F32)
+        || spec.variant != Variant::Rows
+    {
+        return Err(Error::Shape(format!(
+            "the vjp of {op} needs x, the weight and dy of one float dtype and the rows \
+             variant, got {:?} -> {} ({:?})",
+            spec.inputs, spec.output, spec.variant
+        )));
+    }
+    writeln!(p, "const NORM_OP: u32 = {}u;", op as u32).unwrap();
+    Ok(vec![VJP_WGSL, NORM_WGSL, UNARY_WGSL])
 }

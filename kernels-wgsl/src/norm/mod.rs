@@ -1,10 +1,11 @@
 //! Row operations over the last axis (`norm.wgsl`): softmax, log_softmax,
-//! layer_norm, rms_norm; one workgroup per row, inputs read in place.
+//! layer_norm, rms_norm, and the vjp of the last two (`vjp.wgsl`); one workgroup
+//! per row, inputs read in place.
 
 mod family;
 pub(crate) mod wide;
 
-pub use family::NORM;
+pub use family::{NORM, NORM_VJP};
 
 use crate::compose::Variant;
 use crate::driver::Driver;
@@ -114,6 +115,94 @@ impl<D: Driver> Kernels<D> {
         let mut buffers = vec![target.clone(), x.binding()];
         buffers.extend(params.iter().map(|p| p.binding()));
         self.record(b, &spec, buffers, p, groups)?;
+        if let Some(t) = &tmp {
+            self.round_from_f32(b, t, out)?;
+        }
+        Ok(())
+    }
+
+    /// The vjp of `op` (layer_norm or rms_norm over the last axis, `eps` as the
+    /// forward's) at `x` with weight `w` (`[L]`, any stride) and output cotangent
+    /// `dy` (`x`'s shape): `out` is `[k, ..x's shape]`, `k` 1 (dx) or 2 (dx, then
+    /// dy times the normalised x, whose sum over the rows is the weight's
+    /// gradient). One float dtype for the inputs; `out` in it or f32.
+    #[allow(clippy::too_many_arguments)]
+    pub fn normalize_vjp(
+        &self,
+        b: &mut Batch<D>,
+        op: NormOp,
+        x: &Strided<D::Buffer>,
+        w: &Strided<D::Buffer>,
+        dy: &Strided<D::Buffer>,
+        eps: f64,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let nd = x.shape.len();
+        let l = x.shape.last().copied().unwrap_or(0);
+        let k = out.shape.first().copied().unwrap_or(0);
+        if !matches!(op, NormOp::LayerNorm | NormOp::RmsNorm)
+            || nd == 0
+            || w.shape != [l]
+            || dy.shape != x.shape
+            || !(1..=2).contains(&k)
+            || out.shape[1..] != *x.shape
+        {
+            return Err(Error::Shape(format!(
+                "the vjp of {op}: x {:?}, weight {:?}, dy {:?}, output {:?}",
+                x.shape, w.shape, dy.shape, out.shape
+            )));
+        }
+        for v in [x, w, dy] {
+            self.check_dtype(v.dtype)?;
+            check_view(v, op.name())?;
+            if v.buffer == out.buffer {
+                return Err(Error::Shape(format!(
+                    "the vjp of {op}: inputs must not share the output buffer"
+                )));
+            }
+        }
+        check_out(out)?;
+        // 16-bit rows of odd length would share words between workgroups: compute
+        // in f32 and round in a copy.
+        let tmp = self.f32_result(out, out.dtype.epw() == 2 && l % 2 == 1)?;
+        let odt = if tmp.is_some() { DType::F32 } else { out.dtype };
+        let spec = self.spec(
+            &NORM_VJP,
+            op,
+            vec![x.dtype, w.dtype, dy.dtype],
+            odt,
+            Variant::Rows,
+            0,
+        );
+        let rows = (x.shape[..nd - 1].iter().product::<usize>()) as u64;
+        if rows == 0 || l == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        let (bshape, bst) = collapse(
+            &x.shape[..nd - 1],
+            &[&x.strides[..nd - 1], &dy.strides[..nd - 1]],
+        );
+        let mut p = vec![
+            l as u32,
+            rows as u32,
+            bshape.len() as u32,
+            x.offset as u32,
+            x.strides[nd - 1] as i32 as u32,
+            w.offset as u32,
+            w.strides[0] as i32 as u32,
+            dy.offset as u32,
+            dy.strides[nd - 1] as i32 as u32,
+            (eps as f32).to_bits(),
+            k as u32,
+        ];
+        p.extend(bshape.iter().map(|&d| d as u32));
+        for s in &bst {
+            p.extend(s.iter().map(|&s| s as i32 as u32));
+        }
+        let target = tmp.as_ref().map_or_else(|| out.binding(), Binding::from);
+        let buffers = vec![target, x.binding(), w.binding(), dy.binding()];
+        self.record(b, &spec, buffers, p, rows)?;
         if let Some(t) = &tmp {
             self.round_from_f32(b, t, out)?;
         }

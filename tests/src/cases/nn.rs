@@ -401,3 +401,168 @@ pub fn grad_norm(dev: &Device) {
         );
     }
 }
+
+/// The vjp of layer_norm / rms_norm (`x`, `w`, `b` row-major, `g` the output's
+/// cotangent) in f64: dx, dw, db.
+fn norm_vjp_ref(
+    op: NormOp,
+    x: &[f64],
+    w: &[f64],
+    g: &[f64],
+    eps: f64,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let l = w.len();
+    let (mut dx, mut dw, mut db) = (vec![0.0; x.len()], vec![0.0; l], vec![0.0; l]);
+    for (r, row) in x.chunks(l).enumerate() {
+        let gy = &g[r * l..(r + 1) * l];
+        let n = l as f64;
+        let mean = if op == NormOp::LayerNorm {
+            row.iter().sum::<f64>() / n
+        } else {
+            0.0
+        };
+        let inv = 1.0 / (row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n + eps).sqrt();
+        let xh: Vec<f64> = row.iter().map(|v| (v - mean) * inv).collect();
+        let gw: Vec<f64> = (0..l).map(|j| gy[j] * w[j]).collect();
+        let a = if op == NormOp::LayerNorm {
+            gw.iter().sum::<f64>() / n
+        } else {
+            0.0
+        };
+        let c = (0..l).map(|j| gw[j] * xh[j]).sum::<f64>() / n;
+        for j in 0..l {
+            dx[r * l + j] = inv * (gw[j] - a - xh[j] * c);
+            dw[j] += gy[j] * xh[j];
+            db[j] += gy[j];
+        }
+    }
+    (dx, dw, db)
+}
+
+/// The one-kernel vjp of layer_norm and rms_norm: dx, dw and db against f64 on
+/// rows longer than a workgroup, odd lengths, batch dims, a transposed x, a
+/// broadcast weight (none given, so only dx is asked for), f16 and bf16; its
+/// second derivative against f64's (which differentiates the composed op); its
+/// vmap (one weight, and a weight per index) against a loop.
+pub fn norm_vjp_kernel(dev: &Device) {
+    let mut rng = Rng::new(0x7a1);
+    let eps = 1e-5;
+    for op in [NormOp::LayerNorm, NormOp::RmsNorm] {
+        for (dt, shape) in [
+            (DType::F32, vec![3usize, 5]),
+            (DType::F32, vec![2, 3, 300]),
+            (DType::F32, vec![4, 768]),
+            (DType::F16, vec![6, 40]),
+            (DType::F16, vec![3, 7]),
+            (DType::BF16, vec![5, 64]),
+        ] {
+            if !super::supported(dev, dt) {
+                continue;
+            }
+            let what = format!("vjp of {op} {dt} {shape:?}");
+            let l = *shape.last().unwrap();
+            let n: usize = shape.iter().product();
+            let v = |rng: &mut Rng, n: usize, lo: f64, hi: f64| -> Vec<f64> {
+                (0..n).map(|_| round_to(dt, rng.uniform(lo, hi))).collect()
+            };
+            let (x, w, b, g) = (
+                v(&mut rng, n, -2.0, 2.0),
+                v(&mut rng, l, 0.5, 2.0),
+                v(&mut rng, l, -1.0, 1.0),
+                v(&mut rng, n, -1.0, 1.0),
+            );
+            let (xa, wa, ba, ga) = (
+                arr(dev, dt, &x, &shape),
+                arr(dev, dt, &w, &[l]),
+                arr(dev, dt, &b, &[l]),
+                arr(dev, dt, &g, &shape),
+            );
+            let f = |a: &[Array]| -> Result<Vec<Array>> {
+                let y = run(op, &a[0], Some(&a[1]), Some(&a[2]), eps)?;
+                Ok(vec![y])
+            };
+            let (_, grads) = ok(
+                &what,
+                wmx::vjp(f, &[xa.clone(), wa.clone(), ba.clone()], std::slice::from_ref(&ga)),
+            );
+            let (dx, dw, db) = norm_vjp_ref(op, &x, &w, &g, eps);
+            // Sums over rows round once per element in f32: the tolerance grows with them.
+            let rows = (n / l) as f64;
+            let tol = match dt {
+                DType::F32 => 2e-5,
+                DType::F16 => 4e-3,
+                _ => 3e-2,
+            };
+            close(&format!("{what}: dx"), &f64s(&grads[0], &what), &dx, dt, tol);
+            close(&format!("{what}: dw"), &f64s(&grads[1], &what), &dw, dt, tol * rows);
+            if op == NormOp::LayerNorm {
+                close(&format!("{what}: db"), &f64s(&grads[2], &what), &db, dt, tol * rows);
+            }
+            // Only dx asked for (no weight given); x a transposed view.
+            let xt = ok(&what, wmx::transpose(&arr(dev, dt, &x, &[l, n / l]), None));
+            let xs: Vec<f64> = (0..n / l)
+                .flat_map(|r| (0..l).map(move |j| (r, j)))
+                .map(|(r, j)| x[j * (n / l) + r])
+                .collect();
+            let g2 = arr(dev, dt, &g, &[n / l, l]);
+            let h = |a: &[Array]| -> Result<Vec<Array>> { Ok(vec![run(op, &a[0], None, None, eps)?]) };
+            let (_, gx) = ok(&what, wmx::vjp(h, &[xt], &[g2]));
+            let ones = vec![1.0; l];
+            let (dxt, _, _) = norm_vjp_ref(op, &xs, &ones, &g, eps);
+            close(&format!("{what}: dx of a transposed x, no weight"), &f64s(&gx[0], &what), &dxt, dt, tol);
+        }
+        // Second order: the gradient of <dx, u> with respect to x and w, against f64's.
+        let what = format!("second derivative of {op}");
+        let (r, l) = (3usize, 6usize);
+        let x: Vec<f64> = (0..r * l).map(|_| round_to(DType::F32, rng.uniform(-2.0, 2.0))).collect();
+        let w: Vec<f64> = (0..l).map(|_| round_to(DType::F32, rng.uniform(0.5, 2.0))).collect();
+        let g: Vec<f64> = (0..r * l).map(|_| round_to(DType::F32, rng.uniform(-1.0, 1.0))).collect();
+        let u: Vec<f64> = (0..r * l).map(|_| round_to(DType::F32, rng.uniform(-1.0, 1.0))).collect();
+        let second = |dt: DType| -> Vec<Vec<f64>> {
+            let (ga, ua) = (arr(dev, dt, &g, &[r, l]), arr(dev, dt, &u, &[r, l]));
+            let inner = |a: &[Array]| -> Result<Vec<Array>> {
+                let f = |b: &[Array]| -> Result<Vec<Array>> { Ok(vec![run(op, &b[0], Some(&b[1]), None, eps)?]) };
+                let (_, d) = wmx::vjp(f, a, std::slice::from_ref(&ga))?;
+                Ok(vec![wmx::sum(&wmx::multiply(&d[0], &ua)?, None, false)?])
+            };
+            let args = [arr(dev, dt, &x, &[r, l]), arr(dev, dt, &w, &[l])];
+            let d = ok(&what, wmx::grad(inner, &[0, 1])(&args));
+            d.iter().map(|a| f64s(a, &what)).collect()
+        };
+        if super::supported(dev, DType::F64) {
+            let (got, want) = (second(DType::F32), second(DType::F64));
+            close(&format!("{what}: x"), &got[0], &want[0], DType::F32, 1e-4);
+            close(&format!("{what}: w"), &got[1], &want[1], DType::F32, 1e-4);
+        }
+        // vmap of the vjp over a batch of rows: one weight, then a weight per index.
+        let what = format!("vmap of the vjp of {op}");
+        let (m, l) = (3usize, 8usize);
+        let x: Vec<f64> = (0..m * 2 * l).map(|_| round_to(DType::F32, rng.uniform(-2.0, 2.0))).collect();
+        let ws: Vec<f64> = (0..m * l).map(|_| round_to(DType::F32, rng.uniform(0.5, 2.0))).collect();
+        let g: Vec<f64> = (0..m * 2 * l).map(|_| round_to(DType::F32, rng.uniform(-1.0, 1.0))).collect();
+        let ga = arr(dev, DType::F32, &g, &[m, 2, l]);
+        let per = |a: &[Array]| -> Result<Vec<Array>> {
+            let f = |b: &[Array]| -> Result<Vec<Array>> { Ok(vec![run(op, &b[0], Some(&b[1]), None, eps)?]) };
+            let (_, d) = wmx::vjp(f, &a[..2], &a[2..])?;
+            Ok(d)
+        };
+        for per_index in [false, true] {
+            let wa = if per_index {
+                arr(dev, DType::F32, &ws, &[m, l])
+            } else {
+                arr(dev, DType::F32, &ws[..l], &[l])
+            };
+            let axes = [Some(0), if per_index { Some(0) } else { None }, Some(0)];
+            let args = [arr(dev, DType::F32, &x, &[m, 2, l]), wa, ga.clone()];
+            let out = ok(&what, wmx::vmap(per, &axes, &[0, 0])(&args));
+            let (gx, gw) = (f64s(&out[0], &what), f64s(&out[1], &what));
+            for k in 0..m {
+                let wk = if per_index { &ws[k * l..(k + 1) * l] } else { &ws[..l] };
+                let (dx, dw, _) = norm_vjp_ref(op, &x[k * 2 * l..(k + 1) * 2 * l], wk, &g[k * 2 * l..(k + 1) * 2 * l], eps);
+                let label = format!("{what}: index {k}, weight per index {per_index}");
+                close(&format!("{label}: dx"), &gx[k * 2 * l..(k + 1) * 2 * l], &dx, DType::F32, 2e-5);
+                close(&format!("{label}: dw"), &gw[k * l..(k + 1) * l], &dw, DType::F32, 4e-5);
+            }
+        }
+    }
+}
