@@ -247,10 +247,30 @@ fn backward(
             }
         }
     }
+    // The cotangents of unit-step slices of an array, kept apart until the array's
+    // turn: when they tile it along one axis (a split's backward) they are one
+    // concatenation, not a zero array updated and added per piece.
+    let mut pieces: FxHashMap<*const (), Vec<Piece>> = FxHashMap::default();
     for e in order.iter().rev() {
-        let Some(ct) = cts.remove(&key(&e.node)) else {
+        let k = key(&e.node);
+        let ct = match pieces.remove(&k) {
+            Some(p) => Some(join_pieces(&e.node, cts.remove(&k), p)?),
+            None => cts.remove(&k),
+        };
+        let Some(ct) = ct else {
             continue;
         };
+        if let Primitive::View(ViewOp::Slice(spec)) = &e.prim
+            && spec.iter().all(|s| s.2 == 1)
+            && active.contains(&key(&e.inputs[0]))
+        {
+            let (starts, _) = jvp::slice_spec(spec);
+            pieces
+                .entry(key(&e.inputs[0]))
+                .or_default()
+                .push((starts, ct));
+            continue;
+        }
         let want: Vec<bool> = e.inputs.iter().map(|i| active.contains(&key(i))).collect();
         let grads = vjp::rule(e, &ct, &want)?;
         for ((inp, g), w) in e.inputs.iter().zip(grads).zip(&want) {
@@ -262,11 +282,59 @@ fn backward(
     tracers
         .iter()
         .zip(primals)
-        .map(|(t, p)| match cts.remove(&key(t)) {
-            Some(g) => Ok(g),
-            None => crate::zeros_like(p),
+        .map(|(t, p)| {
+            let k = key(t);
+            let g = match pieces.remove(&k) {
+                Some(ps) => Some(join_pieces(t, cts.remove(&k), ps)?),
+                None => cts.remove(&k),
+            };
+            g.map_or_else(|| crate::zeros_like(p), Ok)
         })
         .collect()
+}
+
+/// The cotangent of a unit-step slice starting at `.0`.
+type Piece = (Vec<usize>, Array);
+
+/// The cotangent of `x` from its slices' cotangents `ps` (and `dense`, the rest):
+/// one concatenation where the slices tile `x` along one axis, else each slice's
+/// cotangent placed in zeros and added.
+fn join_pieces(x: &Array, dense: Option<Array>, mut ps: Vec<Piece>) -> Result<Array> {
+    let shape = x.shape();
+    // The one axis along which every piece is partial (whole along the others).
+    let partial = |(st, ct): &Piece| -> Vec<usize> {
+        (0..shape.len())
+            .filter(|&d| st[d] != 0 || ct.shape()[d] != shape[d])
+            .collect()
+    };
+    let axis = match partial(&ps[0])[..] {
+        [a] => Some(a),
+        _ => None,
+    };
+    let tiles = dense.is_none()
+        && axis.is_some_and(|a| {
+            ps.sort_by_key(|p| p.0[a]);
+            let mut at = 0;
+            ps.iter().all(|p| {
+                let ok = partial(p) == [a] && p.0[a] == at;
+                at += p.1.shape()[a];
+                ok
+            }) && at == shape[a]
+        });
+    if let (true, Some(a)) = (tiles, axis) {
+        let parts: Vec<&Array> = ps.iter().map(|p| &p.1).collect();
+        return crate::concatenate(&parts, a as isize);
+    }
+    let ones = vec![1isize; shape.len()];
+    let mut acc = dense;
+    for (st, ct) in ps {
+        let g = crate::ops::slice_update_region(&crate::zeros_like(x)?, &ct, &st, &ones)?;
+        acc = Some(match acc {
+            Some(a) => crate::add(&a, &g)?,
+            None => g,
+        });
+    }
+    acc.ok_or_else(|| Error::invalid("vjp", "a cotangent with no part"))
 }
 
 /// Forward mode: `f`'s outputs and the Jacobian-vector products with `tangents`

@@ -1388,3 +1388,65 @@ pub fn transforms_cover_every_primitive(dev: &Device) {
         ok(&what, wmx::eval(&[g, t, v].concat()));
     }
 }
+
+/// The cotangent of an array split into slices: pieces that tile an axis (joined
+/// as one concatenation), pieces that overlap or leave a gap, pieces mixed with a
+/// direct use of the array, and a split of an op's output (not a primal), against
+/// central differences in f64.
+pub fn grad_split_pieces(dev: &Device) {
+    let mut rng = Rng::new(0x5b1);
+    let xs = uniform(&mut rng, 4 * 9, -2.0, 2.0);
+    let (x, xr) = arr(dev, DType::F32, &xs, &[4, 9]);
+    let cols = |a: &Array, lo: isize, hi: isize| wmx::slice(a, &[Slice::ALL, Slice::range(lo, hi)]);
+    // The columns of p, q and r for each kind: 0, 2 and 3 tile the 9 columns in
+    // thirds; 1 takes [0, 2), [2, 4) of the overlapping [0, 4), [2, 6) and [7, 9)
+    // (column 6 unused). Kind 2 also uses y directly; kind 3 splits y = x * x.
+    for kind in 0..4usize {
+        let what = format!("split cotangents, kind {kind}");
+        let f = |a: &[Array]| -> Result<Vec<Array>> {
+            let y = if kind == 3 { wmx::multiply(&a[0], &a[0])? } else { a[0].clone() };
+            let (p, q, r) = if kind == 1 {
+                let two = [Slice::ALL, Slice::range(0, 2)];
+                (
+                    wmx::slice(&cols(&y, 0, 4)?, &two)?,
+                    wmx::slice(&cols(&y, 2, 6)?, &two)?,
+                    cols(&y, 7, 9)?,
+                )
+            } else {
+                (cols(&y, 0, 3)?, cols(&y, 3, 6)?, cols(&y, 6, 9)?)
+            };
+            let half = wmx::multiply(&q, &wmx::scalar_like(&q, 0.5)?)?;
+            let mut t = wmx::add(&wmx::multiply(&wmx::sin(&p)?, &wmx::exp(&half)?)?, &wmx::square(&r)?)?;
+            if kind == 2 {
+                t = wmx::add(&t, &wmx::sum(&wmx::cos(&y)?, Some(&[1]), true)?)?;
+            }
+            Ok(vec![wmx::sum(&t, None, false)?])
+        };
+        let (p0, q0, r0, w) = if kind == 1 { (0, 2, 7, 2) } else { (0, 3, 6, 3) };
+        let hf = |v: &[f64]| -> f64 {
+            (0..4)
+                .map(|i| {
+                    let y = |j: usize| if kind == 3 { v[i * 9 + j] * v[i * 9 + j] } else { v[i * 9 + j] };
+                    let mut s: f64 = (0..w)
+                        .map(|j| y(p0 + j).sin() * (0.5 * y(q0 + j)).exp() + y(r0 + j).powi(2))
+                        .sum();
+                    if kind == 2 {
+                        s += w as f64 * (0..9).map(|j| y(j).cos()).sum::<f64>();
+                    }
+                    s
+                })
+                .sum()
+        };
+        let g = ok(&what, wmx::grad(f, &[0])(std::slice::from_ref(&x)));
+        let h = 1e-6;
+        let want: Vec<f64> = (0..xr.len())
+            .map(|k| {
+                let (mut p, mut m) = (xr.clone(), xr.clone());
+                p[k] += h;
+                m[k] -= h;
+                (hf(&p) - hf(&m)) / (2.0 * h)
+            })
+            .collect();
+        close(&what, &f64s(&g[0], &what), &want, 1e-4, 1e-4);
+    }
+}
