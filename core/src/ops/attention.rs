@@ -145,18 +145,7 @@ fn flash(q: &Array, k: &Array, v: &Array, scale: f64, kind: u8, window: usize) -
     };
     let f = CustomFunction::new(fwd)
         .name("scaled_dot_product_attention")
-        .vjp(move |x, _, ct| {
-            let (_, g) = crate::vjp(reference, x, ct)?;
-            Ok(g.into_iter().map(Some).collect())
-        })
-        .jvp(move |x, t| {
-            let t: Vec<Array> = x
-                .iter()
-                .zip(t)
-                .map(|(x, t)| t.clone().map_or_else(|| crate::zeros_like(x), Ok))
-                .collect::<Result<_>>()?;
-            Ok(crate::jvp(reference, x, &t)?.1)
-        });
+        .rules_from(reference);
     Ok(f.call(&[q.clone(), k.clone(), v.clone()])?.remove(0))
 }
 

@@ -225,18 +225,7 @@ pub(crate) fn norm_vjp(
     };
     let f = crate::CustomFunction::new(fwd)
         .name("norm_vjp")
-        .vjp(move |x, _, ct| {
-            let (_, g) = crate::vjp(reference, x, ct)?;
-            Ok(g.into_iter().map(Some).collect())
-        })
-        .jvp(move |x, t| {
-            let t: Vec<Array> = x
-                .iter()
-                .zip(t)
-                .map(|(x, t)| t.clone().map_or_else(|| super::zeros_like(x), Ok))
-                .collect::<Result<_>>()?;
-            Ok(crate::jvp(reference, x, &t)?.1)
-        });
+        .rules_from(reference);
     let y = f.call(&[x[0].clone(), x[1].clone(), ct.clone()])?;
     // The parameters' gradients: sums over every row.
     let rows: Vec<isize> = (0..x[0].ndim() as isize - 1).collect();

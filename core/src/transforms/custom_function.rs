@@ -93,6 +93,29 @@ impl CustomFunction {
         self
     }
 
+    /// Both derivative rules from `reference`: a function of the same inputs that
+    /// computes the same outputs with differentiable ops (a fused kernel's
+    /// composed form). Its vjp and jvp are the function's, so derived graphs of
+    /// any order differentiate `reference`, never the fused code.
+    pub fn rules_from<R>(self, reference: R) -> CustomFunction
+    where
+        R: Fn(&[Array]) -> Result<Vec<Array>> + Send + Sync + Clone + 'static,
+    {
+        let r = reference.clone();
+        self.vjp(move |x, _, ct| {
+            let (_, g) = crate::vjp(&r, x, ct)?;
+            Ok(g.into_iter().map(Some).collect())
+        })
+        .jvp(move |x, t| {
+            let t: Vec<Array> = x
+                .iter()
+                .zip(t)
+                .map(|(x, t)| t.clone().map_or_else(|| o::zeros_like(x), Ok))
+                .collect::<Result<_>>()?;
+            Ok(crate::jvp(&reference, x, &t)?.1)
+        })
+    }
+
     /// Batching: `rule(inputs, batched)` gives the outputs for inputs whose batch
     /// axis (where `batched[i]`) is first, each output with its batch axis first.
     /// Without it, vmap batches `f` as written (and the custom vjp/jvp are not
