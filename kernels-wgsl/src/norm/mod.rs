@@ -40,16 +40,9 @@ impl<D: Driver> Kernels<D> {
                 out.shape
             )));
         }
-        for v in std::iter::once(x).chain(params.iter().copied()) {
-            self.check_dtype(v.dtype)?;
-            check_view(v, op.name())?;
-            if v.buffer == out.buffer {
-                return Err(Error::Shape(format!(
-                    "{op}: inputs must not share the output buffer"
-                )));
-            }
-        }
-        check_out(out)?;
+        let inputs: Vec<&Strided<D::Buffer>> =
+            std::iter::once(x).chain(params.iter().copied()).collect();
+        self.check_rows(&op.to_string(), &inputs, out)?;
         if x.dtype == DType::F64 {
             if params.iter().any(|p| p.dtype != DType::F64) || out.dtype != DType::F64 {
                 return Err(Error::Shape(format!("{op}: f64 x with other dtypes")));
@@ -152,16 +145,7 @@ impl<D: Driver> Kernels<D> {
                 x.shape, w.shape, dy.shape, out.shape
             )));
         }
-        for v in [x, w, dy] {
-            self.check_dtype(v.dtype)?;
-            check_view(v, op.name())?;
-            if v.buffer == out.buffer {
-                return Err(Error::Shape(format!(
-                    "the vjp of {op}: inputs must not share the output buffer"
-                )));
-            }
-        }
-        check_out(out)?;
+        self.check_rows(&format!("the vjp of {op}"), &[x, w, dy], out)?;
         // 16-bit rows of odd length would share words between workgroups: compute
         // in f32 and round in a copy.
         let tmp = self.f32_result(out, out.dtype.epw() == 2 && l % 2 == 1)?;
@@ -207,5 +191,25 @@ impl<D: Driver> Kernels<D> {
             self.round_from_f32(b, t, out)?;
         }
         Ok(())
+    }
+
+    /// The checks the row kernels share: dtypes the device holds, views inside
+    /// their buffers, no input bound as the output.
+    fn check_rows(
+        &self,
+        what: &str,
+        inputs: &[&Strided<D::Buffer>],
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        for v in inputs {
+            self.check_dtype(v.dtype)?;
+            check_view(v, what)?;
+            if v.buffer == out.buffer {
+                return Err(Error::Shape(format!(
+                    "{what}: inputs must not share the output buffer"
+                )));
+            }
+        }
+        check_out(out)
     }
 }
