@@ -8,8 +8,22 @@ use wmx_webgpu::{BufferState, Stats, WebGpuBackend};
 mod common;
 use common::{data, gpu};
 
+/// The tests that count submits run alone: lavapipe computes on the CPU, so other
+/// tests running beside them slow their evals until every eval finds the spacing
+/// passed and submits (a flaky count). The rest share the adapter.
+static TURNS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    TURNS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    TURNS.write().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn chain_of_50_ops_stays_on_the_gpu() {
+    let _turn = shared();
     let Some((dev, be)) = gpu() else { return };
     let n = 10_000;
     let (xs, ys) = (data(n, 1), data(n, 2));
@@ -68,6 +82,7 @@ fn chain_of_50_ops_stays_on_the_gpu() {
 
 #[test]
 fn ten_thousand_evals_keep_pooled_memory_bounded() {
+    let _turn = shared();
     let Some((dev, be)) = gpu() else { return };
     let x = Array::from_slice_on(&data(4096, 3), &[4096], &dev).unwrap();
     let mut peak_after_warmup = 0;
@@ -94,6 +109,7 @@ fn ten_thousand_evals_keep_pooled_memory_bounded() {
 
 #[test]
 fn mixed_host_and_gpu_inputs() {
+    let _turn = shared();
     let Some((dev, be)) = gpu() else { return };
     let a = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
     let b = wmx_core::with_device(&dev, || wmx_core::arange(0.0, 3.0, 1.0, DType::F32)).unwrap();
@@ -119,6 +135,7 @@ fn mixed_host_and_gpu_inputs() {
 
 #[test]
 fn threads_share_one_device() {
+    let _turn = shared();
     let Some((dev, _be)) = gpu() else { return };
     let handles: Vec<_> = (0..4)
         .map(|t| {
@@ -140,6 +157,7 @@ fn threads_share_one_device() {
 
 #[test]
 fn unsupported_dtype_is_an_error() {
+    let _turn = shared();
     let Some((dev, be)) = gpu() else { return };
     // i64 is held as pairs of words on every adapter; an op without an i64 kernel
     // is an error naming the op and the dtype.
@@ -183,6 +201,7 @@ fn unsupported_dtype_is_an_error() {
 
 #[test]
 fn async_read_matches_and_caches() {
+    let _turn = shared();
     let Some((dev, be)) = gpu() else { return };
     let x = Array::from_slice_on(&data(1000, 5), &[10, 100], &dev).unwrap();
     let t = wmx_core::transpose(&wmx_core::exp(&x).unwrap(), None).unwrap();
@@ -210,6 +229,7 @@ impl wmx_core::CustomPrimitive for CpuOnly {
 
 #[test]
 fn custom_primitive_errors_reach_the_user_and_keep_the_graph() {
+    let _turn = shared();
     let Some((dev, _be)) = gpu() else { return };
     let x = Array::from_slice_on(&[1.0f32, 2.0], &[2], &dev).unwrap();
     let y = wmx_core::custom(
@@ -238,6 +258,7 @@ fn custom_primitive_errors_reach_the_user_and_keep_the_graph() {
 
 #[test]
 fn lost_device_fails_cleanly() {
+    let _turn = shared();
     let Some((dev, be)) = gpu() else { return };
     let x = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
     let y = wmx_core::exp(&x).unwrap();
@@ -255,6 +276,7 @@ fn lost_device_fails_cleanly() {
 
 #[test]
 fn evals_while_the_gpu_is_busy_share_one_submit() {
+    let _turn = alone();
     let Some((dev, be)) = gpu() else { return };
     let n = 1 << 22;
     let big = Array::from_slice_on(&data(n, 7), &[n], &dev).unwrap();
@@ -294,6 +316,7 @@ fn evals_while_the_gpu_is_busy_share_one_submit() {
 /// `src/split.rs`), and the device goes on.
 #[test]
 fn arrays_past_the_binding_limit_compute() {
+    let _turn = shared();
     let Some((dev, be)) = gpu() else { return };
     let caps = be.kernels().caps().clone();
     let limit = caps.max_storage_binding;
@@ -347,6 +370,7 @@ fn stamps(be: &WebGpuBackend, set: &wgpu::QuerySet) -> (u64, u64) {
 
 #[test]
 fn timestamps_are_recorded_in_the_stream() {
+    let _turn = shared();
     let Some((dev, be)) = gpu() else { return };
     let need = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
     let features = be.kernels().device().features();
@@ -444,6 +468,7 @@ impl wmx_core::CustomPrimitive for BadGpuCode {
 
 #[test]
 fn custom_primitive_device_errors_and_panics_belong_to_that_op() {
+    let _turn = shared();
     let Some((dev, _be)) = gpu() else { return };
     let x = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
     for panic in [false, true] {
@@ -474,6 +499,7 @@ fn custom_primitive_device_errors_and_panics_belong_to_that_op() {
 
 #[test]
 fn small_evals_share_submits_and_nothing_is_left_unsubmitted() {
+    let _turn = alone();
     let Some((dev, be)) = gpu() else { return };
     let small = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
     // A stream of tiny evals: after the first, most find the last submit too recent
