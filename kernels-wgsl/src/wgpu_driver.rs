@@ -29,6 +29,10 @@ pub struct RequestOptions {
     /// them (wgpu's experimental feature, probed at open); default on, off with
     /// `WMX_COOPERATIVE_MATRIX=0`.
     pub cooperative_matrix: bool,
+    /// Add f32 in scatter_add with the hardware's float atomics where the adapter
+    /// has them (`SHADER_FLOAT32_ATOMIC`); default on, off with `WMX_ATOMIC_F32=0`
+    /// (the compare-exchange loop every adapter runs).
+    pub atomic_f32: bool,
     /// Which adapter: an index into the adapters sorted by preference (`Some(i)`,
     /// default from `WMX_ADAPTER`), else the launcher's local rank (`mpirun`'s
     /// `OMPI_COMM_WORLD_LOCAL_RANK`, MPICH's `MPI_LOCALRANKID`, Slurm's
@@ -48,6 +52,7 @@ impl Default for RequestOptions {
             force_fallback_reductions: false,
             software_f16: std::env::var("WMX_SOFTWARE_F16").as_deref() == Ok("1"),
             cooperative_matrix: std::env::var("WMX_COOPERATIVE_MATRIX").as_deref() != Ok("0"),
+            atomic_f32: std::env::var("WMX_ATOMIC_F32").as_deref() != Ok("0"),
             adapter_index: std::env::var("WMX_ADAPTER")
                 .ok()
                 .and_then(|s| s.trim().parse().ok()),

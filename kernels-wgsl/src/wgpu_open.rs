@@ -14,12 +14,14 @@ use crate::{Error, Result};
 const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SHADER_F64)
     .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::SHADER_FLOAT32_ATOMIC)
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
 
 impl Kernels<Wgpu> {
     /// Picks an adapter and opens a device with the adapter's own limits and the
-    /// features `SHADER_F16`, `SUBGROUP`, `TIMESTAMP_QUERY(+_INSIDE_ENCODERS)` where
+    /// features `SHADER_F16`, `SUBGROUP`, `SHADER_FLOAT32_ATOMIC`,
+    /// `TIMESTAMP_QUERY(+_INSIDE_ENCODERS)` where
     /// available.
     pub async fn request(opts: &RequestOptions) -> Result<Kernels> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
@@ -28,6 +30,9 @@ impl Kernels<Wgpu> {
         });
         let (adapter, which) = Self::pick_adapter(&instance, opts).await?;
         let mut features = adapter.features() & WANTED_FEATURES;
+        if !opts.atomic_f32 {
+            features.remove(wgpu::Features::SHADER_FLOAT32_ATOMIC);
+        }
         let coop = coop_subgroup(&adapter, opts.cooperative_matrix) > 0;
         if coop {
             features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
@@ -198,6 +203,7 @@ impl Kernels<Wgpu> {
             workgroup_size: wg,
             f16: false,
             coop: 0,
+            atomic_f32: features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
         };
         let coop_sg = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
             coop_subgroup(adapter, true)

@@ -34,6 +34,10 @@ fn check_source(
     if target.f16 {
         caps |= Capabilities::SHADER_FLOAT16 | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     }
+    let atomic_f32 = src.contains("atomic<f32>");
+    if atomic_f32 {
+        caps |= Capabilities::SHADER_FLOAT32_ATOMIC;
+    }
     if coop {
         caps |= Capabilities::COOPERATIVE_MATRIX
             | Capabilities::SHADER_FLOAT16
@@ -62,8 +66,9 @@ fn check_source(
 
     to_spirv(&module, &info, entry)?;
 
-    if coop {
-        // Cooperative matrices of 16 x 16 exist on Vulkan only (Metal has 8 x 8).
+    if coop || atomic_f32 {
+        // Cooperative matrices of 16 x 16 exist on Vulkan only (Metal has 8 x 8);
+        // the float atomics are requested on Vulkan only.
         return Ok(());
     }
     let msl_opts = naga::back::msl::Options {
@@ -169,6 +174,39 @@ fn cooperative_matrix_modules_validate_and_translate_to_spirv() {
     }
 }
 
+/// Float atomics (Vulkan's `VK_EXT_shader_atomic_float`): f32 scatter_add adds
+/// with `atomicAdd` on `atomic<f32>`; 32-bit integers add on words everywhere.
+#[test]
+fn float_atomic_modules_validate_and_translate_to_spirv() {
+    let t = Target {
+        subgroups: true,
+        atomic_f32: true,
+        ..Target::default()
+    };
+    let adds: Vec<ModuleSpec> = module_specs(t)
+        .into_iter()
+        .filter(|s| s.family.name == "Scatter" && s.op.name() == "scatter_add")
+        .collect();
+    assert!(adds.len() >= 12, "{} scatter_add modules", adds.len());
+    for spec in &adds {
+        check(spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        let src = compose(spec).unwrap();
+        let hw = matches!(spec.output, DType::F32 | DType::I32 | DType::U32);
+        assert_eq!(src.contains("atomicAdd"), hw, "{spec:?}");
+        assert_eq!(
+            src.contains("atomic<f32>"),
+            spec.output == DType::F32,
+            "{spec:?}"
+        );
+        let cas = compose(&ModuleSpec {
+            target: Target::default(),
+            ..spec.clone()
+        })
+        .unwrap();
+        assert!(!cas.contains("atomic<f32>"), "{spec:?} without the feature");
+    }
+}
+
 #[test]
 fn all_modules_validate_and_translate_without_subgroups() {
     run_all(Target {
@@ -177,6 +215,7 @@ fn all_modules_validate_and_translate_without_subgroups() {
         workgroup_size: 256,
         f16: false,
         coop: 0,
+        atomic_f32: false,
     });
 }
 
@@ -188,6 +227,7 @@ fn all_modules_validate_and_translate_with_subgroups() {
         workgroup_size: 256,
         f16: false,
         coop: 0,
+        atomic_f32: false,
     });
 }
 
@@ -200,6 +240,7 @@ fn native_f16_modules_validate_and_translate() {
         workgroup_size: 256,
         f16: true,
         coop: 0,
+        atomic_f32: false,
     };
     let specs: Vec<ModuleSpec> = module_specs(t)
         .into_iter()
@@ -229,6 +270,7 @@ fn small_workgroup_size_modules_validate() {
         workgroup_size: 64,
         f16: false,
         coop: 0,
+        atomic_f32: false,
     };
     for spec in module_specs(t)
         .iter()
@@ -340,6 +382,7 @@ fn subgroup_directive_follows_the_target() {
         workgroup_size: 256,
         f16: false,
         coop: 0,
+        atomic_f32: false,
     };
     let spec = module_specs(t)
         .into_iter()
@@ -374,6 +417,7 @@ fn generated_user_kernels_translate() {
         workgroup_size: 256,
         f16: true,
         coop: 0,
+        atomic_f32: false,
     };
     let mut n = 0;
     for d in [DType::F32, DType::F16, DType::I32, DType::U32] {

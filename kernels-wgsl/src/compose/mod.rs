@@ -274,6 +274,10 @@ pub struct Target {
     /// that configuration, has one fixed subgroup size, and a probe at device open
     /// found the kernel's results exact.
     pub coop: u32,
+    /// Add f32 with `atomicAdd` on `atomic<f32>` (scatter_add) instead of a
+    /// compare-exchange loop: the adapter has `SHADER_FLOAT32_ATOMIC` (Vulkan's
+    /// `VK_EXT_shader_atomic_float`).
+    pub atomic_f32: bool,
 }
 
 impl Default for Target {
@@ -284,6 +288,7 @@ impl Default for Target {
             workgroup_size: 256,
             f16: false,
             coop: 0,
+            atomic_f32: false,
         }
     }
 }

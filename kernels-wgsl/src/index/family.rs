@@ -9,6 +9,8 @@ use wmx_spec::ScatterOp;
 
 const INDEX_WGSL: &str = include_str!("index.wgsl");
 const SCATTER_WGSL: &str = include_str!("scatter.wgsl");
+const SCATTER_CAS_WGSL: &str = include_str!("scatter_cas.wgsl");
+const SCATTER_ADD_WGSL: &str = include_str!("scatter_add.wgsl");
 
 /// Same-dtype modules move bits, not values.
 fn same_dtype(spec: &ModuleSpec) -> bool {
@@ -72,12 +74,22 @@ pub static SCATTER: Family = Family {
     entry: |_| "scatter",
     raw: |s| s.op == Op::Scatter(ScatterOp::Set) && s.inputs.get(1) == Some(&s.output),
     io: |s| Io {
-        out: "array<atomic<u32>>",
+        out: match atomic_add(s) {
+            Some("f32") => "array<atomic<f32>>",
+            _ => "array<atomic<u32>>",
+        },
         ..Io::elementwise(s)
     },
     body: |spec, p| {
         index_prelude(spec, p)?;
-        Ok(vec![WORDS, INDEX_WGSL, SCATTER_WGSL])
+        let merge = match atomic_add(spec) {
+            Some(word) => {
+                writeln!(p, "alias OW = {word};").unwrap();
+                SCATTER_ADD_WGSL
+            }
+            None => SCATTER_CAS_WGSL,
+        };
+        Ok(vec![WORDS, INDEX_WGSL, SCATTER_WGSL, merge])
     },
     ..indexing("Scatter", 2, |t| {
         let g = Variant::General;
@@ -107,6 +119,19 @@ pub static SCATTER: Family = Family {
         v
     })
 };
+
+/// The scalar of the output's atomics where a scatter adds with one atomic add per
+/// update: 32-bit integers always, f32 where the target has float atomics.
+fn atomic_add(spec: &ModuleSpec) -> Option<&'static str> {
+    if spec.op != Op::Scatter(ScatterOp::Add) {
+        return None;
+    }
+    match spec.output {
+        DType::I32 | DType::U32 => Some("u32"),
+        DType::F32 if spec.target.atomic_f32 => Some("f32"),
+        _ => None,
+    }
+}
 
 /// Dtype checks of the indexing families and their helpers: `index_a`/`index_b`
 /// (the index input's value made to count from the end when negative, `NO_INDEX`

@@ -6,7 +6,8 @@
 // host scatters into a large base part by part); other indices are left to the
 // other parts. The output
 // (a copy of the base) is read and written through atomics: several updates may
-// land on one element or one packed word.
+// land on one element or one packed word. `merge` is `scatter_cas.wgsl`'s loop or,
+// for adds the hardware does on whole words, `scatter_add.wgsl`'s one atomic add.
 @compute @workgroup_size(WG)
 fn scatter(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
            @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -36,15 +37,6 @@ fn scatter(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) 
         // Unsigned: k below lo wraps past rows.
         if (k == NO_INDEX || k - P[6] >= P[7]) { continue; }
         let t = po + (k - P[6]) * step;
-        let w = t >> LO;
-        let j = t & (EPO - 1u);
-        let u = ld_b(pu);
-        var old = atomicLoad(&O[w]);
-        loop {
-            let next = put(old, j, combine(old, j, u));
-            let r = atomicCompareExchangeWeak(&O[w], old, next);
-            if (r.exchanged) { break; }
-            old = r.old_value;
-        }
+        merge(t >> LO, t & (EPO - 1u), ld_b(pu));
     }
 }

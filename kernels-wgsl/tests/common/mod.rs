@@ -28,6 +28,7 @@ fn open(fallback: bool) -> Option<Kernels> {
     let opts = RequestOptions {
         force_fallback_reductions: fallback,
         software_f16: fallback,
+        atomic_f32: !fallback,
         ..Default::default()
     };
     wmx_reference::gpu::opened(pollster::block_on(Kernels::request(&opts)))
@@ -38,8 +39,8 @@ pub fn k() -> Option<&'static Kernels> {
     K.get_or_init(|| open(false)).as_ref()
 }
 
-/// A second device on the browser's paths: workgroup-memory reductions and f16
-/// converted in software.
+/// A second device on the browser's paths: workgroup-memory reductions, f16
+/// converted in software, no float atomics.
 pub fn k_fallback() -> Option<&'static Kernels> {
     KF.get_or_init(|| open(true)).as_ref()
 }
