@@ -1,5 +1,6 @@
 //! The building blocks through the public API (`--blocks`): concatenate, take,
-//! cumsum, sort, random uniform, scatter_add. Each case is checked first (sampled
+//! cumsum, sort, random uniform, scatter_add (`--ops` picks by those names:
+//! concat, take, cumsum, sort, uniform, scatter_add). Each case is checked first (sampled
 //! elements against the host), then timed as the product cases are (GPU timestamps
 //! around `iters` evals). `bench/torch_blocks.py` measures the same cases
 //! with PyTorch.
@@ -93,8 +94,10 @@ pub(crate) fn bench_blocks(
     stamps: Option<&Stamps>,
     smoke: bool,
     reps: usize,
+    ops: Option<&[String]>,
     rows: &mut Vec<Row>,
 ) -> Res<()> {
+    let want = |name: &str| ops.is_none_or(|o| o.iter().any(|x| x == name));
     let big = |k: u32| if smoke { 1usize << 12 } else { 1usize << k };
     let key = wmx::with_device(dev, || wmx::random::key(1)).map_err(err)?;
     let uniform = |n: usize, seed: u64| -> Res<Array> {
@@ -128,100 +131,127 @@ pub(crate) fn bench_blocks(
                 gbps: bytes / (ms * 1e6),
                 extra: vec![],
             });
+            // One eval under the profiler: where the GPU time goes.
+            if let (Some(be), true) = (
+                wmx::webgpu::backend(dev),
+                std::env::var_os("WMX_BENCH_PROFILE").is_some(),
+            ) {
+                let (r, p) = be
+                    .profile(|| -> wmx::Result<()> { wmx::eval(&[run()?]) })
+                    .map_err(err)?;
+                r.map_err(err)?;
+                println!(
+                    "profile of one {} eval:\n{}",
+                    rows[rows.len() - 1].op,
+                    p.table()
+                );
+            }
             if let Some(b) = wmx::webgpu::backend(dev) {
                 b.clear_cache();
             }
             Ok(())
         };
 
-    // concatenate of two 2^25 arrays.
-    let n = big(25);
-    let (a, b) = (uniform(n, 0)?, uniform(n, 1)?);
-    let run = || wmx::concatenate(&[&a, &b], 0);
-    let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
-    let (av, bv): (Vec<f32>, Vec<f32>) = (a.to_vec().map_err(err)?, b.to_vec().map_err(err)?);
-    check(got[..n] == av[..] && got[n..] == bv[..], || {
-        "concatenate: wrong values".into()
-    })?;
-    case(format!("concat_2x{n}"), 2 * n, 16.0 * n as f64, &run)?;
-
-    // take of 2^24 random indices from 2^24 values.
-    let n = big(24);
-    let x = uniform(n, 2)?;
-    let idx = wmx::random::randint(&key, &[n], 0, n as i64, DType::I32).map_err(err)?;
-    idx.eval().map_err(err)?;
-    let run = || wmx::take(&x, &idx, Some(0));
-    let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
-    let (xv, iv): (Vec<f32>, Vec<i32>) = (x.to_vec().map_err(err)?, idx.to_vec().map_err(err)?);
-    check(
-        (0..n).step_by(997).all(|i| got[i] == xv[iv[i] as usize]),
-        || "take: wrong values".into(),
-    )?;
-    case(format!("take_{n}"), n, 12.0 * n as f64, &run)?;
-
-    // cumsum of 2^26.
-    let n = big(26);
-    let x = uniform(n, 3)?;
-    let run = || wmx::cumsum(&x, None, false, true);
-    let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
-    let xv: Vec<f32> = x.to_vec().map_err(err)?;
-    let (mut s, mut mag) = (0f64, 0f64);
-    for (i, &v) in xv.iter().enumerate() {
-        s += v as f64;
-        mag += v.abs() as f64;
-        if i % 4099 == 0 || i == n - 1 {
-            check((got[i] as f64 - s).abs() <= 1e-6 * mag + 1e-6, || {
-                format!("cumsum: element {i} is {}, want {s}", got[i])
-            })?;
-        }
+    if want("concat") {
+        // concatenate of two 2^25 arrays.
+        let n = big(25);
+        let (a, b) = (uniform(n, 0)?, uniform(n, 1)?);
+        let run = || wmx::concatenate(&[&a, &b], 0);
+        let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
+        let (av, bv): (Vec<f32>, Vec<f32>) = (a.to_vec().map_err(err)?, b.to_vec().map_err(err)?);
+        check(got[..n] == av[..] && got[n..] == bv[..], || {
+            "concatenate: wrong values".into()
+        })?;
+        case(format!("concat_2x{n}"), 2 * n, 16.0 * n as f64, &run)?;
     }
-    case(format!("cumsum_{n}"), n, 8.0 * n as f64, &run)?;
 
-    // sort of 2^24.
-    let n = big(24);
-    let x = uniform(n, 4)?;
-    let run = || wmx::sort(&x, None);
-    let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
-    check(got.windows(2).all(|w| w[0] <= w[1]), || {
-        "sort: not sorted".into()
-    })?;
-    case(format!("sort_{n}"), n, 8.0 * n as f64, &run)?;
+    if want("take") {
+        // take of 2^24 random indices from 2^24 values.
+        let n = big(24);
+        let x = uniform(n, 2)?;
+        let idx = wmx::random::randint(&key, &[n], 0, n as i64, DType::I32).map_err(err)?;
+        idx.eval().map_err(err)?;
+        let run = || wmx::take(&x, &idx, Some(0));
+        let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
+        let (xv, iv): (Vec<f32>, Vec<i32>) = (x.to_vec().map_err(err)?, idx.to_vec().map_err(err)?);
+        check(
+            (0..n).step_by(997).all(|i| got[i] == xv[iv[i] as usize]),
+            || "take: wrong values".into(),
+        )?;
+        case(format!("take_{n}"), n, 12.0 * n as f64, &run)?;
+    }
 
-    // uniform of 2^26.
-    let n = big(26);
-    let run = || wmx::random::uniform(&key, &[n], 0.0, 1.0, DType::F32);
-    let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
-    let mean = got.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
-    check(
-        got.iter().all(|v| (0.0..1.0).contains(v)) && (mean - 0.5).abs() < 0.05,
-        || format!("uniform: mean {mean}"),
-    )?;
-    case(format!("uniform_{n}"), n, 4.0 * n as f64, &run)?;
+    if want("cumsum") {
+        // cumsum of 2^26.
+        let n = big(26);
+        let x = uniform(n, 3)?;
+        let run = || wmx::cumsum(&x, None, false, true);
+        let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
+        let xv: Vec<f32> = x.to_vec().map_err(err)?;
+        let (mut s, mut mag) = (0f64, 0f64);
+        for (i, &v) in xv.iter().enumerate() {
+            s += v as f64;
+            mag += v.abs() as f64;
+            if i % 4099 == 0 || i == n - 1 {
+                check((got[i] as f64 - s).abs() <= 1e-6 * mag + 1e-6, || {
+                    format!("cumsum: element {i} is {}, want {s}", got[i])
+                })?;
+            }
+        }
+        case(format!("cumsum_{n}"), n, 8.0 * n as f64, &run)?;
+    }
 
-    // scatter_add of 2^24 updates into 2^20 bins.
-    let (n, bins) = (big(24), big(20));
-    let upd = uniform(n, 5)?;
-    let idx = wmx::random::randint(&key, &[n], 0, bins as i64, DType::I32).map_err(err)?;
-    let zeros = wmx::with_device(dev, || wmx::zeros(&[bins], DType::F32)).map_err(err)?;
-    idx.eval().map_err(err)?;
-    let run = || wmx::scatter_add(&zeros, &idx, &upd, 0);
-    let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
-    let total: f64 = got.iter().map(|&v| v as f64).sum();
-    let want: f64 = upd
-        .to_vec::<f32>()
-        .map_err(err)?
-        .iter()
-        .map(|&v| v as f64)
-        .sum();
-    check((total - want).abs() < 1e-3 * n as f64, || {
-        format!("scatter_add: total {total}, want {want}")
-    })?;
-    case(
-        format!("scatter_add_{n}_into_{bins}"),
-        n,
-        12.0 * n as f64,
-        &run,
-    )?;
+    if want("sort") {
+        // sort of 2^24.
+        let n = big(24);
+        let x = uniform(n, 4)?;
+        let run = || wmx::sort(&x, None);
+        let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
+        check(got.windows(2).all(|w| w[0] <= w[1]), || {
+            "sort: not sorted".into()
+        })?;
+        case(format!("sort_{n}"), n, 8.0 * n as f64, &run)?;
+    }
+
+    if want("uniform") {
+        // uniform of 2^26.
+        let n = big(26);
+        let run = || wmx::random::uniform(&key, &[n], 0.0, 1.0, DType::F32);
+        let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
+        let mean = got.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+        check(
+            got.iter().all(|v| (0.0..1.0).contains(v)) && (mean - 0.5).abs() < 0.05,
+            || format!("uniform: mean {mean}"),
+        )?;
+        case(format!("uniform_{n}"), n, 4.0 * n as f64, &run)?;
+    }
+
+    if want("scatter_add") {
+        // scatter_add of 2^24 updates into 2^20 bins.
+        let (n, bins) = (big(24), big(20));
+        let upd = uniform(n, 5)?;
+        let idx = wmx::random::randint(&key, &[n], 0, bins as i64, DType::I32).map_err(err)?;
+        let zeros = wmx::with_device(dev, || wmx::zeros(&[bins], DType::F32)).map_err(err)?;
+        idx.eval().map_err(err)?;
+        let run = || wmx::scatter_add(&zeros, &idx, &upd, 0);
+        let got: Vec<f32> = run().and_then(|c| c.to_vec()).map_err(err)?;
+        let total: f64 = got.iter().map(|&v| v as f64).sum();
+        let want: f64 = upd
+            .to_vec::<f32>()
+            .map_err(err)?
+            .iter()
+            .map(|&v| v as f64)
+            .sum();
+        check((total - want).abs() < 1e-3 * n as f64, || {
+            format!("scatter_add: total {total}, want {want}")
+        })?;
+        case(
+            format!("scatter_add_{n}_into_{bins}"),
+            n,
+            12.0 * n as f64,
+            &run,
+        )?;
+    }
     Ok(())
 }
 

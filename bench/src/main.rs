@@ -1610,7 +1610,14 @@ fn run(o: &Options) -> Res<Vec<Row>> {
         linalg::bench_linalg(&dev, stamps.as_ref(), o, &mut rows)?;
     }
     if o.blocks || o.smoke {
-        blocks::bench_blocks(&dev, stamps.as_ref(), o.smoke, o.reps, &mut rows)?;
+        blocks::bench_blocks(
+            &dev,
+            stamps.as_ref(),
+            o.smoke,
+            o.reps,
+            o.ops.as_deref(),
+            &mut rows,
+        )?;
     }
     if o.large {
         blocks::bench_large(&dev, stamps.as_ref(), o.reps, &mut rows)?;

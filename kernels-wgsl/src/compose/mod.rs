@@ -134,7 +134,12 @@ impl Io {
     pub(crate) fn rows(spec: &ModuleSpec) -> Io {
         let words = !matches!(
             spec.variant,
-            Variant::RowsVec | Variant::ColsVec | Variant::TiledVec(_) | Variant::CoopVec(_)
+            Variant::RowsVec
+                | Variant::ColsVec
+                | Variant::TiledVec(_)
+                | Variant::CoopVec(_)
+                | Variant::ScanBlocksVec
+                | Variant::ScanTotalsVec
         );
         Io {
             enable: "",
@@ -195,6 +200,11 @@ pub enum Variant {
     /// Reductions as scans: one workgroup per block of a contiguous line (an
     /// optional second input holds each block's carry).
     ScanBlocks,
+    /// As `ScanBlocks`, for 32-bit elements in rows that start on a vec4, in a
+    /// 16-byte padded input and output: `vec4<u32>` loads and stores.
+    ScanBlocksVec,
+    /// The block totals of `ScanBlocksVec` (its first pass of three).
+    ScanTotalsVec,
     /// Flash attention: head dimension `dim`, `split` invocations per row,
     /// `rows` rows and `keys` keys per tile.
     Attention {
@@ -244,6 +254,8 @@ impl Variant {
             Variant::CoopVec(i) => format!("coop_vec{i}"),
             Variant::ScanLines => "scan_lines".into(),
             Variant::ScanBlocks => "scan_blocks".into(),
+            Variant::ScanBlocksVec => "scan_blocks_vec".into(),
+            Variant::ScanTotalsVec => "scan_totals_vec".into(),
             Variant::Attention {
                 dim,
                 split,

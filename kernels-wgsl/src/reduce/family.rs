@@ -9,6 +9,7 @@ use wmx_spec::{ArgReduceOp, ReduceOp};
 
 pub(crate) const REDUCE_WGSL: &str = include_str!("reduce.wgsl");
 const SCAN_WGSL: &str = include_str!("scan.wgsl");
+const SCAN_VEC_WGSL: &str = include_str!("scan_vec.wgsl");
 
 /// Declares the bits of ±inf for [`identity`]. WGSL forbids const-expressions
 /// that evaluate to inf or NaN (browsers reject `bitcast<f32>(0xff800000u)`; naga
@@ -44,6 +45,14 @@ fn io(spec: &ModuleSpec) -> Io {
             ""
         },
         store: false,
+        out: if matches!(
+            spec.variant,
+            Variant::ScanBlocksVec | Variant::ScanTotalsVec
+        ) {
+            "array<vec4<u32>>"
+        } else {
+            "array<u32>"
+        },
         ..Io::rows(spec)
     }
 }
@@ -53,12 +62,14 @@ pub static REDUCE: Family = Family {
     name: "Reduce",
     arity: 1,
     takes: |s| match s.variant {
-        Variant::ScanBlocks => s.inputs.len() == 1 || s.inputs.len() == 2,
+        Variant::ScanBlocks | Variant::ScanBlocksVec => s.inputs.len() == 1 || s.inputs.len() == 2,
         _ => s.inputs.len() == 1,
     },
     entry: |s| match s.variant {
         Variant::ScanLines => "scan_lines",
         Variant::ScanBlocks => "scan_blocks",
+        Variant::ScanBlocksVec => "scan_blocks_v",
+        Variant::ScanTotalsVec => "scan_totals_v",
         Variant::Rows => "reduce_rows",
         Variant::RowsVec => "reduce_rows_v",
         Variant::ColsVec => "reduce_cols_v",
@@ -124,18 +135,27 @@ fn reduce_body(spec: &ModuleSpec, p: &mut String) -> Result<Vec<&'static str>> {
     )
     .unwrap();
     let mut files = vec![REDUCE_WGSL];
-    if matches!(spec.variant, Variant::ScanLines | Variant::ScanBlocks) {
+    let vec = matches!(
+        spec.variant,
+        Variant::ScanBlocksVec | Variant::ScanTotalsVec
+    );
+    if vec || matches!(spec.variant, Variant::ScanLines | Variant::ScanBlocks) {
         let carry = spec.inputs.get(1);
-        if logical || narrow || carry.is_some_and(|&c| c != acc) {
+        if logical || narrow || carry.is_some_and(|&c| c != acc) || vec && d.epw() != 1 {
             return Err(Error::Shape(format!(
-                "scans write {acc} accumulators of sum/prod/max/min and read {acc} carries, got {op} {:?} -> {}",
+                "scans write {acc} accumulators of sum/prod/max/min and read {acc} carries (in vec4s: of 32-bit inputs), got {op} {:?} -> {}",
                 spec.inputs, spec.output
             )));
         }
         if carry.is_none() {
             p.push_str("fn ld_b(i: u32) -> ACC { return acc_init(); } // no carries\n");
         }
-        files.push(SCAN_WGSL);
+        if vec {
+            writeln!(p, "const SCAN_ITER: u32 = {}u;", super::scan::SCAN_ITER).unwrap();
+            files.push(SCAN_VEC_WGSL);
+        } else {
+            files.push(SCAN_WGSL);
+        }
     }
     Ok(files)
 }
@@ -171,6 +191,13 @@ fn reduce_specs(t: Target) -> Vec<ModuleSpec> {
             v.push(ModuleSpec::new(&REDUCE, op, vec![d], acc, lines, t));
             v.push(ModuleSpec::new(&REDUCE, op, vec![d], acc, blocks, t));
             v.push(ModuleSpec::new(&REDUCE, op, vec![d, acc], acc, blocks, t));
+            if d.epw() == 1 {
+                let vec = Variant::ScanBlocksVec;
+                v.push(ModuleSpec::new(&REDUCE, op, vec![d], acc, vec, t));
+                v.push(ModuleSpec::new(&REDUCE, op, vec![d, acc], acc, vec, t));
+                let totals = Variant::ScanTotalsVec;
+                v.push(ModuleSpec::new(&REDUCE, op, vec![d], acc, totals, t));
+            }
         }
     }
     v

@@ -3,9 +3,12 @@
 //!
 //! A row-major input is `rows x len x inner`. With `inner > 1` one invocation scans
 //! one line serially (neighbouring invocations read neighbouring elements). With
-//! `inner == 1` one workgroup scans one block of 2048 positions; lines longer than a
-//! block take three passes: block totals, an exclusive scan of the totals (the same
-//! scan, recursively), and the blocks again with their carries. Kernels write 32-bit
+//! `inner == 1` one workgroup scans one block of 2048 positions; lines longer than
+//! a block take three passes: block totals, an exclusive scan of the totals (the
+//! same scan, recursively), and the blocks again with their carries. 32-bit rows
+//! that start on a vec4 take the vec4 kernel (`scan_vec.wgsl`): blocks of 16384 in
+//! 16-byte loads and stores, and two passes (block totals, then blocks that
+//! combine the totals before them). Kernels write 32-bit
 //! accumulators (f32 for floats, so f16/bf16 sums are rounded once per element);
 //! packed output dtypes get a cast pass.
 
@@ -21,8 +24,13 @@ use crate::layout::{check_out, check_view, contiguous_strides};
 use crate::{Error, Result};
 use wmx_spec::ReduceOp;
 
-/// Positions per block of `scan_blocks` (WG * SCAN_K in scan.wgsl for WG = 256).
+/// Positions per invocation of `scan_blocks` (SCAN_K in scan.wgsl).
 const SCAN_K: u64 = 8;
+/// Vec4s per invocation and tile of `scan_blocks_v` (SCAN_V in scan_vec.wgsl).
+const SCAN_V: u64 = 4;
+/// Tiles per block of `scan_blocks_v` (its prelude's SCAN_ITER): 2 to 8 ran
+/// alike on the H200, 1 slower (bench/NOTES.md, runs 131-133).
+pub(crate) const SCAN_ITER: u64 = 4;
 /// Longest line the serial kernel (`ScanLines`, one invocation per strided line)
 /// takes: Mesa's llvmpipe stops a shader's loops after 65 535 iterations per
 /// invocation. Longer lines are moved last (a copy) and scanned in blocks.
@@ -32,6 +40,12 @@ const REVERSE: u32 = 1;
 pub(crate) const EXCLUSIVE: u32 = 2;
 const CARRY: u32 = 4;
 const TOTALS: u32 = 8;
+/// Input b holds the block totals (the vec4 kernel combines those before its block).
+const TOTALS_IN: u32 = 16;
+/// Most blocks in a row of the vec4 kernel, whose blocks each combine the totals
+/// before them: 32768 blocks (2^29 elements, a 2 GiB binding of f32) read 2 GiB of
+/// totals from the cache in all. Longer rows take the scalar kernel.
+const TOTALS_READ_MAX: u64 = 32768;
 
 impl<D: Driver> Kernels<D> {
     /// `out` = the scan of `x` by `op` (`sum`, `prod`, `max`, `min`) along `axis`:
@@ -208,7 +222,24 @@ impl<D: Driver> Kernels<D> {
     ) -> Result<()> {
         let (buf, dtype, off) = src;
         let acc = dtype.acc();
-        let block = self.wg() as u64 * SCAN_K;
+        // 32-bit rows that start on a vec4 (reversed: and end on one), in bindings
+        // padded past the last vec4: the vec4 kernel.
+        let padded = |b: &Binding<D::Buffer>, end: u64| {
+            crate::driver::bound_len(&b.buffer, b.window) >= end.div_ceil(4) * 16
+        };
+        let n = (rows * len) as u64;
+        let vec = dtype.epw() == 1
+            && (len as u64).div_ceil(4 * SCAN_V * SCAN_ITER * self.wg() as u64) <= TOTALS_READ_MAX
+            && off.is_multiple_of(4)
+            && (len.is_multiple_of(4) || rows == 1 && flags & REVERSE == 0)
+            && padded(&buf, off as u64 + n)
+            && padded(dst, n);
+        let (variant, per) = if vec {
+            (Variant::ScanBlocksVec, 4 * SCAN_V * SCAN_ITER)
+        } else {
+            (Variant::ScanBlocks, SCAN_K)
+        };
+        let block = self.wg() as u64 * per;
         let nb = (len as u64).div_ceil(block).max(1);
         let params = |nb: u64, flags: u32| {
             vec![
@@ -224,7 +255,7 @@ impl<D: Driver> Kernels<D> {
         };
         let groups = rows as u64 * nb;
         if nb == 1 {
-            let spec = self.scan_spec(op, dtype, None, Variant::ScanBlocks);
+            let spec = self.scan_spec(op, dtype, None, variant);
             return self.record(
                 b,
                 &spec,
@@ -235,6 +266,21 @@ impl<D: Driver> Kernels<D> {
         }
         // Block totals (in logical order), their exclusive scan, then the blocks.
         let totals = self.create_buffer(groups * 4, Some("wmx scan block totals"))?;
+        if vec {
+            // The vec4 kernel combines the totals before each block itself.
+            let spec = self.scan_spec(op, dtype, None, Variant::ScanTotalsVec);
+            let first = params(nb, (flags & REVERSE) | TOTALS);
+            self.record(
+                b,
+                &spec,
+                [totals.clone().into(), buf.clone()],
+                first,
+                groups,
+            )?;
+            let spec = self.scan_spec(op, dtype, Some(acc), variant);
+            let last = params(nb, flags | TOTALS_IN);
+            return self.record(b, &spec, [dst.clone(), buf, totals.into()], last, groups);
+        }
         let carries = self.create_buffer(groups * 4, Some("wmx scan carries"))?;
         let spec = self.scan_spec(op, dtype, None, Variant::ScanBlocks);
         let first = params(nb, (flags & REVERSE) | TOTALS);
@@ -254,7 +300,7 @@ impl<D: Driver> Kernels<D> {
             EXCLUSIVE,
             &carries.clone().into(),
         )?;
-        let spec = self.scan_spec(op, dtype, Some(acc), Variant::ScanBlocks);
+        let spec = self.scan_spec(op, dtype, Some(acc), variant);
         let last = params(nb, flags | CARRY);
         self.record(
             b,

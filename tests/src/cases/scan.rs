@@ -252,6 +252,28 @@ pub fn scan_values(dev: &Device) {
             }
         }
     }
+    // Views at offsets 4 (rows on a vec4: the vec4 kernel) and 1 (not) of one line,
+    // integer-valued: exact.
+    let n = 20_004usize;
+    let xs: Vec<i32> = (0..n).map(|_| rng.int_in(-2, 2) as i32).collect();
+    let xf: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
+    let whole = ok("offsets", Array::from_slice_on(&xf, &[n], dev));
+    for off in [4usize, 1] {
+        let what = format!("cumsum of f32 [{off}..{n}]");
+        let a = ok(
+            &what,
+            whole.slice(&[wmx::Slice::range(off as isize, n as isize)]),
+        );
+        for reverse in [false, true] {
+            let g: Vec<f32> = ok(&what, ok(&what, wmx::cumsum(&a, None, reverse, true)).to_vec());
+            let mut acc = 0i64;
+            for s in 0..n - off {
+                let p = if reverse { n - off - 1 - s } else { s };
+                acc += xs[off + p] as i64;
+                assert_eq!(g[p] as i64, acc, "{what} (reverse {reverse}): element {p}");
+            }
+        }
+    }
     // Rows of several blocks (the GPU's one-pass float scan) for every op and
     // dtype, both directions, against the tolerances of the small cases.
     for dt in DType::REAL {
@@ -260,7 +282,7 @@ pub fn scan_values(dev: &Device) {
         }
         for op in ops {
             let out = op.out_dtype(dt);
-            let mut v = data(&mut rng, op, dt, 3 * 9001);
+            let mut v = data(&mut rng, op, dt, 27003);
             if op == ReduceOp::Prod && dt.is_float() {
                 // Powers of two whose running product stays in [1/2, 2]: exact, and
                 // far from overflow (where 9001 factors in [0.6, 1.5] would go).
@@ -277,15 +299,22 @@ pub fn scan_values(dev: &Device) {
                     *x = Val::F(2f64.powi(step));
                 }
             }
-            let x = make_ok(dev, dt, &v, &[3, 9001]);
-            let hx = HostArr::new(&[3, 9001], v);
-            for (reverse, inclusive) in [(false, true), (true, false)] {
-                let what = format!(
-                    "{op} scan of 3 x 9001 {dt} (reverse {reverse}, inclusive {inclusive})"
-                );
-                let got = ok(&what, wmx::scan(op, &x, Some(1), reverse, inclusive));
-                let (want, mags) = reference(op, &hx, 1, reverse, inclusive, out);
-                check(&what, &got, &want, &mags, out);
+            // Rows of 9001 and of 9000 (32-bit rows on a vec4: the vec4 kernel,
+            // three blocks of 4096), and one row of 27003 (the vec4 kernel
+            // forwards, with a partial last vec4).
+            for (shape, len) in [([3, 9001], 9001), ([3, 9000], 9000), ([1, 27003], 27003)] {
+                let v = v[..3 * len.min(9001)].to_vec();
+                let (x, hx) = (make_ok(dev, dt, &v, &shape), HostArr::new(&shape, v));
+                for (reverse, inclusive) in
+                    [(false, true), (true, false), (false, false), (true, true)]
+                {
+                    let what = format!(
+                        "{op} scan of {shape:?} {dt} (reverse {reverse}, inclusive {inclusive})"
+                    );
+                    let got = ok(&what, wmx::scan(op, &x, Some(1), reverse, inclusive));
+                    let (want, mags) = reference(op, &hx, 1, reverse, inclusive, out);
+                    check(&what, &got, &want, &mags, out);
+                }
             }
         }
     }
