@@ -45,7 +45,9 @@
 //! `torch_int64.py`). `--fft` times issue 40's transforms (`fft.rs`;
 //! `torch_fft.py`).
 //! `--blocks` runs the building blocks (concatenate, take, cumsum, sort, uniform,
-//! scatter_add; `bench/torch_blocks.py` is their PyTorch side). `--large`
+//! scatter_add; `--ops concat,take,cumsum,sort,uniform,scatter_add` picks some;
+//! `WMX_BENCH_PROFILE=1` profiles one eval of each; `bench/torch_blocks.py` is
+//! their PyTorch side). `--large`
 //! runs 3 GiB arrays, computed in pieces past the binding limit
 //! (`torch_blocks.py --large`).
 //! `--smoke` runs small sizes with one repetition, checks every result and the
