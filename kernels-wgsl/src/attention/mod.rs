@@ -180,6 +180,8 @@ fn flash_variant(
             split *= 2;
         }
     }
+    // The kernel takes at most 256 invocations (NVIDIA's adapters allow 1024).
+    let invocations = invocations.min(256);
     let bq = rows.next_power_of_two().clamp(1, 64);
     let mut bq = bq.min(invocations as usize / split).max(1);
     if bq * split < 32 {
@@ -412,14 +414,19 @@ mod tests {
     fn configurations_fit_the_limits() {
         for dim in (4..=256).step_by(4) {
             for rows in [1, 4, 8, 31, 64, 1000] {
-                for sg in [None, Some(4), Some(32)] {
+                for (sg, invocations) in [
+                    (None, 256),
+                    (Some(4), 256),
+                    (Some(32), 256),
+                    (Some(32), 1024),
+                ] {
                     for storage in [16384, 32768, 49152] {
                         let Some(Variant::Attention {
                             dim: d,
                             split,
                             rows: r,
                             keys,
-                        }) = flash_variant(dim, rows, sg, storage, 256)
+                        }) = flash_variant(dim, rows, sg, storage, invocations)
                         else {
                             panic!("no kernel for {dim}");
                         };

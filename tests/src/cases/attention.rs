@@ -266,6 +266,19 @@ pub fn attention_values(dev: &Device) {
             check_call(dev, &mut rng, c, dt, 1.0, c.lk < 100, tol(dt));
         }
     }
+    // f16 prefills of at least 64 rows per key head (several workgroups, a partial
+    // last one, every mask, grouped heads, Lq > Lk, head dimensions 16 to 128).
+    for c in [
+        Call::new(1, 4, 1, 40, 75, 64, 1),
+        Call::new(2, 2, 2, 100, 100, 128, 0),
+        Call::new(1, 8, 2, 33, 50, 16, 2),
+        Call::new(1, 1, 1, 80, 40, 32, 1),
+        Call::new(1, 2, 1, 300, 300, 64, 1),
+    ] {
+        if super::supported(dev, DType::F16) {
+            check_call(dev, &mut rng, c, DType::F16, 1.0, c.lk < 100, tol(DType::F16));
+        }
+    }
     // A long causal prefill (keys past many tiles, rows past one workgroup).
     check_call(
         dev,
