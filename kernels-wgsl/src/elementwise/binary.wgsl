@@ -253,7 +253,8 @@ fn hypot_f32(a: f32, b: f32) -> f32 {
     if (isnan_f(x) || isnan_f(y)) { return nan_f(); }
     let m = max(x, y);
     if (m == 0.0) { return 0.0; }
-    let r = min(x, y) / m;
+    // divide_f32: past 2^126 NVIDIA's a / b flushed r to 0 (hypot(max, max) was max).
+    let r = divide_f32(min(x, y), m);
     return m * sqrt(1.0 + r * r);
 }
 
