@@ -264,25 +264,15 @@ impl<D: Driver> Kernels<D> {
                 groups,
             );
         }
-        // Block totals (in logical order), their exclusive scan, then the blocks.
+        // Block totals (in logical order); the vec4 kernel's blocks then combine the
+        // totals before them, the other's take their exclusive scan as carries.
         let totals = self.create_buffer(groups * 4, Some("wmx scan block totals"))?;
-        if vec {
-            // The vec4 kernel combines the totals before each block itself.
-            let spec = self.scan_spec(op, dtype, None, Variant::ScanTotalsVec);
-            let first = params(nb, (flags & REVERSE) | TOTALS);
-            self.record(
-                b,
-                &spec,
-                [totals.clone().into(), buf.clone()],
-                first,
-                groups,
-            )?;
-            let spec = self.scan_spec(op, dtype, Some(acc), variant);
-            let last = params(nb, flags | TOTALS_IN);
-            return self.record(b, &spec, [dst.clone(), buf, totals.into()], last, groups);
-        }
-        let carries = self.create_buffer(groups * 4, Some("wmx scan carries"))?;
-        let spec = self.scan_spec(op, dtype, None, Variant::ScanBlocks);
+        let totals_variant = if vec {
+            Variant::ScanTotalsVec
+        } else {
+            Variant::ScanBlocks
+        };
+        let spec = self.scan_spec(op, dtype, None, totals_variant);
         let first = params(nb, (flags & REVERSE) | TOTALS);
         self.record(
             b,
@@ -291,6 +281,12 @@ impl<D: Driver> Kernels<D> {
             first,
             groups,
         )?;
+        if vec {
+            let spec = self.scan_spec(op, dtype, Some(acc), variant);
+            let last = params(nb, flags | TOTALS_IN);
+            return self.record(b, &spec, [dst.clone(), buf, totals.into()], last, groups);
+        }
+        let carries = self.create_buffer(groups * 4, Some("wmx scan carries"))?;
         self.scan_rows(
             b,
             op,

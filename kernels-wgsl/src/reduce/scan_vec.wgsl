@@ -120,50 +120,69 @@ fn col_scan(t: vec4<ACC>, lid: u32) -> ColScan {
 // Each block's total only (the first of two passes): a reduction, no scan
 // across invocations, so a light kernel of its own (the scan's registers would
 // cut how many workgroups run at once).
+// A workgroup's block: its index g (valid inside the grid), row r, first vec4 in
+// the row, tiles inside the row (workgroup-uniform), the row's first input
+// element, the row's length and direction.
+struct ScanBlock {
+    g: u32,
+    valid: bool,
+    r: u32,
+    q_block: u32,
+    tiles: u32,
+    row_in: u32,
+    len: u32,
+    rev: bool,
+}
+
+fn scan_block(lid: u32, wid: vec3<u32>, nwg: vec3<u32>) -> ScanBlock {
+    var k: ScanBlock;
+    k.len = P[1];
+    let nb = P[3];
+    k.rev = (P[5] & 1u) != 0u;
+    k.g = wid.x + wid.y * nwg.x;
+    k.valid = k.g < P[0] * nb;
+    k.r = k.g / max(nb, 1u);
+    k.q_block = (k.g - k.r * nb) * SCAN_ITER * SCAN_V * WG;
+    k.tiles = block_tiles(lid, k.q_block, k.len, k.valid);
+    k.row_in = P[4] + k.r * k.len;
+    return k;
+}
+
+// Each block's total only (the first of two passes): a reduction, no scan
+// across invocations, so a light kernel of its own (the scan's registers would
+// cut how many workgroups run at once).
 @compute @workgroup_size(WG)
 fn scan_totals_v(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                  @builtin(num_workgroups) nwg: vec3<u32>) {
     let lid = lid3.x;
-    let len = P[1];
-    let nb = P[3];
-    let rev = (P[5] & 1u) != 0u;
-    let g = wid.x + wid.y * nwg.x;
-    let valid = g < P[0] * nb;
-    let r = g / max(nb, 1u);
-    let tile = SCAN_V * WG;
-    let q_block = (g - r * nb) * SCAN_ITER * tile;
-    let tiles = block_tiles(lid, q_block, len, valid);
-    let row_in = P[4] + r * len;
+    let k = scan_block(lid, wid, nwg);
     var t = acc_init();
-    for (var it = 0u; it < tiles; it++) {
-        let q0 = q_block + it * tile + lid;
-        let x0 = scan_vload(row_in, q0, len, rev);
-        let x1 = scan_vload(row_in, q0 + WG, len, rev);
-        let x2 = scan_vload(row_in, q0 + 2u * WG, len, rev);
-        let x3 = scan_vload(row_in, q0 + 3u * WG, len, rev);
+    for (var it = 0u; it < k.tiles; it++) {
+        let q0 = k.q_block + it * SCAN_V * WG + lid;
+        let x0 = scan_vload(k.row_in, q0, k.len, k.rev);
+        let x1 = scan_vload(k.row_in, q0 + WG, k.len, k.rev);
+        let x2 = scan_vload(k.row_in, q0 + 2u * WG, k.len, k.rev);
+        let x3 = scan_vload(k.row_in, q0 + 3u * WG, k.len, k.rev);
         t = combine(t, combine(combine(x0.w, x1.w), combine(x2.w, x3.w)));
     }
     let total = wg_reduce(t, lid);
-    if (valid && lid == 0u) { O[g / 4u][g & 3u] = st_acc(total); }
+    if (k.valid && lid == 0u) { O[k.g / 4u][k.g & 3u] = st_acc(total); }
 }
 
 @compute @workgroup_size(WG)
 fn scan_blocks_v(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                  @builtin(num_workgroups) nwg: vec3<u32>) {
     let lid = lid3.x;
-    let len = P[1];
-    let nb = P[3];
-    let rev = (P[5] & 1u) != 0u;
+    let k = scan_block(lid, wid, nwg);
+    let len = k.len;
+    let rev = k.rev;
+    let row_in = k.row_in;
+    let q_block = k.q_block;
+    let tiles = k.tiles;
     let excl = (P[5] & 2u) != 0u;
-    let g = wid.x + wid.y * nwg.x;
-    let valid = g < P[0] * nb;
-    let r = g / max(nb, 1u);
     let tile = SCAN_V * WG;
-    let q_block = (g - r * nb) * SCAN_ITER * tile;
-    let tiles = block_tiles(lid, q_block, len, valid);
     let flags = workgroupUniformLoad(&SCAN_FLAGS);
-    let row_in = P[4] + r * len;
-    let row_out = r * len;
+    let row_out = k.r * len;
     // The next tile's vec4s are loaded before this tile's scan across invocations.
     var n0 = ident4();
     var n1 = ident4();
@@ -180,8 +199,9 @@ fn scan_blocks_v(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
         // Input b holds the row's block totals: the carry is those before this
         // block, combined here (no pass scanning them).
         var a = acc_init();
-        if (valid) {
-            for (var i = lid; i < g - r * nb; i += WG) { a = combine(a, ld_b(r * nb + i)); }
+        if (k.valid) {
+            let first = k.r * P[3];
+            for (var i = first + lid; i < k.g; i += WG) { a = combine(a, ld_b(i)); }
         }
         let red = wg_reduce(a, lid);
         if (lid == 0u) { SCAN_CARRY = red; }
