@@ -81,27 +81,31 @@ fn block_tiles(lid: u32, q_block: u32, len: u32, valid: bool) -> u32 {
     return workgroupUniformLoad(&SCAN_TILES);
 }
 
-var<workgroup> SCAN_W: array<vec4<ACC>, 272>;  // the invocations' column values, padded
-var<workgroup> SCAN_G: array<vec4<ACC>, 16>;   // the groups' totals
+var<workgroup> SCAN_W: array<vec4<ACC>, 544>;  // the invocations' column values, padded (two tiles)
+var<workgroup> SCAN_G: array<vec4<ACC>, 32>;   // the groups' totals (two tiles)
 
 fn swi(i: u32) -> u32 { return i + (i >> 4u); }
 
 // The four columns' exclusive scan at invocation lid, and their totals: groups of
 // 16 invocations' values (a padding entry after each group: no bank conflicts in
 // the serial steps), each group scanned by one invocation, then every invocation
-// walks the group totals; three barriers. (Subgroup shuffle scans with one barrier
-// ran no faster on the H200: bench/NOTES.md, runs 130-134.)
-fn col_scan(t: vec4<ACC>, lid: u32) -> ColScan {
-    SCAN_W[swi(lid)] = t;
+// walks the group totals; two barriers. Tiles alternate between two halves of the
+// workgroup memory (`par`): a tile's writes follow the previous tile's barriers, so
+// no third barrier guards the reads. (Subgroup shuffle scans with one barrier ran
+// no faster on the H200: bench/NOTES.md, runs 130-134.)
+fn col_scan(t: vec4<ACC>, lid: u32, par: u32) -> ColScan {
+    let wo = par * 272u;
+    let go = par * 16u;
+    SCAN_W[wo + swi(lid)] = t;
     workgroupBarrier();
     let ng = WG / 16u;
     if (lid < ng) {
         var s = ident4();
         for (var i = 0u; i < 16u; i++) {
-            s = comb4(s, SCAN_W[swi(16u * lid + i)]);
-            SCAN_W[swi(16u * lid + i)] = s;
+            s = comb4(s, SCAN_W[wo + swi(16u * lid + i)]);
+            SCAN_W[wo + swi(16u * lid + i)] = s;
         }
-        SCAN_G[lid] = s;
+        SCAN_G[go + lid] = s;
     }
     workgroupBarrier();
     var r: ColScan;
@@ -110,10 +114,9 @@ fn col_scan(t: vec4<ACC>, lid: u32) -> ColScan {
     let grp = lid / 16u;
     for (var i = 0u; i < ng; i++) {
         if (i == grp) { r.before = r.total; }
-        r.total = comb4(r.total, SCAN_G[i]);
+        r.total = comb4(r.total, SCAN_G[go + i]);
     }
-    if ((lid & 15u) != 0u) { r.before = comb4(r.before, SCAN_W[swi(lid - 1u)]); }
-    workgroupBarrier();
+    if ((lid & 15u) != 0u) { r.before = comb4(r.before, SCAN_W[wo + swi(lid - 1u)]); }
     return r;
 }
 
@@ -183,17 +186,6 @@ fn scan_blocks_v(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
     let tile = SCAN_V * WG;
     let flags = workgroupUniformLoad(&SCAN_FLAGS);
     let row_out = k.r * len;
-    // The next tile's vec4s are loaded before this tile's scan across invocations.
-    var n0 = ident4();
-    var n1 = ident4();
-    var n2 = ident4();
-    var n3 = ident4();
-    if (tiles > 0u) {
-        n0 = scan_vload(row_in, q_block + lid, len, rev);
-        n1 = scan_vload(row_in, q_block + lid + WG, len, rev);
-        n2 = scan_vload(row_in, q_block + lid + 2u * WG, len, rev);
-        n3 = scan_vload(row_in, q_block + lid + 3u * WG, len, rev);
-    }
     var carry = acc_init();
     if ((flags & 16u) != 0u) {
         // Input b holds the row's block totals: the carry is those before this
@@ -209,18 +201,12 @@ fn scan_blocks_v(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
     }
     for (var it = 0u; it < tiles; it++) {
         let q0 = q_block + it * tile + lid;
-        let x0 = n0;
-        let x1 = n1;
-        let x2 = n2;
-        let x3 = n3;
-        if (it + 1u < tiles) {
-            n0 = scan_vload(row_in, q0 + tile, len, rev);
-            n1 = scan_vload(row_in, q0 + tile + WG, len, rev);
-            n2 = scan_vload(row_in, q0 + tile + 2u * WG, len, rev);
-            n3 = scan_vload(row_in, q0 + tile + 3u * WG, len, rev);
-        }
+        let x0 = scan_vload(row_in, q0, len, rev);
+        let x1 = scan_vload(row_in, q0 + WG, len, rev);
+        let x2 = scan_vload(row_in, q0 + 2u * WG, len, rev);
+        let x3 = scan_vload(row_in, q0 + 3u * WG, len, rev);
         // Column k: the totals of vec4s k * WG + lid.
-        let cs = col_scan(vec4<ACC>(x0.w, x1.w, x2.w, x3.w), lid);
+        let cs = col_scan(vec4<ACC>(x0.w, x1.w, x2.w, x3.w), lid, it & 1u);
         let c1 = combine(carry, cs.total.x);
         let c2 = combine(c1, cs.total.y);
         let c3 = combine(c2, cs.total.z);
