@@ -201,9 +201,11 @@ pub enum Variant {
     /// optional second input holds each block's carry).
     ScanBlocks,
     /// As `ScanBlocks`, for 32-bit elements in rows that start on a vec4, in a
-    /// 16-byte padded input and output: `vec4<u32>` loads and stores.
+    /// 16-byte padded input and output: `vec4<u32>` loads and stores; the optional
+    /// second input holds the row's block totals (each block combines those before
+    /// it).
     ScanBlocksVec,
-    /// The block totals of `ScanBlocksVec` (its first pass of three).
+    /// The block totals of `ScanBlocksVec` (the first of its two passes).
     ScanTotalsVec,
     /// Flash attention: head dimension `dim`, `split` invocations per row,
     /// `rows` rows and `keys` keys per tile.
