@@ -166,8 +166,8 @@ fn cooperative_matrix_modules_validate_and_translate_to_spirv() {
         .collect();
     assert_eq!(
         coop.len(),
-        20,
-        "the staged kernel and four layouts of the vec4 one; f16 in, f16/f32 out, with and without c"
+        36,
+        "the staged kernel and 8 variants of the vec4 one (layouts, widths); f16 in, f16/f32 out, with and without c"
     );
     for spec in &coop {
         check(spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));

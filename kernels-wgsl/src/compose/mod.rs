@@ -191,9 +191,10 @@ pub enum Variant {
     Finish,
     /// Matmul on cooperative matrices (f16 operands; needs [`Target::coop`]).
     Coop,
-    /// Matmul on cooperative matrices, 128 x 128 tiles staged from 16-byte loads of
+    /// Matmul on cooperative matrices, tiles of 128 rows staged from 16-byte loads of
     /// aligned f16 operands (subgroups of 32). Bit 0: A is read along M (a
-    /// transposed view), bit 1: B along K.
+    /// transposed view), bit 1: B along K; bit 2: tiles of 64 columns, not 128
+    /// (`matmul::coop_vec_cols`).
     CoopVec(u8),
     /// Reductions as scans: one invocation per line, serial along it.
     ScanLines,

@@ -1,6 +1,7 @@
 //! The product families' modules (tiled and cooperative-matrix matmul, gemv): their
 //! checks, prelude lines and files.
 
+use super::coop_vec_cols;
 use crate::compose::{Family, Io, ModuleSpec, Target, Variant};
 use crate::dtype::DType;
 use crate::{Error, Result};
@@ -125,7 +126,7 @@ fn products(t: Target, tiled: bool) -> Vec<ModuleSpec> {
                 }
                 if t.coop > 0 && d == DType::F16 {
                     push(&MATMUL, Variant::Coop);
-                    for i in 0..4 {
+                    for i in 0..8 {
                         push(&MATMUL, Variant::CoopVec(i));
                     }
                 }
@@ -170,15 +171,16 @@ fn product_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
         }
         writeln!(p, "const SG: u32 = {}u;", spec.target.coop).unwrap();
         if let Variant::CoopVec(i) = spec.variant {
-            // Eight subgroups of 32 share out the 128 x 128 tile.
-            if spec.target.coop != 32 || i > 3 {
+            // Subgroups of 32 share out the tile, 32 x 64 each.
+            if spec.target.coop != 32 || i > 7 {
                 return Err(Error::Shape(format!(
-                    "the vec4 cooperative matmul needs subgroups of 32 and a layout below 4, got {} and {i}",
+                    "the vec4 cooperative matmul needs subgroups of 32 and a variant below 8, got {} and {i}",
                     spec.target.coop
                 )));
             }
             writeln!(p, "const A_MFAST: bool = {};", i & 1 != 0).unwrap();
             writeln!(p, "const B_KFAST: bool = {};", i & 2 != 0).unwrap();
+            writeln!(p, "const VBN: u32 = {}u;", coop_vec_cols(i)).unwrap();
         }
     } else if spec.family == &MATMUL {
         let (Variant::Tiled(i) | Variant::TiledVec(i)) = spec.variant else {

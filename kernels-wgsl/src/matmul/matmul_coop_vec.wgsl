@@ -1,20 +1,19 @@
 // Matrix product on cooperative matrices (tensor cores) for f16 operands read in
 // 16-byte vectors: O[b] = alpha * A[b] @ B[b] + beta * C[b], f32 accumulation. Same
-// parameters and tiling of the grid as matmul.wgsl, tiles of 128 x 128.
+// parameters and tiling of the grid as matmul.wgsl, tiles of 128 x VBN (128, or 64
+// for products of few tiles: VBN comes from the prelude).
 //
-// Eight subgroups of 32 invocations; subgroup s owns rows 32 (s / 2) .. + 32 and
-// columns 64 (s % 2) .. + 64 of the tile: 2 x 4 accumulators of 16 x 16, so each
-// 16-deep step loads 6 fragments for 8 multiply-adds (bench --coop-peak: the
-// multiply-adds alone run ~590 TFLOP/s on the H200; the old 64 x 64 kernel, which
-// loaded one fragment per multiply-add and staged element by element, ran ~10).
+// Subgroups of 32 invocations (8 or 4); subgroup s owns rows 32 (s / (VBN / 64))
+// .. + 32 and columns 64 (s % (VBN / 64)) .. + 64 of the tile: 2 x 4 accumulators
+// of 16 x 16, so each 16-deep step loads 6 fragments for 8 multiply-adds (bench
+// --coop-peak: the multiply-adds alone run ~590 TFLOP/s on the H200).
 // A and B tiles 64 deep are staged through workgroup memory as f16, each read as
 // rows of its contiguous dimension (A_MFAST, B_KFAST from the prelude pick
 // whether A is read along M and B along K, i.e. transposed views), 8 halves per
 // 16-byte load; the next tile's loads are issued before the current tile's
 // products. Rows are padded by 8 halves (16 bytes) so fragment loads spread over
-// the banks. Measured on the H200 (tests/bench/NOTES.md, run 43): 64 deep beat 32
-// (+22 %: half the barriers per product); loading halves as vec4<f16> or
-// mat2x4<f16> instead of u32 words lost 25 % and 70 %.
+// the banks. What was measured against this form is in bench/NOTES.md (runs 43,
+// 113, 139, 140).
 //
 // The host checks: every operand row start a multiple of 8 elements (offsets,
 // leading strides and batch strides), K and the contiguous extents multiples of 8
@@ -22,26 +21,31 @@
 // past M, N and K read zeros; the epilogue writes only inside the output.
 
 const VBM: u32 = 128u;
-const VBN: u32 = 128u;
 const VBK: u32 = 64u;
-const VNT: u32 = 256u;
-// Strides of the staged tiles: a "long" tile has 128 rows of VBK (+ 8) halves, a
-// "wide" one VBK rows of 128 (+ 8).
+// Subgroups of 32 invocations, each owning 32 x 64 of the tile.
+const VNT: u32 = VBM * VBN / 64u;
+// Strides of the staged tiles: a "long" tile has VBM (A) or VBN (B) rows of VBK
+// (+ 8) halves, a "wide" one VBK rows of VBM or VBN (+ 8).
 const LS: u32 = VBK + 8u;
-const WS: u32 = 136u;
-// 16-byte vectors per row of a long tile, and per invocation per tile.
+const WSA: u32 = VBM + 8u;
+const WSB: u32 = VBN + 8u;
+// 16-byte vectors per row of a long tile, and per invocation per tile of A and B.
 const VPR: u32 = VBK / 8u;
-const NV: u32 = VBK / 16u;
-const TS: u32 = max(128u * LS, VBK * WS);
+const NA: u32 = VBM * VBK / 8u / VNT;
+const NB: u32 = VBN * VBK / 8u / VNT;
+const TSA: u32 = max(VBM * LS, VBK * WSA);
+const TSB: u32 = max(VBN * LS, VBK * WSB);
 
-var<workgroup> ta: array<f16, TS>;
-var<workgroup> tb: array<f16, TS>;
-var<workgroup> te: array<f32, 2048>;
+// Staged as vec4<f16> so that a 16-byte load is stored in two 8-byte stores; a
+// cooperative load through a vec4 pointer counts its stride in vec4s.
+var<workgroup> ta: array<vec4<f16>, TSA / 4u>;
+var<workgroup> tb: array<vec4<f16>, TSB / 4u>;
+var<workgroup> te: array<f32, VNT * 8u>;
 
-// Vector j (0 or 1) of this invocation's share of a tile of operand B (else A): a
-// long tile (`rows` rows from r0, 32 deep from k0, each row along K) or a wide one
-// (32 rows along K, 128 columns from r0). `base`: element offset of the operand's
-// matrix; `ld`: its row stride. Zeros outside the operand.
+// Vector j of this invocation's share of a tile of operand B (else A): a long tile
+// (`ext` rows from r0, VBK deep from k0, each row along K) or a wide one (VBK rows
+// along K, `ext` columns from r0). `base`: element offset of the operand's matrix;
+// `ld`: its row stride. Zeros outside the operand.
 fn vload(b: bool, long: bool, lid: u32, j: u32, base: u32, ld: u32, r0: u32, rows: u32,
          k0: u32, k_dim: u32) -> vec4<u32> {
     let e = lid + j * VNT;
@@ -50,8 +54,9 @@ fn vload(b: bool, long: bool, lid: u32, j: u32, base: u32, ld: u32, r0: u32, row
     var ok = r0 + r < rows && k0 + c < k_dim;
     var at = base + (r0 + r) * ld + k0 + c;
     if (!long) {
-        r = e >> 4u;
-        c = (e & 15u) * 8u;
+        let vpr = select(VBM, VBN, b) / 8u;
+        r = e / vpr;
+        c = (e % vpr) * 8u;
         ok = k0 + r < k_dim && r0 + c < rows;
         at = base + (k0 + r) * ld + r0 + c;
     }
@@ -60,37 +65,38 @@ fn vload(b: bool, long: bool, lid: u32, j: u32, base: u32, ld: u32, r0: u32, row
     return va(at >> 3u);
 }
 
-// Where vector j of this invocation goes in a staged tile.
-fn vslot(long: bool, lid: u32, j: u32) -> u32 {
+// Where vector j of this invocation goes in a staged tile of B (else A).
+fn vslot(b: bool, long: bool, lid: u32, j: u32) -> u32 {
     let e = lid + j * VNT;
     if (long) { return (e / VPR) * LS + (e % VPR) * 8u; }
-    return (e >> 4u) * WS + (e & 15u) * 8u;
+    let vpr = select(VBM, VBN, b) / 8u;
+    return (e / vpr) * select(WSA, WSB, b) + (e % vpr) * 8u;
 }
 
-// Stores 8 halves at `at` of the B tile (else the A tile). Through f32 and back,
-// exactly (naga 30 types bitcast<vec2<f16>>(u32) as f32).
+// Stores 8 halves at `at` (a multiple of 8) of the B tile (else the A tile). Through
+// f32 and back, exactly (naga 30 types bitcast<vec2<f16>>(u32) as f32).
 fn vstore(b: bool, at: u32, v: vec4<u32>) {
-    for (var i = 0u; i < 4u; i++) {
-        let h = vec2<f16>(unpack2x16float(v[i]));
-        if (b) {
-            tb[at + 2u * i] = h.x;
-            tb[at + 2u * i + 1u] = h.y;
-        } else {
-            ta[at + 2u * i] = h.x;
-            ta[at + 2u * i + 1u] = h.y;
-        }
+    let lo = vec4<f16>(vec2<f16>(unpack2x16float(v.x)), vec2<f16>(unpack2x16float(v.y)));
+    let hi = vec4<f16>(vec2<f16>(unpack2x16float(v.z)), vec2<f16>(unpack2x16float(v.w)));
+    let i = at >> 2u;
+    if (b) {
+        tb[i] = lo;
+        tb[i + 1u] = hi;
+    } else {
+        ta[i] = lo;
+        ta[i + 1u] = hi;
     }
 }
 
 // A fragment: rows m..m+16, depth kk..kk+16 of the staged A tile.
 fn frag_a(m: u32, kk: u32) -> coop_mat16x16<f16, A> {
-    if (A_MFAST) { return coopLoad<coop_mat16x16<f16, A>>(&ta[kk * WS + m], WS); }
-    return coopLoadT<coop_mat16x16<f16, A>>(&ta[m * LS + kk], LS);
+    if (A_MFAST) { return coopLoad<coop_mat16x16<f16, A>>(&ta[(kk * WSA + m) >> 2u], WSA / 4u); }
+    return coopLoadT<coop_mat16x16<f16, A>>(&ta[(m * LS + kk) >> 2u], LS / 4u);
 }
 // B fragment: depth kk..kk+16, columns n..n+16 of the staged B tile.
 fn frag_b(kk: u32, n: u32) -> coop_mat16x16<f16, B> {
-    if (B_KFAST) { return coopLoad<coop_mat16x16<f16, B>>(&tb[n * LS + kk], LS); }
-    return coopLoadT<coop_mat16x16<f16, B>>(&tb[kk * WS + n], WS);
+    if (B_KFAST) { return coopLoad<coop_mat16x16<f16, B>>(&tb[(n * LS + kk) >> 2u], LS / 4u); }
+    return coopLoadT<coop_mat16x16<f16, B>>(&tb[(kk * WSB + n) >> 2u], WSB / 4u);
 }
 
 struct Epi { ob: u32, pc: u32, gm: u32, gn: u32, alpha: f32, beta: f32, read_c: bool }
@@ -145,8 +151,8 @@ fn matmul_coop_vec(@builtin(local_invocation_index) lid: u32, @builtin(workgroup
     // B along N (P[11]) or along K (P[12]).
     let lda = select(P[8], P[9], A_MFAST);
     let ldb = select(P[11], P[12], B_KFAST);
-    let wm = (sg / 2u) * 32u;
-    let wn = (sg % 2u) * 64u;
+    let wm = (sg / (VBN / 64u)) * 32u;
+    let wn = (sg % (VBN / 64u)) * 64u;
 
     var acc0 = coop_mat16x16<f32, C>();
     var acc1 = coop_mat16x16<f32, C>();
@@ -156,23 +162,29 @@ fn matmul_coop_vec(@builtin(local_invocation_index) lid: u32, @builtin(workgroup
     var acc5 = coop_mat16x16<f32, C>();
     var acc6 = coop_mat16x16<f32, C>();
     var acc7 = coop_mat16x16<f32, C>();
-    var va_: array<vec4<u32>, NV>;
-    var vb_: array<vec4<u32>, NV>;
-    for (var j = 0u; j < NV; j++) {
+    var va_: array<vec4<u32>, NA>;
+    var vb_: array<vec4<u32>, NB>;
+    for (var j = 0u; j < NA; j++) {
         va_[j] = vload(false, !A_MFAST, lid, j, pa, lda, m0, m_dim, 0u, k_dim);
+    }
+    for (var j = 0u; j < NB; j++) {
         vb_[j] = vload(true, B_KFAST, lid, j, pb, ldb, n0, n_dim, 0u, k_dim);
     }
     for (var k0 = 0u; k0 < k_dim; k0 += VBK) {
-        for (var j = 0u; j < NV; j++) {
-            vstore(false, vslot(!A_MFAST, lid, j), va_[j]);
-            vstore(true, vslot(B_KFAST, lid, j), vb_[j]);
+        for (var j = 0u; j < NA; j++) {
+            vstore(false, vslot(false, !A_MFAST, lid, j), va_[j]);
+        }
+        for (var j = 0u; j < NB; j++) {
+            vstore(true, vslot(true, B_KFAST, lid, j), vb_[j]);
         }
         workgroupBarrier();
         // The next tile's vectors are in flight during this tile's products.
         let k1 = k0 + VBK;
         if (k1 < k_dim) {
-            for (var j = 0u; j < NV; j++) {
+            for (var j = 0u; j < NA; j++) {
                 va_[j] = vload(false, !A_MFAST, lid, j, pa, lda, m0, m_dim, k1, k_dim);
+            }
+            for (var j = 0u; j < NB; j++) {
                 vb_[j] = vload(true, B_KFAST, lid, j, pb, ldb, n0, n_dim, k1, k_dim);
             }
         }

@@ -55,9 +55,22 @@ fn f32_tile(m: usize, n: usize, batch: u64) -> usize {
     }
 }
 
-/// Workgroup memory of the vec4 cooperative kernel: two staged f16 tiles of TS
-/// halves and 8 x 256 f32 for the epilogue (`matmul_coop_vec.wgsl`).
+/// Workgroup memory of the vec4 cooperative kernel at its largest (tiles of 128 x
+/// 128, 64 deep): two staged f16 tiles of 128 x 72 halves and 8 x 256 f32 for the
+/// epilogue (`matmul_coop_vec.wgsl`).
 const COOP_VEC_WORKGROUP_BYTES: u32 = 2 * 9216 * 2 + 2048 * 4;
+
+/// The columns of the vec4 cooperative kernel's tile (it has 128 rows) for variant
+/// bits `i`: bit 2 picks 64 (else 128).
+pub(crate) fn coop_vec_cols(i: u8) -> usize {
+    if i & 4 != 0 { 64 } else { 128 }
+}
+
+/// Products with at most this many tiles of 128 x 128 take the vec4 cooperative
+/// kernel's tiles of 128 x 64: twice the workgroups on the GPU's units (1024^3 with
+/// 64 tiles: 28 -> 23.5 us on the H200; at 96 tiles the wide tile still won:
+/// bench/NOTES.md, run 140).
+const COOP_VEC_NARROW_MAX_TILES: u64 = 64;
 
 /// Gemv chunks: column-mode launches aim for at least this many invocations.
 const GEMV_MIN_THREADS: u64 = 1 << 17;
@@ -495,8 +508,14 @@ impl<D: Driver> Kernels<D> {
             1
         });
         let vec4 = vec4_ok && vec4_tile(cfg);
+        let narrow = coop_vec
+            && (m.div_ceil(128) * n.div_ceil(128)) as u64 * nbatch <= COOP_VEC_NARROW_MAX_TILES;
+        let coop_bits = a_mfast as u8 | (b_kfast as u8) << 1 | (narrow as u8) << 2;
         let (tm, tn) = if coop_vec {
-            (m.div_ceil(128) as u64, n.div_ceil(128) as u64)
+            (
+                m.div_ceil(128) as u64,
+                n.div_ceil(coop_vec_cols(coop_bits)) as u64,
+            )
         } else if coop {
             (m.div_ceil(64) as u64, n.div_ceil(64) as u64)
         } else {
@@ -523,7 +542,7 @@ impl<D: Driver> Kernels<D> {
             inputs,
             odt,
             if coop_vec {
-                Variant::CoopVec(a_mfast as u8 | (b_kfast as u8) << 1)
+                Variant::CoopVec(coop_bits)
             } else if coop {
                 Variant::Coop
             } else if vec4 {
