@@ -31,14 +31,20 @@ fn chain_of_50_ops_stays_on_the_gpu() {
     let y = Array::from_slice_on(&ys, &[n], &dev).unwrap();
     assert_eq!(wmx_webgpu::buffer_state(&x), Some(BufferState::HostOnly));
 
-    let mut r = x.clone();
+    let chain = || {
+        let mut r = x.clone();
+        for i in 0..50 {
+            r = if i % 2 == 0 {
+                wmx_core::add(&r, &y).unwrap()
+            } else {
+                wmx_core::multiply(&r, &x).unwrap()
+            };
+        }
+        r
+    };
+    let r = chain();
     let mut want: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
     for i in 0..50 {
-        r = if i % 2 == 0 {
-            wmx_core::add(&r, &y).unwrap()
-        } else {
-            wmx_core::multiply(&r, &x).unwrap()
-        };
         for k in 0..n {
             want[k] = if i % 2 == 0 {
                 want[k] + ys[k] as f64
@@ -47,8 +53,9 @@ fn chain_of_50_ops_stays_on_the_gpu() {
             };
         }
     }
+    // Lazy mode: one kernel per op.
     let before = be.stats();
-    r.eval().unwrap();
+    wmx_core::with_mode(wmx_core::Mode::Lazy, || r.eval()).unwrap();
     let s = be.stats();
     assert_eq!(s.downloads, 0, "eval must not download: {s:?}");
     assert_eq!(s.uploads - before.uploads, 2, "one upload per input: {s:?}");
@@ -78,6 +85,48 @@ fn chain_of_50_ops_stays_on_the_gpu() {
     let again = r.to_vec::<f32>().unwrap();
     assert_eq!(again, got);
     assert_eq!(be.stats().downloads, 1, "a second read downloads nothing");
+
+    // The default mode fuses the chain: one kernel, nothing downloaded, the same
+    // values (up to multiply-add contraction).
+    let f = chain();
+    let before = be.stats();
+    f.eval().unwrap();
+    let s = be.stats();
+    assert_eq!(
+        s.dispatches - before.dispatches,
+        1,
+        "one fused kernel: {s:?}"
+    );
+    assert_eq!(
+        s.downloads, before.downloads,
+        "eval must not download: {s:?}"
+    );
+    let fused = f.to_vec::<f32>().unwrap();
+    for k in 0..n {
+        let tol = 1e-4 * want[k].abs().max(1.0);
+        assert!(
+            (fused[k] as f64 - want[k]).abs() <= tol,
+            "fused element {k}: {} vs {}",
+            fused[k],
+            want[k]
+        );
+    }
+}
+
+#[test]
+fn long_chains_fuse_into_kernels_of_at_most_256_steps() {
+    let _turn = shared();
+    let Some((dev, be)) = gpu() else { return };
+    let one = Array::from_slice_on(&[1i32; 16], &[16], &dev).unwrap();
+    let mut a = Array::from_slice_on(&[5i32; 16], &[16], &dev).unwrap();
+    for _ in 0..600 {
+        a = wmx_core::add(&a, &one).unwrap();
+    }
+    let before = be.stats();
+    a.eval().unwrap();
+    let s = be.stats();
+    assert_eq!(s.dispatches - before.dispatches, 3, "600 steps: {s:?}");
+    assert_eq!(a.to_vec::<i32>().unwrap(), vec![605; 16]);
 }
 
 #[test]
@@ -280,14 +329,15 @@ fn evals_while_the_gpu_is_busy_share_one_submit() {
     let Some((dev, be)) = gpu() else { return };
     let n = 1 << 22;
     let big = Array::from_slice_on(&data(n, 7), &[n], &dev).unwrap();
-    // Milliseconds of work on lavapipe: the GPU is still busy at the next evals.
+    // Milliseconds of work on lavapipe (three kernels, unfused): the GPU is still
+    // busy at the next evals.
     let heavy = wmx_core::sum(
         &wmx_core::exp(&wmx_core::sin(&big).unwrap()).unwrap(),
         None,
         false,
     )
     .unwrap();
-    heavy.eval().unwrap();
+    wmx_core::with_mode(wmx_core::Mode::Lazy, || heavy.eval()).unwrap();
     let after_heavy = be.stats().submits;
     let small = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
     let mut outs = Vec::new();

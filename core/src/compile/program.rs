@@ -39,6 +39,12 @@ pub(crate) struct Step {
     dtype: DType,
 }
 
+/// The most steps one fused kernel takes: a longer chain is several kernels (a
+/// kernel's source and its compile time grow with its steps: the conformance
+/// suite's 200 000-op chain took 8 s on lavapipe in kernels of 256 steps, 200 s
+/// in kernels of 1024, and did not finish as one kernel).
+const MAX_FUSED_STEPS: usize = 256;
+
 /// What the plan makes of a step at replay.
 #[derive(Clone)]
 pub(crate) enum Role {
@@ -236,6 +242,14 @@ impl Program {
             let st = &self.steps[k];
             st.dtype.size() == 8 || st.inputs.iter().any(|s| self.src_dtype(s).size() == 8)
         };
+        // A step reading an array of another device (a `to_device`, or an op that
+        // moves an input implicitly) keeps its own node: that move is its job.
+        let foreign = |k: usize| {
+            self.steps[k]
+                .inputs
+                .iter()
+                .any(|s| matches!(s, Src::Const(a) if a.device() != &self.device))
+        };
         let fusable = |k: usize| {
             matches!(
                 self.steps[k].prim,
@@ -245,6 +259,7 @@ impl Program {
                     | Primitive::Copy
                     | Primitive::Axpby { .. }
             ) && !wide(k)
+                && !foreign(k)
         };
         let mut group: Vec<Option<usize>> = vec![None; n];
         let mut leaves: FxHashMap<usize, Vec<Src>> = FxHashMap::default();
@@ -279,7 +294,7 @@ impl Program {
                 let g = consumers[k]
                     .iter()
                     .filter_map(|c| group[*c])
-                    .filter(|g| eshape[g] == st.layout.shape)
+                    .filter(|g| eshape[g] == st.layout.shape && members[g].len() < MAX_FUSED_STEPS)
                     .min()?;
                 let root = &self.steps[g];
                 // Stored when anything outside the group needs its value.
