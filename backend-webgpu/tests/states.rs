@@ -86,11 +86,11 @@ fn chain_of_50_ops_stays_on_the_gpu() {
     assert_eq!(again, got);
     assert_eq!(be.stats().downloads, 1, "a second read downloads nothing");
 
-    // The default mode fuses the chain: one kernel, nothing downloaded, the same
+    // Compiled mode fuses the chain: one kernel, nothing downloaded, the same
     // values (up to multiply-add contraction).
     let f = chain();
     let before = be.stats();
-    f.eval().unwrap();
+    wmx_core::with_mode(wmx_core::Mode::Compiled, || f.eval()).unwrap();
     let s = be.stats();
     assert_eq!(
         s.dispatches - before.dispatches,
@@ -123,7 +123,7 @@ fn long_chains_fuse_into_kernels_of_at_most_256_steps() {
         a = wmx_core::add(&a, &one).unwrap();
     }
     let before = be.stats();
-    a.eval().unwrap();
+    wmx_core::with_mode(wmx_core::Mode::Compiled, || a.eval()).unwrap();
     let s = be.stats();
     assert_eq!(s.dispatches - before.dispatches, 3, "600 steps: {s:?}");
     assert_eq!(a.to_vec::<i32>().unwrap(), vec![605; 16]);

@@ -28,6 +28,18 @@ fn implicit_moves_are_counted_or_refused() {
     let m = wmx::add(&a, &b.to_device(&gpu).unwrap()).unwrap();
     assert_eq!(m.to_vec::<f32>().unwrap(), vec![11.0, 22.0, 33.0]);
     assert_eq!(wmx::implicit_moves(), after, "to_device is not implicit");
+    // Nor when compiled mode fuses the add: the move keeps its own node.
+    let f = wmx::with_mode(wmx::Mode::Compiled, || {
+        let x = wmx::add(&a, &b.to_device(&gpu)?)?;
+        let y = wmx::multiply(&x, &a)?;
+        y.to_vec::<f32>()
+    });
+    assert_eq!(f.unwrap(), vec![11.0, 44.0, 99.0]);
+    assert_eq!(
+        wmx::implicit_moves(),
+        after,
+        "fused: to_device is not implicit"
+    );
 
     // Forbidden: an Err naming both devices, at the op.
     wmx::set_implicit_moves(false);

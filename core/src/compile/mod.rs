@@ -1,9 +1,9 @@
 //! Execution modes and compiled functions (MLX's `compile`).
 //!
-//! - [`Mode`]: compiled (the default: ops build a graph, and [`eval`](crate::eval)
-//!   fuses its elementwise chains and computes it), lazy (the same without fusion:
-//!   one kernel per op), eager (every op computes its result when it is made, so an
-//!   error comes from the op that caused it). Set by `WMX_MODE=compiled|lazy|eager`,
+//! - [`Mode`]: lazy (the default: ops build a graph, [`eval`](crate::eval) computes
+//!   it), eager (every op computes its result when it is made, so an error comes
+//!   from the op that caused it), compiled (lazy, and every eval fuses the pending
+//!   graph's elementwise chains). Set by `WMX_MODE=lazy|eager|compiled`,
 //!   [`set_mode`], or [`with_mode`] for a scope; a [`Compiled`] function can fix
 //!   its own with [`Compiled::mode`].
 //! - [`compile`]: the first call for a signature (argument shapes, strides, dtypes
@@ -32,15 +32,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// How ops and compiled functions execute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
-    /// Ops build a graph; `eval` (or a read) computes it, one kernel per op (no
-    /// fusion: for comparing with the fused results, or reading each op's kernel
-    /// in a profile). Compiled functions trace once per signature and replay.
+    /// Ops build a graph; `eval` (or a read) computes it. Compiled functions trace
+    /// once per signature and replay.
     Lazy,
     /// Every op computes its result when it is made: slower, but an error is
     /// returned by the op that caused it. Compiled functions run uncompiled.
     Eager,
-    /// The default: as lazy, and every `eval` also fuses the elementwise chains of
-    /// the pending graph (on backends that fuse), with no [`compile`] needed.
+    /// As lazy, and every `eval` also fuses the elementwise chains of the pending
+    /// graph (on backends that fuse), with no [`compile`] needed.
     Compiled,
 }
 
@@ -98,17 +97,17 @@ pub(crate) fn evaluated_while_compiling() -> Error {
     )
 }
 
-/// `WMX_MODE` as parsed (compiled when unset); an invalid value is an `Err`, which
+/// `WMX_MODE` as parsed (lazy when unset); an invalid value is an `Err`, which
 /// [`eval`](crate::eval) returns.
 pub(crate) fn env_mode() -> &'static Result<Mode> {
     ENV.get_or_init(|| match std::env::var("WMX_MODE") {
         Ok(s) => Mode::parse(&s),
-        Err(_) => Ok(Mode::Compiled),
+        Err(_) => Ok(Mode::Lazy),
     })
 }
 
 /// The mode in force on this thread: [`with_mode`]'s scope, else [`set_mode`]'s,
-/// else `WMX_MODE`, else compiled.
+/// else `WMX_MODE`, else lazy.
 pub fn mode() -> Mode {
     if let Some(m) = SCOPED.with(Cell::get) {
         return m;
@@ -116,7 +115,7 @@ pub fn mode() -> Mode {
     if let Some(m) = Mode::from_code(GLOBAL.load(Ordering::Relaxed)) {
         return m;
     }
-    env_mode().as_ref().copied().unwrap_or(Mode::Compiled)
+    env_mode().as_ref().copied().unwrap_or(Mode::Lazy)
 }
 
 /// Sets the mode for every thread (a [`with_mode`] scope still wins).
