@@ -73,15 +73,18 @@ fn chain_of_50_ops_stays_on_the_gpu() {
         "exactly the result's bytes"
     );
     assert_eq!(wmx_webgpu::buffer_state(&r), Some(BufferState::Both));
-    for k in 0..n {
-        let tol = 1e-4 * want[k].abs().max(1.0);
-        assert!(
-            (got[k] as f64 - want[k]).abs() <= tol,
-            "element {k}: {} vs {}",
-            got[k],
-            want[k]
-        );
-    }
+    let close = |what: &str, got: &[f32]| {
+        for k in 0..n {
+            let tol = 1e-4 * want[k].abs().max(1.0);
+            assert!(
+                (got[k] as f64 - want[k]).abs() <= tol,
+                "{what} element {k}: {} vs {}",
+                got[k],
+                want[k]
+            );
+        }
+    };
+    close("lazy", &got);
     let again = r.to_vec::<f32>().unwrap();
     assert_eq!(again, got);
     assert_eq!(be.stats().downloads, 1, "a second read downloads nothing");
@@ -101,16 +104,7 @@ fn chain_of_50_ops_stays_on_the_gpu() {
         s.downloads, before.downloads,
         "eval must not download: {s:?}"
     );
-    let fused = f.to_vec::<f32>().unwrap();
-    for k in 0..n {
-        let tol = 1e-4 * want[k].abs().max(1.0);
-        assert!(
-            (fused[k] as f64 - want[k]).abs() <= tol,
-            "fused element {k}: {} vs {}",
-            fused[k],
-            want[k]
-        );
-    }
+    close("fused", &f.to_vec::<f32>().unwrap());
 }
 
 #[test]
