@@ -43,9 +43,10 @@ var<workgroup> tb: array<vec4<f16>, TSB / 4u>;
 var<workgroup> te: array<f32, VNT * 8u>;
 
 // Vector j of this invocation's share of a tile of operand B (else A): a long tile
-// (`ext` rows from r0, VBK deep from k0, each row along K) or a wide one (VBK rows
-// along K, `ext` columns from r0). `base`: element offset of the operand's matrix;
-// `ld`: its row stride. Zeros outside the operand.
+// (VBN or VBM rows from r0, VBK deep from k0, each row along K) or a wide one (VBK
+// rows along K, VBN or VBM columns from r0). `base`: element offset of the
+// operand's matrix; `ld`: its row stride; `rows`: the operand's extent along r.
+// Zeros outside the operand.
 fn vload(b: bool, long: bool, lid: u32, j: u32, base: u32, ld: u32, r0: u32, rows: u32,
          k0: u32, k_dim: u32) -> vec4<u32> {
     let e = lid + j * VNT;
