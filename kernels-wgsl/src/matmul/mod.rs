@@ -508,14 +508,11 @@ impl<D: Driver> Kernels<D> {
             1
         });
         let vec4 = vec4_ok && vec4_tile(cfg);
-        let narrow = coop_vec
-            && (m.div_ceil(128) * n.div_ceil(128)) as u64 * nbatch <= COOP_VEC_NARROW_MAX_TILES;
+        // tm0 x tn0: the product's tiles of 128 x 128.
+        let narrow = coop_vec && tm0 * tn0 * nbatch <= COOP_VEC_NARROW_MAX_TILES;
         let coop_bits = a_mfast as u8 | (b_kfast as u8) << 1 | (narrow as u8) << 2;
         let (tm, tn) = if coop_vec {
-            (
-                m.div_ceil(128) as u64,
-                n.div_ceil(coop_vec_cols(coop_bits)) as u64,
-            )
+            (tm0, n.div_ceil(coop_vec_cols(coop_bits)) as u64)
         } else if coop {
             (m.div_ceil(64) as u64, n.div_ceil(64) as u64)
         } else {

@@ -120,9 +120,6 @@ fn col_scan(t: vec4<ACC>, lid: u32, par: u32) -> ColScan {
     return r;
 }
 
-// Each block's total only (the first of two passes): a reduction, no scan
-// across invocations, so a light kernel of its own (the scan's registers would
-// cut how many workgroups run at once).
 // A workgroup's block: its index g (valid inside the grid), row r, first vec4 in
 // the row, tiles inside the row (workgroup-uniform), the row's first input
 // element, the row's length and direction.
@@ -177,15 +174,10 @@ fn scan_blocks_v(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
                  @builtin(num_workgroups) nwg: vec3<u32>) {
     let lid = lid3.x;
     let k = scan_block(lid, wid, nwg);
-    let len = k.len;
-    let rev = k.rev;
-    let row_in = k.row_in;
-    let q_block = k.q_block;
-    let tiles = k.tiles;
     let excl = (P[5] & 2u) != 0u;
     let tile = SCAN_V * WG;
     let flags = workgroupUniformLoad(&SCAN_FLAGS);
-    let row_out = k.r * len;
+    let row_out = k.r * k.len;
     var carry = acc_init();
     if ((flags & 16u) != 0u) {
         // Input b holds the row's block totals: the carry is those before this
@@ -199,21 +191,21 @@ fn scan_blocks_v(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
         if (lid == 0u) { SCAN_CARRY = red; }
         carry = workgroupUniformLoad(&SCAN_CARRY);
     }
-    for (var it = 0u; it < tiles; it++) {
-        let q0 = q_block + it * tile + lid;
-        let x0 = scan_vload(row_in, q0, len, rev);
-        let x1 = scan_vload(row_in, q0 + WG, len, rev);
-        let x2 = scan_vload(row_in, q0 + 2u * WG, len, rev);
-        let x3 = scan_vload(row_in, q0 + 3u * WG, len, rev);
-        // Column k: the totals of vec4s k * WG + lid.
+    for (var it = 0u; it < k.tiles; it++) {
+        let q0 = k.q_block + it * tile + lid;
+        let x0 = scan_vload(k.row_in, q0, k.len, k.rev);
+        let x1 = scan_vload(k.row_in, q0 + WG, k.len, k.rev);
+        let x2 = scan_vload(k.row_in, q0 + 2u * WG, k.len, k.rev);
+        let x3 = scan_vload(k.row_in, q0 + 3u * WG, k.len, k.rev);
+        // Column c: the totals of vec4s c * WG + lid.
         let cs = col_scan(vec4<ACC>(x0.w, x1.w, x2.w, x3.w), lid, it & 1u);
         let c1 = combine(carry, cs.total.x);
         let c2 = combine(c1, cs.total.y);
         let c3 = combine(c2, cs.total.z);
-        scan_vstore(row_out, q0, len, rev, excl, combine(carry, cs.before.x), x0);
-        scan_vstore(row_out, q0 + WG, len, rev, excl, combine(c1, cs.before.y), x1);
-        scan_vstore(row_out, q0 + 2u * WG, len, rev, excl, combine(c2, cs.before.z), x2);
-        scan_vstore(row_out, q0 + 3u * WG, len, rev, excl, combine(c3, cs.before.w), x3);
+        scan_vstore(row_out, q0, k.len, k.rev, excl, combine(carry, cs.before.x), x0);
+        scan_vstore(row_out, q0 + WG, k.len, k.rev, excl, combine(c1, cs.before.y), x1);
+        scan_vstore(row_out, q0 + 2u * WG, k.len, k.rev, excl, combine(c2, cs.before.z), x2);
+        scan_vstore(row_out, q0 + 3u * WG, k.len, k.rev, excl, combine(c3, cs.before.w), x3);
         carry = combine(c3, cs.total.w);
     }
 }
