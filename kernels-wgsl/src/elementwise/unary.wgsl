@@ -331,12 +331,12 @@ fn ceil_d(a: f64) -> f64 { return ceil(a); }
 // Half to even from floor: Mesa 22.3's lavapipe rounded a uniform 5.5 to 5 through
 // the f64 `round` (RoundEven). The result keeps a's sign, zeros included.
 fn round_d(a: f64) -> f64 {
+    if (a == 0.0lf) { return a; }
     let m = abs(a);
     let f = floor(m);
     let d = m - f;
     let odd = f - 2.0lf * floor(f * 0.5lf) == 1.0lf;
     let r = f + select(0.0lf, 1.0lf, d > 0.5lf || (d == 0.5lf && odd));
-    if (a == 0.0lf) { return a; }
     return select(r, -r, a < 0.0lf);
 }
 fn logical_not_d(a: f64) -> bool { return a == 0.0lf; }
