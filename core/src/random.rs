@@ -129,7 +129,10 @@ pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) 
     }
     let lo = constant(key, low, dtype)?;
     let range = o::subtract(&constant(key, high, dtype)?, &lo)?;
-    let x = o::add(&o::multiply(&range, &unit)?, &lo)?;
+    // The product is stored rounded, as MLX's: through `stop_gradient` (a view
+    // that fusion does not look through), so no GPU compiler contracts it with
+    // the add into one fused multiply-add (NVIDIA's does inside a fused kernel).
+    let x = o::add(&o::stop_gradient(&o::multiply(&range, &unit)?)?, &lo)?;
     // The last rounding may reach `high` (f16: 2 + 2 * (1 - 2^-11) is 4); MLX's
     // values otherwise.
     o::minimum(&x, &constant(key, below(high, dtype), dtype)?)

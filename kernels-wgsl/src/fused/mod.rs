@@ -10,7 +10,7 @@ use crate::compose::{
 };
 use crate::driver::Driver;
 use crate::driver::{Batch, Binding, Work};
-use crate::dtype::{DType, Words};
+use crate::dtype::{Ct, DType, Words};
 use crate::elementwise::{BINARY_WGSL as BINARY, UNARY_WGSL as UNARY};
 use crate::kernels::MAX_GROUPS;
 use crate::layout::{Contig, Strided};
@@ -18,7 +18,7 @@ use crate::layout::{check_out, check_view};
 use crate::ops;
 use crate::{Error, Kernels, Result};
 use std::fmt::Write;
-use wmx_spec::{FusedOp, FusedStep, ReduceOp};
+use wmx_spec::{BinaryOp, FusedOp, FusedStep, ReduceOp};
 
 /// A fused elementwise kernel: inputs of the output's shape and the steps; the
 /// last step is the output, or the value `outputs` names, or with two or more the
@@ -243,10 +243,15 @@ impl FusedSpec {
                     return Err(mismatch(&format!("inputs {a}")));
                 }
                 let ct = a.ct().wgsl();
-                format!(
-                    "fn s{k}(a: {ct}, b: {ct}) -> {co} {{ return {}; }}",
-                    ops::binary_expr(*op, a.ct())
-                )
+                let e = ops::binary_expr(*op, a.ct());
+                if a.ct() == Ct::F32 && folds_equal_args(*op) {
+                    format!(
+                        "fn s{k}(a: f32, b0: f32) -> {co} {{ let b = {}; return {e}; }}",
+                        unseen("b0")
+                    )
+                } else {
+                    format!("fn s{k}(a: {ct}, b: {ct}) -> {co} {{ return {e}; }}")
+                }
             }
             FusedOp::Select => {
                 want(3)?;
@@ -282,7 +287,9 @@ impl FusedSpec {
                     return Err(undefined("axpby", a));
                 }
                 format!(
-                    "fn s{k}(a: f32, b: f32) -> f32 {{ return bitcast<f32>({alpha}) * a + bitcast<f32>({beta}) * b; }}"
+                    "fn s{k}(a: f32, b0: f32) -> f32 {{ let b = {}; \
+                     return bitcast<f32>({alpha}) * a + bitcast<f32>({beta}) * b; }}",
+                    unseen("b0")
                 )
             }
             FusedOp::Const(v) => {
@@ -299,6 +306,23 @@ impl FusedSpec {
             }
         })
     }
+}
+
+/// Whether a compiler may fold `op(x, x)` to a constant that is wrong for some
+/// `x`: NVIDIA's folds a fused kernel's `x / x` to 1, which is NaN for 0 and inf
+/// (and `x - x` to 0 would be wrong for inf). Their second operand goes through
+/// [`unseen`], as two loads of one array do in the library's kernels.
+fn folds_equal_args(op: BinaryOp) -> bool {
+    matches!(
+        op,
+        BinaryOp::Subtract | BinaryOp::Divide | BinaryOp::FloorDivide | BinaryOp::Remainder
+    )
+}
+
+/// The f32 `e` through a zero the compiler cannot see (as in [`rnd_f16_def`]), so
+/// it cannot prove `e` equal to another value.
+fn unseen(e: &str) -> String {
+    format!("bitcast<f32>(bitcast<u32>({e}) ^ (P[FB] >> 31u))")
 }
 
 /// Rounds a compute value to its dtype, as storing and loading it would (f16
