@@ -149,7 +149,12 @@ fn check(dag: &Dag, dev: &Device) {
         return;
     }
     let a = args(dag, dev).expect("arguments");
-    let plain = build(dag, &a).expect("uncompiled");
+    let plain = wmx::with_mode(Mode::Lazy, || {
+        let outs = build(dag, &a)?;
+        wmx::eval(&outs)?;
+        Ok::<_, wmx::Error>(outs)
+    })
+    .expect("uncompiled");
     let d = dag.clone();
     let f = wmx::compile(move |x: &[Array]| build(&d, x));
     let compiled = f.call(&a).expect("compiled");

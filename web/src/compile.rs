@@ -1,7 +1,7 @@
 //! Compiled functions from JavaScript: `compile(fn)` traces a JS function of
 //! arrays once per signature and replays it, fusing elementwise chains into one
-//! generated kernel on WebGPU (`wmx_core::compile`); `setMode("lazy" | "eager" |
-//! "compiled")` sets the execution mode.
+//! generated kernel on WebGPU (`wmx_core::compile`); `setMode("compiled" | "lazy" |
+//! "eager")` sets the execution mode.
 
 use crate::api::{JsResult, NdArray, lead};
 use crate::convert::{err, js_err};
@@ -104,9 +104,9 @@ impl JsCompiled {
     }
 }
 
-/// `setMode("lazy" | "eager" | "compiled")`: how ops run from now on (eager: each
-/// op computes at once, so its error is thrown by the op; compiled: reads fuse the
-/// pending elementwise chains).
+/// `setMode("compiled" | "lazy" | "eager")`: how ops run from now on (compiled, the
+/// default: reads fuse the pending elementwise chains; lazy: op by op; eager: each
+/// op computes at once, so its error is thrown by the op).
 #[wasm_bindgen(js_name = setMode)]
 pub fn set_mode(mode: ModeArg) -> JsResult<()> {
     let mode = mode.as_string().unwrap_or_default();

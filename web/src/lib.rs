@@ -33,7 +33,7 @@
 //!   `await model.generate(ids, {maxTokens, temperature, topP, topK, minP,
 //!   repetitionPenalty, seed, stop, onToken})` (mlx-lm's samplers);
 //! - compiled functions: `compile(fn)` then `f.call([x, ...])` (fused kernels on
-//!   WebGPU), `f.report([x, ...])`; `setMode("lazy" | "eager" | "compiled")`.
+//!   WebGPU), `f.report([x, ...])`; `setMode("compiled" | "lazy" | "eager")`.
 //!
 //! Every export is typed for TypeScript (the names in `types.rs`, no `any`);
 //! `web/pack.sh` packs the npm package (`wmx.js`, `wmx.d.ts`, the wasm-bindgen

@@ -161,8 +161,8 @@ export interface DeviceInfo {
   /** Why WebGPU could not be opened, if it could not. */
   reason: string | null;
 }
-/** `setMode`'s modes. */
-export type Mode = "lazy" | "eager" | "compiled";
+/** `setMode`'s modes ("compiled", fusing at each read, is the default). */
+export type Mode = "compiled" | "lazy" | "eager";
 /** What `CompiledFunction.report` tells. */
 export interface CompileReport {
   tracedOps: number;

@@ -1,18 +1,20 @@
 //! Execution modes and compiled functions (MLX's `compile`).
 //!
-//! - [`Mode`]: lazy (the default: ops build a graph, [`eval`](crate::eval) computes
-//!   it), eager (every op computes its result when it is made, so an error comes
-//!   from the op that caused it), compiled (lazy, and every eval fuses the pending
-//!   graph's elementwise chains). Set by `WMX_MODE=lazy|eager|compiled`,
-//!   [`set_mode`], or [`with_mode`] for a scope; a [`Compiled`] function can fix
-//!   its own with [`Compiled::mode`].
+//! - [`Mode`]: compiled (the default: ops build a graph, and [`eval`](crate::eval)
+//!   computes it with the graph's elementwise chains fused into generated
+//!   kernels), lazy (the graph computed op by op, one library kernel each), eager
+//!   (every op computes its result when it is made, so an error comes from the op
+//!   that caused it). Set by `WMX_MODE=compiled|lazy|eager`, [`set_mode`], or
+//!   [`with_mode`] for a scope; a [`Compiled`] function can fix its own with
+//!   [`Compiled::mode`].
 //! - [`compile`]: the first call for a signature (argument shapes, strides, dtypes
 //!   and device) traces the function, simplifies the graph (common subexpressions
 //!   merged, constants computed once and kept) and, on a backend that fuses (the
 //!   WebGPU one), groups each maximal elementwise subgraph into one
 //!   [`FusedKernel`]: one generated kernel, one read of each input, one write.
-//!   Later calls with the signature replay the plan. The CPU backend replays the
-//!   simplified graph with its own kernels.
+//!   Later calls with the signature replay the plan, skipping the planning that
+//!   compiled mode does at every eval. The CPU backend replays the simplified
+//!   graph with its own kernels.
 //! - [`async_eval`] submits work without waiting; [`synchronize`] waits.
 //!
 //! `docs/COMPILE.md` is the user's guide.
@@ -32,14 +34,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// How ops and compiled functions execute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
-    /// Ops build a graph; `eval` (or a read) computes it. Compiled functions trace
-    /// once per signature and replay.
+    /// Ops build a graph; `eval` (or a read) computes it op by op, each with the
+    /// library's own kernel (compare with it, or debug, when fusion is in doubt).
+    /// Compiled functions trace once per signature and replay.
     Lazy,
     /// Every op computes its result when it is made: slower, but an error is
     /// returned by the op that caused it. Compiled functions run uncompiled.
     Eager,
-    /// As lazy, and every `eval` also fuses the elementwise chains of the pending
-    /// graph (on backends that fuse), with no [`compile`] needed.
+    /// The default: as lazy, and every `eval` also fuses the elementwise chains of
+    /// the pending graph into generated kernels (on backends that fuse), with no
+    /// [`compile`] needed. Each step is rounded to its dtype as its own kernel
+    /// would store it; a GPU compiler may still contract a product and a sum
+    /// inside one kernel (the sum then differs by at most half a unit in the last
+    /// place of the product, and is the correctly rounded one).
     Compiled,
 }
 
@@ -97,17 +104,17 @@ pub(crate) fn evaluated_while_compiling() -> Error {
     )
 }
 
-/// `WMX_MODE` as parsed (lazy when unset); an invalid value is an `Err`, which
+/// `WMX_MODE` as parsed (compiled when unset); an invalid value is an `Err`, which
 /// [`eval`](crate::eval) returns.
 pub(crate) fn env_mode() -> &'static Result<Mode> {
     ENV.get_or_init(|| match std::env::var("WMX_MODE") {
         Ok(s) => Mode::parse(&s),
-        Err(_) => Ok(Mode::Lazy),
+        Err(_) => Ok(Mode::Compiled),
     })
 }
 
 /// The mode in force on this thread: [`with_mode`]'s scope, else [`set_mode`]'s,
-/// else `WMX_MODE`, else lazy.
+/// else `WMX_MODE`, else compiled.
 pub fn mode() -> Mode {
     if let Some(m) = SCOPED.with(Cell::get) {
         return m;
@@ -115,7 +122,7 @@ pub fn mode() -> Mode {
     if let Some(m) = Mode::from_code(GLOBAL.load(Ordering::Relaxed)) {
         return m;
     }
-    env_mode().as_ref().copied().unwrap_or(Mode::Lazy)
+    env_mode().as_ref().copied().unwrap_or(Mode::Compiled)
 }
 
 /// Sets the mode for every thread (a [`with_mode`] scope still wins).

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use wmx_core::{self as wmx, Array, DType, Device, Mode, Result, Slice};
 
 type Func = Arc<dyn Fn(&[Array]) -> Result<Vec<Array>> + Send + Sync>;
+type BinaryFn = fn(&Array, &Array) -> Result<Array>;
+type HostFn = fn(f64, f64) -> f64;
 
 /// Compiled and uncompiled results of `f` on `args`: equal bits, except floats
 /// may differ by `ulps` units in the last place (a GPU compiler may contract a
@@ -22,7 +24,15 @@ fn check_same(what: &str, f: &Func, args: &[Array], ulps: f64) {
 fn check_same_at(what: &str, f: &Func, args: &[Array], ulps: f64, scale: f64) {
     let g = f.clone();
     let compiled = wmx::compile(move |a: &[Array]| g(a));
-    let plain = ok(&format!("{what}: uncompiled"), f(args));
+    // Op by op: evaluated in lazy mode (the default would fuse it too).
+    let plain = ok(
+        &format!("{what}: uncompiled"),
+        wmx::with_mode(Mode::Lazy, || {
+            let outs = f(args)?;
+            wmx::eval(&outs)?;
+            Ok(outs)
+        }),
+    );
     let fused = ok(&format!("{what}: compiled"), compiled.call(args));
     assert_eq!(plain.len(), fused.len(), "{what}: number of outputs");
     for (k, (p, c)) in plain.iter().zip(&fused).enumerate() {
@@ -494,6 +504,60 @@ pub fn modes_and_async_eval(dev: &Device) {
     assert!(Mode::parse("fast").is_err() && Mode::parse(" Eager ").ok() == Some(Mode::Eager));
 }
 
+/// Compiled mode (the default): `x - x`, `x / x`, `floor_divide(x, x)` and
+/// `remainder(x, x)` of one value inside a fused kernel keep IEEE's special values
+/// (NaN for 0 / 0, inf - inf, inf / inf), which a compiler folding `x / x` to 1
+/// would lose (NVIDIA's did); the same values as lazy mode's library kernels.
+pub fn fused_equal_operands_keep_special_values(dev: &Device) {
+    let xs = [0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1.5, -3.0];
+    for dt in [DType::F32, DType::F16] {
+        if dev.check_dtype(dt).is_err() {
+            continue;
+        }
+        let x = ok("x", Array::from_slice_on(&xs, &[xs.len()], dev)).astype(dt);
+        let x = ok("astype", x);
+        ok("x", x.eval());
+        let ops: [(&str, BinaryFn, HostFn); 4] = [
+            ("subtract", wmx::subtract, |a, b| a - b),
+            ("divide", wmx::divide, |a, b| a / b),
+            ("floor_divide", wmx::floor_divide, |a, b| (a / b).floor()),
+            ("remainder", wmx::remainder, |a, b| {
+                if a.is_finite() && b != 0.0 { a - b * (a / b).floor() } else { f64::NAN }
+            }),
+        ];
+        for (name, op, want) in ops {
+            let what = format!("{name}(-x, -x) {dt}");
+            // `-x` in the kernel: both operands are one value of the fused kernel.
+            let build = || -> Result<Array> {
+                let y = wmx::negative(&x)?;
+                op(&y, &y)
+            };
+            let before = wmx::fused_at_eval();
+            let got = ok(&what, wmx::with_mode(Mode::Compiled, build));
+            ok(&what, got.eval());
+            if dev.backend().fusion_limit().is_some() {
+                assert!(wmx::fused_at_eval() > before, "{what}: nothing fused");
+            }
+            let lazy = ok(&what, wmx::with_mode(Mode::Lazy, || {
+                let r = build()?;
+                r.eval()?;
+                Ok(r)
+            }));
+            let (g, l) = (read_ok(&got, &what), read_ok(&lazy, &what));
+            for (i, v) in xs.iter().enumerate() {
+                let w = want(-f64::from(*v), -f64::from(*v));
+                let fine = |a: &Val| (a.f().is_nan() && w.is_nan()) || a.f() == w;
+                assert!(
+                    fine(&g[i]) && fine(&l[i]),
+                    "{what} at {v}: compiled mode {:?}, lazy {:?}, want {w}",
+                    g[i],
+                    l[i]
+                );
+            }
+        }
+    }
+}
+
 /// Compiled mode: eval fuses the pending elementwise chains; values held by the
 /// caller, or needed by pending nodes not evaluated yet, are still computed.
 pub fn compiled_mode_fuses_eval(dev: &Device) {
@@ -509,8 +573,11 @@ pub fn compiled_mode_fuses_eval(dev: &Device) {
         let _ = &z2;
         Ok((h, z, w, z2))
     };
-    let (h0, z0, w0, z20) = ok("lazy", build());
-    ok("lazy eval", wmx::eval(&[z0.clone(), z20.clone()]));
+    let (h0, z0, w0, z20) = ok("lazy", wmx::with_mode(Mode::Lazy, build));
+    ok(
+        "lazy eval",
+        wmx::with_mode(Mode::Lazy, || wmx::eval(&[z0.clone(), z20.clone()])),
+    );
     let before = wmx::fused_at_eval();
     let (h1, z1, w1, z21) = ok("compiled", wmx::with_mode(Mode::Compiled, build));
     ok(
