@@ -953,6 +953,27 @@ impl<D: Driver> Backend for GpuBackend<D> {
         })
     }
 
+    fn sort(&self, x: View<'_, GpuBuffer<D>>) -> Result<GpuBuffer<D>> {
+        let n = x.layout.shape.last().copied().unwrap_or(0);
+        if !self.kernels.sorts_values(x.dtype, n) {
+            return wmx_core::backend::sort_by_argsort(self, x);
+        }
+        // The radix sort carrying the elements: no indices, no gather. Pieces of
+        // whole rows as argsort's.
+        let mut dense = None;
+        let x = self.row_major(x, &mut dense)?;
+        let shape = x.layout.shape.clone();
+        let cut = shape.len() - 1;
+        let share = self
+            .kernels
+            .argsort_scratch_bytes(1, n)
+            .div_ceil(4 * n as u64)
+            .max(1);
+        self.record_rows(&shape, cut, share, x.dtype, &[&x], |b, s, o, _| {
+            self.kernels.sort_values(b, &s[0], o)
+        })
+    }
+
     fn random_bits(
         &self,
         keys: View<'_, GpuBuffer<D>>,

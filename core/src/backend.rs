@@ -234,6 +234,12 @@ pub trait Backend: Send + Sync + 'static {
     /// u32 indices sorting `x` (at least 1-D, any strides) along its last axis:
     /// stable, NaN last, -0 equal to +0.
     fn argsort(&self, x: View<'_, Self::Buffer>) -> Result<Self::Buffer>;
+    /// [`crate::Primitive::Sort`]: `x` (at least 1-D, any strides) sorted along its
+    /// last axis in [`Backend::argsort`]'s order, row-major. By default
+    /// [`sort_by_argsort`].
+    fn sort(&self, x: View<'_, Self::Buffer>) -> Result<Self::Buffer> {
+        sort_by_argsort(self, x)
+    }
     /// u32 threefry-2x32 bits of `len` elements from row-major u32 `keys` (an even
     /// number of elements, at least 2; `len` a multiple of the key count), laid out
     /// as MLX's `RandomBits` ([`crate::random`] has the layout).
@@ -410,6 +416,7 @@ impl<B: Backend> DynBackend for B {
                 inclusive,
             } => self.scan(*op, v(0), *axis, *reverse, *inclusive)?,
             Primitive::ArgSort => self.argsort(v(0))?,
+            Primitive::Sort => self.sort(v(0))?,
             Primitive::RandomBits => self.random_bits(v(0), crate::layout::numel(shape), dtype)?,
             Primitive::Fused(k) => self.fused(k, &ins, dtype)?,
             Primitive::Custom(c) => custom_caught(self, &**c, &ins, shape, dtype)?,
@@ -555,6 +562,22 @@ pub fn size_class(bytes: u64) -> u64 {
     let high_bit = 1u64 << (63 - b.leading_zeros());
     let step = (high_bit / 8).max(256);
     b.div_ceil(step) * step
+}
+
+/// `x` sorted along its last axis as [`Backend::sort`] promises: its elements at the
+/// indices [`Backend::argsort`] gives, through [`Backend::gather`].
+pub fn sort_by_argsort<B: Backend + ?Sized>(
+    backend: &B,
+    x: View<'_, B::Buffer>,
+) -> Result<B::Buffer> {
+    let indices = backend.argsort(x)?;
+    let layout = Layout::contiguous(&x.layout.shape);
+    let i = View {
+        buffer: &indices,
+        dtype: DType::U32,
+        layout: &layout,
+    };
+    backend.gather(x, i, x.layout.ndim().saturating_sub(1))
 }
 
 #[cfg(test)]

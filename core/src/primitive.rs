@@ -144,6 +144,9 @@ pub enum Primitive {
     /// The u32 indices that sort input 0 along its last axis, stably (NaN last, -0
     /// equal to +0: numpy's order).
     ArgSort,
+    /// Input 0 sorted along its last axis in [`Primitive::ArgSort`]'s order (its
+    /// elements themselves, so -0 and +0 keep their order).
+    Sort,
     /// Threefry-2x32 random bits, MLX's layout: input 0 holds row-major u32 keys
     /// `[..., 2]`; the output `[..., *shape]` gives each key a contiguous block
     /// ([`crate::random::bits`]). A u32 output holds the bits; a float output holds

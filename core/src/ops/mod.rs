@@ -70,8 +70,8 @@ pub use shaping::{
     PadMode, concatenate, flatten, moveaxis, pad, repeat, roll, split, split_at, stack, swapaxes,
     tile,
 };
-pub(crate) use sort::argsort_node;
 pub use sort::{argpartition, argsort, partition, sort, topk};
+pub(crate) use sort::{argsort_node, sort_node};
 
 /// `x` flattened when `axis` is `None`, else `x` with the axis normalised (an error
 /// for a zero-dimensional `x`): the `axis: Option` convention of numpy's `take`,
@@ -156,6 +156,7 @@ fn prim_name(p: &Primitive) -> &'static str {
             _ => "scan",
         },
         Primitive::ArgSort => "argsort",
+        Primitive::Sort => "sort",
         Primitive::Matmul { .. } => "matmul",
         Primitive::Normalize { op, .. } => op.name(),
         Primitive::Axpby { .. } => "axpby",

@@ -1,5 +1,6 @@
-//! Sorting: `argsort` (the `ArgSort` primitive: stable, along the last axis, entirely
-//! on the device), and `sort`, `partition`, `argpartition`, `topk` built on it.
+//! Sorting: `argsort` and `sort` (the `ArgSort` and `Sort` primitives: stable, along
+//! the last axis, entirely on the device), and `partition`, `argpartition`, `topk`
+//! built on them.
 //! Order as numpy's: NaN last, -0 equal to +0, equal elements keep their order.
 
 use super::resolve_axis as resolve;
@@ -19,6 +20,13 @@ pub(crate) fn argsort_node(x: &Array) -> Result<Array> {
     )
 }
 
+/// The [`Primitive::Sort`] node on the last axis.
+pub(crate) fn sort_node(x: &Array) -> Result<Array> {
+    super::check_u32_indices("sort", x, x.ndim().saturating_sub(1))?;
+    let d = op_device(x);
+    node(Primitive::Sort, vec![x.clone()], x.shape(), x.dtype(), d)
+}
+
 /// The u32 indices that sort `x` along `axis` (`None`: the flattened array),
 /// stably: equal elements keep their order, NaN sorts last, -0 equals +0.
 pub fn argsort(x: &Array, axis: Option<isize>) -> Result<Array> {
@@ -31,7 +39,9 @@ pub fn argsort(x: &Array, axis: Option<isize>) -> Result<Array> {
 /// `x` sorted along `axis` (`None`: the flattened array), in [`argsort`]'s order.
 pub fn sort(x: &Array, axis: Option<isize>) -> Result<Array> {
     let (x, ax) = resolve("sort", x, axis)?;
-    take_along_axis(&x, &argsort(&x, Some(ax as isize))?, Some(ax as isize))
+    let last = x.ndim() as isize - 1;
+    let moved = contiguous(&moveaxis(&x, ax as isize, last)?)?;
+    moveaxis(&sort_node(&moved)?, last, ax as isize)
 }
 
 fn check_kth(op: &'static str, x: &Array, ax: usize, kth: isize) -> Result<()> {

@@ -134,6 +134,14 @@ pub(super) fn rule(e: &Entry, t: &[Option<Array>]) -> Result<Option<Array>> {
             Some(t0) => Some(o::scan_jvp(*op, &x[0], y, t0, *axis, *reverse, *inclusive)?),
             None => None,
         },
+        // The tangent moves with its element.
+        Primitive::Sort => match t0() {
+            Some(t0) => {
+                let last = x[0].ndim() - 1;
+                Some(o::gather_node(t0, &o::argsort_node(&x[0])?, last)?)
+            }
+            None => None,
+        },
         Primitive::Gather { axis } => match t0() {
             Some(t0) => Some(o::gather_node(t0, &x[1], *axis)?),
             None => None,

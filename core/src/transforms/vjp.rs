@@ -128,6 +128,14 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
         } => vec![Some(o::scan_vjp(
             *op, &x[0], y, ct, *axis, *reverse, *inclusive,
         )?)],
+        // Each element's cotangent goes back to where the element came from.
+        Primitive::Sort => vec![Some(o::scatter_node(
+            crate::ScatterOp::Add,
+            &o::zeros_like(&x[0])?,
+            &o::argsort_node(&x[0])?,
+            ct,
+            x[0].ndim() - 1,
+        )?)],
         Primitive::Gather { axis } => {
             let add = crate::ScatterOp::Add;
             let dx = match want[0] {

@@ -263,6 +263,7 @@ fn rule(e: &Entry, ins: &[(Array, bool)], b: usize) -> Result<Array> {
         } => o::scan_node(*op, x0, axis + 1, *reverse, *inclusive)?,
         // The batch axis is first: the last axis stays last.
         Primitive::ArgSort => o::argsort_node(x0)?,
+        Primitive::Sort => o::sort_node(x0)?,
         // Batched keys [B, ..., 2] give each example its block of bits.
         Primitive::RandomBits => {
             crate::random::bits_node(x0, &with_batch(b, y.shape()), y.dtype())?

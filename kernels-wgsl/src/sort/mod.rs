@@ -85,7 +85,7 @@ impl<D: Driver> Kernels<D> {
             return Ok(());
         }
         if self.radix_sorts(n) {
-            return self.radix_argsort(b, x, rows, n, out);
+            return self.radix_sort(b, x, rows, n, out, false);
         }
         let p2 = n.next_power_of_two() as u64;
         let total = rows as u64 * p2;
@@ -154,14 +154,52 @@ impl<D: Driver> Kernels<D> {
 }
 
 impl<D: Driver> Kernels<D> {
-    /// The radix path of [`Kernels::argsort`]: `rows` row-major rows of `n`.
-    fn radix_argsort(
+    /// Whether [`Kernels::sort_values`] sorts rows of `n` of `dtype`: 32-bit elements
+    /// in rows long enough for the radix sort, which carries them in place of their
+    /// indices (other rows: [`Kernels::argsort`], then a gather).
+    pub fn sorts_values(&self, dtype: DType, n: usize) -> bool {
+        self.radix_sorts(n) && matches!(dtype, DType::F32 | DType::I32 | DType::U32)
+    }
+
+    /// `out` (`x`'s dtype and shape) = each row along the last axis of the row-major
+    /// `x` sorted in [`Kernels::argsort`]'s order, where [`Kernels::sorts_values`].
+    pub fn sort_values(
+        &self,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let n = x.shape.last().copied().unwrap_or(0);
+        if !self.sorts_values(x.dtype, n)
+            || out.shape != x.shape
+            || out.dtype != x.dtype
+            || !crate::layout::is_row_major(x)
+        {
+            return Err(Error::Shape(format!(
+                "sort_values: {} {:?} (strides {:?}) into {} {:?} (needs row-major 32-bit rows of at least {RADIX_MIN} and an output like them)",
+                x.dtype, x.shape, x.strides, out.dtype, out.shape
+            )));
+        }
+        self.check_dtype(x.dtype)?;
+        check_view(x, "sort input")?;
+        check_out(out)?;
+        let rows: usize = x.shape[..x.shape.len() - 1].iter().product();
+        if rows == 0 {
+            return Ok(());
+        }
+        self.radix_sort(b, x, rows, n, out, true)
+    }
+
+    /// The radix sort of `rows` row-major rows of `n`: into `out` their indices, or
+    /// with `values` their 32-bit elements.
+    fn radix_sort(
         &self,
         b: &mut Batch<D>,
         x: &Strided<D::Buffer>,
         rows: usize,
         n: usize,
         out: &Contig<D::Buffer>,
+        values: bool,
     ) -> Result<()> {
         let count = rows as u64 * n as u64;
         if count * 2 > u32::MAX as u64 {
@@ -183,7 +221,7 @@ impl<D: Driver> Kernels<D> {
         let passes = 32 / BITS;
         for pass in 0..passes {
             let (first, last) = (pass == 0, pass + 1 == passes);
-            let flags = u32::from(first) | (u32::from(last) << 1);
+            let flags = u32::from(first) | (u32::from(last) << 1) | (u32::from(values) << 2);
             let params = vec![
                 rows as u32,
                 n as u32,

@@ -7,7 +7,8 @@
 //
 // Parameters: [rows, len, tiles per row, shift, x_off, flags, 0, 0]. flags: 1 the
 // first pass (keys from input a through sort_key, indices are positions), 2 the last
-// pass (write only the indices, one word each).
+// pass (write only the indices, one word each), 4 the elements' own words in place of
+// their indices (a sort of 32-bit elements: the last pass writes them).
 
 const RADIX_TILE: u32 = 2048u;       // RADIX_PER consecutive positions per invocation
 const RADIX_PER: u32 = 8u;
@@ -70,6 +71,7 @@ fn radix_scatter(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
     let count = P[0] * len;
     let first = (P[5] & 1u) != 0u;
     let last = (P[5] & 2u) != 0u;
+    let values = (P[5] & 4u) != 0u;
     let g = radix_tile(wid, nwg);
     let valid = g < P[0] * tiles;
     let r = g / max(tiles, 1u);
@@ -86,7 +88,9 @@ fn radix_scatter(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
         if (valid && p < len) {
             keys[i] = radix_key(first, r, p);
             // Not a select: on the first pass input a is x, with no indices.
-            if (first) {
+            if (first && values) {
+                idx[i] = bitcast<u32>(ld_a(P[4] + r * len + p));
+            } else if (first) {
                 idx[i] = p;
             } else {
                 idx[i] = wa(count + r * len + p);

@@ -113,7 +113,25 @@ pub fn sort_values(dev: &Device) {
         let v = tied(&mut rng, dt, rows * n);
         let x = make_ok(dev, dt, &v, &[rows, n]);
         let got = u32s(&ok(&what, wmx::argsort(&x, Some(1))), &what);
-        assert_eq!(got, host_argsort(&v, n), "{what}");
+        let want = host_argsort(&v, n);
+        assert_eq!(got, want, "{what}");
+        // sort's elements themselves (the GPU's radix sort carries 32-bit ones):
+        // -0 and +0 in their order; along axis 0 of the transpose too.
+        let what = format!("sort of {rows} x {n} {dt}");
+        let xt = ok(&what, wmx::transpose(&x, None));
+        for (got, kind) in [
+            (ok(&what, wmx::sort(&x, Some(1))), "rows"),
+            (
+                ok(&what, wmx::transpose(&ok(&what, wmx::sort(&xt, Some(0))), None)),
+                "columns of the transpose",
+            ),
+        ] {
+            let got = read_ok(&got, &what);
+            for (k, (a, &i)) in got.iter().zip(&want).enumerate() {
+                let e = v[(k / n) * n + i as usize];
+                assert!(a.same(e), "{what}, {kind}: element {k}: got {a}, want {e}");
+            }
+        }
     }
     // Many short rows (several rows per GPU block), long rows (global passes, the
     // radix sort; 300 001 needs more than one block to scan its digit counts).
@@ -250,4 +268,30 @@ pub fn permutation_and_grad_sort(dev: &Device) {
     // Sorted: -3 (4), -1 (1), 0.5 (0), 0.5 (3), 2 (2).
     let g: Vec<f32> = ok(what, g[0].to_vec());
     assert_eq!(g, [100.0, 10.0, 10000.0, 1000.0, 1.0], "{what}");
+    // A row long enough for the GPU's radix sort, with ties: the weight of sorted
+    // place j goes back to the element there (vjp), and the tangent of each element
+    // moves with it (jvp).
+    let what = "grad of a long sort";
+    let n = 20_011;
+    let mut rng = Rng::new(0x51);
+    let xs: Vec<f32> = (0..n).map(|_| rng.int_in(-300, 300) as f32 * 0.5).collect();
+    let ws: Vec<f32> = (0..n).map(|j| (j % 97) as f32 - 40.0).collect();
+    let ts: Vec<f32> = (0..n).map(|i| (i % 89) as f32 + 0.25).collect();
+    let vals: Vec<Val> = xs.iter().map(|&f| Val::F(f as f64)).collect();
+    let order = host_argsort(&vals, n);
+    let x = ok(what, Array::from_slice_on(&xs, &[n], dev));
+    let w = ok(what, Array::from_slice_on(&ws, &[n], dev));
+    let t = ok(what, Array::from_slice_on(&ts, &[n], dev));
+    let f = |a: &[Array]| -> Result<Vec<Array>> {
+        Ok(vec![wmx::multiply(&wmx::sort(&a[0], None)?, &w)?])
+    };
+    let (_, g) = ok(what, wmx::vjp(f, std::slice::from_ref(&x), std::slice::from_ref(&w)));
+    let g: Vec<f32> = ok(what, g[0].to_vec());
+    let (_, jt) = ok(what, wmx::jvp(f, std::slice::from_ref(&x), std::slice::from_ref(&t)));
+    let jt: Vec<f32> = ok(what, jt[0].to_vec());
+    for (j, &i) in order.iter().enumerate() {
+        let i = i as usize;
+        assert_eq!(g[i], ws[j] * ws[j], "{what}: vjp at element {i} (place {j})");
+        assert_eq!(jt[j], ts[i] * ws[j], "{what}: jvp at place {j} (element {i})");
+    }
 }
