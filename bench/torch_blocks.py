@@ -62,6 +62,8 @@ def main():
     n = 1 << 24
     z = rand(n)
     cases.append((f"sort_{n}", n, 8.0 * n, lambda: torch.sort(z)))
+    zh = z.half()
+    cases_f16 = [(f"sort_{n}", "float16", 4.0 * n, lambda: torch.sort(zh), n)]
     n = 1 << 26
     cases.append((f"uniform_{n}", n, 4.0 * n, lambda n=n: torch.rand(n, device=dev)))
     n, bins = 1 << 24, 1 << 20
@@ -70,7 +72,8 @@ def main():
     zeros = torch.zeros(bins, device=dev)
     cases.append((f"scatter_add_{n}_into_{bins}", n, 12.0 * n,
                   lambda: zeros.clone().index_add_(0, bidx, upd)))
-    report([(op, "float32", nbytes, fn, count) for op, count, nbytes, fn in cases], args, 20)
+    report([(op, "float32", nbytes, fn, count) for op, count, nbytes, fn in cases]
+           + cases_f16, args, 20)
 
 
 def report(cases, args, iters, n=None):

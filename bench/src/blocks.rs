@@ -112,45 +112,50 @@ pub(crate) fn bench_blocks(
         a.eval().map_err(err)?;
         Ok(a)
     };
-    let mut case =
-        |name: String, n: usize, bytes: f64, run: &dyn Fn() -> wmx::Result<Array>| -> Res<()> {
-            let iters = if smoke { 2 } else { 20 };
-            let samples = sample_n(smoke, reps, 500.0, || time_evals(dev, stamps, iters, run))?;
-            let ms = median(samples);
+    let mut case = |name: String,
+                    dtype: DType,
+                    n: usize,
+                    bytes: f64,
+                    run: &dyn Fn() -> wmx::Result<Array>|
+     -> Res<()> {
+        let iters = if smoke { 2 } else { 20 };
+        let samples = sample_n(smoke, reps, 500.0, || time_evals(dev, stamps, iters, run))?;
+        let ms = median(samples);
+        println!(
+            "wmx      {name:<28} {:<5} {:>10.1} us {:>8.1} GB/s",
+            super::dtype_name(dtype),
+            ms * 1e3,
+            bytes / (ms * 1e6)
+        );
+        rows.push(Row {
+            path: "wmx",
+            op: name,
+            dtype,
+            n,
+            ms,
+            gbps: bytes / (ms * 1e6),
+            extra: vec![],
+        });
+        // One eval under the profiler: where the GPU time goes.
+        if let (Some(be), true) = (
+            wmx::webgpu::backend(dev),
+            std::env::var_os("WMX_BENCH_PROFILE").is_some(),
+        ) {
+            let (r, p) = be
+                .profile(|| -> wmx::Result<()> { wmx::eval(&[run()?]) })
+                .map_err(err)?;
+            r.map_err(err)?;
             println!(
-                "wmx      {name:<28} f32   {:>10.1} us {:>8.1} GB/s",
-                ms * 1e3,
-                bytes / (ms * 1e6)
+                "profile of one {} eval:\n{}",
+                rows[rows.len() - 1].op,
+                p.table()
             );
-            rows.push(Row {
-                path: "wmx",
-                op: name,
-                dtype: DType::F32,
-                n,
-                ms,
-                gbps: bytes / (ms * 1e6),
-                extra: vec![],
-            });
-            // One eval under the profiler: where the GPU time goes.
-            if let (Some(be), true) = (
-                wmx::webgpu::backend(dev),
-                std::env::var_os("WMX_BENCH_PROFILE").is_some(),
-            ) {
-                let (r, p) = be
-                    .profile(|| -> wmx::Result<()> { wmx::eval(&[run()?]) })
-                    .map_err(err)?;
-                r.map_err(err)?;
-                println!(
-                    "profile of one {} eval:\n{}",
-                    rows[rows.len() - 1].op,
-                    p.table()
-                );
-            }
-            if let Some(b) = wmx::webgpu::backend(dev) {
-                b.clear_cache();
-            }
-            Ok(())
-        };
+        }
+        if let Some(b) = wmx::webgpu::backend(dev) {
+            b.clear_cache();
+        }
+        Ok(())
+    };
 
     if want("concat") {
         // concatenate of two 2^25 arrays.
@@ -162,7 +167,13 @@ pub(crate) fn bench_blocks(
         check(got[..n] == av[..] && got[n..] == bv[..], || {
             "concatenate: wrong values".into()
         })?;
-        case(format!("concat_2x{n}"), 2 * n, 16.0 * n as f64, &run)?;
+        case(
+            format!("concat_2x{n}"),
+            DType::F32,
+            2 * n,
+            16.0 * n as f64,
+            &run,
+        )?;
     }
 
     if want("take") {
@@ -178,7 +189,7 @@ pub(crate) fn bench_blocks(
             (0..n).step_by(997).all(|i| got[i] == xv[iv[i] as usize]),
             || "take: wrong values".into(),
         )?;
-        case(format!("take_{n}"), n, 12.0 * n as f64, &run)?;
+        case(format!("take_{n}"), DType::F32, n, 12.0 * n as f64, &run)?;
     }
 
     if want("cumsum") {
@@ -198,7 +209,7 @@ pub(crate) fn bench_blocks(
                 })?;
             }
         }
-        case(format!("cumsum_{n}"), n, 8.0 * n as f64, &run)?;
+        case(format!("cumsum_{n}"), DType::F32, n, 8.0 * n as f64, &run)?;
     }
 
     if want("sort") {
@@ -210,7 +221,18 @@ pub(crate) fn bench_blocks(
         check(got.windows(2).all(|w| w[0] <= w[1]), || {
             "sort: not sorted".into()
         })?;
-        case(format!("sort_{n}"), n, 8.0 * n as f64, &run)?;
+        case(format!("sort_{n}"), DType::F32, n, 8.0 * n as f64, &run)?;
+        // f16 (radix passes over the key digits that can differ: five of eight).
+        let h = wmx::astype(&x, DType::F16).map_err(err)?;
+        h.eval().map_err(err)?;
+        let run = || wmx::sort(&h, None);
+        let got: Vec<f32> = run()
+            .and_then(|c| c.astype(DType::F32)?.to_vec())
+            .map_err(err)?;
+        check(got.windows(2).all(|w| w[0] <= w[1]), || {
+            "sort f16: not sorted".into()
+        })?;
+        case(format!("sort_{n}"), DType::F16, n, 4.0 * n as f64, &run)?;
     }
 
     if want("uniform") {
@@ -223,7 +245,7 @@ pub(crate) fn bench_blocks(
             got.iter().all(|v| (0.0..1.0).contains(v)) && (mean - 0.5).abs() < 0.05,
             || format!("uniform: mean {mean}"),
         )?;
-        case(format!("uniform_{n}"), n, 4.0 * n as f64, &run)?;
+        case(format!("uniform_{n}"), DType::F32, n, 4.0 * n as f64, &run)?;
     }
 
     if want("scatter_add") {
@@ -247,6 +269,7 @@ pub(crate) fn bench_blocks(
         })?;
         case(
             format!("scatter_add_{n}_into_{bins}"),
+            DType::F32,
             n,
             12.0 * n as f64,
             &run,

@@ -5,7 +5,8 @@
 //! power of two `P`; steps whose compare distance fits a block of 1024 pairs run in
 //! workgroup memory (`sort_local`), longer ones one pass each (`sort_global`): about
 //! `log2(P/1024)^2 / 4` global passes for long rows (two steps per pass). Longer
-//! rows take an LSD radix sort (radix.wgsl): eight passes of four bits, each a
+//! rows take an LSD radix sort (radix.wgsl): eight passes of four bits (five for f16,
+//! four for bf16, two for u8, one for bool: `key_shifts`), each a
 //! histogram per tile, a scan of the histograms and a stable scatter, so the work
 //! grows linearly with `n`.
 
@@ -153,6 +154,20 @@ impl<D: Driver> Kernels<D> {
     }
 }
 
+/// The shifts of the radix passes over `dtype`'s u32 keys: the digits that can
+/// differ. A 16-bit float's key has 13 (f16) or 16 (bf16) low bits that only
+/// repeat its sign, which a higher digit holds: an LSD sort skips them.
+fn key_shifts(dtype: DType) -> Vec<u32> {
+    let bits = match dtype {
+        DType::F16 => 12..32,
+        DType::BF16 => 16..32,
+        DType::U8 => 0..8,
+        DType::Bool => 0..4,
+        _ => 0..32,
+    };
+    bits.step_by(BITS as usize).collect()
+}
+
 impl<D: Driver> Kernels<D> {
     /// Whether [`Kernels::sort_values`] sorts rows of `n` of `dtype`: 32-bit elements
     /// in rows long enough for the radix sort, which carries them in place of their
@@ -218,15 +233,15 @@ impl<D: Driver> Kernels<D> {
         let hist = self.spec(&SORT, "radix_hist", vec![x.dtype], DType::U32, g, 0);
         let inputs = vec![x.dtype, DType::U32];
         let scatter = self.spec(&SORT, "radix_scatter", inputs, DType::U32, g, 0);
-        let passes = 32 / BITS;
-        for pass in 0..passes {
-            let (first, last) = (pass == 0, pass + 1 == passes);
+        let shifts = key_shifts(x.dtype);
+        for (pass, &shift) in shifts.iter().enumerate() {
+            let (first, last) = (pass == 0, pass + 1 == shifts.len());
             let flags = u32::from(first) | (u32::from(last) << 1) | (u32::from(values) << 2);
             let params = vec![
                 rows as u32,
                 n as u32,
                 tiles as u32,
-                pass * BITS,
+                shift,
                 x.offset as u32,
                 flags,
                 0,
@@ -235,12 +250,12 @@ impl<D: Driver> Kernels<D> {
             let src = if first {
                 x.binding()
             } else {
-                pairs[(pass as usize + 1) % 2].clone().into()
+                pairs[(pass + 1) % 2].clone().into()
             };
             let dst = if last {
                 out.binding()
             } else {
-                pairs[pass as usize % 2].clone().into()
+                pairs[pass % 2].clone().into()
             };
             self.record(
                 b,

@@ -112,6 +112,19 @@ pub fn sort_values(dev: &Device) {
         let what = format!("argsort of {rows} x {n} {dt}");
         let v = tied(&mut rng, dt, rows * n);
         let x = make_ok(dev, dt, &v, &[rows, n]);
+        // Distinct values too, neighbours a last bit apart and (16-bit floats)
+        // subnormals among them: every digit of the keys matters.
+        let mut spread = values(&mut rng, dt, rows * n, Domain::Any);
+        if dt.is_float() {
+            for k in 0..200 {
+                let sub = (k % 40 + 1) as f64 * 2f64.powi(-24) * if k % 3 == 0 { -1.0 } else { 1.0 };
+                spread[k * 97] = Val::F(sub);
+            }
+        }
+        let what_s = format!("argsort of {rows} x {n} distinct {dt}");
+        let xs = make_ok(dev, dt, &spread, &[rows, n]);
+        let got = u32s(&ok(&what_s, wmx::argsort(&xs, Some(1))), &what_s);
+        assert_eq!(got, host_argsort(&spread, n), "{what_s}");
         let got = u32s(&ok(&what, wmx::argsort(&x, Some(1))), &what);
         let want = host_argsort(&v, n);
         assert_eq!(got, want, "{what}");
