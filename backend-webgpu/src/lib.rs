@@ -959,7 +959,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
             return wmx_core::backend::sort_by_argsort(self, x);
         }
         // The radix sort carrying the elements: no indices, no gather. Pieces of
-        // whole rows as argsort's.
+        // whole rows, each with room for its scratch pairs in one binding.
         let mut dense = None;
         let x = self.row_major(x, &mut dense)?;
         let shape = x.layout.shape.clone();
@@ -967,7 +967,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
         let share = self
             .kernels
             .argsort_scratch_bytes(1, n)
-            .div_ceil(4 * n as u64)
+            .div_ceil(x.dtype.size() as u64 * n as u64)
             .max(1);
         self.record_rows(&shape, cut, share, x.dtype, &[&x], |b, s, o, _| {
             self.kernels.sort_values(b, &s[0], o)

@@ -19,6 +19,7 @@ use crate::compose::Variant;
 use crate::driver::Batch;
 use crate::driver::Driver;
 use crate::dtype::DType;
+use crate::dtype::Words;
 use crate::dtype::is_wide;
 use crate::kernels::Kernels;
 use crate::kernels::MAX_GROUPS;
@@ -169,11 +170,12 @@ fn key_shifts(dtype: DType) -> Vec<u32> {
 }
 
 impl<D: Driver> Kernels<D> {
-    /// Whether [`Kernels::sort_values`] sorts rows of `n` of `dtype`: 32-bit elements
-    /// in rows long enough for the radix sort, which carries them in place of their
-    /// indices (other rows: [`Kernels::argsort`], then a gather).
+    /// Whether [`Kernels::sort_values`] sorts rows of `n` of `dtype`: rows long
+    /// enough for the radix sort, which carries the elements in place of their
+    /// indices, of a dtype of at most 32 bits (other rows: [`Kernels::argsort`], then
+    /// a gather).
     pub fn sorts_values(&self, dtype: DType, n: usize) -> bool {
-        self.radix_sorts(n) && matches!(dtype, DType::F32 | DType::I32 | DType::U32)
+        self.radix_sorts(n) && !is_wide(dtype)
     }
 
     /// `out` (`x`'s dtype and shape) = each row along the last axis of the row-major
@@ -191,7 +193,7 @@ impl<D: Driver> Kernels<D> {
             || !crate::layout::is_row_major(x)
         {
             return Err(Error::Shape(format!(
-                "sort_values: {} {:?} (strides {:?}) into {} {:?} (needs row-major 32-bit rows of at least {RADIX_MIN} and an output like them)",
+                "sort_values: {} {:?} (strides {:?}) into {} {:?} (needs row-major rows of at least {RADIX_MIN} elements of at most 32 bits and an output like them)",
                 x.dtype, x.shape, x.strides, out.dtype, out.shape
             )));
         }
@@ -206,7 +208,8 @@ impl<D: Driver> Kernels<D> {
     }
 
     /// The radix sort of `rows` row-major rows of `n`: into `out` their indices, or
-    /// with `values` their 32-bit elements.
+    /// with `values` their elements (narrower than 32 bits: carried as their 32-bit
+    /// computing value, the last pass into scratch, then cast).
     fn radix_sort(
         &self,
         b: &mut Batch<D>,
@@ -234,6 +237,7 @@ impl<D: Driver> Kernels<D> {
         let inputs = vec![x.dtype, DType::U32];
         let scatter = self.spec(&SORT, "radix_scatter", inputs, DType::U32, g, 0);
         let shifts = key_shifts(x.dtype);
+        let staged = values && x.dtype.size() < 4;
         for (pass, &shift) in shifts.iter().enumerate() {
             let (first, last) = (pass == 0, pass + 1 == shifts.len());
             let flags = u32::from(first) | (u32::from(last) << 1) | (u32::from(values) << 2);
@@ -252,7 +256,7 @@ impl<D: Driver> Kernels<D> {
             } else {
                 pairs[(pass + 1) % 2].clone().into()
             };
-            let dst = if last {
+            let dst = if last && !staged {
                 out.binding()
             } else {
                 pairs[pass % 2].clone().into()
@@ -275,6 +279,25 @@ impl<D: Driver> Kernels<D> {
             )?;
             let bufs = [dst.clone(), src.clone(), offsets.clone().into()];
             self.record(b, &scatter, bufs, params, groups)?;
+        }
+        if staged {
+            // The 32-bit values the last pass wrote, in the output's dtype (exactly:
+            // each is an element's own value).
+            let strides = [n as isize, 1];
+            let sorted = Strided {
+                buffer: &pairs[(shifts.len() - 1) % 2],
+                window: None,
+                dtype: x.dtype.acc(),
+                shape: &[rows, n],
+                strides: &strides,
+                offset: 0,
+            };
+            let shape = [rows, n];
+            let out = Contig {
+                shape: &shape,
+                ..*out
+            };
+            self.copy(b, &sorted, &out)?;
         }
         Ok(())
     }
