@@ -7,8 +7,8 @@
 //
 // Parameters: [rows, len, tiles per row, shift, x_off, flags, 0, 0]. flags: 1 the
 // first pass (keys from input a through sort_key, indices are positions), 2 the last
-// pass (write only the indices, one word each), 4 the elements' own words in place of
-// their indices (a sort of 32-bit elements: the last pass writes them).
+// pass (write only the indices, one word each), 4 each element's value as a 32-bit
+// word (ld_a's) in place of its index (a sort: the last pass writes the values).
 
 const RADIX_TILE: u32 = 2048u;       // RADIX_PER consecutive positions per invocation
 const RADIX_PER: u32 = 8u;
