@@ -161,6 +161,31 @@ fn kerr(e: k::Error) -> Error {
 pub type WebGpuBackend = GpuBackend<Wgpu>;
 
 impl<D: Driver> GpuBackend<D> {
+    /// `x` sorted along its last axis: its indices (u32), or with `values` its
+    /// elements ([`wmx_kernels::Kernels::sort_values`]). Rows stay whole; past a
+    /// binding, pieces of whole rows, each with room for its scratch pairs in one
+    /// binding (against the output's bytes).
+    fn sort_rows(&self, x: View<'_, GpuBuffer<D>>, values: bool) -> Result<GpuBuffer<D>> {
+        let mut dense = None;
+        let x = self.row_major(x, &mut dense)?;
+        let shape = x.layout.shape.clone();
+        let cut = shape.len().saturating_sub(1);
+        let n = shape.last().copied().unwrap_or(1).max(1);
+        let out = if values { x.dtype } else { DType::U32 };
+        let share = self
+            .kernels
+            .argsort_scratch_bytes(1, n)
+            .div_ceil(out.size() as u64 * n as u64)
+            .max(1);
+        self.record_rows(&shape, cut, share, out, &[&x], |b, s, o, _| {
+            if values {
+                self.kernels.sort_values(b, &s[0], o)
+            } else {
+                self.kernels.argsort(b, &s[0], o)
+            }
+        })
+    }
+
     /// Runs `f` with every dispatch it makes timed on the GPU: the [`Profile`] lists
     /// each kernel's time ([`Profile::table`], [`Profile::chrome_trace`]). Work
     /// recorded before is submitted first, unprofiled; `f`'s own work is submitted
@@ -936,21 +961,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
     }
 
     fn argsort(&self, x: View<'_, GpuBuffer<D>>) -> Result<GpuBuffer<D>> {
-        let mut dense = None;
-        let x = self.row_major(x, &mut dense)?;
-        // Rows stay whole; past a binding, pieces of whole rows, each with room for
-        // its scratch pairs in one binding (against 4 bytes an element of output).
-        let shape = x.layout.shape.clone();
-        let cut = shape.len().saturating_sub(1);
-        let n = shape.last().copied().unwrap_or(1).max(1);
-        let share = self
-            .kernels
-            .argsort_scratch_bytes(1, n)
-            .div_ceil(4 * n as u64)
-            .max(1);
-        self.record_rows(&shape, cut, share, DType::U32, &[&x], |b, s, o, _| {
-            self.kernels.argsort(b, &s[0], o)
-        })
+        self.sort_rows(x, false)
     }
 
     fn sort(&self, x: View<'_, GpuBuffer<D>>) -> Result<GpuBuffer<D>> {
@@ -958,20 +969,8 @@ impl<D: Driver> Backend for GpuBackend<D> {
         if !self.kernels.sorts_values(x.dtype, n) {
             return wmx_core::backend::sort_by_argsort(self, x);
         }
-        // The radix sort carrying the elements: no indices, no gather. Pieces of
-        // whole rows, each with room for its scratch pairs in one binding.
-        let mut dense = None;
-        let x = self.row_major(x, &mut dense)?;
-        let shape = x.layout.shape.clone();
-        let cut = shape.len() - 1;
-        let share = self
-            .kernels
-            .argsort_scratch_bytes(1, n)
-            .div_ceil(x.dtype.size() as u64 * n as u64)
-            .max(1);
-        self.record_rows(&shape, cut, share, x.dtype, &[&x], |b, s, o, _| {
-            self.kernels.sort_values(b, &s[0], o)
-        })
+        // The radix sort carrying the elements: no indices, no gather.
+        self.sort_rows(x, true)
     }
 
     fn random_bits(

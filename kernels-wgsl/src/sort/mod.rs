@@ -65,16 +65,8 @@ impl<D: Driver> Kernels<D> {
         x: &Strided<D::Buffer>,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
-        let dense = crate::layout::is_row_major(x);
-        if x.shape.is_empty() || out.shape != x.shape || out.dtype != DType::U32 || !dense {
-            return Err(Error::Shape(format!(
-                "argsort: {} {:?} (strides {:?}) into {} {:?} (needs a row-major input of at least one dimension and a u32 output)",
-                x.dtype, x.shape, x.strides, out.dtype, out.shape
-            )));
-        }
-        self.check_dtype(x.dtype)?;
-        check_view(x, "argsort input")?;
-        check_out(out)?;
+        let needs = "a row-major input of at least one dimension and a u32 output";
+        self.check_sort_io(("argsort", needs), x, out, DType::U32, true)?;
         if is_wide(x.dtype) {
             return self.wide_argsort(b, x, out);
         }
@@ -170,6 +162,29 @@ fn key_shifts(dtype: DType) -> Vec<u32> {
 }
 
 impl<D: Driver> Kernels<D> {
+    /// `op`'s input and output: a row-major `x` of at least one dimension on this
+    /// adapter, `out` of its shape in `dtype`, and `ok` (the op's own condition);
+    /// else an error saying what `op` `needs`.
+    fn check_sort_io(
+        &self,
+        (op, needs): (&str, &str),
+        x: &Strided<D::Buffer>,
+        out: &Contig<D::Buffer>,
+        dtype: DType,
+        ok: bool,
+    ) -> Result<()> {
+        let dense = crate::layout::is_row_major(x);
+        if !ok || x.shape.is_empty() || out.shape != x.shape || out.dtype != dtype || !dense {
+            return Err(Error::Shape(format!(
+                "{op}: {} {:?} (strides {:?}) into {} {:?} (needs {needs})",
+                x.dtype, x.shape, x.strides, out.dtype, out.shape
+            )));
+        }
+        self.check_dtype(x.dtype)?;
+        check_view(x, &format!("{op} input"))?;
+        check_out(out)
+    }
+
     /// Whether [`Kernels::sort_values`] sorts rows of `n` of `dtype`: rows long
     /// enough for the radix sort, which carries the elements in place of their
     /// indices, of a dtype of at most 32 bits (other rows: [`Kernels::argsort`], then
@@ -187,19 +202,11 @@ impl<D: Driver> Kernels<D> {
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let n = x.shape.last().copied().unwrap_or(0);
-        if !self.sorts_values(x.dtype, n)
-            || out.shape != x.shape
-            || out.dtype != x.dtype
-            || !crate::layout::is_row_major(x)
-        {
-            return Err(Error::Shape(format!(
-                "sort_values: {} {:?} (strides {:?}) into {} {:?} (needs row-major rows of at least {RADIX_MIN} elements of at most 32 bits and an output like them)",
-                x.dtype, x.shape, x.strides, out.dtype, out.shape
-            )));
-        }
-        self.check_dtype(x.dtype)?;
-        check_view(x, "sort input")?;
-        check_out(out)?;
+        let radix = self.sorts_values(x.dtype, n);
+        let needs = format!(
+            "row-major rows of at least {RADIX_MIN} elements of at most 32 bits and an output like them"
+        );
+        self.check_sort_io(("sort_values", &needs), x, out, x.dtype, radix)?;
         let rows: usize = x.shape[..x.shape.len() - 1].iter().product();
         if rows == 0 {
             return Ok(());
