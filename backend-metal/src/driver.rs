@@ -137,6 +137,8 @@ impl Metal {
         // f16 is converted in software until a probe checks the hardware's rounding.
         let target = Target {
             subgroups: true,
+            // simdgroups of 32: eight to a workgroup.
+            radix_wg: 256,
             ..Target::default()
         };
         let threads = device.maxThreadsPerThreadgroup();

@@ -204,6 +204,11 @@ impl Kernels<Wgpu> {
             f16: false,
             coop: 0,
             atomic_f32: features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
+            radix_wg: if subgroups {
+                crate::sort::radix_workgroup(info.subgroup_min_size, info.subgroup_max_size, wg)
+            } else {
+                0
+            },
         };
         let coop_sg = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
             coop_subgroup(adapter, true)

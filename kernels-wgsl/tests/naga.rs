@@ -216,6 +216,7 @@ fn all_modules_validate_and_translate_without_subgroups() {
         f16: false,
         coop: 0,
         atomic_f32: false,
+        radix_wg: 0,
     });
 }
 
@@ -228,7 +229,30 @@ fn all_modules_validate_and_translate_with_subgroups() {
         f16: false,
         coop: 0,
         atomic_f32: false,
+        radix_wg: 256,
     });
+}
+
+/// The 8-bit radix sort's kernels at the workgroup sizes adapters give it (eight
+/// subgroups of 4 to 32: lavapipe's 8 makes 64).
+#[test]
+fn radix8_modules_validate_at_every_workgroup_size() {
+    for radix_wg in [32, 64, 128, 256] {
+        let t = Target {
+            subgroups: true,
+            radix_wg,
+            ..Target::default()
+        };
+        let specs: Vec<ModuleSpec> = module_specs(t)
+            .into_iter()
+            .filter(|s| s.op.name().starts_with("radix8"))
+            .collect();
+        assert_eq!(specs.len(), 2 * DType::WORDS.len(), "radix_wg {radix_wg}");
+        for spec in &specs {
+            assert_eq!(spec.target.workgroup_size, radix_wg, "{spec:?}");
+            check(spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        }
+    }
 }
 
 /// The hardware f16 conversions (pack/unpack2x16float): every module touching f16.
@@ -241,6 +265,7 @@ fn native_f16_modules_validate_and_translate() {
         f16: true,
         coop: 0,
         atomic_f32: false,
+        radix_wg: 0,
     };
     let specs: Vec<ModuleSpec> = module_specs(t)
         .into_iter()
@@ -271,6 +296,7 @@ fn small_workgroup_size_modules_validate() {
         f16: false,
         coop: 0,
         atomic_f32: false,
+        radix_wg: 0,
     };
     for spec in module_specs(t)
         .iter()
@@ -383,6 +409,7 @@ fn subgroup_directive_follows_the_target() {
         f16: false,
         coop: 0,
         atomic_f32: false,
+        radix_wg: 0,
     };
     let spec = module_specs(t)
         .into_iter()
@@ -418,6 +445,7 @@ fn generated_user_kernels_translate() {
         f16: true,
         coop: 0,
         atomic_f32: false,
+        radix_wg: 0,
     };
     let mut n = 0;
     for d in [DType::F32, DType::F16, DType::I32, DType::U32] {

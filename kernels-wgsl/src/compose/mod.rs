@@ -293,6 +293,10 @@ pub struct Target {
     /// compare-exchange loop: the adapter has `SHADER_FLOAT32_ATOMIC` (Vulkan's
     /// `VK_EXT_shader_atomic_float`).
     pub atomic_f32: bool,
+    /// Workgroup size of the 8-bit radix sort (radix8.wgsl): eight subgroups of the
+    /// adapter's smallest size, with every subgroup size it runs whole within it; 0
+    /// where that sort is not used (no subgroups: the 4-bit passes).
+    pub radix_wg: u32,
 }
 
 impl Default for Target {
@@ -304,6 +308,7 @@ impl Default for Target {
             f16: false,
             coop: 0,
             atomic_f32: false,
+            radix_wg: 0,
         }
     }
 }

@@ -5,17 +5,20 @@
 //! power of two `P`; steps whose compare distance fits a block of 1024 pairs run in
 //! workgroup memory (`sort_local`), longer ones one pass each (`sort_global`): about
 //! `log2(P/1024)^2 / 4` global passes for long rows (two steps per pass). Longer
-//! rows take an LSD radix sort (radix.wgsl): eight passes of four bits (five for f16,
-//! four for bf16, two for u8, one for bool: `key_shifts`), each a
-//! histogram per tile, a scan of the histograms and a stable scatter, so the work
-//! grows linearly with `n`.
+//! rows take an LSD radix sort, each pass a histogram per tile, a scan of the
+//! histograms and a stable scatter, so the work grows linearly with `n`. Where the
+//! adapter has subgroups (`Target::radix_wg`), passes of 8 bits ranked with subgroup
+//! ballots (radix8.wgsl): four for 32-bit keys, three for f16, two for bf16, one for
+//! u8 and bool. Without (the browser), passes of 4 bits ranked in workgroup memory
+//! (radix.wgsl): eight, five, four, two and one. `key_shifts` skips the digits that
+//! cannot differ.
 
 mod family;
 pub(crate) mod wide;
 
 pub use family::SORT;
 
-use crate::compose::Variant;
+use crate::compose::{ModuleSpec, Variant};
 use crate::driver::Batch;
 use crate::driver::Driver;
 use crate::dtype::DType;
@@ -34,9 +37,20 @@ const BLOCK: u64 = 1024;
 /// comes from counting passes over the data (the radix sort's eight against the
 /// bitonic sort's ~11 at 2^14), not from a measured crossover.
 pub const RADIX_MIN: usize = 1 << 14;
-/// Positions per radix tile (RADIX_TILE in radix.wgsl) and bits per pass.
+/// Positions per tile of the 4-bit radix sort (RADIX_TILE in radix.wgsl); the 8-bit
+/// one's tiles are 8 positions per invocation (R8_PER in radix8.wgsl).
 const TILE: usize = 2048;
-const BITS: u32 = 4;
+const R8_PER: usize = 8;
+
+/// The 8-bit radix sort's workgroup size on an adapter whose subgroups are of
+/// `min..=max` invocations, with workgroups of at most `wg`: eight subgroups of the
+/// smallest size (fewer of larger ones), each whole; 0 where that does not fit
+/// radix8.wgsl (at most 8 digits per invocation, subgroups of at most 32 lanes).
+pub(crate) fn radix_workgroup(min: u32, max: u32, wg: u32) -> u32 {
+    let w = (8 * min).min(wg);
+    let ok = min >= 4 && min.is_power_of_two() && max <= w.min(32) && w >= 32;
+    if ok { w } else { 0 }
+}
 
 impl<D: Driver> Kernels<D> {
     /// Bytes of each (key, index) scratch buffer [`Kernels::argsort`] binds for
@@ -150,7 +164,7 @@ impl<D: Driver> Kernels<D> {
 /// The shifts of the radix passes over `dtype`'s u32 keys: the digits that can
 /// differ. A 16-bit float's key has 13 (f16) or 16 (bf16) low bits that only
 /// repeat its sign, which a higher digit holds: an LSD sort skips them.
-fn key_shifts(dtype: DType) -> Vec<u32> {
+fn key_shifts(dtype: DType, bits_per_pass: u32) -> Vec<u32> {
     let bits = match dtype {
         DType::F16 => 12..32,
         DType::BF16 => 16..32,
@@ -158,7 +172,7 @@ fn key_shifts(dtype: DType) -> Vec<u32> {
         DType::Bool => 0..4,
         _ => 0..32,
     };
-    bits.step_by(BITS as usize).collect()
+    bits.step_by(bits_per_pass as usize).collect()
 }
 
 impl<D: Driver> Kernels<D> {
@@ -232,18 +246,30 @@ impl<D: Driver> Kernels<D> {
                 "argsort: {rows} rows of {n} exceed 2^31 pairs"
             )));
         }
-        let tiles = n.div_ceil(TILE);
+        // 8-bit passes where the adapter's subgroups rank them, else 4-bit ones.
+        let t = self.inner.target;
+        let (bits, tile, t) = if t.subgroups && t.radix_wg > 0 {
+            (8, R8_PER * t.radix_wg as usize, family::radix8_target(t))
+        } else {
+            (4, TILE, t)
+        };
+        let tiles = n.div_ceil(tile);
         let groups = (rows * tiles) as u64;
-        let table = groups * (1 << BITS);
+        let table = groups << bits;
         let counts = self.create_buffer(table * 4, Some("wmx radix counts"))?;
         let offsets = self.create_buffer(table * 4, Some("wmx radix offsets"))?;
         let bytes = self.argsort_scratch_bytes(rows, n);
         let pairs = [self.scratch(2, bytes)?, self.scratch(3, bytes)?];
         let g = Variant::General;
-        let hist = self.spec(&SORT, "radix_hist", vec![x.dtype], DType::U32, g, 0);
+        let (hist, scatter) = if bits == 8 {
+            ("radix8_hist", "radix8_scatter")
+        } else {
+            ("radix_hist", "radix_scatter")
+        };
+        let hist = ModuleSpec::new(&SORT, hist, vec![x.dtype], DType::U32, g, t);
         let inputs = vec![x.dtype, DType::U32];
-        let scatter = self.spec(&SORT, "radix_scatter", inputs, DType::U32, g, 0);
-        let shifts = key_shifts(x.dtype);
+        let scatter = ModuleSpec::new(&SORT, scatter, inputs, DType::U32, g, t);
+        let shifts = key_shifts(x.dtype, bits);
         let staged = values && x.dtype.size() < 4;
         for (pass, &shift) in shifts.iter().enumerate() {
             let (first, last) = (pass == 0, pass + 1 == shifts.len());
@@ -280,7 +306,7 @@ impl<D: Driver> Kernels<D> {
                 wmx_spec::ReduceOp::Sum,
                 (counts.clone().into(), DType::U32, 0),
                 rows,
-                tiles << BITS,
+                tiles << bits,
                 crate::reduce::EXCLUSIVE,
                 &offsets.clone().into(),
             )?;

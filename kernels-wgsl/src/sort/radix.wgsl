@@ -1,4 +1,5 @@
-// Stable LSD radix argsort of long rows, 4 bits (RADIX_DIGITS) per pass. One workgroup
+// Stable LSD radix argsort of long rows, 4 bits (RADIX_DIGITS) per pass: the path
+// without subgroups (radix8.wgsl takes 8 bits a pass with them). One workgroup
 // (WG = 256) per tile of RADIX_TILE positions of one row; elements are (key, index)
 // pairs in a scratch buffer of rows * len keys followed by as many indices. A pass is:
 // radix_hist (each tile's digit counts, laid out [row][digit][tile]), an exclusive
@@ -16,16 +17,8 @@ const RADIX_DIGITS: u32 = 16u;
 
 var<workgroup> RH: array<atomic<u32>, 16>;
 
-fn radix_key(first: bool, r: u32, p: u32) -> u32 {
-    let e = r * P[1] + p;
-    if (first) { return sort_key(ld_a(P[4] + e)); }
-    return wa(e);
-}
-
 // The digit of this pass (shift P[3]).
 fn radix_digit(key: u32) -> u32 { return (key >> P[3]) & (RADIX_DIGITS - 1u); }
-
-fn radix_tile(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.x + wid.y * nwg.x; }
 
 @compute @workgroup_size(WG)
 fn radix_hist(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
