@@ -2,7 +2,7 @@
 //! passes ranked with ballots, where the adapter has subgroups) and the fallback
 //! device (4-bit passes ranked in workgroup memory, the browser's), against a stable
 //! sort on the host in numpy's order (NaN last, -0 equal to +0). Ties, NaN, zeros of
-//! both signs and infinities; rows of partial tiles; an offset view; every dtype of
+//! both signs, infinities and f16 subnormals; rows of partial tiles; an offset view; every dtype of
 //! at most 32 bits; the indices (argsort) and the elements (sort_values), bit for bit.
 
 mod common;
@@ -72,7 +72,12 @@ fn check(k: &Kernels, which: &str) {
             (1, 70_001, Lay::Offset(3)),
             (3, 16_384, Lay::Contig),
         ] {
-            for data in [Data::Eighths, Data::Range(-3.0, 3.0)] {
+            // Ties; distinct values; values around f16's subnormals (below 2^-14).
+            for data in [
+                Data::Eighths,
+                Data::Range(-3.0, 3.0),
+                Data::Range(-1e-4, 1e-4),
+            ] {
                 let what = format!("{which}: {d} {rows} x {n} {lay:?} {data:?}");
                 let x = Input::new(k, &mut rng, d, &[rows, n], lay, data, true);
                 assert!(k.sorts_values(d, n), "{what}: not the radix sort");

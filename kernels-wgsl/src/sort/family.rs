@@ -84,6 +84,12 @@ fn sort_body(spec: &ModuleSpec, p: &mut String) -> Result<Vec<&'static str>> {
     }
     if spec.op.name() == "sort_init" || spec.op.name().starts_with("radix") {
         let key = match spec.inputs[0].ct() {
+            // f16's own bits (exact: every f16 is an f32) make a 16-bit key, so
+            // the radix sorts pass over 16 bits, not the 19 its f32 key spans;
+            // NaN last, -0 as +0, sign-magnitude to an unsigned order as below.
+            Ct::F32 if spec.inputs[0] == DType::F16 => {
+                "let b = bitcast<u32>(v); if ((b & 0x7fffffffu) > 0x7f800000u) { return 0xffffu; } let h = st_f16(v) & 0xffffu; let c = select(h, 0u, h == 0x8000u); return select(c | 0x8000u, ~c & 0xffffu, (c & 0x8000u) != 0u);"
+            }
             // NaN last (every NaN alike), -0 as +0, then sign-magnitude to
             // an unsigned order.
             Ct::F32 => {

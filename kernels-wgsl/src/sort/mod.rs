@@ -8,9 +8,9 @@
 //! rows take an LSD radix sort, each pass a histogram per tile, a scan of the
 //! histograms and a stable scatter, so the work grows linearly with `n`. Where the
 //! adapter has subgroups (`Target::radix_wg`), passes of 8 bits ranked with subgroup
-//! ballots (radix8.wgsl): four for 32-bit keys, three for f16, two for bf16, one for
+//! ballots (radix8.wgsl): four for 32-bit keys, two for f16 and bf16, one for
 //! u8 and bool. Without (the browser), passes of 4 bits ranked in workgroup memory
-//! (radix.wgsl): eight, five, four, two and one. `key_shifts` skips the digits that
+//! (radix.wgsl): eight, four, four, two and one. `key_shifts` skips the digits that
 //! cannot differ.
 
 mod family;
@@ -162,11 +162,11 @@ impl<D: Driver> Kernels<D> {
 }
 
 /// The shifts of the radix passes over `dtype`'s u32 keys: the digits that can
-/// differ. A 16-bit float's key has 13 (f16) or 16 (bf16) low bits that only
-/// repeat its sign, which a higher digit holds: an LSD sort skips them.
+/// differ. f16 keys are 16-bit (its own bits, family.rs); bf16's f32 key has 16 low
+/// bits that only repeat its sign, which a higher digit holds: an LSD sort skips them.
 fn key_shifts(dtype: DType, bits_per_pass: u32) -> Vec<u32> {
     let bits = match dtype {
-        DType::F16 => 12..32,
+        DType::F16 => 0..16,
         DType::BF16 => 16..32,
         DType::U8 => 0..8,
         DType::Bool => 0..4,
