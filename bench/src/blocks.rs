@@ -222,7 +222,7 @@ pub(crate) fn bench_blocks(
             "sort: not sorted".into()
         })?;
         case(format!("sort_{n}"), DType::F32, n, 8.0 * n as f64, &run)?;
-        // f16 (radix passes over the key digits that can differ: five of eight).
+        // f16 (16-bit keys: two 8-bit radix passes with subgroups, four 4-bit without).
         let h = wmx::astype(&x, DType::F16).map_err(err)?;
         h.eval().map_err(err)?;
         let run = || wmx::sort(&h, None);
