@@ -335,3 +335,32 @@ impl<D: Driver> Kernels<D> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::radix_workgroup;
+
+    /// Eight subgroups of the smallest size, every size the adapter runs whole
+    /// within it and at most 32 lanes; else none (the 4-bit passes).
+    #[test]
+    fn radix_workgroup_by_subgroup_sizes() {
+        for ((min, max), want) in [
+            ((32, 32), 256), // NVIDIA
+            ((8, 8), 64),    // lavapipe
+            ((4, 4), 32),
+            ((16, 32), 128), // Intel
+            ((32, 64), 0),   // AMD: waves of 64 do not fit one-word ballots
+            ((64, 64), 0),
+            ((4, 128), 0),
+            ((2, 2), 0),
+            ((0, 0), 0),
+        ] {
+            assert_eq!(radix_workgroup(min, max, 256), want, "{min}..={max}");
+        }
+        assert_eq!(
+            radix_workgroup(32, 32, 128),
+            128,
+            "capped by the workgroup limit"
+        );
+    }
+}
