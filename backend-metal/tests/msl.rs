@@ -63,12 +63,14 @@ fn run_all(target: Target) -> usize {
     specs.len()
 }
 
-/// What a Metal device composes with (simdgroup functions), hardware f16.
+/// What a Metal device composes with (simdgroup functions, the 8-bit radix sort on
+/// eight simdgroups of 32), hardware f16.
 #[test]
 fn every_module_translates_for_metal() {
     let n = run_all(Target {
         subgroups: true,
         f16: true,
+        radix_wg: 256,
         ..Target::default()
     });
     assert!(n > 1000, "only {n} modules");

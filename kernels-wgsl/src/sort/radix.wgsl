@@ -80,14 +80,7 @@ fn radix_scatter(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
         dig[i] = 16u;
         if (valid && p < len) {
             keys[i] = radix_key(first, r, p);
-            // Not a select: on the first pass input a is x, with no indices.
-            if (first && values) {
-                idx[i] = bitcast<u32>(ld_a(P[4] + r * len + p));
-            } else if (first) {
-                idx[i] = p;
-            } else {
-                idx[i] = wa(count + r * len + p);
-            }
+            idx[i] = radix_carried(first, values, r, p);
             dig[i] = radix_digit(keys[i]);
         }
     }

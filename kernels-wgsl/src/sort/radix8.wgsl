@@ -121,15 +121,7 @@ fn radix8_scatter(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgr
         // Lanes past the row read its last element (no branch before the ballots).
         let pc = min(p, len - 1u);
         keys[i] = radix_key(first, r, pc);
-        // Not a select: on the first pass input a is x, with no indices (the
-        // branches are uniform).
-        if (first && values) {
-            idx[i] = bitcast<u32>(ld_a(P[4] + r * len + pc));
-        } else if (first) {
-            idx[i] = pc;
-        } else {
-            idx[i] = wa(count + r * len + pc);
-        }
+        idx[i] = radix_carried(first, values, r, pc);
         dig[i] = select(R8_DIGITS, r8_digit(keys[i]), valid && p < len);
     }
     // The rounds' matches first (independent of one another), then the counters.
