@@ -264,12 +264,13 @@ impl Depthwise {
     /// The weights' gradient `[C, taps]`: over images and positions, the columns
     /// of `image` (the forward op's input) times `grad` (its output's gradient).
     fn weight_grad(&self, image: &Array, grad: &Array) -> Result<Array> {
-        // Partial sums over chunks of positions: enough chunks for about 2^18
-        // threads (a large GPU's fill), then one reduction.
+        // Partial sums over chunks of positions: enough chunks for about 2^20
+        // (tap, channel) sums, 2^18 threads of a GPU's vec4 kernel (a large GPU's
+        // fill), then one reduction.
         let c = image.shape()[image.ndim() - 1].max(1);
         let positions = grad.size() / c;
-        let threads_per_chunk = self.geometry.taps() * c.next_power_of_two();
-        let chunks = ((1usize << 18) / threads_per_chunk).clamp(1, positions.max(1));
+        let sums_per_chunk = self.geometry.taps() * c.next_power_of_two();
+        let chunks = ((1usize << 20) / sums_per_chunk).clamp(1, positions.max(1));
         let parts = DepthwiseWgrad {
             geometry: self.geometry.clone(),
             chunk: positions.div_ceil(chunks).max(1),

@@ -173,3 +173,209 @@ fn depthwise_wgrad(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgr
         O[(s * P[3] + t) * P[2] + c] = st_o(CO(acc));
     }
 }
+
+// The vec4 variants (`_vec` ops): every channel row whole vec4s of words and each
+// input's offset 16-byte aligned, so a thread moves 4 words (4 * EA channels) per load.
+// Element e of word w of a vec4 is channel (4j + w) * EA + e of vec4 j.
+const EA: u32 = 1u << LA;
+struct Dw4 { lo: vec4<f32>, hi: vec4<f32> } // elements 0 and 1 of the four words
+
+fn dw_split(v: vec4<u32>) -> Dw4 {
+    let a = x2a(v.x);
+    let b = x2a(v.y);
+    let c = x2a(v.z);
+    let d = x2a(v.w);
+    return Dw4(vec4<f32>(f32(a.x), f32(b.x), f32(c.x), f32(d.x)),
+               vec4<f32>(f32(a.y), f32(b.y), f32(c.y), f32(d.y)));
+}
+
+fn dw_fma(acc: ptr<function, Dw4>, x: Dw4, y: Dw4) {
+    (*acc).lo = fma(x.lo, y.lo, (*acc).lo);
+    if (EA > 1u) { (*acc).hi = fma(x.hi, y.hi, (*acc).hi); }
+}
+
+// Tap k2 of the position `pos` along the last axis into acc, if it reads an input.
+fn dw_vec_tap(acc: ptr<function, Dw4>, pos: u32, len2: u32, k2: u32, base: u32, cv: u32, wt: Dw4) {
+    if (pos < len2) {
+        let q = dw_map(2u, pos, k2);
+        if (q != NONE) { dw_fma(acc, dw_split(va(base + q * cv)), wt); }
+    }
+}
+
+// dw_vec_tap where axis 2's read index is linear (q, NONE when outside 0..qn): the
+// accumulators of positions past the axis are never stored.
+fn dw_vec_lin(acc: ptr<function, Dw4>, q: i32, qn: u32, base: u32, cv: u32, wt: Dw4) {
+    if (u32(q) < qn) { dw_fma(acc, dw_split(va(base + u32(q) * cv)), wt); }
+}
+
+// The four words of output position `pos` (word index `at`), if it exists.
+fn dw_vec_store(at: u32, pos: u32, len2: u32, acc: Dw4) {
+    if (pos >= len2) { return; }
+    for (var w = 0u; w < 4u; w++) {
+        var word = put(0u, 0u, st_o(CO(acc.lo[w])));
+        if (EPO > 1u) { word = put(word, 1u, st_o(CO(acc.hi[w]))); }
+        O[at + w] = word;
+    }
+}
+
+// depthwise_rows over vec4s: a thread sums vec4 j of four consecutive positions along
+// the last axis. Parameters as depthwise_rows' with CV (vec4s a row) for CW.
+@compute @workgroup_size(WG)
+fn depthwise_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+                 @builtin(num_workgroups) nwg: vec3<u32>) {
+    let own = select(1u, 0u, P[26] != 0u);
+    let other = 1u - own;
+    let cv = P[27];
+    let sh = P[28];
+    let nb = P[29];
+    let total = P[30] << sh;
+    let k1n = ax(1u, 2u);
+    let k2n = ax(2u, 2u);
+    let len2 = ax(2u, own);
+    for (var i = thread_index(lid, wid, nwg); i < total; i += thread_count(nwg)) {
+        let j = i & ((1u << sh) - 1u);
+        if (j >= cv) { continue; }
+        var r = i >> sh;
+        let first = (r % nb) * 4u;
+        r = r / nb;
+        let p1 = r % ax(1u, own);
+        r = r / ax(1u, own);
+        let p0 = r % ax(0u, own);
+        let batch = r / ax(0u, own);
+        var a0 = Dw4(vec4<f32>(0.0), vec4<f32>(0.0));
+        var a1 = a0;
+        var a2 = a0;
+        var a3 = a0;
+        // Weight rows of the vec4's channels: element e of word w at wrow[w] + e * T.
+        let wrow = P[25] + 4u * j * EA * P[3];
+        let wstep = EA * P[3];
+        // Axis 2's read index is linear in position and tap where nothing divides
+        // (forward without input dilation, transposed at stride 1): qb + p qs + k2 qk.
+        let fwd = P[26] == 0u;
+        let lin = select(ax(2u, 3u) == 1u, ax(2u, 5u) == 1u, fwd);
+        let lo2 = bitcast<i32>(ax(2u, 6u));
+        let qs = i32(select(ax(2u, 5u), ax(2u, 3u), fwd));
+        let qk = select(-i32(ax(2u, 4u)), i32(ax(2u, 4u)), fwd);
+        let qb = i32(first) * qs + select(lo2, -lo2, fwd);
+        let qn = ax(2u, other);
+        var t = 0u;
+        for (var k0 = 0u; k0 < ax(0u, 2u); k0++) {
+            let q0 = dw_map(0u, p0, k0);
+            if (q0 == NONE) { t += k1n * k2n; continue; }
+            for (var k1 = 0u; k1 < k1n; k1++) {
+                let q1 = dw_map(1u, p1, k1);
+                if (q1 == NONE) { t += k2n; continue; }
+                let base = P[1] / (4u * EA) + ((batch * ax(0u, other) + q0) * ax(1u, other) + q1) * ax(2u, other) * cv + j;
+                for (var k2 = 0u; k2 < k2n; k2++) {
+                    let w0 = wrow + t;
+                    var wt = Dw4(vec4<f32>(f32(ld_b(w0)), f32(ld_b(w0 + wstep)),
+                                           f32(ld_b(w0 + 2u * wstep)), f32(ld_b(w0 + 3u * wstep))),
+                                 vec4<f32>(0.0));
+                    if (EA > 1u) {
+                        let w1 = w0 + P[3];
+                        wt.hi = vec4<f32>(f32(ld_b(w1)), f32(ld_b(w1 + wstep)),
+                                          f32(ld_b(w1 + 2u * wstep)), f32(ld_b(w1 + 3u * wstep)));
+                    }
+                    if (lin) {
+                        let q = qb + i32(k2) * qk;
+                        dw_vec_lin(&a0, q, qn, base, cv, wt);
+                        dw_vec_lin(&a1, q + qs, qn, base, cv, wt);
+                        dw_vec_lin(&a2, q + 2 * qs, qn, base, cv, wt);
+                        dw_vec_lin(&a3, q + 3 * qs, qn, base, cv, wt);
+                    } else {
+                        dw_vec_tap(&a0, first, len2, k2, base, cv, wt);
+                        dw_vec_tap(&a1, first + 1u, len2, k2, base, cv, wt);
+                        dw_vec_tap(&a2, first + 2u, len2, k2, base, cv, wt);
+                        dw_vec_tap(&a3, first + 3u, len2, k2, base, cv, wt);
+                    }
+                    t++;
+                }
+            }
+        }
+        let row = ((batch * ax(0u, own) + p0) * ax(1u, own) + p1) * len2 + first;
+        dw_vec_store(((row * cv) + j) * 4u, first, len2, a0);
+        dw_vec_store(((row + 1u) * cv + j) * 4u, first + 1u, len2, a1);
+        dw_vec_store(((row + 2u) * cv + j) * 4u, first + 2u, len2, a2);
+        dw_vec_store(((row + 3u) * cv + j) * 4u, first + 3u, len2, a3);
+    }
+}
+
+// depthwise_wgrad over vec4s: a thread per (chunk, tap, vec4 j of channels), the
+// same parameters (SH for the vec4s). The output is f32: channel (4j + w) * EA + e.
+@compute @workgroup_size(WG)
+fn depthwise_wgrad_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+                       @builtin(num_workgroups) nwg: vec3<u32>) {
+    let chunk = P[26];
+    let sh = P[27];
+    let total = (P[28] * P[3]) << sh;
+    let cv = P[2] / (4u * EA);
+    let positions = P[0] / P[2];
+    let o0n = ax(0u, 1u);
+    let o1n = ax(1u, 1u);
+    let o2n = ax(2u, 1u);
+    let x0 = P[1] / (4u * EA);
+    let g0 = P[25] / (4u * EA);
+    for (var i = thread_index(lid, wid, nwg); i < total; i += thread_count(nwg)) {
+        let j = i & ((1u << sh) - 1u);
+        if (j >= cv) { continue; }
+        let st = i >> sh;
+        let t = st % P[3];
+        let s = st / P[3];
+        let k2 = t % ax(2u, 2u);
+        let k1 = (t / ax(2u, 2u)) % ax(1u, 2u);
+        let k0 = t / (ax(2u, 2u) * ax(1u, 2u));
+        let start = s * chunk;
+        let end = min(start + chunk, positions);
+        var o2 = start % o2n;
+        var r = start / o2n;
+        var o1 = r % o1n;
+        r = r / o1n;
+        var o0 = r % o0n;
+        var batch = r / o0n;
+        var acc = Dw4(vec4<f32>(0.0), vec4<f32>(0.0));
+        // A run of positions along the last axis at a time, where (without input
+        // dilation) the read index steps by the stride.
+        let in2 = ax(2u, 0u);
+        let s2 = ax(2u, 3u);
+        let lin = ax(2u, 5u) == 1u;
+        var p = start;
+        while (p < end) {
+            let run = min(end - p, o2n - o2);
+            let q0 = im2col_src(0u, o0, k0);
+            let q1 = im2col_src(1u, o1, k1);
+            if (q0 != NONE && q1 != NONE) {
+                let row = x0 + ((batch * ax(0u, 0u) + q0) * ax(1u, 0u) + q1) * in2 * cv + j;
+                let g = g0 + p * cv + j;
+                if (lin) {
+                    var q = i32(o2 * s2 + k2 * ax(2u, 4u)) - bitcast<i32>(ax(2u, 6u));
+                    for (var e = 0u; e < run; e++) {
+                        if (u32(q) < in2) {
+                            dw_fma(&acc, dw_split(va(row + u32(q) * cv)), dw_split(vb(g + e * cv)));
+                        }
+                        q += i32(s2);
+                    }
+                } else {
+                    for (var e = 0u; e < run; e++) {
+                        let q2 = im2col_src(2u, o2 + e, k2);
+                        if (q2 != NONE) {
+                            dw_fma(&acc, dw_split(va(row + q2 * cv)), dw_split(vb(g + e * cv)));
+                        }
+                    }
+                }
+            }
+            p += run;
+            o2 = 0u;
+            o1++;
+            if (o1 == o1n) {
+                o1 = 0u;
+                o0++;
+                if (o0 == o0n) { o0 = 0u; batch++; }
+            }
+        }
+        let at = (s * P[3] + t) * P[2] + 4u * j * EA;
+        for (var w = 0u; w < 4u; w++) {
+            O[at + w * EA] = st_o(CO(acc.lo[w]));
+            if (EA > 1u) { O[at + w * EA + 1u] = st_o(CO(acc.hi[w])); }
+        }
+    }
+}

@@ -62,18 +62,25 @@ pub static IM2COL: Family = Family {
 /// Depthwise convolution (one filter per channel): x and its weights `[C, taps]`
 /// (f32, f16 or bf16, one dtype) to the output, or (a parameter) the output's
 /// gradient and the weights to the input's. One loop over output elements, the
-/// taps summed in f32.
+/// taps summed in f32. The `_vec` ops read their inputs in vec4s of words (channel
+/// rows of whole vec4s, offsets aligned).
 pub static DEPTHWISE: Family = Family {
     name: "Depthwise",
     arity: 2,
     takes: |s| s.inputs.len() == 2,
     entry: |s| match s.op.name() {
         "depthwise" => "depthwise_rows",
+        "depthwise_vec" => "depthwise_vec",
         "depthwise_wgrad" => "depthwise_wgrad",
+        "depthwise_wgrad_vec" => "depthwise_wgrad_vec",
         _ => "general",
     },
     raw: |_| false,
-    io: Io::elementwise,
+    io: |s| Io {
+        words: !s.op.name().ends_with("_vec"),
+        out: "array<u32>",
+        ..Io::elementwise(s)
+    },
     body: |spec, _| {
         let d = spec.inputs[0];
         if !matches!(d, DType::F32 | DType::F16 | DType::BF16)
@@ -86,24 +93,32 @@ pub static DEPTHWISE: Family = Family {
             )));
         }
         // The weights' gradient's partial sums are f32.
-        let out = if spec.op.name() == "depthwise_wgrad" {
+        let out = if spec.op.name().starts_with("depthwise_wgrad") {
             DType::F32
         } else {
             d
         };
         check_dtype(spec, out)?;
         match spec.op.name() {
-            "depthwise" | "depthwise_elems" | "depthwise_wgrad" => {
-                Ok(vec![WORDS, COLUMNS, include_str!("depthwise.wgsl")])
-            }
+            "depthwise"
+            | "depthwise_elems"
+            | "depthwise_vec"
+            | "depthwise_wgrad"
+            | "depthwise_wgrad_vec" => Ok(vec![WORDS, COLUMNS, include_str!("depthwise.wgsl")]),
             op => Err(Error::Shape(format!("depthwise has no op {op}"))),
         }
     },
     specs: |t| {
         let mut v = Vec::new();
         for d in [DType::F32, DType::F16, DType::BF16] {
-            for op in ["depthwise", "depthwise_elems", "depthwise_wgrad"] {
-                let out = if op == "depthwise_wgrad" {
+            for op in [
+                "depthwise",
+                "depthwise_elems",
+                "depthwise_vec",
+                "depthwise_wgrad",
+                "depthwise_wgrad_vec",
+            ] {
+                let out = if op.starts_with("depthwise_wgrad") {
                     DType::F32
                 } else {
                     d
@@ -282,7 +297,10 @@ impl<D: Driver> Kernels<D> {
         check_out(out)?;
         let epw = out.dtype.epw();
         let words = c.is_multiple_of(epw) && x.offset.is_multiple_of(epw);
-        let op = if words {
+        let vec4 = c.is_multiple_of(4 * epw) && x.offset.is_multiple_of(4 * epw);
+        let op = if vec4 {
+            "depthwise_vec"
+        } else if words {
             "depthwise"
         } else {
             "depthwise_elems"
@@ -307,13 +325,15 @@ impl<D: Driver> Kernels<D> {
         }
         let mut params = geometry_words(p, n, x.offset, c);
         params.extend([w.offset as u32, transposed as u32]);
-        // depthwise_rows: a thread per word of four positions along the last axis.
+        // depthwise_rows (_vec): a thread per word (vec4 of words) of four positions
+        // along the last axis.
         let d = p.input.len();
         let last = out.shape[d];
-        let (cw, nb) = (c / epw, last.div_ceil(4));
+        let per = if vec4 { 4 * epw } else { epw };
+        let (cw, nb) = (c / per, last.div_ceil(4));
         let lanes = cw.next_power_of_two();
         let blocks = n / c / last.max(1) * nb;
-        let threads = if words {
+        let threads = if words || vec4 {
             blocks * lanes
         } else {
             n.div_ceil(epw)
@@ -377,9 +397,17 @@ impl<D: Driver> Kernels<D> {
         check_view(image, "depthwise_wgrad image")?;
         check_view(grad, "depthwise_wgrad grad")?;
         check_out(out)?;
+        let per = 4 * image.dtype.epw();
+        let vec4 = [c, image.offset, grad.offset]
+            .iter()
+            .all(|v| v.is_multiple_of(per));
         let spec = self.spec(
             &DEPTHWISE,
-            "depthwise_wgrad",
+            if vec4 {
+                "depthwise_wgrad_vec"
+            } else {
+                "depthwise_wgrad"
+            },
             vec![image.dtype, grad.dtype],
             DType::F32,
             Variant::General,
@@ -390,7 +418,7 @@ impl<D: Driver> Kernels<D> {
             crate::compose::compose(&spec)?;
             return Ok(());
         }
-        let lanes = c.next_power_of_two();
+        let lanes = if vec4 { c / per } else { c }.next_power_of_two();
         let threads = chunks * p.taps() * lanes;
         if u32::try_from(n).is_err() || u32::try_from(threads).is_err() {
             return Err(Error::Shape(format!(

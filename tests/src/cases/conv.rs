@@ -213,6 +213,18 @@ fn conv_cases() -> Vec<Conv> {
     let mut c = Conv::new(&[1, 3, 4, 5, 3], &[3, 2, 3, 2, 1]);
     (c.groups, c.lo, c.hi) = (3, vec![0, 1, 1], vec![1, 1, 0]);
     v.push(c);
+    // Depthwise over whole vec4s of words (f32 and 16-bit channel rows of 8 and 16),
+    // odd lengths (partial blocks of four positions), stride, padding past the
+    // kernel, dilation; 12 channels are whole vec4s in f32 only.
+    let mut c = Conv::new(&[2, 7, 9, 8], &[8, 3, 3, 1]);
+    (c.groups, c.lo, c.hi) = (8, vec![1, 1], vec![1, 1]);
+    v.push(c);
+    let mut c = Conv::new(&[1, 6, 11, 16], &[16, 3, 2, 1]);
+    (c.groups, c.stride, c.lo, c.hi, c.kdil) = (16, vec![1, 2], vec![3, 1], vec![0, 2], vec![2, 3]);
+    v.push(c);
+    let mut c = Conv::new(&[3, 13, 12], &[12, 5, 1]);
+    (c.groups, c.lo, c.hi, c.flip) = (12, vec![2], vec![2], true);
+    v.push(c);
     // One pixel, a 1x1 kernel.
     v.push(Conv::new(&[1, 1, 1, 3], &[2, 1, 1, 3]));
     let mut c = Conv::new(&[1, 4, 5, 3, 2], &[3, 2, 3, 2, 2]);
@@ -920,7 +932,16 @@ pub fn grad_conv(dev: &Device) {
     let mut dw = Conv::new(&[2, 6, 5, 3], &[3, 3, 2, 1]);
     (dw.groups, dw.stride, dw.lo, dw.hi, dw.kdil) =
         (3, vec![2, 1], vec![1, 1], vec![1, 0], vec![1, 2]);
-    for case in [&c, &dw] {
+    // Channel rows of whole vec4s (the GPU's vec4 kernels).
+    let mut dw8 = Conv::new(&[2, 5, 7, 8], &[8, 3, 3, 1]);
+    (dw8.groups, dw8.stride, dw8.lo, dw8.hi, dw8.kdil) =
+        (8, vec![1, 2], vec![1, 2], vec![1, 0], vec![2, 1]);
+    // Input dilation on the last axis: no linear read index forward or in the
+    // weights' gradient; its transpose at stride 1 steps by the dilation.
+    let mut dwi = Conv::new(&[1, 4, 5, 8], &[8, 2, 3, 1]);
+    (dwi.groups, dwi.stride, dwi.lo, dwi.hi, dwi.idil) =
+        (8, vec![2, 1], vec![1, 2], vec![0, 1], vec![1, 2]);
+    for case in [&c, &dw, &dw8, &dwi] {
         grads_of_case(dev, &mut rng, case);
     }
     // Per-example weight gradients of the depthwise convolution (vmap of grad over
@@ -1063,31 +1084,35 @@ pub fn grad_conv(dev: &Device) {
     (c3.stride, c3.lo, c3.hi) = (vec![2, 1], vec![1, 1], vec![1, 0]);
     let mut dw4 = Conv::new(&[1, 5, 6, 4], &[4, 3, 3, 1]);
     (dw4.groups, dw4.lo, dw4.hi) = (4, vec![1, 1], vec![1, 1]);
+    // 16-bit channel rows of one vec4 (8) and two (16).
+    let mut dw16 = Conv::new(&[2, 4, 6, 16], &[16, 2, 3, 1]);
+    (dw16.groups, dw16.stride, dw16.lo, dw16.hi) = (16, vec![2, 1], vec![1, 1], vec![0, 1]);
     for dt in [DType::F16, DType::BF16]
         .into_iter()
         .filter(|&d| super::supported(dev, d))
     {
-        for c in [&c, &c3, &dw4] {
+        for c in [&c, &c3, &dw4, &dw8, &dw16] {
             let what = format!("grad of conv_general {c:?} {dt}");
             let (nx, nw) = (c.x.iter().product::<usize>(), c.w.iter().product::<usize>());
             let (x, w) = (rand(&mut rng, dt, nx), rand(&mut rng, dt, nw));
             let out = c.out_shape();
             let g = rand(&mut rng, dt, out.iter().product());
             let ga = arr(dev, dt, &g, &out);
-            let wa = arr(dev, dt, &w, &c.w);
             let opts = c.options();
-            let f = |x: &Array| {
-                wmx::sum(
-                    &wmx::multiply(&wmx::conv_general(x, &wa, &opts)?, &ga)?,
-                    None,
-                    false,
-                )
+            let f = |a: &[Array]| -> Result<Vec<Array>> {
+                let y = wmx::conv_general(&a[0], &a[1], &opts)?;
+                Ok(vec![wmx::sum(&wmx::multiply(&y, &ga)?, None, false)?])
             };
-            let got = ok(&what, wmx::grad1(f)(&arr(dev, dt, &x, &c.x)));
-            let loss =
-                |v: &[f64]| -> f64 { conv_ref(v, &w, c).iter().zip(&g).map(|(a, b)| a * b).sum() };
-            let want: Vec<f64> = (0..nx).map(|k| fd(&x, k, &loss)).collect();
-            close_to(&what, &f64s(&got, &what), &want, &vec![16.0; nx], dt);
+            let inputs = [arr(dev, dt, &x, &c.x), arr(dev, dt, &w, &c.w)];
+            let got = ok(&what, wmx::grad(f, &[0, 1])(&inputs));
+            let loss = |x: &[f64], w: &[f64]| -> f64 {
+                conv_ref(x, w, c).iter().zip(&g).map(|(a, b)| a * b).sum()
+            };
+            let want: Vec<f64> = (0..nx).map(|k| fd(&x, k, &|v| loss(v, &w))).collect();
+            close_to(&what, &f64s(&got[0], &what), &want, &vec![16.0; nx], dt);
+            let want: Vec<f64> = (0..nw).map(|k| fd(&w, k, &|v| loss(&x, v))).collect();
+            let what = format!("{what}, weights");
+            close_to(&what, &f64s(&got[1], &what), &want, &vec![64.0; nw], dt);
         }
     }
 
