@@ -309,7 +309,12 @@ fn split_k_tn(g: &Array, a: &Array) -> Result<Array> {
     if chunks < 2 || (a.dtype() != DType::F32 && tiles >= 16) {
         return matmul(&g.t()?, a);
     }
-    let rows = m / chunks;
+    // Chunks of a multiple of 8 rows (a 16-bit product's cooperative-matrix path
+    // needs K a multiple of 8): a count up to a quarter more that divides M, else
+    // the rows left over in one more product (fewer chunks ran slower: run 162).
+    let (chunks, rows) = (chunks..=chunks + chunks / 4)
+        .find(|&c| m % c == 0 && (m / c) % 8 == 0)
+        .map_or((chunks, m / chunks / 8 * 8), |c| (c, m / c));
     let head = (chunks * rows) as isize;
     let part = |x: &Array, cols: usize| {
         reshape(

@@ -208,6 +208,37 @@ fn dw_vec_lin(acc: ptr<function, Dw4>, q: i32, qn: u32, base: u32, cv: u32, wt: 
     if (u32(q) < qn) { dw_fma(acc, dw_split(va(base + u32(q) * cv)), wt); }
 }
 
+// The weights as [T, C] vec4s of words (element e of word w of vec4 t * CV + j the
+// weight of channel (4j + w) * EA + e at tap t), staged once per workgroup where
+// they fit; the element bits of weight i (of [C, T]) from its word.
+const DW_WT: u32 = 512u;
+var<workgroup> dw_wt: array<vec4<u32>, DW_WT>;
+
+fn dw_bits_b(i: u32) -> u32 {
+    let bits = 32u >> LB;
+    return (wb(i >> LB) >> ((i & ((1u << LB) - 1u)) * bits)) & (0xffffffffu >> (32u - bits));
+}
+
+// Stages the weights into dw_wt if their T x CV vec4s fit (uniform), and says so.
+fn dw_stage(lid: u32, cv: u32) -> bool {
+    let taps = P[3];
+    let staged = taps * cv <= DW_WT;
+    if (staged) {
+        let bits = 32u >> LB;
+        for (var u = lid; u < taps * cv * 4u; u += WG) {
+            let t = u / (cv * 4u);
+            let cw = u - t * cv * 4u;
+            var word = 0u;
+            for (var e = 0u; e < EA; e++) {
+                word |= dw_bits_b(P[25] + (cw * EA + e) * taps + t) << (e * bits);
+            }
+            dw_wt[u >> 2u][u & 3u] = word;
+        }
+    }
+    workgroupBarrier();
+    return staged;
+}
+
 // The four words of output position `pos` (word index `at`), if it exists.
 fn dw_vec_store(at: u32, pos: u32, len2: u32, acc: Dw4) {
     if (pos >= len2) { return; }
@@ -232,6 +263,7 @@ fn depthwise_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgrou
     let k1n = ax(1u, 2u);
     let k2n = ax(2u, 2u);
     let len2 = ax(2u, own);
+    let staged = dw_stage(lid.x, cv);
     for (var i = thread_index(lid, wid, nwg); i < total; i += thread_count(nwg)) {
         let j = i & ((1u << sh) - 1u);
         if (j >= cv) { continue; }
@@ -267,14 +299,18 @@ fn depthwise_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgrou
                 if (q1 == NONE) { t += k2n; continue; }
                 let base = P[1] / (4u * EA) + ((batch * ax(0u, other) + q0) * ax(1u, other) + q1) * ax(2u, other) * cv + j;
                 for (var k2 = 0u; k2 < k2n; k2++) {
-                    let w0 = wrow + t;
-                    var wt = Dw4(vec4<f32>(f32(ld_b(w0)), f32(ld_b(w0 + wstep)),
-                                           f32(ld_b(w0 + 2u * wstep)), f32(ld_b(w0 + 3u * wstep))),
-                                 vec4<f32>(0.0));
-                    if (EA > 1u) {
-                        let w1 = w0 + P[3];
-                        wt.hi = vec4<f32>(f32(ld_b(w1)), f32(ld_b(w1 + wstep)),
-                                          f32(ld_b(w1 + 2u * wstep)), f32(ld_b(w1 + 3u * wstep)));
+                    var wt: Dw4;
+                    if (staged) {
+                        wt = dw_split(dw_wt[t * cv + j]);
+                    } else {
+                        let w0 = wrow + t;
+                        wt.lo = vec4<f32>(f32(ld_b(w0)), f32(ld_b(w0 + wstep)),
+                                          f32(ld_b(w0 + 2u * wstep)), f32(ld_b(w0 + 3u * wstep)));
+                        if (EA > 1u) {
+                            let w1 = w0 + P[3];
+                            wt.hi = vec4<f32>(f32(ld_b(w1)), f32(ld_b(w1 + wstep)),
+                                              f32(ld_b(w1 + 2u * wstep)), f32(ld_b(w1 + 3u * wstep)));
+                        }
                     }
                     if (lin) {
                         let q = qb + i32(k2) * qk;

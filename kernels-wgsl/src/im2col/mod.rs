@@ -13,8 +13,9 @@ use crate::{ConvGeometry, Error, Result};
 const COLUMNS: &str = include_str!("columns.wgsl");
 
 /// The columns: x (f32, f16 or bf16) to cols of its dtype (`im2col`), and back
-/// (`col2im`): a kernel over whole words of rows of channels, and one over
-/// elements (`_elems`) for channels that split words.
+/// (`col2im`): a kernel over whole words of rows of channels, one over vec4s of
+/// words (`_vec`) where rows are whole vec4s, and one over elements (`_elems`)
+/// for channels that split words.
 pub static IM2COL: Family = Family {
     name: "Im2col",
     arity: 1,
@@ -22,10 +23,22 @@ pub static IM2COL: Family = Family {
     entry: |s| match s.op.name() {
         "im2col" => "im2col_rows",
         "col2im" => "col2im_rows",
+        "im2col_vec" => "im2col_vec",
+        "col2im_vec" => "col2im_vec",
         _ => "general",
     },
     raw: |_| false,
-    io: Io::elementwise,
+    io: |s| {
+        if s.op.name().ends_with("_vec") {
+            Io {
+                words: false,
+                out: "array<vec4<u32>>",
+                ..Io::elementwise(s)
+            }
+        } else {
+            Io::elementwise(s)
+        }
+    },
     body: |spec, _| {
         let d = spec.inputs[0];
         if !matches!(d, DType::F32 | DType::F16 | DType::BF16) || spec.variant != Variant::General {
@@ -38,13 +51,21 @@ pub static IM2COL: Family = Family {
         match spec.op.name() {
             "im2col" | "im2col_elems" => Ok(vec![WORDS, COLUMNS, include_str!("im2col.wgsl")]),
             "col2im" | "col2im_elems" => Ok(vec![WORDS, COLUMNS, include_str!("col2im.wgsl")]),
+            "im2col_vec" | "col2im_vec" => Ok(vec![COLUMNS, include_str!("im2col_vec.wgsl")]),
             op => Err(Error::Shape(format!("im2col has no op {op}"))),
         }
     },
     specs: |t| {
         let mut v = Vec::new();
         for d in [DType::F32, DType::F16, DType::BF16] {
-            for op in ["im2col", "im2col_elems", "col2im", "col2im_elems"] {
+            for op in [
+                "im2col",
+                "im2col_elems",
+                "im2col_vec",
+                "col2im",
+                "col2im_elems",
+                "col2im_vec",
+            ] {
                 v.push(ModuleSpec::new(
                     &IM2COL,
                     op,
@@ -210,11 +231,14 @@ impl<D: Driver> Kernels<D> {
         let channels = image[d + 1];
         let epw = out.dtype.epw();
         let words = channels.is_multiple_of(epw) && x.offset.is_multiple_of(epw);
-        let op = match (adjoint, words) {
-            (false, true) => "im2col",
-            (false, false) => "im2col_elems",
-            (true, true) => "col2im",
-            (true, false) => "col2im_elems",
+        let vec4 = channels.is_multiple_of(4 * epw) && x.offset.is_multiple_of(4 * epw);
+        let op = match (adjoint, vec4, words) {
+            (false, true, _) => "im2col_vec",
+            (false, false, true) => "im2col",
+            (false, false, false) => "im2col_elems",
+            (true, true, _) => "col2im_vec",
+            (true, false, true) => "col2im",
+            (true, false, false) => "col2im_elems",
         };
         let spec = self.spec(&IM2COL, op, vec![x.dtype], out.dtype, Variant::General, 0);
         let n: usize = out.shape.iter().product();
@@ -229,16 +253,24 @@ impl<D: Driver> Kernels<D> {
             )));
         }
         let mut params = geometry_words(p, n, x.offset, channels);
-        // Word kernels: lanes to a row (a power of two; im2col's lanes copy several
-        // words each, col2im's one word each).
-        let cw = channels / epw;
-        let rows = n / channels;
+        // Word (vec4) kernels: lanes to a row (a power of two; im2col's lanes copy
+        // several words (vec4s) each, col2im's one each). im2col_vec's lanes take an
+        // output position's rows of every tap.
+        let cw = channels / if vec4 { 4 * epw } else { epw };
+        let mut rows = n / channels;
+        if vec4 && !adjoint {
+            rows /= taps.max(1);
+        }
         let lanes = if adjoint {
             cw.next_power_of_two()
         } else {
             cw.next_power_of_two().min(32)
         };
-        let threads = if words { rows * lanes } else { n.div_ceil(epw) };
+        let threads = if words || vec4 {
+            rows * lanes
+        } else {
+            n.div_ceil(epw)
+        };
         if !fits(threads) {
             return Err(Error::Shape(format!(
                 "im2col: {threads} threads past the kernel's 32-bit count"

@@ -225,6 +225,14 @@ fn conv_cases() -> Vec<Conv> {
     let mut c = Conv::new(&[3, 13, 12], &[12, 5, 1]);
     (c.groups, c.lo, c.hi, c.flip) = (12, vec![2], vec![2], true);
     v.push(c);
+    // Channel rows of whole vec4s in every dtype (the GPU's vec4 columns).
+    let mut c = Conv::new(&[2, 5, 6, 16], &[4, 3, 2, 16]);
+    (c.stride, c.lo, c.hi) = (vec![2, 1], vec![1, 0], vec![1, 1]);
+    v.push(c);
+    // More f32 weights than the GPU kernel stages in workgroup memory (33 taps x 64).
+    let mut c = Conv::new(&[1, 40, 64], &[64, 33, 1]);
+    (c.groups, c.lo, c.hi) = (64, vec![16], vec![16]);
+    v.push(c);
     // One pixel, a 1x1 kernel.
     v.push(Conv::new(&[1, 1, 1, 3], &[2, 1, 1, 3]));
     let mut c = Conv::new(&[1, 4, 5, 3, 2], &[3, 2, 3, 2, 2]);
@@ -1091,7 +1099,9 @@ pub fn grad_conv(dev: &Device) {
         .into_iter()
         .filter(|&d| super::supported(dev, d))
     {
-        for c in [&c, &c3, &dw4, &dw8, &dw16] {
+        let mut c8 = Conv::new(&[1, 5, 4, 8], &[3, 3, 3, 8]);
+        (c8.stride, c8.lo, c8.hi) = (vec![1, 2], vec![1, 1], vec![1, 0]);
+        for c in [&c, &c3, &c8, &dw4, &dw8, &dw16] {
             let what = format!("grad of conv_general {c:?} {dt}");
             let (nx, nw) = (c.x.iter().product::<usize>(), c.w.iter().product::<usize>());
             let (x, w) = (rand(&mut rng, dt, nx), rand(&mut rng, dt, nw));
