@@ -298,23 +298,26 @@ fn tall_product(a: &Array, b: &Array) -> Result<Array> {
 }
 
 /// `g^T @ a` (`[M, N]` and `[M, K]` to `[N, K]`) with M in chunks: enough to give
-/// the GPU about 264 output tiles of 64 x 64 (two per SM of a large GPU), chunks of
+/// the GPU up to 264 output tiles of 64 x 64 (two per SM of a large GPU), chunks of
 /// at least 1024 rows.
 fn split_k_tn(g: &Array, a: &Array) -> Result<Array> {
     let (m, n, k) = (a.shape()[0], g.shape()[1], a.shape()[1]);
     let tiles = n.div_ceil(64) * k.div_ceil(64);
-    let chunks = (m / 1024).min(264usize.div_ceil(tiles.max(1)));
+    // At most 264 tiles below one wave of 132 (a few more start a third wave: 288
+    // ran slower than 252, bench/NOTES.md run 163), two up to two waves.
+    let chunks = (m / 1024).min(match tiles {
+        0..132 => 264 / tiles.max(1),
+        132..264 => 2,
+        _ => 1,
+    });
     // 16-bit products lose their cooperative-matrix path when batched this way:
     // worth it only for outputs of a few tiles (bench/NOTES.md, run 55).
     if chunks < 2 || (a.dtype() != DType::F32 && tiles >= 16) {
         return matmul(&g.t()?, a);
     }
     // Chunks of a multiple of 8 rows (a 16-bit product's cooperative-matrix path
-    // needs K a multiple of 8): a count up to a quarter more that divides M, else
-    // the rows left over in one more product (fewer chunks ran slower: run 162).
-    let (chunks, rows) = (chunks..=chunks + chunks / 4)
-        .find(|&c| m % c == 0 && (m / c) % 8 == 0)
-        .map_or((chunks, m / chunks / 8 * 8), |c| (c, m / c));
+    // needs K a multiple of 8), the rows left over in one more product.
+    let rows = m / chunks / 8 * 8;
     let head = (chunks * rows) as isize;
     let part = |x: &Array, cols: usize| {
         reshape(

@@ -69,7 +69,7 @@ pub(crate) fn coop_vec_cols(i: u8) -> usize {
 /// Products with at most this many tiles of 128 x 128 take the vec4 cooperative
 /// kernel's tiles of 128 x 64: twice the workgroups on the GPU's units (1024^3 with
 /// 64 tiles: 28 -> 23.5 us on the H200; at 96 tiles the wide tile still won:
-/// bench/NOTES.md, run 140). So do products at most 64 wide (half a wide tile idle).
+/// bench/NOTES.md, run 140).
 const COOP_VEC_NARROW_MAX_TILES: u64 = 64;
 
 /// Gemv chunks: column-mode launches aim for at least this many invocations.
@@ -509,7 +509,7 @@ impl<D: Driver> Kernels<D> {
         });
         let vec4 = vec4_ok && vec4_tile(cfg);
         // tm0 x tn0: the product's tiles of 128 x 128.
-        let narrow = coop_vec && (n <= 64 || tm0 * tn0 * nbatch <= COOP_VEC_NARROW_MAX_TILES);
+        let narrow = coop_vec && tm0 * tn0 * nbatch <= COOP_VEC_NARROW_MAX_TILES;
         let coop_bits = a_mfast as u8 | (b_kfast as u8) << 1 | (narrow as u8) << 2;
         let (tm, tn) = if coop_vec {
             (tm0, n.div_ceil(coop_vec_cols(coop_bits)) as u64)
