@@ -254,11 +254,11 @@ impl<D: Driver> Kernels<D> {
         }
         let mut params = geometry_words(p, n, x.offset, channels);
         // Word (vec4) kernels: lanes to a row (a power of two; im2col's lanes copy
-        // several words (vec4s) each, col2im's one each). im2col_vec's lanes take an
+        // several words (vec4s) each, col2im's one each). im2col's lanes take an
         // output position's rows of every tap.
         let cw = channels / if vec4 { 4 * epw } else { epw };
         let mut rows = n / channels;
-        if vec4 && !adjoint {
+        if !adjoint {
             rows /= taps.max(1);
         }
         let lanes = if adjoint {

@@ -949,7 +949,10 @@ pub fn grad_conv(dev: &Device) {
     let mut dwi = Conv::new(&[1, 4, 5, 8], &[8, 2, 3, 1]);
     (dwi.groups, dwi.stride, dwi.lo, dwi.hi, dwi.idil) =
         (8, vec![2, 1], vec![1, 2], vec![0, 1], vec![1, 2]);
-    for case in [&c, &dw, &dw8, &dwi] {
+    // Unit stride and dilation on the last axis (inputs shared by neighbours).
+    let mut dws = Conv::new(&[1, 4, 9, 8], &[8, 3, 3, 1]);
+    (dws.groups, dws.lo, dws.hi) = (8, vec![1, 1], vec![1, 1]);
+    for case in [&c, &dw, &dw8, &dwi, &dws] {
         grads_of_case(dev, &mut rng, case);
     }
     // Per-example weight gradients of the depthwise convolution (vmap of grad over
