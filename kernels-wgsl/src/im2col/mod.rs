@@ -254,11 +254,12 @@ impl<D: Driver> Kernels<D> {
         }
         let mut params = geometry_words(p, n, x.offset, channels);
         // Word (vec4) kernels: lanes to a row (a power of two; im2col's lanes copy
-        // several words (vec4s) each, col2im's one each). im2col's lanes take an
-        // output position's rows of every tap.
+        // several words (vec4s) each, col2im's one each). im2col_vec's lanes take an
+        // output position's rows of every tap (the word kernel's rows stay one per
+        // lane group: its rows of a few words are written contiguously, run 165).
         let cw = channels / if vec4 { 4 * epw } else { epw };
         let mut rows = n / channels;
-        if !adjoint {
+        if vec4 && !adjoint {
             rows /= taps.max(1);
         }
         let lanes = if adjoint {
