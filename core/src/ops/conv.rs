@@ -305,14 +305,22 @@ fn split_k_tn(g: &Array, a: &Array) -> Result<Array> {
     let tiles = n.div_ceil(64) * k.div_ceil(64);
     // At most 264 tiles below one wave of 132 (a few more start a third wave: 288
     // ran slower than 252, bench/NOTES.md run 163), two up to two waves.
-    let chunks = (m / 1024).min(match tiles {
+    let mut chunks = (m / 1024).min(match tiles {
         0..132 => 264 / tiles.max(1),
         132..264 => 2,
         _ => 1,
     });
-    // 16-bit products lose their cooperative-matrix path when batched this way:
-    // worth it only for outputs of a few tiles (bench/NOTES.md, run 55).
-    if chunks < 2 || (a.dtype() != DType::F32 && tiles >= 16) {
+    if a.dtype() != DType::F32 && tiles >= 16 {
+        // Larger 16-bit outputs run on the cooperative kernel's 128 x 128 tiles:
+        // chunks up to 264 of those where they are under one wave.
+        let coop = n.div_ceil(128) * k.div_ceil(128);
+        chunks = if coop < 132 {
+            (m / 1024).min(264 / coop)
+        } else {
+            1
+        };
+    }
+    if chunks < 2 {
         return matmul(&g.t()?, a);
     }
     // Chunks of a multiple of 8 rows (a 16-bit product's cooperative-matrix path
