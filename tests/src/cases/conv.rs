@@ -931,8 +931,52 @@ fn grads_of_case(dev: &Device, rng: &mut Rng, c: &Conv) {
     );
 }
 
+/// A weight gradient long enough (M = 2116 output positions) to be split along its
+/// rows into chunks and a rest, in f32 and 16-bit, against f64 sums.
+fn split_weight_grad(dev: &Device, rng: &mut Rng) {
+    let mut c = Conv::new(&[1, 46, 46, 24], &[256, 3, 3, 24]);
+    (c.lo, c.hi) = (vec![1, 1], vec![1, 1]);
+    let (h, cin, cout) = (46usize, 24usize, 256usize);
+    for dt in [DType::F32, DType::F16]
+        .into_iter()
+        .filter(|&d| super::supported(dev, d))
+    {
+        let x = rand(rng, dt, h * h * cin);
+        let g = rand(rng, dt, h * h * cout);
+        let w = rand(rng, dt, cout * 9 * cin);
+        // Every 97th weight (each sums over every chunk and the rest).
+        let picked: Vec<usize> = (0..w.len()).step_by(97).collect();
+        let (mut want, mut scale) = (vec![0.0; picked.len()], vec![0.0; picked.len()]);
+        for (r, &e) in picked.iter().enumerate() {
+            let (n, kh, kw, ch) = (e / (9 * cin), e / (3 * cin) % 3, e / cin % 3, e % cin);
+            for (i, j) in (0..h * h).map(|p| (p / h, p % h)) {
+                let (si, sj) = ((i + kh) as isize - 1, (j + kw) as isize - 1);
+                if si >= 0 && sj >= 0 && si < h as isize && sj < h as isize {
+                    let v = g[(i * h + j) * cout + n] * x[(si as usize * h + sj as usize) * cin + ch];
+                    want[r] += v;
+                    scale[r] += v.abs();
+                }
+            }
+        }
+        let (xa, ga) = (arr(dev, dt, &x, &c.x), arr(dev, dt, &g, &c.out_shape()));
+        let opts = c.options();
+        let f = |w: &Array| {
+            wmx::sum(
+                &wmx::multiply(&wmx::conv_general(&xa, w, &opts)?, &ga)?,
+                None,
+                false,
+            )
+        };
+        let what = format!("split weight gradient {dt}");
+        let got = f64s(&ok(&what, wmx::grad1(f)(&arr(dev, dt, &w, &c.w))), &what);
+        let got: Vec<f64> = picked.iter().map(|&e| got[e]).collect();
+        close_to(&what, &got, &want, &scale, dt);
+    }
+}
+
 pub fn grad_conv(dev: &Device) {
     let mut rng = Rng::new(0x6c);
+    split_weight_grad(dev, &mut rng);
     let dt = DType::F32;
     let mut c = Conv::new(&[2, 5, 4, 4], &[6, 3, 2, 2]);
     (c.groups, c.stride, c.lo, c.hi, c.kdil) = (2, vec![2, 1], vec![1, 0], vec![1, 1], vec![1, 2]);
