@@ -10,27 +10,21 @@
 // `j` of their rows (`cw` words a row) and element `lane` of the word, or, with
 // cw = C, element j itself (lane 0 of one-element words).
 fn col2im_sum(row: u32, j: u32, cw: u32, lane: u32, elems: bool) -> f32 {
-    var r = row;
-    let s2 = r % ax(2u, 0u);
-    r = r / ax(2u, 0u);
-    let s1 = r % ax(1u, 0u);
-    r = r / ax(1u, 0u);
-    let s0 = r % ax(0u, 0u);
-    let batch = r / ax(0u, 0u);
+    let s = ax_pos(row, 0u);
     var acc = 0.0;
     var t = 0u;
     let k1n = ax(1u, 2u);
     let k2n = ax(2u, 2u);
     for (var k0 = 0u; k0 < ax(0u, 2u); k0++) {
-        let o0 = col2im_pos(0u, s0, k0);
+        let o0 = col2im_pos(0u, s.x, k0);
         if (o0 == NONE) { t += k1n * k2n; continue; }
         for (var k1 = 0u; k1 < k1n; k1++) {
-            let o1 = col2im_pos(1u, s1, k1);
+            let o1 = col2im_pos(1u, s.y, k1);
             if (o1 == NONE) { t += k2n; continue; }
             for (var k2 = 0u; k2 < k2n; k2++) {
-                let o2 = col2im_pos(2u, s2, k2);
+                let o2 = col2im_pos(2u, s.z, k2);
                 if (o2 != NONE) {
-                    let col = ((batch * ax(0u, 1u) + o0) * ax(1u, 1u) + o1) * ax(2u, 1u) + o2;
+                    let col = ((s.w * ax(0u, 1u) + o0) * ax(1u, 1u) + o1) * ax(2u, 1u) + o2;
                     let at = (col * P[3] + t) * cw + j;
                     if (elems) {
                         acc += f32(ld_a(P[1] + at));

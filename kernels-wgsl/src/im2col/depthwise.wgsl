@@ -144,12 +144,11 @@ fn depthwise_wgrad(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgr
         let k0 = t / (ax(2u, 2u) * ax(1u, 2u));
         let start = s * chunk;
         let end = min(start + chunk, positions);
-        var o2 = start % o2n;
-        var r = start / o2n;
-        var o1 = r % o1n;
-        r = r / o1n;
-        var o0 = r % o0n;
-        var batch = r / o0n;
+        let first = ax_pos(start, 1u);
+        var o0 = first.x;
+        var o1 = first.y;
+        var o2 = first.z;
+        var batch = first.w;
         var acc = 0.0;
         for (var p = start; p < end; p++) {
             let q0 = im2col_src(0u, o0, k0);
@@ -178,34 +177,24 @@ fn depthwise_wgrad(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgr
 // input's offset 16-byte aligned, so a thread moves 4 words (4 * EA channels) per load.
 // Element e of word w of a vec4 is channel (4j + w) * EA + e of vec4 j.
 const EA: u32 = 1u << LA;
-struct Dw4 { lo: vec4<f32>, hi: vec4<f32> } // elements 0 and 1 of the four words
 
-fn dw_split(v: vec4<u32>) -> Dw4 {
-    let a = x2a(v.x);
-    let b = x2a(v.y);
-    let c = x2a(v.z);
-    let d = x2a(v.w);
-    return Dw4(vec4<f32>(f32(a.x), f32(b.x), f32(c.x), f32(d.x)),
-               vec4<f32>(f32(a.y), f32(b.y), f32(c.y), f32(d.y)));
-}
-
-fn dw_fma(acc: ptr<function, Dw4>, x: Dw4, y: Dw4) {
+fn dw_fma(acc: ptr<function, Split4>, x: Split4, y: Split4) {
     (*acc).lo = fma(x.lo, y.lo, (*acc).lo);
     if (EA > 1u) { (*acc).hi = fma(x.hi, y.hi, (*acc).hi); }
 }
 
 // Tap k2 of the position `pos` along the last axis into acc, if it reads an input.
-fn dw_vec_tap(acc: ptr<function, Dw4>, pos: u32, len2: u32, k2: u32, base: u32, cv: u32, wt: Dw4) {
+fn dw_vec_tap(acc: ptr<function, Split4>, pos: u32, len2: u32, k2: u32, base: u32, cv: u32, wt: Split4) {
     if (pos < len2) {
         let q = dw_map(2u, pos, k2);
-        if (q != NONE) { dw_fma(acc, dw_split(va(base + q * cv)), wt); }
+        if (q != NONE) { dw_fma(acc, split4(va(base + q * cv)), wt); }
     }
 }
 
 // dw_vec_tap where axis 2's read index is linear (q, NONE when outside 0..qn): the
 // accumulators of positions past the axis are never stored.
-fn dw_vec_lin(acc: ptr<function, Dw4>, q: i32, qn: u32, base: u32, cv: u32, wt: Dw4) {
-    if (u32(q) < qn) { dw_fma(acc, dw_split(va(base + u32(q) * cv)), wt); }
+fn dw_vec_lin(acc: ptr<function, Split4>, q: i32, qn: u32, base: u32, cv: u32, wt: Split4) {
+    if (u32(q) < qn) { dw_fma(acc, split4(va(base + u32(q) * cv)), wt); }
 }
 
 // The weights as [T, C] vec4s of words (element e of word w of vec4 t * CV + j the
@@ -240,7 +229,7 @@ fn dw_stage(lid: u32, cv: u32) -> bool {
 }
 
 // The four words of output position `pos` (word index `at`), if it exists.
-fn dw_vec_store(at: u32, pos: u32, len2: u32, acc: Dw4) {
+fn dw_vec_store(at: u32, pos: u32, len2: u32, acc: Split4) {
     if (pos >= len2) { return; }
     for (var w = 0u; w < 4u; w++) {
         var word = put(0u, 0u, st_o(CO(acc.lo[w])));
@@ -274,7 +263,7 @@ fn depthwise_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgrou
         r = r / ax(1u, own);
         let p0 = r % ax(0u, own);
         let batch = r / ax(0u, own);
-        var a0 = Dw4(vec4<f32>(0.0), vec4<f32>(0.0));
+        var a0 = Split4(vec4<f32>(0.0), vec4<f32>(0.0));
         var a1 = a0;
         var a2 = a0;
         var a3 = a0;
@@ -299,9 +288,9 @@ fn depthwise_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgrou
                 if (q1 == NONE) { t += k2n; continue; }
                 let base = P[1] / (4u * EA) + ((batch * ax(0u, other) + q0) * ax(1u, other) + q1) * ax(2u, other) * cv + j;
                 for (var k2 = 0u; k2 < k2n; k2++) {
-                    var wt: Dw4;
+                    var wt: Split4;
                     if (staged) {
-                        wt = dw_split(dw_wt[t * cv + j]);
+                        wt = split4(dw_wt[t * cv + j]);
                     } else {
                         let w0 = wrow + t;
                         wt.lo = vec4<f32>(f32(ld_b(w0)), f32(ld_b(w0 + wstep)),
@@ -362,13 +351,12 @@ fn depthwise_wgrad_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(wo
         let k0 = t / (ax(2u, 2u) * ax(1u, 2u));
         let start = s * chunk;
         let end = min(start + chunk, positions);
-        var o2 = start % o2n;
-        var r = start / o2n;
-        var o1 = r % o1n;
-        r = r / o1n;
-        var o0 = r % o0n;
-        var batch = r / o0n;
-        var acc = Dw4(vec4<f32>(0.0), vec4<f32>(0.0));
+        let first = ax_pos(start, 1u);
+        var o0 = first.x;
+        var o1 = first.y;
+        var o2 = first.z;
+        var batch = first.w;
+        var acc = Split4(vec4<f32>(0.0), vec4<f32>(0.0));
         // A run of positions along the last axis at a time, where (without input
         // dilation) the read index steps by the stride.
         let in2 = ax(2u, 0u);
@@ -386,7 +374,7 @@ fn depthwise_wgrad_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(wo
                     var q = i32(o2 * s2 + k2 * ax(2u, 4u)) - bitcast<i32>(ax(2u, 6u));
                     for (var e = 0u; e < run; e++) {
                         if (u32(q) < in2) {
-                            dw_fma(&acc, dw_split(va(row + u32(q) * cv)), dw_split(vb(g + e * cv)));
+                            dw_fma(&acc, split4(va(row + u32(q) * cv)), split4(vb(g + e * cv)));
                         }
                         q += i32(s2);
                     }
@@ -394,7 +382,7 @@ fn depthwise_wgrad_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(wo
                     for (var e = 0u; e < run; e++) {
                         let q2 = im2col_src(2u, o2 + e, k2);
                         if (q2 != NONE) {
-                            dw_fma(&acc, dw_split(va(row + q2 * cv)), dw_split(vb(g + e * cv)));
+                            dw_fma(&acc, split4(va(row + q2 * cv)), split4(vb(g + e * cv)));
                         }
                     }
                 }

@@ -18,21 +18,15 @@ fn im2col_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_i
     let k2n = ax(2u, 2u);
     for (var i = thread_index(lid, wid, nwg); i < total; i += thread_count(nwg)) {
         let pos = i >> sh;
-        var r = pos;
-        let o2 = r % ax(2u, 1u);
-        r = r / ax(2u, 1u);
-        let o1 = r % ax(1u, 1u);
-        r = r / ax(1u, 1u);
-        let o0 = r % ax(0u, 1u);
-        let batch = r / ax(0u, 1u);
+        let o = ax_pos(pos, 1u);
         var at = pos * P[3] * cv;
         for (var k0 = 0u; k0 < ax(0u, 2u); k0++) {
-            let q0 = im2col_src(0u, o0, k0);
+            let q0 = im2col_src(0u, o.x, k0);
             for (var k1 = 0u; k1 < k1n; k1++) {
-                let q1 = im2col_src(1u, o1, k1);
-                let line = ((batch * ax(0u, 0u) + q0) * ax(1u, 0u) + q1) * ax(2u, 0u);
+                let q1 = im2col_src(1u, o.y, k1);
+                let line = ((o.w * ax(0u, 0u) + q0) * ax(1u, 0u) + q1) * ax(2u, 0u);
                 for (var k2 = 0u; k2 < k2n; k2++) {
-                    let q2 = im2col_src(2u, o2, k2);
+                    let q2 = im2col_src(2u, o.z, k2);
                     let ok = q0 != NONE && q1 != NONE && q2 != NONE;
                     let src = x0 + (line + q2) * cv;
                     for (var j = i & (lanes - 1u); j < cv; j += lanes) {
@@ -53,12 +47,9 @@ fn im2col_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_i
 const EPW: u32 = 1u << LA;
 
 fn c2_add(acc: ptr<function, array<vec4<f32>, 2>>, v: vec4<u32>) {
-    let a = x2a(v.x);
-    let b = x2a(v.y);
-    let c = x2a(v.z);
-    let d = x2a(v.w);
-    (*acc)[0] += vec4<f32>(f32(a.x), f32(b.x), f32(c.x), f32(d.x));
-    if (EPW > 1u) { (*acc)[1] += vec4<f32>(f32(a.y), f32(b.y), f32(c.y), f32(d.y)); }
+    let e = split4(v);
+    (*acc)[0] += e.lo;
+    if (EPW > 1u) { (*acc)[1] += e.hi; }
 }
 
 fn c2_word(acc: array<vec4<f32>, 2>, w: u32) -> u32 {
@@ -79,24 +70,18 @@ fn col2im_vec(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_i
         let j = i & ((1u << sh) - 1u);
         if (j >= cv) { continue; }
         let row = i >> sh;
-        var r = row;
-        let s2 = r % ax(2u, 0u);
-        r = r / ax(2u, 0u);
-        let s1 = r % ax(1u, 0u);
-        r = r / ax(1u, 0u);
-        let s0 = r % ax(0u, 0u);
-        let batch = r / ax(0u, 0u);
+        let s = ax_pos(row, 0u);
         var acc: array<vec4<f32>, 2>;
         var t = 0u;
         for (var k0 = 0u; k0 < ax(0u, 2u); k0++) {
-            let o0 = col2im_pos(0u, s0, k0);
+            let o0 = col2im_pos(0u, s.x, k0);
             if (o0 == NONE) { t += k1n * k2n; continue; }
             for (var k1 = 0u; k1 < k1n; k1++) {
-                let o1 = col2im_pos(1u, s1, k1);
+                let o1 = col2im_pos(1u, s.y, k1);
                 if (o1 == NONE) { t += k2n; continue; }
-                let line = ((batch * ax(0u, 1u) + o0) * ax(1u, 1u) + o1) * ax(2u, 1u);
+                let line = ((s.w * ax(0u, 1u) + o0) * ax(1u, 1u) + o1) * ax(2u, 1u);
                 for (var k2 = 0u; k2 < k2n; k2++) {
-                    let o2 = col2im_pos(2u, s2, k2);
+                    let o2 = col2im_pos(2u, s.z, k2);
                     if (o2 != NONE) { c2_add(&acc, va(x0 + ((line + o2) * P[3] + t) * cv + j)); }
                     t++;
                 }
