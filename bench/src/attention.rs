@@ -159,11 +159,16 @@ pub(crate) fn bench_attention(dev: &Device, smoke: bool, rows: &mut Vec<Row>) ->
             ka.to_vec_as::<f32>().map_err(err)?,
             va.to_vec_as::<f32>().map_err(err)?,
         );
+        // `WMX_BENCH_NOCHECK=1`: no check, for timing experimental kernels.
+        let checked = std::env::var("WMX_BENCH_NOCHECK").is_err();
         for (b, h, i) in [
             (0, 0, 0),
             (c.b - 1, c.hq - 1, c.lq - 1),
             (0, c.hq / 2, c.lq / 3),
-        ] {
+        ]
+        .into_iter()
+        .filter(|_| checked)
+        {
             let want = reference(&c, &qr, &kr, &vr, b, h, i);
             let got = &ov[((b * c.hq + h) * c.lq + i) * D..][..D];
             for (t, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -210,11 +215,13 @@ pub(crate) fn bench_attention(dev: &Device, smoke: bool, rows: &mut Vec<Row>) ->
             let (_, grads) = wmx::vjp(g, &args, std::slice::from_ref(&ga)).map_err(err)?;
             wmx::eval(&grads).map_err(err)
         };
-        if c.bwd {
+        // `WMX_BENCH_FUSED_ONLY=1`: the fused forward alone.
+        let fused_only = std::env::var_os("WMX_BENCH_FUSED_ONLY").is_some();
+        if c.bwd && !fused_only {
             let t = time(dev, iters, || vjp(&fused))?;
             push("fused_bwd", t, 2.5 * flops);
         }
-        if c.composed {
+        if c.composed && !fused_only {
             match time(dev, iters, || {
                 composed(&qa, &ka, &va)
                     .and_then(|o| wmx::eval(&[o]))

@@ -14,6 +14,7 @@ use crate::{Error, Result};
 const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SHADER_F64)
     .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::SUBGROUP_BARRIER)
     .union(wgpu::Features::SHADER_FLOAT32_ATOMIC)
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
@@ -210,7 +211,9 @@ impl Kernels<Wgpu> {
                 0
             },
         };
-        let coop_sg = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+        let coop_features =
+            wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SUBGROUP_BARRIER;
+        let coop_sg = if features.contains(coop_features) {
             coop_subgroup(adapter, true)
         } else {
             0
@@ -505,13 +508,15 @@ fn next_down(x: f32) -> f32 {
     f32::from_bits(x.to_bits() - 1)
 }
 
-/// The subgroup size the cooperative-matrix matmul would run with on `adapter`, or 0:
-/// it needs `wanted`, the experimental feature, f16 and subgroups, a 16 x 16 x 16
+/// The subgroup size the cooperative-matrix kernels would run with on `adapter`, or 0:
+/// they need `wanted`, the experimental feature, f16, subgroups and their barrier
+/// (the attention kernel's subgroups work alone), a 16 x 16 x 16
 /// configuration with f16 operands and f32 accumulators, and one fixed subgroup size.
 fn coop_subgroup(adapter: &wgpu::Adapter, wanted: bool) -> u32 {
     let need = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
         | wgpu::Features::SHADER_F16
-        | wgpu::Features::SUBGROUP;
+        | wgpu::Features::SUBGROUP
+        | wgpu::Features::SUBGROUP_BARRIER;
     if !wanted || !adapter.features().contains(need) {
         return 0;
     }

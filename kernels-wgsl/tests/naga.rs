@@ -11,7 +11,10 @@ use wmx_reference::reference::{self, Rule};
 
 fn check(spec: &ModuleSpec) -> Result<(), String> {
     let src = compose(spec).map_err(|e| format!("compose: {e}"))?;
-    let coop = matches!(spec.variant, Variant::Coop | Variant::CoopVec(_));
+    let coop = matches!(
+        spec.variant,
+        Variant::Coop | Variant::CoopVec(_) | Variant::AttentionCoop { .. }
+    );
     let constants = spec.constants();
     check_source(&src, spec.entry_point(), spec.target, coop, &constants)
 }
@@ -42,7 +45,8 @@ fn check_source(
         caps |= Capabilities::COOPERATIVE_MATRIX
             | Capabilities::SHADER_FLOAT16
             | Capabilities::SHADER_FLOAT16_IN_FLOAT32
-            | Capabilities::SUBGROUP;
+            | Capabilities::SUBGROUP
+            | Capabilities::SUBGROUP_BARRIER;
     }
     let mut v = Validator::new(ValidationFlags::all(), caps);
     if target.subgroups {
@@ -162,12 +166,17 @@ fn cooperative_matrix_modules_validate_and_translate_to_spirv() {
     };
     let coop: Vec<ModuleSpec> = module_specs(t)
         .into_iter()
-        .filter(|s| matches!(s.variant, Variant::Coop | Variant::CoopVec(_)))
+        .filter(|s| {
+            matches!(
+                s.variant,
+                Variant::Coop | Variant::CoopVec(_) | Variant::AttentionCoop { .. }
+            )
+        })
         .collect();
     assert_eq!(
         coop.len(),
-        36,
-        "the staged kernel and 8 variants of the vec4 one (layouts, widths); f16 in, f16/f32 out, with and without c"
+        40,
+        "the staged kernel and 8 variants of the vec4 one (layouts, widths; f16 in, f16/f32 out, with and without c); attention of head dimensions 16, 64, 80 and 128"
     );
     for spec in &coop {
         check(spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));

@@ -1,6 +1,8 @@
 //! Fused attention: a flash-attention forward kernel (online softmax over key
 //! tiles in workgroup memory), optionally over chunks of the keys whose partial
-//! results the caller combines (split-KV decoding).
+//! results the caller combines (split-KV decoding); and for f16 prefill where the
+//! adapter has cooperative matrices, a kernel on them (`flash_coop.wgsl`: 1.7-2.3x
+//! the f32-FMA kernel on an H200, bench/NOTES.md runs 167-169).
 
 use crate::compose::{Family, Io, ModuleSpec, Target, Variant, WORDS, check_out as check_dtype};
 use crate::driver::{Batch, Driver};
@@ -11,6 +13,7 @@ use crate::{Error, Result};
 use std::fmt::Write;
 
 const FLASH_WGSL: &str = include_str!("flash.wgsl");
+const FLASH_COOP_WGSL: &str = include_str!("flash_coop.wgsl");
 const COMBINE_WGSL: &str = include_str!("combine.wgsl");
 
 /// Flash attention: q, k, v of one dtype (f32, f16 or bf16) to the normalised
@@ -20,21 +23,31 @@ pub static ATTENTION: Family = Family {
     name: "Attention",
     arity: 3,
     takes: |s| s.inputs.len() == if s.op.name() == "flash_combine" { 1 } else { 3 },
-    entry: |s| {
-        if s.op.name() == "flash_combine" {
-            "flash_combine"
-        } else {
-            "flash"
-        }
+    entry: |s| match s.variant {
+        _ if s.op.name() == "flash_combine" => "flash_combine",
+        Variant::AttentionCoop { .. } => "flash_coop",
+        _ => "flash",
     },
     raw: |_| false,
-    io: |spec| Io {
-        enable: if spec.target.subgroups && spec.target.subgroup_directive {
-            "enable subgroups;\n"
-        } else {
-            ""
-        },
-        ..Io::rows(spec)
+    io: |spec| {
+        let subgroups = spec.target.subgroups && spec.target.subgroup_directive;
+        if matches!(spec.variant, Variant::AttentionCoop { .. }) {
+            // Its subgroups branch apart (each has its own keys): naga's uniformity
+            // rule for cooperative operations is the workgroup's.
+            return Io {
+                enable: if subgroups {
+                    "enable f16;\nenable subgroups;\nenable wgpu_cooperative_matrix;\ndiagnostic(off, derivative_uniformity);\n"
+                } else {
+                    "enable f16;\nenable wgpu_cooperative_matrix;\ndiagnostic(off, derivative_uniformity);\n"
+                },
+                typed: true,
+                ..Io::rows(spec)
+            };
+        }
+        Io {
+            enable: if subgroups { "enable subgroups;\n" } else { "" },
+            ..Io::rows(spec)
+        }
     },
     body: |spec, p| {
         let d = spec.inputs[0];
@@ -52,6 +65,23 @@ pub static ATTENTION: Family = Family {
                 )));
             }
             return Ok(vec![WORDS, COMBINE_WGSL]);
+        }
+        if let Variant::AttentionCoop { dim } = spec.variant {
+            let ok = d == DType::F16
+                && spec.inputs[1..] == [d, d]
+                && spec.op.name() == "flash"
+                && spec.output == d
+                && spec.target.coop == 32
+                && dim % 16 == 0
+                && (16..=128).contains(&dim);
+            if !ok {
+                return Err(Error::Shape(format!(
+                    "cooperative attention: f16 q, k, v to f16, head dimension a multiple of 16 up to 128, subgroups of 32; got {:?} -> {} ({:?}, coop {})",
+                    spec.inputs, spec.output, spec.variant, spec.target.coop
+                )));
+            }
+            writeln!(p, "const DH: u32 = {dim}u;").unwrap();
+            return Ok(vec![WORDS, FLASH_COOP_WGSL]);
         }
         let Variant::Attention {
             dim,
@@ -143,6 +173,20 @@ pub static ATTENTION: Family = Family {
                 }
             }
         }
+        if t.coop == 32 {
+            for dim in [16u16, 64, 80, 128] {
+                let f16 = DType::F16;
+                let variant = Variant::AttentionCoop { dim };
+                v.push(ModuleSpec::new(
+                    &ATTENTION,
+                    "flash",
+                    vec![f16; 3],
+                    f16,
+                    variant,
+                    t,
+                ));
+            }
+        }
         for d in [DType::F32, DType::F16, DType::BF16] {
             v.push(ModuleSpec::new(
                 &ATTENTION,
@@ -200,6 +244,16 @@ fn flash_variant(
         rows: bq as u8,
         keys: keys as u8,
     })
+}
+
+/// Fewest rows per key head (query positions times grouped heads) that take the
+/// cooperative-matrix kernel (64 a workgroup); decoding keeps the other.
+const COOP_MIN_ROWS: usize = 64;
+
+/// Workgroup memory of the cooperative kernel (flash_coop.wgsl): per subgroup of
+/// four, 16 query rows (then 16 x 32 weights) in f16 and 16 x 32 scores in f32.
+fn coop_storage(dim: usize) -> usize {
+    4 * 16 * dim.max(32) * 2 + 4 * 16 * 32 * 4
 }
 
 /// How [`Kernels::flash_attention`] attends.
@@ -275,20 +329,42 @@ impl<D: Driver> Kernels<D> {
         let g = hq / hkv;
         let rows = g * lq;
         let caps = &self.inner.caps;
-        let variant = flash_variant(
-            dim,
-            rows,
-            self.subgroup(),
-            caps.max_workgroup_storage,
-            caps.max_invocations,
-        )
-        .ok_or_else(|| {
-            Error::Shape(format!(
-                "flash_attention: no kernel for head dimension {dim}"
-            ))
-        })?;
-        let Variant::Attention { rows: bq, keys, .. } = variant else {
-            unreachable!()
+        // f16 prefill on tensor cores where the adapter has them: key and value rows
+        // start on 16 bytes (the cooperative loads read them in place), at least 16
+        // keys (a block past the end reads the last 16).
+        let rows16 = |x: &Strided<D::Buffer>| {
+            x.offset.is_multiple_of(8) && x.strides[..3].iter().all(|&s| s % 8 == 0)
+        };
+        let coop = !parts
+            && q.dtype == DType::F16
+            && self.inner.target.coop == 32
+            && dim.is_multiple_of(16)
+            && dim <= 128
+            && rows >= COOP_MIN_ROWS
+            && lk >= 16
+            && rows16(k)
+            && rows16(v)
+            && caps.max_workgroup_storage as usize >= coop_storage(dim)
+            && std::env::var("WMX_ATTENTION_COOP").as_deref() != Ok("0");
+        let variant = if coop {
+            Variant::AttentionCoop { dim: dim as u16 }
+        } else {
+            flash_variant(
+                dim,
+                rows,
+                self.subgroup(),
+                caps.max_workgroup_storage,
+                caps.max_invocations,
+            )
+            .ok_or_else(|| {
+                Error::Shape(format!(
+                    "flash_attention: no kernel for head dimension {dim}"
+                ))
+            })?
+        };
+        let (bq, keys) = match variant {
+            Variant::Attention { rows, keys, .. } => (rows, keys),
+            _ => (64, 32),
         };
         let chunk = if parts {
             p.chunk.div_ceil(keys as usize) * keys as usize

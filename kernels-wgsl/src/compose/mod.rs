@@ -103,6 +103,9 @@ pub(crate) struct Io {
     pub(crate) enable: &'static str,
     /// Inputs are bound as `array<u32>` (word loads), else as `array<vec4<u32>>`.
     pub(crate) words: bool,
+    /// Inputs are bound as arrays of their element type (f32 or f16), so that
+    /// cooperative loads read them in place; the word helpers repack elements.
+    pub(crate) typed: bool,
     /// With word loads, also define `v{l}` (a vec4 of four word loads): the
     /// product kernels' vec4 path, compiled out unless used.
     pub(crate) vec_of_words: bool,
@@ -119,6 +122,7 @@ impl Io {
         Io {
             enable: "",
             words,
+            typed: false,
             vec_of_words: false,
             out: if words {
                 "array<u32>"
@@ -144,6 +148,7 @@ impl Io {
         Io {
             enable: "",
             words,
+            typed: false,
             vec_of_words: false,
             out: "array<u32>",
             store: true,
@@ -220,6 +225,12 @@ pub enum Variant {
         /// Keys per tile in workgroup memory.
         keys: u8,
     },
+    /// Flash attention on cooperative matrices (f16; needs [`Target::coop`] of 32):
+    /// head dimension `dim` (a multiple of 16 up to 128), 64 rows a workgroup.
+    AttentionCoop {
+        /// Head dimension.
+        dim: u16,
+    },
     /// Affine quantization: `bits` per value, `group` values per scale and bias,
     /// and (matrix-vector products) at most `rows` rows of x (0 elsewhere).
     Quant {
@@ -266,6 +277,7 @@ impl Variant {
                 keys,
             } => format!("d{dim}_s{split}_r{rows}_k{keys}"),
             Variant::Quant { bits, group, rows } => format!("b{bits}_g{group}_m{rows}"),
+            Variant::AttentionCoop { dim } => format!("coop_d{dim}"),
         }
     }
 }
@@ -523,18 +535,41 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
         } else {
             format!("I{up}")
         };
+        let ct = if raw { Ct::U32 } else { d.ct() };
+        if io.typed && !matches!(d, DType::F32 | DType::F16) {
+            return Err(Error::Shape(format!(
+                "{:?} binds its inputs as f32 or f16 arrays, got {d}",
+                spec.family
+            )));
+        }
         if !aliased {
+            let ty = if io.typed {
+                format!("array<{}>", if *d == DType::F16 { "f16" } else { "f32" })
+            } else {
+                arr.to_string()
+            };
             writeln!(
                 p,
-                "@group(0) @binding({}) var<storage, read> {src}: {arr};",
+                "@group(0) @binding({}) var<storage, read> {src}: {ty};",
                 k + 2
             )
             .unwrap();
         }
-        let ct = if raw { Ct::U32 } else { d.ct() };
         writeln!(p, "alias C{up} = {};", ct.wgsl()).unwrap();
         writeln!(p, "const L{up}: u32 = {}u;", d.log_epw()).unwrap();
-        if io.words {
+        if io.typed && *d == DType::F16 {
+            writeln!(
+                p,
+                "fn w{l}(w: u32) -> u32 {{ return pack2x16float(vec2<f32>(f32({src}[2u * w]), f32({src}[2u * w + 1u]))); }}"
+            )
+            .unwrap();
+        } else if io.typed {
+            writeln!(
+                p,
+                "fn w{l}(w: u32) -> u32 {{ return bitcast<u32>({src}[w]); }}"
+            )
+            .unwrap();
+        } else if io.words {
             writeln!(p, "fn w{l}(w: u32) -> u32 {{ return {src}[w]; }}").unwrap();
             if io.vec_of_words {
                 writeln!(

@@ -266,18 +266,30 @@ pub fn attention_values(dev: &Device) {
             check_call(dev, &mut rng, c, dt, 1.0, c.lk < 100, tol(dt));
         }
     }
-    // f16 prefills of at least 64 rows per key head (several workgroups, a partial
-    // last one, every mask, grouped heads, Lq > Lk, head dimensions 16 to 128).
+    // f16 prefills of at least 64 rows per key head (the cooperative kernel where
+    // the adapter has one: several workgroups, a partial last one, every mask,
+    // grouped heads, Lq > Lk, head dimensions 16 to 128, key counts off the 16-key
+    // blocks, exactly 16 and fewer than 16 keys).
     for c in [
         Call::new(1, 4, 1, 40, 75, 64, 1),
         Call::new(2, 2, 2, 100, 100, 128, 0),
         Call::new(1, 8, 2, 33, 50, 16, 2),
         Call::new(1, 1, 1, 80, 40, 32, 1),
         Call::new(1, 2, 1, 300, 300, 64, 1),
+        Call::new(1, 2, 1, 70, 70, 80, 2),
+        Call::new(1, 1, 1, 65, 33, 96, 0),
+        Call::new(1, 4, 4, 20, 16, 48, 1),
+        Call::new(1, 4, 2, 40, 10, 64, 0),
     ] {
         if super::supported(dev, DType::F16) {
             check_call(dev, &mut rng, c, DType::F16, 1.0, c.lk < 100, tol(DType::F16));
         }
+    }
+    // Scores spread over tens of log2 units: the row maxima grow along the keys, so
+    // the cooperative kernel rescales its accumulators many times.
+    if super::supported(dev, DType::F16) {
+        let c = Call::new(1, 2, 1, 200, 200, 64, 1);
+        check_call(dev, &mut rng, c, DType::F16, 4.0, false, tol(DType::F16));
     }
     // A long causal prefill (keys past many tiles, rows past one workgroup).
     check_call(
