@@ -246,6 +246,13 @@ pub fn attention_values(dev: &Device) {
         Call::new(1, 8, 2, 1, 1000, 64, 0),
         Call::new(2, 4, 4, 1, 600, 16, 1),
         Call::new(1, 4, 1, 3, 700, 32, 2),
+        // Few rows per key head: head dimension 128 with grouped heads, two query
+        // positions of four heads (rows with different causal ends), a window,
+        // three rows with head dimension 96.
+        Call::new(1, 32, 8, 1, 1000, 128, 1),
+        Call::new(2, 4, 1, 2, 300, 64, 1),
+        Call::new(1, 4, 2, 1, 500, 32, 2),
+        Call::new(1, 3, 3, 3, 50, 96, 0),
         // One key, head dimensions 4, 80, 96, 128 and 256.
         Call::new(1, 1, 1, 4, 1, 4, 0),
         Call::new(1, 2, 1, 5, 7, 80, 1),
