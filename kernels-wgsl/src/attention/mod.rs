@@ -468,10 +468,8 @@ impl<D: Driver> Kernels<D> {
             u32::try_from(x).map_err(|_| Error::Shape(format!("flash_combine: {x} exceeds u32")))
         };
         let params = vec![u(n)?, u(ps[0])?, u(rows)?, u(dim)?];
-        let words = n.div_ceil(out.dtype.epw()) as u64;
-        let groups = words
-            .div_ceil(self.wg() as u64)
-            .min(crate::kernels::MAX_GROUPS);
+        // A workgroup per row.
+        let groups = (rows as u64).min(crate::kernels::MAX_GROUPS);
         self.record(b, &spec, [out.binding(), parts.binding()], params, groups)
     }
 
