@@ -46,8 +46,8 @@ pub enum AttentionMask<'a> {
 /// cores), f16 calls of at least 64 rows per key head (query positions times
 /// grouped heads), 16 keys or more, head dimensions that are multiples of 16 up to
 /// 128 and key/value rows on 16 bytes take a kernel on them; its weights are
-/// rounded to f16 before they multiply v, as FlashAttention's are. Its derivatives (vjp, jvp) recompute the composed
-/// form, which holds the `Lq x Lk` scores; inside a reverse-mode transform (`grad`,
+/// rounded to f16 before they multiply v, as FlashAttention's are. Its derivatives
+/// (vjp, jvp) recompute the composed form, which holds the `Lq x Lk` scores; inside a reverse-mode transform (`grad`,
 /// `vjp`, a training step) a call whose f32 scores take at most 256 MiB runs the
 /// composed form in the forward instead, and its backward reuses the scores and
 /// weights rather than recomputing them ([`with_attention_recompute`] keeps the

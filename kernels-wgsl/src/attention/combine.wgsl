@@ -9,7 +9,7 @@
 // maximum twice in a dependent chain, took ~25 us for 4096 elements of 64 chunks
 // on an H200; one invocation per word over all chunks ~18 us: runs 173-176.)
 //
-// Parameters: [n (output elements), S, rows, D].
+// Parameters: [S, rows, D].
 
 const CNEG: f32 = -3.0e38;
 
@@ -36,9 +36,9 @@ fn combine_reduce(lid: u32, x: f32, max_: bool) -> f32 {
 fn flash_combine(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                  @builtin(num_workgroups) nwg: vec3<u32>) {
     let lid = lid3.x;
-    let splits = P[1];
-    let rows = P[2];
-    let d = P[3];
+    let splits = P[0];
+    let rows = P[1];
+    let d = P[2];
     let w = d + 2u;
     let words = d / EPO;
     for (var row = wid.x + wid.y * nwg.x; row < rows; row += nwg.x * nwg.y) {

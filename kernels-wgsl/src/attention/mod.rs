@@ -2,7 +2,7 @@
 //! tiles in workgroup memory), optionally over chunks of the keys whose partial
 //! results the caller combines (split-KV decoding); and for f16 prefill where the
 //! adapter has cooperative matrices, a kernel on them (`flash_coop.wgsl`: 1.7-2.3x
-//! the f32-FMA kernel on an H200, bench/NOTES.md runs 167-169).
+//! the f32-FMA kernel on an H200, bench/NOTES.md runs 167-171).
 
 use crate::compose::{Family, Io, ModuleSpec, Target, Variant, WORDS, check_out as check_dtype};
 use crate::driver::{Batch, Driver};
@@ -246,9 +246,12 @@ fn flash_variant(
     })
 }
 
+/// Rows a workgroup of the cooperative-matrix kernel takes (flash_coop.wgsl's CR).
+const COOP_ROWS: u8 = 64;
+
 /// Fewest rows per key head (query positions times grouped heads) that take the
-/// cooperative-matrix kernel (64 a workgroup); decoding keeps the other.
-const COOP_MIN_ROWS: usize = 64;
+/// cooperative-matrix kernel: one workgroup's; decoding keeps the other.
+const COOP_MIN_ROWS: usize = COOP_ROWS as usize;
 
 /// Workgroup memory of the cooperative kernel (flash_coop.wgsl): per subgroup of
 /// four, 16 query rows (then 16 x 32 weights) in f16 and 16 x 32 scores in f32.
@@ -362,9 +365,11 @@ impl<D: Driver> Kernels<D> {
                 ))
             })?
         };
+        // Rows a workgroup, and keys a tile (the chunks' unit; the cooperative kernel
+        // takes no chunks).
         let (bq, keys) = match variant {
             Variant::Attention { rows, keys, .. } => (rows, keys),
-            _ => (64, 32),
+            _ => (COOP_ROWS, 1),
         };
         let chunk = if parts {
             p.chunk.div_ceil(keys as usize) * keys as usize
@@ -467,7 +472,7 @@ impl<D: Driver> Kernels<D> {
         let u = |x: usize| -> Result<u32> {
             u32::try_from(x).map_err(|_| Error::Shape(format!("flash_combine: {x} exceeds u32")))
         };
-        let params = vec![u(n)?, u(ps[0])?, u(rows)?, u(dim)?];
+        let params = vec![u(ps[0])?, u(rows)?, u(dim)?];
         // A workgroup per row.
         let groups = (rows as u64).min(crate::kernels::MAX_GROUPS);
         self.record(b, &spec, [out.binding(), parts.binding()], params, groups)
