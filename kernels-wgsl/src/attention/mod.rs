@@ -14,6 +14,7 @@ use std::fmt::Write;
 
 const FLASH_WGSL: &str = include_str!("flash.wgsl");
 const FLASH_COOP_WGSL: &str = include_str!("flash_coop.wgsl");
+const DECODE_WGSL: &str = include_str!("decode.wgsl");
 const COMBINE_WGSL: &str = include_str!("combine.wgsl");
 
 /// Flash attention: q, k, v of one dtype (f32, f16 or bf16) to the normalised
@@ -26,6 +27,7 @@ pub static ATTENTION: Family = Family {
     entry: |s| match s.variant {
         _ if s.op.name() == "flash_combine" => "flash_combine",
         Variant::AttentionCoop { .. } => "flash_coop",
+        Variant::AttentionDecode { .. } => "flash_decode",
         _ => "flash",
     },
     raw: |_| false,
@@ -46,6 +48,8 @@ pub static ATTENTION: Family = Family {
         }
         Io {
             enable: if subgroups { "enable subgroups;\n" } else { "" },
+            // The decode kernel reads k and v in 16-byte loads.
+            words: !matches!(spec.variant, Variant::AttentionDecode { .. }),
             ..Io::rows(spec)
         }
     },
@@ -82,6 +86,28 @@ pub static ATTENTION: Family = Family {
             }
             writeln!(p, "const DH: u32 = {dim}u;").unwrap();
             return Ok(vec![WORDS, FLASH_COOP_WGSL]);
+        }
+        if let Variant::AttentionDecode { dim } = spec.variant {
+            let parts = spec.op.name() == "flash_parts";
+            let ok = matches!(d, DType::F16 | DType::BF16)
+                && spec.inputs[1..] == [d, d]
+                && (parts || spec.op.name() == "flash")
+                && spec.output == if parts { DType::F32 } else { d }
+                && spec.target.subgroups
+                && matches!(dim, 32 | 64 | 128);
+            if !ok {
+                return Err(Error::Shape(format!(
+                    "decode attention: f16 or bf16 q, k, v, head dimension 32, 64 or 128, subgroups; got {:?} -> {} ({:?}, subgroups {})",
+                    spec.inputs, spec.output, spec.variant, spec.target.subgroups
+                )));
+            }
+            writeln!(
+                p,
+                "const DH: u32 = {dim}u;\nconst LANES: u32 = {}u;\nconst PARTS: bool = {parts};",
+                dim / 8
+            )
+            .unwrap();
+            return Ok(vec![WORDS, DECODE_WGSL]);
         }
         let Variant::Attention {
             dim,
@@ -173,6 +199,16 @@ pub static ATTENTION: Family = Family {
                 }
             }
         }
+        if t.subgroups {
+            for dim in DECODE_DIMS {
+                for d in [DType::F16, DType::BF16] {
+                    let variant = Variant::AttentionDecode { dim: dim as u16 };
+                    for (op, out) in [("flash", d), ("flash_parts", DType::F32)] {
+                        v.push(ModuleSpec::new(&ATTENTION, op, vec![d; 3], out, variant, t));
+                    }
+                }
+            }
+        }
         if t.coop == 32 {
             for dim in [16u16, 64, 80, 128] {
                 let f16 = DType::F16;
@@ -245,6 +281,13 @@ fn flash_variant(
         keys: keys as u8,
     })
 }
+
+/// Head dimensions of the decode kernel (decode.wgsl: 8 dims an invocation, at most
+/// 16 invocations a key row).
+const DECODE_DIMS: [usize; 3] = [32, 64, 128];
+
+/// Most rows per key head the decode kernel takes (decode.wgsl's four).
+const DECODE_ROWS: usize = 4;
 
 /// Rows a workgroup of the cooperative-matrix kernel takes (flash_coop.wgsl's CR).
 const COOP_ROWS: u8 = 64;
@@ -349,8 +392,22 @@ impl<D: Driver> Kernels<D> {
             && rows16(v)
             && caps.max_workgroup_storage as usize >= coop_storage(dim)
             && std::env::var("WMX_ATTENTION_COOP").as_deref() != Ok("0");
+        // Decoding (at most four rows per key head) over 16-bit k and v whose rows
+        // start on 16 bytes: the streaming kernel, where subgroups hold a key row's
+        // dim / 8 invocations.
+        let decode = !coop
+            && matches!(q.dtype, DType::F16 | DType::BF16)
+            && rows <= DECODE_ROWS
+            && DECODE_DIMS.contains(&dim)
+            && self.subgroup().is_some_and(|s| s as usize >= dim / 8)
+            && caps.max_invocations >= 256
+            && rows16(k)
+            && rows16(v)
+            && std::env::var("WMX_ATTENTION_DECODE").as_deref() != Ok("0");
         let variant = if coop {
             Variant::AttentionCoop { dim: dim as u16 }
+        } else if decode {
+            Variant::AttentionDecode { dim: dim as u16 }
         } else {
             flash_variant(
                 dim,
@@ -369,6 +426,7 @@ impl<D: Driver> Kernels<D> {
         // takes no chunks).
         let (bq, keys) = match variant {
             Variant::Attention { rows, keys, .. } => (rows, keys),
+            Variant::AttentionDecode { .. } => (DECODE_ROWS as u8, 1),
             _ => (COOP_ROWS, 1),
         };
         let chunk = if parts {

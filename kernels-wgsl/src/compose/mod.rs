@@ -231,6 +231,13 @@ pub enum Variant {
         /// Head dimension.
         dim: u16,
     },
+    /// Attention for at most four rows per key head (decoding) over 16-bit k and v
+    /// read in 16-byte loads: head dimension `dim` (32, 64 or 128; needs subgroups
+    /// of at least `dim / 8`).
+    AttentionDecode {
+        /// Head dimension.
+        dim: u16,
+    },
     /// Affine quantization: `bits` per value, `group` values per scale and bias,
     /// and (matrix-vector products) at most `rows` rows of x (0 elsewhere).
     Quant {
@@ -278,6 +285,7 @@ impl Variant {
             } => format!("d{dim}_s{split}_r{rows}_k{keys}"),
             Variant::Quant { bits, group, rows } => format!("b{bits}_g{group}_m{rows}"),
             Variant::AttentionCoop { dim } => format!("coop_d{dim}"),
+            Variant::AttentionDecode { dim } => format!("decode_d{dim}"),
         }
     }
 }

@@ -292,6 +292,34 @@ pub fn attention_values(dev: &Device) {
             check_call(dev, &mut rng, c, DType::F16, 1.0, c.lk < 100, tol(DType::F16));
         }
     }
+    // 16-bit decoding, at most four rows per key head (the decode kernel at head
+    // dimensions 32, 64 and 128 where subgroups hold dim / 8 invocations): one
+    // chunk (normalised output) and views, rows at two causal positions, one and
+    // three rows (padded), a window that leaves most chunks without a key, chunks
+    // off the kernel's blocks, a batch.
+    for c in [
+        Call::new(1, 4, 1, 1, 50, 32, 0),
+        Call::new(2, 2, 1, 2, 77, 64, 1),
+        Call::new(1, 8, 8, 1, 300, 64, 2),
+        Call::new(1, 6, 2, 1, 1000, 32, 1),
+        Call::new(3, 4, 2, 1, 129, 32, 0),
+        Call::new(1, 8, 2, 1, 90, 128, 2),
+        Call::new(1, 4, 4, 1, 700, 128, 0),
+    ] {
+        for dt in [DType::F16, DType::BF16] {
+            if super::supported(dev, dt) {
+                check_call(dev, &mut rng, c, dt, 1.0, c.lk < 100, tol(dt));
+            }
+        }
+    }
+    // Many key heads (no split: each workgroup walks all keys, block after block)
+    // with scores spread over tens of log2 units (rescales between blocks).
+    for d in [32, 64, 128] {
+        let c = Call::new(1, 256, 128, 1, 600, d, 1);
+        if super::supported(dev, DType::F16) {
+            check_call(dev, &mut rng, c, DType::F16, 4.0, false, tol(DType::F16));
+        }
+    }
     // Scores spread over tens of log2 units: the row maxima grow along the keys, so
     // the cooperative kernel rescales its accumulators many times.
     if super::supported(dev, DType::F16) {
