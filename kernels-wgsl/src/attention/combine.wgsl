@@ -5,7 +5,7 @@
 // A workgroup per row (rows past the grid taken in turn): the chunks' maxima and
 // weights are reduced by the whole workgroup, each chunk's factor exp(m - top) is
 // kept in workgroup memory, and groups of invocations sum every output word over
-// their share of the chunks. (One invocation per element, reading every chunk's
+// their share of the chunks, four loads in flight at a time. (One invocation per element, reading every chunk's
 // maximum twice in a dependent chain, took ~25 us for 4096 elements of 64 chunks
 // on an H200; one invocation per word over all chunks ~18 us: runs 173-176.)
 //
@@ -17,19 +17,29 @@ var<workgroup> cred: array<f32, WG>;
 var<workgroup> cf: array<f32, WG>;
 var<workgroup> cacc: array<f32, 2 * WG>;
 
-// The workgroup's maximum (max) or sum of x; every invocation gets it.
+// The workgroup's maximum (max) or sum of x; every invocation gets it. Where the
+// prelude's comb_group reduces over subgroups (comb_group_size of them), the tree
+// starts at that stride.
 fn combine_reduce(lid: u32, x: f32, max_: bool) -> f32 {
+    let y = comb_group(x, max_);
+    let stride = comb_group_size();
     workgroupBarrier();
-    cred[lid] = x;
-    for (var h = WG / 2u; h > 0u; h >>= 1u) {
+    cred[lid] = y;
+    for (var h = WG / 2u; h >= stride; h >>= 1u) {
         workgroupBarrier();
         if (lid < h) {
-            let y = cred[lid + h];
-            cred[lid] = select(cred[lid] + y, max(cred[lid], y), max_);
+            let z = cred[lid + h];
+            cred[lid] = select(cred[lid] + z, max(cred[lid], z), max_);
         }
     }
     workgroupBarrier();
     return cred[0];
+}
+
+// One split's share (factor f) of output word o's elements at `base`.
+fn comb_load(base: u32) -> vec2<f32> {
+    if (EPO == 2u) { return vec2<f32>(ld_a(base), ld_a(base + 1u)); }
+    return vec2<f32>(ld_a(base), 0.0);
 }
 
 @compute @workgroup_size(WG)
@@ -55,8 +65,7 @@ fn flash_combine(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
             let parts = WG / nw;
             let part = lid / nw;
             let o = o0 + lid % nw;
-            var acc: array<f32, EPO>;
-            for (var e = 0u; e < EPO; e++) { acc[e] = 0.0; }
+            var acc = vec2<f32>(0.0);
             for (var s0 = 0u; s0 < splits; s0 += WG) {
                 workgroupBarrier();
                 let s = s0 + lid;
@@ -70,11 +79,20 @@ fn flash_combine(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgro
                 cf[lid] = f;
                 workgroupBarrier();
                 if (part < parts) {
-                    for (var j = part; j < min(WG, splits - s0); j += parts) {
-                        let base = ((s0 + j) * rows + row) * w + o * EPO;
-                        let fj = cf[j];
-                        for (var e = 0u; e < EPO; e++) { acc[e] += fj * ld_a(base + e); }
+                    // Four splits' loads in flight at a time (the driver keeps the
+                    // loop: a load a step waited on each one).
+                    let lim = min(WG, splits - s0);
+                    let step = (s0 * rows + row) * w + o * EPO;
+                    var j = part;
+                    for (; j + 3u * parts < lim; j += 4u * parts) {
+                        let x0 = comb_load(step + j * rows * w);
+                        let x1 = comb_load(step + (j + parts) * rows * w);
+                        let x2 = comb_load(step + (j + 2u * parts) * rows * w);
+                        let x3 = comb_load(step + (j + 3u * parts) * rows * w);
+                        acc += cf[j] * x0 + cf[j + parts] * x1 + cf[j + 2u * parts] * x2
+                            + cf[j + 3u * parts] * x3;
                     }
+                    for (; j < lim; j += parts) { acc += cf[j] * comb_load(step + j * rows * w); }
                 }
             }
             if (o0 == 0u) { total = combine_reduce(lid, total, false); }

@@ -10,8 +10,8 @@
 // with one row's score: 2 + log2(LANES) - 2 shuffles a key, not 4 log2(LANES));
 // the scores go to workgroup memory, where 64 invocations a row take the block's
 // maximum, rescale, and write the weights back; then every invocation adds its
-// keys' weighted values to its four rows' 8 output dims. The next block's keys
-// are loaded while the softmax runs, its values while the scores are reduced.
+// keys' weighted values to its four rows' 8 output dims. The block's values and
+// the next block's keys are loaded while the softmax runs.
 // At the end the slots' outputs are summed through workgroup memory, row by row.
 // Scores are in log2 units (exp2).
 //
@@ -33,6 +33,9 @@ const NEG: f32 = -3.0e38;
 var<workgroup> sp: array<vec4<f32>, 512>;
 // Per row: partial maxima or sums of groups of invocations.
 var<workgroup> part: array<f32, 256>;
+// The four rows' queries (pre-scaled): registers would cost a second workgroup per
+// compute unit.
+var<workgroup> qsh: array<vec4<f32>, 128>;
 var<workgroup> cf: vec4<f32>;
 var<workgroup> rowm: vec4<f32>;
 var<workgroup> rowl: vec4<f32>;
@@ -43,9 +46,17 @@ fn dec_hi(w: vec4<u32>) -> vec4<f32> { return vec4<f32>(vec2<f32>(x2b(w.z)), vec
 fn dev_lo(w: vec4<u32>) -> vec4<f32> { return vec4<f32>(vec2<f32>(x2c(w.x)), vec2<f32>(x2c(w.y))); }
 fn dev_hi(w: vec4<u32>) -> vec4<f32> { return vec4<f32>(vec2<f32>(x2c(w.z)), vec2<f32>(x2c(w.w))); }
 
-fn dot8(qa: vec4<f32>, qb: vec4<f32>, ka: vec4<f32>, kb: vec4<f32>) -> f32 {
-    let a = fma(qa, ka, qb * kb);
+fn dot8(q: u32, ka: vec4<f32>, kb: vec4<f32>) -> f32 {
+    let a = fma(qsh[q], ka, qsh[q + 1u] * kb);
     return (a.x + a.y) + (a.z + a.w);
+}
+
+// The four rows' partial scores of one key (this invocation's 8 dims; qr: row r's
+// first query vec4 of them in qsh).
+fn dec_scores(k: vec4<u32>, q0: u32, q1: u32, q2: u32, q3: u32) -> vec4<f32> {
+    let ka = dec_lo(k);
+    let kb = dec_hi(k);
+    return vec4<f32>(dot8(q0, ka, kb), dot8(q1, ka, kb), dot8(q2, ka, kb), dot8(q3, ka, kb));
 }
 
 // The four rows' partial scores of one key, reduced over the LANES invocations of
@@ -162,18 +173,18 @@ fn flash_decode(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
     if (mode >= 1u) { hi = i32(spos) + shift; }
     if (mode == 2u) { lo = hi - i32(P[9]) + 1; }
 
-    // The four rows' queries (pre-scaled), this invocation's 8 dims.
+    // The four rows' queries (pre-scaled), a vec4 an invocation.
     let scale = bitcast<f32>(P[7]);
-    var qa: array<vec4<f32>, 4>;
-    var qb: array<vec4<f32>, 4>;
-    for (var r = 0u; r < 4u; r++) {
-        let rr = min(r, rows - 1u);
-        let e = P[10] + b * P[11] + (hk * g + rr % g) * P[12] + (rr / g) * P[13] + 8u * dl;
-        qa[r] = vec4<f32>(f32(ld_a(e)), f32(ld_a(e + 1u)), f32(ld_a(e + 2u)), f32(ld_a(e + 3u))) * scale;
-        qb[r] = vec4<f32>(f32(ld_a(e + 4u)), f32(ld_a(e + 5u)), f32(ld_a(e + 6u)), f32(ld_a(e + 7u))) * scale;
+    if (lid < DH) {
+        let rr = min(lid / (DH / 4u), rows - 1u);
+        let e = P[10] + b * P[11] + (hk * g + rr % g) * P[12] + (rr / g) * P[13] + 4u * (lid % (DH / 4u));
+        qsh[lid] = vec4<f32>(f32(ld_a(e)), f32(ld_a(e + 1u)), f32(ld_a(e + 2u)), f32(ld_a(e + 3u))) * scale;
     }
-    let q0a = qa[0]; let q0b = qb[0]; let q1a = qa[1]; let q1b = qb[1];
-    let q2a = qa[2]; let q2b = qb[2]; let q3a = qa[3]; let q3b = qb[3];
+    workgroupBarrier();
+    let q0 = 2u * dl;
+    let q1 = DH / 4u + 2u * dl;
+    let q2 = DH / 2u + 2u * dl;
+    let q3 = 3u * DH / 4u + 2u * dl;
 
     let kb = P[14] + b * P[15] + hk * P[16];
     let vbase = P[18] + b * P[19] + hk * P[20];
@@ -198,21 +209,13 @@ fn flash_decode(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
     var k1 = dec_k(kb, ks, k_lo + j1, k_end, dl);
     var k2 = dec_k(kb, ks, k_lo + j2, k_end, dl);
     var k3 = dec_k(kb, ks, k_lo + j3, k_end, dl);
-    var v0 = dec_v(vbase, vs, k_lo + j0, k_end, dl);
-    var v1 = dec_v(vbase, vs, k_lo + j1, k_end, dl);
-    var v2 = dec_v(vbase, vs, k_lo + j2, k_end, dl);
-    var v3 = dec_v(vbase, vs, k_lo + j3, k_end, dl);
     var buf = 0u;
     for (var base = k_lo; base < k_end; base += i32(KB)) {
         // Scores of the block's keys, one row's each after the reduction.
-        let s0 = dec_reduce(vec4<f32>(dot8(q0a, q0b, dec_lo(k0), dec_hi(k0)), dot8(q1a, q1b, dec_lo(k0), dec_hi(k0)),
-                                      dot8(q2a, q2b, dec_lo(k0), dec_hi(k0)), dot8(q3a, q3b, dec_lo(k0), dec_hi(k0))), dl);
-        let s1 = dec_reduce(vec4<f32>(dot8(q0a, q0b, dec_lo(k1), dec_hi(k1)), dot8(q1a, q1b, dec_lo(k1), dec_hi(k1)),
-                                      dot8(q2a, q2b, dec_lo(k1), dec_hi(k1)), dot8(q3a, q3b, dec_lo(k1), dec_hi(k1))), dl);
-        let s2 = dec_reduce(vec4<f32>(dot8(q0a, q0b, dec_lo(k2), dec_hi(k2)), dot8(q1a, q1b, dec_lo(k2), dec_hi(k2)),
-                                      dot8(q2a, q2b, dec_lo(k2), dec_hi(k2)), dot8(q3a, q3b, dec_lo(k2), dec_hi(k2))), dl);
-        let s3 = dec_reduce(vec4<f32>(dot8(q0a, q0b, dec_lo(k3), dec_hi(k3)), dot8(q1a, q1b, dec_lo(k3), dec_hi(k3)),
-                                      dot8(q2a, q2b, dec_lo(k3), dec_hi(k3)), dot8(q3a, q3b, dec_lo(k3), dec_hi(k3))), dl);
+        let s0 = dec_reduce(dec_scores(k0, q0, q1, q2, q3), dl);
+        let s1 = dec_reduce(dec_scores(k1, q0, q1, q2, q3), dl);
+        let s2 = dec_reduce(dec_scores(k2, q0, q1, q2, q3), dl);
+        let s3 = dec_reduce(dec_scores(k3, q0, q1, q2, q3), dl);
         let at = buf * KB;
         if (writer) {
             sp[at + u32(j0)][my_row] = s0;
@@ -220,7 +223,12 @@ fn flash_decode(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
             sp[at + u32(j2)][my_row] = s2;
             sp[at + u32(j3)][my_row] = s3;
         }
-        // The next block's keys, in flight through the softmax.
+        // The block's values and the next block's keys, in flight through the
+        // softmax.
+        let v0 = dec_v(vbase, vs, base + j0, k_end, dl);
+        let v1 = dec_v(vbase, vs, base + j1, k_end, dl);
+        let v2 = dec_v(vbase, vs, base + j2, k_end, dl);
+        let v3 = dec_v(vbase, vs, base + j3, k_end, dl);
         let nb = base + i32(KB);
         k0 = dec_k(kb, ks, nb + j0, k_end, dl);
         k1 = dec_k(kb, ks, nb + j1, k_end, dl);
@@ -278,11 +286,6 @@ fn flash_decode(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
         o2b = fma(vec4(p0.z), v0b, fma(vec4(p1.z), v1b, fma(vec4(p2.z), v2b, fma(vec4(p3.z), v3b, o2b))));
         o3a = fma(vec4(p0.w), v0a, fma(vec4(p1.w), v1a, fma(vec4(p2.w), v2a, fma(vec4(p3.w), v3a, o3a))));
         o3b = fma(vec4(p0.w), v0b, fma(vec4(p1.w), v1b, fma(vec4(p2.w), v2b, fma(vec4(p3.w), v3b, o3b))));
-        // The next block's values, in flight through its scores.
-        v0 = dec_v(vbase, vs, nb + j0, k_end, dl);
-        v1 = dec_v(vbase, vs, nb + j1, k_end, dl);
-        v2 = dec_v(vbase, vs, nb + j2, k_end, dl);
-        v3 = dec_v(vbase, vs, nb + j3, k_end, dl);
         buf ^= 1u;
     }
 

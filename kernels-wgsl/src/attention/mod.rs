@@ -68,6 +68,12 @@ pub static ATTENTION: Family = Family {
                     spec.output
                 )));
             }
+            // The reductions start from subgroups' where the module has them.
+            p.push_str(if spec.target.subgroups {
+                "fn comb_group(x: f32, max_: bool) -> f32 { if (max_) { return subgroupMax(x); } return subgroupAdd(x); }\nfn comb_group_size() -> u32 { return subgroupAdd(1u); }\n"
+            } else {
+                "fn comb_group(x: f32, max_: bool) -> f32 { return x; }\nfn comb_group_size() -> u32 { return 1u; }\n"
+            });
             return Ok(vec![WORDS, COMBINE_WGSL]);
         }
         if let Variant::AttentionCoop { dim } = spec.variant {
