@@ -197,7 +197,11 @@ impl Flash {
         // at least SPLIT_MIN keys until about SPLIT_TARGET workgroups run.
         let blocks = b * hkv * (hq / hkv * lq).div_ceil(64);
         let splits = if blocks < SPLIT_BELOW {
-            (SPLIT_TARGET / blocks.max(1)).min(lk / SPLIT_MIN).max(1)
+            let target: usize = std::env::var("WMX_SPLIT_TARGET")
+                .ok()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(SPLIT_TARGET);
+            (target / blocks.max(1)).min(lk / SPLIT_MIN).max(1)
         } else {
             1
         };

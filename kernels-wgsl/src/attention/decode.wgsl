@@ -10,8 +10,8 @@
 // with one row's score: 2 + log2(LANES) - 2 shuffles a key, not 4 log2(LANES));
 // the scores go to workgroup memory, where 64 invocations a row take the block's
 // maximum, rescale, and write the weights back; then every invocation adds its
-// keys' weighted values to its four rows' 8 output dims. The block's values and
-// the next block's keys are loaded while the softmax runs.
+// keys' weighted values to its four rows' 8 output dims. The block's values load
+// while its scores are computed, the next block's keys while its softmax runs.
 // At the end the slots' outputs are summed through workgroup memory, row by row.
 // Scores are in log2 units (exp2).
 //
@@ -173,6 +173,19 @@ fn flash_decode(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
     if (mode >= 1u) { hi = i32(spos) + shift; }
     if (mode == 2u) { lo = hi - i32(P[9]) + 1; }
 
+    let kb = P[14] + b * P[15] + hk * P[16];
+    let vbase = P[18] + b * P[19] + hk * P[20];
+    let ks = P[17];
+    let vs = P[21];
+    let j0 = i32(slot);
+    let j1 = i32(SLOTS + slot);
+    let j2 = i32(2u * SLOTS + slot);
+    let j3 = i32(3u * SLOTS + slot);
+    // The first block's keys, in flight while the queries load.
+    var k0 = dec_k(kb, ks, k_lo + j0, k_end, dl);
+    var k1 = dec_k(kb, ks, k_lo + j1, k_end, dl);
+    var k2 = dec_k(kb, ks, k_lo + j2, k_end, dl);
+    var k3 = dec_k(kb, ks, k_lo + j3, k_end, dl);
     // The four rows' queries (pre-scaled), a vec4 an invocation.
     let scale = bitcast<f32>(P[7]);
     if (lid < DH) {
@@ -186,10 +199,6 @@ fn flash_decode(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
     let q2 = DH / 2u + 2u * dl;
     let q3 = 3u * DH / 4u + 2u * dl;
 
-    let kb = P[14] + b * P[15] + hk * P[16];
-    let vbase = P[18] + b * P[19] + hk * P[20];
-    let ks = P[17];
-    let vs = P[21];
     // The row of this invocation's reduced score, and whether it stores it.
     let my_row = dl / (LANES / 4u);
     let writer = dl % (LANES / 4u) == 0u;
@@ -201,16 +210,13 @@ fn flash_decode(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
     var m = NEG;   // the running maximum of row sr
     var l = 0.0;   // this invocation's share of row sr's weights
 
-    let j0 = i32(slot);
-    let j1 = i32(SLOTS + slot);
-    let j2 = i32(2u * SLOTS + slot);
-    let j3 = i32(3u * SLOTS + slot);
-    var k0 = dec_k(kb, ks, k_lo + j0, k_end, dl);
-    var k1 = dec_k(kb, ks, k_lo + j1, k_end, dl);
-    var k2 = dec_k(kb, ks, k_lo + j2, k_end, dl);
-    var k3 = dec_k(kb, ks, k_lo + j3, k_end, dl);
     var buf = 0u;
     for (var base = k_lo; base < k_end; base += i32(KB)) {
+        // The block's values, in flight through its scores and softmax.
+        let v0 = dec_v(vbase, vs, base + j0, k_end, dl);
+        let v1 = dec_v(vbase, vs, base + j1, k_end, dl);
+        let v2 = dec_v(vbase, vs, base + j2, k_end, dl);
+        let v3 = dec_v(vbase, vs, base + j3, k_end, dl);
         // Scores of the block's keys, one row's each after the reduction.
         let s0 = dec_reduce(dec_scores(k0, q0, q1, q2, q3), dl);
         let s1 = dec_reduce(dec_scores(k1, q0, q1, q2, q3), dl);
@@ -223,12 +229,7 @@ fn flash_decode(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
             sp[at + u32(j2)][my_row] = s2;
             sp[at + u32(j3)][my_row] = s3;
         }
-        // The block's values and the next block's keys, in flight through the
-        // softmax.
-        let v0 = dec_v(vbase, vs, base + j0, k_end, dl);
-        let v1 = dec_v(vbase, vs, base + j1, k_end, dl);
-        let v2 = dec_v(vbase, vs, base + j2, k_end, dl);
-        let v3 = dec_v(vbase, vs, base + j3, k_end, dl);
+        // The next block's keys, in flight through the softmax and the values.
         let nb = base + i32(KB);
         k0 = dec_k(kb, ks, nb + j0, k_end, dl);
         k1 = dec_k(kb, ks, nb + j1, k_end, dl);
