@@ -42,7 +42,10 @@ pub enum AttentionMask<'a> {
 /// the output (flash attention: an online softmax over key tiles, no `Lq x Lk`
 /// array in memory; grouped query heads share their key tiles; with few query
 /// rows and many keys, the keys are cut into chunks whose partial results are
-/// combined: split-KV decoding). On a GPU with cooperative matrices (tensor
+/// combined: split-KV decoding; on a GPU with subgroups, f16 and bf16 calls of at
+/// most four rows per key head, head dimensions 32, 64 or 128 and key/value rows
+/// on 16 bytes take a kernel that streams the keys from memory with no tiles in
+/// workgroup memory). On a GPU with cooperative matrices (tensor
 /// cores), f16 calls of at least 64 rows per key head (query positions times
 /// grouped heads), 16 keys or more, head dimensions that are multiples of 16 up to
 /// 128 and key/value rows on 16 bytes take a kernel on them; its weights are
@@ -197,11 +200,7 @@ impl Flash {
         // at least SPLIT_MIN keys until about SPLIT_TARGET workgroups run.
         let blocks = b * hkv * (hq / hkv * lq).div_ceil(64);
         let splits = if blocks < SPLIT_BELOW {
-            let target: usize = std::env::var("WMX_SPLIT_TARGET")
-                .ok()
-                .and_then(|x| x.parse().ok())
-                .unwrap_or(SPLIT_TARGET);
-            (target / blocks.max(1)).min(lk / SPLIT_MIN).max(1)
+            (SPLIT_TARGET / blocks.max(1)).min(lk / SPLIT_MIN).max(1)
         } else {
             1
         };

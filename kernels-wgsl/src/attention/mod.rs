@@ -2,7 +2,10 @@
 //! tiles in workgroup memory), optionally over chunks of the keys whose partial
 //! results the caller combines (split-KV decoding); and for f16 prefill where the
 //! adapter has cooperative matrices, a kernel on them (`flash_coop.wgsl`: 1.7-2.3x
-//! the f32-FMA kernel on an H200, bench/NOTES.md runs 167-171).
+//! the f32-FMA kernel on an H200, bench/NOTES.md runs 167-171); and for decoding
+//! of 16-bit k and v with at most four rows per key head, a kernel that streams
+//! them in 16-byte loads with every register named (`decode.wgsl`: the 32k-key
+//! split-KV pass 131 -> 56 us on an H200, runs 177-179).
 
 use crate::compose::{Family, Io, ModuleSpec, Target, Variant, WORDS, check_out as check_dtype};
 use crate::driver::{Batch, Driver};
