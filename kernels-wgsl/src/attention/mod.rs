@@ -540,8 +540,9 @@ impl<D: Driver> Kernels<D> {
             u32::try_from(x).map_err(|_| Error::Shape(format!("flash_combine: {x} exceeds u32")))
         };
         let params = vec![u(ps[0])?, u(rows)?, u(dim)?];
-        // A workgroup per row.
-        let groups = (rows as u64).min(crate::kernels::MAX_GROUPS);
+        // A workgroup per row and 16 output words (combine.wgsl's CW).
+        let words = dim / out.dtype.epw();
+        let groups = (rows as u64 * words.div_ceil(16) as u64).min(crate::kernels::MAX_GROUPS);
         self.record(b, &spec, [out.binding(), parts.binding()], params, groups)
     }
 
