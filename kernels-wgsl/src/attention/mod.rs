@@ -298,6 +298,19 @@ const DECODE_DIMS: [usize; 3] = [32, 64, 128];
 /// Most rows per key head the decode kernel takes (decode.wgsl's four).
 const DECODE_ROWS: usize = 4;
 
+/// Whether every element of `x` lies in a whole 16-byte vector of its binding (the
+/// decode kernel binds its inputs as `array<vec4<u32>>`).
+fn vec4_reach<B: crate::driver::DriverBuffer>(x: &Strided<B>) -> bool {
+    let last = x.offset
+        + x.shape
+            .iter()
+            .zip(x.strides)
+            .map(|(&n, &s)| n.saturating_sub(1) * s as usize)
+            .sum::<usize>();
+    let end = ((last + 1) * x.dtype.size()) as u64;
+    x.bytes() >= end.div_ceil(16) * 16
+}
+
 /// Rows a workgroup of the cooperative-matrix kernel takes (flash_coop.wgsl's CR).
 const COOP_ROWS: u8 = 64;
 
@@ -412,6 +425,7 @@ impl<D: Driver> Kernels<D> {
             && caps.max_invocations >= 256
             && rows16(k)
             && rows16(v)
+            && vec4_reach(q)
             && std::env::var("WMX_ATTENTION_DECODE").as_deref() != Ok("0");
         let variant = if coop {
             Variant::AttentionCoop { dim: dim as u16 }
