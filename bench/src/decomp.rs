@@ -2,9 +2,8 @@
 //! and solve (LU, and for these SPD matrices also `cho_solve` after Cholesky) of
 //! 4096 matrices of 64×64 and of 256 of 512×512, and QR of 256 of 256×128, f32. Each result is checked first (L Lᵀ = A, A x = b, Q R = A on the
 //! device, relative to |A|), then timed by wall clock over `iters` evals with the
-//! device synchronised at both ends. On a GPU, Cholesky and the triangular solves
-//! run there (blocked, `wmx::linalg`'s docs); LU and QR run on the CPU (faer), the
-//! time including the moves down and back.
+//! device synchronised at both ends. On a GPU all of them run there: Cholesky,
+//! the triangular solves and LU blocked (`wmx::linalg`'s docs), QR one kernel.
 //! `bench/numpy_decomp.py` times numpy (OpenBLAS) and, where CUDA is, PyTorch
 //! (cuSOLVER) on the same cases.
 

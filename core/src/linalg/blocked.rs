@@ -1,10 +1,10 @@
-//! The GPU path of Cholesky, triangular solves and (n ≤ 64) LU solves and
-//! inverses (f32): blocked algorithms whose diagonal blocks (n ≤ 64) go to the
-//! kernel library's block kernels
-//! ([`Block`], one workgroup per matrix) and whose updates are matrix products,
-//! so every matrix of a batch factors in one pass of a few dispatches per block
-//! column. Wrapped in a [`crate::CustomFunction`] by the caller, so derivatives
-//! keep [`super::prim::Decomp`]'s rules.
+//! The GPU path of Cholesky, triangular solves, LU (solves, inverses,
+//! determinants) and QR (f32): blocked algorithms whose diagonal blocks (n ≤ 64)
+//! and LU panels (64 columns) go to the kernel library's kernels ([`Block`], one
+//! workgroup per matrix) and whose updates are matrix products, so every matrix
+//! of a batch factors in one pass of a few dispatches per block column; QR of
+//! matrices up to 512×512 is one kernel. Wrapped in a [`crate::CustomFunction`]
+//! by the caller, so derivatives keep [`super::prim::Decomp`]'s rules.
 
 use crate::cpu::CpuBuffer;
 use crate::ops as o;
@@ -34,8 +34,28 @@ impl CustomPrimitive for Block {
     fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
         let x = &inputs[0];
         let n = *x.layout.shape.last().unwrap_or(&0);
+        let m = x.layout.shape[x.layout.shape.len() - 2];
         let a = &x.buffer.as_slice::<f32>()[x.layout.offset..x.layout.offset + x.layout.numel()];
         let o = out.buffer.as_mut_slice::<f32>();
+        let per: usize = self.block.out_shape(m, n).iter().product();
+        if m * n == 0 || per == 0 {
+            return Ok(());
+        }
+        match self.block {
+            LinalgBlock::LuPanel => {
+                for (src, dst) in a.chunks(m * n).zip(o.chunks_mut(per)) {
+                    lu_panel_reference(src, m, n, dst);
+                }
+                return Ok(());
+            }
+            LinalgBlock::Qr => {
+                for (src, dst) in a.chunks(m * n).zip(o.chunks_mut(per)) {
+                    qr_reference(src, m, n, dst);
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
         if self.block == LinalgBlock::Lu {
             for (src, dst) in a.chunks(n * n).zip(o.chunks_mut(n * (n + 1))) {
                 lu_reference(src, n, dst);
@@ -57,7 +77,9 @@ impl CustomPrimitive for Block {
                         }
                     }
                 }
-                LinalgBlock::Lu => unreachable!("handled above"),
+                LinalgBlock::Lu | LinalgBlock::LuPanel | LinalgBlock::Qr => {
+                    unreachable!("handled above")
+                }
                 LinalgBlock::TriInv => {
                     for i in 0..n {
                         l[i * n + i] = 1.0 / at(i, i);
@@ -109,10 +131,110 @@ fn lu_reference(src: &[f32], n: usize, dst: &mut [f32]) {
     }
 }
 
+/// The kernel's LU of a tall m×n panel (the first largest pivot), LAPACK's
+/// getf2, into `(m + 1) × (n + 1)`: packed rows then r_i, and a last row holding
+/// the number of row swaps.
+fn lu_panel_reference(src: &[f32], m: usize, n: usize, dst: &mut [f32]) {
+    let mut a: Vec<f64> = src.iter().map(|&x| x as f64).collect();
+    let mut r: Vec<usize> = (0..m).collect();
+    let mut swaps = 0;
+    for k in 0..m.min(n) {
+        let mut p = k;
+        for i in k + 1..m {
+            if a[i * n + k].abs() > a[p * n + k].abs() {
+                p = i;
+            }
+        }
+        if p != k {
+            for j in 0..n {
+                a.swap(k * n + j, p * n + j);
+            }
+            r.swap(k, p);
+            swaps += 1;
+        }
+        // A zero pivot leaves its (zero) column as it is, as LAPACK's getf2.
+        if a[k * n + k] != 0.0 {
+            for i in k + 1..m {
+                a[i * n + k] /= a[k * n + k];
+            }
+        }
+        for i in k + 1..m {
+            for j in k + 1..n {
+                a[i * n + j] -= a[i * n + k] * a[k * n + j];
+            }
+        }
+    }
+    let w = n + 1;
+    for i in 0..m {
+        for j in 0..n {
+            dst[i * w + j] = a[i * n + j] as f32;
+        }
+        dst[i * w + n] = r[i] as f32;
+    }
+    dst[m * w..].fill(0.0);
+    dst[m * w] = swaps as f32;
+}
+
+/// The kernel's Householder QR (LAPACK's geqr2 and org2r, in f64): Q (m × k)
+/// then R (k × n), flat.
+fn qr_reference(src: &[f32], m: usize, n: usize, dst: &mut [f32]) {
+    let k = m.min(n);
+    let mut a: Vec<f64> = src.iter().map(|&x| x as f64).collect();
+    let mut taus = vec![0.0f64; k];
+    // H = I - tau v vᵀ (v from row j, v_0 = 1) on columns c0..c1 of `q` (stride st).
+    let apply = |q: &mut [f64], st: usize, j: usize, c0: usize, c1: usize, v: &[f64], tau: f64| {
+        for c in c0..c1 {
+            let d: f64 = (j..m).map(|i| v[i - j] * q[i * st + c]).sum::<f64>() * tau;
+            for i in j..m {
+                q[i * st + c] -= v[i - j] * d;
+            }
+        }
+    };
+    for j in 0..k {
+        let alpha = a[j * n + j];
+        let xnorm = (j + 1..m).map(|i| a[i * n + j].powi(2)).sum::<f64>().sqrt();
+        let mut v = vec![1.0; m - j];
+        if xnorm > 0.0 {
+            let beta = if alpha >= 0.0 { -1.0 } else { 1.0 } * alpha.hypot(xnorm);
+            taus[j] = (beta - alpha) / beta;
+            for i in j + 1..m {
+                a[i * n + j] /= alpha - beta;
+                v[i - j] = a[i * n + j];
+            }
+            a[j * n + j] = beta;
+        }
+        apply(&mut a, n, j, j + 1, n, &v, taus[j]);
+    }
+    let (q, r) = dst.split_at_mut(m * k);
+    for i in 0..k {
+        for c in 0..n {
+            r[i * n + c] = if c >= i { a[i * n + c] as f32 } else { 0.0 };
+        }
+    }
+    let mut qm: Vec<f64> = (0..m * k).map(|e| a[(e / k) * n + e % k]).collect();
+    for i in (0..k).rev() {
+        let mut v = vec![1.0; m - i];
+        for rr in i + 1..m {
+            v[rr - i] = qm[rr * k + i];
+        }
+        apply(&mut qm, k, i, i + 1, k, &v, taus[i]);
+        for rr in i + 1..m {
+            qm[rr * k + i] *= -taus[i];
+        }
+        for rr in 0..i {
+            qm[rr * k + i] = 0.0;
+        }
+        qm[i * k + i] = 1.0 - taus[i];
+    }
+    for (d, v) in q.iter_mut().zip(&qm) {
+        *d = *v as f32;
+    }
+}
+
 fn block(b: LinalgBlock, x: &Array) -> Result<Array> {
-    let mut shape = x.shape().to_vec();
-    let n = *shape.last().unwrap_or(&0);
-    *shape.last_mut().unwrap() = b.out_cols(n);
+    let nd = x.ndim();
+    let mut shape = x.shape()[..nd - 2].to_vec();
+    shape.extend(b.out_shape(x.shape()[nd - 2], x.shape()[nd - 1]));
     crate::custom(
         Arc::new(Block { block: b }),
         &[o::contiguous(x)?],
@@ -121,29 +243,117 @@ fn block(b: LinalgBlock, x: &Array) -> Result<Array> {
     )
 }
 
-/// `x` with `a x = rhs` for square f32 `a` of side n ≤ 64: the block kernel's LU,
-/// the right side's rows permuted, then the two triangular solves.
-pub(crate) fn solve_small(a: &Array, rhs: &Array) -> Result<Array> {
+/// `x` with `a x = rhs` for square f32 `a`: LU (the block kernel up to 64×64,
+/// else [`lu`]), the right side's rows permuted, then the two triangular solves.
+pub(crate) fn solve(a: &Array, rhs: &Array) -> Result<Array> {
     let n = a.shape()[a.ndim() - 1];
-    let k = rhs.shape()[rhs.ndim() - 1];
-    let lu = block(LinalgBlock::Lu, a)?;
-    let packed = part(&lu, (0, n), (0, n))?;
-    let mut rs: Vec<isize> = lu.shape()[..lu.ndim() - 1]
-        .iter()
-        .map(|&d| d as isize)
-        .collect();
-    rs.push(1);
-    let r = o::reshape(
-        &o::astype(&part(&lu, (0, n), (n, n + 1))?, DType::I32)?,
-        &rs,
-    )?;
+    let (packed, r) = if n <= LinalgBlock::MAX {
+        let lu = block(LinalgBlock::Lu, a)?;
+        let r = o::astype(&part(&lu, (0, n), (n, n + 1))?, DType::I32)?;
+        (part(&lu, (0, n), (0, n))?, r)
+    } else {
+        let (lu, r, _) = lu(a)?;
+        (lu, r)
+    };
     let mut full = rhs.shape().to_vec();
-    *full.last_mut().unwrap() = k;
+    *full.last_mut().unwrap() = rhs.shape()[rhs.ndim() - 1];
     let pb = o::take_along_axis(rhs, &o::broadcast_to(&r, &full)?, Some(-2))?;
-    let eye = crate::with_device(a.device(), || o::eye(n, DType::F32))?;
-    let l = o::add(&o::tril(&packed, -1)?, &eye)?;
-    let y = solve_lower(&l, &pb)?;
+    let y = solve_lower(&unit_lower(&packed)?, &pb)?;
     solve_triangular(&packed, &y, true)
+}
+
+/// The unit lower-triangular L of a packed LU (its strict lower part and ones).
+fn unit_lower(packed: &Array) -> Result<Array> {
+    let n = packed.shape()[packed.ndim() - 1];
+    let eye = crate::with_device(packed.device(), || o::eye(n, DType::F32))?;
+    o::add(&o::tril(packed, -1)?, &eye)
+}
+
+/// LU with partial pivoting of f32 `a` `[..., n, n]` (LAPACK's getrf): the packed
+/// L and U, r (`A[r] = L U`, i32 `[..., n, 1]`) and the number of row swaps (f32
+/// `[..., 1, 1]`). Right-looking by panels of 64 columns: each panel's LU is a
+/// kernel (pivots searched down the whole panel), its row order is applied to
+/// the rest of those rows, then `U12 = L11⁻¹ A12` and `A22 - L21 U12` by products.
+pub(crate) fn lu(a: &Array) -> Result<(Array, Array, Array)> {
+    let nd = a.ndim();
+    let n = a.shape()[nd - 1];
+    let mut col = a.shape()[..nd - 2].to_vec();
+    col.extend([n, 1]);
+    if n == 0 {
+        let mut one = col.clone();
+        one[nd - 2] = 1;
+        let zeros = |s: &[usize], dt| crate::with_device(a.device(), || o::zeros(s, dt));
+        return Ok((
+            a.clone(),
+            zeros(&col, DType::I32)?,
+            zeros(&one, DType::F32)?,
+        ));
+    }
+    let r0 = crate::with_device(a.device(), || o::arange(0.0, n as f64, 1.0, DType::I32))?;
+    let mut r = o::broadcast_to(&o::reshape(&r0, &[n as isize, 1])?, &col)?;
+    // The trailing matrix and the finished columns of L on its rows, both with
+    // their rows in the order the pivots so far gave them.
+    let mut t = a.clone();
+    let mut left: Option<Array> = None;
+    let mut rows = Vec::new();
+    let mut swaps = Vec::new();
+    let mut k = 0;
+    while k < n {
+        let (w, m) = (LinalgBlock::MAX.min(n - k), n - k);
+        let pan = block(LinalgBlock::LuPanel, &part(&t, (0, m), (0, w))?)?;
+        let pl = part(&pan, (0, m), (0, w))?;
+        let p = o::astype(&part(&pan, (0, m), (w, w + 1))?, DType::I32)?;
+        swaps.push(part(&pan, (m, m + 1), (0, 1))?);
+        let reorder = |x: &Array| -> Result<Array> {
+            o::take_along_axis(x, &o::broadcast_to(&p, x.shape())?, Some(-2))
+        };
+        r = if k == 0 {
+            reorder(&r)?
+        } else {
+            o::concatenate(
+                &[
+                    &part(&r, (0, k), (0, 1))?,
+                    &reorder(&part(&r, (k, n), (0, 1))?)?,
+                ],
+                -2,
+            )?
+        };
+        let lp = left.as_ref().map(reorder).transpose()?;
+        let mut row = Vec::new();
+        if let Some(l) = &lp {
+            row.push(part(l, (0, w), (0, k))?);
+        }
+        row.push(part(&pl, (0, w), (0, w))?);
+        if m > w {
+            let rest = reorder(&part(&t, (0, m), (w, m))?)?;
+            let l11 = unit_lower(&part(&pl, (0, w), (0, w))?)?;
+            let u12 = o::matmul(
+                &block(LinalgBlock::TriInv, &l11)?,
+                &part(&rest, (0, w), (0, m - w))?,
+            )?;
+            let l21 = part(&pl, (w, m), (0, w))?;
+            t = o::addmm(&part(&rest, (w, m), (0, m - w))?, &l21, &u12, -1.0, 1.0)?;
+            row.push(u12);
+            left = Some(match &lp {
+                Some(l) => o::concatenate(&[&part(l, (w, m), (0, k))?, &l21], -1)?,
+                None => l21,
+            });
+        }
+        let refs: Vec<&Array> = row.iter().collect();
+        rows.push(o::concatenate(&refs, -1)?);
+        k += w;
+    }
+    let refs: Vec<&Array> = rows.iter().collect();
+    let lu = o::concatenate(&refs, -2)?;
+    let refs: Vec<&Array> = swaps.iter().collect();
+    let s = o::sum(&o::concatenate(&refs, -1)?, Some(&[-1]), true)?;
+    Ok((lu, r, s))
+}
+
+/// Householder QR of f32 `a` `[..., m, n]` (m, n ≤ [`LinalgBlock::QR_MAX`]): Q and
+/// R flat, one kernel.
+pub(crate) fn qr(a: &Array) -> Result<Array> {
+    block(LinalgBlock::Qr, a)
 }
 
 /// `x[..., r0..r1, c0..c1]`.

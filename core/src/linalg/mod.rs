@@ -7,17 +7,20 @@
 //!   the CPU the decompositions run in f64 with [faer](https://docs.rs/faer) and
 //!   round once to the input's dtype, so f32 results are at least as accurate as
 //!   numpy's; the GPU kernels compute in f32.
-//! - **Devices.** On a GPU, `cholesky`, `solve_triangular` and `cho_solve` of
-//!   f32 run there: blocked algorithms whose 64×64 diagonal blocks are kernels
-//!   (one workgroup per matrix; [`Block`]) and whose updates are matrix
-//!   products; so do `solve` and `inv` of f32 matrices up to 64×64 (an LU block
-//!   kernel). The other decompositions (`solve` and `inv` of larger matrices,
-//!   `lu`, `det`, `qr`, `svd`, `eigh`, and f64 everywhere) run on the CPU: an input on a GPU moves to the
-//!   CPU and the result back, counted by [`crate::implicit_moves`]; with
-//!   implicit moves off ([`crate::set_implicit_moves`]) that is an `Err`.
-//!   `WMX_LINALG_CPU=1` sends the GPU's f32 work to the CPU too. The rest
-//!   (`norm`, `det`, `pinv`, `matrix_power`, `cross`, …) are composites whose
-//!   other ops run where the input is.
+//! - **Devices.** On a GPU, f32 `cholesky`, `solve_triangular`, `cho_solve`,
+//!   `solve`, `inv`, `lu`, `det` and `slogdet` run there: blocked algorithms whose
+//!   64×64 diagonal blocks and 64-column LU panels (partial pivoting searched down
+//!   the whole panel, LAPACK's getf2) are kernels, one workgroup per matrix
+//!   ([`Block`]), and whose updates are matrix products; `qr` of f32 matrices up
+//!   to 512×512 is one kernel (Householder reflections, LAPACK's geqr2 and
+//!   org2r, so R's signs are LAPACK's and numpy's). The others (`qr` of larger
+//!   matrices, `svd`, `eigh`, and f64 everywhere) run on the CPU: an input on a
+//!   GPU moves to the CPU and the result back, counted by
+//!   [`crate::implicit_moves`]; with implicit moves off
+//!   ([`crate::set_implicit_moves`]) that is an `Err`. `WMX_LINALG_CPU=1` sends
+//!   the GPU's f32 work to the CPU too. The rest (`norm`, `pinv`,
+//!   `matrix_power`, `cross`, …) are composites whose other ops run where the
+//!   input is.
 //! - **Bad input.** A non-square matrix where a square one is needed, or fewer
 //!   than two dimensions, is an `Err` when the op is made. A singular matrix for
 //!   `solve`, `inv` and `solve_triangular` (an exactly zero pivot, as LAPACK),
@@ -26,7 +29,8 @@
 //!   — on the CPU. The GPU kernels cannot stop a batch: there a matrix that is not
 //!   positive definite gives NaN in `L` from its failing column on, and a zero
 //!   pivot (a singular matrix, a zero on a triangular matrix's diagonal) inf or
-//!   NaN in the solution.
+//!   NaN in the solution (`lu` keeps a zero pivot's column as LAPACK does, so U
+//!   has the zero and `det` is 0).
 //!   `det` and `slogdet` of a singular matrix are 0 and (0, -inf).
 //! - **Derivatives.** vjp, jvp and vmap of every function. `cholesky` and `eigh`
 //!   read the lower triangle (numpy's default) and are differentiated as

@@ -99,11 +99,10 @@ pub(crate) fn apply(op: Op, inputs: &[Array]) -> Result<Array> {
     } else {
         shape.extend(&op.pieces(m, n, k)[0]);
     }
-    let small = n <= super::blocked::LinalgBlock::MAX;
     let gpu = match op {
-        Op::Cholesky | Op::TriSolve { .. } => true,
-        Op::Solve | Op::Inv => small,
-        _ => false,
+        Op::Cholesky | Op::TriSolve { .. } | Op::Solve | Op::Inv | Op::Lu => true,
+        Op::Qr => super::blocked::LinalgBlock::Qr.takes(m, n),
+        Op::Svd { .. } | Op::Eigh => false,
     };
     if gpu && super::blocked::takes(&inputs[0]) {
         return on_gpu(op, inputs);
@@ -132,15 +131,39 @@ pub(crate) fn apply(op: Op, inputs: &[Array]) -> Result<Array> {
 /// The blocked GPU algorithm of `op`, with [`Decomp`]'s derivatives and batching.
 fn on_gpu(op: Op, inputs: &[Array]) -> Result<Array> {
     fn forward(op: Op, x: &[Array]) -> Result<Array> {
+        let n = x[0].shape()[x[0].ndim() - 1];
         match op {
             Op::TriSolve { upper } => super::blocked::solve_triangular(&x[0], &x[1], upper),
-            Op::Solve => super::blocked::solve_small(&x[0], &x[1]),
+            Op::Solve => super::blocked::solve(&x[0], &x[1]),
             Op::Inv => {
-                let n = x[0].shape()[x[0].ndim() - 1];
                 let eye = crate::with_device(x[0].device(), || o::eye(n, DType::F32))?;
-                super::blocked::solve_small(&x[0], &o::broadcast_to(&eye, x[0].shape())?)
+                super::blocked::solve(&x[0], &o::broadcast_to(&eye, x[0].shape())?)
             }
-            _ => super::blocked::cholesky(&x[0]),
+            Op::Lu => {
+                // Packed as the CPU's: LU, p = r⁻¹, r, the permutation's sign.
+                let (lu, r, swaps) = super::blocked::lu(&x[0])?;
+                let batch = &x[0].shape()[..x[0].ndim() - 2];
+                let mut flat: Vec<isize> = batch.iter().map(|&d| d as isize).collect();
+                flat.push(-1);
+                let r = o::reshape(&r, &flat)?;
+                let p = o::astype(&o::argsort(&r, Some(-1))?, DType::F32)?;
+                let s = o::reshape(&swaps, &flat)?;
+                let odd = o::subtract(
+                    &s,
+                    &o::multiply(
+                        &o::floor(&o::multiply(&s, &o::scalar_like(&s, 0.5)?)?)?,
+                        &o::scalar_like(&s, 2.0)?,
+                    )?,
+                )?;
+                let sign = o::subtract(
+                    &o::scalar_like(&odd, 1.0)?,
+                    &o::multiply(&odd, &o::scalar_like(&odd, 2.0)?)?,
+                )?;
+                pack(&[lu, p, o::astype(&r, DType::F32)?, sign], batch)
+            }
+            Op::Qr => super::blocked::qr(&x[0]),
+            Op::Cholesky => super::blocked::cholesky(&x[0]),
+            Op::Svd { .. } | Op::Eigh => Err(Error::invalid(op.name(), "has no GPU path")),
         }
     }
     let rules = Arc::new(Decomp { op });

@@ -1,10 +1,11 @@
-// Batched factorisations of small f32 matrices (n <= 64), one workgroup per
-// matrix, its lower triangle packed in workgroup memory: the diagonal blocks of
-// core's blocked Cholesky and triangular solves.
+// Batched factorisations of f32 matrices, one workgroup per matrix: the blocks
+// (n <= 64) in workgroup memory, the diagonal blocks of core's blocked Cholesky,
+// triangular solves and LU; LU of tall panels and Householder QR in the output
+// buffer itself (global memory).
 //
-// Parameters: [count, n, a0]: `count` row-major n×n matrices from element a0 of
-// input a; the output holds `count` row-major n×n matrices (lower triangular,
-// zeros above the diagonal).
+// Parameters: [count, n, a0, m]: `count` row-major m×n matrices from element a0
+// of input a (the blocks are square: m = n); the output holds `count` results,
+// each its block's shape (LinalgBlock::out_shape).
 
 // One invocation per column of the largest matrix.
 const NT: u32 = 64u;
@@ -152,5 +153,266 @@ fn lu_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
         var v = 0.0;
         if (j < n) { v = F[i * n + j]; } else { v = f32(r[i]); }
         O[out + e] = st_o(v);
+    }
+}
+
+// ---- in global memory: LU panels and QR (256 invocations) ----
+
+const GT: u32 = 256u;
+// Partial results of a reduction: values and (the pivot search's) row indices.
+var<workgroup> gv: array<f32, GT>;
+var<workgroup> gi: array<u32, GT>;
+// A row of U (LU), or a Householder vector from its first row, v_0 = 1 (QR).
+var<workgroup> gu: array<f32, 512>;
+// QR: tau of each reflection, and tau vᵀ a_c for each column c being updated.
+var<workgroup> gtau: array<f32, 512>;
+var<workgroup> gw: array<f32, 512>;
+
+fn og(i: u32) -> f32 { return bitcast<f32>(O[i]); }
+fn os(i: u32, v: f32) { O[i] = bitcast<u32>(v); }
+
+// The sum (or maximum) of x over the workgroup, the same in every invocation:
+// 16 partial results of 16, then every invocation adds those 16 in one order.
+fn gred(x: f32, lid: u32, max_: bool) -> f32 {
+    gv[lid] = x;
+    workgroupBarrier();
+    if (lid < 16u) {
+        var y = gv[16u * lid];
+        for (var e = 1u; e < 16u; e++) {
+            let z = gv[16u * lid + e];
+            y = select(y + z, max(y, z), max_);
+        }
+        gi[lid] = bitcast<u32>(y);
+    }
+    workgroupBarrier();
+    var r = bitcast<f32>(gi[0]);
+    for (var e = 1u; e < 16u; e++) {
+        let z = bitcast<f32>(gi[e]);
+        r = select(r + z, max(r, z), max_);
+    }
+    workgroupBarrier();
+    return r;
+}
+
+// LU with partial pivoting of a tall m×n panel (m >= n, n <= 64), LAPACK's getf2
+// in the output: at step j the row with the largest |a_ij| (the first of equals)
+// swaps into row j, column j below it is divided by the pivot, and the panel
+// right of it takes the rank-1 update. Output rows of n + 1: the packed L and U
+// row, then r_i as a float (A[r] = L U); row m: the number of swaps, zeros.
+@compute @workgroup_size(GT)
+fn lu_panel(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let t = wid.x + wid.y * nwg.x;
+    if (t >= P[0]) { return; }
+    let n = P[1];
+    let m = P[3];
+    let w1 = n + 1u;
+    let ob = t * (m + 1u) * w1;
+    let ab = P[2] + t * m * n;
+    for (var e = lid; e < m * w1; e += GT) {
+        let i = e / w1;
+        let c = e % w1;
+        os(ob + e, select(f32(i), ld_a(ab + i * n + c), c < n));
+    }
+    for (var c = lid; c < w1; c += GT) { os(ob + m * w1 + c, 0.0); }
+    storageBarrier();
+    var swaps = 0u;
+    for (var j = 0u; j < min(m, n); j++) {
+        // The pivot: the largest |a_ij| of rows j.., the first of equals (NaN never
+        // wins; a column of NaN keeps row j).
+        var best = -1.0;
+        var bi = j;
+        for (var i = j + lid; i < m; i += GT) {
+            let v = abs(og(ob + i * w1 + j));
+            if (v > best) { best = v; bi = i; }
+        }
+        gv[lid] = best;
+        gi[lid] = bi;
+        workgroupBarrier();
+        if (lid < 16u) {
+            var bv = gv[16u * lid];
+            var bx = gi[16u * lid];
+            for (var e = 1u; e < 16u; e++) {
+                let v = gv[16u * lid + e];
+                let x = gi[16u * lid + e];
+                if (v > bv || (v == bv && x < bx)) { bv = v; bx = x; }
+            }
+            gu[lid] = bv;
+            gu[16u + lid] = f32(bx);
+        }
+        workgroupBarrier();
+        var pv = gu[0];
+        var p = u32(gu[16u]);
+        for (var e = 1u; e < 16u; e++) {
+            let v = gu[e];
+            let x = u32(gu[16u + e]);
+            if (v > pv || (v == pv && x < p)) { pv = v; p = x; }
+        }
+        workgroupBarrier();
+        if (p != j) {
+            swaps += 1u;
+            for (var c = lid; c < w1; c += GT) {
+                let a = O[ob + j * w1 + c];
+                O[ob + j * w1 + c] = O[ob + p * w1 + c];
+                O[ob + p * w1 + c] = a;
+            }
+        }
+        storageBarrier();
+        for (var c = j + lid; c < n; c += GT) { gu[c] = og(ob + j * w1 + c); }
+        workgroupBarrier();
+        // A zero pivot leaves its (zero) column as it is, as LAPACK's getf2.
+        let piv = gu[j];
+        if (piv != 0.0) {
+            for (var i = j + 1u + lid; i < m; i += GT) { os(ob + i * w1 + j, og(ob + i * w1 + j) / piv); }
+        }
+        storageBarrier();
+        let cols = n - j - 1u;
+        for (var e = lid; e < (m - j - 1u) * cols; e += GT) {
+            let i = j + 1u + e / cols;
+            let c = j + 1u + e % cols;
+            os(ob + i * w1 + c, og(ob + i * w1 + c) - og(ob + i * w1 + j) * gu[c]);
+        }
+        storageBarrier();
+        workgroupBarrier();
+    }
+    if (lid == 0u) { os(ob + m * w1, f32(swaps)); }
+}
+
+// H = I - tau v vᵀ (v in gu from row j) applied to columns c0..c1 of the rows
+// j..m of the row-major matrix at `base` with row stride `st`.
+fn qr_apply(base: u32, st: u32, j: u32, m: u32, c0: u32, c1: u32, tau: f32, lid: u32) {
+    let cols = c1 - c0;
+    if (cols == 0u || tau == 0.0) { return; }
+    // gw[c] = tau vᵀ a_c: invocations in groups over the rows when the columns are
+    // fewer than the workgroup (coalesced: a group's invocations read a row's
+    // neighbouring columns).
+    if (cols >= GT) {
+        for (var c = lid; c < cols; c += GT) {
+            var d = 0.0;
+            for (var i = j; i < m; i++) { d += gu[i - j] * og(base + i * st + c0 + c); }
+            gw[c] = tau * d;
+        }
+    } else {
+        let groups = GT / cols;
+        let g = lid / cols;
+        let c = lid % cols;
+        var d = 0.0;
+        if (g < groups) {
+            for (var i = j + g; i < m; i += groups) { d += gu[i - j] * og(base + i * st + c0 + c); }
+        }
+        gv[lid] = d;
+        workgroupBarrier();
+        if (lid < cols) {
+            var s = 0.0;
+            for (var e = 0u; e < groups; e++) { s += gv[lid + e * cols]; }
+            gw[lid] = tau * s;
+        }
+    }
+    workgroupBarrier();
+    for (var e = lid; e < (m - j) * cols; e += GT) {
+        let i = j + e / cols;
+        let c = e % cols;
+        let at = base + i * st + c0 + c;
+        os(at, og(at) - gu[i - j] * gw[c]);
+    }
+    storageBarrier();
+    workgroupBarrier();
+}
+
+// Householder QR (LAPACK's geqr2, then org2r for Q), in the output: the matrix
+// factors in place where it fits (Q's m×n when m >= n, else R's m×n), R is
+// copied out, and Q is formed in place from the reflections, the last first.
+// The reflection of column j: beta = -sign(alpha) |x| (alpha = a_jj, sign(0) =
+// +), tau = (beta - alpha) / beta, v = x / (alpha - beta) below v_0 = 1; none
+// (tau = 0) when x is zero below the diagonal.
+@compute @workgroup_size(GT)
+fn qr_house(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let t = wid.x + wid.y * nwg.x;
+    if (t >= P[0]) { return; }
+    let n = P[1];
+    let m = P[3];
+    let k = min(m, n);
+    let ob = t * (m * k + k * n);
+    let rb = ob + m * k;
+    let tall = m >= n;
+    let wb = select(rb, ob, tall);
+    let ab = P[2] + t * m * n;
+    for (var e = lid; e < m * n; e += GT) { os(wb + e, ld_a(ab + e)); }
+    storageBarrier();
+    for (var j = 0u; j < k; j++) {
+        let len = m - j;
+        var amx = 0.0;
+        for (var i = lid; i < len; i += GT) {
+            let x = og(wb + (j + i) * n + j);
+            gu[i] = x;
+            if (i > 0u) { amx = max(amx, abs(x)); }
+        }
+        amx = gred(amx, lid, true);
+        var ss = 0.0;
+        if (amx > 0.0) {
+            for (var i = 1u + lid; i < len; i += GT) {
+                let y = gu[i] / amx;
+                ss += y * y;
+            }
+        }
+        ss = gred(ss, lid, false);
+        let alpha = gu[0];
+        let xnorm = amx * sqrt(ss);
+        var tau = 0.0;
+        if (xnorm > 0.0) {
+            let hi = max(abs(alpha), xnorm);
+            let lo = min(abs(alpha), xnorm);
+            let r = lo / hi;
+            let beta = -select(-1.0, 1.0, alpha >= 0.0) * hi * sqrt(1.0 + r * r);
+            tau = (beta - alpha) / beta;
+            let scal = 1.0 / (alpha - beta);
+            for (var i = 1u + lid; i < len; i += GT) {
+                let v = gu[i] * scal;
+                gu[i] = v;
+                os(wb + (j + i) * n + j, v);
+            }
+            if (lid == 0u) { os(wb + j * n + j, beta); }
+        }
+        // Every invocation has read alpha from gu[0] before it becomes v_0.
+        workgroupBarrier();
+        if (lid == 0u) {
+            gu[0] = 1.0;
+            gtau[j] = tau;
+        }
+        storageBarrier();
+        qr_apply(wb, n, j, m, j + 1u, n, workgroupUniformLoad(&gtau[j]), lid);
+    }
+    // R out of the factored matrix; where Q forms (qb, row stride k).
+    if (tall) {
+        for (var e = lid; e < k * n; e += GT) {
+            let i = e / n;
+            let c = e % n;
+            os(rb + e, select(0.0, og(wb + e), c >= i));
+        }
+    } else {
+        for (var e = lid; e < m * m; e += GT) {
+            let i = e / m;
+            let c = e % m;
+            os(ob + e, og(wb + i * n + c));
+            if (c < i) { os(wb + i * n + c, 0.0); }
+        }
+    }
+    storageBarrier();
+    workgroupBarrier();
+    // org2r: Q = H_0 ... H_{k-1} [I; 0], its columns from the last reflection's.
+    for (var s = 0u; s < k; s++) {
+        let i = k - 1u - s;
+        let tau = workgroupUniformLoad(&gtau[i]);
+        if (i + 1u < k) {
+            for (var r = lid; r < m - i; r += GT) { gu[r] = select(og(ob + (i + r) * k + i), 1.0, r == 0u); }
+            workgroupBarrier();
+            qr_apply(ob, k, i, m, i + 1u, k, tau, lid);
+        }
+        for (var r = i + 1u + lid; r < m; r += GT) { os(ob + r * k + i, -tau * og(ob + r * k + i)); }
+        for (var r = lid; r < i; r += GT) { os(ob + r * k + i, 0.0); }
+        if (lid == 0u) { os(ob + i * k + i, 1.0 - tau); }
+        storageBarrier();
+        workgroupBarrier();
     }
 }

@@ -1,7 +1,8 @@
-//! Batched factorisations of small f32 matrices (`LinalgBlock`): Cholesky, the
-//! inverse of a lower-triangular matrix and LU with partial pivoting, one
-//! workgroup per matrix held in workgroup memory. Core's blocked algorithms call them on diagonal
-//! blocks and do the rest with matrix products.
+//! Batched factorisations of f32 matrices (`LinalgBlock`), one workgroup per
+//! matrix: Cholesky, the inverse of a lower-triangular matrix and LU with partial
+//! pivoting of blocks up to 64×64 held in workgroup memory; LU of tall panels and
+//! Householder QR in global memory. Core's blocked algorithms call them on
+//! diagonal blocks and panels and do the rest with matrix products.
 
 use crate::compose::{Family, Io, ModuleSpec, Variant, check_out as check_dtype};
 use crate::driver::{Batch, Driver};
@@ -52,9 +53,10 @@ pub static LINALG: Family = Family {
 };
 
 impl<D: Driver> Kernels<D> {
-    /// `block` of each matrix of the row-major f32 batch `x` (`[..., n, n]`,
-    /// n ≤ [`LinalgBlock::MAX`]) into `out` (`[..., n, block.out_cols(n)]`):
-    /// lower-triangular results with zeros above the diagonal, or LU's packed rows.
+    /// `block` of each matrix of the row-major f32 batch `x` (`[..., m, n]`, a
+    /// shape [`LinalgBlock::takes`]) into `out` (`[..., block.out_shape(m, n)]`):
+    /// lower-triangular results with zeros above the diagonal, LU's packed rows,
+    /// or QR's flat Q and R.
     pub fn linalg_block(
         &self,
         b: &mut Batch<D>,
@@ -63,24 +65,27 @@ impl<D: Driver> Kernels<D> {
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
         let nd = x.shape.len();
-        let n = if nd >= 2 { x.shape[nd - 1] } else { 0 };
+        let (m, n) = if nd >= 2 {
+            (x.shape[nd - 2], x.shape[nd - 1])
+        } else {
+            (0, 0)
+        };
+        let mut want = if nd >= 2 {
+            x.shape[..nd - 2].to_vec()
+        } else {
+            vec![]
+        };
+        want.extend(block.out_shape(m, n));
         let ok = nd >= 2
-            && x.shape[nd - 2] == n
-            && n <= LinalgBlock::MAX
+            && block.takes(m, n)
             && x.dtype == DType::F32
             && out.dtype == DType::F32
-            && out.shape[..nd - 1] == x.shape[..nd - 1]
-            && out.shape[nd - 1] == block.out_cols(n)
+            && out.shape == want
             && is_row_major(x);
         if !ok {
             return Err(Error::Shape(format!(
-                "linalg block {block:?}: x {:?} {} (strides {:?}), out {:?} {}: needs row-major f32 [..., n, n] with n <= {}",
-                x.shape,
-                x.dtype,
-                x.strides,
-                out.shape,
-                out.dtype,
-                LinalgBlock::MAX
+                "linalg block {block:?}: x {:?} {} (strides {:?}), out {:?} {}: needs row-major f32 matrices of a shape it takes and out {want:?}",
+                x.shape, x.dtype, x.strides, out.shape, out.dtype,
             )));
         }
         let count: usize = x.shape[..nd - 2].iter().product();
@@ -92,7 +97,7 @@ impl<D: Driver> Kernels<D> {
             Variant::General,
             0,
         );
-        if count == 0 || n == 0 {
+        if count == 0 || out.shape.iter().product::<usize>() == 0 {
             crate::compose::compose(&spec)?;
             return Ok(());
         }
@@ -103,6 +108,7 @@ impl<D: Driver> Kernels<D> {
             u32::try_from(count).map_err(|_| bad())?,
             n as u32,
             u32::try_from(x.offset).map_err(|_| bad())?,
+            u32::try_from(m).map_err(|_| bad())?,
         ];
         self.record(b, &spec, [out.binding(), x.binding()], params, count as u64)
     }

@@ -1061,3 +1061,136 @@ pub fn linalg_blocked(dev: &Device) {
         assert!(v[3].is_nan(), "the failing pivot is NaN: {v:?}");
     }
 }
+
+/// LU across the GPU path's 64-column panels (`solve`, `inv`, `lu`, `det`,
+/// `slogdet` of f32 matrices of 7, 65 and 150: one panel, a panel and one column,
+/// three panels) and Householder QR of tall, wide, square, thin and 1×1 shapes,
+/// by their identities and against the CPU's f64 results (QR's R with its
+/// signs: both follow LAPACK's reflections); a matrix that needs pivoting, a
+/// singular one; gradients through both against the CPU's in f64.
+pub fn linalg_lu_qr(dev: &Device) {
+    let mut rng = Rng::new(0x1a9c);
+    let dt = DType::F32;
+    let cpu = Device::cpu();
+    for n in [7usize, 65, 150] {
+        let what = |op: &str| format!("{op} of [2, {n}, {n}] f32");
+        let mut a = M::random(&mut rng, &[2, n, n]);
+        // Matrix 1 needs pivoting at every step: zeros on its diagonal.
+        for i in 0..n {
+            a.v[n * n + i * n + i] = 0.0;
+            a.v[n * n + i * n + (i + 1) % n] += 2.0;
+        }
+        let aa = a.arr(dev, dt);
+        let a = M::of("a", &aa);
+        let b = M::random(&mut rng, &[2, n, 3]);
+        let x = ok(&what("solve"), la::solve(&aa, &b.arr(dev, dt)));
+        close(&what("A solve(A, B)"), &a.mm(&M::of("x", &x)), &b, 2e-3);
+        let ai = ok(&what("inv"), la::inv(&aa));
+        close(&what("A inv(A)"), &a.mm(&M::of("inv", &ai)), &a.eye_like(), 2e-3);
+        let (p, l, u) = ok(&what("lu"), la::lu(&aa));
+        let (l, u) = (M::of("l", &l), M::of("u", &u));
+        tri_check(&what("lu's L"), &l, false, true);
+        tri_check(&what("lu's U"), &u, true, false);
+        assert!(
+            l.v.iter().all(|v| v.abs() <= 1.0),
+            "{}: partial pivoting keeps |L| <= 1",
+            what("lu")
+        );
+        let p = ok("p", p.to_vec::<u32>());
+        let prod = l.mm(&u);
+        for bi in 0..2 {
+            let mut seen = vec![false; n];
+            for i in 0..n {
+                let pi = p[bi * n + i] as usize;
+                assert!(pi < n && !seen[pi], "{}: p is a permutation: {p:?}", what("lu"));
+                seen[pi] = true;
+                for j in 0..n {
+                    let (got, want) = (prod.at(bi, pi, j), a.at(bi, i, j));
+                    assert!(
+                        (got - want).abs() <= 1e-4 * n as f64,
+                        "{}: (L[p] U)[{bi}, {i}, {j}] = {got}, A = {want}",
+                        what("lu")
+                    );
+                }
+            }
+        }
+        let a64 = a.arr(&cpu, DType::F64);
+        let (sw, lw) = ok("slogdet f64", la::slogdet(&a64));
+        let (sg, lg) = ok(&what("slogdet"), la::slogdet(&aa));
+        let (sw, lw, sg, lg) = (M::of("s", &sw), M::of("l", &lw), M::of("s", &sg), M::of("l", &lg));
+        assert_eq!(sg.v, sw.v, "{}: signs", what("slogdet"));
+        for (g, w) in lg.v.iter().zip(&lw.v) {
+            assert!((g - w).abs() <= 1e-4 * (n as f64 + w.abs()), "{}: {g} vs {w}", what("slogdet"));
+        }
+        if n == 7 {
+            let dw = M::of("det", &ok("det f64", la::det(&a64)));
+            let dg = M::of("det", &ok(&what("det"), la::det(&aa)));
+            close(&what("det"), &dg, &dw, 1e-4 * dw.v.iter().fold(1f64, |m, v| m.max(v.abs())));
+            // Two equal rows: an exactly zero pivot, det 0 and slogdet (0, -inf).
+            let mut s = M::random(&mut rng, &[n, n]);
+            for j in 0..n {
+                s.v[4 * n + j] = s.v[j];
+            }
+            let sa = s.arr(dev, dt);
+            assert_eq!(ok("det", ok("det", la::det(&sa)).to_vec::<f32>()), vec![0.0]);
+            let (s0, l0) = ok("slogdet", la::slogdet(&sa));
+            assert_eq!(ok("sign", s0.to_vec::<f32>()), vec![0.0]);
+            assert_eq!(ok("log", l0.to_vec::<f32>()), vec![f32::NEG_INFINITY]);
+        }
+    }
+    for (r, c) in [(130usize, 70usize), (40, 100), (65, 65), (9, 1), (1, 6), (1, 1), (300, 3)] {
+        let w = format!("qr of [2, {r}, {c}] f32");
+        let x = M::random(&mut rng, &[2, r, c]);
+        let xa = x.arr(dev, dt);
+        let x = M::of("x", &xa);
+        let (q, rm) = ok(&w, la::qr(&xa));
+        let (q, rm) = (M::of(&w, &q), M::of(&w, &rm));
+        let k = r.min(c);
+        assert_eq!((q.rc(), rm.rc()), ((r, k), (k, c)), "{w}: shapes");
+        tri_check(&w, &rm, true, false);
+        close(&format!("{w}: Q R"), &q.mm(&rm), &x, 1e-4);
+        close(&format!("{w}: Qᵀ Q"), &q.t().mm(&q), &q.t().mm(&q).eye_like(), 1e-4);
+        let (qw, rw) = ok("qr f64", la::qr(&x.arr(&cpu, DType::F64)));
+        close(&format!("{w}: R against f64"), &rm, &M::of("r", &rw), 1e-3);
+        close(&format!("{w}: Q against f64"), &q, &M::of("q", &qw), 1e-3);
+    }
+    // Gradients through the panels and the QR kernel against the CPU's in f64.
+    let n = 70;
+    let a = M::random(&mut rng, &[2, n, n]);
+    let (w1, w2, w3) = (
+        M::random(&mut rng, &[2, n, 2]),
+        M::random(&mut rng, &[2, n, n]),
+        M::random(&mut rng, &[2, n, n]),
+    );
+    let rhs = M::random(&mut rng, &[2, n, 2]);
+    let grads = |d: &Device, dt: DType| -> M {
+        let (w1, w2, w3, ra) = (w1.arr(d, dt), w2.arr(d, dt), w3.arr(d, dt), rhs.arr(d, dt));
+        let f = move |xs: &[Array]| -> Result<Vec<Array>> {
+            let x = la::solve(&xs[0], &ra)?;
+            let (_, logdet) = la::slogdet(&xs[0])?;
+            let (q, r) = la::qr(&xs[0])?;
+            let terms = [
+                wmx::sum(&wmx::multiply(&w1, &x)?, None, false)?,
+                wmx::sum(&logdet, None, false)?,
+                wmx::sum(&wmx::multiply(&w2, &q)?, None, false)?,
+                wmx::sum(&wmx::multiply(&w3, &r)?, None, false)?,
+            ];
+            let mut s = terms[0].clone();
+            for t in &terms[1..] {
+                s = wmx::add(&s, t)?;
+            }
+            Ok(vec![s])
+        };
+        let g = ok("grad", wmx::grad(f, &[0])(&[a.arr(d, dt)]));
+        M::of("grad", &g[0])
+    };
+    let want = grads(&cpu, DType::F64);
+    let got = grads(dev, dt);
+    let scale = want.v.iter().fold(0f64, |m, v| m.max(v.abs()));
+    for (i, (&g, &r)) in got.v.iter().zip(&want.v).enumerate() {
+        assert!(
+            (g - r).abs() <= 2e-3 * scale,
+            "grad through LU panels and QR: element {i}: {g} vs {r} (scale {scale})"
+        );
+    }
+}
