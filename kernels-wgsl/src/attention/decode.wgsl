@@ -147,11 +147,10 @@ fn flash_decode(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
     let g = P[1];
     let lq = P[2];
     let lk = P[3];
-    var rest = t / P[5];
-    let hk = rest % P[4];
-    rest = rest / P[4];
-    let b = rest % P[23];
-    let split = rest / P[23];
+    let cell = flash_cell(t);
+    let hk = cell.hk;
+    let b = cell.b;
+    let split = cell.split;
     let mode = P[8];
     let shift = i32(lk) - i32(lq);
     let dl = lid % LANES;

@@ -64,12 +64,11 @@ fn flash(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     let g = P[1];
     let lq = P[2];
     let lk = P[3];
-    let blk = t % P[5];
-    var rest = t / P[5];
-    let hk = rest % P[4];
-    rest = rest / P[4];
-    let b = rest % P[23];
-    let split = rest / P[23];
+    let cell = flash_cell(t);
+    let blk = cell.blk;
+    let hk = cell.hk;
+    let b = cell.b;
+    let split = cell.split;
     let row0 = blk * BQ;
     let r = row0 + lid / SPLIT;
     let c = lid % SPLIT;

@@ -99,10 +99,11 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     let g = P[1];
     let lq = P[2];
     let lk = P[3];
-    let blk = t % P[5];
-    let rest = t / P[5];
-    let hk = rest % P[4];
-    let b = min(rest / P[4], P[23] - 1u);
+    // One chunk of keys (no split-KV here).
+    let cell = flash_cell(t);
+    let blk = cell.blk;
+    let hk = cell.hk;
+    let b = cell.b;
     let r0 = blk * CR + 16u * sg;
     if (r0 >= rows) { return; }
     let nr = min(16u, rows - r0);

@@ -19,6 +19,7 @@ const FLASH_WGSL: &str = include_str!("flash.wgsl");
 const FLASH_COOP_WGSL: &str = include_str!("flash_coop.wgsl");
 const DECODE_WGSL: &str = include_str!("decode.wgsl");
 const COMBINE_WGSL: &str = include_str!("combine.wgsl");
+const GRID_WGSL: &str = include_str!("grid.wgsl");
 
 /// Flash attention: q, k, v of one dtype (f32, f16 or bf16) to the normalised
 /// output of their dtype (`flash`), or to f32 partial results (`flash_parts`);
@@ -94,7 +95,7 @@ pub static ATTENTION: Family = Family {
                 )));
             }
             writeln!(p, "const DH: u32 = {dim}u;").unwrap();
-            return Ok(vec![WORDS, FLASH_COOP_WGSL]);
+            return Ok(vec![WORDS, GRID_WGSL, FLASH_COOP_WGSL]);
         }
         if let Variant::AttentionDecode { dim } = spec.variant {
             let parts = spec.op.name() == "flash_parts";
@@ -116,7 +117,7 @@ pub static ATTENTION: Family = Family {
                 dim / 8
             )
             .unwrap();
-            return Ok(vec![WORDS, DECODE_WGSL]);
+            return Ok(vec![WORDS, GRID_WGSL, DECODE_WGSL]);
         }
         let Variant::Attention {
             dim,
@@ -184,7 +185,7 @@ pub static ATTENTION: Family = Family {
                 "fn flash_row_sum(x: f32) -> f32 {\n    var s = x;\n    for (var m = 1u; m < SPLIT; m <<= 1u) { s += subgroupShuffleXor(s, m); }\n    return s;\n}\n",
             );
         }
-        Ok(vec![WORDS, FLASH_WGSL])
+        Ok(vec![WORDS, GRID_WGSL, FLASH_WGSL])
     },
     specs: |t| {
         let mut v = Vec::new();
