@@ -98,44 +98,10 @@ impl CustomPrimitive for Block {
     }
 }
 
-/// The block kernel's LU (partial pivoting, the first largest pivot) of one
-/// row-major n×n matrix into rows of n + 1: LU's row, then r_i.
-fn lu_reference(src: &[f32], n: usize, dst: &mut [f32]) {
-    let mut a: Vec<f64> = src.iter().map(|&x| x as f64).collect();
-    let mut r: Vec<usize> = (0..n).collect();
-    for k in 0..n {
-        let mut p = k;
-        for i in k + 1..n {
-            if a[i * n + k].abs() > a[p * n + k].abs() {
-                p = i;
-            }
-        }
-        if p != k {
-            for j in 0..n {
-                a.swap(k * n + j, p * n + j);
-            }
-            r.swap(k, p);
-        }
-        for i in k + 1..n {
-            a[i * n + k] /= a[k * n + k];
-            for j in k + 1..n {
-                a[i * n + j] -= a[i * n + k] * a[k * n + j];
-            }
-        }
-    }
-    for i in 0..n {
-        for j in 0..n {
-            dst[i * (n + 1) + j] = a[i * n + j] as f32;
-        }
-        dst[i * (n + 1) + n] = r[i] as f32;
-    }
-}
-
-/// The kernel's LU of a tall m×n panel (the first largest pivot), LAPACK's
-/// getf2, into `(m + 1) × (n + 1)`: packed rows then r_i, and a last row holding
-/// the number of row swaps.
-fn lu_panel_reference(src: &[f32], m: usize, n: usize, dst: &mut [f32]) {
-    let mut a: Vec<f64> = src.iter().map(|&x| x as f64).collect();
+/// LAPACK's getf2 on a row-major m×n `a` in place (the first largest pivot; a
+/// zero pivot leaves its zero column as it is): r (`A[r] = L U`) and the number
+/// of row swaps. The LU kernels' reference.
+fn getf2(a: &mut [f64], m: usize, n: usize) -> (Vec<usize>, usize) {
     let mut r: Vec<usize> = (0..m).collect();
     let mut swaps = 0;
     for k in 0..m.min(n) {
@@ -152,7 +118,6 @@ fn lu_panel_reference(src: &[f32], m: usize, n: usize, dst: &mut [f32]) {
             r.swap(k, p);
             swaps += 1;
         }
-        // A zero pivot leaves its (zero) column as it is, as LAPACK's getf2.
         if a[k * n + k] != 0.0 {
             for i in k + 1..m {
                 a[i * n + k] /= a[k * n + k];
@@ -164,6 +129,27 @@ fn lu_panel_reference(src: &[f32], m: usize, n: usize, dst: &mut [f32]) {
             }
         }
     }
+    (r, swaps)
+}
+
+/// The block kernel's LU of one row-major n×n matrix into rows of n + 1: LU's
+/// row, then r_i.
+fn lu_reference(src: &[f32], n: usize, dst: &mut [f32]) {
+    let mut a: Vec<f64> = src.iter().map(|&x| x as f64).collect();
+    let (r, _) = getf2(&mut a, n, n);
+    for i in 0..n {
+        for j in 0..n {
+            dst[i * (n + 1) + j] = a[i * n + j] as f32;
+        }
+        dst[i * (n + 1) + n] = r[i] as f32;
+    }
+}
+
+/// The panel kernel's LU of a tall m×n panel into `(m + 1) × (n + 1)`: packed
+/// rows then r_i, and a last row holding the number of row swaps.
+fn lu_panel_reference(src: &[f32], m: usize, n: usize, dst: &mut [f32]) {
+    let mut a: Vec<f64> = src.iter().map(|&x| x as f64).collect();
+    let (r, swaps) = getf2(&mut a, m, n);
     let w = n + 1;
     for i in 0..m {
         for j in 0..n {

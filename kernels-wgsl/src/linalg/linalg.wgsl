@@ -103,7 +103,8 @@ fn tri_inv_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_i
 // |a_ik| (the first of equals) swaps into row k. Every invocation finds the same
 // pivot and keeps the same row permutation r (A[r] = L U) in its registers, so
 // nothing but the matrix lives in workgroup memory (64² f32 fill its 16 KiB).
-// Output rows: LU's row i, then r_i as a float. A zero pivot gives inf or NaN.
+// Output rows: LU's row i, then r_i as a float. A zero pivot leaves U's zero
+// (the triangular solves then give inf or NaN).
 @compute @workgroup_size(NT)
 fn lu_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
             @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -134,8 +135,11 @@ fn lu_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
             r[p] = tr;
         }
         workgroupBarrier();
+        // A zero pivot leaves its (zero) column as it is, as LAPACK's getf2.
         let pivot = F[k * n + k];
-        for (var i = k + 1u + lid; i < n; i += NT) { F[i * n + k] = F[i * n + k] / pivot; }
+        if (pivot != 0.0) {
+            for (var i = k + 1u + lid; i < n; i += NT) { F[i * n + k] = F[i * n + k] / pivot; }
+        }
         workgroupBarrier();
         let m = n - k - 1u;
         for (var e = lid; e < m * m; e += NT) {
