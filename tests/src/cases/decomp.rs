@@ -1154,6 +1154,32 @@ pub fn linalg_lu_qr(dev: &Device) {
         close(&format!("{w}: R against f64"), &rm, &M::of("r", &rw), 1e-3);
         close(&format!("{w}: Q against f64"), &q, &M::of("q", &qw), 1e-3);
     }
+    // Views: QR of a transposed view, LU solve of a sliced block (two panels).
+    let x = M::random(&mut rng, &[2, 70, 130]);
+    let xt = ok("view", wmx::swapaxes(&x.arr(dev, dt), -1, -2));
+    let (q, rm) = ok("qr of a transposed view", la::qr(&xt));
+    let (q, rm) = (M::of("q", &q), M::of("r", &rm));
+    close("qr of a transposed view: Q R", &q.mm(&rm), &M::of("x", &xt), 1e-4);
+    tri_check("qr of a transposed view", &rm, true, false);
+    let mut big = M::random(&mut rng, &[2, 160, 160]);
+    for b in 0..2 {
+        for i in 0..100 {
+            big.v[b * 160 * 160 + (5 + i) * 160 + 7 + i] += 4.0;
+        }
+    }
+    let block = ok(
+        "view",
+        big.arr(dev, dt)
+            .slice(&[Slice::ALL, Slice::range(5, 105), Slice::range(7, 107)]),
+    );
+    let b = M::random(&mut rng, &[2, 100, 2]);
+    let x = ok("solve of a sliced view", la::solve(&block, &b.arr(dev, dt)));
+    close(
+        "solve of a sliced view: A x",
+        &M::of("a", &block).mm(&M::of("x", &x)),
+        &b,
+        2e-3,
+    );
     // Gradients through the panels and the QR kernel against the CPU's in f64.
     let n = 70;
     let a = M::random(&mut rng, &[2, n, n]);
