@@ -241,9 +241,7 @@ pub(crate) fn solve(a: &Array, rhs: &Array) -> Result<Array> {
         let (lu, r, _) = lu(a)?;
         (lu, r)
     };
-    let mut full = rhs.shape().to_vec();
-    *full.last_mut().unwrap() = rhs.shape()[rhs.ndim() - 1];
-    let pb = o::take_along_axis(rhs, &o::broadcast_to(&r, &full)?, Some(-2))?;
+    let pb = o::take_along_axis(rhs, &o::broadcast_to(&r, rhs.shape())?, Some(-2))?;
     let y = solve_lower(&unit_lower(&packed)?, &pb)?;
     solve_triangular(&packed, &y, true)
 }
