@@ -140,6 +140,7 @@ pub fn wide_modules(wg: u32) -> Vec<(String, String, &'static str, bool)> {
         sort::wide::listed(),
         norm::wide::listed(),
         matmul::wide::listed(),
+        linalg::wide::listed(),
     ];
     wide::composed(listed.into_iter().flatten().collect(), wg)
 }

@@ -1,20 +1,22 @@
 //! The linear algebra kernels' factorisations.
 
+use crate::DType;
+
 /// A factorisation the kernel library runs one workgroup per matrix; core builds
 /// the larger blocked algorithms from these and matrix products.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LinalgBlock {
-    /// The lower Cholesky factor, from the lower triangle (n ≤ [`LinalgBlock::MAX`]).
+    /// The lower Cholesky factor, from the lower triangle (n ≤ [`LinalgBlock::side`]).
     Cholesky,
     /// The inverse of a lower-triangular matrix, from its lower triangle
-    /// (n ≤ [`LinalgBlock::MAX`]).
+    /// (n ≤ [`LinalgBlock::side`]).
     TriInv,
-    /// LU with partial pivoting (n ≤ [`LinalgBlock::MAX`]): each output row is that
+    /// LU with partial pivoting (n ≤ [`LinalgBlock::side`]): each output row is that
     /// row of the packed L (strictly lower, unit diagonal implied) and U, then `r_i`
     /// as a float, where `A[r] = L U` (`[..., n, n + 1]`).
     Lu,
     /// LU with partial pivoting of a tall panel `[..., m, n]` (m ≥ n, n ≤
-    /// [`LinalgBlock::MAX`]), LAPACK's `getf2`, in global memory: output rows
+    /// [`LinalgBlock::side`]), LAPACK's `getf2`, in global memory: output rows
     /// `0..m` are the packed L and U rows then `r_i` (`A[r] = L U`), and row `m`
     /// holds the number of row swaps, then zeros (`[..., m + 1, n + 1]`).
     LuPanel,
@@ -26,8 +28,12 @@ pub enum LinalgBlock {
 }
 
 impl LinalgBlock {
-    /// The largest matrix side of the block kernels (and of an LU panel's columns).
-    pub const MAX: usize = 64;
+    /// The largest matrix side of the block kernels (and of an LU panel's columns)
+    /// in `dtype` (f32 or f64): a 64×64 f32 block fills 16 KiB of workgroup memory,
+    /// WebGPU's default limit, so f64 blocks are 32×32.
+    pub fn side(dtype: DType) -> usize {
+        if dtype == DType::F64 { 32 } else { 64 }
+    }
 
     /// The largest side of a matrix the QR kernel takes.
     pub const QR_MAX: usize = 512;
@@ -52,13 +58,12 @@ impl LinalgBlock {
         LinalgBlock::Qr,
     ];
 
-    /// Whether it takes matrices of `m` rows and `n` columns.
-    pub fn takes(self, m: usize, n: usize) -> bool {
+    /// Whether it takes `dtype` matrices of `m` rows and `n` columns.
+    pub fn takes(self, dtype: DType, m: usize, n: usize) -> bool {
+        let side = Self::side(dtype);
         match self {
-            LinalgBlock::Cholesky | LinalgBlock::TriInv | LinalgBlock::Lu => {
-                m == n && n <= Self::MAX
-            }
-            LinalgBlock::LuPanel => m >= n && n <= Self::MAX,
+            LinalgBlock::Cholesky | LinalgBlock::TriInv | LinalgBlock::Lu => m == n && n <= side,
+            LinalgBlock::LuPanel => m >= n && n <= side,
             LinalgBlock::Qr => m <= Self::QR_MAX && n <= Self::QR_MAX,
         }
     }

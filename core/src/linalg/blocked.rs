@@ -1,6 +1,7 @@
 //! The GPU path of Cholesky, triangular solves, LU (solves, inverses,
-//! determinants) and QR (f32): blocked algorithms whose diagonal blocks (n ≤ 64)
-//! and LU panels (64 columns) go to the kernel library's kernels ([`Block`], one
+//! determinants) and QR (f32, and f64 where the adapter has it): blocked
+//! algorithms whose diagonal blocks and LU panels ([`LinalgBlock::side`]: 64 in
+//! f32, 32 in f64) go to the kernel library's kernels ([`Block`], one
 //! workgroup per matrix) and whose updates are matrix products, so every matrix
 //! of a batch factors in one pass of a few dispatches per block column; QR of
 //! matrices up to 512×512 is one kernel. Wrapped in a [`crate::CustomFunction`]
@@ -35,24 +36,49 @@ impl CustomPrimitive for Block {
         let x = &inputs[0];
         let n = *x.layout.shape.last().unwrap_or(&0);
         let m = x.layout.shape[x.layout.shape.len() - 2];
-        let a = &x.buffer.as_slice::<f32>()[x.layout.offset..x.layout.offset + x.layout.numel()];
-        let o = out.buffer.as_mut_slice::<f32>();
+        let span = x.layout.offset..x.layout.offset + x.layout.numel();
+        let a: Vec<f64> = match x.dtype {
+            DType::F64 => x.buffer.as_slice::<f64>()[span].to_vec(),
+            _ => x.buffer.as_slice::<f32>()[span]
+                .iter()
+                .map(|&v| v as f64)
+                .collect(),
+        };
         let per: usize = self.block.out_shape(m, n).iter().product();
-        if m * n == 0 || per == 0 {
-            return Ok(());
+        let count: usize = x.layout.shape[..x.layout.shape.len() - 2].iter().product();
+        let mut o = vec![0.0f64; count * per];
+        if m * n > 0 && per > 0 {
+            self.reference(&a, m, n, per, &mut o);
         }
+        match x.dtype {
+            DType::F64 => out.buffer.as_mut_slice::<f64>()[..o.len()].copy_from_slice(&o),
+            _ => {
+                let dst = out.buffer.as_mut_slice::<f32>();
+                for (d, v) in dst.iter_mut().zip(&o) {
+                    *d = *v as f32;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Block {
+    /// The kernel's results for the row-major `m × n` matrices of `a`, in f64,
+    /// `per` elements each.
+    fn reference(&self, a: &[f64], m: usize, n: usize, per: usize, o: &mut [f64]) {
         match self.block {
             LinalgBlock::LuPanel => {
                 for (src, dst) in a.chunks(m * n).zip(o.chunks_mut(per)) {
                     lu_panel_reference(src, m, n, dst);
                 }
-                return Ok(());
+                return;
             }
             LinalgBlock::Qr => {
                 for (src, dst) in a.chunks(m * n).zip(o.chunks_mut(per)) {
                     qr_reference(src, m, n, dst);
                 }
-                return Ok(());
+                return;
             }
             _ => {}
         }
@@ -60,10 +86,10 @@ impl CustomPrimitive for Block {
             for (src, dst) in a.chunks(n * n).zip(o.chunks_mut(n * (n + 1))) {
                 lu_reference(src, n, dst);
             }
-            return Ok(());
+            return;
         }
         for (src, dst) in a.chunks(n * n).zip(o.chunks_mut(n * n)) {
-            let at = |i: usize, j: usize| src[i * n + j] as f64;
+            let at = |i: usize, j: usize| src[i * n + j];
             let mut l = vec![0.0f64; n * n];
             match self.block {
                 LinalgBlock::Cholesky => {
@@ -90,11 +116,8 @@ impl CustomPrimitive for Block {
                     }
                 }
             }
-            for (d, v) in dst.iter_mut().zip(&l) {
-                *d = *v as f32;
-            }
+            dst.copy_from_slice(&l);
         }
-        Ok(())
     }
 }
 
@@ -134,38 +157,38 @@ fn getf2(a: &mut [f64], m: usize, n: usize) -> (Vec<usize>, usize) {
 
 /// The block kernel's LU of one row-major n×n matrix into rows of n + 1: LU's
 /// row, then r_i.
-fn lu_reference(src: &[f32], n: usize, dst: &mut [f32]) {
-    let mut a: Vec<f64> = src.iter().map(|&x| x as f64).collect();
+fn lu_reference(src: &[f64], n: usize, dst: &mut [f64]) {
+    let mut a = src.to_vec();
     let (r, _) = getf2(&mut a, n, n);
     for i in 0..n {
         for j in 0..n {
-            dst[i * (n + 1) + j] = a[i * n + j] as f32;
+            dst[i * (n + 1) + j] = a[i * n + j];
         }
-        dst[i * (n + 1) + n] = r[i] as f32;
+        dst[i * (n + 1) + n] = r[i] as f64;
     }
 }
 
 /// The panel kernel's LU of a tall m×n panel into `(m + 1) × (n + 1)`: packed
 /// rows then r_i, and a last row holding the number of row swaps.
-fn lu_panel_reference(src: &[f32], m: usize, n: usize, dst: &mut [f32]) {
-    let mut a: Vec<f64> = src.iter().map(|&x| x as f64).collect();
+fn lu_panel_reference(src: &[f64], m: usize, n: usize, dst: &mut [f64]) {
+    let mut a = src.to_vec();
     let (r, swaps) = getf2(&mut a, m, n);
     let w = n + 1;
     for i in 0..m {
         for j in 0..n {
-            dst[i * w + j] = a[i * n + j] as f32;
+            dst[i * w + j] = a[i * n + j];
         }
-        dst[i * w + n] = r[i] as f32;
+        dst[i * w + n] = r[i] as f64;
     }
     dst[m * w..].fill(0.0);
-    dst[m * w] = swaps as f32;
+    dst[m * w] = swaps as f64;
 }
 
 /// The kernel's Householder QR (LAPACK's geqr2 and org2r, in f64): Q (m × k)
 /// then R (k × n), flat.
-fn qr_reference(src: &[f32], m: usize, n: usize, dst: &mut [f32]) {
+fn qr_reference(src: &[f64], m: usize, n: usize, dst: &mut [f64]) {
     let k = m.min(n);
-    let mut a: Vec<f64> = src.iter().map(|&x| x as f64).collect();
+    let mut a = src.to_vec();
     let mut taus = vec![0.0f64; k];
     // H = I - tau v vᵀ (v from row j, v_0 = 1) on columns c0..c1 of `q` (stride st).
     let apply = |q: &mut [f64], st: usize, j: usize, c0: usize, c1: usize, v: &[f64], tau: f64| {
@@ -194,7 +217,7 @@ fn qr_reference(src: &[f32], m: usize, n: usize, dst: &mut [f32]) {
     let (q, r) = dst.split_at_mut(m * k);
     for i in 0..k {
         for c in 0..n {
-            r[i * n + c] = if c >= i { a[i * n + c] as f32 } else { 0.0 };
+            r[i * n + c] = if c >= i { a[i * n + c] } else { 0.0 };
         }
     }
     let mut qm: Vec<f64> = (0..m * k).map(|e| a[(e / k) * n + e % k]).collect();
@@ -212,9 +235,7 @@ fn qr_reference(src: &[f32], m: usize, n: usize, dst: &mut [f32]) {
         }
         qm[i * k + i] = 1.0 - taus[i];
     }
-    for (d, v) in q.iter_mut().zip(&qm) {
-        *d = *v as f32;
-    }
+    q.copy_from_slice(&qm);
 }
 
 fn block(b: LinalgBlock, x: &Array) -> Result<Array> {
@@ -225,15 +246,16 @@ fn block(b: LinalgBlock, x: &Array) -> Result<Array> {
         Arc::new(Block { block: b }),
         &[o::contiguous(x)?],
         &shape,
-        DType::F32,
+        x.dtype(),
     )
 }
 
-/// `x` with `a x = rhs` for square f32 `a`: LU (the block kernel up to 64×64,
-/// else [`lu`]), the right side's rows permuted, then the two triangular solves.
+/// `x` with `a x = rhs` for square `a`: LU (the block kernel up to
+/// [`LinalgBlock::side`], else [`lu`]), the right side's rows permuted, then the
+/// two triangular solves.
 pub(crate) fn solve(a: &Array, rhs: &Array) -> Result<Array> {
     let n = a.shape()[a.ndim() - 1];
-    let (packed, r) = if n <= LinalgBlock::MAX {
+    let (packed, r) = if n <= LinalgBlock::side(a.dtype()) {
         let lu = block(LinalgBlock::Lu, a)?;
         let r = o::astype(&part(&lu, (0, n), (n, n + 1))?, DType::I32)?;
         (part(&lu, (0, n), (0, n))?, r)
@@ -249,13 +271,13 @@ pub(crate) fn solve(a: &Array, rhs: &Array) -> Result<Array> {
 /// The unit lower-triangular L of a packed LU (its strict lower part and ones).
 fn unit_lower(packed: &Array) -> Result<Array> {
     let n = packed.shape()[packed.ndim() - 1];
-    let eye = crate::with_device(packed.device(), || o::eye(n, DType::F32))?;
+    let eye = crate::with_device(packed.device(), || o::eye(n, packed.dtype()))?;
     o::add(&o::tril(packed, -1)?, &eye)
 }
 
-/// LU with partial pivoting of f32 `a` `[..., n, n]` (LAPACK's getrf): the packed
-/// L and U, r (`A[r] = L U`, i32 `[..., n, 1]`) and the number of row swaps (f32
-/// `[..., 1, 1]`). Right-looking by panels of 64 columns: each panel's LU is a
+/// LU with partial pivoting of `a` `[..., n, n]` (LAPACK's getrf): the packed L
+/// and U, r (`A[r] = L U`, i32 `[..., n, 1]`) and the number of row swaps (`a`'s
+/// dtype, `[..., 1, 1]`). Right-looking by panels of [`LinalgBlock::side`] columns: each panel's LU is a
 /// kernel (pivots searched down the whole panel), its row order is applied to
 /// the rest of those rows, then `U12 = L11⁻¹ A12` and `A22 - L21 U12` by products.
 pub(crate) fn lu(a: &Array) -> Result<(Array, Array, Array)> {
@@ -267,11 +289,7 @@ pub(crate) fn lu(a: &Array) -> Result<(Array, Array, Array)> {
         let mut one = col.clone();
         one[nd - 2] = 1;
         let zeros = |s: &[usize], dt| crate::with_device(a.device(), || o::zeros(s, dt));
-        return Ok((
-            a.clone(),
-            zeros(&col, DType::I32)?,
-            zeros(&one, DType::F32)?,
-        ));
+        return Ok((a.clone(), zeros(&col, DType::I32)?, zeros(&one, a.dtype())?));
     }
     let r0 = crate::with_device(a.device(), || o::arange(0.0, n as f64, 1.0, DType::I32))?;
     let mut r = o::broadcast_to(&o::reshape(&r0, &[n as isize, 1])?, &col)?;
@@ -283,7 +301,7 @@ pub(crate) fn lu(a: &Array) -> Result<(Array, Array, Array)> {
     let mut swaps = Vec::new();
     let mut k = 0;
     while k < n {
-        let (w, m) = (LinalgBlock::MAX.min(n - k), n - k);
+        let (w, m) = (LinalgBlock::side(a.dtype()).min(n - k), n - k);
         let pan = block(LinalgBlock::LuPanel, &part(&t, (0, m), (0, w))?)?;
         let pl = part(&pan, (0, m), (0, w))?;
         let p = o::astype(&part(&pan, (0, m), (w, w + 1))?, DType::I32)?;
@@ -334,7 +352,7 @@ pub(crate) fn lu(a: &Array) -> Result<(Array, Array, Array)> {
     Ok((lu, r, s))
 }
 
-/// Householder QR of f32 `a` `[..., m, n]` (m, n ≤ [`LinalgBlock::QR_MAX`]): Q and
+/// Householder QR of `a` `[..., m, n]` (m, n ≤ [`LinalgBlock::QR_MAX`]): Q and
 /// R flat, one kernel.
 pub(crate) fn qr(a: &Array) -> Result<Array> {
     block(LinalgBlock::Qr, a)
@@ -352,14 +370,14 @@ fn mt(x: &Array) -> Result<Array> {
     o::swapaxes(x, -1, -2)
 }
 
-/// Blocked right-looking Cholesky of f32 `a` `[..., n, n]` (lower triangle read):
+/// Blocked right-looking Cholesky of `a` `[..., n, n]` (lower triangle read):
 /// each block column is its diagonal block's factor over `L21 = A21 L11⁻ᵀ`, and
 /// the trailing matrix `A22 - L21 L21ᵀ` factors the same way; the columns are
 /// joined once at the end (joining at every level copied the trailing matrices
 /// again and again: 58 % of the GPU time at 512², run 91).
 pub(crate) fn cholesky(a: &Array) -> Result<Array> {
     let n = a.shape()[a.ndim() - 1];
-    let b = LinalgBlock::MAX;
+    let b = LinalgBlock::side(a.dtype());
     if n <= b {
         return block(LinalgBlock::Cholesky, a);
     }
@@ -374,9 +392,7 @@ pub(crate) fn cholesky(a: &Array) -> Result<Array> {
             let mut zs = lkk.shape().to_vec();
             let nd = zs.len();
             zs[nd - 2] = k;
-            pieces.push(crate::with_device(a.device(), || {
-                o::zeros(&zs, DType::F32)
-            })?);
+            pieces.push(crate::with_device(a.device(), || o::zeros(&zs, a.dtype()))?);
         }
         pieces.push(lkk.clone());
         if r > w {
@@ -393,13 +409,13 @@ pub(crate) fn cholesky(a: &Array) -> Result<Array> {
     o::concatenate(&refs, -1)
 }
 
-/// `x` with `l x = rhs` for lower-triangular f32 `l` (its lower triangle read),
+/// `x` with `l x = rhs` for lower-triangular `l` (its lower triangle read),
 /// by blocks: each diagonal block's inverse times its rows, the rows below
 /// updated by a product.
 fn solve_lower(l: &Array, rhs: &Array) -> Result<Array> {
     let n = l.shape()[l.ndim() - 1];
     let k = rhs.shape()[rhs.ndim() - 1];
-    let b = LinalgBlock::MAX;
+    let b = LinalgBlock::side(l.dtype());
     if n <= b {
         return o::matmul(&block(LinalgBlock::TriInv, l)?, rhs);
     }
@@ -437,10 +453,13 @@ pub(crate) fn solve_triangular(a: &Array, rhs: &Array, upper: bool) -> Result<Ar
     rows(&solve_lower(&flip(a, 2)?, &rows(rhs)?)?)
 }
 
-/// Whether `x` may take the GPU path (the caller picks the ops): f32 on a WebGPU
-/// or Metal device, unless `WMX_LINALG_CPU=1`.
+/// Whether `x` may take the GPU path (the caller picks the ops): f32 or f64 (an
+/// f64 array on a GPU means its adapter computes f64) on a WebGPU or Metal device,
+/// unless `WMX_LINALG_CPU=1`.
 pub(crate) fn takes(x: &Array) -> bool {
-    x.dtype() == DType::F32 && x.device().kind() != crate::DeviceKind::Cpu && !forced_cpu()
+    matches!(x.dtype(), DType::F32 | DType::F64)
+        && x.device().kind() != crate::DeviceKind::Cpu
+        && !forced_cpu()
 }
 
 /// `WMX_LINALG_CPU=1` sends every decomposition to the CPU (for comparisons).

@@ -6,19 +6,20 @@
 //! - **Dtypes.** f32 and f64 (other dtypes are an `Err`: cast with `astype`). On
 //!   the CPU the decompositions run in f64 with [faer](https://docs.rs/faer) and
 //!   round once to the input's dtype, so f32 results are at least as accurate as
-//!   numpy's; the GPU kernels compute in f32.
-//! - **Devices.** On a GPU, f32 `cholesky`, `solve_triangular`, `cho_solve`,
-//!   `solve`, `inv`, `lu`, `det` and `slogdet` run there: blocked algorithms whose
-//!   64×64 diagonal blocks and 64-column LU panels (partial pivoting searched down
-//!   the whole panel, LAPACK's getf2) are kernels, one workgroup per matrix
-//!   ([`Block`]), and whose updates are matrix products; `qr` of f32 matrices up
-//!   to 512×512 is one kernel (Householder reflections, LAPACK's geqr2 and
-//!   org2r, so R's signs are LAPACK's and numpy's). The others (`qr` of larger
-//!   matrices, `svd`, `eigh`, and f64 everywhere) run on the CPU: an input on a
-//!   GPU moves to the CPU and the result back, counted by
-//!   [`crate::implicit_moves`]; with implicit moves off
+//!   numpy's; the GPU kernels compute in the input's dtype.
+//! - **Devices.** On a GPU, `cholesky`, `solve_triangular`, `cho_solve`,
+//!   `solve`, `inv`, `lu`, `det` and `slogdet` of f32 matrices, and of f64 ones
+//!   where the adapter computes f64 (`SHADER_F64`: Vulkan and DX12, not Metal or
+//!   browsers), run there: blocked algorithms whose diagonal blocks and LU panels
+//!   (64 wide in f32, 32 in f64; partial pivoting searched down the whole panel,
+//!   LAPACK's getf2) are kernels, one workgroup per matrix ([`Block`]), and whose
+//!   updates are matrix products; `qr` of matrices up to 512×512 is one kernel
+//!   (Householder reflections, LAPACK's geqr2 and org2r, so R's signs are
+//!   LAPACK's and numpy's). The others (`qr` of larger matrices, `svd`, `eigh`)
+//!   run on the CPU: an input on a GPU moves to the CPU and the result back,
+//!   counted by [`crate::implicit_moves`]; with implicit moves off
 //!   ([`crate::set_implicit_moves`]) that is an `Err`. `WMX_LINALG_CPU=1` sends
-//!   the GPU's f32 work to the CPU too. The rest (`norm`, `pinv`,
+//!   the GPU's work to the CPU too. The rest (`norm`, `pinv`,
 //!   `matrix_power`, `cross`, …) are composites whose other ops run where the
 //!   input is.
 //! - **Bad input.** A non-square matrix where a square one is needed, or fewer
@@ -47,7 +48,7 @@ mod prim;
 use crate::layout::{broadcast_shapes, normalize_axis};
 use crate::ops as o;
 use crate::{Array, DType, Error, Result};
-pub use blocked::Block;
+pub use blocked::{Block, LinalgBlock};
 pub use prim::Decomp;
 use prim::{Op, apply, mt, unpack};
 

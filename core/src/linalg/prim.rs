@@ -101,7 +101,7 @@ pub(crate) fn apply(op: Op, inputs: &[Array]) -> Result<Array> {
     }
     let gpu = match op {
         Op::Cholesky | Op::TriSolve { .. } | Op::Solve | Op::Inv | Op::Lu => true,
-        Op::Qr => super::blocked::LinalgBlock::Qr.takes(m, n),
+        Op::Qr => super::blocked::LinalgBlock::Qr.takes(dt, m, n),
         Op::Svd { .. } | Op::Eigh => false,
     };
     if gpu && super::blocked::takes(&inputs[0]) {
@@ -136,7 +136,7 @@ fn on_gpu(op: Op, inputs: &[Array]) -> Result<Array> {
             Op::TriSolve { upper } => super::blocked::solve_triangular(&x[0], &x[1], upper),
             Op::Solve => super::blocked::solve(&x[0], &x[1]),
             Op::Inv => {
-                let eye = crate::with_device(x[0].device(), || o::eye(n, DType::F32))?;
+                let eye = crate::with_device(x[0].device(), || o::eye(n, x[0].dtype()))?;
                 super::blocked::solve(&x[0], &o::broadcast_to(&eye, x[0].shape())?)
             }
             Op::Lu => {
@@ -146,7 +146,8 @@ fn on_gpu(op: Op, inputs: &[Array]) -> Result<Array> {
                 let mut flat: Vec<isize> = batch.iter().map(|&d| d as isize).collect();
                 flat.push(-1);
                 let r = o::reshape(&r, &flat)?;
-                let p = o::astype(&o::argsort(&r, Some(-1))?, DType::F32)?;
+                let dt = x[0].dtype();
+                let p = o::astype(&o::argsort(&r, Some(-1))?, dt)?;
                 let s = o::reshape(&swaps, &flat)?;
                 let odd = o::subtract(
                     &s,
@@ -159,7 +160,7 @@ fn on_gpu(op: Op, inputs: &[Array]) -> Result<Array> {
                     &o::scalar_like(&odd, 1.0)?,
                     &o::multiply(&odd, &o::scalar_like(&odd, 2.0)?)?,
                 )?;
-                pack(&[lu, p, o::astype(&r, DType::F32)?, sign], batch)
+                pack(&[lu, p, o::astype(&r, dt)?, sign], batch)
             }
             Op::Qr => super::blocked::qr(&x[0]),
             Op::Cholesky => super::blocked::cholesky(&x[0]),

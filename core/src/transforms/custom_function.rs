@@ -176,6 +176,18 @@ impl Node {
             .map(|n| n.primals + n.index)
     }
 
+    /// How many leading inputs (the primals) the jvp (`jvp`) or vmap rule of
+    /// `c` reads, if `c` is a node of a function with that rule.
+    pub(crate) fn reads(c: &dyn CustomPrimitive, jvp: bool) -> Option<usize> {
+        let n = (c as &dyn std::any::Any).downcast_ref::<Node>()?;
+        let has = if jvp {
+            n.fun.jvp.is_some()
+        } else {
+            n.fun.vmap.is_some()
+        };
+        has.then_some(n.primals)
+    }
+
     fn count(&self, rule: &str, got: usize, want: usize) -> Result<()> {
         if got == want {
             return Ok(());

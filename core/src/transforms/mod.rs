@@ -148,6 +148,35 @@ pub(crate) fn active_graph(
     (order, active)
 }
 
+/// The entries of `order` (from [`active_graph`]) that `outputs` need in a
+/// forward transform: a custom function with a rule for it (`reads` gives how many
+/// leading inputs, its primals, that rule reads) does not need the nodes of its
+/// forward computation, whose primitives may have no rule (a GPU kernel's).
+pub(crate) fn needed(
+    order: Vec<Entry>,
+    outputs: &[Array],
+    reads: impl Fn(&dyn crate::CustomPrimitive) -> Option<usize>,
+) -> Vec<Entry> {
+    let mut need: FxHashSet<*const ()> = outputs.iter().map(key).collect();
+    let mut keep = vec![false; order.len()];
+    for (i, e) in order.iter().enumerate().rev() {
+        if !need.contains(&key(&e.node)) {
+            continue;
+        }
+        keep[i] = true;
+        let n = match &e.prim {
+            Primitive::Custom(c) => reads(&**c).unwrap_or(e.inputs.len()),
+            _ => e.inputs.len(),
+        };
+        need.extend(e.inputs[..n].iter().map(key));
+    }
+    order
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(e, k)| k.then_some(e))
+        .collect()
+}
+
 /// A fused kernel as a function of its float inputs (the others held fixed), for
 /// its rules: each transform differentiates the kernel's plain-op expansion.
 fn fused_fn<'a>(
@@ -359,6 +388,7 @@ where
         tans.insert(key(t), check_seed("jvp", &format!("tangent {i}"), t, v)?);
     }
     let (order, _) = active_graph(&outputs, &tracers);
+    let order = needed(order, &outputs, |c| custom_function::Node::reads(c, true));
     for e in &order {
         let ins: Vec<Option<Array>> = e
             .inputs

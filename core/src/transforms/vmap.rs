@@ -6,7 +6,7 @@
 //! numpy broadcasting lines up behind the batch axis for the elementwise families.
 
 use super::jvp::{reshape_to, slice_spec};
-use super::{Entry, active_graph, key, trace};
+use super::{Entry, active_graph, key, needed, trace};
 use crate::{Array, Error, Primitive, Result, ViewOp, ops as o};
 use rustc_hash::FxHashMap;
 
@@ -111,6 +111,9 @@ where
         }
     }
     let (order, _) = active_graph(&outputs, &sources);
+    let order = needed(order, &outputs, |c| {
+        super::custom_function::Node::reads(c, false)
+    });
     for e in &order {
         let ins: Vec<(Array, bool)> = e
             .inputs

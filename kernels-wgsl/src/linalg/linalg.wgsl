@@ -1,5 +1,6 @@
-// Batched factorisations of f32 matrices, one workgroup per matrix: the blocks
-// (n <= 64) in workgroup memory, the diagonal blocks of core's blocked Cholesky,
+// Batched factorisations of f32 or f64 matrices (the scalar R, with og, os,
+// nan_r and the block side BS from scalar32.wgsl or wide.wgsl), one workgroup per
+// matrix: the blocks (n <= BS) in workgroup memory, the diagonal blocks of core's blocked Cholesky,
 // triangular solves and LU; LU of tall panels and Householder QR in the output
 // buffer itself (global memory).
 //
@@ -7,13 +8,13 @@
 // of input a (the blocks are square: m = n); the output holds `count` results,
 // each its block's shape (LinalgBlock::out_shape).
 
-// One invocation per column of the largest matrix.
+// One invocation per column of the largest f32 block.
 const NT: u32 = 64u;
 
 // The lower triangle, row i from element i (i + 1) / 2.
-var<workgroup> S: array<f32, 2080>;
+var<workgroup> S: array<R, BS * (BS + 1u) / 2u>;
 // LU's whole matrix, row-major.
-var<workgroup> F: array<f32, 4096>;
+var<workgroup> F: array<R, BS * BS>;
 
 fn tri(i: u32, j: u32) -> u32 { return i * (i + 1u) / 2u + j; }
 
@@ -33,7 +34,7 @@ fn block_store(t: u32, lid: u32) {
     for (var e = lid; e < n * n; e += NT) {
         let i = e / n;
         let j = e % n;
-        var v = 0.0;
+        var v = R(0.0);
         if (j <= i) { v = S[tri(i, j)]; }
         O[base + e] = st_o(v);
     }
@@ -52,7 +53,7 @@ fn chol_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) 
     for (var k = 0u; k < n; k++) {
         let akk = S[tri(k, k)];
         // sqrt of a negative pivot is NaN, which then fills the trailing matrix.
-        let d = sqrt(select(nan_f(), akk, akk > 0.0));
+        let d = sqrt(select(nan_r(), akk, akk > 0.0));
         workgroupBarrier();
         for (var i = k + 1u + lid; i < n; i += NT) { S[tri(i, k)] = S[tri(i, k)] / d; }
         if (lid == 0u) { S[tri(k, k)] = d; }
@@ -80,14 +81,14 @@ fn tri_inv_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_i
     workgroupBarrier();
     for (var i = 0u; i < n; i++) {
         // Row i of L is still in place; rows above hold X.
-        var x = 0.0;
+        var x = R(0.0);
         let j = lid;
         if (j <= i) {
             let lii = S[tri(i, i)];
             if (j == i) {
                 x = 1.0 / lii;
             } else {
-                var s = 0.0;
+                var s = R(0.0);
                 for (var k = j; k < i; k++) { s += S[tri(i, k)] * S[tri(k, j)]; }
                 x = -s / lii;
             }
@@ -102,7 +103,7 @@ fn tri_inv_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_i
 // LU with partial pivoting (LAPACK's getf2): at step k the row with the largest
 // |a_ik| (the first of equals) swaps into row k. Every invocation finds the same
 // pivot and keeps the same row permutation r (A[r] = L U) in its registers, so
-// nothing but the matrix lives in workgroup memory (64² f32 fill its 16 KiB).
+// nothing but the matrix lives in workgroup memory (BS² elements, at most 16 KiB).
 // Output rows: LU's row i, then r_i as a float. A zero pivot leaves U's zero
 // (the triangular solves then give inf or NaN).
 @compute @workgroup_size(NT)
@@ -113,7 +114,7 @@ fn lu_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
     let n = P[1];
     let base = P[2] + t * n * n;
     for (var e = lid; e < n * n; e += NT) { F[e] = ld_a(base + e); }
-    var r: array<u32, 64>;
+    var r: array<u32, BS>;
     for (var i = 0u; i < n; i++) { r[i] = i; }
     workgroupBarrier();
     for (var k = 0u; k < n; k++) {
@@ -154,8 +155,8 @@ fn lu_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
     for (var e = lid; e < n * w; e += NT) {
         let i = e / w;
         let j = e % w;
-        var v = 0.0;
-        if (j < n) { v = F[i * n + j]; } else { v = f32(r[i]); }
+        var v = R(r[i]);
+        if (j < n) { v = F[i * n + j]; }
         O[out + e] = st_o(v);
     }
 }
@@ -164,20 +165,18 @@ fn lu_small(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
 
 const GT: u32 = 256u;
 // Partial results of a reduction: values and (the pivot search's) row indices.
-var<workgroup> gv: array<f32, GT>;
+var<workgroup> gv: array<R, GT>;
 var<workgroup> gi: array<u32, GT>;
+var<workgroup> gs: array<R, 16>;
 // A row of U (LU), or a Householder vector from its first row, v_0 = 1 (QR).
-var<workgroup> gu: array<f32, 512>;
+var<workgroup> gu: array<R, 512>;
 // QR: tau of each reflection, and tau vᵀ a_c for each column c being updated.
-var<workgroup> gtau: array<f32, 512>;
-var<workgroup> gw: array<f32, 512>;
-
-fn og(i: u32) -> f32 { return bitcast<f32>(O[i]); }
-fn os(i: u32, v: f32) { O[i] = bitcast<u32>(v); }
+var<workgroup> gtau: array<R, 512>;
+var<workgroup> gw: array<R, 512>;
 
 // The sum (or maximum) of x over the workgroup, the same in every invocation:
 // 16 partial results of 16, then every invocation adds those 16 in one order.
-fn gred(x: f32, lid: u32, max_: bool) -> f32 {
+fn gred(x: R, lid: u32, max_: bool) -> R {
     gv[lid] = x;
     workgroupBarrier();
     if (lid < 16u) {
@@ -186,12 +185,12 @@ fn gred(x: f32, lid: u32, max_: bool) -> f32 {
             let z = gv[16u * lid + e];
             y = select(y + z, max(y, z), max_);
         }
-        gi[lid] = bitcast<u32>(y);
+        gs[lid] = y;
     }
     workgroupBarrier();
-    var r = bitcast<f32>(gi[0]);
+    var r = gs[0];
     for (var e = 1u; e < 16u; e++) {
-        let z = bitcast<f32>(gi[e]);
+        let z = gs[e];
         r = select(r + z, max(r, z), max_);
     }
     workgroupBarrier();
@@ -216,15 +215,15 @@ fn lu_panel(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
     for (var e = lid; e < m * w1; e += GT) {
         let i = e / w1;
         let c = e % w1;
-        os(ob + e, select(f32(i), ld_a(ab + i * n + c), c < n));
+        os(ob + e, select(R(i), ld_a(ab + i * n + c), c < n));
     }
-    for (var c = lid; c < w1; c += GT) { os(ob + m * w1 + c, 0.0); }
+    for (var c = lid; c < w1; c += GT) { os(ob + m * w1 + c, R(0.0)); }
     storageBarrier();
     var swaps = 0u;
     for (var j = 0u; j < min(m, n); j++) {
         // The pivot: the largest |a_ij| of rows j.., the first of equals (NaN never
         // wins; a column of NaN keeps row j).
-        var best = -1.0;
+        var best = R(-1.0);
         var bi = j;
         for (var i = j + lid; i < m; i += GT) {
             let v = abs(og(ob + i * w1 + j));
@@ -242,7 +241,7 @@ fn lu_panel(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
                 if (v > bv || (v == bv && x < bx)) { bv = v; bx = x; }
             }
             gu[lid] = bv;
-            gu[16u + lid] = f32(bx);
+            gu[16u + lid] = R(bx);
         }
         workgroupBarrier();
         var pv = gu[0];
@@ -279,12 +278,12 @@ fn lu_panel(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
         storageBarrier();
         workgroupBarrier();
     }
-    if (lid == 0u) { os(ob + m * w1, f32(swaps)); }
+    if (lid == 0u) { os(ob + m * w1, R(swaps)); }
 }
 
 // H = I - tau v vᵀ (v in gu from row j) applied to columns c0..c1 of the rows
 // j..m of the row-major matrix at `base` with row stride `st`.
-fn qr_apply(base: u32, st: u32, j: u32, m: u32, c0: u32, c1: u32, tau: f32, lid: u32) {
+fn qr_apply(base: u32, st: u32, j: u32, m: u32, c0: u32, c1: u32, tau: R, lid: u32) {
     let cols = c1 - c0;
     if (cols == 0u || tau == 0.0) { return; }
     // gw[c] = tau vᵀ a_c: invocations in groups over the rows when the columns are
@@ -292,7 +291,7 @@ fn qr_apply(base: u32, st: u32, j: u32, m: u32, c0: u32, c1: u32, tau: f32, lid:
     // neighbouring columns).
     if (cols >= GT) {
         for (var c = lid; c < cols; c += GT) {
-            var d = 0.0;
+            var d = R(0.0);
             for (var i = j; i < m; i++) { d += gu[i - j] * og(base + i * st + c0 + c); }
             gw[c] = tau * d;
         }
@@ -300,14 +299,14 @@ fn qr_apply(base: u32, st: u32, j: u32, m: u32, c0: u32, c1: u32, tau: f32, lid:
         let groups = GT / cols;
         let g = lid / cols;
         let c = lid % cols;
-        var d = 0.0;
+        var d = R(0.0);
         if (g < groups) {
             for (var i = j + g; i < m; i += groups) { d += gu[i - j] * og(base + i * st + c0 + c); }
         }
         gv[lid] = d;
         workgroupBarrier();
         if (lid < cols) {
-            var s = 0.0;
+            var s = R(0.0);
             for (var e = 0u; e < groups; e++) { s += gv[lid + e * cols]; }
             gw[lid] = tau * s;
         }
@@ -346,14 +345,14 @@ fn qr_house(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
     storageBarrier();
     for (var j = 0u; j < k; j++) {
         let len = m - j;
-        var amx = 0.0;
+        var amx = R(0.0);
         for (var i = lid; i < len; i += GT) {
             let x = og(wb + (j + i) * n + j);
             gu[i] = x;
             if (i > 0u) { amx = max(amx, abs(x)); }
         }
         amx = gred(amx, lid, true);
-        var ss = 0.0;
+        var ss = R(0.0);
         if (amx > 0.0) {
             for (var i = 1u + lid; i < len; i += GT) {
                 let y = gu[i] / amx;
@@ -363,12 +362,12 @@ fn qr_house(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
         ss = gred(ss, lid, false);
         let alpha = gu[0];
         let xnorm = amx * sqrt(ss);
-        var tau = 0.0;
+        var tau = R(0.0);
         if (xnorm > 0.0) {
             let hi = max(abs(alpha), xnorm);
             let lo = min(abs(alpha), xnorm);
             let r = lo / hi;
-            let beta = -select(-1.0, 1.0, alpha >= 0.0) * hi * sqrt(1.0 + r * r);
+            let beta = -select(R(-1.0), R(1.0), alpha >= 0.0) * hi * sqrt(1.0 + r * r);
             tau = (beta - alpha) / beta;
             let scal = 1.0 / (alpha - beta);
             for (var i = 1u + lid; i < len; i += GT) {
@@ -381,7 +380,7 @@ fn qr_house(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
         // Every invocation has read alpha from gu[0] before it becomes v_0.
         workgroupBarrier();
         if (lid == 0u) {
-            gu[0] = 1.0;
+            gu[0] = R(1.0);
             gtau[j] = tau;
         }
         storageBarrier();
@@ -392,14 +391,14 @@ fn qr_house(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
         for (var e = lid; e < k * n; e += GT) {
             let i = e / n;
             let c = e % n;
-            os(rb + e, select(0.0, og(wb + e), c >= i));
+            os(rb + e, select(R(0.0), og(wb + e), c >= i));
         }
     } else {
         for (var e = lid; e < m * m; e += GT) {
             let i = e / m;
             let c = e % m;
             os(ob + e, og(wb + i * n + c));
-            if (c < i) { os(wb + i * n + c, 0.0); }
+            if (c < i) { os(wb + i * n + c, R(0.0)); }
         }
     }
     storageBarrier();
@@ -409,12 +408,12 @@ fn qr_house(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wi
         let i = k - 1u - s;
         let tau = workgroupUniformLoad(&gtau[i]);
         if (i + 1u < k) {
-            for (var r = lid; r < m - i; r += GT) { gu[r] = select(og(ob + (i + r) * k + i), 1.0, r == 0u); }
+            for (var r = lid; r < m - i; r += GT) { gu[r] = select(og(ob + (i + r) * k + i), R(1.0), r == 0u); }
             workgroupBarrier();
             qr_apply(ob, k, i, m, i + 1u, k, tau, lid);
         }
         for (var r = i + 1u + lid; r < m; r += GT) { os(ob + r * k + i, -tau * og(ob + r * k + i)); }
-        for (var r = lid; r < i; r += GT) { os(ob + r * k + i, 0.0); }
+        for (var r = lid; r < i; r += GT) { os(ob + r * k + i, R(0.0)); }
         if (lid == 0u) { os(ob + i * k + i, 1.0 - tau); }
         storageBarrier();
         workgroupBarrier();

@@ -184,6 +184,22 @@ impl CustomPrimitive for CubeAfterPeek {
     }
 }
 
+/// Cube's code without derivative or batching rules (as a GPU kernel's).
+#[derive(Debug)]
+struct CubeNoRules;
+
+impl CustomPrimitive for CubeNoRules {
+    fn name(&self) -> &str {
+        "cube_no_rules"
+    }
+    fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+        Cube.eval_cpu(inputs, out)
+    }
+    fn eval_webgpu(&self, gpu: &mut GpuContext<'_>) -> Result<()> {
+        Cube.eval_webgpu(gpu)
+    }
+}
+
 /// A primitive's code may evaluate other arrays of its device, as user code may
 /// anywhere: on the GPU the peeked array's work is recorded after what came before
 /// the primitive, and the primitive's after it (it deadlocked on the recording
@@ -330,7 +346,8 @@ pub fn custom_primitive_in_transforms(dev: &Device) {
 
 /// Custom functions: the rule given is the one used (a deliberately different
 /// derivative shows it), a missing rule falls back to `f` itself, several outputs,
-/// vmap rules, and rules returning the wrong number of arrays.
+/// vmap rules, rules over a forward whose primitive has none, and rules returning
+/// the wrong number of arrays.
 pub fn custom_function_rules(dev: &Device) {
     let xs = [0.5f32, -1.25, 2.0, 3.5];
     let x = ok("x", Array::from_slice_on(&xs, &[4], dev));
@@ -476,6 +493,33 @@ pub fn custom_function_rules(dev: &Device) {
         &read(&v[0]),
         &[1.0, 64.0, 8.0, 125.0, 27.0, 216.0],
     );
+    // Rules over a forward whose primitive has none (as linalg's GPU kernels):
+    // forward mode and vmap use the function's rules and never reach it.
+    let opaque = CustomFunction::new(|a: &[Array]| {
+        Ok(vec![wmx::custom(
+            Arc::new(CubeNoRules),
+            &a[..1],
+            a[0].shape(),
+            a[0].dtype(),
+        )?])
+    })
+    .jvp(|x, t| Ok(vec![wmx::multiply(t[0].as_ref().unwrap(), &three_x2(&x[0])?)?]))
+    .vmap(|a, _| Ok(vec![cube(&a[0])?]));
+    let (y, t) = ok(
+        "jvp over a primitive without rules",
+        wmx::jvp(
+            |a: &[Array]| opaque.call(a),
+            std::slice::from_ref(&x),
+            std::slice::from_ref(&ones),
+        ),
+    );
+    close("its values", &read(&y[0]), &xs.map(|v| (v as f64).powi(3)));
+    close("its jvp", &read(&t[0]), &xs.map(|v| 3.0 * (v as f64).powi(2)));
+    let v = ok(
+        "vmap over a primitive without rules",
+        wmx::vmap(|a: &[Array]| opaque.call(a), &[Some(0)], &[0])(std::slice::from_ref(&m)),
+    );
+    close("its vmap", &read(&v[0]), &[1.0, 8.0, 27.0, 64.0, 125.0, 216.0]);
     // A rule returning the wrong number of arrays: an Err naming the function.
     let bad = CustomFunction::new(cube_fn)
         .name("bad_rule")

@@ -1220,3 +1220,124 @@ pub fn linalg_lu_qr(dev: &Device) {
         );
     }
 }
+
+/// Whether the lazy graph of `x` holds the custom primitive `name` (a GPU path's
+/// kernel): the walk stops after `limit` nodes.
+fn graph_has(x: &Array, name: &str, limit: usize) -> bool {
+    let mut stack = vec![x.clone()];
+    let mut seen = 0;
+    while let Some(a) = stack.pop() {
+        seen += 1;
+        if seen > limit {
+            return false;
+        }
+        if let Some(wmx::Primitive::Custom(c)) = a.primitive()
+            && c.name() == name
+        {
+            return true;
+        }
+        stack.extend(a.inputs());
+    }
+    false
+}
+
+/// f64 on a GPU that computes it: each block kernel against its CPU reference in
+/// f64 to 1e-12 (an f32 kernel misses by 1e-7), then the blocked ops across the
+/// 32-wide f64 blocks and panels (n = 70: three) against the CPU's f64 results,
+/// which come from faer, with their graphs holding the kernels (not the CPU
+/// fallback), and a gradient through them.
+pub fn linalg_f64_gpu(dev: &Device) {
+    use wmx_core::linalg::{Block, LinalgBlock};
+    if dev.kind() == wmx::DeviceKind::Cpu {
+        return;
+    }
+    if !super::supported(dev, DType::F64) {
+        return super::check_unsupported(dev, DType::F64);
+    }
+    let dt = DType::F64;
+    let cpu = Device::cpu();
+    let mut rng = Rng::new(0xf640);
+    let diag = |mut m: M, add: f64| {
+        let (r, _) = m.rc();
+        for b in 0..m.count() {
+            for i in 0..r {
+                m.v[b * r * r + i * r + i] += add;
+            }
+        }
+        m
+    };
+    let cases: Vec<(LinalgBlock, M)> = vec![
+        (LinalgBlock::Cholesky, M::random(&mut rng, &[3, 32, 32]).spd()),
+        (LinalgBlock::Cholesky, M::random(&mut rng, &[2, 7, 7]).spd()),
+        (LinalgBlock::TriInv, diag(M::random(&mut rng, &[3, 32, 32]), 4.0)),
+        (LinalgBlock::Lu, M::random(&mut rng, &[3, 32, 32])),
+        (LinalgBlock::Lu, M::random(&mut rng, &[2, 1, 1])),
+        (LinalgBlock::LuPanel, M::random(&mut rng, &[2, 70, 32])),
+        (LinalgBlock::LuPanel, M::random(&mut rng, &[2, 40, 5])),
+        (LinalgBlock::Qr, M::random(&mut rng, &[2, 70, 40])),
+        (LinalgBlock::Qr, M::random(&mut rng, &[2, 40, 70])),
+        (LinalgBlock::Qr, M::random(&mut rng, &[1, 1, 1])),
+    ];
+    for (block, x) in cases {
+        let what = format!("{} of {:?} f64", block.name(), x.shape);
+        let (m, n) = x.rc();
+        let mut shape = x.shape[..x.shape.len() - 2].to_vec();
+        shape.extend(block.out_shape(m, n));
+        let run = |d: &Device| {
+            let prim = std::sync::Arc::new(Block { block });
+            let y = wmx::with_device(d, || wmx::custom(prim, &[x.arr(d, dt)], &shape, dt));
+            M::of(&what, &ok(&what, y))
+        };
+        let (got, want) = (run(dev), run(&cpu));
+        close(&what, &got, &want, 1e-12);
+    }
+    // The blocked ops: one matrix that needs pivoting at every step.
+    let n = 70;
+    let mut a = M::random(&mut rng, &[2, n, n]);
+    for i in 0..n {
+        a.v[n * n + i * n + i] = 0.0;
+        a.v[n * n + i * n + (i + 1) % n] += 2.0;
+    }
+    let s = M::random(&mut rng, &[2, n, n]).spd();
+    let b = M::random(&mut rng, &[2, n, 3]);
+    let q = M::random(&mut rng, &[2, 130, 45]);
+    type Op = fn(&Array, &Array, &Array, &Array) -> Result<Vec<Array>>;
+    let ops: [(&str, &str, Op); 6] = [
+        ("cholesky", "chol_small", |_, s, _, _| Ok(vec![la::cholesky(s, false)?])),
+        ("cho_solve", "tri_inv_small", |_, s, b, _| {
+            Ok(vec![la::cho_solve(&la::cholesky(s, false)?, b)?])
+        }),
+        ("solve", "lu_panel", |a, _, b, _| Ok(vec![la::solve(a, b)?])),
+        ("inv", "lu_panel", |a, _, _, _| Ok(vec![la::inv(a)?])),
+        ("lu and slogdet", "lu_panel", |a, _, _, _| {
+            let (p, l, u) = la::lu(a)?;
+            let (sg, ld) = la::slogdet(a)?;
+            Ok(vec![p.astype(DType::F64)?, l, u, sg, ld])
+        }),
+        ("qr", "qr_house", |_, _, _, q| {
+            let (qq, r) = la::qr(q)?;
+            Ok(vec![qq, r])
+        }),
+    ];
+    for (name, kernel, f) in ops {
+        let what = format!("{name} of [2, {n}, {n}] f64");
+        let run = |d: &Device| ok(&what, f(&a.arr(d, dt), &s.arr(d, dt), &b.arr(d, dt), &q.arr(d, dt)));
+        let got = run(dev);
+        assert!(graph_has(&got[0], kernel, 10_000), "{what}: on the GPU ({kernel} in its graph)");
+        for (g, w) in got.iter().zip(run(&cpu)) {
+            close(&what, &M::of(&what, g), &M::of(&what, &w), 1e-10);
+        }
+    }
+    // A gradient through the f64 kernels against the CPU's.
+    let grads = |d: &Device| -> M {
+        let (sa, ba) = (s.arr(d, dt), b.arr(d, dt));
+        let f = move |xs: &[Array]| -> Result<Vec<Array>> {
+            let x = la::solve(&xs[0], &ba)?;
+            let y = la::cho_solve(&la::cholesky(&sa, false)?, &x)?;
+            let (_, r) = la::qr(&xs[0])?;
+            Ok(vec![wmx::add(&wmx::sum(&y, None, false)?, &wmx::sum(&r, None, false)?)?])
+        };
+        M::of("grad", &ok("grad", wmx::grad(f, &[0])(&[a.arr(d, dt)]))[0])
+    };
+    close("grad through the f64 kernels", &grads(dev), &grads(&cpu), 1e-9);
+}
