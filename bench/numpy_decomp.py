@@ -1,9 +1,10 @@
 """numpy's (and, where CUDA is, PyTorch's cuSOLVER) side of `bench --decomp`:
 batched Cholesky, solve and Cholesky-solve of 4096 matrices of 64x64 and 256 of
 512x512, QR of
-256 of 256x128, float32, the same SPD inputs (X Xᵀ / n + I) as bench/src/decomp.rs.
+256 of 256x128, float32 (or float64), the same SPD inputs (X Xᵀ / n + I) as
+bench/src/decomp.rs.
 
-Run: python3 bench/numpy_decomp.py [--iters N]
+Run: python3 bench/numpy_decomp.py [--iters N] [--dtype float64]
 """
 import argparse
 import time
@@ -43,23 +44,25 @@ def timed(fn, iters, sync=lambda: None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     args = ap.parse_args()
+    npdt = getattr(np, args.dtype)
     rng = np.random.default_rng(0)
-    mk = lambda s: rng.uniform(-1, 1, s).astype(np.float32)
+    mk = lambda s: rng.uniform(-1, 1, s).astype(npdt)
     print(f"numpy {np.__version__}")
     np_cfg = np.show_config(mode="dicts")
     print("blas:", np_cfg.get("Build Dependencies", {}).get("blas", {}).get("name"))
     for name, batch, m, n in CASES:
         if name == "cho_solve":
             continue  # numpy has no batched triangular solve
-        a, b = inputs(np, batch, m, n, name, mk, lambda k: np.eye(k, dtype=np.float32))
+        a, b = inputs(np, batch, m, n, name, mk, lambda k: np.eye(k, dtype=npdt))
         f = {
             "cholesky": lambda: np.linalg.cholesky(a),
             "solve": lambda: np.linalg.solve(a, b),
             "qr": lambda: np.linalg.qr(a),
         }[name]
         cols = n if name == "qr" else m
-        print(f"numpy decomp {name} {batch}x{m}x{cols}: {timed(f, args.iters):10.3f} ms")
+        print(f"numpy decomp {name} {batch}x{m}x{cols} {args.dtype}: {timed(f, args.iters):10.3f} ms")
     try:
         import torch
     except ImportError:
@@ -68,10 +71,11 @@ def main():
         return
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(0)
-    mkt = lambda s: torch.rand(s, device=dev, generator=g) * 2 - 1
+    tdt = getattr(torch, args.dtype)
+    mkt = lambda s: torch.rand(s, device=dev, generator=g, dtype=tdt) * 2 - 1
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
     for name, batch, m, n in CASES:
-        a, b = inputs(torch, batch, m, n, name, mkt, lambda k: torch.eye(k, device=dev))
+        a, b = inputs(torch, batch, m, n, name, mkt, lambda k: torch.eye(k, device=dev, dtype=tdt))
         f = {
             "cholesky": lambda: torch.linalg.cholesky(a),
             "solve": lambda: torch.linalg.solve(a, b),
@@ -80,7 +84,7 @@ def main():
         }[name]
         cols = n if name == "qr" else m
         ms = timed(f, args.iters * 4, torch.cuda.synchronize)
-        print(f"torch decomp {name} {batch}x{m}x{cols}: {ms:10.3f} ms")
+        print(f"torch decomp {name} {batch}x{m}x{cols} {args.dtype}: {ms:10.3f} ms")
 
 
 if __name__ == "__main__":

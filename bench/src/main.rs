@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Options: `--sizes` (element counts, `2^k` allowed; default 2^10,2^16,2^20,2^24,2^26),
-//! `--dtypes` (f32,f16), `--paths` (wmx,kernels), `--ops` (names, comma separated; with
+//! `--dtypes` (f32,f16; f64 with `--decomp`), `--paths` (wmx,kernels), `--ops` (names, comma separated; with
 //! `--linalg`, case names such as `gemv,softmax`),
 //! `--reps` (timed repetitions after 200 ms of warm-up, median taken; default 7), `--json FILE`, `--smoke`.
 //! `WMX_BENCH_SAMPLES=1` prints every timed sample (to study the spread).
@@ -166,7 +166,8 @@ impl Options {
                             "f32" | "float32" => Ok(DType::F32),
                             "f16" | "float16" => Ok(DType::F16),
                             "bf16" | "bfloat16" => Ok(DType::BF16),
-                            _ => Err(format!("unknown dtype {s} (f32, f16, bf16)")),
+                            "f64" | "float64" => Ok(DType::F64),
+                            _ => Err(format!("unknown dtype {s} (f32, f16, bf16, f64)")),
                         })
                         .collect::<Res<_>>()?
                 }
@@ -201,6 +202,9 @@ impl Options {
             i += 1;
         }
         o.sizes_given = sizes_given && o.linalg;
+        if o.dtypes.contains(&DType::F64) && !o.decomp {
+            return Err("--dtypes f64 is for --decomp".into());
+        }
         if o.smoke {
             if !sizes_given {
                 o.sizes = vec![1 << 10, 1 << 16];
@@ -1601,7 +1605,7 @@ fn run(o: &Options) -> Res<Vec<Row>> {
             #[cfg(not(feature = "mpi"))]
             return Err("--dist needs the bench built with --features mpi".into());
         } else if o.decomp {
-            decomp::bench_decomp(&dev, o.smoke, &mut rows)?;
+            decomp::bench_decomp(&dev, o.smoke, &o.dtypes, &mut rows)?;
         } else if o.attention {
             attention::bench_attention(&dev, o.smoke, &mut rows)?;
         } else if o.llm {
