@@ -11,7 +11,8 @@
 //!   `solve`, `inv`, `lu`, `det` and `slogdet` of f32 matrices, and of f64 ones
 //!   where the adapter computes f64 (`SHADER_F64`: Vulkan and DX12, not Metal or
 //!   browsers), run there: blocked algorithms whose diagonal blocks and LU panels
-//!   (64 wide in f32, 32 in f64; partial pivoting searched down the whole panel,
+//!   (64 wide in f32, 32 in f64 and for Cholesky and triangular solves of
+//!   matrices up to 64; partial pivoting searched down the whole panel,
 //!   LAPACK's getf2) are kernels, one workgroup per matrix ([`Block`]), and whose
 //!   updates are matrix products; `qr` of matrices up to 512×512 is one kernel
 //!   (Householder reflections, LAPACK's geqr2 and org2r, so R's signs are

@@ -911,14 +911,14 @@ pub fn grad_linalg(dev: &Device) {
     close(what, &M::of(what, &v[2]), &M::of(what, &r), 1e-12);
 }
 
-/// Cholesky, triangular solves and cho_solve across the 64-row blocks of the GPU
-/// path (sizes 64, 65 and 130, batched, f32), by their identities; their
+/// Cholesky, triangular solves and cho_solve across the blocks of the GPU path
+/// (32 wide up to 64, then 64: sizes 33, 64, 65 and 130, batched, f32), by their identities; their
 /// gradients against the same functions' gradients on the CPU in f64 (the GPU
 /// path keeps the CPU path's rules); a matrix that is not positive definite.
 pub fn linalg_blocked(dev: &Device) {
     let mut rng = Rng::new(0xb10c);
     let dt = DType::F32;
-    for n in [64usize, 65, 130] {
+    for n in [33usize, 64, 65, 130] {
         let what = |op: &str| format!("{op} of [2, {n}, {n}] f32");
         let a = M::random(&mut rng, &[2, n, n]).spd();
         let aa = a.arr(dev, dt);
