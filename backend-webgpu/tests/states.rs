@@ -547,19 +547,29 @@ fn small_evals_share_submits_and_nothing_is_left_unsubmitted() {
     let Some((dev, be)) = gpu() else { return };
     let small = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
     // A stream of tiny evals: after the first, most find the last submit too recent
-    // (within 3x its cost) and leave their dispatch for the next submit.
+    // (within 3x its cost, at most 250 µs ago) and leave their dispatch for the next
+    // submit. The graphs are made first, so the evals follow each other closely.
+    let outs: Vec<Array> = (0..200)
+        .map(|i| wmx_core::add(&small, &wmx_core::scalar_like(&small, i as f64).unwrap()).unwrap())
+        .collect();
     let s0 = be.stats();
-    let mut outs = Vec::new();
-    for i in 0..200 {
-        let r = wmx_core::add(&small, &wmx_core::scalar_like(&small, i as f64).unwrap()).unwrap();
+    let t0 = std::time::Instant::now();
+    for r in &outs {
         r.eval().unwrap();
-        outs.push(r);
     }
+    let gap = t0.elapsed() / 200;
     let s1 = be.stats();
-    assert!(
-        s1.submits - s0.submits < 200,
-        "200 tiny evals took a submit each: {s0:?} -> {s1:?}"
-    );
+    // Evals further apart than the longest deferral (`MAX_DEFER` in submit.rs, 250
+    // µs: a slow host's debug build) find the spacing passed and submit each, as
+    // documented; then only the second half below applies.
+    if gap < std::time::Duration::from_micros(250) {
+        assert!(
+            s1.submits - s0.submits < 200,
+            "200 tiny evals ({gap:?} apart) took a submit each: {s0:?} -> {s1:?}"
+        );
+    } else {
+        eprintln!("200 evals {gap:?} apart, past the longest deferral: sharing not checked");
+    }
     // Nobody evaluates, reads or syncs now: the flusher thread submits what is open
     // (within MAX_DEFER of 250 µs once the GPU is idle; 100 ms allows a loaded
     // machine), so the reads below find nothing left to submit.
