@@ -1,25 +1,27 @@
 // Attention forward on cooperative matrices (tensor cores): f16 q, k, v, f32
 // accumulation, the `flash` kernel's parameters and rows (row r = position * g +
 // head-in-group of one (batch, key head)), no key chunks. A workgroup takes 64 rows
-// as four subgroups of 32 invocations, each owning 16 rows and working alone: no
-// workgroup barrier, no staged keys. Each subgroup holds its query rows as
-// fragments, reads key and value fragments straight from the buffers (k and v bound
-// as f16 arrays, rows 16-byte aligned: the host checks), and keeps its 16 x DH
-// output in f32 accumulators.
+// as four subgroups of 32 invocations, each owning 16 rows: it holds its query rows
+// as fragments and its 16 x DH output in f32 accumulators. The workgroup steps
+// through the keys any of its rows sees, KT at a time: each step's keys and values
+// are staged in workgroup memory by 16-byte loads (k and v bound as vec4 words,
+// rows on 16 bytes: the host checks), the next step's loaded into registers while
+// this one is multiplied (cooperative loads straight from storage buffers ran at a
+// third of staged ones: matmul's run 45).
 //
-// Per step of KT keys: scores q @ k^T (f32) through workgroup memory to the
-// element-wise part (two invocations a row, 16 keys each, each from its own column
-// so the rows' reads fall in different banks), weights exp2(s - m) as
-// f16 back as a fragment, weights @ v into the accumulators. A cooperative
-// accumulator cannot be scaled row by row, so a row's reference maximum m moves
-// only when a step's maximum exceeds it by more than TH (the weights stay <= 2^TH,
-// safe in f16); then the subgroup rescales its accumulators through workgroup
-// memory, which after the first step is rare. A 16-key block past the keys' end
-// reads the last 16 keys instead (every load in bounds) with the keys it repeats
-// masked. Scores are in log2 units (exp2).
+// Per step: scores q @ k^T (f32) through workgroup memory to the element-wise part
+// (two invocations a row, 16 keys each, each from its own column so the rows'
+// reads fall in different banks), weights exp2(s - m) as f16 back as a fragment,
+// weights @ v into the accumulators. A cooperative accumulator cannot be scaled
+// row by row, so a row's reference maximum m moves only when a step's maximum
+// exceeds it by more than TH (the weights stay <= 2^TH, safe in f16); then the
+// subgroup rescales its accumulators through workgroup memory, which after the
+// first step is rare. A 16-key block past the keys' end reads the last 16 keys
+// instead (every load in bounds) with the keys it repeats masked. Scores are in
+// log2 units (exp2).
 //
 // The prelude sets DH (a multiple of 16 up to 128) and the stores st_o / st2_o;
-// q, k, v are bound as f16 arrays IA, IB, IC.
+// q, k, v are bound as vec4 words IA, IB, IC.
 
 const CR: u32 = 64u;              // rows per workgroup
 const CT: u32 = 128u;             // invocations: four subgroups of 32
@@ -27,34 +29,68 @@ const KT: u32 = 32u;              // keys per step (64: slower, run 169)
 const NB: u32 = KT / 16u;         // 16-key blocks per step
 const TH: f32 = 8.0;              // growth of a row's maximum (log2) before a rescale
 const CNEG: f32 = -3.0e38;
-// Halves per row of a subgroup's area: its query rows (16 x DH), then in their
-// place its step's weights (16 x KT).
-const QW: u32 = max(DH, KT);
+// Staged rows (keys, values, at first the queries) are padded by 8 halves so that
+// fragment loads spread over the banks (weight rows are not: padded ones ran 12 %
+// slower, run 174).
+const TS: u32 = DH + 8u;
+const PS: u32 = KT;
+// 16-byte vectors of a step's keys (or values), and per invocation.
+const KV: u32 = KT * DH / 8u;
+const NV: u32 = (KV + CT - 1u) / CT;
 
-var<workgroup> cq: array<f16, 4u * 16u * QW>;
+// The step's keys (rows 0 .. KT) then values (KT .. 2 KT), as vec4<f16> (a
+// cooperative load through a vec4 pointer counts its stride in vec4s); before the
+// first step, the workgroup's 64 query rows.
+var<workgroup> ckv: array<vec4<f16>, 2u * KT * TS / 4u>;
+// Per subgroup: its step's weights (16 x KT, rows PS apart).
+var<workgroup> cq: array<f16, 4u * 16u * PS>;
 // Per subgroup: its step's scores (16 x KT), or one 16 x 16 output block.
 var<workgroup> cs: array<f32, 4u * 16u * KT>;
 
-// Scores of the subgroup's rows against the 16 keys whose rows start at `at`
-// (stride ks), into its scores from element dst (row stride KT).
+// Scores of the subgroup's rows against the 16 staged keys from row `kr`, into its
+// scores from element dst (row stride KT).
 fn coop_scores(q0: coop_mat16x16<f16, A>, q1: coop_mat16x16<f16, A>, q2: coop_mat16x16<f16, A>,
                q3: coop_mat16x16<f16, A>, q4: coop_mat16x16<f16, A>, q5: coop_mat16x16<f16, A>,
-               q6: coop_mat16x16<f16, A>, q7: coop_mat16x16<f16, A>, at: u32, ks: u32, dst: u32) {
+               q6: coop_mat16x16<f16, A>, q7: coop_mat16x16<f16, A>, kr: u32, dst: u32) {
+    let at = kr * (TS / 4u);
     var s = coop_mat16x16<f32, C>();
-    s = coopMultiplyAdd(q0, coopLoad<coop_mat16x16<f16, B>>(&IB[at], ks), s);
-    if (DH > 16u) { s = coopMultiplyAdd(q1, coopLoad<coop_mat16x16<f16, B>>(&IB[at + 16u], ks), s); }
-    if (DH > 32u) { s = coopMultiplyAdd(q2, coopLoad<coop_mat16x16<f16, B>>(&IB[at + 32u], ks), s); }
-    if (DH > 48u) { s = coopMultiplyAdd(q3, coopLoad<coop_mat16x16<f16, B>>(&IB[at + 48u], ks), s); }
-    if (DH > 64u) { s = coopMultiplyAdd(q4, coopLoad<coop_mat16x16<f16, B>>(&IB[at + 64u], ks), s); }
-    if (DH > 80u) { s = coopMultiplyAdd(q5, coopLoad<coop_mat16x16<f16, B>>(&IB[at + 80u], ks), s); }
-    if (DH > 96u) { s = coopMultiplyAdd(q6, coopLoad<coop_mat16x16<f16, B>>(&IB[at + 96u], ks), s); }
-    if (DH > 112u) { s = coopMultiplyAdd(q7, coopLoad<coop_mat16x16<f16, B>>(&IB[at + 112u], ks), s); }
+    s = coopMultiplyAdd(q0, coopLoad<coop_mat16x16<f16, B>>(&ckv[at], TS / 4u), s);
+    if (DH > 16u) { s = coopMultiplyAdd(q1, coopLoad<coop_mat16x16<f16, B>>(&ckv[at + 4u], TS / 4u), s); }
+    if (DH > 32u) { s = coopMultiplyAdd(q2, coopLoad<coop_mat16x16<f16, B>>(&ckv[at + 8u], TS / 4u), s); }
+    if (DH > 48u) { s = coopMultiplyAdd(q3, coopLoad<coop_mat16x16<f16, B>>(&ckv[at + 12u], TS / 4u), s); }
+    if (DH > 64u) { s = coopMultiplyAdd(q4, coopLoad<coop_mat16x16<f16, B>>(&ckv[at + 16u], TS / 4u), s); }
+    if (DH > 80u) { s = coopMultiplyAdd(q5, coopLoad<coop_mat16x16<f16, B>>(&ckv[at + 20u], TS / 4u), s); }
+    if (DH > 96u) { s = coopMultiplyAdd(q6, coopLoad<coop_mat16x16<f16, B>>(&ckv[at + 24u], TS / 4u), s); }
+    if (DH > 112u) { s = coopMultiplyAdd(q7, coopLoad<coop_mat16x16<f16, B>>(&ckv[at + 28u], TS / 4u), s); }
     coopStoreT(s, &cs[dst], KT);
 }
 
-// Values of keys from `at` (stride vs), dims 16 i .. 16 i + 16, row-major.
-fn coop_v(at: u32, i: u32, vs: u32) -> coop_mat16x16<f16, B> {
-    return coopLoadT<coop_mat16x16<f16, B>>(&IC[at + 16u * i], vs);
+// Staged values of the 16 keys from step row `kr`, dims 16 i .. 16 i + 16.
+fn coop_v(kr: u32, i: u32) -> coop_mat16x16<f16, B> {
+    return coopLoadT<coop_mat16x16<f16, B>>(&ckv[(KT + kr) * (TS / 4u) + 4u * i], TS / 4u);
+}
+
+// Vector j of this invocation's share of a step's keys (else values) from key kt:
+// row e / (DH / 8) of the step, 8 halves at (e % (DH / 8)) * 8; zeros past the share.
+fn kv_load(val: bool, li: u32, j: u32, kt: u32, lk: u32, base: u32, ld: u32) -> vec4<u32> {
+    let e = li + j * CT;
+    if (e >= KV) { return vec4<u32>(0u); }
+    let rr = e / (DH / 8u);
+    let kr = min(kt + 16u * (rr / 16u), lk - 16u) + rr % 16u;
+    let at = (base + kr * ld + (e % (DH / 8u)) * 8u) >> 3u;
+    if (val) { return vc(at); }
+    return vb(at);
+}
+
+// Stores vector j of kv_load into the staged keys (else values). Through f32 and
+// back, exactly (naga 30 types bitcast<vec2<f16>>(u32) as f32).
+fn kv_store(val: bool, li: u32, j: u32, v: vec4<u32>) {
+    let e = li + j * CT;
+    if (e >= KV) { return; }
+    let rr = e / (DH / 8u) + select(0u, KT, val);
+    let i = (rr * TS + (e % (DH / 8u)) * 8u) >> 2u;
+    ckv[i] = vec4<f16>(vec2<f16>(unpack2x16float(v.x)), vec2<f16>(unpack2x16float(v.y)));
+    ckv[i + 1u] = vec4<f16>(vec2<f16>(unpack2x16float(v.z)), vec2<f16>(unpack2x16float(v.w)));
 }
 
 // An accumulator with row `lane / 2` times f (through the subgroup's scores area).
@@ -92,7 +128,8 @@ fn coop_out(o: coop_mat16x16<f32, C>, i: u32, sb: u32, lane: u32, live: bool, or
 
 @compute @workgroup_size(CT)
 fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-              @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32) {
+              @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32,
+              @builtin(local_invocation_index) li: u32) {
     let t = wid.x + wid.y * nwg.x;
     if (t >= P[6]) { return; }
     let rows = P[0];
@@ -104,23 +141,27 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     let blk = cell.blk;
     let hk = cell.hk;
     let b = cell.b;
-    let r0 = blk * CR + 16u * sg;
-    if (r0 >= rows) { return; }
-    let nr = min(16u, rows - r0);
+    let w0 = blk * CR;
+    let wr = min(CR, rows - w0);
+    let r0 = w0 + 16u * sg;
+    // A subgroup past the rows stages its share of the keys and writes nothing.
+    var nr = 0u;
+    if (r0 < rows) { nr = min(16u, rows - r0); }
     let mode = P[8];
     let shift = i32(lk) - i32(lq);
 
-    // The keys any of the subgroup's rows sees: [k_lo, k_end).
+    // The keys any of the workgroup's rows sees: [k_lo, k_end) (its subgroups step
+    // through them together: they share the staged keys).
     var k_lo = 0;
     var k_end = i32(lk);
-    if (mode >= 1u) { k_end = min(k_end, i32((r0 + nr - 1u) / g) + shift + 1); }
-    if (mode == 2u) { k_lo = max(0, i32(r0 / g) + shift - i32(P[9]) + 1); }
+    if (mode >= 1u) { k_end = min(k_end, i32((w0 + wr - 1u) / g) + shift + 1); }
+    if (mode == 2u) { k_lo = max(0, i32(w0 / g) + shift - i32(P[9]) + 1); }
 
     // This invocation's row (lane / 2) and half of each step's keys (lane % 2).
     let my = lane / 2u;
     let half = lane % 2u;
     let live = my < nr;
-    let r = r0 + min(my, nr - 1u);
+    let r = min(r0 + min(my, max(nr, 1u) - 1u), rows - 1u);
     let pos = r / g;
     let h = hk * g + r % g;
     var hi = i32(lk) - 1;
@@ -128,16 +169,18 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     if (mode >= 1u) { hi = i32(pos) + shift; }
     if (mode == 2u) { lo = hi - i32(P[9]) + 1; }
 
-    // The query rows, staged, then held as fragments.
+    // The query rows, staged (in the keys' place), then held as fragments.
     let qb = P[10] + b * P[11] + h * P[12] + pos * P[13];
-    let sq = sg * 16u * QW;
+    let sq = sg * 16u * TS;
     for (var c = half * (DH / 2u); c < (half + 1u) * (DH / 2u); c++) {
         var x = f16(0.0);
-        if (live) { x = IA[qb + c]; }
-        cq[sq + my * DH + c] = x;
+        if (live) { x = f16(ld_a(qb + c)); }
+        let e = sq + my * TS + c;
+        ckv[e >> 2u][e & 3u] = x;
     }
     subgroupBarrier();
-    let q0 = coopLoadT<coop_mat16x16<f16, A>>(&cq[sq], DH);
+    let qa = sq / 4u;
+    let q0 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa], TS / 4u);
     var q1 = coop_mat16x16<f16, A>();
     var q2 = coop_mat16x16<f16, A>();
     var q3 = coop_mat16x16<f16, A>();
@@ -145,25 +188,25 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     var q5 = coop_mat16x16<f16, A>();
     var q6 = coop_mat16x16<f16, A>();
     var q7 = coop_mat16x16<f16, A>();
-    if (DH > 16u) { q1 = coopLoadT<coop_mat16x16<f16, A>>(&cq[sq + 16u], DH); }
-    if (DH > 32u) { q2 = coopLoadT<coop_mat16x16<f16, A>>(&cq[sq + 32u], DH); }
-    if (DH > 48u) { q3 = coopLoadT<coop_mat16x16<f16, A>>(&cq[sq + 48u], DH); }
-    if (DH > 64u) { q4 = coopLoadT<coop_mat16x16<f16, A>>(&cq[sq + 64u], DH); }
-    if (DH > 80u) { q5 = coopLoadT<coop_mat16x16<f16, A>>(&cq[sq + 80u], DH); }
-    if (DH > 96u) { q6 = coopLoadT<coop_mat16x16<f16, A>>(&cq[sq + 96u], DH); }
-    if (DH > 112u) { q7 = coopLoadT<coop_mat16x16<f16, A>>(&cq[sq + 112u], DH); }
-    subgroupBarrier();
+    if (DH > 16u) { q1 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 4u], TS / 4u); }
+    if (DH > 32u) { q2 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 8u], TS / 4u); }
+    if (DH > 48u) { q3 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 12u], TS / 4u); }
+    if (DH > 64u) { q4 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 16u], TS / 4u); }
+    if (DH > 80u) { q5 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 20u], TS / 4u); }
+    if (DH > 96u) { q6 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 24u], TS / 4u); }
+    if (DH > 112u) { q7 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 28u], TS / 4u); }
 
     let scale = bitcast<f32>(P[7]);
     let kb = P[14] + b * P[15] + hk * P[16];
-    let vb = P[18] + b * P[19] + hk * P[20];
+    let vb_ = P[18] + b * P[19] + hk * P[20];
     let ks = P[17];
     let vs = P[21];
     let sb = sg * 16u * KT;
+    let sp = sg * 16u * PS;
     // This invocation's scores and weights: row `my`, columns KT / 2 half .. + KT / 2
     // of a step.
     let srow = sb + my * KT + (KT / 2u) * half;
-    let prow = sq + my * KT + (KT / 2u) * half;
+    let prow = sp + my * PS + (KT / 2u) * half;
     var m = CNEG;   // the row's reference maximum
     var l = 0.0;    // this invocation's share of the row's sum of weights
     var o0 = coop_mat16x16<f32, C>();
@@ -174,11 +217,32 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     var o5 = coop_mat16x16<f32, C>();
     var o6 = coop_mat16x16<f32, C>();
     var o7 = coop_mat16x16<f32, C>();
-    for (var kt = (k_lo / i32(KT)) * i32(KT); kt < k_end; kt += i32(KT)) {
-        // Block bi's first key, kept inside the keys (lk >= 16: the host checks).
+    // The next step's keys and values, in registers.
+    var rk: array<vec4<u32>, NV>;
+    var rv: array<vec4<u32>, NV>;
+    let k0 = (k_lo / i32(KT)) * i32(KT);
+    if (k0 < k_end) {
+        for (var j = 0u; j < NV; j++) {
+            rk[j] = kv_load(false, li, j, u32(k0), lk, kb, ks);
+            rv[j] = kv_load(true, li, j, u32(k0), lk, vb_, vs);
+        }
+    }
+    for (var kt = k0; kt < k_end; kt += i32(KT)) {
+        // Every fragment read of the last step (and of the queries) is done.
+        workgroupBarrier();
+        for (var j = 0u; j < NV; j++) {
+            kv_store(false, li, j, rk[j]);
+            kv_store(true, li, j, rv[j]);
+        }
+        workgroupBarrier();
+        if (kt + i32(KT) < k_end) {
+            for (var j = 0u; j < NV; j++) {
+                rk[j] = kv_load(false, li, j, u32(kt) + KT, lk, kb, ks);
+                rv[j] = kv_load(true, li, j, u32(kt) + KT, lk, vb_, vs);
+            }
+        }
         for (var bi = 0u; bi < NB; bi++) {
-            let j = min(u32(kt) + 16u * bi, lk - 16u);
-            coop_scores(q0, q1, q2, q3, q4, q5, q6, q7, kb + j * ks, ks, sb + 16u * bi);
+            coop_scores(q0, q1, q2, q3, q4, q5, q6, q7, 16u * bi, sb + 16u * bi);
         }
         subgroupBarrier();
 
@@ -187,12 +251,21 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
         // in different banks).
         var tmax = CNEG;
         let rot = (my + 16u * half) % (KT / 2u);
-        for (var c0 = 0u; c0 < KT / 2u; c0++) {
-            let c = (c0 + rot) % (KT / 2u);
-            let col = (KT / 2u) * half + c;
-            let fresh = kt + i32(col & ~15u);
-            let kj = i32(min(u32(fresh), lk - 16u) + (col & 15u));
-            if (kj >= fresh && kj >= lo && kj <= hi) { tmax = max(tmax, cs[srow + c] * scale); }
+        // Whether every key of the step is inside the keys and this row's range: no
+        // masks (all but the steps on the diagonal and at the ends).
+        let whole = kt + i32(KT) <= i32(lk) && kt >= lo && kt + i32(KT) - 1 <= hi;
+        if (whole) {
+            for (var c0 = 0u; c0 < KT / 2u; c0++) {
+                tmax = max(tmax, cs[srow + (c0 + rot) % (KT / 2u)] * scale);
+            }
+        } else {
+            for (var c0 = 0u; c0 < KT / 2u; c0++) {
+                let c = (c0 + rot) % (KT / 2u);
+                let col = (KT / 2u) * half + c;
+                let fresh = kt + i32(col & ~15u);
+                let kj = i32(min(u32(fresh), lk - 16u) + (col & 15u));
+                if (kj >= fresh && kj >= lo && kj <= hi) { tmax = max(tmax, cs[srow + c] * scale); }
+            }
         }
         tmax = max(tmax, subgroupShuffleXor(tmax, 1u));
         let grow = tmax > m + TH;
@@ -202,15 +275,24 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
             m = tmax;
         }
         var lt = 0.0;
-        for (var c0 = 0u; c0 < KT / 2u; c0++) {
-            let c = (c0 + rot) % (KT / 2u);
-            let col = (KT / 2u) * half + c;
-            let fresh = kt + i32(col & ~15u);
-            let kj = i32(min(u32(fresh), lk - 16u) + (col & 15u));
-            var p = 0.0;
-            if (kj >= fresh && kj >= lo && kj <= hi) { p = exp2(cs[srow + c] * scale - m); }
-            lt += p;
-            cq[prow + c] = f16(p);
+        if (whole) {
+            for (var c0 = 0u; c0 < KT / 2u; c0++) {
+                let c = (c0 + rot) % (KT / 2u);
+                let p = exp2(fma(cs[srow + c], scale, -m));
+                lt += p;
+                cq[prow + c] = f16(p);
+            }
+        } else {
+            for (var c0 = 0u; c0 < KT / 2u; c0++) {
+                let c = (c0 + rot) % (KT / 2u);
+                let col = (KT / 2u) * half + c;
+                let fresh = kt + i32(col & ~15u);
+                let kj = i32(min(u32(fresh), lk - 16u) + (col & 15u));
+                var p = 0.0;
+                if (kj >= fresh && kj >= lo && kj <= hi) { p = exp2(cs[srow + c] * scale - m); }
+                lt += p;
+                cq[prow + c] = f16(p);
+            }
         }
         l = l * f + lt;
         subgroupBarrier();
@@ -227,16 +309,16 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 
         // weights @ v.
         for (var bi = 0u; bi < NB; bi++) {
-            let pf = coopLoadT<coop_mat16x16<f16, A>>(&cq[sq + 16u * bi], KT);
-            let v = vb + min(u32(kt) + 16u * bi, lk - 16u) * vs;
-            o0 = coopMultiplyAdd(pf, coop_v(v, 0u, vs), o0);
-            if (DH > 16u) { o1 = coopMultiplyAdd(pf, coop_v(v, 1u, vs), o1); }
-            if (DH > 32u) { o2 = coopMultiplyAdd(pf, coop_v(v, 2u, vs), o2); }
-            if (DH > 48u) { o3 = coopMultiplyAdd(pf, coop_v(v, 3u, vs), o3); }
-            if (DH > 64u) { o4 = coopMultiplyAdd(pf, coop_v(v, 4u, vs), o4); }
-            if (DH > 80u) { o5 = coopMultiplyAdd(pf, coop_v(v, 5u, vs), o5); }
-            if (DH > 96u) { o6 = coopMultiplyAdd(pf, coop_v(v, 6u, vs), o6); }
-            if (DH > 112u) { o7 = coopMultiplyAdd(pf, coop_v(v, 7u, vs), o7); }
+            let pf = coopLoadT<coop_mat16x16<f16, A>>(&cq[sp + 16u * bi], PS);
+            let v = 16u * bi;
+            o0 = coopMultiplyAdd(pf, coop_v(v, 0u), o0);
+            if (DH > 16u) { o1 = coopMultiplyAdd(pf, coop_v(v, 1u), o1); }
+            if (DH > 32u) { o2 = coopMultiplyAdd(pf, coop_v(v, 2u), o2); }
+            if (DH > 48u) { o3 = coopMultiplyAdd(pf, coop_v(v, 3u), o3); }
+            if (DH > 64u) { o4 = coopMultiplyAdd(pf, coop_v(v, 4u), o4); }
+            if (DH > 80u) { o5 = coopMultiplyAdd(pf, coop_v(v, 5u), o5); }
+            if (DH > 96u) { o6 = coopMultiplyAdd(pf, coop_v(v, 6u), o6); }
+            if (DH > 112u) { o7 = coopMultiplyAdd(pf, coop_v(v, 7u), o7); }
         }
         subgroupBarrier();
     }

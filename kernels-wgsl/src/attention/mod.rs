@@ -1,8 +1,9 @@
 //! Fused attention: a flash-attention forward kernel (online softmax over key
 //! tiles in workgroup memory), optionally over chunks of the keys whose partial
 //! results the caller combines (split-KV decoding); and for f16 prefill where the
-//! adapter has cooperative matrices, a kernel on them (`flash_coop.wgsl`: 1.7-2.3x
-//! the f32-FMA kernel on an H200, bench/NOTES.md runs 167-171); and for decoding
+//! adapter has cooperative matrices, a kernel on them with each step's keys and
+//! values staged in workgroup memory (`flash_coop.wgsl`, bench/NOTES.md runs
+//! 167-171 and 190); and for decoding
 //! of 16-bit k and v with at most four rows per key head, a kernel that streams
 //! them in 16-byte loads with every register named (`decode.wgsl`: the 32k-key
 //! split-KV pass 131 -> 56 us on an H200, runs 177-179).
@@ -46,7 +47,8 @@ pub static ATTENTION: Family = Family {
                 } else {
                     "enable f16;\nenable wgpu_cooperative_matrix;\ndiagnostic(off, derivative_uniformity);\n"
                 },
-                typed: true,
+                // q, k and v in 16-byte loads, as the decode kernel.
+                words: false,
                 ..Io::rows(spec)
             };
         }
@@ -319,10 +321,11 @@ const COOP_ROWS: u8 = 64;
 /// cooperative-matrix kernel: one workgroup's; decoding keeps the other.
 const COOP_MIN_ROWS: usize = COOP_ROWS as usize;
 
-/// Workgroup memory of the cooperative kernel (flash_coop.wgsl): per subgroup of
-/// four, 16 query rows (then 16 x 32 weights) in f16 and 16 x 32 scores in f32.
+/// Workgroup memory of the cooperative kernel (flash_coop.wgsl): a step's 32 keys
+/// and values (at first the 64 query rows) in f16 rows padded by 8, and per
+/// subgroup of four 16 x 32 weights in f16 and scores in f32.
 fn coop_storage(dim: usize) -> usize {
-    4 * 16 * dim.max(32) * 2 + 4 * 16 * 32 * 4
+    2 * 32 * (dim + 8) * 2 + 4 * 16 * 32 * 2 + 4 * 16 * 32 * 4
 }
 
 /// How [`Kernels::flash_attention`] attends.
@@ -399,7 +402,7 @@ impl<D: Driver> Kernels<D> {
         let rows = g * lq;
         let caps = &self.inner.caps;
         // f16 prefill on tensor cores where the adapter has them: key and value rows
-        // start on 16 bytes (the cooperative loads read them in place), at least 16
+        // start on 16 bytes (read in 16-byte loads, as are q's elements), at least 16
         // keys (a block past the end reads the last 16).
         let rows16 = |x: &Strided<D::Buffer>| {
             x.offset.is_multiple_of(8) && x.strides[..3].iter().all(|&s| s % 8 == 0)
@@ -413,6 +416,7 @@ impl<D: Driver> Kernels<D> {
             && lk >= 16
             && rows16(k)
             && rows16(v)
+            && [q, k, v].iter().all(|x| vec4_reach(x))
             && caps.max_workgroup_storage as usize >= coop_storage(dim)
             && std::env::var("WMX_ATTENTION_COOP").as_deref() != Ok("0");
         // Decoding (at most four rows per key head) over 16-bit k and v whose rows

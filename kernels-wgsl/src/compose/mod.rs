@@ -103,9 +103,6 @@ pub(crate) struct Io {
     pub(crate) enable: &'static str,
     /// Inputs are bound as `array<u32>` (word loads), else as `array<vec4<u32>>`.
     pub(crate) words: bool,
-    /// Inputs are bound as arrays of their element type (f32 or f16), so that
-    /// cooperative loads read them in place; the word helpers repack elements.
-    pub(crate) typed: bool,
     /// With word loads, also define `v{l}` (a vec4 of four word loads): the
     /// product kernels' vec4 path, compiled out unless used.
     pub(crate) vec_of_words: bool,
@@ -122,7 +119,6 @@ impl Io {
         Io {
             enable: "",
             words,
-            typed: false,
             vec_of_words: false,
             out: if words {
                 "array<u32>"
@@ -148,7 +144,6 @@ impl Io {
         Io {
             enable: "",
             words,
-            typed: false,
             vec_of_words: false,
             out: "array<u32>",
             store: true,
@@ -544,40 +539,17 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
             format!("I{up}")
         };
         let ct = if raw { Ct::U32 } else { d.ct() };
-        if io.typed && !matches!(d, DType::F32 | DType::F16) {
-            return Err(Error::Shape(format!(
-                "{:?} binds its inputs as f32 or f16 arrays, got {d}",
-                spec.family
-            )));
-        }
         if !aliased {
-            let ty = if io.typed {
-                format!("array<{}>", if *d == DType::F16 { "f16" } else { "f32" })
-            } else {
-                arr.to_string()
-            };
             writeln!(
                 p,
-                "@group(0) @binding({}) var<storage, read> {src}: {ty};",
+                "@group(0) @binding({}) var<storage, read> {src}: {arr};",
                 k + 2
             )
             .unwrap();
         }
         writeln!(p, "alias C{up} = {};", ct.wgsl()).unwrap();
         writeln!(p, "const L{up}: u32 = {}u;", d.log_epw()).unwrap();
-        if io.typed && *d == DType::F16 {
-            writeln!(
-                p,
-                "fn w{l}(w: u32) -> u32 {{ return pack2x16float(vec2<f32>(f32({src}[2u * w]), f32({src}[2u * w + 1u]))); }}"
-            )
-            .unwrap();
-        } else if io.typed {
-            writeln!(
-                p,
-                "fn w{l}(w: u32) -> u32 {{ return bitcast<u32>({src}[w]); }}"
-            )
-            .unwrap();
-        } else if io.words {
+        if io.words {
             writeln!(p, "fn w{l}(w: u32) -> u32 {{ return {src}[w]; }}").unwrap();
             if io.vec_of_words {
                 writeln!(
