@@ -33,7 +33,8 @@
 //!
 //! `--coop-peak` measures naga's cooperative-matrix multiply-adds alone (`coop.rs`).
 //! `--train` times a training step of an MLP, lazy and compiled (`train.rs`; `torch_train.py`
-//! is the PyTorch side).
+//! is the PyTorch side). `WMX_BENCH_GPT=host` gives issue 43's GPT its full structure
+//! at tiny sizes (a step's time is then the host's), `WMX_BENCH_STEPS=N` more steps.
 //! `--conv` times issue 36's convolution shapes forward and backward (`conv.rs`;
 //! `torch_conv.py` is the cuDNN side).
 //! `--attention` times issue 37's attention shapes, fused and composed

@@ -168,7 +168,13 @@ pub(crate) fn bench_gpt(
     dtypes: &[DType],
     rows: &mut Vec<Row>,
 ) -> Res<()> {
-    let s = if smoke { GptSize::SMOKE } else { GptSize::FULL };
+    // `WMX_BENCH_GPT=host`: the full model's structure (4 blocks, so its
+    // dispatches) at tiny sizes, where a step's time is the host's.
+    let s = match std::env::var("WMX_BENCH_GPT").as_deref() {
+        Ok("host") => GptSize::HOST,
+        _ if smoke => GptSize::SMOKE,
+        _ => GptSize::FULL,
+    };
     // `WMX_BENCH_STEPS`: more steps (e.g. to profile the host side of small ones).
     let steps = std::env::var("WMX_BENCH_STEPS")
         .ok()
@@ -311,6 +317,14 @@ impl GptSize {
         heads: 12,
         blocks: 4,
         vocab: 8192,
+    };
+    const HOST: GptSize = GptSize {
+        batch: 2,
+        seq: 16,
+        dims: 64,
+        heads: 4,
+        blocks: 4,
+        vocab: 128,
     };
     const SMOKE: GptSize = GptSize {
         batch: 2,
