@@ -42,10 +42,11 @@ const NV: u32 = (KV + CT - 1u) / CT;
 // cooperative load through a vec4 pointer counts its stride in vec4s); before the
 // first step, the workgroup's 64 query rows.
 var<workgroup> ckv: array<vec4<f16>, 2u * KT * TS / 4u>;
-// Per subgroup: its step's weights (16 x KT, rows PS apart).
-var<workgroup> cq: array<f16, 4u * 16u * PS>;
-// Per subgroup: its step's scores (16 x KT), or one 16 x 16 output block.
-var<workgroup> cs: array<f32, 4u * 16u * KT>;
+// Per subgroup: its step's weights (16 x KT, rows PS apart), and its step's scores
+// (16 x KT) or one 16 x 16 output block; in vec4s, so that the element-wise part
+// reads and writes four at once.
+var<workgroup> cq: array<vec4<f16>, 4u * 16u * PS / 4u>;
+var<workgroup> cs: array<vec4<f32>, 4u * 16u * KT / 4u>;
 
 // Scores of the subgroup's rows against the 16 staged keys from row `kr`, into its
 // scores from element dst (row stride KT).
@@ -62,7 +63,7 @@ fn coop_scores(q0: coop_mat16x16<f16, A>, q1: coop_mat16x16<f16, A>, q2: coop_ma
     if (DH > 80u) { s = coopMultiplyAdd(q5, coopLoad<coop_mat16x16<f16, B>>(&ckv[at + 20u], TS / 4u), s); }
     if (DH > 96u) { s = coopMultiplyAdd(q6, coopLoad<coop_mat16x16<f16, B>>(&ckv[at + 24u], TS / 4u), s); }
     if (DH > 112u) { s = coopMultiplyAdd(q7, coopLoad<coop_mat16x16<f16, B>>(&ckv[at + 28u], TS / 4u), s); }
-    coopStoreT(s, &cs[dst], KT);
+    coopStoreT(s, &cs[dst / 4u], KT / 4u);
 }
 
 // Staged values of the 16 keys from step row `kr`, dims 16 i .. 16 i + 16.
@@ -95,12 +96,13 @@ fn kv_store(val: bool, li: u32, j: u32, v: vec4<u32>) {
 
 // An accumulator with row `lane / 2` times f (through the subgroup's scores area).
 fn coop_scale(o: coop_mat16x16<f32, C>, sb: u32, lane: u32, f: f32) -> coop_mat16x16<f32, C> {
-    coopStoreT(o, &cs[sb], 16u);
+    coopStoreT(o, &cs[sb / 4u], 4u);
     subgroupBarrier();
-    let e = sb + lane * 8u;
-    for (var j = 0u; j < 8u; j++) { cs[e + j] *= f; }
+    let e = sb / 4u + lane * 2u;
+    cs[e] *= f;
+    cs[e + 1u] *= f;
     subgroupBarrier();
-    let r = coopLoadT<coop_mat16x16<f32, C>>(&cs[sb], 16u);
+    let r = coopLoadT<coop_mat16x16<f32, C>>(&cs[sb / 4u], 4u);
     subgroupBarrier();
     return r;
 }
@@ -108,13 +110,13 @@ fn coop_scale(o: coop_mat16x16<f32, C>, sb: u32, lane: u32, f: f32) -> coop_mat1
 // Output dims 16 i .. 16 i + 16 of the subgroup's rows times inv: invocation `lane`
 // writes row lane / 2, eight consecutive dims (whole words for f16).
 fn coop_out(o: coop_mat16x16<f32, C>, i: u32, sb: u32, lane: u32, live: bool, orow: u32, inv: f32) {
-    coopStoreT(o, &cs[sb], 16u);
+    coopStoreT(o, &cs[sb / 4u], 4u);
     subgroupBarrier();
     if (live) {
-        let src = sb + lane * 8u;
+        let src = sb / 4u + lane * 2u;
         let e = orow * DH + 16u * i + (lane % 2u) * 8u;
         for (var j = 0u; j < 8u; j += 2u) {
-            let v = vec2<f32>(cs[src + j], cs[src + j + 1u]) * inv;
+            let v = vec2<f32>(cs[src + j / 4u][j % 4u], cs[src + j / 4u][j % 4u + 1u]) * inv;
             if (LO == 1u) {
                 O[(e + j) >> 1u] = st2_o(v);
             } else {
@@ -248,15 +250,16 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 
         // The step's maximum of the row, then its weights against the reference.
         // Each row's invocation starts at its own column (the rows' reads then fall
-        // in different banks).
+        // in different banks): vec4 by vec4 where no key is masked, else one by one.
         var tmax = CNEG;
-        let rot = (my + 16u * half) % (KT / 2u);
+        let rot = my % (KT / 2u);
         // Whether every key of the step is inside the keys and this row's range: no
         // masks (all but the steps on the diagonal and at the ends).
         let whole = kt + i32(KT) <= i32(lk) && kt >= lo && kt + i32(KT) - 1 <= hi;
         if (whole) {
-            for (var c0 = 0u; c0 < KT / 2u; c0++) {
-                tmax = max(tmax, cs[srow + (c0 + rot) % (KT / 2u)] * scale);
+            for (var c0 = 0u; c0 < KT / 8u; c0++) {
+                let v = cs[srow / 4u + (c0 + rot) % (KT / 8u)] * scale;
+                tmax = max(tmax, max(max(v.x, v.y), max(v.z, v.w)));
             }
         } else {
             for (var c0 = 0u; c0 < KT / 2u; c0++) {
@@ -264,7 +267,8 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
                 let col = (KT / 2u) * half + c;
                 let fresh = kt + i32(col & ~15u);
                 let kj = i32(min(u32(fresh), lk - 16u) + (col & 15u));
-                if (kj >= fresh && kj >= lo && kj <= hi) { tmax = max(tmax, cs[srow + c] * scale); }
+                let e = srow + c;
+                if (kj >= fresh && kj >= lo && kj <= hi) { tmax = max(tmax, cs[e / 4u][e % 4u] * scale); }
             }
         }
         tmax = max(tmax, subgroupShuffleXor(tmax, 1u));
@@ -276,11 +280,11 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
         }
         var lt = 0.0;
         if (whole) {
-            for (var c0 = 0u; c0 < KT / 2u; c0++) {
-                let c = (c0 + rot) % (KT / 2u);
-                let p = exp2(fma(cs[srow + c], scale, -m));
-                lt += p;
-                cq[prow + c] = f16(p);
+            for (var c0 = 0u; c0 < KT / 8u; c0++) {
+                let c = (c0 + rot) % (KT / 8u);
+                let p = exp2(fma(cs[srow / 4u + c], vec4<f32>(scale), vec4<f32>(-m)));
+                lt += (p.x + p.y) + (p.z + p.w);
+                cq[prow / 4u + c] = vec4<f16>(p);
             }
         } else {
             for (var c0 = 0u; c0 < KT / 2u; c0++) {
@@ -288,10 +292,12 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
                 let col = (KT / 2u) * half + c;
                 let fresh = kt + i32(col & ~15u);
                 let kj = i32(min(u32(fresh), lk - 16u) + (col & 15u));
+                let e = srow + c;
                 var p = 0.0;
-                if (kj >= fresh && kj >= lo && kj <= hi) { p = exp2(cs[srow + c] * scale - m); }
+                if (kj >= fresh && kj >= lo && kj <= hi) { p = exp2(cs[e / 4u][e % 4u] * scale - m); }
                 lt += p;
-                cq[prow + c] = f16(p);
+                let w = prow + c;
+                cq[w / 4u][w % 4u] = f16(p);
             }
         }
         l = l * f + lt;
@@ -309,7 +315,7 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 
         // weights @ v.
         for (var bi = 0u; bi < NB; bi++) {
-            let pf = coopLoadT<coop_mat16x16<f16, A>>(&cq[sp + 16u * bi], PS);
+            let pf = coopLoadT<coop_mat16x16<f16, A>>(&cq[(sp + 16u * bi) / 4u], PS / 4u);
             let v = 16u * bi;
             o0 = coopMultiplyAdd(pf, coop_v(v, 0u), o0);
             if (DH > 16u) { o1 = coopMultiplyAdd(pf, coop_v(v, 1u), o1); }
