@@ -1,8 +1,9 @@
 // Attention forward on cooperative matrices (tensor cores): f16 q, k, v, f32
 // accumulation, the `flash` kernel's parameters and rows (row r = position * g +
-// head-in-group of one (batch, key head)), no key chunks. A workgroup takes 64 rows
-// as four subgroups of 32 invocations, each owning 16 rows: it holds its query rows
-// as fragments and its 16 x DH output in f32 accumulators. The workgroup steps
+// head-in-group of one (batch, key head)), no key chunks. A workgroup takes 128 rows
+// as eight subgroups of 32 invocations (four ran 15-30 % slower: run 193), each
+// owning 16 rows: it holds its query rows as fragments and its 16 x DH output in
+// f32 accumulators. The workgroup steps
 // through the keys any of its rows sees, KT at a time: each step's keys and values
 // are staged in workgroup memory by 16-byte loads (k and v bound as vec4 words,
 // rows on 16 bytes: the host checks), the next step's loaded into registers while
@@ -23,8 +24,9 @@
 // The prelude sets DH (a multiple of 16 up to 128) and the stores st_o / st2_o;
 // q, k, v are bound as vec4 words IA, IB, IC.
 
-const CR: u32 = 64u;              // rows per workgroup
-const CT: u32 = 128u;             // invocations: four subgroups of 32
+const SG: u32 = 8u;               // subgroups of 32 a workgroup, 16 rows each
+const CR: u32 = 16u * SG;         // rows per workgroup
+const CT: u32 = 32u * SG;         // invocations
 const KT: u32 = 32u;              // keys per step (64: slower, run 169)
 const NB: u32 = KT / 16u;         // 16-key blocks per step
 const TH: f32 = 8.0;              // growth of a row's maximum (log2) before a rescale
@@ -45,8 +47,8 @@ var<workgroup> ckv: array<vec4<f16>, 2u * KT * TS / 4u>;
 // Per subgroup: its step's weights (16 x KT, rows PS apart), and its step's scores
 // (16 x KT) or one 16 x 16 output block; in vec4s, so that the element-wise part
 // reads and writes four at once.
-var<workgroup> cq: array<vec4<f16>, 4u * 16u * PS / 4u>;
-var<workgroup> cs: array<vec4<f32>, 4u * 16u * KT / 4u>;
+var<workgroup> cq: array<vec4<f16>, SG * 16u * PS / 4u>;
+var<workgroup> cs: array<vec4<f32>, SG * 16u * KT / 4u>;
 
 // Scores of the subgroup's rows against the 16 staged keys from row `kr`, into its
 // scores from element dst (row stride KT).
@@ -171,18 +173,12 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     if (mode >= 1u) { hi = i32(pos) + shift; }
     if (mode == 2u) { lo = hi - i32(P[9]) + 1; }
 
-    // The query rows, staged (in the keys' place), then held as fragments.
+    // The query rows, staged (in the keys' place, four subgroups at a time), then
+    // held as fragments.
     let qb = P[10] + b * P[11] + h * P[12] + pos * P[13];
-    let sq = sg * 16u * TS;
-    for (var c = half * (DH / 2u); c < (half + 1u) * (DH / 2u); c++) {
-        var x = f16(0.0);
-        if (live) { x = f16(ld_a(qb + c)); }
-        let e = sq + my * TS + c;
-        ckv[e >> 2u][e & 3u] = x;
-    }
-    subgroupBarrier();
+    let sq = (sg % 4u) * 16u * TS;
     let qa = sq / 4u;
-    let q0 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa], TS / 4u);
+    var q0 = coop_mat16x16<f16, A>();
     var q1 = coop_mat16x16<f16, A>();
     var q2 = coop_mat16x16<f16, A>();
     var q3 = coop_mat16x16<f16, A>();
@@ -190,13 +186,26 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     var q5 = coop_mat16x16<f16, A>();
     var q6 = coop_mat16x16<f16, A>();
     var q7 = coop_mat16x16<f16, A>();
-    if (DH > 16u) { q1 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 4u], TS / 4u); }
-    if (DH > 32u) { q2 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 8u], TS / 4u); }
-    if (DH > 48u) { q3 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 12u], TS / 4u); }
-    if (DH > 64u) { q4 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 16u], TS / 4u); }
-    if (DH > 80u) { q5 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 20u], TS / 4u); }
-    if (DH > 96u) { q6 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 24u], TS / 4u); }
-    if (DH > 112u) { q7 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 28u], TS / 4u); }
+    for (var round = 0u; round < SG / 4u; round++) {
+        if (sg / 4u == round) {
+            for (var c = half * (DH / 2u); c < (half + 1u) * (DH / 2u); c++) {
+                var x = f16(0.0);
+                if (live) { x = f16(ld_a(qb + c)); }
+                let e = sq + my * TS + c;
+                ckv[e >> 2u][e & 3u] = x;
+            }
+            subgroupBarrier();
+            q0 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa], TS / 4u);
+            if (DH > 16u) { q1 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 4u], TS / 4u); }
+            if (DH > 32u) { q2 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 8u], TS / 4u); }
+            if (DH > 48u) { q3 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 12u], TS / 4u); }
+            if (DH > 64u) { q4 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 16u], TS / 4u); }
+            if (DH > 80u) { q5 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 20u], TS / 4u); }
+            if (DH > 96u) { q6 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 24u], TS / 4u); }
+            if (DH > 112u) { q7 = coopLoadT<coop_mat16x16<f16, A>>(&ckv[qa + 28u], TS / 4u); }
+        }
+        workgroupBarrier();
+    }
 
     let scale = bitcast<f32>(P[7]);
     let kb = P[14] + b * P[15] + hk * P[16];

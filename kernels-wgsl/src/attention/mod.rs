@@ -315,17 +315,18 @@ fn vec4_reach<B: crate::driver::DriverBuffer>(x: &Strided<B>) -> bool {
 }
 
 /// Rows a workgroup of the cooperative-matrix kernel takes (flash_coop.wgsl's CR).
-const COOP_ROWS: u8 = 64;
+const COOP_ROWS: u8 = 128;
 
 /// Fewest rows per key head (query positions times grouped heads) that take the
-/// cooperative-matrix kernel: one workgroup's; decoding keeps the other.
-const COOP_MIN_ROWS: usize = COOP_ROWS as usize;
+/// cooperative-matrix kernel (a workgroup's rows past the end idle); decoding
+/// keeps the other.
+const COOP_MIN_ROWS: usize = 64;
 
 /// Workgroup memory of the cooperative kernel (flash_coop.wgsl): a step's 32 keys
-/// and values (at first the 64 query rows) in f16 rows padded by 8, and per
-/// subgroup of four 16 x 32 weights in f16 and scores in f32.
+/// and values (at first 64 query rows at a time) in f16 rows padded by 8, and per
+/// subgroup of eight 16 x 32 weights in f16 and scores in f32.
 fn coop_storage(dim: usize) -> usize {
-    2 * 32 * (dim + 8) * 2 + 4 * 16 * 32 * 2 + 4 * 16 * 32 * 4
+    2 * 32 * (dim + 8) * 2 + 8 * 16 * 32 * 2 + 8 * 16 * 32 * 4
 }
 
 /// How [`Kernels::flash_attention`] attends.
