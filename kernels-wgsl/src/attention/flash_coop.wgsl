@@ -261,14 +261,21 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
         // Each row's invocation starts at its own column (the rows' reads then fall
         // in different banks): vec4 by vec4 where no key is masked, else one by one.
         var tmax = CNEG;
+        var lt = 0.0;
         let rot = my % (KT / 2u);
         // Whether every key of the step is inside the keys and this row's range: no
         // masks (all but the steps on the diagonal and at the ends).
         let whole = kt + i32(KT) <= i32(lk) && kt >= lo && kt + i32(KT) - 1 <= hi;
         if (whole) {
+            // The weights against the current reference in the same pass (a step
+            // rarely moves it; they are redone below when it does).
             for (var c0 = 0u; c0 < KT / 8u; c0++) {
-                let v = cs[srow / 4u + (c0 + rot) % (KT / 8u)] * scale;
+                let c = (c0 + rot) % (KT / 8u);
+                let v = cs[srow / 4u + c] * scale;
                 tmax = max(tmax, max(max(v.x, v.y), max(v.z, v.w)));
+                let p = exp2(v - vec4<f32>(m));
+                lt += (p.x + p.y) + (p.z + p.w);
+                cq[prow / 4u + c] = vec4<f16>(p);
             }
         } else {
             for (var c0 = 0u; c0 < KT / 2u; c0++) {
@@ -287,13 +294,15 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
             f = exp2(m - tmax);
             m = tmax;
         }
-        var lt = 0.0;
         if (whole) {
-            for (var c0 = 0u; c0 < KT / 8u; c0++) {
-                let c = (c0 + rot) % (KT / 8u);
-                let p = exp2(fma(cs[srow / 4u + c], vec4<f32>(scale), vec4<f32>(-m)));
-                lt += (p.x + p.y) + (p.z + p.w);
-                cq[prow / 4u + c] = vec4<f16>(p);
+            if (grow) {
+                lt = 0.0;
+                for (var c0 = 0u; c0 < KT / 8u; c0++) {
+                    let c = (c0 + rot) % (KT / 8u);
+                    let p = exp2(fma(cs[srow / 4u + c], vec4<f32>(scale), vec4<f32>(-m)));
+                    lt += (p.x + p.y) + (p.z + p.w);
+                    cq[prow / 4u + c] = vec4<f16>(p);
+                }
             }
         } else {
             for (var c0 = 0u; c0 < KT / 2u; c0++) {
