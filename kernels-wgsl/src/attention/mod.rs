@@ -3,7 +3,7 @@
 //! results the caller combines (split-KV decoding); and for f16 prefill where the
 //! adapter has cooperative matrices, a kernel on them with each step's keys and
 //! values staged in workgroup memory (`flash_coop.wgsl`, bench/NOTES.md runs
-//! 167-171 and 190); and for decoding
+//! 167-171 and 190-195); and for decoding
 //! of 16-bit k and v with at most four rows per key head, a kernel that streams
 //! them in 16-byte loads with every register named (`decode.wgsl`: the 32k-key
 //! split-KV pass 131 -> 56 us on an H200, runs 177-179).
