@@ -37,12 +37,12 @@ fn reductions_of_2_pow_32_broadcast_elements_are_exact() {
     wmx::with_device(&dev, || {
         let ones = wmx::broadcast_to(&wmx::ones(&[1], DType::F32)?, &[1 << 32])?;
         assert_eq!(wmx::sum(&ones, None, false)?.item::<f32>()?, 4294967296.0);
+        // The two boolean reductions whose answer an empty (wrapped) count would
+        // change: each pass over 2^32 elements takes minutes on lavapipe.
         let t = wmx::broadcast_to(&wmx::scalar(1.0, DType::Bool)?, &[1 << 32])?;
         assert!(wmx::any(&t, None, false)?.item::<bool>()?);
-        assert!(wmx::all(&t, None, false)?.item::<bool>()?);
         let f = wmx::broadcast_to(&wmx::scalar(0.0, DType::Bool)?, &[1 << 32])?;
         assert!(!wmx::all(&f, None, false)?.item::<bool>()?);
-        assert!(!wmx::any(&f, None, false)?.item::<bool>()?);
         // 2^20 rows of 2^12: rows in pieces of 2^30 elements each.
         let b = wmx::broadcast_to(
             &wmx::arange(0.0, 4096.0, 1.0, DType::F32)?,
