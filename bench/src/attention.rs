@@ -203,12 +203,27 @@ pub(crate) fn bench_attention(dev: &Device, smoke: bool, rows: &mut Vec<Row>) ->
                 extra: vec![("tflops", f / ms / 1e9)],
             });
         };
+        let stats = || wmx::webgpu::backend(dev).map(|g| g.stats());
+        let before = stats();
         let t = time(dev, iters, || {
             fused(&qa, &ka, &va)
                 .and_then(|o| wmx::eval(&[o]))
                 .map_err(err)
         })?;
         push("fused", t, flops);
+        // What a call costs the pool and the host (the batch's time outside its
+        // kernel, run 193); `time` makes 3 warm-up calls.
+        if let (Some(a), Some(b)) = (before, stats()) {
+            let calls = (iters + 3) as f64;
+            println!(
+                "attention {:14} per call: {:.1} buffers created, {:.1} dispatches, {:.1} submits, {:.3} ms encoding",
+                c.name,
+                (b.buffers_created - a.buffers_created) as f64 / calls,
+                (b.dispatches - a.dispatches) as f64 / calls,
+                (b.submits - a.submits) as f64 / calls,
+                (b.submit_ns - a.submit_ns) as f64 / calls / 1e6,
+            );
+        }
         let vjp = |f: &dyn Fn(&Array, &Array, &Array) -> wmx::Result<Array>| -> Res<()> {
             let g = |a: &[Array]| Ok(vec![f(&a[0], &a[1], &a[2])?]);
             let args = [qa.clone(), ka.clone(), va.clone()];
