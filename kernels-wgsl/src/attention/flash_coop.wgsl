@@ -130,6 +130,33 @@ fn coop_out(o: coop_mat16x16<f32, C>, i: u32, sb: u32, lane: u32, live: bool, or
     subgroupBarrier();
 }
 
+// An invocation's 16 scores of a step with no key masked (from element srow, in
+// vec4s, the rows rotated by `rot` so that they fall in different banks): their
+// maximum and the sum of their weights against the reference m, the weights
+// stored as f16 from element prow.
+fn coop_weights(srow: u32, prow: u32, rot: u32, scale: f32, m: f32) -> vec2<f32> {
+    var tmax = CNEG;
+    var lt = 0.0;
+    for (var c0 = 0u; c0 < KT / 8u; c0++) {
+        let c = (c0 + rot) % (KT / 8u);
+        let v = cs[srow / 4u + c] * scale;
+        tmax = max(tmax, max(max(v.x, v.y), max(v.z, v.w)));
+        let p = exp2(v - vec4<f32>(m));
+        lt += (p.x + p.y) + (p.z + p.w);
+        cq[prow / 4u + c] = vec4<f16>(p);
+    }
+    return vec2<f32>(tmax, lt);
+}
+
+// Whether a row that sees keys lo ..= hi counts column `col` of the step from key kt:
+// its 16-key block, kept inside the keys, reads the last 16 instead past the end, and
+// a key it repeats from the block before is masked.
+fn coop_seen(kt: i32, col: u32, lk: u32, lo: i32, hi: i32) -> bool {
+    let fresh = kt + i32(col & ~15u);
+    let kj = i32(min(u32(fresh), lk - 16u) + (col & 15u));
+    return kj >= fresh && kj >= lo && kj <= hi;
+}
+
 @compute @workgroup_size(CT)
 fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32,
@@ -269,22 +296,14 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
         if (whole) {
             // The weights against the current reference in the same pass (a step
             // rarely moves it; they are redone below when it does).
-            for (var c0 = 0u; c0 < KT / 8u; c0++) {
-                let c = (c0 + rot) % (KT / 8u);
-                let v = cs[srow / 4u + c] * scale;
-                tmax = max(tmax, max(max(v.x, v.y), max(v.z, v.w)));
-                let p = exp2(v - vec4<f32>(m));
-                lt += (p.x + p.y) + (p.z + p.w);
-                cq[prow / 4u + c] = vec4<f16>(p);
-            }
+            let r = coop_weights(srow, prow, rot, scale, m);
+            tmax = r.x;
+            lt = r.y;
         } else {
             for (var c0 = 0u; c0 < KT / 2u; c0++) {
                 let c = (c0 + rot) % (KT / 2u);
-                let col = (KT / 2u) * half + c;
-                let fresh = kt + i32(col & ~15u);
-                let kj = i32(min(u32(fresh), lk - 16u) + (col & 15u));
                 let e = srow + c;
-                if (kj >= fresh && kj >= lo && kj <= hi) { tmax = max(tmax, cs[e / 4u][e % 4u] * scale); }
+                if (coop_seen(kt, (KT / 2u) * half + c, lk, lo, hi)) { tmax = max(tmax, cs[e / 4u][e % 4u] * scale); }
             }
         }
         tmax = max(tmax, subgroupShuffleXor(tmax, 1u));
@@ -295,24 +314,13 @@ fn flash_coop(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
             m = tmax;
         }
         if (whole) {
-            if (grow) {
-                lt = 0.0;
-                for (var c0 = 0u; c0 < KT / 8u; c0++) {
-                    let c = (c0 + rot) % (KT / 8u);
-                    let p = exp2(fma(cs[srow / 4u + c], vec4<f32>(scale), vec4<f32>(-m)));
-                    lt += (p.x + p.y) + (p.z + p.w);
-                    cq[prow / 4u + c] = vec4<f16>(p);
-                }
-            }
+            if (grow) { lt = coop_weights(srow, prow, rot, scale, m).y; }
         } else {
             for (var c0 = 0u; c0 < KT / 2u; c0++) {
                 let c = (c0 + rot) % (KT / 2u);
-                let col = (KT / 2u) * half + c;
-                let fresh = kt + i32(col & ~15u);
-                let kj = i32(min(u32(fresh), lk - 16u) + (col & 15u));
                 let e = srow + c;
                 var p = 0.0;
-                if (kj >= fresh && kj >= lo && kj <= hi) { p = exp2(cs[e / 4u][e % 4u] * scale - m); }
+                if (coop_seen(kt, (KT / 2u) * half + c, lk, lo, hi)) { p = exp2(cs[e / 4u][e % 4u] * scale - m); }
                 lt += p;
                 let w = prow + c;
                 cq[w / 4u][w % 4u] = f16(p);
