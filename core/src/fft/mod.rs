@@ -10,9 +10,7 @@
 //!   power of two up to 2048 in one workgroup (radix-2 passes in workgroup
 //!   memory); longer powers of two are four-step transforms of those rows
 //!   (twiddles applied by the kernel), other lengths Bluestein convolutions of
-//!   powers of two, computed in f32. `rfft` and `irfft` of an even length `n`
-//!   are one complex transform of `n / 2` points there (the even and odd points
-//!   as real and imaginary parts) and an element-wise pass.
+//!   powers of two, computed in f32.
 //! - **Normalization.** `Norm::Backward` (numpy's default: the inverse divides by
 //!   `n`), `Ortho` (both by `sqrt(n)`), `Forward` (the forward divides by `n`).
 //! - **Derivatives.** vjp, jvp and vmap of every function. Gradients of complex
@@ -278,15 +276,8 @@ fn r2c(
     let plan = resolve(op, a, s, axes)?;
     let (last, rest) = plan.split_last().expect("one axis or more");
     let (ax, n) = *last;
-    let mut z = if n % 2 == 0 && a.device().kind() != crate::DeviceKind::Cpu {
-        half_length(a, ax, n, norm)?
-    } else {
-        crop(
-            &along(&a.astype(DType::C64)?, ax, n, norm, false)?,
-            ax,
-            n / 2 + 1,
-        )?
-    };
+    let full = along(&a.astype(DType::C64)?, ax, n, norm, false)?;
+    let mut z = crop(&full, ax, n / 2 + 1)?;
     for &(ax, n) in rest.iter().rev() {
         z = along(&z, ax, n, norm, false)?;
     }
@@ -323,9 +314,6 @@ fn c2r(
     // conj(X[k]); the real part of its inverse is numpy's irfft.
     let n = last_n;
     let half = fit(&z, last_ax, n / 2 + 1)?;
-    if n % 2 == 0 && a.device().kind() != crate::DeviceKind::Cpu {
-        return half_length_inverse(&half, last_ax, n, norm);
-    }
     let mirror = if n > n / 2 + 1 {
         let tail = slice_axis(
             &half,
@@ -342,123 +330,6 @@ fn c2r(
         None => crop(&half, last_ax, n)?,
     };
     crate::real(&along(&full, last_ax, n, norm, true)?)
-}
-
-/// numpy's rfft of real `a` along `ax` with an even `n` points, from one complex
-/// transform of half the length: the even and odd points as the real and
-/// imaginary parts of `z` (a view of the pairs), `Z = fft(z)`, then
-/// `X[k] = (Z[k] + conj Z[m-k]) / 2 - i W_n^k (Z[k] - conj Z[m-k]) / 2` for
-/// `k <= m = n / 2` (indices mod m): half the transform's work and bytes.
-fn half_length(a: &Array, ax: usize, n: usize, norm: Norm) -> Result<Array> {
-    let m = n / 2;
-    let x = crate::moveaxis(&fit(&a.astype(DType::F32)?, ax, n)?, ax as isize, -1)?;
-    let mut pairs: Vec<isize> = x.shape()[..x.ndim() - 1]
-        .iter()
-        .map(|&d| d as isize)
-        .collect();
-    pairs.extend([m as isize, 2]);
-    let z = as_complex(&crate::reshape(&x, &pairs)?)?;
-    let k = z.ndim() - 1;
-    let big = transform(&z, k, false)?;
-    // Z[0 ..= m] (Z[m] = Z[0]) as pairs, and conj Z[m - k] beside it.
-    let zp = as_real(&crate::concatenate(
-        &[&big, &slice_axis(&big, k, Slice::range(0, 1))?],
-        k as isize,
-    )?);
-    let dev = a.device();
-    let signs = |v: [f32; 2]| Array::from_slice_on(&v, &[2], dev);
-    let mirror = crate::multiply(
-        &slice_axis(&zp, k, Slice::reversed())?,
-        &signs([1.0, -1.0])?,
-    )?;
-    let sum = crate::add(&zp, &mirror)?;
-    let diff = crate::subtract(&zp, &mirror)?;
-    // i W^k D = sin D + cos (-Im D, Re D), with W^k = cos - i sin of 2 pi k / n.
-    let (cos, sin) = half_turns(n, m + 1, dev)?;
-    let turned = crate::multiply(
-        &slice_axis(&diff, k + 1, Slice::reversed())?,
-        &signs([-1.0, 1.0])?,
-    )?;
-    let iwd = crate::add(
-        &crate::multiply(&diff, &sin)?,
-        &crate::multiply(&turned, &cos)?,
-    )?;
-    let half = crate::subtract(&sum, &iwd)?;
-    let scaled = crate::multiply(
-        &half,
-        &crate::scalar_like(&half, 0.5 * norm.scale(n, false))?,
-    )?;
-    crate::moveaxis(&as_complex(&scaled)?, -1, ax as isize)
-}
-
-/// numpy's irfft along `ax` to an even `n` points from `half`, the spectrum's
-/// first `m + 1 = n / 2 + 1` points, by one inverse complex transform of `m`
-/// points ([`half_length`] backwards): `Z[k] = E[k] + i O[k]` with
-/// `E = X[k] + conj X[m-k]` and `O = conj(W_n^k) (X[k] - conj X[m-k])` for `k < m`
-/// (the imaginary parts of `X[0]` and `X[m]` dropped, as numpy does), whose
-/// inverse holds the even and odd points as real and imaginary parts.
-fn half_length_inverse(half: &Array, ax: usize, n: usize, norm: Norm) -> Result<Array> {
-    let m = n / 2;
-    let hp = as_real(&crate::moveaxis(half, ax as isize, -1)?);
-    let k = hp.ndim() - 2;
-    let dev = half.device();
-    let pair = |v: [f32; 2]| Array::from_slice_on(&v, &[2], dev);
-    // Row 0 of both halves (X[0] and X[m]) loses its imaginary part.
-    let first = crate::equal(
-        &crate::arange(0.0, m as f64, 1.0, DType::I32)?.reshape(&[m as isize, 1])?,
-        &crate::scalar(0.0, DType::I32)?,
-    )?;
-    let keep = crate::subtract(
-        &crate::scalar(1.0, DType::F32)?,
-        &crate::multiply(&first.astype(DType::F32)?, &pair([0.0, 1.0])?)?,
-    )?;
-    let front = crate::multiply(&slice_axis(&hp, k, Slice::range(0, m as isize))?, &keep)?;
-    let back = slice_axis(
-        &slice_axis(&hp, k, Slice::new(Some(1), Some(m as isize + 1), 1))?,
-        k,
-        Slice::reversed(),
-    )?;
-    let back = crate::multiply(&back, &crate::multiply(&keep, &pair([1.0, -1.0])?)?)?;
-    let sum = crate::add(&front, &back)?;
-    let diff = crate::subtract(&front, &back)?;
-    // i conj(W^k) D = -sin D + cos (-Im D, Re D).
-    let (cos, sin) = half_turns(n, m, dev)?;
-    let turned = crate::multiply(
-        &slice_axis(&diff, k + 1, Slice::reversed())?,
-        &pair([-1.0, 1.0])?,
-    )?;
-    let zp = crate::add(
-        &crate::subtract(&sum, &crate::multiply(&diff, &sin)?)?,
-        &crate::multiply(&turned, &cos)?,
-    )?;
-    let zp = crate::multiply(&zp, &crate::scalar_like(&zp, norm.scale(n, true))?)?;
-    let y = as_real(&transform(&as_complex(&zp)?, k, true)?);
-    let mut shape: Vec<isize> = y.shape()[..k].iter().map(|&d| d as isize).collect();
-    shape.push(n as isize);
-    crate::moveaxis(&crate::reshape(&y, &shape)?, -1, ax as isize)
-}
-
-/// cos and sin of `2 pi k / n` for `k < len`, as f32 `[len, 1]` on `dev`, from
-/// two tables of about `sqrt(len)` values (`k = hi L + lo`, the angle-sum
-/// identities), so that a call uploads little whatever `n` is.
-fn half_turns(n: usize, len: usize, dev: &crate::Device) -> Result<(Array, Array)> {
-    let l = (len as f64).sqrt().ceil().max(1.0) as usize;
-    let h = len.div_ceil(l);
-    let turn = |k: usize| 2.0 * std::f64::consts::PI * k as f64 / n as f64;
-    let table = |count: usize, step: usize, f: fn(f64) -> f64| -> Vec<f32> {
-        (0..count).map(|i| f(turn(i * step)) as f32).collect()
-    };
-    let col = |v: Vec<f32>| Array::from_slice_on(&v, &[h, 1], dev);
-    let row = |v: Vec<f32>| Array::from_slice_on(&v, &[1, l], dev);
-    let (ch, sh) = (col(table(h, l, f64::cos))?, col(table(h, l, f64::sin))?);
-    let (cl, sl) = (row(table(l, 1, f64::cos))?, row(table(l, 1, f64::sin))?);
-    let cos = crate::subtract(&crate::multiply(&ch, &cl)?, &crate::multiply(&sh, &sl)?)?;
-    let sin = crate::add(&crate::multiply(&sh, &cl)?, &crate::multiply(&ch, &sl)?)?;
-    let flat = |t: &Array| -> Result<Array> {
-        let t = crate::reshape(t, &[(h * l) as isize])?;
-        crate::reshape(&crop(&t, 0, len)?, &[len as isize, 1])
-    };
-    Ok((flat(&cos)?, flat(&sin)?))
 }
 
 /// `z` (c64) transformed along `ax` with `n` points and the norm's scale.
