@@ -7,8 +7,8 @@ use crate::kerr;
 use std::any::Any;
 use wmx_core::Result;
 use wmx_core::families::{
-    Block, Depthwise, DepthwiseWgrad, Dequantize, FftPass, Flash, FlashCombine, Im2col, NormVjp,
-    Quantize, QuantizedMatvec, Rope,
+    Block, Depthwise, DepthwiseWgrad, Dequantize, FftPass, FftReal, Flash, FlashCombine, Im2col,
+    NormVjp, Quantize, QuantizedMatvec, Rope,
 };
 
 use wmx_kernels as k;
@@ -30,6 +30,20 @@ pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<
         return Some(
             ev.kernels
                 .fft_rows(&mut ev.batch, &view(&ev.inputs[0]), &view(table), *f, &out)
+                .map_err(kerr),
+        );
+    }
+    if let Some(f) = prim.downcast_ref::<FftReal>() {
+        let out = out_view(&ev.output);
+        let Some(table) = ev.inputs.get(1) else {
+            return Some(Err(wmx_core::Error::invalid(
+                "fft",
+                "the GPU kernel needs its twiddle table (input 1)",
+            )));
+        };
+        return Some(
+            ev.kernels
+                .fft_real(&mut ev.batch, &view(&ev.inputs[0]), &view(table), *f, &out)
                 .map_err(kerr),
         );
     }

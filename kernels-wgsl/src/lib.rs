@@ -73,7 +73,7 @@ pub use attention::FlashParams;
 pub use compose::{
     Family, InputMode, ModuleSpec, Op, Target, Variant, check_specs, compose, validate_wgsl,
 };
-pub use fft::{FFT_MAX_ROW, FFT_TABLE, FftPass};
+pub use fft::{FFT_MAX_ROW, FFT_TABLE, FftPass, FftReal};
 pub use matmul::TILES;
 pub use quant::{QUANT_BITS, QUANT_GROUPS, QuantParams};
 pub use rope::RopeParams;

@@ -38,3 +38,22 @@ pub struct FftPass {
     /// Twiddles applied to the outputs: digit `d` and `N` (a power of two).
     pub twiddle: Option<(usize, usize)>,
 }
+
+/// The pass that makes a real transform of `n` points (a power of two) from a
+/// complex one of `m = n / 2`. Forward (rfft): from `Z`, the transform of
+/// `z[j] = x[2j] + i x[2j+1]` (rows of `m` pairs), `X[k] = (a + b) / 2 -
+/// i W^k (a - b) / 2` for `k <= m` (rows of `m + 1`), `a = Z[k mod m]`,
+/// `b = conj Z[(m - k) mod m]`, `W = exp(-2 pi i / n)`. Inverse (irfft): from `X`
+/// (rows of `m + 1`), `Z[k] = (a + b) + i conj(W^k) (a - b)` for `k < m`, with
+/// `a = X[k]`, `b = conj X[m - k]` and the imaginary parts of `X[0]` and `X[m]`
+/// dropped; the inverse transform of that `Z` holds the even and odd points.
+/// Both times `scale`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FftReal {
+    /// Points of the real transform (a power of two, at least 2).
+    pub n: usize,
+    /// irfft's side (else rfft's).
+    pub inverse: bool,
+    /// A factor on every output.
+    pub scale: f32,
+}

@@ -24,7 +24,7 @@ mod ops;
 
 pub use conv::ConvGeometry;
 pub use dtype::DType;
-pub use fft::{FFT_MAX_ROW, FFT_TABLE, FftPass};
+pub use fft::{FFT_MAX_ROW, FFT_TABLE, FftPass, FftReal};
 pub use fused::{FusedOp, FusedStep};
 pub use linalg::LinalgBlock;
 pub use ops::{ArgReduceOp, BinaryOp, NormOp, OpKind, ReduceOp, ScatterOp, UnaryOp};

@@ -10,7 +10,9 @@
 //!   power of two up to 2048 in one workgroup (radix-2 passes in workgroup
 //!   memory); longer powers of two are four-step transforms of those rows
 //!   (twiddles applied by the kernel), other lengths Bluestein convolutions of
-//!   powers of two, computed in f32.
+//!   powers of two, computed in f32. `rfft` and `irfft` of a power of two `n`
+//!   are one complex transform of `n / 2` points there (the even and odd points
+//!   as real and imaginary parts) and a pass that splits or joins the halves.
 //! - **Normalization.** `Norm::Backward` (numpy's default: the inverse divides by
 //!   `n`), `Ortho` (both by `sqrt(n)`), `Forward` (the forward divides by `n`).
 //! - **Derivatives.** vjp, jvp and vmap of every function. Gradients of complex
@@ -20,7 +22,7 @@
 //!   `s` and `axes` of different lengths are an `Err` when the op is made.
 
 mod prim;
-pub use prim::{FftPass, MAX_ROW, TABLE, twiddles};
+pub use prim::{FftPass, FftReal, MAX_ROW, TABLE, twiddles};
 
 use crate::ops::complex::{as_complex, as_real};
 use crate::{Array, CustomFunction, DType, Error, Result, Slice, layout::normalize_axis};
@@ -276,8 +278,12 @@ fn r2c(
     let plan = resolve(op, a, s, axes)?;
     let (last, rest) = plan.split_last().expect("one axis or more");
     let (ax, n) = *last;
-    let full = along(&a.astype(DType::C64)?, ax, n, norm, false)?;
-    let mut z = crop(&full, ax, n / 2 + 1)?;
+    let mut z = if half_length(a, n) {
+        let x = crate::moveaxis(&fit(&a.astype(DType::F32)?, ax, n)?, ax as isize, -1)?;
+        crate::moveaxis(&rfft_last(&x, n, norm)?, -1, ax as isize)?
+    } else {
+        rfft_full(a, ax, n, norm)?
+    };
     for &(ax, n) in rest.iter().rev() {
         z = along(&z, ax, n, norm, false)?;
     }
@@ -314,6 +320,17 @@ fn c2r(
     // conj(X[k]); the real part of its inverse is numpy's irfft.
     let n = last_n;
     let half = fit(&z, last_ax, n / 2 + 1)?;
+    if half_length(a, n) {
+        let h = crate::moveaxis(&half, last_ax as isize, -1)?;
+        return crate::moveaxis(&irfft_last(&h, n, norm)?, -1, last_ax as isize);
+    }
+    irfft_full(&half, last_ax, n, norm)
+}
+
+/// numpy's irfft along `ax` to `n` points from `half`, the spectrum's first
+/// `n / 2 + 1` points, by the full inverse transform.
+fn irfft_full(half: &Array, ax: usize, n: usize, norm: Norm) -> Result<Array> {
+    let last_ax = ax;
     let mirror = if n > n / 2 + 1 {
         let tail = slice_axis(
             &half,
@@ -327,9 +344,85 @@ fn c2r(
     };
     let full = match &mirror {
         Some(m) => crate::concatenate(&[&half, m], last_ax as isize)?,
-        None => crop(&half, last_ax, n)?,
+        None => crop(half, last_ax, n)?,
     };
     crate::real(&along(&full, last_ax, n, norm, true)?)
+}
+
+/// numpy's rfft of real `a` along `ax` with `n` points, by the full complex
+/// transform.
+fn rfft_full(a: &Array, ax: usize, n: usize, norm: Norm) -> Result<Array> {
+    crop(
+        &along(&a.astype(DType::C64)?, ax, n, norm, false)?,
+        ax,
+        n / 2 + 1,
+    )
+}
+
+/// Whether rfft and irfft of `n` points on `a`'s device take the half-length
+/// path: a complex transform of `n / 2` points and the [`FftReal`] pass (half the
+/// transform's work and bytes). Powers of two on a GPU; the CPU's transforms are
+/// in f64 and keep the full one.
+fn half_length(a: &Array, n: usize) -> bool {
+    n.is_power_of_two() && n >= 4 && a.device().kind() != crate::DeviceKind::Cpu
+}
+
+/// rfft of the real f32 `x` along its last axis (`n` points, a power of two): its
+/// pairs are `z[j] = x[2j] + i x[2j+1]`, transformed with `n / 2` points, then
+/// the [`FftReal`] pass. Derivatives are the full transform's ([`rfft_full`]).
+fn rfft_last(x: &Array, n: usize, norm: Norm) -> Result<Array> {
+    let fast = move |x: &[Array]| -> Result<Vec<Array>> {
+        let x = &x[0];
+        let mut shape: Vec<isize> = x.shape()[..x.ndim() - 1]
+            .iter()
+            .map(|&d| d as isize)
+            .collect();
+        shape.extend([(n / 2) as isize, 2]);
+        let pairs = crate::reshape(x, &shape)?;
+        let y = rows(&pairs, pairs.ndim() - 2, false)?;
+        let pass = FftReal {
+            n,
+            inverse: false,
+            scale: norm.scale(n, false) as f32,
+        };
+        Ok(vec![as_complex(&prim::apply_real(&pass, &y)?)?])
+    };
+    let reference = move |x: &[Array]| Ok(vec![rfft_full(&x[0], x[0].ndim() - 1, n, norm)?]);
+    let f = CustomFunction::new(fast)
+        .name("rfft")
+        .rules_from(reference)
+        // The batch axis comes first.
+        .vmap(move |x, _| Ok(vec![rfft_last(&x[0], n, norm)?]));
+    Ok(f.call(std::slice::from_ref(x))?.remove(0))
+}
+
+/// irfft along the last axis of `half` (c64, `n / 2 + 1` points) to `n` points (a
+/// power of two): the [`FftReal`] pass, then an inverse complex transform of
+/// `n / 2` points whose pairs are the output's even and odd points. Derivatives
+/// are the full transform's ([`irfft_full`]).
+fn irfft_last(half: &Array, n: usize, norm: Norm) -> Result<Array> {
+    let fast = move |h: &[Array]| -> Result<Vec<Array>> {
+        let pass = FftReal {
+            n,
+            inverse: true,
+            scale: norm.scale(n, true) as f32,
+        };
+        let z = prim::apply_real(&pass, &as_real(&h[0]))?;
+        let y = rows(&z, z.ndim() - 2, true)?;
+        let mut shape: Vec<isize> = y.shape()[..y.ndim() - 2]
+            .iter()
+            .map(|&d| d as isize)
+            .collect();
+        shape.push(n as isize);
+        Ok(vec![crate::reshape(&y, &shape)?])
+    };
+    let reference = move |h: &[Array]| Ok(vec![irfft_full(&h[0], h[0].ndim() - 1, n, norm)?]);
+    let f = CustomFunction::new(fast)
+        .name("irfft")
+        .rules_from(reference)
+        // The batch axis comes first.
+        .vmap(move |h, _| Ok(vec![irfft_last(&h[0], n, norm)?]));
+    Ok(f.call(std::slice::from_ref(half))?.remove(0))
 }
 
 /// `z` (c64) transformed along `ax` with `n` points and the norm's scale.

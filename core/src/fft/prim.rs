@@ -5,7 +5,7 @@ use crate::cpu::CpuBuffer;
 use crate::{Array, CpuOutput, CustomPrimitive, DType, Error, Result, View};
 use std::sync::Arc;
 
-pub use wmx_spec::{FFT_MAX_ROW as MAX_ROW, FFT_TABLE as TABLE, FftPass};
+pub use wmx_spec::{FFT_MAX_ROW as MAX_ROW, FFT_TABLE as TABLE, FftPass, FftReal};
 
 /// The GPU kernel's table: `W_4096^k` for `k < 4096`, then, for a twiddle of
 /// `N > 4096`, `W_N^j` for `j < N / 4096` (a twiddle `W_N^t` is the product of
@@ -45,6 +45,93 @@ pub(crate) fn apply(p: &FftPass, x: &Array) -> Result<Array> {
             inputs.push(Array::from_slice_on(&t, &[t.len() / 2, 2], x.device())?);
         }
         crate::custom(Arc::new(*p), &inputs, x.shape(), DType::F32)
+    }
+}
+
+/// The real transform's pass `p` ([`FftReal`]) on the pairs `x` (`[.., m, 2]`
+/// forward, `[.., m + 1, 2]` inverse, `m = p.n / 2`); GPU input 1 is the table of
+/// [`twiddles`] with the twiddle `(0, n)`.
+pub(crate) fn apply_real(p: &FftReal, x: &Array) -> Result<Array> {
+    let x = crate::contiguous(x)?;
+    let mut shape = x.shape().to_vec();
+    let k = shape.len() - 2;
+    shape[k] = if p.inverse {
+        shape[k] - 1
+    } else {
+        shape[k] + 1
+    };
+    let mut inputs = vec![x.clone()];
+    if x.device().kind() != crate::DeviceKind::Cpu {
+        let t = twiddles(Some((0, p.n)));
+        inputs.push(Array::from_slice_on(&t, &[t.len() / 2, 2], x.device())?);
+    }
+    crate::custom(Arc::new(*p), &inputs, &shape, DType::F32)
+}
+
+impl CustomPrimitive for FftReal {
+    fn name(&self) -> &str {
+        "fft_real"
+    }
+
+    fn eval_cpu(&self, inputs: &[View<'_, CpuBuffer>], out: &mut CpuOutput<'_>) -> Result<()> {
+        let x = &inputs[0];
+        if x.dtype != DType::F32 {
+            return Err(Error::invalid("fft", format!("rows of {}", x.dtype)));
+        }
+        let m = self.n / 2;
+        let (width, in_width) = if self.inverse { (m, m + 1) } else { (m + 1, m) };
+        let total: usize = out.shape.iter().product::<usize>() / 2;
+        let rows = total / width.max(1);
+        let src = &x.buffer.as_slice::<f32>()[x.layout.offset..][..2 * rows * in_width];
+        let dst = out.buffer.as_mut_slice::<f32>();
+        let pair = |i: usize| (src[2 * i] as f64, src[2 * i + 1] as f64);
+        let s = self.scale as f64;
+        for r in 0..rows {
+            for k in 0..width {
+                let a = angle(k, self.n);
+                let y = if self.inverse {
+                    let (mut a0, mut b0) = (pair(r * in_width + k), pair(r * in_width + m - k));
+                    if k == 0 {
+                        (a0.1, b0.1) = (0.0, 0.0);
+                    }
+                    let b0 = (b0.0, -b0.1);
+                    // i conj(W^k) (a - b), conj(W^k) = exp(+i angle).
+                    let t = mul((-a.sin(), a.cos()), (a0.0 - b0.0, a0.1 - b0.1));
+                    (a0.0 + b0.0 + t.0, a0.1 + b0.1 + t.1)
+                } else {
+                    let a0 = pair(r * in_width + k % m);
+                    let b0 = pair(r * in_width + (m - k) % m);
+                    let b0 = (b0.0, -b0.1);
+                    // i W^k (a - b), W^k = exp(-i angle).
+                    let t = mul((a.sin(), a.cos()), (a0.0 - b0.0, a0.1 - b0.1));
+                    (0.5 * (a0.0 + b0.0 - t.0), 0.5 * (a0.1 + b0.1 - t.1))
+                };
+                let e = 2 * (r * width + k);
+                dst[e] = (s * y.0) as f32;
+                dst[e + 1] = (s * y.1) as f32;
+            }
+        }
+        Ok(())
+    }
+
+    fn is_equivalent(&self, other: &dyn CustomPrimitive) -> bool {
+        (other as &dyn std::any::Any)
+            .downcast_ref::<FftReal>()
+            .is_some_and(|o| o == self)
+    }
+
+    // Linear over the reals: the tangent goes through the same map. No vjp: rfft
+    // and irfft differentiate whole transforms (their rules).
+    fn jvp(&self, _: &[Array], _: &Array, t: &[Option<Array>]) -> Result<Option<Array>> {
+        t[0].as_ref().map(|t| apply_real(self, t)).transpose()
+    }
+
+    fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {
+        if batched.get(1).copied().unwrap_or(false) {
+            return Err(Error::invalid("fft", "the twiddle table is not batched"));
+        }
+        // A leading batch axis only adds rows.
+        apply_real(self, &inputs[0])
     }
 }
 

@@ -60,7 +60,7 @@ pub mod families {
     pub use super::nn::NormVjp;
     pub use super::quantized::{Dequantize, Quantize, QuantizedMatvec};
     pub use super::rope::Rope;
-    pub use crate::fft::FftPass;
+    pub use crate::fft::{FftPass, FftReal};
     pub use crate::linalg::Block;
 }
 pub use scan::{cummax, cummin, cumprod, cumsum, scan};

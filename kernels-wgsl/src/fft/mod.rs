@@ -1,6 +1,8 @@
 //! Discrete Fourier transforms of rows: one workgroup transforms a row of a
 //! power of two up to [`FFT_MAX_ROW`] f32 pairs in workgroup memory (longer and
-//! other lengths are composed by the caller: four-step, Bluestein).
+//! other lengths are composed by the caller: four-step, Bluestein); and the pass
+//! that turns a complex transform of n / 2 points into a real one of n
+//! ([`FftReal`]).
 
 use crate::compose::{Family, Io, ModuleSpec, Variant, check_out as check_dtype};
 use crate::driver::{Batch, Driver};
@@ -10,40 +12,54 @@ use crate::layout::{Contig, Strided, check_out, check_view, is_row_major};
 use crate::{Error, Result};
 
 const FFT_WGSL: &str = include_str!("fft.wgsl");
+const REAL_WGSL: &str = include_str!("real.wgsl");
 
-pub use wmx_spec::{FFT_MAX_ROW, FFT_TABLE, FftPass};
+pub use wmx_spec::{FFT_MAX_ROW, FFT_TABLE, FftPass, FftReal};
 
-/// Rows of an FFT: inputs the f32 pairs and the f32 twiddle table; f32 out.
+/// The FFT's two passes, `fft_rows` (rows of an FFT) and `fft_real` (a real
+/// transform from a complex one of half the length): inputs the f32 pairs and
+/// the f32 twiddle table; f32 out.
 pub static FFT: Family = Family {
     name: "Fft",
     arity: 2,
     takes: |s| s.inputs.len() == 2,
-    entry: |_| "fft_rows",
+    entry: |s| {
+        if s.op.name() == "fft_real" {
+            "fft_real"
+        } else {
+            "fft_rows"
+        }
+    },
     raw: |_| false,
     io: Io::rows,
     body: |spec, _| {
+        let source = match spec.op.name() {
+            "fft_rows" => FFT_WGSL,
+            "fft_real" => REAL_WGSL,
+            _ => "",
+        };
         if spec.inputs != [DType::F32, DType::F32]
             || spec.variant != Variant::General
-            || spec.op.name() != "fft_rows"
+            || source.is_empty()
         {
             return Err(Error::Shape(format!(
-                "fft reads f32 pairs and an f32 table (general variant), got {:?} ({:?})",
-                spec.inputs, spec.variant
+                "fft reads f32 pairs and an f32 table (general variant), got {:?} ({:?}, {})",
+                spec.inputs,
+                spec.variant,
+                spec.op.name()
             )));
         }
         check_dtype(spec, DType::F32)?;
-        Ok(vec![FFT_WGSL])
+        Ok(vec![source])
     },
     specs: |t| {
-        let ins = vec![DType::F32, DType::F32];
-        vec![ModuleSpec::new(
-            &FFT,
-            "fft_rows",
-            ins,
-            DType::F32,
-            Variant::General,
-            t,
-        )]
+        ["fft_rows", "fft_real"]
+            .into_iter()
+            .map(|op| {
+                let ins = vec![DType::F32, DType::F32];
+                ModuleSpec::new(&FFT, op, ins, DType::F32, Variant::General, t)
+            })
+            .collect()
     },
 };
 
@@ -157,6 +173,88 @@ impl<D: Driver> Kernels<D> {
         .collect::<std::result::Result<_, _>>()
         .map_err(|_| Error::Shape(format!("fft_rows: {p:?} past the kernel's u32 parameters")))?;
         let groups = (rows.div_ceil(p.cols) as u64).min(MAX_GROUPS);
+        let buffers = [out.binding(), x.binding(), table.binding()];
+        self.record(b, &spec, buffers, params, groups)
+    }
+
+    /// The real transform's pass `p` ([`FftReal`]) over rows of `x` (contiguous f32
+    /// pairs: `m` a row forward, `m + 1` inverse, `m = p.n / 2`) into `out` (`m + 1`
+    /// pairs a row forward, `m` inverse), with `table` as for [`Kernels::fft_rows`]
+    /// with the twiddle `(0, p.n)`.
+    pub fn fft_real(
+        &self,
+        b: &mut Batch<D>,
+        x: &Strided<D::Buffer>,
+        table: &Strided<D::Buffer>,
+        p: FftReal,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let m = p.n / 2;
+        let (width, in_width) = if p.inverse { (m, m + 1) } else { (m + 1, m) };
+        let pairs_in = x.shape.iter().product::<usize>() / 2;
+        let total = out.shape.iter().product::<usize>() / 2;
+        let rows = total / width.max(1);
+        let entries = table.shape.iter().product::<usize>() / 2;
+        let want_entries = FFT_TABLE + if p.n > FFT_TABLE { p.n / FFT_TABLE } else { 0 };
+        let ok = p.n.is_power_of_two()
+            && p.n >= 2
+            && x.shape.last() == Some(&2)
+            && out.shape.last() == Some(&2)
+            && rows * width == total
+            && rows * in_width == pairs_in
+            && entries >= want_entries
+            && x.dtype == DType::F32
+            && table.dtype == DType::F32
+            && out.dtype == DType::F32
+            && is_row_major(x)
+            && is_row_major(table)
+            && x.offset.is_multiple_of(2);
+        if !ok && total > 0 {
+            return Err(Error::Shape(format!(
+                "fft_real: x {} {:?}, table of {entries} entries, {p:?}, out {:?}",
+                x.dtype, x.shape, out.shape
+            )));
+        }
+        check_view(x, "fft x")?;
+        check_view(table, "fft table")?;
+        check_out(out)?;
+        let spec = self.spec(
+            &FFT,
+            "fft_real",
+            vec![DType::F32, DType::F32],
+            DType::F32,
+            Variant::General,
+            0,
+        );
+        if total == 0 {
+            crate::compose::compose(&spec)?;
+            return Ok(());
+        }
+        if x.offset + 2 * pairs_in > u32::MAX as usize || 2 * total > u32::MAX as usize {
+            return Err(Error::Shape(format!(
+                "fft_real: {total} pairs exceed the kernel's u32 indices"
+            )));
+        }
+        let (mul, lo) = if p.n > FFT_TABLE {
+            (0, (p.n / FFT_TABLE).trailing_zeros() as usize)
+        } else {
+            (FFT_TABLE / p.n, 0)
+        };
+        let params: Vec<u32> = [
+            rows,
+            m,
+            p.inverse as usize,
+            mul,
+            lo,
+            p.scale.to_bits() as usize,
+            x.offset / 2,
+            table.offset,
+        ]
+        .iter()
+        .map(|&v| u32::try_from(v))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| Error::Shape(format!("fft_real: {p:?} past the kernel's u32 parameters")))?;
+        let groups = (total.div_ceil(self.wg() as usize) as u64).min(MAX_GROUPS);
         let buffers = [out.binding(), x.binding(), table.binding()];
         self.record(b, &spec, buffers, params, groups)
     }

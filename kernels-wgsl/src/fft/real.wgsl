@@ -1,0 +1,77 @@
+// The pass that makes a real transform of n points (a power of two, m = n / 2)
+// from a complex one of m: rows of f32 pairs, one output pair an invocation.
+//
+// Forward (rfft): from Z, the transform of z[j] = x[2j] + i x[2j+1] ([rows, m]
+// pairs), X[k] = (a + b) / 2 - i W^k (a - b) / 2 for k <= m ([rows, m + 1]), with
+// a = Z[k mod m], b = conj Z[(m - k) mod m], W = exp(-2 pi i / n).
+// Inverse (irfft): from X ([rows, m + 1]), Z[k] = (a + b) + i conj(W^k) (a - b) for
+// k < m ([rows, m]), with a = X[k], b = conj X[m - k] and the imaginary parts of
+// X[0] and X[m] dropped; the inverse transform of Z holds the even and odd points.
+// Both times a scale.
+//
+// Parameters: [rows, m, inverse, mul, lo, scale (f32 bits), x0 (pairs), t0 (words)].
+// W_n^k from the FFT's table (input b): W_4096^(k mul) when lo is 0 (n <= 4096),
+// else W_4096^(k >> lo) W_n^(k mod 2^lo).
+
+fn real_table(j: u32) -> vec2<f32> {
+    let e = P[7] + 2u * j;
+    return vec2<f32>(bitcast<f32>(wb(e)), bitcast<f32>(wb(e + 1u)));
+}
+
+fn real_pair(i: u32) -> vec2<f32> {
+    let e = 2u * (P[6] + i);
+    return vec2<f32>(bitcast<f32>(wa(e)), bitcast<f32>(wa(e + 1u)));
+}
+
+fn real_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+
+@compute @workgroup_size(WG)
+fn fft_real(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let rows = P[0];
+    let m = P[1];
+    let inverse = P[2] != 0u;
+    let lo = P[4];
+    let scale = bitcast<f32>(P[5]);
+    // Outputs a row: m + 1 forward, m inverse; inputs a row: the other one.
+    let width = select(m + 1u, m, inverse);
+    let in_width = select(m, m + 1u, inverse);
+    let total = rows * width;
+    let stride = nwg.x * nwg.y * WG;
+    for (var e = (wid.x + wid.y * nwg.x) * WG + lid.x; e < total; e += stride) {
+        let r = e / width;
+        let k = e - r * width;
+        var w: vec2<f32>;
+        if (lo == 0u) {
+            w = real_table(k * P[3]);
+        } else {
+            w = real_mul(real_table(k >> lo), real_table(4096u + (k & ((1u << lo) - 1u))));
+        }
+        var y: vec2<f32>;
+        if (inverse) {
+            var a = real_pair(r * in_width + k);
+            var b = real_pair(r * in_width + m - k);
+            if (k == 0u) {
+                a.y = 0.0;
+                b.y = 0.0;
+            }
+            b.y = -b.y;
+            // i conj(W) (a - b), conj(W) = (w.x, -w.y).
+            let t = real_mul(vec2<f32>(w.y, w.x), a - b);
+            y = (a + b) + t;
+        } else {
+            let a = real_pair(r * in_width + select(k, 0u, k == m));
+            var b = real_pair(r * in_width + select(m - k, 0u, k == 0u));
+            b.y = -b.y;
+            // i W (a - b), W = (w.x, w.y) with w.y = -sin.
+            let t = real_mul(vec2<f32>(-w.y, w.x), a - b);
+            y = 0.5 * ((a + b) - t);
+        }
+        y *= scale;
+        let o = 2u * e;
+        O[o] = bitcast<u32>(y.x);
+        O[o + 1u] = bitcast<u32>(y.y);
+    }
+}
