@@ -327,13 +327,12 @@ fn c2r(
     irfft_full(&half, last_ax, n, norm)
 }
 
-/// numpy's irfft along `ax` to `n` points from `half`, the spectrum's first
+/// numpy's irfft along `last_ax` to `n` points from `half`, the spectrum's first
 /// `n / 2 + 1` points, by the full inverse transform.
-fn irfft_full(half: &Array, ax: usize, n: usize, norm: Norm) -> Result<Array> {
-    let last_ax = ax;
+fn irfft_full(half: &Array, last_ax: usize, n: usize, norm: Norm) -> Result<Array> {
     let mirror = if n > n / 2 + 1 {
         let tail = slice_axis(
-            &half,
+            half,
             last_ax,
             Slice::new(Some(1), Some((n - n / 2) as isize), 1),
         )?;
@@ -343,7 +342,7 @@ fn irfft_full(half: &Array, ax: usize, n: usize, norm: Norm) -> Result<Array> {
         None
     };
     let full = match &mirror {
-        Some(m) => crate::concatenate(&[&half, m], last_ax as isize)?,
+        Some(m) => crate::concatenate(&[half, m], last_ax as isize)?,
         None => crop(half, last_ax, n)?,
     };
     crate::real(&along(&full, last_ax, n, norm, true)?)
