@@ -20,32 +20,10 @@ pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<
         return Some(rope(r, ev));
     }
     if let Some(f) = prim.downcast_ref::<FftPass>() {
-        let out = out_view(&ev.output);
-        let Some(table) = ev.inputs.get(1) else {
-            return Some(Err(wmx_core::Error::invalid(
-                "fft",
-                "the GPU kernel needs its twiddle table (input 1)",
-            )));
-        };
-        return Some(
-            ev.kernels
-                .fft_rows(&mut ev.batch, &view(&ev.inputs[0]), &view(table), *f, &out)
-                .map_err(kerr),
-        );
+        return Some(fft(ev, |k, b, x, t, o| k.fft_rows(b, x, t, *f, o)));
     }
     if let Some(f) = prim.downcast_ref::<FftReal>() {
-        let out = out_view(&ev.output);
-        let Some(table) = ev.inputs.get(1) else {
-            return Some(Err(wmx_core::Error::invalid(
-                "fft",
-                "the GPU kernel needs its twiddle table (input 1)",
-            )));
-        };
-        return Some(
-            ev.kernels
-                .fft_real(&mut ev.batch, &view(&ev.inputs[0]), &view(table), *f, &out)
-                .map_err(kerr),
-        );
+        return Some(fft(ev, |k, b, x, t, o| k.fft_real(b, x, t, *f, o)));
     }
     if let Some(p) = prim.downcast_ref::<NormVjp>() {
         let out = out_view(&ev.output);
@@ -225,4 +203,26 @@ fn depthwise<D: Driver>(p: &Depthwise, ev: &mut CustomEval<D>) -> Result<()> {
     ev.kernels
         .depthwise(&mut ev.batch, &x, &w, &p.geometry, p.transposed, &out)
         .map_err(kerr)
+}
+
+/// An FFT pass: `run(kernels, batch, x, table, out)`; input 1 is its twiddle table.
+fn fft<D: Driver>(
+    ev: &mut CustomEval<D>,
+    run: impl FnOnce(
+        &k::Kernels<D>,
+        &mut k::Batch<D>,
+        &k::Strided<D::Buffer>,
+        &k::Strided<D::Buffer>,
+        &k::Contig<D::Buffer>,
+    ) -> k::Result<()>,
+) -> Result<()> {
+    let out = out_view(&ev.output);
+    let Some(table) = ev.inputs.get(1) else {
+        return Err(wmx_core::Error::invalid(
+            "fft",
+            "the GPU kernel needs its twiddle table (input 1)",
+        ));
+    };
+    let (x, t) = (view(&ev.inputs[0]), view(table));
+    run(&ev.kernels, &mut ev.batch, &x, &t, &out).map_err(kerr)
 }

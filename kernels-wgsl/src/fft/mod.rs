@@ -119,17 +119,7 @@ impl<D: Driver> Kernels<D> {
                 x.dtype, x.shape, x.strides, out.shape
             )));
         }
-        check_view(x, "fft x")?;
-        check_view(table, "fft table")?;
-        check_out(out)?;
-        let spec = self.spec(
-            &FFT,
-            "fft_rows",
-            vec![DType::F32, DType::F32],
-            DType::F32,
-            Variant::General,
-            0,
-        );
+        let spec = self.fft_spec("fft_rows", x, table, out)?;
         if total == 0 {
             crate::compose::compose(&spec)?;
             return Ok(());
@@ -215,17 +205,7 @@ impl<D: Driver> Kernels<D> {
                 x.dtype, x.shape, out.shape
             )));
         }
-        check_view(x, "fft x")?;
-        check_view(table, "fft table")?;
-        check_out(out)?;
-        let spec = self.spec(
-            &FFT,
-            "fft_real",
-            vec![DType::F32, DType::F32],
-            DType::F32,
-            Variant::General,
-            0,
-        );
+        let spec = self.fft_spec("fft_real", x, table, out)?;
         if total == 0 {
             crate::compose::compose(&spec)?;
             return Ok(());
@@ -257,5 +237,20 @@ impl<D: Driver> Kernels<D> {
         let groups = (total.div_ceil(self.wg() as usize) as u64).min(MAX_GROUPS);
         let buffers = [out.binding(), x.binding(), table.binding()];
         self.record(b, &spec, buffers, params, groups)
+    }
+
+    /// The module of the pass `op` after the views' checks.
+    fn fft_spec(
+        &self,
+        op: &'static str,
+        x: &Strided<D::Buffer>,
+        table: &Strided<D::Buffer>,
+        out: &Contig<D::Buffer>,
+    ) -> Result<ModuleSpec> {
+        check_view(x, "fft x")?;
+        check_view(table, "fft table")?;
+        check_out(out)?;
+        let ins = vec![DType::F32, DType::F32];
+        Ok(self.spec(&FFT, op, ins, DType::F32, Variant::General, 0))
     }
 }
