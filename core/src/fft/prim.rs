@@ -37,15 +37,13 @@ fn angle(k: usize, n: usize) -> f64 {
 /// The pass `p` ([`FftPass`], the primitive: GPU input 1 is the f32 pairs of
 /// [`twiddles`], the CPU computes its own in f64) on `x`.
 pub(crate) fn apply(p: &FftPass, x: &Array) -> Result<Array> {
-    {
-        let x = crate::contiguous(x)?;
-        let mut inputs = vec![x.clone()];
-        if x.device().kind() != crate::DeviceKind::Cpu {
-            let t = twiddles(p.twiddle);
-            inputs.push(Array::from_slice_on(&t, &[t.len() / 2, 2], x.device())?);
-        }
-        crate::custom(Arc::new(*p), &inputs, x.shape(), DType::F32)
-    }
+    let x = crate::contiguous(x)?;
+    crate::custom(
+        Arc::new(*p),
+        &with_table(&x, p.twiddle)?,
+        x.shape(),
+        DType::F32,
+    )
 }
 
 /// The real transform's pass `p` ([`FftReal`]) on the pairs `x` (`[.., m, 2]`
@@ -60,12 +58,19 @@ pub(crate) fn apply_real(p: &FftReal, x: &Array) -> Result<Array> {
     } else {
         shape[k] + 1
     };
+    let inputs = with_table(&x, Some((0, p.n)))?;
+    crate::custom(Arc::new(*p), &inputs, &shape, DType::F32)
+}
+
+/// `x`, and on a GPU the kernel's table of [`twiddles`] for `twiddle` (the CPU
+/// computes its own in f64).
+fn with_table(x: &Array, twiddle: Option<(usize, usize)>) -> Result<Vec<Array>> {
     let mut inputs = vec![x.clone()];
     if x.device().kind() != crate::DeviceKind::Cpu {
-        let t = twiddles(Some((0, p.n)));
+        let t = twiddles(twiddle);
         inputs.push(Array::from_slice_on(&t, &[t.len() / 2, 2], x.device())?);
     }
-    crate::custom(Arc::new(*p), &inputs, &shape, DType::F32)
+    Ok(inputs)
 }
 
 impl CustomPrimitive for FftReal {
