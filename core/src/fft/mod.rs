@@ -648,3 +648,64 @@ fn bluestein(p: &Array, n: usize, inverse: bool) -> Result<Array> {
     let y = crate::multiply(&crop(&conv, last, n)?, &chirp)?;
     Ok(as_real(&y))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The GPU's plans run pass by pass through the CPU's f64 pass (the kernel's
+    /// `FftPass` semantics), against the f64 transform of each line; each pass
+    /// within the kernel's limits.
+    #[test]
+    fn gpu_plans_transform_every_line() {
+        let cpu = crate::Device::cpu();
+        for (n, outer, inner) in [
+            (4096, 2, 1),
+            (4096, 1, 3),
+            (2048, 1, 5),
+            (64, 3, 7),
+            (8192, 1, 1),
+            (8192, 2, 2),
+            (1 << 18, 1, 1),
+        ] {
+            let total = outer * n * inner;
+            let x: Vec<f32> = (0..2 * total)
+                .map(|i| ((i * 7919 % 1013) as f32 / 1013.0) - 0.5)
+                .collect();
+            let a = Array::from_slice_on(&x, &[outer, n, inner, 2], &cpu).unwrap();
+            let what = format!("{n} points, [{outer}, n, {inner}]");
+            let passes = plan(n, outer, inner, false).expect(&what);
+            for p in &passes {
+                assert!(p.cols * p.n <= MAX_ROW && p.cols >= 1, "{what}: {p:?}");
+            }
+            let mut y = a;
+            for p in &passes {
+                y = prim::apply(p, &y).unwrap();
+            }
+            let got = y.to_vec::<f32>().unwrap();
+            for (o, i) in [(0, 0), (outer - 1, inner - 1), (outer / 2, inner / 2)] {
+                let line: Vec<prim::C> = (0..n)
+                    .map(|j| {
+                        let e = 2 * ((o * n + j) * inner + i);
+                        (x[e] as f64, x[e + 1] as f64)
+                    })
+                    .collect();
+                let want = prim::dft(&line, -1.0);
+                let norm = line
+                    .iter()
+                    .map(|v| v.0 * v.0 + v.1 * v.1)
+                    .sum::<f64>()
+                    .sqrt();
+                for (k, w) in want.iter().enumerate() {
+                    let e = 2 * ((o * n + k) * inner + i);
+                    let err =
+                        ((got[e] as f64 - w.0).powi(2) + (got[e + 1] as f64 - w.1).powi(2)).sqrt();
+                    assert!(
+                        err <= 1e-5 * norm,
+                        "{what}: line ({o}, {i}) output {k}: {err}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -67,10 +67,33 @@ pub(crate) fn apply_real(p: &FftReal, x: &Array) -> Result<Array> {
 fn with_table(x: &Array, twiddle: Option<(usize, usize)>) -> Result<Vec<Array>> {
     let mut inputs = vec![x.clone()];
     if x.device().kind() != crate::DeviceKind::Cpu {
-        let t = twiddles(twiddle);
-        inputs.push(Array::from_slice_on(&t, &[t.len() / 2, 2], x.device())?);
+        inputs.push(table_on(twiddle, x.device())?);
     }
     Ok(inputs)
+}
+
+/// The tables already on a device, by the `N > TABLE` whose entries they add
+/// (`None`: the first part alone), the newest last. A table is 4096 f64 sines and
+/// cosines and an upload: made per call, most of a small transform's host time.
+static TABLES: std::sync::Mutex<Vec<(crate::Device, Option<usize>, Array)>> =
+    std::sync::Mutex::new(Vec::new());
+/// Tables kept at most (a table of `N` holds `4096 + N / 4096` pairs).
+const TABLES_KEPT: usize = 16;
+
+/// The table of [`twiddles`] for `twiddle` on `device`, made once.
+fn table_on(twiddle: Option<(usize, usize)>, device: &crate::Device) -> Result<Array> {
+    let key = twiddle.map(|t| t.1).filter(|&n| n > TABLE);
+    let mut kept = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((.., a)) = kept.iter().find(|(d, k, _)| d == device && *k == key) {
+        return Ok(a.clone());
+    }
+    let t = twiddles(twiddle);
+    let a = Array::from_slice_on(&t, &[t.len() / 2, 2], device)?;
+    if kept.len() == TABLES_KEPT {
+        kept.remove(0);
+    }
+    kept.push((device.clone(), key, a.clone()));
+    Ok(a)
 }
 
 impl CustomPrimitive for FftReal {
