@@ -203,18 +203,23 @@ pub(crate) fn bench_attention(dev: &Device, smoke: bool, rows: &mut Vec<Row>) ->
                 extra: vec![("tflops", f / ms / 1e9)],
             });
         };
-        let stats = || wmx::webgpu::backend(dev).map(|g| g.stats());
-        let before = stats();
-        let t = time(dev, iters, || {
+        let call = || {
             fused(&qa, &ka, &va)
                 .and_then(|o| wmx::eval(&[o]))
                 .map_err(err)
-        })?;
+        };
+        let t = time(dev, iters, call)?;
         push("fused", t, flops);
         // What a call costs the pool and the host (the batch's time outside its
-        // kernel, run 193); `time` makes 3 warm-up calls.
+        // kernel, run 193), over `iters` more calls.
+        let stats = || wmx::webgpu::backend(dev).map(|g| g.stats());
+        let before = stats();
+        for _ in 0..iters {
+            call()?;
+        }
+        dev.synchronize().map_err(err)?;
         if let (Some(a), Some(b)) = (before, stats()) {
-            let calls = (iters + 3) as f64;
+            let calls = iters as f64;
             println!(
                 "attention {:14} per call: {:.1} buffers created, {:.1} dispatches, {:.1} submits, {:.3} ms encoding",
                 c.name,

@@ -1702,13 +1702,21 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     Ok(rows)
 }
 
-/// Milliseconds per call of `f` by wall clock over `iters` calls after a few
-/// warm-up calls, the device synchronised at both ends.
+/// Milliseconds per call of `f` by wall clock over `iters` calls after warm-up
+/// calls, the device synchronised at both ends. The warm-up lasts [`WARM_MS`]
+/// (three calls in smoke runs, `iters` 1): after the seconds of a host-side check
+/// the GPU idles at a fifth of its clock, and a few calls do not bring it back
+/// (bench/NOTES.md, run 202).
 pub(crate) fn wall_ms(dev: &Device, iters: usize, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
+    let t = std::time::Instant::now();
     for _ in 0..3 {
         f()?;
     }
     dev.synchronize().map_err(err)?;
+    while iters > 1 && t.elapsed().as_secs_f64() * 1e3 < WARM_MS {
+        f()?;
+        dev.synchronize().map_err(err)?;
+    }
     let t = std::time::Instant::now();
     for _ in 0..iters {
         f()?;
@@ -1716,6 +1724,9 @@ pub(crate) fn wall_ms(dev: &Device, iters: usize, mut f: impl FnMut() -> Res<()>
     dev.synchronize().map_err(err)?;
     Ok(t.elapsed().as_secs_f64() * 1e3 / iters as f64)
 }
+
+/// How long [`wall_ms`] warms up.
+const WARM_MS: f64 = 1000.0;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
