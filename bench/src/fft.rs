@@ -162,6 +162,26 @@ pub(crate) fn bench_fft(dev: &Device, stamps: Option<&Stamps>, reps: usize) -> R
                 _ => String::new(),
             };
             println!("fft {name:18} {what:9}: {ms:8.3} ms{per}");
+            // The host's share: the CPU time of an eval's graph and recording (the
+            // GPU runs behind), against the GPU time of the dispatches under the
+            // profiler (`WMX_BENCH_PROFILE=1`).
+            let t = std::time::Instant::now();
+            for _ in 0..20 {
+                wmx::eval(&[run().map_err(err)?]).map_err(err)?;
+            }
+            let host = t.elapsed().as_secs_f64() * 1e3 / 20.0;
+            dev.synchronize().map_err(err)?;
+            println!("fft {name:18} {what:9}: host {host:.3} ms an eval");
+            if let (Some(be), true) = (
+                wmx::webgpu::backend(dev),
+                std::env::var_os("WMX_BENCH_PROFILE").is_some(),
+            ) {
+                let (r, p) = be
+                    .profile(|| -> wmx::Result<()> { wmx::eval(&[run()?]) })
+                    .map_err(err)?;
+                r.map_err(err)?;
+                println!("profile of one {name} {what} eval:\n{}", p.table());
+            }
         }
     }
     Ok(())

@@ -1,7 +1,9 @@
 // One pass of a discrete Fourier transform: each workgroup transforms C rows of
 // n points (a power of two, C n <= 2048) in workgroup memory: the rows are
-// loaded in bit-reversed order, transformed in place by radix-4 steps (and one
-// radix-2 step for an odd log2 n) and written out, optionally times twiddles.
+// loaded in bit-reversed order, transformed in place by radix-16 steps (four
+// radix-2 steps on 16 points an invocation holds in registers), then a radix-4
+// step and a radix-2 step as the remaining count of log2 n asks, and written
+// out, optionally times twiddles.
 // Rows and points are addressed through strides, so a multi-pass (four-step)
 // transform and transforms along any axis read and write in place of
 // transposes, C neighbouring rows at once.
@@ -23,21 +25,87 @@ fn fft_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
 
+// The table's first word and the inverse flag, read from P once.
+var<private> fft_t0: u32;
+var<private> fft_inv: bool;
+
 // Entry `j` of the table (conjugated for an inverse).
 fn fft_table(j: u32) -> vec2<f32> {
-    let e = P[19] + 2u * j;
+    let e = fft_t0 + 2u * j;
     let w = vec2<f32>(bitcast<f32>(wb(e)), bitcast<f32>(wb(e + 1u)));
-    return select(w, vec2<f32>(w.x, -w.y), P[3] != 0u);
+    return select(w, vec2<f32>(w.x, -w.y), fft_inv);
 }
 
 // v times -i (forward) or +i (inverse): W_4 = exp(-+ 2 pi i / 4).
 fn fft_quarter(v: vec2<f32>) -> vec2<f32> {
-    return select(vec2<f32>(v.y, -v.x), vec2<f32>(-v.y, v.x), P[3] != 0u);
+    return select(vec2<f32>(v.y, -v.x), vec2<f32>(-v.y, v.x), fft_inv);
+}
+
+// W_16^m for m < 8 (forward; conjugated for an inverse).
+const FFT_W16 = array<vec2<f32>, 8>(
+    vec2<f32>(1.0, 0.0),
+    vec2<f32>(0.92387953251128674, -0.38268343236508977),
+    vec2<f32>(0.70710678118654752, -0.70710678118654752),
+    vec2<f32>(0.38268343236508977, -0.92387953251128674),
+    vec2<f32>(0.0, -1.0),
+    vec2<f32>(-0.38268343236508977, -0.92387953251128674),
+    vec2<f32>(-0.70710678118654752, -0.70710678118654752),
+    vec2<f32>(-0.92387953251128674, -0.38268343236508977),
+);
+
+fn fft_w16(m: u32) -> vec2<f32> {
+    let w = FFT_W16[m];
+    return select(w, vec2<f32>(w.x, -w.y), fft_inv);
+}
+
+// Radix-2 steps s to s + 3 of the 16 points i0 + j hc (j < 16) of one block of
+// 16h, k = i0's place in its sixteenth: the step at distance d h multiplies by
+// W_(2dh)^(k + (j mod d) h) = W_(2dh)^k W_2d^(j mod d), the first factors by
+// squaring W_(16h)^k (one table load), the second constants.
+fn fft_step16(i0: u32, hc: u32, k: u32, s: u32) {
+    var x: array<vec2<f32>, 16>;
+    for (var j = 0u; j < 16u; j++) {
+        x[j] = FFT_S[i0 + j * hc];
+    }
+    let w16 = fft_table(k * (512u >> s));
+    let w8 = fft_mul(w16, w16);
+    let w4 = fft_mul(w8, w8);
+    let w2 = fft_mul(w4, w4);
+    for (var q = 0u; q < 8u; q++) {
+        let j = 2u * q;
+        let t = fft_mul(x[j + 1u], w2);
+        x[j + 1u] = x[j] - t;
+        x[j] = x[j] + t;
+    }
+    for (var q = 0u; q < 8u; q++) {
+        let m = q & 1u;
+        let j = (q >> 1u) * 4u + m;
+        let t = fft_mul(x[j + 2u], fft_mul(w4, fft_w16(4u * m)));
+        x[j + 2u] = x[j] - t;
+        x[j] = x[j] + t;
+    }
+    for (var q = 0u; q < 8u; q++) {
+        let m = q & 3u;
+        let j = (q >> 2u) * 8u + m;
+        let t = fft_mul(x[j + 4u], fft_mul(w8, fft_w16(2u * m)));
+        x[j + 4u] = x[j] - t;
+        x[j] = x[j] + t;
+    }
+    for (var q = 0u; q < 8u; q++) {
+        let t = fft_mul(x[q + 8u], fft_mul(w16, fft_w16(q)));
+        x[q + 8u] = x[q] - t;
+        x[q] = x[q] + t;
+    }
+    for (var j = 0u; j < 16u; j++) {
+        FFT_S[i0 + j * hc] = x[j];
+    }
 }
 
 @compute @workgroup_size(WG)
 fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
             @builtin(num_workgroups) nwg: vec3<u32>) {
+    fft_t0 = P[19];
+    fft_inv = P[3] != 0u;
     let rows = P[0];
     let n = P[1];
     let logn = P[2];
@@ -83,7 +151,8 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
         workgroupBarrier();
         var s = 1u;
         if ((logn & 1u) == 1u) {
-            // One radix-2 step (of pairs), so that radix-4 steps finish the row.
+            // One radix-2 step (of pairs), so that radix-16 and radix-4 steps
+            // finish the row.
             for (var b = lid.x; b < total / 2u; b += WG) {
                 let i0 = ((b >> logc) << 1u) * cc + c;
                 let u = FFT_S[i0];
@@ -93,6 +162,18 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
             }
             workgroupBarrier();
             s = 2u;
+        }
+        for (; s + 3u <= logn; s += 4u) {
+            // Steps s to s + 3 at once: sixteenths of h = 2^(s-1) joined into
+            // blocks of 16h, the invocation's 16 points in registers.
+            let h = 1u << (s - 1u);
+            for (var b = lid.x; b < total / 16u; b += WG) {
+                let bb = b >> logc;
+                let k = bb & (h - 1u);
+                let p = ((bb >> (s - 1u)) << (s + 3u)) + k;
+                fft_step16(p * cc + c, h * cc, k, s);
+            }
+            workgroupBarrier();
         }
         for (; s < logn; s += 2u) {
             // Steps s and s + 1 at once: halves of h = 2^(s-1) joined into quarters
@@ -104,8 +185,9 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
                 let p = ((bb >> (s - 1u)) << (s + 1u)) + k;
                 let i0 = p * cc + c;
                 let hc = h * cc;
-                let w2 = fft_table(k * (4096u >> s));
+                // W_(2h)^k = (W_(4h)^k)^2: one table load a butterfly.
                 let w4 = fft_table(k * (2048u >> s));
+                let w2 = fft_mul(w4, w4);
                 // Step s: (p, p + h) and (p + 2h, p + 3h), both by W_(2h)^k.
                 let a0 = FFT_S[i0];
                 let a1 = fft_mul(FFT_S[i0 + hc], w2);
