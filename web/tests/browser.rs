@@ -1722,20 +1722,40 @@ async fn complex_and_fft_on_webgpu() {
             );
         }
     }
-    // rfft then irfft with options: the input back.
-    let x: Vec<f64> = (0..10).map(|k| (k as f64 * 0.7).sin()).collect();
-    let opts = js_sys::Object::new();
-    js_sys::Reflect::set(&opts, &"norm".into(), &"ortho".into()).unwrap();
-    let spec = wmx::rfft(&typed(&x, &[10], "f32"), o(opts.clone())).unwrap();
-    assert_eq!(spec.dtype().unwrap(), "c64");
-    js_sys::Reflect::set(&opts, &"n".into(), &JsValue::from_f64(10.0)).unwrap();
-    let back = read(&wmx::irfft(&v(spec), o(opts)).unwrap().into()).await;
-    for (k, (g, w)) in back.iter().zip(&x).enumerate() {
+    // rfft then irfft with options: the input back (64: the real pass of a
+    // power of two; 10: through the complex transform).
+    for n in [10usize, 64] {
+        let x: Vec<f64> = (0..n).map(|k| (k as f64 * 0.7).sin()).collect();
+        let opts = js_sys::Object::new();
+        js_sys::Reflect::set(&opts, &"norm".into(), &"ortho".into()).unwrap();
+        let spec = wmx::rfft(&typed(&x, &[n], "f32"), o(opts.clone())).unwrap();
+        assert_eq!(spec.dtype().unwrap(), "c64");
+        // Output 1 against its direct sum (ortho: scaled by 1 / sqrt(n)).
+        let again = wmx::rfft(&typed(&x, &[n], "f32"), o(opts.clone())).unwrap();
+        let s = read(&again.into()).await;
+        assert_eq!(s.len(), 2 * (n / 2 + 1), "rfft of {n}: n / 2 + 1 values");
+        let (mut a, mut b) = (0.0, 0.0);
+        for (j, xj) in x.iter().enumerate() {
+            let t = -std::f64::consts::TAU * j as f64 / n as f64;
+            a += xj * t.cos() / (n as f64).sqrt();
+            b += xj * t.sin() / (n as f64).sqrt();
+        }
         assert!(
-            (g - w).abs() < 1e-5,
-            "irfft(rfft(x)) element {k}: {g} vs {w}"
+            (s[2] - a).hypot(s[3] - b) < 1e-5,
+            "rfft of {n}, output 1: ({}, {}) vs ({a}, {b})",
+            s[2],
+            s[3]
         );
+        js_sys::Reflect::set(&opts, &"n".into(), &JsValue::from_f64(n as f64)).unwrap();
+        let back = read(&wmx::irfft(&v(spec), o(opts)).unwrap().into()).await;
+        for (k, (g, w)) in back.iter().zip(&x).enumerate() {
+            assert!(
+                (g - w).abs() < 1e-5,
+                "irfft(rfft(x)) of {n}, element {k}: {g} vs {w}"
+            );
+        }
     }
+    let x: Vec<f64> = (0..10).map(|k| (k as f64 * 0.7).sin()).collect();
     let bad = js_sys::Object::new();
     js_sys::Reflect::set(&bad, &"norm".into(), &"unitary".into()).unwrap();
     assert!(
