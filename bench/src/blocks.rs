@@ -137,20 +137,8 @@ pub(crate) fn bench_blocks(
             extra: vec![],
         });
         // One eval under the profiler: where the GPU time goes.
-        if let (Some(be), true) = (
-            wmx::webgpu::backend(dev),
-            std::env::var_os("WMX_BENCH_PROFILE").is_some(),
-        ) {
-            let (r, p) = be
-                .profile(|| -> wmx::Result<()> { wmx::eval(&[run()?]) })
-                .map_err(err)?;
-            r.map_err(err)?;
-            println!(
-                "profile of one {} eval:\n{}",
-                rows[rows.len() - 1].op,
-                p.table()
-            );
-        }
+        let what = format!("one {} eval", rows[rows.len() - 1].op);
+        super::profile_once(dev, &what, || wmx::eval(&[run()?]))?;
         if let Some(b) = wmx::webgpu::backend(dev) {
             b.clear_cache();
         }

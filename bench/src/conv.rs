@@ -158,26 +158,13 @@ pub(crate) fn bench_conv(
                 wmx::eval(&g).map_err(err)
             })?;
             // One forward and one backward under the profiler: where the time goes.
-            if let (Some(be), true) = (
-                wmx::webgpu::backend(dev),
-                std::env::var_os("WMX_BENCH_PROFILE").is_some(),
-            ) {
-                let (r, p) = be
-                    .profile(|| -> wmx::Result<()> {
-                        wmx::eval(&[wmx::conv_general(&xa, &wa, &opts)?])?;
-                        let f = |a: &[Array]| Ok(vec![wmx::conv_general(&a[0], &a[1], &opts)?]);
-                        let (_, g) =
-                            wmx::vjp(f, &[xa.clone(), wa.clone()], std::slice::from_ref(&ga))?;
-                        wmx::eval(&g)
-                    })
-                    .map_err(err)?;
-                r.map_err(err)?;
-                println!(
-                    "profile of {} {dt}, forward then backward:\n{}",
-                    c.name,
-                    p.table()
-                );
-            }
+            let what = format!("{} {dt}, forward then backward", c.name);
+            super::profile_once(dev, &what, || {
+                wmx::eval(&[wmx::conv_general(&xa, &wa, &opts)?])?;
+                let f = |a: &[Array]| Ok(vec![wmx::conv_general(&a[0], &a[1], &opts)?]);
+                let (_, g) = wmx::vjp(f, &[xa.clone(), wa.clone()], std::slice::from_ref(&ga))?;
+                wmx::eval(&g)
+            })?;
             println!(
                 "conv {:12} {dt}: forward {fwd:8.3} ms ({:6.1} TFLOP/s), backward {bwd:8.3} ms ({:6.1} TFLOP/s)",
                 c.name,

@@ -5,7 +5,7 @@
 //! same cases with `torch.fft` (cuFFT).
 
 use super::blocks::time_evals;
-use super::{Res, Stamps, err, median, random};
+use super::{Res, Stamps, err, median, profile_once, random};
 use wmx::fft::{self, Norm};
 use wmx::{Array, Complex32, Device};
 
@@ -172,16 +172,9 @@ pub(crate) fn bench_fft(dev: &Device, stamps: Option<&Stamps>, reps: usize) -> R
             let host = t.elapsed().as_secs_f64() * 1e3 / 20.0;
             dev.synchronize().map_err(err)?;
             println!("fft {name:18} {what:9}: host {host:.3} ms an eval");
-            if let (Some(be), true) = (
-                wmx::webgpu::backend(dev),
-                std::env::var_os("WMX_BENCH_PROFILE").is_some(),
-            ) {
-                let (r, p) = be
-                    .profile(|| -> wmx::Result<()> { wmx::eval(&[run()?]) })
-                    .map_err(err)?;
-                r.map_err(err)?;
-                println!("profile of one {name} {what} eval:\n{}", p.table());
-            }
+            profile_once(dev, &format!("one {name} {what} eval"), || {
+                wmx::eval(&[run()?])
+            })?;
         }
     }
     Ok(())

@@ -1725,6 +1725,24 @@ pub(crate) fn wall_ms(dev: &Device, iters: usize, mut f: impl FnMut() -> Res<()>
     Ok(t.elapsed().as_secs_f64() * 1e3 / iters as f64)
 }
 
+/// With `WMX_BENCH_PROFILE` set and a WebGPU device: runs `f` once under the
+/// profiler and prints its dispatches as "profile of `what`".
+pub(crate) fn profile_once(
+    dev: &Device,
+    what: &str,
+    f: impl FnOnce() -> wmx::Result<()>,
+) -> Res<()> {
+    if let (Some(be), true) = (
+        wmx::webgpu::backend(dev),
+        std::env::var_os("WMX_BENCH_PROFILE").is_some(),
+    ) {
+        let (r, p) = be.profile(f).map_err(err)?;
+        r.map_err(err)?;
+        println!("profile of {what}:\n{}", p.table());
+    }
+    Ok(())
+}
+
 /// How long [`wall_ms`] warms up.
 const WARM_MS: f64 = 1000.0;
 
