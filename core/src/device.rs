@@ -98,6 +98,19 @@ impl Device {
     pub fn backend_any(&self) -> &dyn std::any::Any {
         self.0.as_any()
     }
+
+    /// True for the devices the process keeps anyway: the shared CPU, GPU and
+    /// Metal devices once opened, and the process-wide default. Caches of
+    /// per-device arrays keep only these, so that dropping a device opened apart
+    /// frees it.
+    pub(crate) fn is_long_lived(&self) -> bool {
+        let ok = |r: Option<&Result<Device>>| r.and_then(|r| r.as_ref().ok()).cloned();
+        let default = DEFAULT.read().unwrap_or_else(|e| e.into_inner()).clone();
+        [CPU.get().cloned(), ok(GPU.get()), ok(METAL.get()), default]
+            .into_iter()
+            .flatten()
+            .any(|d| &d == self)
+    }
 }
 
 impl PartialEq for Device {
@@ -225,4 +238,19 @@ pub(crate) fn count_implicit_move(bytes: usize) {
     use std::sync::atomic::Ordering::Relaxed;
     IMPLICIT_MOVES.fetch_add(1, Relaxed);
     IMPLICIT_BYTES.fetch_add(bytes as u64, Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared CPU device is long-lived; a backend opened apart is not (caches
+    /// must not keep it alive).
+    #[test]
+    fn long_lived_devices() {
+        assert!(Device::cpu().is_long_lived());
+        let apart = Device::new(Arc::new(CpuBackend::new()));
+        assert!(!apart.is_long_lived());
+        assert!(apart == apart.clone() && apart != Device::cpu());
+    }
 }

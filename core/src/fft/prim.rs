@@ -75,13 +75,20 @@ fn with_table(x: &Array, twiddle: Option<(usize, usize)>) -> Result<Vec<Array>> 
 /// The tables already on a device, by the `N > TABLE` whose entries they add
 /// (`None`: the first part alone), the newest last. A table is 4096 f64 sines and
 /// cosines and an upload: made per call, most of a small transform's host time.
+/// Only long-lived devices' tables are kept ([`crate::Device::is_long_lived`]):
+/// a kept table would keep its device alive.
 static TABLES: std::sync::Mutex<Vec<(crate::Device, Option<usize>, Array)>> =
     std::sync::Mutex::new(Vec::new());
 /// Tables kept at most (a table of `N` holds `4096 + N / 4096` pairs).
 const TABLES_KEPT: usize = 16;
 
-/// The table of [`twiddles`] for `twiddle` on `device`, made once.
+/// The table of [`twiddles`] for `twiddle` on `device`: made once on a
+/// long-lived device, else each call.
 fn table_on(twiddle: Option<(usize, usize)>, device: &crate::Device) -> Result<Array> {
+    if !device.is_long_lived() {
+        let t = twiddles(twiddle);
+        return Array::from_slice_on(&t, &[t.len() / 2, 2], device);
+    }
     let key = twiddle.map(|t| t.1).filter(|&n| n > TABLE);
     let mut kept = TABLES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((.., a)) = kept.iter().find(|(d, k, _)| d == device && *k == key) {
