@@ -1,9 +1,9 @@
 // One pass of a discrete Fourier transform: each workgroup transforms C rows of
 // n points (a power of two, C n <= 2048) in workgroup memory: the rows are
-// loaded in bit-reversed order, transformed in place by radix-16 steps (four
-// radix-2 steps on 16 points an invocation holds in registers), then a radix-4
-// step and a radix-2 step as the remaining count of log2 n asks, and written
-// out, optionally times twiddles.
+// loaded in bit-reversed order, transformed in place (a radix-2 step for an odd
+// log2 n, radix-16 steps while four radix-2 steps remain: 16 points an
+// invocation holds in registers, then a radix-4 step for the last two) and
+// written out, optionally times twiddles.
 // Rows and points are addressed through strides, so a multi-pass (four-step)
 // transform and transforms along any axis read and write in place of
 // transposes, C neighbouring rows at once.
@@ -60,17 +60,18 @@ fn fft_w16(m: u32) -> vec2<f32> {
 
 // Radix-2 steps s to s + 3 of the 16 points i0 + j hc (j < 16) of one block of
 // 16h, k = i0's place in its sixteenth: the step at distance d h multiplies by
-// W_(2dh)^(k + (j mod d) h) = W_(2dh)^k W_2d^(j mod d), the first factors by
-// squaring W_(16h)^k (one table load), the second constants.
+// W_(2dh)^(k + (j mod d) h) = W_(2dh)^k W_2d^(j mod d), the first factors from
+// the table (squaring W_(16h)^k instead doubled the RMS error), the second
+// constants.
 fn fft_step16(i0: u32, hc: u32, k: u32, s: u32) {
     var x: array<vec2<f32>, 16>;
     for (var j = 0u; j < 16u; j++) {
         x[j] = FFT_S[i0 + j * hc];
     }
     let w16 = fft_table(k * (512u >> s));
-    let w8 = fft_mul(w16, w16);
-    let w4 = fft_mul(w8, w8);
-    let w2 = fft_mul(w4, w4);
+    let w8 = fft_table(k * (1024u >> s));
+    let w4 = fft_table(k * (2048u >> s));
+    let w2 = fft_table(k * (4096u >> s));
     for (var q = 0u; q < 8u; q++) {
         let j = 2u * q;
         let t = fft_mul(x[j + 1u], w2);
@@ -185,9 +186,8 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
                 let p = ((bb >> (s - 1u)) << (s + 1u)) + k;
                 let i0 = p * cc + c;
                 let hc = h * cc;
-                // W_(2h)^k = (W_(4h)^k)^2: one table load a butterfly.
+                let w2 = fft_table(k * (4096u >> s));
                 let w4 = fft_table(k * (2048u >> s));
-                let w2 = fft_mul(w4, w4);
                 // Step s: (p, p + h) and (p + 2h, p + 3h), both by W_(2h)^k.
                 let a0 = FFT_S[i0];
                 let a1 = fft_mul(FFT_S[i0 + hc], w2);

@@ -121,6 +121,40 @@ pub fn fft_values(dev: &Device) {
     }
 }
 
+/// The RMS error of whole transforms, `|fft(x) - X|_2 / |X|_2` against f64
+/// sums, within `2.2e-8 log2 n`: an f32 FFT whose twiddles come straight from
+/// f64 tables measures 1.3-1.5e-8 log2 n at these lengths on lavapipe, one that
+/// derives them by repeated squaring 3.0-3.2e-8 log2 n (bench/NOTES.md, run 205's
+/// correction).
+pub fn fft_rms_accuracy(dev: &Device) {
+    for (i, &n) in [256usize, 1024, 2048].iter().enumerate() {
+        let rows = 4;
+        let v = random(rows * n, 900 + i as u64);
+        let x = ok("x", Array::from_slice_on(&v, &[rows, n], dev));
+        let h = host(&v);
+        for inverse in [false, true] {
+            let what = format!("{} of {n} on {dev}", if inverse { "ifft" } else { "fft" });
+            let y = if inverse {
+                fft::ifft(&x, None, -1, Norm::Forward)
+            } else {
+                fft::fft(&x, None, -1, Norm::Backward)
+            };
+            let got = read(&what, &ok(&what, y), &[rows, n]);
+            let (mut err, mut norm) = (0.0, 0.0);
+            for r in 0..rows {
+                let want = dft(&h[r * n..(r + 1) * n], if inverse { 1.0 } else { -1.0 });
+                for (g, w) in got[r * n..(r + 1) * n].iter().zip(&want) {
+                    err += (g.0 - w.0).powi(2) + (g.1 - w.1).powi(2);
+                    norm += w.0 * w.0 + w.1 * w.1;
+                }
+            }
+            let rel = (err / norm).sqrt();
+            let bound = 2.2e-8 * (n as f64).log2();
+            assert!(rel <= bound, "{what}: RMS relative error {rel:e} > {bound:e}");
+        }
+    }
+}
+
 /// Along the first axis of a transposed view, cropped and padded, real and
 /// integer input, and a batch with more than 65535 rows.
 pub fn fft_axes_and_views(dev: &Device) {
