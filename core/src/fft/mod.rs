@@ -7,13 +7,14 @@
 //! - **Lengths.** Any length. On the CPU each transform runs in f64 (mixed radix
 //!   2, 3, 4, 5, 7, direct sums for primes up to 64, Bluestein's algorithm
 //!   beyond) and rounds once to f32. On a GPU a kernel transforms rows of a
-//!   power of two up to 2048 in one workgroup (in workgroup memory, by radix-16
-//!   steps of 16 points an invocation in registers, then a radix-4 or radix-2
-//!   step as the length asks); longer powers of two are four-step transforms of
-//!   those rows (twiddles applied by the kernel), other lengths Bluestein
-//!   convolutions of powers of two, computed in f32. `rfft` and `irfft` of a power of two `n`
-//!   are one complex transform of `n / 2` points there (the even and odd points
-//!   as real and imaginary parts) and a pass that splits or joins the halves.
+//!   power of two up to 2048 in one workgroup (in workgroup memory: a radix-2
+//!   step for an odd log2 n, radix-16 steps of 16 points an invocation in
+//!   registers, a radix-4 step for the last two); longer powers of two are
+//!   four-step transforms of those rows (twiddles applied by the kernel), other
+//!   lengths Bluestein convolutions of powers of two, computed in f32. `rfft`
+//!   and `irfft` of a power of two `n` are one complex transform of `n / 2`
+//!   points there (the even and odd points as real and imaginary parts) and a
+//!   pass that splits or joins the halves.
 //! - **Normalization.** `Norm::Backward` (numpy's default: the inverse divides by
 //!   `n`), `Ortho` (both by `sqrt(n)`), `Forward` (the forward divides by `n`).
 //! - **Derivatives.** vjp, jvp and vmap of every function. Gradients of complex

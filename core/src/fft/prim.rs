@@ -85,17 +85,19 @@ const TABLES_KEPT: usize = 16;
 /// The table of [`twiddles`] for `twiddle` on `device`: made once on a
 /// long-lived device, else each call.
 fn table_on(twiddle: Option<(usize, usize)>, device: &crate::Device) -> Result<Array> {
-    if !device.is_long_lived() {
+    let make = || {
         let t = twiddles(twiddle);
-        return Array::from_slice_on(&t, &[t.len() / 2, 2], device);
+        Array::from_slice_on(&t, &[t.len() / 2, 2], device)
+    };
+    if !device.is_long_lived() {
+        return make();
     }
     let key = twiddle.map(|t| t.1).filter(|&n| n > TABLE);
     let mut kept = TABLES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((.., a)) = kept.iter().find(|(d, k, _)| d == device && *k == key) {
         return Ok(a.clone());
     }
-    let t = twiddles(twiddle);
-    let a = Array::from_slice_on(&t, &[t.len() / 2, 2], device)?;
+    let a = make()?;
     if kept.len() == TABLES_KEPT {
         kept.remove(0);
     }
