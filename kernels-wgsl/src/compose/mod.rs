@@ -233,6 +233,12 @@ pub enum Variant {
         /// Head dimension.
         dim: u16,
     },
+    /// FFT rows: workgroup-memory slots swizzled (for one or two rows a
+    /// workgroup, whose first radix-16 step would meet bank conflicts) or not.
+    Fft {
+        /// Slots swizzled.
+        swizzle: bool,
+    },
     /// Affine quantization: `bits` per value, `group` values per scale and bias,
     /// and (matrix-vector products) at most `rows` rows of x (0 elsewhere).
     Quant {
@@ -281,6 +287,7 @@ impl Variant {
             Variant::Quant { bits, group, rows } => format!("b{bits}_g{group}_m{rows}"),
             Variant::AttentionCoop { dim } => format!("coop_d{dim}"),
             Variant::AttentionDecode { dim } => format!("decode_d{dim}"),
+            Variant::Fft { swizzle } => if *swizzle { "fft_swizzled" } else { "fft" }.into(),
         }
     }
 }

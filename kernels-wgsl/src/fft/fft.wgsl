@@ -21,6 +21,14 @@
 // 16 KiB: WebGPU's default limit of workgroup memory.
 var<workgroup> FFT_S: array<vec2<f32>, 2048>;
 
+// Slot of index i in FFT_S: with FFT_SWIZZLE (15, set by the module where a
+// workgroup holds one or two rows) its low four bits XORed with bits 4-7 and
+// 8-11, so that invocations touching indices 16 or 256 apart (the first
+// radix-16 step, the bit-reversed stores) meet different banks; else i.
+fn fft_at(i: u32) -> u32 {
+    return i ^ (((i >> 4u) ^ (i >> 8u)) & FFT_SWIZZLE);
+}
+
 fn fft_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
@@ -66,7 +74,7 @@ fn fft_w16(m: u32) -> vec2<f32> {
 fn fft_step16(i0: u32, hc: u32, k: u32, s: u32) {
     var x: array<vec2<f32>, 16>;
     for (var j = 0u; j < 16u; j++) {
-        x[j] = FFT_S[i0 + j * hc];
+        x[j] = FFT_S[fft_at(i0 + j * hc)];
     }
     let w16 = fft_table(k * (512u >> s));
     let w8 = fft_table(k * (1024u >> s));
@@ -98,7 +106,7 @@ fn fft_step16(i0: u32, hc: u32, k: u32, s: u32) {
         x[q] = x[q] + t;
     }
     for (var j = 0u; j < 16u; j++) {
-        FFT_S[i0 + j * hc] = x[j];
+        FFT_S[fft_at(i0 + j * hc)] = x[j];
     }
 }
 
@@ -114,7 +122,7 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
     let logc = firstTrailingBit(cc);
     let total = cc * n;
     let groups = nwg.x * nwg.y;
-    // Row c's point p lives at FFT_S[p * C + c]: neighbouring invocations touch
+    // Row c's point p lives at FFT_S[fft_at(p * C + c)]: neighbouring invocations touch
     // neighbouring words whatever C is.
     // Every invocation touches one row of the C (C divides WG): its digits, input
     // and output bases are worked out once a group of rows.
@@ -145,7 +153,7 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
             for (var t = 0u; t < 8u; t++) {
                 let i = i0 + t * WG;
                 if (i < total) {
-                    FFT_S[(reverseBits(i >> logc) >> (32u - logn)) * cc + c] = v[t];
+                    FFT_S[fft_at((reverseBits(i >> logc) >> (32u - logn)) * cc + c)] = v[t];
                 }
             }
         }
@@ -156,10 +164,10 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
             // finish the row.
             for (var b = lid.x; b < total / 2u; b += WG) {
                 let i0 = ((b >> logc) << 1u) * cc + c;
-                let u = FFT_S[i0];
-                let v = FFT_S[i0 + cc];
-                FFT_S[i0] = u + v;
-                FFT_S[i0 + cc] = u - v;
+                let u = FFT_S[fft_at(i0)];
+                let v = FFT_S[fft_at(i0 + cc)];
+                FFT_S[fft_at(i0)] = u + v;
+                FFT_S[fft_at(i0 + cc)] = u - v;
             }
             workgroupBarrier();
             s = 2u;
@@ -189,20 +197,20 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
                 let w2 = fft_table(k * (4096u >> s));
                 let w4 = fft_table(k * (2048u >> s));
                 // Step s: (p, p + h) and (p + 2h, p + 3h), both by W_(2h)^k.
-                let a0 = FFT_S[i0];
-                let a1 = fft_mul(FFT_S[i0 + hc], w2);
-                let a2 = FFT_S[i0 + 2u * hc];
-                let a3 = fft_mul(FFT_S[i0 + 3u * hc], w2);
+                let a0 = FFT_S[fft_at(i0)];
+                let a1 = fft_mul(FFT_S[fft_at(i0 + hc)], w2);
+                let a2 = FFT_S[fft_at(i0 + 2u * hc)];
+                let a3 = fft_mul(FFT_S[fft_at(i0 + 3u * hc)], w2);
                 let b0 = a0 + a1;
                 let b1 = a0 - a1;
                 let b2 = fft_mul(a2 + a3, w4);
                 // W_(4h)^(k + h) = W_(4h)^k W_4.
                 let b3 = fft_quarter(fft_mul(a2 - a3, w4));
                 // Step s + 1: (p, p + 2h) by W_(4h)^k and (p + h, p + 3h) by W_(4h)^(k+h).
-                FFT_S[i0] = b0 + b2;
-                FFT_S[i0 + 2u * hc] = b0 - b2;
-                FFT_S[i0 + hc] = b1 + b3;
-                FFT_S[i0 + 3u * hc] = b1 - b3;
+                FFT_S[fft_at(i0)] = b0 + b2;
+                FFT_S[fft_at(i0 + 2u * hc)] = b0 - b2;
+                FFT_S[fft_at(i0 + hc)] = b1 + b3;
+                FFT_S[fft_at(i0 + 3u * hc)] = b1 - b3;
             }
             workgroupBarrier();
         }
@@ -214,7 +222,7 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
                 let i = i0 + t * WG;
                 if (live && i < total) {
                     let k = i >> logc;
-                    var y = FFT_S[k * cc + c];
+                    var y = FFT_S[fft_at(k * cc + c)];
                     if (P[4] < 3u) {
                         let e = tw_digit * k;
                         if (P[5] != 0u) {

@@ -13,6 +13,11 @@ use crate::{Error, Result};
 
 const FFT_WGSL: &str = include_str!("fft.wgsl");
 const REAL_WGSL: &str = include_str!("real.wgsl");
+// `fft.wgsl`'s slot swizzle: on where a workgroup holds one or two rows (their
+// first radix-16 step's invocations touch slots 16 or 32 apart: 16- or 8-way
+// bank conflicts), off elsewhere, where its instructions cost 2-6 % (runs 208-209).
+const SWIZZLED: &str = "const FFT_SWIZZLE: u32 = 15u;\n";
+const PLAIN: &str = "const FFT_SWIZZLE: u32 = 0u;\n";
 
 pub use wmx_spec::{FFT_MAX_ROW, FFT_TABLE, FftPass, FftReal};
 
@@ -33,33 +38,35 @@ pub static FFT: Family = Family {
     raw: |_| false,
     io: Io::rows,
     body: |spec, _| {
-        let source = match spec.op.name() {
-            "fft_rows" => FFT_WGSL,
-            "fft_real" => REAL_WGSL,
-            _ => "",
+        let sources = match (spec.op.name(), spec.variant) {
+            ("fft_rows", Variant::Fft { swizzle: true }) => vec![SWIZZLED, FFT_WGSL],
+            ("fft_rows", Variant::Fft { swizzle: false }) => vec![PLAIN, FFT_WGSL],
+            ("fft_real", Variant::General) => vec![REAL_WGSL],
+            _ => vec![],
         };
-        if spec.inputs != [DType::F32, DType::F32]
-            || spec.variant != Variant::General
-            || source.is_empty()
-        {
+        if spec.inputs != [DType::F32, DType::F32] || sources.is_empty() {
             return Err(Error::Shape(format!(
-                "fft reads f32 pairs and an f32 table (general variant), got {:?} ({:?}, {})",
+                "fft reads f32 pairs and an f32 table (rows: an Fft variant, real: general), got {:?} ({:?}, {})",
                 spec.inputs,
                 spec.variant,
                 spec.op.name()
             )));
         }
         check_dtype(spec, DType::F32)?;
-        Ok(vec![source])
+        Ok(sources)
     },
     specs: |t| {
-        ["fft_rows", "fft_real"]
-            .into_iter()
-            .map(|op| {
-                let ins = vec![DType::F32, DType::F32];
-                ModuleSpec::new(&FFT, op, ins, DType::F32, Variant::General, t)
-            })
-            .collect()
+        [
+            ("fft_rows", Variant::Fft { swizzle: false }),
+            ("fft_rows", Variant::Fft { swizzle: true }),
+            ("fft_real", Variant::General),
+        ]
+        .into_iter()
+        .map(|(op, v)| {
+            let ins = vec![DType::F32, DType::F32];
+            ModuleSpec::new(&FFT, op, ins, DType::F32, v, t)
+        })
+        .collect()
     },
 };
 
@@ -119,7 +126,8 @@ impl<D: Driver> Kernels<D> {
                 x.dtype, x.shape, x.strides, out.shape
             )));
         }
-        let spec = self.fft_spec("fft_rows", x, table, out)?;
+        let swizzle = p.cols <= 2;
+        let spec = self.fft_spec("fft_rows", Variant::Fft { swizzle }, x, table, out)?;
         if total == 0 {
             crate::compose::compose(&spec)?;
             return Ok(());
@@ -205,7 +213,7 @@ impl<D: Driver> Kernels<D> {
                 x.dtype, x.shape, out.shape
             )));
         }
-        let spec = self.fft_spec("fft_real", x, table, out)?;
+        let spec = self.fft_spec("fft_real", Variant::General, x, table, out)?;
         if total == 0 {
             crate::compose::compose(&spec)?;
             return Ok(());
@@ -243,6 +251,7 @@ impl<D: Driver> Kernels<D> {
     fn fft_spec(
         &self,
         op: &'static str,
+        variant: Variant,
         x: &Strided<D::Buffer>,
         table: &Strided<D::Buffer>,
         out: &Contig<D::Buffer>,
@@ -251,6 +260,6 @@ impl<D: Driver> Kernels<D> {
         check_view(table, "fft table")?;
         check_out(out)?;
         let ins = vec![DType::F32, DType::F32];
-        Ok(self.spec(&FFT, op, ins, DType::F32, Variant::General, 0))
+        Ok(self.spec(&FFT, op, ins, DType::F32, variant, 0))
     }
 }
