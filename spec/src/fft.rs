@@ -17,6 +17,13 @@ pub const FFT_TABLE: usize = 4096;
 /// shape). A plan's passes write every output pair once. The GPU kernel takes
 /// rows of a power of two up to [`FFT_MAX_ROW`], `cols` neighbouring rows per
 /// workgroup; the CPU any length.
+///
+/// With `real`, the pass is a whole real transform of `2n` points and its
+/// [`FftReal`] step (one pass: rfft and irfft of rows that fit a workgroup read
+/// and write their data once): forward, each row's `y` becomes rfft's `n + 1`
+/// outputs, written at `k < n + 1` (the output has `n + 1` pairs a row);
+/// inverse, each row's `n` points `x_j` are first made from `n + 1` input pairs
+/// read at `j < n + 1` (the input has `n + 1` pairs a row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FftPass {
     /// Points per row.
@@ -37,6 +44,31 @@ pub struct FftPass {
     pub out_step: usize,
     /// Twiddles applied to the outputs: digit `d` and `N` (a power of two).
     pub twiddle: Option<(usize, usize)>,
+    /// The bits of the scale ([`FftReal::scale`]) of a real transform folded
+    /// into the pass, its direction `inverse`'s (without twiddles, point
+    /// strides 1).
+    pub real: Option<u32>,
+}
+
+impl FftPass {
+    /// The pass's [`FftReal`] step, if a real transform is folded into it.
+    pub fn real_step(&self) -> Option<FftReal> {
+        self.real.map(|bits| FftReal {
+            n: 2 * self.n,
+            inverse: self.inverse,
+            scale: f32::from_bits(bits),
+        })
+    }
+
+    /// Pairs a row of the input (`n`, or `n + 1` for a folded irfft) and of the
+    /// output (`n`, or `n + 1` for a folded rfft).
+    pub fn widths(&self) -> (usize, usize) {
+        match (self.real, self.inverse) {
+            (Some(_), true) => (self.n + 1, self.n),
+            (Some(_), false) => (self.n, self.n + 1),
+            (None, _) => (self.n, self.n),
+        }
+    }
 }
 
 /// The pass that makes a real transform of `n` points (a power of two) from a

@@ -14,7 +14,7 @@
 //!   lengths Bluestein convolutions of powers of two, computed in f32. `rfft`
 //!   and `irfft` of a power of two `n` are one complex transform of `n / 2`
 //!   points there (the even and odd points as real and imaginary parts) and a
-//!   pass that splits or joins the halves.
+//!   step that splits or joins the halves, in the same pass up to `n = 4096`.
 //! - **Normalization.** `Norm::Backward` (numpy's default: the inverse divides by
 //!   `n`), `Ortho` (both by `sqrt(n)`), `Forward` (the forward divides by `n`).
 //! - **Derivatives.** vjp, jvp and vmap of every function. Gradients of complex
@@ -370,7 +370,8 @@ fn half_length(a: &Array, n: usize) -> bool {
 
 /// rfft of the real f32 `x` along its last axis (`n` points, a power of two): its
 /// pairs are `z[j] = x[2j] + i x[2j+1]`, transformed with `n / 2` points, then
-/// the [`FftReal`] pass. Derivatives are the full transform's ([`rfft_full`]).
+/// the [`FftReal`] step (in the same pass where `n / 2` fits a workgroup).
+/// Derivatives are the full transform's ([`rfft_full`]).
 fn rfft_last(x: &Array, n: usize, norm: Norm) -> Result<Array> {
     let fast = move |x: &[Array]| -> Result<Vec<Array>> {
         let x = &x[0];
@@ -380,12 +381,16 @@ fn rfft_last(x: &Array, n: usize, norm: Norm) -> Result<Array> {
             .collect();
         shape.extend([(n / 2) as isize, 2]);
         let pairs = crate::reshape(x, &shape)?;
-        let y = rows(&pairs, pairs.ndim() - 2, false)?;
         let pass = FftReal {
             n,
             inverse: false,
             scale: norm.scale(n, false) as f32,
         };
+        let outer = pairs.size() / n.max(1);
+        if let Some(one) = real_single(n / 2, outer, pass) {
+            return Ok(vec![as_complex(&prim::apply(&one, &pairs)?)?]);
+        }
+        let y = rows(&pairs, pairs.ndim() - 2, false)?;
         Ok(vec![as_complex(&prim::apply_real(&pass, &y)?)?])
     };
     let reference = move |x: &[Array]| Ok(vec![rfft_full(&x[0], x[0].ndim() - 1, n, norm)?]);
@@ -398,9 +403,10 @@ fn rfft_last(x: &Array, n: usize, norm: Norm) -> Result<Array> {
 }
 
 /// irfft along the last axis of `half` (c64, `n / 2 + 1` points) to `n` points (a
-/// power of two): the [`FftReal`] pass, then an inverse complex transform of
-/// `n / 2` points whose pairs are the output's even and odd points. Derivatives
-/// are the full transform's ([`irfft_full`]).
+/// power of two): the [`FftReal`] step, then an inverse complex transform of
+/// `n / 2` points whose pairs are the output's even and odd points (one pass
+/// where `n / 2` fits a workgroup). Derivatives are the full transform's
+/// ([`irfft_full`]).
 fn irfft_last(half: &Array, n: usize, norm: Norm) -> Result<Array> {
     let fast = move |h: &[Array]| -> Result<Vec<Array>> {
         let pass = FftReal {
@@ -408,8 +414,12 @@ fn irfft_last(half: &Array, n: usize, norm: Norm) -> Result<Array> {
             inverse: true,
             scale: norm.scale(n, true) as f32,
         };
-        let z = prim::apply_real(&pass, &as_real(&h[0]))?;
-        let y = rows(&z, z.ndim() - 2, true)?;
+        let x = as_real(&h[0]);
+        let outer = x.size() / (n + 2);
+        let y = match real_single(n / 2, outer, pass) {
+            Some(one) => prim::apply(&one, &x)?,
+            None => rows(&prim::apply_real(&pass, &x)?, x.ndim() - 2, true)?,
+        };
         let mut shape: Vec<isize> = y.shape()[..y.ndim() - 2]
             .iter()
             .map(|&d| d as isize)
@@ -537,7 +547,23 @@ fn single(n: usize, outer: usize, inner: usize, inverse: bool) -> FftPass {
         oh: [1, block, outer * block],
         out_step: inner,
         twiddle: None,
+        real: None,
     }
+}
+
+/// rfft or irfft of `2m` points along the last axis of `outer` rows as one pass
+/// ([`FftPass::real`]), where `m` fits a workgroup: the data read and written
+/// once, not twice.
+fn real_single(m: usize, outer: usize, real: FftReal) -> Option<FftPass> {
+    if m > MAX_ROW || 2 * m != real.n {
+        return None;
+    }
+    let mut p = single(m, outer, 1, real.inverse);
+    p.real = Some(real.scale.to_bits());
+    let (in_width, width) = p.widths();
+    p.ih = [1, in_width, outer * in_width];
+    p.oh = [1, width, outer * width];
+    Some(p)
 }
 
 /// Rows per workgroup: as many as fit beside `n` points (at most 64 and `rows`).
@@ -591,6 +617,7 @@ pub(crate) fn plan(n: usize, outer: usize, inner: usize, inverse: bool) -> Optio
             oh: [1, inner, nt * s * inner],
             out_step: s * inner,
             twiddle: Some((1, nt * s)),
+            real: None,
         });
     }
     let last = *d.last().expect("two digits or more");
@@ -607,6 +634,7 @@ pub(crate) fn plan(n: usize, outer: usize, inner: usize, inverse: bool) -> Optio
             oh: [1, inner, n * inner],
             out_step: n1 * inner,
             twiddle: None,
+            real: None,
         }
     } else {
         let (n1, n2, n3) = (d[0], d[1], d[2]);
@@ -620,6 +648,7 @@ pub(crate) fn plan(n: usize, outer: usize, inner: usize, inverse: bool) -> Optio
             oh: [1, n1, n],
             out_step: n1 * n2,
             twiddle: None,
+            real: None,
         }
     });
     Some(passes)
@@ -709,5 +738,71 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A real transform folded into one pass (the GPU's rfft and irfft up to
+    /// 4096 points) runs through the CPU's f64 pass as the unfolded pair of
+    /// passes does: forward against the f64 transform of each real row, inverse
+    /// back to the row.
+    #[test]
+    fn folded_real_passes() {
+        let cpu = crate::Device::cpu();
+        for (n, rows) in [(4, 3), (64, 2), (4096, 2)] {
+            let m = n / 2;
+            let x: Vec<f32> = (0..rows * n)
+                .map(|i| ((i * 7919 % 1013) as f32 / 1013.0) - 0.5)
+                .collect();
+            let pairs = Array::from_slice_on(&x, &[rows, m, 2], &cpu).unwrap();
+            let scale = 0.5f32;
+            let fwd = FftReal {
+                n,
+                inverse: false,
+                scale,
+            };
+            let one = real_single(m, rows, fwd).expect("one pass");
+            assert_eq!(one.widths(), (m, m + 1));
+            let spec = prim::apply(&one, &pairs).unwrap();
+            assert_eq!(spec.shape(), &[rows, m + 1, 2]);
+            let got = spec.to_vec::<f32>().unwrap();
+            for r in 0..rows {
+                let line: Vec<prim::C> = x[r * n..(r + 1) * n]
+                    .iter()
+                    .map(|&v| (v as f64, 0.0))
+                    .collect();
+                let want = prim::dft(&line, -1.0);
+                for (k, w) in want.iter().enumerate().take(m + 1) {
+                    let e = 2 * (r * (m + 1) + k);
+                    let err =
+                        (got[e] as f64 - 0.5 * w.0).abs() + (got[e + 1] as f64 - 0.5 * w.1).abs();
+                    assert!(
+                        err <= 1e-5 * n as f64,
+                        "rfft of {n}, row {r}, output {k}: {err}"
+                    );
+                }
+            }
+            // The inverse with 1 / n (the forward's 0.5 undone by 2 / n).
+            let inv = FftReal {
+                n,
+                inverse: true,
+                scale: 2.0 / n as f32,
+            };
+            let back = prim::apply(&real_single(m, rows, inv).unwrap(), &spec).unwrap();
+            assert_eq!(back.shape(), &[rows, m, 2]);
+            for (i, (g, w)) in back.to_vec::<f32>().unwrap().iter().zip(&x).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-5,
+                    "irfft of {n}, element {i}: {g} vs {w}"
+                );
+            }
+        }
+        let big = FftReal {
+            n: 2 * MAX_ROW + 2,
+            inverse: false,
+            scale: 1.0,
+        };
+        assert!(
+            real_single(MAX_ROW + 1, 1, big).is_none(),
+            "past a workgroup"
+        );
     }
 }

@@ -38,12 +38,17 @@ fn angle(k: usize, n: usize) -> f64 {
 /// [`twiddles`], the CPU computes its own in f64) on `x`.
 pub(crate) fn apply(p: &FftPass, x: &Array) -> Result<Array> {
     let x = crate::contiguous(x)?;
-    crate::custom(
-        Arc::new(*p),
-        &with_table(&x, p.twiddle)?,
-        x.shape(),
-        DType::F32,
-    )
+    let mut shape = x.shape().to_vec();
+    let table = match p.real_step() {
+        // A folded real transform: rows along the last axis but the pairs'.
+        Some(r) => {
+            let k = shape.len().saturating_sub(2);
+            shape[k] = p.widths().1;
+            Some((0, r.n))
+        }
+        None => p.twiddle,
+    };
+    crate::custom(Arc::new(*p), &with_table(&x, table)?, &shape, DType::F32)
 }
 
 /// The real transform's pass `p` ([`FftReal`]) on the pairs `x` (`[.., m, 2]`
@@ -121,28 +126,15 @@ impl CustomPrimitive for FftReal {
         let rows = total / width.max(1);
         let src = &x.buffer.as_slice::<f32>()[x.layout.offset..][..2 * rows * in_width];
         let dst = out.buffer.as_mut_slice::<f32>();
-        let pair = |i: usize| (src[2 * i] as f64, src[2 * i + 1] as f64);
         let s = self.scale as f64;
         for r in 0..rows {
-            for k in 0..width {
-                let a = angle(k, self.n);
-                let y = if self.inverse {
-                    let (mut a0, mut b0) = (pair(r * in_width + k), pair(r * in_width + m - k));
-                    if k == 0 {
-                        (a0.1, b0.1) = (0.0, 0.0);
-                    }
-                    let b0 = (b0.0, -b0.1);
-                    // i conj(W^k) (a - b), conj(W^k) = exp(+i angle).
-                    let t = mul((-a.sin(), a.cos()), (a0.0 - b0.0, a0.1 - b0.1));
-                    (a0.0 + b0.0 + t.0, a0.1 + b0.1 + t.1)
-                } else {
-                    let a0 = pair(r * in_width + k % m);
-                    let b0 = pair(r * in_width + (m - k) % m);
-                    let b0 = (b0.0, -b0.1);
-                    // i W^k (a - b), W^k = exp(-i angle).
-                    let t = mul((a.sin(), a.cos()), (a0.0 - b0.0, a0.1 - b0.1));
-                    (0.5 * (a0.0 + b0.0 - t.0), 0.5 * (a0.1 + b0.1 - t.1))
-                };
+            let row: Vec<C> = (0..in_width)
+                .map(|j| {
+                    let e = 2 * (r * in_width + j);
+                    (src[e] as f64, src[e + 1] as f64)
+                })
+                .collect();
+            for (k, y) in real_step(self, &row).into_iter().enumerate() {
                 let e = 2 * (r * width + k);
                 dst[e] = (s * y.0) as f32;
                 dst[e + 1] = (s * y.1) as f32;
@@ -172,6 +164,36 @@ impl CustomPrimitive for FftReal {
     }
 }
 
+/// `p`'s step on one row, unscaled, in f64: forward from the `m` points of `Z`
+/// to the `m + 1` of `X`, inverse from the `m + 1` of `X` to the `m` of `Z`
+/// ([`FftReal`]).
+fn real_step(p: &FftReal, row: &[C]) -> Vec<C> {
+    let m = p.n / 2;
+    let width = if p.inverse { m } else { m + 1 };
+    (0..width)
+        .map(|k| {
+            let a = angle(k, p.n);
+            if p.inverse {
+                let (mut a0, mut b0) = (row[k], row[m - k]);
+                if k == 0 {
+                    (a0.1, b0.1) = (0.0, 0.0);
+                }
+                let b0 = (b0.0, -b0.1);
+                // i conj(W^k) (a - b), conj(W^k) = exp(+i angle).
+                let t = mul((-a.sin(), a.cos()), (a0.0 - b0.0, a0.1 - b0.1));
+                (a0.0 + b0.0 + t.0, a0.1 + b0.1 + t.1)
+            } else {
+                let a0 = row[k % m];
+                let b0 = row[(m - k) % m];
+                let b0 = (b0.0, -b0.1);
+                // i W^k (a - b), W^k = exp(-i angle).
+                let t = mul((a.sin(), a.cos()), (a0.0 - b0.0, a0.1 - b0.1));
+                (0.5 * (a0.0 + b0.0 - t.0), 0.5 * (a0.1 + b0.1 - t.1))
+            }
+        })
+        .collect()
+}
+
 /// The three digits of row `r` of `p`.
 fn digits(p: &FftPass, r: usize) -> [usize; 3] {
     let q = r / p.radix[0];
@@ -189,24 +211,35 @@ impl CustomPrimitive for FftPass {
             return Err(Error::invalid("fft", format!("rows of {}", x.dtype)));
         }
         let n = self.n;
+        let (in_width, width) = self.widths();
         let total: usize = out.shape.iter().product();
-        let src = &x.buffer.as_slice::<f32>()[x.layout.offset..x.layout.offset + total];
+        let rows = total / 2 / width.max(1);
+        let src = &x.buffer.as_slice::<f32>()[x.layout.offset..][..2 * rows * in_width];
         let dst = out.buffer.as_mut_slice::<f32>();
         if n == 0 {
             return Ok(());
         }
         let sign = if self.inverse { 1.0 } else { -1.0 };
-        for r in 0..total / 2 / n {
+        let real = self.real_step();
+        let scale = real.map_or(1.0, |r| r.scale as f64);
+        for r in 0..rows {
             let d = digits(self, r);
             let dot = |h: &[usize; 3]| d.iter().zip(h).map(|(a, b)| a * b).sum::<usize>();
             let (ib, ob) = (dot(&self.ih), dot(&self.oh));
-            let row: Vec<(f64, f64)> = (0..n)
+            let mut row: Vec<C> = (0..in_width)
                 .map(|j| {
                     let e = 2 * (ib + j * self.in_step);
                     (src[e] as f64, src[e + 1] as f64)
                 })
                 .collect();
-            for (k, v) in dft(&row, sign).into_iter().enumerate() {
+            if let Some(p) = real.filter(|p| p.inverse) {
+                row = real_step(&p, &row);
+            }
+            let mut y = dft(&row, sign);
+            if let Some(p) = real.filter(|p| !p.inverse) {
+                y = real_step(&p, &y);
+            }
+            for (k, v) in y.into_iter().enumerate() {
                 let v = match self.twiddle {
                     Some((d, big)) => {
                         let a = sign * angle(digits(self, r)[d] * k % big, big);
@@ -215,8 +248,8 @@ impl CustomPrimitive for FftPass {
                     None => v,
                 };
                 let e = 2 * (ob + k * self.out_step);
-                dst[e] = v.0 as f32;
-                dst[e + 1] = v.1 as f32;
+                dst[e] = (scale * v.0) as f32;
+                dst[e + 1] = (scale * v.1) as f32;
             }
         }
         Ok(())

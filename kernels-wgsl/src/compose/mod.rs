@@ -101,8 +101,12 @@ pub(crate) fn elementwise_entry(spec: &ModuleSpec) -> &'static str {
 pub(crate) struct Io {
     /// Lines before the prelude (`enable ...;`).
     pub(crate) enable: &'static str,
-    /// Inputs are bound as `array<u32>` (word loads), else as `array<vec4<u32>>`.
+    /// Inputs are bound as `array<u32>` (word loads), else as `array<vec4<u32>>`
+    /// (or pairs, below).
     pub(crate) words: bool,
+    /// Inputs and the output are bound as `array<vec2<u32>>` (8-byte loads and
+    /// stores; `p{l}` reads pair `i`), with `words` false.
+    pub(crate) pairs: bool,
     /// With word loads, also define `v{l}` (a vec4 of four word loads): the
     /// product kernels' vec4 path, compiled out unless used.
     pub(crate) vec_of_words: bool,
@@ -119,6 +123,7 @@ impl Io {
         Io {
             enable: "",
             words,
+            pairs: false,
             vec_of_words: false,
             out: if words {
                 "array<u32>"
@@ -144,9 +149,23 @@ impl Io {
         Io {
             enable: "",
             words,
+            pairs: false,
             vec_of_words: false,
             out: "array<u32>",
             store: true,
+        }
+    }
+
+    /// Modules that read and write f32 pairs (complex numbers): 8-byte loads
+    /// and stores.
+    pub(crate) fn pairs(_: &ModuleSpec) -> Io {
+        Io {
+            enable: "",
+            words: false,
+            pairs: true,
+            vec_of_words: false,
+            out: "array<vec2<u32>>",
+            store: false,
         }
     }
 }
@@ -234,10 +253,13 @@ pub enum Variant {
         dim: u16,
     },
     /// FFT rows: workgroup-memory slots swizzled (for one or two rows a
-    /// workgroup, whose first radix-16 step would meet bank conflicts) or not.
+    /// workgroup, whose first radix-16 step would meet bank conflicts) or not;
+    /// a real transform's step folded in or not.
     Fft {
         /// Slots swizzled.
         swizzle: bool,
+        /// The real transform's step ([`crate::FftPass::real`]).
+        real: bool,
     },
     /// Affine quantization: `bits` per value, `group` values per scale and bias,
     /// and (matrix-vector products) at most `rows` rows of x (0 elsewhere).
@@ -287,7 +309,13 @@ impl Variant {
             Variant::Quant { bits, group, rows } => format!("b{bits}_g{group}_m{rows}"),
             Variant::AttentionCoop { dim } => format!("coop_d{dim}"),
             Variant::AttentionDecode { dim } => format!("decode_d{dim}"),
-            Variant::Fft { swizzle } => if *swizzle { "fft_swizzled" } else { "fft" }.into(),
+            Variant::Fft { swizzle, real } => {
+                format!(
+                    "fft{}{}",
+                    if *swizzle { "_swizzled" } else { "" },
+                    if *real { "_real" } else { "" }
+                )
+            }
         }
     }
 }
@@ -508,6 +536,8 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
     p.push_str("// ---- generated prelude ----\n");
     let arr = if io.words {
         "array<u32>"
+    } else if io.pairs {
+        "array<vec2<u32>>"
     } else {
         "array<vec4<u32>>"
     };
@@ -565,6 +595,13 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
                 )
                 .unwrap();
             }
+        } else if io.pairs {
+            writeln!(
+                p,
+                "fn w{l}(w: u32) -> u32 {{ return {src}[w >> 1u][w & 1u]; }}"
+            )
+            .unwrap();
+            writeln!(p, "fn p{l}(i: u32) -> vec2<u32> {{ return {src}[i]; }}").unwrap();
         } else {
             writeln!(
                 p,

@@ -10,15 +10,10 @@ use crate::dtype::DType;
 use crate::kernels::{Kernels, MAX_GROUPS};
 use crate::layout::{Contig, Strided, check_out, check_view, is_row_major};
 use crate::{Error, Result};
+use std::fmt::Write;
 
 const FFT_WGSL: &str = include_str!("fft.wgsl");
 const REAL_WGSL: &str = include_str!("real.wgsl");
-// `fft.wgsl`'s slot swizzle: on where a workgroup holds one or two rows (their
-// first radix-16 step's invocations touch slots 16 or 32 apart: 16- or 8-way
-// bank conflicts), off elsewhere, where its instructions cost 2-6 % (runs 208-209).
-const SWIZZLED: &str = "const FFT_SWIZZLE: u32 = 15u;\n";
-const PLAIN: &str = "const FFT_SWIZZLE: u32 = 0u;\n";
-
 pub use wmx_spec::{FFT_MAX_ROW, FFT_TABLE, FftPass, FftReal};
 
 /// The FFT's two passes, `fft_rows` (rows of an FFT) and `fft_real` (a real
@@ -36,11 +31,25 @@ pub static FFT: Family = Family {
         }
     },
     raw: |_| false,
-    io: Io::rows,
-    body: |spec, _| {
+    io: |s| {
+        if s.op.name() == "fft_rows" {
+            Io::pairs(s)
+        } else {
+            Io::rows(s)
+        }
+    },
+    body: |spec, p| {
         let sources = match (spec.op.name(), spec.variant) {
-            ("fft_rows", Variant::Fft { swizzle: true }) => vec![SWIZZLED, FFT_WGSL],
-            ("fft_rows", Variant::Fft { swizzle: false }) => vec![PLAIN, FFT_WGSL],
+            ("fft_rows", Variant::Fft { swizzle, real }) => {
+                // Constants, so that a pass without them compiles without their
+                // instructions and registers: the swizzle cost 2-6 % where a
+                // workgroup holds more than two rows (runs 208-209), the real
+                // step's branches 30-45 % of the complex passes (run 211).
+                let mask = if swizzle { 15 } else { 0 };
+                writeln!(p, "const FFT_SWIZZLE: u32 = {mask}u;").unwrap();
+                writeln!(p, "const FFT_REAL: bool = {real};").unwrap();
+                vec![FFT_WGSL]
+            }
             ("fft_real", Variant::General) => vec![REAL_WGSL],
             _ => vec![],
         };
@@ -56,9 +65,12 @@ pub static FFT: Family = Family {
         Ok(sources)
     },
     specs: |t| {
+        let rows = |swizzle, real| ("fft_rows", Variant::Fft { swizzle, real });
         [
-            ("fft_rows", Variant::Fft { swizzle: false }),
-            ("fft_rows", Variant::Fft { swizzle: true }),
+            rows(false, false),
+            rows(true, false),
+            rows(false, true),
+            rows(true, true),
             ("fft_real", Variant::General),
         ]
         .into_iter()
@@ -72,7 +84,8 @@ pub static FFT: Family = Family {
 
 impl<D: Driver> Kernels<D> {
     /// One pass of an unnormalized DFT over rows of `x` (f32 pairs, `[.., 2]`
-    /// contiguous, addressed by `p`) into `out` (the same number of pairs), with
+    /// contiguous, addressed by `p`) into `out` (the same number of pairs, or
+    /// as [`FftPass::widths`] says where a real transform is folded in), with
     /// the twiddles of `table` (contiguous f32 pairs: `W_4096^k` for `k < 4096`,
     /// then, for a twiddle of `N > 4096`, `W_N^j` for `j < N / 4096`). Every
     /// output pair must be written by exactly one row (the caller's plan).
@@ -86,18 +99,24 @@ impl<D: Driver> Kernels<D> {
     ) -> Result<()> {
         let total = x.shape.iter().product::<usize>();
         let pairs = total / 2;
+        let (in_width, width) = p.widths();
+        let out_pairs = out.shape.iter().product::<usize>() / 2;
         let entries = table.shape.iter().product::<usize>() / 2;
-        let rows = pairs / p.n.max(1);
+        let rows = pairs / in_width.max(1);
         let big = |t: usize| if t > FFT_TABLE { t / FFT_TABLE } else { 0 };
         let want_entries = FFT_TABLE + p.twiddle.map_or(0, |(_, t)| big(t));
         // The last point any row reads or writes, to bound the addressing.
-        let last = |h: [usize; 3], step: usize, off: usize| -> Option<u64> {
+        let last = |h: [usize; 3], step: usize, width: usize| -> Option<u64> {
             let w = |v: usize| v as u64;
             let r2 = w(rows.checked_sub(1)?) / (w(p.radix[0]) * w(p.radix[1])).max(1);
             let (r0, r1) = (w(p.radix[0].min(rows)) - 1, w(p.radix[1]) - 1);
             let far = w(h[0]) * r0 + w(h[1]) * r1 + w(h[2]) * r2;
-            Some(w(off) + far + w(step) * w(p.n - 1))
+            Some(far + w(step) * w(width - 1))
         };
+        // A folded real transform's step: no twiddles, unit point strides, and
+        // W_2n^k from the table's first part.
+        let real_ok = p.real.is_none()
+            || p.twiddle.is_none() && p.in_step == 1 && p.out_step == 1 && 2 * p.n <= FFT_TABLE;
         let ok = x.shape.last() == Some(&2)
             && p.n.is_power_of_two()
             && (2..=FFT_MAX_ROW).contains(&p.n)
@@ -107,32 +126,38 @@ impl<D: Driver> Kernels<D> {
             && p.cols * p.n <= FFT_MAX_ROW
             && p.radix[0] > 0
             && p.radix[1] > 0
-            && rows * p.n == pairs
+            && rows * in_width == pairs
             && p.twiddle.is_none_or(|(d, t)| d < 3 && t.is_power_of_two())
+            && real_ok
             && entries >= want_entries
             && x.dtype == DType::F32
             && table.dtype == DType::F32
             && out.dtype == DType::F32
-            && out.shape.iter().product::<usize>() == total
+            && out_pairs == rows * width
+            && out.shape.last() == Some(&2)
             && is_row_major(x)
             && is_row_major(table)
             && (rows == 0
-                || last(p.ih, p.in_step, 0).is_some_and(|l| l < pairs as u64)
-                    && last(p.oh, p.out_step, 0).is_some_and(|l| l < pairs as u64))
-            && x.offset.is_multiple_of(2);
+                || last(p.ih, p.in_step, in_width).is_some_and(|l| l < pairs as u64)
+                    && last(p.oh, p.out_step, width).is_some_and(|l| l < out_pairs as u64))
+            && x.offset.is_multiple_of(2)
+            && table.offset.is_multiple_of(2);
         if !ok && total > 0 {
             return Err(Error::Shape(format!(
                 "fft_rows: x {} {:?} (strides {:?}), table of {entries} entries, {p:?}, out {:?}",
                 x.dtype, x.shape, x.strides, out.shape
             )));
         }
-        let swizzle = p.cols <= 2;
-        let spec = self.fft_spec("fft_rows", Variant::Fft { swizzle }, x, table, out)?;
+        let variant = Variant::Fft {
+            swizzle: p.cols <= 2,
+            real: p.real.is_some(),
+        };
+        let spec = self.fft_spec("fft_rows", variant, x, table, out)?;
         if total == 0 {
             crate::compose::compose(&spec)?;
             return Ok(());
         }
-        if x.offset + total > u32::MAX as usize {
+        if x.offset + total > u32::MAX as usize || 2 * out_pairs > u32::MAX as usize {
             return Err(Error::Shape(format!(
                 "fft_rows: {total} words exceed the kernel's u32 indices"
             )));
@@ -164,7 +189,8 @@ impl<D: Driver> Kernels<D> {
             p.oh[1],
             p.oh[2],
             p.out_step,
-            table.offset,
+            table.offset / 2,
+            p.real.unwrap_or(0) as usize,
         ]
         .iter()
         .map(|&v| u32::try_from(v))
