@@ -155,7 +155,7 @@ fn fft_radix16(x: ptr<function, array<vec2<f32>, 16>>, w2: vec2<f32>, w4: vec2<f
     }
 }
 
-@compute @workgroup_size(WG)
+@compute @workgroup_size(FFT_WG)
 fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
             @builtin(num_workgroups) nwg: vec3<u32>) {
     fft_t0 = P[19];
@@ -169,7 +169,7 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
     let groups = nwg.x * nwg.y;
     // Row c's point p lives at FFT_S[fft_at(p * C + c)]: neighbouring
     // invocations touch neighbouring slots whatever C is.
-    // Every invocation touches one row of the C (C divides WG): its digits, input
+    // Every invocation touches one row of the C (C divides FFT_WG): its digits, input
     // and output bases are worked out once a group of rows.
     let c = lid.x & (cc - 1u);
     for (var g = wid.x + wid.y * nwg.x; g * cc < rows; g += groups) {
@@ -190,7 +190,7 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
             // round trip through workgroup memory and one barrier fewer. (Not
             // for an odd log2 n: its radix-2 step moved last cost 10-30 %.)
             let sixteenth = n >> 4u;
-            for (var b = lid.x; b < total / 16u; b += WG) {
+            for (var b = lid.x; b < total / 16u; b += FFT_WG) {
                 let t = b >> logc;
                 var x: array<vec2<f32>, 16>;
                 for (var j = 0u; j < 16u; j++) {
@@ -213,17 +213,17 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
             // compiler unrolls), then their stores to workgroup memory: loading one
             // point at a time left the memory latency exposed (run 106: loads and
             // stores alone took 65-85% of a pass).
-            for (var i0 = lid.x; i0 < total; i0 += 8u * WG) {
+            for (var i0 = lid.x; i0 < total; i0 += 8u * FFT_WG) {
                 var v: array<vec2<f32>, 8>;
                 for (var t = 0u; t < 8u; t++) {
-                    let i = i0 + t * WG;
+                    let i = i0 + t * FFT_WG;
                     v[t] = vec2<f32>(0.0, 0.0);
                     if (live && i < total) {
                         v[t] = fft_load(in_base, i >> logc, is, n);
                     }
                 }
                 for (var t = 0u; t < 8u; t++) {
-                    let i = i0 + t * WG;
+                    let i = i0 + t * FFT_WG;
                     if (i < total) {
                         FFT_S[fft_at((reverseBits(i >> logc) >> (32u - logn)) * cc + c)] = v[t];
                     }
@@ -234,7 +234,7 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
         if ((logn & 1u) == 1u) {
             // One radix-2 step (of pairs), so that radix-16 and radix-4 steps
             // finish the row.
-            for (var b = lid.x; b < total / 2u; b += WG) {
+            for (var b = lid.x; b < total / 2u; b += FFT_WG) {
                 let i0 = ((b >> logc) << 1u) * cc + c;
                 let u = FFT_S[fft_at(i0)];
                 let v = FFT_S[fft_at(i0 + cc)];
@@ -248,7 +248,7 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
             // Steps s to s + 3 at once: sixteenths of h = 2^(s-1) joined into
             // blocks of 16h, the invocation's 16 points in registers.
             let h = 1u << (s - 1u);
-            for (var b = lid.x; b < total / 16u; b += WG) {
+            for (var b = lid.x; b < total / 16u; b += FFT_WG) {
                 let bb = b >> logc;
                 let k = bb & (h - 1u);
                 let p = ((bb >> (s - 1u)) << (s + 3u)) + k;
@@ -260,7 +260,7 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
             // Steps s and s + 1 at once: halves of h = 2^(s-1) joined into quarters
             // of 4h. W_(2h)^k = W_4096^(k 4096 / 2h), W_(4h)^k likewise.
             let h = 1u << (s - 1u);
-            for (var b = lid.x; b < total / 4u; b += WG) {
+            for (var b = lid.x; b < total / 4u; b += FFT_WG) {
                 let bb = b >> logc;
                 let k = bb & (h - 1u);
                 let p = ((bb >> (s - 1u)) << (s + 1u)) + k;
@@ -292,9 +292,9 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
         let outs = select(total, total + cc, real_out);
         // Eight outputs an invocation at once, so their twiddles' table loads
         // overlap too.
-        for (var i0 = lid.x; i0 < outs; i0 += 8u * WG) {
+        for (var i0 = lid.x; i0 < outs; i0 += 8u * FFT_WG) {
             for (var t = 0u; t < 8u; t++) {
-                let i = i0 + t * WG;
+                let i = i0 + t * FFT_WG;
                 if (live && i < outs) {
                     let k = i >> logc;
                     var y: vec2<f32>;

@@ -9,18 +9,16 @@
 // X[0] and X[m] dropped; the inverse transform of Z holds the even and odd points.
 // Both times a scale.
 //
-// Parameters: [rows, m, inverse, mul, lo, scale (f32 bits), x0 (pairs), t0 (words)].
+// Parameters: [rows, m, inverse, mul, lo, scale (f32 bits), x0, t0 (pairs)].
 // W_n^k from the FFT's table (input b): W_4096^(k mul) when lo is 0 (n <= 4096),
 // else W_4096^(k >> lo) W_n^(k mod 2^lo).
 
 fn real_table(j: u32) -> vec2<f32> {
-    let e = P[7] + 2u * j;
-    return vec2<f32>(bitcast<f32>(wb(e)), bitcast<f32>(wb(e + 1u)));
+    return bitcast<vec2<f32>>(pb(P[7] + j));
 }
 
 fn real_pair(i: u32) -> vec2<f32> {
-    let e = 2u * (P[6] + i);
-    return vec2<f32>(bitcast<f32>(wa(e)), bitcast<f32>(wa(e + 1u)));
+    return bitcast<vec2<f32>>(pa(P[6] + i));
 }
 
 fn real_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
@@ -69,9 +67,6 @@ fn fft_real(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
             let t = real_mul(vec2<f32>(-w.y, w.x), a - b);
             y = 0.5 * ((a + b) - t);
         }
-        y *= scale;
-        let o = 2u * e;
-        O[o] = bitcast<u32>(y.x);
-        O[o + 1u] = bitcast<u32>(y.y);
+        O[e] = bitcast<vec2<u32>>(y * scale);
     }
 }
