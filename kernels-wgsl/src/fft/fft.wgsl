@@ -20,9 +20,9 @@
 // W_N^j for j < N / 4096): W_4096^(e mul) when lo is 0 (N <= 4096), else, with
 // lo = log2(N / 4096), W_4096^(e >> lo) W_N^(e mod 2^lo). An inverse conjugates
 // the table. With the module's FFT_REAL, a row is a real transform of 2n points
-// (FftReal's step folded in, times scale): forward, its n + 1 outputs X_k are
-// made from Z_k and Z_(n-k) in workgroup memory; inverse, each loaded point Z_j
-// from the inputs X_j and X_(n-j) (n + 1 a row).
+// (FftReal's step, real_step.wgsl, folded in, times scale): forward, its n + 1
+// outputs X_k are made from Z_k and Z_(n-k) in workgroup memory; inverse, each
+// loaded point Z_j from the inputs X_j and X_(n-j) (n + 1 a row).
 
 // 16 KiB: WebGPU's default limit of workgroup memory.
 var<workgroup> FFT_S: array<vec2<f32>, 2048>;
@@ -43,9 +43,14 @@ fn fft_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
 var<private> fft_t0: u32;
 var<private> fft_inv: bool;
 
-// Entry `j` of the table (conjugated for an inverse).
+// Entry `j` of the table.
+fn fft_entry(j: u32) -> vec2<f32> {
+    return bitcast<vec2<f32>>(pb(fft_t0 + j));
+}
+
+// Entry `j` of the table, conjugated for an inverse.
 fn fft_table(j: u32) -> vec2<f32> {
-    let w = bitcast<vec2<f32>>(pb(fft_t0 + j));
+    let w = fft_entry(j);
     return select(w, vec2<f32>(w.x, -w.y), fft_inv);
 }
 
@@ -54,35 +59,13 @@ fn fft_quarter(v: vec2<f32>) -> vec2<f32> {
     return select(vec2<f32>(v.y, -v.x), vec2<f32>(-v.y, v.x), fft_inv);
 }
 
-// rfft's step: X_k = ((a + b) - i W_2n^k (a - b)) / 2 from a = Z_(k mod n) and
-// b = conj Z_((n-k) mod n).
-fn fft_real_out(a: vec2<f32>, zb: vec2<f32>, k: u32, n: u32) -> vec2<f32> {
-    let b = vec2<f32>(zb.x, -zb.y);
-    let w = fft_table(k * (2048u / n));
-    return 0.5 * ((a + b) - fft_mul(vec2<f32>(-w.y, w.x), a - b));
-}
-
-// irfft's step: Z_j = (a + b) + i conj(W_2n^j) (a - b) from a = X_j and
-// b = conj X_(n-j), the imaginary parts of X_0 and X_n dropped (the table is
-// conjugated for an inverse).
-fn fft_real_in(xa: vec2<f32>, xb: vec2<f32>, j: u32, n: u32) -> vec2<f32> {
-    var a = xa;
-    var b = vec2<f32>(xb.x, -xb.y);
-    if (j == 0u) {
-        a.y = 0.0;
-        b.y = 0.0;
-    }
-    let cw = fft_table(j * (2048u / n));
-    return (a + b) + fft_mul(vec2<f32>(-cw.y, cw.x), a - b);
-}
-
 // Point j of the row at `base` (point stride `is`): for a folded irfft, the
 // point made from inputs j and n - j.
 fn fft_load(base: u32, j: u32, is: u32, n: u32) -> vec2<f32> {
     let x = bitcast<vec2<f32>>(pa(base + j * is));
     if (FFT_REAL && fft_inv) {
         let xb = bitcast<vec2<f32>>(pa(base + (n - j) * is));
-        return bitcast<f32>(P[20]) * fft_real_in(x, xb, j, n);
+        return bitcast<f32>(P[20]) * real_inverse(x, xb, j == 0u, fft_entry(j * (2048u / n)));
     }
     return x;
 }
@@ -301,7 +284,7 @@ fn fft_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
                     if (real_out) {
                         let za = FFT_S[fft_at((k & (n - 1u)) * cc + c)];
                         let zb = FFT_S[fft_at(((n - k) & (n - 1u)) * cc + c)];
-                        y = bitcast<f32>(P[20]) * fft_real_out(za, zb, k, n);
+                        y = bitcast<f32>(P[20]) * real_forward(za, zb, fft_entry(k * (2048u / n)));
                     } else {
                         y = FFT_S[fft_at(k * cc + c)];
                     }

@@ -14,6 +14,7 @@ use std::fmt::Write;
 
 const FFT_WGSL: &str = include_str!("fft.wgsl");
 const REAL_WGSL: &str = include_str!("real.wgsl");
+const REAL_STEP_WGSL: &str = include_str!("real_step.wgsl");
 pub use wmx_spec::{FFT_MAX_ROW, FFT_TABLE, FftPass, FftReal};
 
 /// The FFT's two passes, `fft_rows` (rows of an FFT) and `fft_real` (a real
@@ -45,9 +46,9 @@ pub static FFT: Family = Family {
                 // The workgroup size as a constant, not the override WG: the 2-D
                 // rfft 10 % faster (run 216).
                 writeln!(p, "const FFT_WG: u32 = {}u;", spec.target.workgroup_size).unwrap();
-                vec![FFT_WGSL]
+                vec![REAL_STEP_WGSL, FFT_WGSL]
             }
-            ("fft_real", Variant::General) => vec![REAL_WGSL],
+            ("fft_real", Variant::General) => vec![REAL_STEP_WGSL, REAL_WGSL],
             _ => vec![],
         };
         if spec.inputs != [DType::F32, DType::F32] || sources.is_empty() {

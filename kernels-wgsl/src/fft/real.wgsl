@@ -7,7 +7,7 @@
 // Inverse (irfft): from X ([rows, m + 1]), Z[k] = (a + b) + i conj(W^k) (a - b) for
 // k < m ([rows, m]), with a = X[k], b = conj X[m - k] and the imaginary parts of
 // X[0] and X[m] dropped; the inverse transform of Z holds the even and odd points.
-// Both times a scale.
+// Both times a scale (the step itself in real_step.wgsl).
 //
 // Parameters: [rows, m, inverse, mul, lo, scale (f32 bits), x0, t0 (pairs)].
 // W_n^k from the FFT's table (input b): W_4096^(k mul) when lo is 0 (n <= 4096),
@@ -19,10 +19,6 @@ fn real_table(j: u32) -> vec2<f32> {
 
 fn real_pair(i: u32) -> vec2<f32> {
     return bitcast<vec2<f32>>(pa(P[6] + i));
-}
-
-fn real_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
-    return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
 
 @compute @workgroup_size(WG)
@@ -49,23 +45,11 @@ fn fft_real(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
         }
         var y: vec2<f32>;
         if (inverse) {
-            var a = real_pair(r * in_width + k);
-            var b = real_pair(r * in_width + m - k);
-            if (k == 0u) {
-                a.y = 0.0;
-                b.y = 0.0;
-            }
-            b.y = -b.y;
-            // i conj(W) (a - b), conj(W) = (w.x, -w.y).
-            let t = real_mul(vec2<f32>(w.y, w.x), a - b);
-            y = (a + b) + t;
+            y = real_inverse(real_pair(r * in_width + k), real_pair(r * in_width + m - k), k == 0u, w);
         } else {
             let a = real_pair(r * in_width + select(k, 0u, k == m));
-            var b = real_pair(r * in_width + select(m - k, 0u, k == 0u));
-            b.y = -b.y;
-            // i W (a - b), W = (w.x, w.y) with w.y = -sin.
-            let t = real_mul(vec2<f32>(-w.y, w.x), a - b);
-            y = 0.5 * ((a + b) - t);
+            let b = real_pair(r * in_width + select(m - k, 0u, k == 0u));
+            y = real_forward(a, b, w);
         }
         O[e] = bitcast<vec2<u32>>(y * scale);
     }
