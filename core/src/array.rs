@@ -21,6 +21,9 @@ pub(crate) struct Node {
     /// Made while a transform traced a function: eval keeps how it was made, so the
     /// transform can still walk through it if the function evaluated it.
     pub(crate) traced: bool,
+    /// Made by a compiled function's replay, whose plan already fused it: eval
+    /// does not plan a graph of such nodes again.
+    pub(crate) planned: bool,
     pub(crate) state: Mutex<State>,
 }
 
@@ -131,6 +134,7 @@ impl Array {
             dtype,
             device,
             traced: crate::transforms::tracing(),
+            planned: crate::compile::replaying(),
             state: Mutex::new(State::Pending { prim, inputs }),
         }))
     }
@@ -147,6 +151,7 @@ impl Array {
             dtype,
             device,
             traced: false,
+            planned: false,
             state: Mutex::new(State::Ready { buffer, kept: None }),
         }))
     }

@@ -2,6 +2,7 @@
 
 use crate::{Array, Buffer, Device, Primitive, Result, array::State, backend::DynView};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 /// Computes `outputs` and everything they need that is not computed yet.
 ///
@@ -21,10 +22,12 @@ pub fn eval(outputs: &[Array]) -> Result<()> {
     if crate::compile::compiling() && order.iter().any(|(n, _)| n.is_traced()) {
         return Err(crate::compile::evaluated_while_compiling());
     }
-    // Compiled mode: fuse the pending elementwise chains, then walk the new graph.
+    // Compiled mode: fuse the pending elementwise chains, then walk the new graph
+    // (unless a compiled function's replay made all of it: its plan fused it).
     if order.len() > 1
         && crate::compile::mode() == crate::Mode::Compiled
         && !crate::transforms::tracing()
+        && !order.iter().all(|(n, _)| n.0.planned)
         && crate::compile::fuse_pending(&order)
     {
         drop((order, index));
@@ -68,7 +71,7 @@ pub fn eval(outputs: &[Array]) -> Result<()> {
         }
         drop(inputs);
         if uses[i] > 0 {
-            slots[i] = Some((node, Vec::new()));
+            slots[i] = Some((node, Inputs::new()));
         }
     }
     for d in devices {
@@ -85,7 +88,10 @@ fn key(a: &Array) -> *const () {
 }
 
 /// A pending node and its inputs.
-type Step = (Array, Vec<Array>);
+pub(crate) type Step = (Array, Inputs);
+
+/// A node's inputs as eval holds them (inline up to four).
+pub(crate) type Inputs = SmallVec<[Array; 4]>;
 
 /// Pending nodes reachable from `outputs`, inputs before consumers, each with its
 /// inputs (cloned handles, so computing one node never locks another), and each
@@ -96,7 +102,7 @@ fn topo_order(outputs: &[Array]) -> (Vec<Step>, FxHashMap<*const (), usize>) {
     // usize::MAX while a node is on the stack, then its position in `order`.
     let mut index: FxHashMap<*const (), usize> = FxHashMap::default();
     // (node, its pending inputs, next input to visit)
-    let mut stack: Vec<(Array, Vec<Array>, usize)> = Vec::new();
+    let mut stack: Vec<(Array, Inputs, usize)> = Vec::new();
     for out in outputs {
         if index.contains_key(&key(out)) {
             continue;
@@ -128,9 +134,9 @@ fn topo_order(outputs: &[Array]) -> (Vec<Step>, FxHashMap<*const (), usize>) {
     (order, index)
 }
 
-fn pending_inputs(a: &Array) -> Option<Vec<Array>> {
+fn pending_inputs(a: &Array) -> Option<Inputs> {
     match &*a.lock() {
-        State::Pending { inputs, .. } => Some(inputs.clone()),
+        State::Pending { inputs, .. } => Some(inputs.iter().cloned().collect()),
         State::Ready { .. } => None,
     }
 }
@@ -143,7 +149,8 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
     };
     let device = node.device();
     let be = device.backend();
-    let bufs: Vec<Buffer> = inputs
+    // Inline for up to four inputs: a step's evals make hundreds of these.
+    let bufs: SmallVec<[Buffer; 4]> = inputs
         .iter()
         .map(|a| {
             if a.device() != device && !matches!(prim, Primitive::Copy) {
@@ -152,7 +159,7 @@ fn compute(node: &Array, inputs: &[Array]) -> Result<()> {
             input_buffer(a, device)
         })
         .collect::<Result<_>>()?;
-    let views: Vec<DynView<'_>> = (0..inputs.len())
+    let views: SmallVec<[DynView<'_>; 4]> = (0..inputs.len())
         .map(|i| DynView {
             buffer: &bufs[i],
             dtype: inputs[i].dtype(),

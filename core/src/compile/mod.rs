@@ -142,6 +142,29 @@ pub fn with_mode<R>(mode: Mode, f: impl FnOnce() -> R) -> R {
     f()
 }
 
+thread_local! {
+    /// Set while a [`Program`] replays on this thread.
+    static REPLAYING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True while a compiled function replays its plan on this thread: the nodes it
+/// makes are already fused.
+pub(crate) fn replaying() -> bool {
+    REPLAYING.with(Cell::get)
+}
+
+/// Runs `f` as a replay (see [`replaying`]).
+fn as_replay<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            REPLAYING.with(|r| r.set(self.0));
+        }
+    }
+    let _restore = Restore(REPLAYING.with(|r| r.replace(true)));
+    f()
+}
+
 /// Fused kernels compiled mode has made at eval, in this process.
 static FUSED_IN_EVAL: AtomicUsize = AtomicUsize::new(0);
 
@@ -299,7 +322,7 @@ impl Compiled {
             return with_mode(mode, || (self.f)(inputs));
         }
         let (p, shape) = self.program(inputs)?;
-        p.replay(inputs, shape.as_deref())
+        as_replay(|| p.replay(inputs, shape.as_deref()))
     }
 
     /// Like [`call`](Self::call) for a function of one argument and one result.

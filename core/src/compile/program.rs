@@ -686,7 +686,7 @@ impl Program {
 /// planned elementwise group computes the group's fused kernel. Nodes held
 /// outside the graph (by the caller, or by pending nodes eval does not compute)
 /// keep their values. Returns whether a node changed.
-pub(crate) fn fuse_pending(order: &[(Array, Vec<Array>)]) -> bool {
+pub(crate) fn fuse_pending(order: &[crate::eval::Step]) -> bool {
     let Some(device) = order.first().map(|(n, _)| n.device().clone()) else {
         return false;
     };

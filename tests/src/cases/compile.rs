@@ -601,6 +601,38 @@ pub fn compiled_mode_fuses_eval(dev: &Device) {
             "compiled mode {what} differs from lazy"
         );
     }
+
+    // A compiled function's replay was planned when it was traced; eval still
+    // fuses the ops a caller adds after it.
+    let f = wmx::compile(|a: &[Array]| Ok(vec![wmx::exp(&wmx::multiply(&a[0], &a[1])?)?]));
+    let call = || -> Result<Array> {
+        let r = f.call(&[x.clone(), y.clone()])?.remove(0);
+        wmx::sin(&wmx::add(&r, &y)?)
+    };
+    let plain = ok("lazy after compiled", wmx::with_mode(Mode::Lazy, call));
+    ok("lazy eval", plain.eval());
+    let before = wmx::fused_at_eval();
+    let fused = ok(
+        "compiled after compiled",
+        wmx::with_mode(Mode::Compiled, || {
+            let z = call()?;
+            z.eval()?;
+            Ok(z)
+        }),
+    );
+    if dev.backend().fusion_limit().is_some() {
+        assert!(
+            wmx::fused_at_eval() > before,
+            "ops after a compiled function were not fused"
+        );
+    }
+    let (av, bv) = (read_ok(&plain, "plain"), read_ok(&fused, "fused"));
+    assert!(
+        av.iter()
+            .zip(&bv)
+            .all(|(p, q)| (p.f() - q.f()).abs() <= 4.0 * ulp(DType::F32, p.f().abs().max(8.0))),
+        "ops after a compiled function differ from lazy"
+    );
 }
 
 /// An optimizer-like update whose outputs feed each other (new moments, and the
