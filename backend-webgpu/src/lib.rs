@@ -137,6 +137,8 @@ pub struct GpuBackend<D: Driver = Wgpu> {
     /// The batch being recorded and when it is submitted.
     sub: Arc<Submitter<D>>,
     name: String,
+    /// The specs of fused kernels, kept between dispatches.
+    specs: fused::Specs,
 }
 
 fn kerr(e: k::Error) -> Error {
@@ -274,6 +276,7 @@ impl<D: Driver> GpuBackend<D> {
             kernels,
             shared,
             name,
+            specs: fused::Specs::default(),
         }
     }
 
@@ -379,7 +382,7 @@ pub(crate) struct In<'a, B> {
     buf: B,
     dtype: k::DType,
     layout: &'a Layout,
-    strides: Vec<isize>,
+    strides: split::Dims<isize>,
     offset: usize,
     window: Option<k::Window>,
 }
@@ -441,7 +444,7 @@ impl<D: Driver> GpuBackend<D> {
                 let part = p.ins.into_iter().next().expect("one operand");
                 (part.strides, part.offset, part.window)
             }
-            None => (vec![0; l.shape.len()], 0, None), // empty: nothing is read
+            None => (smallvec::smallvec![0; l.shape.len()], 0, None), // empty: nothing is read
         };
         // A view of an array held in segments: the one segment holding it (or a
         // copy of its window where it spans two).
@@ -470,7 +473,7 @@ impl<D: Driver> GpuBackend<D> {
     fn fused_outputs(
         &self,
         kernel: &wmx_core::FusedKernel,
-        spec: &k::FusedSpec,
+        spec: &Arc<k::FusedSpec>,
         inputs: &[View<'_, GpuBuffer<D>>],
         out: DType,
     ) -> Result<GpuBuffer<D>> {
@@ -699,7 +702,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
         inputs: &[View<'_, GpuBuffer<D>>],
         out: DType,
     ) -> Result<GpuBuffer<D>> {
-        let spec = fused::spec(kernel)?;
+        let spec = self.specs.of(kernel);
         if kernel.outputs.len() > 1 {
             return self.fused_outputs(kernel, &spec, inputs, out);
         }
@@ -760,7 +763,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
         kernel: &wmx_core::FusedKernel,
         inputs: &[(DType, Layout)],
     ) -> Option<String> {
-        let spec = fused::spec(kernel).ok()?;
+        let spec = self.specs.of(kernel);
         let layouts: Vec<(&[usize], &[isize])> = inputs
             .iter()
             .map(|(_, l)| (&l.shape[..], &l.strides[..]))

@@ -15,6 +15,7 @@
 
 use crate::segments::Mem;
 use crate::{GpuBackend, GpuBuffer, MAX_BATCH, kerr};
+use smallvec::SmallVec;
 use wmx_core::{DType, Error, Layout, Result, View};
 use wmx_kernels::Driver;
 use wmx_kernels::{self as k, Window};
@@ -62,12 +63,19 @@ impl Operand<'_> {
 #[derive(Clone, Debug)]
 pub(crate) struct Part {
     /// Strides (0 on dims of extent 1).
-    pub strides: Vec<isize>,
+    pub strides: Dims<isize>,
     /// Element offset from the window's start (from the buffer's without one).
     pub offset: usize,
     /// The bytes bound, `None` for the whole buffer.
     pub window: Option<Window>,
 }
+
+/// Extents or strides of a piece, inline up to six dims: every dispatch plans
+/// its pieces, almost always one.
+pub(crate) type Dims<T> = SmallVec<[T; 6]>;
+
+/// The pieces of a plan (inline: usually one).
+pub(crate) type Pieces = SmallVec<[Piece; 1]>;
 
 impl Part {
     /// This part as a kernel input of `shape` (its piece's extents).
@@ -122,11 +130,11 @@ impl AxisPart {
 #[derive(Clone, Debug)]
 pub(crate) struct Piece {
     /// Extents (the rank of the whole).
-    pub shape: Vec<usize>,
+    pub shape: Dims<usize>,
     /// Row-major index of the piece's first element among the output dims.
     pub out_start: u64,
     /// One per input.
-    pub ins: Vec<Part>,
+    pub ins: SmallVec<[Part; 4]>,
 }
 
 /// Where pieces write.
@@ -151,7 +159,7 @@ pub(crate) fn plan(
     cut: usize,
     out: Out,
     lim: Limits,
-) -> Result<Vec<Piece>, String> {
+) -> Result<Pieces, String> {
     plan_segmented(shape, ins, cut, out, u64::MAX, lim)
 }
 
@@ -166,9 +174,9 @@ pub(crate) fn plan_segmented(
     out: Out,
     out_seg: u64,
     lim: Limits,
-) -> Result<Vec<Piece>, String> {
+) -> Result<Pieces, String> {
     if shape.contains(&0) {
-        return Ok(Vec::new());
+        return Ok(Pieces::new());
     }
     let p = Planner {
         shape,
@@ -178,8 +186,8 @@ pub(crate) fn plan_segmented(
         out_seg,
         lim,
     };
-    let mut pieces = Vec::new();
-    let origin: Vec<i128> = ins.iter().map(|x| x.offset as i128).collect();
+    let mut pieces = Pieces::new();
+    let origin: Dims<i128> = ins.iter().map(|x| x.offset as i128).collect();
     p.cut_at(0, &origin, 0, &mut pieces)?;
     Ok(pieces)
 }
@@ -201,9 +209,9 @@ impl Planner<'_> {
         d: usize,
         origin: &[i128],
         out_start: u64,
-        pieces: &mut Vec<Piece>,
+        pieces: &mut Pieces,
     ) -> Result<(), String> {
-        let mut ext: Vec<usize> = (0..self.shape.len())
+        let mut ext: Dims<usize> = (0..self.shape.len())
             .map(|k| if k < d { 1 } else { self.shape[k] })
             .collect();
         if self.fits(&ext) {
@@ -245,7 +253,7 @@ impl Planner<'_> {
             let c = lo * q;
             let mut i = 0;
             while i < extent {
-                let o: Vec<i128> = origin
+                let o: Dims<i128> = origin
                     .iter()
                     .zip(stride(d))
                     .map(|(o, s)| o + i as i128 * s)
@@ -280,7 +288,7 @@ impl Planner<'_> {
             return Err(self.unsplittable());
         }
         for i in 0..extent {
-            let o: Vec<i128> = origin
+            let o: Dims<i128> = origin
                 .iter()
                 .zip(stride(d))
                 .map(|(o, s)| o + i as i128 * s)
@@ -319,10 +327,10 @@ impl Planner<'_> {
 
     fn emit(
         &self,
-        ext: Vec<usize>,
+        ext: Dims<usize>,
         origin: &[i128],
         out_start: u64,
-        pieces: &mut Vec<Piece>,
+        pieces: &mut Pieces,
     ) -> Result<(), String> {
         if pieces.len() >= MAX_PIECES {
             return Err(format!(
@@ -335,7 +343,7 @@ impl Planner<'_> {
             .iter()
             .zip(origin)
             .map(|(x, &o)| {
-                let strides: Vec<isize> = ext
+                let strides: Dims<isize> = ext
                     .iter()
                     .zip(x.strides)
                     .map(|(&e, &s)| if e == 1 { 0 } else { s })

@@ -18,6 +18,7 @@ use crate::layout::{check_out, check_view};
 use crate::ops;
 use crate::{Error, Kernels, Result};
 use std::fmt::Write;
+use std::sync::Arc;
 use wmx_spec::{BinaryOp, FusedOp, FusedStep, ReduceOp};
 
 /// A fused elementwise kernel: inputs of the output's shape and the steps; the
@@ -60,7 +61,8 @@ pub(crate) struct Prologue<'a, B> {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct FusedKey {
     /// The program; with `params`, its scalars zeroed (they are parameter words).
-    spec: FusedSpec,
+    /// Shared with the caller's: a dispatch clones no steps to find its pipeline.
+    spec: Arc<FusedSpec>,
     /// The steps' scalars are parameter words rather than literals.
     params: bool,
     reads: Vec<InputRead>,
@@ -638,7 +640,7 @@ impl<D: Driver> Kernels<D> {
     pub fn fused(
         &self,
         b: &mut Batch<D>,
-        spec: &FusedSpec,
+        spec: &Arc<FusedSpec>,
         inputs: &[&Strided<D::Buffer>],
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
@@ -714,7 +716,7 @@ impl<D: Driver> Kernels<D> {
         &self,
         b: &mut Batch<D>,
         op: ReduceOp,
-        spec: &FusedSpec,
+        spec: &Arc<FusedSpec>,
         inputs: &[&Strided<D::Buffer>],
         axes: &[usize],
         out: &Contig<D::Buffer>,
@@ -803,7 +805,7 @@ impl<D: Driver> Kernels<D> {
     #[allow(clippy::type_complexity)]
     fn fused_key(
         &self,
-        spec: &FusedSpec,
+        spec: &Arc<FusedSpec>,
         inputs: &[&Strided<D::Buffer>],
     ) -> Result<(FusedKey, Vec<Binding<D::Buffer>>, Vec<u32>)> {
         let mut buffers: Vec<Binding<D::Buffer>> = Vec::new();
@@ -826,14 +828,14 @@ impl<D: Driver> Kernels<D> {
             bind,
             reduce: None,
         };
-        let constants = spec.constants();
-        if constants.is_empty()
+        if !spec.steps.iter().any(|s| constant_words(&s.op) > 0)
             || self.family_cache(|c: &mut FusedCache<D>| c.contains_key(&literal))
         {
             return Ok((literal, buffers, Vec::new()));
         }
+        let constants = spec.constants();
         let shape = FusedKey {
-            spec: spec.without_constants(),
+            spec: Arc::new(spec.without_constants()),
             params: true,
             ..literal.clone()
         };

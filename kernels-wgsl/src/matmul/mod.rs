@@ -303,11 +303,11 @@ impl<D: Driver> Kernels<D> {
                 dtype: DType::F32,
             });
         }
-        let spec = FusedSpec {
+        let spec = std::sync::Arc::new(FusedSpec {
             inputs: vec![DType::F32; views.len()],
             steps,
             outputs: Vec::new(),
-        };
+        });
         let refs: Vec<&Strided<D::Buffer>> = views.iter().collect();
         self.fused(b, &spec, &refs, out)
     }
