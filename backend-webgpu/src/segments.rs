@@ -13,6 +13,7 @@
 
 use crate::pool::Shared;
 use crate::{GpuBackend, GpuBuffer, kerr};
+use smallvec::SmallVec;
 use std::sync::Arc;
 use wmx_core::{Error, Result};
 use wmx_kernels::{self as k, Driver, DriverBuffer, Window};
@@ -20,8 +21,9 @@ use wmx_kernels::{self as k, Driver, DriverBuffer, Window};
 /// An array's GPU memory: one buffer, or segments of `seg` bytes each.
 #[derive(Clone, Debug)]
 pub(crate) struct Mem<B> {
-    /// The buffers, in order.
-    pub parts: Vec<B>,
+    /// The buffers, in order (inline when one: every dispatch clones its
+    /// operands' `Mem`).
+    pub parts: SmallVec<[B; 1]>,
     /// Bytes per segment (`u64::MAX` for one buffer).
     pub seg: u64,
 }
@@ -30,7 +32,7 @@ impl<B: DriverBuffer> Mem<B> {
     /// One buffer.
     pub fn one(b: B) -> Mem<B> {
         Mem {
-            parts: vec![b],
+            parts: smallvec::smallvec![b],
             seg: u64::MAX,
         }
     }
@@ -364,7 +366,7 @@ pub(crate) fn alloc<D: Driver>(
         });
     }
     let seg = segment_bytes(max);
-    let mut parts = Vec::with_capacity(bytes.div_ceil(seg) as usize);
+    let mut parts = SmallVec::with_capacity(bytes.div_ceil(seg) as usize);
     let mut at = 0;
     while at < bytes {
         // Taken in a statement of its own: the pool's guard must be gone before a

@@ -384,7 +384,7 @@ impl<B: Backend> DynBackend for B {
         shape: &[usize],
         dtype: DType,
     ) -> Result<Buffer> {
-        let ins: Vec<View<'_, B::Buffer>> = inputs
+        let ins: smallvec::SmallVec<[View<'_, B::Buffer>; 4]> = inputs
             .iter()
             .map(|v| typed::<B>(self, v))
             .collect::<Result<_>>()?;
@@ -528,10 +528,7 @@ fn quietly<T>(f: impl FnOnce() -> T) -> T {
             }
         }));
     });
-    let was = QUIET.with(|q| q.replace(true));
-    let out = f();
-    QUIET.with(|q| q.set(was));
-    out
+    crate::scoped::with_cell(&QUIET, true, f)
 }
 
 /// The message of a panic payload.

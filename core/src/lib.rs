@@ -36,6 +36,7 @@ pub mod ops;
 pub mod optim;
 mod primitive;
 pub mod random;
+mod scoped;
 pub mod transforms;
 
 pub use array::{Array, ReadAs};

@@ -570,25 +570,29 @@ impl Program {
                     }
                 }
                 Role::Plain => {
-                    let ins: Vec<(Array, isize)> =
-                        st.inputs.iter().map(|s| get(&vals, s)).collect();
+                    // A view shifts by its input's shift (the first input's).
+                    let mut shift = 0;
+                    let ins: Vec<Array> = (st.inputs.iter().enumerate())
+                        .map(|(j, s)| {
+                            let (a, d) = get(&vals, s);
+                            if j == 0 {
+                                shift = d;
+                            }
+                            a
+                        })
+                        .collect();
                     // Offsets count elements of each node's dtype (a complex64 element
                     // is two f32s).
                     let delta = match st.prim {
-                        Primitive::View(ViewOp::AsReal) => ins[0].1 * 2,
-                        Primitive::View(ViewOp::AsComplex) => ins[0].1 / 2,
-                        Primitive::View(_) => ins[0].1,
+                        Primitive::View(ViewOp::AsReal) => shift * 2,
+                        Primitive::View(ViewOp::AsComplex) => shift / 2,
+                        Primitive::View(_) => shift,
                         _ => 0,
                     };
                     let mut layout = layout_of(st);
                     layout.offset = (layout.offset as isize + delta) as usize;
-                    let node = Array::from_op(
-                        st.prim.clone(),
-                        ins.into_iter().map(|(a, _)| a).collect(),
-                        layout,
-                        st.dtype,
-                        self.device.clone(),
-                    );
+                    let node =
+                        Array::from_op(st.prim.clone(), ins, layout, st.dtype, self.device.clone());
                     Some((node, delta))
                 }
             };

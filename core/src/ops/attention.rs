@@ -109,14 +109,7 @@ thread_local! {
 /// whatever their size: less memory between the forward and the backward (no
 /// `Lq x Lk` array per call), more work.
 pub fn with_attention_recompute<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            RECOMPUTE.with(|c| c.set(self.0));
-        }
-    }
-    let _restore = Restore(RECOMPUTE.with(|c| c.replace(true)));
-    f()
+    crate::scoped::with_cell(&RECOMPUTE, true, f)
 }
 
 fn mask_of(kind: u8, window: usize) -> AttentionMask<'static> {
