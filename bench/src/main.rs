@@ -31,7 +31,9 @@
 //! - `kernels` path: the launches are recorded into one `Batch` (one compute pass)
 //!   and bracketed by timestamps in the same command encoder.
 //!
-//! `--coop-peak` measures naga's cooperative-matrix multiply-adds alone (`coop.rs`).
+//! `--coop-peak` measures naga's cooperative-matrix multiply-adds alone (`coop.rs`);
+//! `--regs` prints what the Vulkan driver reports of each kernel module (registers,
+//! spills: `regs.rs`; `--ops` filters by label).
 //! `--train` times a training step of an MLP, lazy and compiled (`train.rs`; `torch_train.py`
 //! is the PyTorch side). `WMX_BENCH_GPT=host` gives issue 43's GPT its full structure
 //! at tiny sizes (a step's time is then the host's), `WMX_BENCH_STEPS=N` more steps.
@@ -67,6 +69,7 @@ mod linalg;
 mod llm;
 mod quant;
 mod readback;
+mod regs;
 mod train;
 
 use std::fmt::Write as _;
@@ -99,6 +102,8 @@ struct Options {
     large: bool,
     /// Only the cooperative-matrix probe (`coop.rs`).
     coop_peak: bool,
+    /// Only the driver's statistics of the kernel modules (`regs.rs`).
+    regs: bool,
     /// Only the training steps (`train.rs`).
     train: bool,
     conv: bool,
@@ -135,6 +140,7 @@ impl Options {
             blocks: false,
             large: false,
             coop_peak: false,
+            regs: false,
             train: false,
             conv: false,
             attention: false,
@@ -182,6 +188,7 @@ impl Options {
                 "--blocks" => o.blocks = true,
                 "--large" => o.large = true,
                 "--coop-peak" => o.coop_peak = true,
+                "--regs" => o.regs = true,
                 "--train" => o.train = true,
                 "--conv" => o.conv = true,
                 "--attention" => o.attention = true,
@@ -195,7 +202,7 @@ impl Options {
                 "-h" | "--help" => {
                     return Err("usage: bench [--sizes 2^10,2^20,...] [--dtypes f32,f16] \
                                 [--paths wmx,kernels] [--ops add,sum_all,...] [--reps N] \
-                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--train [--ops mlp,cnn,gpt]] [--conv] [--attention] [--quant] [--decomp] [--dist [--train]] [--llm] [--int64] [--fft]"
+                                [--json FILE] [--smoke] [--linalg] [--blocks] [--large] [--coop-peak] [--regs [--ops matmul,...]] [--train [--ops mlp,cnn,gpt]] [--conv] [--attention] [--quant] [--decomp] [--dist [--train]] [--llm] [--int64] [--fft]"
                         .into());
                 }
                 _ => return Err(format!("unknown argument {a}")),
@@ -1588,6 +1595,11 @@ fn run(o: &Options) -> Res<Vec<Row>> {
     }
     if o.fft {
         fft::bench_fft(&dev, stamps.as_ref(), o.reps)?;
+        return Ok(rows);
+    }
+    if o.regs {
+        let kr = kern.as_ref().ok_or("--regs needs a WebGPU device")?;
+        regs::bench_regs(kr.target(), o.ops.as_deref().unwrap_or(&[]))?;
         return Ok(rows);
     }
     if o.coop_peak {
