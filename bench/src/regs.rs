@@ -5,7 +5,7 @@
 //! were guesswork before (bench/NOTES.md, runs 139, 216).
 //!
 //! Each module the library can build for this adapter's target (filtered by
-//! `--ops`: substrings of `family:op:variant`) is composed, translated to SPIR-V by
+//! `--ops`: substrings of its label, `family:op:[inputs]->output:variant`) is composed, translated to SPIR-V by
 //! naga with the options wgpu uses for the library's trusted modules (no bounds
 //! checks, no loop bounding, no division guards, no workgroup zeroing), and built
 //! into a compute pipeline of its own on a second Vulkan device that asks for the
@@ -19,6 +19,9 @@ use wmx_kernels as k;
 /// A module's group-0 bindings: (binding, whether it is a uniform buffer).
 type Bindings = Vec<(u32, bool)>;
 
+/// The SPIR-V version wgpu writes for a Vulkan 1.3 device (the probe asks for 1.3).
+const SPIRV: (u8, u8) = (1, 6);
+
 /// A Vulkan device that keeps its pipelines' statistics.
 struct Probe {
     _entry: ash::Entry,
@@ -26,7 +29,6 @@ struct Probe {
     device: ash::Device,
     /// `None` where the driver keeps no statistics.
     exe: Option<ash::khr::pipeline_executable_properties::Device>,
-    spirv: (u8, u8),
     name: String,
 }
 
@@ -124,19 +126,13 @@ impl Probe {
             instance,
             device,
             exe,
-            spirv: (1, 6),
             name,
         })
     }
 
     /// The statistics of `words` (a SPIR-V module) built as a compute pipeline for
     /// `entry`, whose group-0 bindings are `bindings`.
-    fn stats(
-        &self,
-        words: &[u32],
-        entry: &str,
-        bindings: &[(u32, bool)],
-    ) -> Res<Vec<(String, String)>> {
+    fn stats(&self, words: &[u32], entry: &str, bindings: &Bindings) -> Res<Vec<(String, String)>> {
         let d = &self.device;
         let module = unsafe {
             d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(words), None)
@@ -257,7 +253,7 @@ impl Drop for Probe {
 
 /// One module as SPIR-V with wgpu's options for trusted modules, and its group-0
 /// bindings.
-fn spirv(spec: &k::ModuleSpec, lang: (u8, u8)) -> Res<(Vec<u32>, Bindings)> {
+fn spirv(spec: &k::ModuleSpec) -> Res<(Vec<u32>, Bindings)> {
     use naga::back::spv;
     let src = k::compose(spec).map_err(|e| format!("compose: {e}"))?;
     let module = naga::front::wgsl::parse_str(&src).map_err(|e| format!("parse: {e}"))?;
@@ -282,7 +278,7 @@ fn spirv(spec: &k::ModuleSpec, lang: (u8, u8)) -> Res<(Vec<u32>, Bindings)> {
     )
     .map_err(|e| format!("overrides: {e:?}"))?;
     let opts = spv::Options {
-        lang_version: lang,
+        lang_version: SPIRV,
         capabilities: None,
         bounds_check_policies: naga::proc::BoundsCheckPolicies {
             index: naga::proc::BoundsCheckPolicy::Unchecked,
@@ -321,7 +317,7 @@ pub fn bench_regs(target: k::Target, filters: &[String]) -> Res<()> {
     let probe = Probe::new()?;
     println!(
         "pipeline statistics from {} (SPIR-V {}.{})",
-        probe.name, probe.spirv.0, probe.spirv.1
+        probe.name, SPIRV.0, SPIRV.1
     );
     let mut seen = 0;
     for spec in k::module_specs(target) {
@@ -333,8 +329,7 @@ pub fn bench_regs(target: k::Target, filters: &[String]) -> Res<()> {
             continue;
         }
         seen += 1;
-        let line =
-            spirv(&spec, probe.spirv).and_then(|(w, b)| probe.stats(&w, spec.entry_point(), &b));
+        let line = spirv(&spec).and_then(|(w, b)| probe.stats(&w, spec.entry_point(), &b));
         match line {
             Ok(stats) => {
                 let s: Vec<String> = stats.iter().map(|(n, v)| format!("{n}={v}")).collect();
