@@ -406,3 +406,50 @@ fn reduction_errors() {
     ));
     assert!(b.is_empty());
 }
+
+/// f16/bf16 column sums store their rounded results from the final pass (two to
+/// a word), not through an f32 scratch and a cast dispatch; their values are
+/// checked with every op and dtype above.
+#[test]
+fn narrow_column_sums_need_no_cast_pass() {
+    let Some(k) = k() else { return };
+    let mut rng = Rng(320);
+    let cases: &[(&[usize], &[usize], usize)] = &[
+        (&[33, 64], &[0], 1),      // vec4 columns, one pass
+        (&[40, 25], &[0], 1),      // element columns, odd count
+        (&[20001, 64], &[0], 2),   // vec4 columns in row chunks, then their partials
+        (&[3, 9001, 16], &[1], 2), // element columns in row chunks
+        (&[40, 25], &[1], 2),      // rows: a pass and a cast (workgroups share words)
+    ];
+    for d in [DType::F16, DType::BF16] {
+        if !k.supports(d) {
+            continue;
+        }
+        for &(shape, axes, want) in cases {
+            let x = Input::new(
+                k,
+                &mut rng,
+                d,
+                shape,
+                Lay::Contig,
+                Data::Range(-1.0, 1.0),
+                true,
+            );
+            let kept: usize = (0..shape.len())
+                .filter(|a| !axes.contains(a))
+                .map(|a| shape[a])
+                .product();
+            let out = k.create_buffer((kept * d.size()) as u64, None).unwrap();
+            let mut batch = Batch::new();
+            let o = Contig {
+                buffer: &out,
+                window: None,
+                dtype: d,
+                shape: &[kept],
+            };
+            k.reduce(&mut batch, ReduceOp::Sum, &x.view(), axes, &o)
+                .unwrap();
+            assert_eq!(batch.len(), want, "sum {d} {shape:?} over {axes:?}");
+        }
+    }
+}

@@ -87,8 +87,8 @@ fn reduce_body(spec: &ModuleSpec, p: &mut String) -> Result<Vec<&'static str>> {
     };
     let d = spec.inputs[0];
     let acc = op.acc_dtype(d);
-    // f32 accumulators may be stored rounded to f16/bf16, one value per word
-    // (the caller gives each result its own word: single-output reductions).
+    // f32 accumulators may be stored rounded to f16/bf16: by the row kernels one
+    // value per word (single-output reductions), by the column kernels two.
     let narrow = acc == DType::F32 && matches!(spec.output, DType::F16 | DType::BF16);
     if !narrow {
         check_out(spec, acc)?;
@@ -114,6 +114,8 @@ fn reduce_body(spec: &ModuleSpec, p: &mut String) -> Result<Vec<&'static str>> {
         "fn combine(a: ACC, b: ACC) -> ACC {{ return r{op}_{a}(a, b); }}"
     )
     .unwrap();
+    // The column kernels store two narrow results to a word (`NARROW`).
+    writeln!(p, "const NARROW: bool = {narrow};").unwrap();
     if narrow {
         writeln!(
             p,
@@ -173,12 +175,16 @@ fn reduce_specs(t: Target) -> Vec<ModuleSpec> {
             ] {
                 v.push(ModuleSpec::new(&REDUCE, op, vec![d], acc, var, t));
             }
-            // Single f16/bf16 results stored by the final row pass itself.
+            // f16/bf16 results stored by the final pass itself: single results
+            // of the row kernels, any of the column kernels.
             if d.is_float() && d != DType::F32 && acc == DType::F32 {
                 for (input, var) in [
                     (d, Variant::Rows),
                     (d, Variant::RowsVec),
                     (acc, Variant::RowsVec),
+                    (d, Variant::Cols),
+                    (d, Variant::ColsVec),
+                    (acc, Variant::Cols),
                 ] {
                     v.push(ModuleSpec::new(&REDUCE, op, vec![input], d, var, t));
                 }

@@ -220,17 +220,18 @@ impl<D: Driver> Kernels<D> {
             check_view(x, "reduce input")?;
             return self.wide_reduce(b, op, x, axes, out);
         }
-        // Where the accumulators go: the output itself, or scratch 1 then a cast. A
-        // single f16/bf16 result over rows is rounded and stored by the final pass
-        // itself (its word is no other invocation's), saving the cast dispatch.
-        let narrow_one = plan.k == 1 && plan.rows() && acc == DType::F32 && out.dtype != acc;
-        let direct = out.dtype == acc || narrow_one;
+        // Where the accumulators go: the output itself, or scratch 1 then a cast.
+        // f16/bf16 results are rounded and stored by the final pass itself, saving
+        // the cast dispatch, where no other invocation writes their word: a single
+        // result over rows, or any over columns (the column kernels store pairs).
+        let narrow = acc == DType::F32 && out.dtype != acc && (plan.k == 1 || !plan.rows());
+        let direct = out.dtype == acc || narrow;
         let target = if direct {
             out.binding()
         } else {
             self.scratch(1, plan.k * 4)?.into()
         };
-        let final_out = if narrow_one { out.dtype } else { acc };
+        let final_out = if narrow { out.dtype } else { acc };
         let spec =
             |input: DType, variant, output| self.spec(&REDUCE, op, vec![input], output, variant, 0);
         if plan.rows() {
@@ -287,7 +288,7 @@ impl<D: Driver> Kernels<D> {
                 let params = plan.params(1, plan.r, x.offset, 0);
                 self.record(
                     b,
-                    &spec(x.dtype, Variant::ColsVec, acc),
+                    &spec(x.dtype, Variant::ColsVec, final_out),
                     [target.clone(), x.binding()],
                     params,
                     groups,
@@ -301,13 +302,7 @@ impl<D: Driver> Kernels<D> {
                     plan.params(s, chunk, x.offset, 0),
                     groups * s,
                 )?;
-                self.record(
-                    b,
-                    &spec(acc, Variant::RowsVec, acc),
-                    [target.clone(), partial.into()],
-                    Plan::partials(plan.k, s).params(1, s, 0, 0),
-                    plan.k,
-                )?;
+                self.cols_of_partials(b, op, &target, partial, plan.k, s, final_out)?;
             }
         } else {
             let groups = plan.k.div_ceil(TX);
@@ -318,7 +313,7 @@ impl<D: Driver> Kernels<D> {
                 let params = plan.params(1, plan.r, x.offset, 0);
                 self.first_pass(
                     b,
-                    &spec(x.dtype, Variant::Cols, acc),
+                    &spec(x.dtype, Variant::Cols, final_out),
                     [target.clone(), x.binding()],
                     params,
                     groups,
@@ -334,13 +329,7 @@ impl<D: Driver> Kernels<D> {
                     groups * s,
                     pro,
                 )?;
-                self.record(
-                    b,
-                    &spec(acc, Variant::RowsVec, acc),
-                    [target.clone(), partial.into()],
-                    Plan::partials(plan.k, s).params(1, s, 0, 0),
-                    plan.k,
-                )?;
+                self.cols_of_partials(b, op, &target, partial, plan.k, s, final_out)?;
             }
         }
         if !direct {
@@ -450,6 +439,31 @@ impl<D: Driver> Kernels<D> {
 }
 
 impl<D: Driver> Kernels<D> {
+    /// The second pass of a column reduction in row chunks: the `[k, s]` partials'
+    /// rows combined by the column kernel (adjacent invocations take adjacent
+    /// outputs, so f16/bf16 results are stored in pairs) into `target` as `dtype`.
+    #[allow(clippy::too_many_arguments)]
+    fn cols_of_partials(
+        &self,
+        b: &mut Batch<D>,
+        op: ReduceOp,
+        target: &Binding<D::Buffer>,
+        partial: D::Buffer,
+        k: u64,
+        s: u64,
+        dtype: DType,
+    ) -> Result<()> {
+        let acc = op.acc_dtype(dtype);
+        let spec = self.spec(&REDUCE, op, vec![acc], dtype, Variant::Cols, 0);
+        self.record(
+            b,
+            &spec,
+            [target.clone(), partial.into()],
+            Plan::partials(k, s).params(1, s, 0, 0),
+            k.div_ceil(TX),
+        )
+    }
+
     /// Records a reduction's first pass: the plain module reading `buffers[1]`, or
     /// with a prologue the fused module reading the prologue's inputs.
     fn first_pass(

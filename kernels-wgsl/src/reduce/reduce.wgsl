@@ -2,8 +2,9 @@
 // acc_load, combine, st_acc and wg_reduce (subgroup or workgroup-memory tree); for
 // arg reductions AP's init, arg_better, acc_isnan and wg_arg.
 //
-// Outputs are always 32-bit words (one per output element), so invocations never
-// share a word; the host casts to packed output dtypes in a following copy pass.
+// Outputs are 32-bit words, one per output element, so invocations never share a
+// word; with NARROW (f16/bf16 results of the column kernels) one invocation stores
+// each pair of results as one word. Other packed outputs take a copy pass after.
 //
 // Parameters: [K, R, S, chunk, x_off, rank_k, rank_r, out_off,
 //              shape_k[rank_k], stride_k[rank_k], shape_r[rank_r], stride_r[rank_r]]
@@ -255,9 +256,23 @@ fn reduce_cols(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
     }
     SH[lid.x] = acc;
     workgroupBarrier();
-    if (valid && ty == 0u) {
-        var a = SH[tx];
+    var a = acc_init();
+    if (ty == 0u) {
+        a = SH[tx];
         for (var t = 1u; t < ny; t++) { a = combine(a, SH[t * TX + tx]); }
+    }
+    if (NARROW) {
+        // Results to SH[tx] (only invocation tx reads it above), then pairs (S == 1,
+        // P[7] and TX even: an even tx starts a word).
+        if (ty == 0u) { SH[tx] = a; }
+        workgroupBarrier();
+        if (valid && ty == 0u && tx % 2u == 0u) {
+            let hi = select(0u, st_acc(SH[tx + 1u]) << 16u, k + 1u < K);
+            O[(P[7] + k) / 2u] = st_acc(a) | hi;
+        }
+        return;
+    }
+    if (valid && ty == 0u) {
         if (S == 1u) {
             O[P[7] + k] = st_acc(a);
         } else {
@@ -499,14 +514,24 @@ fn reduce_cols_v(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgrou
             }
         }
     }
-    // One output lane at a time through workgroup memory.
+    // One output lane at a time through workgroup memory; NARROW (S == 1, P[7]
+    // even): each pair of lanes stored as one word.
+    var lo = 0u;
     for (var q = 0u; q < blk; q++) {
         SH[lid.x] = acc[q];
         workgroupBarrier();
         if (ty == 0u && valid && k0 + q < K) {
             var a = SH[tx];
             for (var t = 1u; t < ny; t++) { a = combine(a, SH[t * TXV + tx]); }
-            if (S == 1u) {
+            if (NARROW) {
+                let w = (P[7] + k0 + q) / 2u;
+                if (q % 2u == 0u) {
+                    lo = st_acc(a);
+                    if (k0 + q + 1u == K) { O[w] = lo; }
+                } else {
+                    O[w] = lo | (st_acc(a) << 16u);
+                }
+            } else if (S == 1u) {
                 O[P[7] + k0 + q] = st_acc(a);
             } else {
                 O[(k0 + q) * S + sc] = st_acc(a);
