@@ -67,6 +67,9 @@ pub use profile::{KernelTime, Profile, ShapeTime};
 /// Dispatches recorded before a batch is submitted early.
 pub const MAX_BATCH: usize = 4096;
 
+/// Fills of at most this many bytes are made on the host and uploaded.
+const HOST_FILL_BYTES: u64 = 16 << 10;
+
 /// Where a buffer's data currently lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BufferState {
@@ -839,6 +842,15 @@ impl<D: Driver> Backend for GpuBackend<D> {
             };
             return self.copy(view, dtype);
         }
+        // A small fill (a scalar operand, a short constant) is made on the host and
+        // uploaded with the batch: no dispatch and no bind group (lazy steps made
+        // ~20 a step). The CPU backend is the reference for its values.
+        if let Generator::Fill(_) = g
+            && (len * dtype.size()) as u64 <= HOST_FILL_BYTES
+        {
+            let host = wmx_core::cpu::CpuBackend::new().generate(g, dtype, len)?;
+            return self.from_host(host.bytes().to_vec(), dtype);
+        }
         // Pieces of an arange start where they fall (`start + first * step`).
         self.record_pieces(&[len], dtype, &[], |b, _, o, first| match g {
             Generator::Fill(v) => self.kernels.fill(b, o, v),
@@ -1296,4 +1308,46 @@ pub fn open() -> Result<Device> {
 #[cfg(not(target_arch = "wasm32"))]
 pub fn register() {
     wmx_core::register_gpu_backend(open);
+}
+
+/// Small fills are made on the host and uploaded (no dispatch), large ones by the
+/// kernel; both give the CPU backend's bytes.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod host_fill {
+    use wmx_core::{Backend, DType, Generator};
+
+    #[test]
+    fn small_fills_take_no_dispatch_and_both_paths_match_the_cpu() {
+        let Some(be) = wmx_reference::gpu::opened(crate::WebGpuBackend::new()) else {
+            return;
+        };
+        let cpu = wmx_core::cpu::CpuBackend::new();
+        let dtypes = [
+            DType::F32,
+            DType::F16,
+            DType::BF16,
+            DType::I32,
+            DType::U32,
+            DType::U8,
+            DType::Bool,
+        ];
+        for d in dtypes {
+            if be.check_dtype(d).is_err() {
+                continue;
+            }
+            let large = crate::HOST_FILL_BYTES as usize / d.size() + 5;
+            for v in [1.5, -0.0, f64::NAN, f64::INFINITY, 300.7, -3.0, 0.1] {
+                for (len, host) in [(3, true), (large, false)] {
+                    let before = be.stats().dispatches;
+                    let g = be.generate(Generator::Fill(v), d, len).unwrap();
+                    be.synchronize().unwrap();
+                    let dispatched = be.stats().dispatches - before;
+                    assert_eq!(dispatched == 0, host, "fill {v} of {len} {d}");
+                    let want = cpu.generate(Generator::Fill(v), d, len).unwrap();
+                    let got = be.read(&g).unwrap();
+                    assert_eq!(&got[..], want.bytes(), "fill {v} of {len} {d}");
+                }
+            }
+        }
+    }
 }

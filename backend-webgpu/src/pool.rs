@@ -379,9 +379,11 @@ mod refused {
             let g = be.mem(&a).unwrap().parts[0].clone();
             (a, g)
         };
-        // A released buffer is free for uploads once a batch is submitted after it.
+        // A released buffer is free for uploads once a batch is submitted after it
+        // (a fill too large to be made on the host: a dispatch).
+        let kernel_fill = crate::HOST_FILL_BYTES as usize / 4 + 1;
         let submit = || {
-            let _k = be.generate(wmx_core::Generator::Fill(0.0), DType::F32, 4);
+            let _k = be.generate(wmx_core::Generator::Fill(0.0), DType::F32, kernel_fill);
             be.synchronize().unwrap();
         };
         // The control: a released buffer is reused by the next upload of its size.
@@ -419,7 +421,8 @@ mod high_water {
                 .map(|i| be.generate(wmx_core::Generator::Fill(i as f64), DType::F32, mib / 4))
                 .collect();
             drop(held);
-            let _k = be.generate(wmx_core::Generator::Fill(0.0), DType::F32, 4);
+            let n = crate::HOST_FILL_BYTES as usize / 4 + 1;
+            let _k = be.generate(wmx_core::Generator::Fill(0.0), DType::F32, n);
             be.synchronize().unwrap();
         };
         step();
