@@ -846,6 +846,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
         // uploaded with the batch: no dispatch and no bind group (lazy steps made
         // ~20 a step). The CPU backend is the reference for its values.
         if let Generator::Fill(_) = g
+            && !dtype.is_complex()
             && (len * dtype.size()) as u64 <= HOST_FILL_BYTES
         {
             let host = wmx_core::cpu::CpuBackend::new().generate(g, dtype, len)?;
@@ -1322,16 +1323,7 @@ mod host_fill {
             return;
         };
         let cpu = wmx_core::cpu::CpuBackend::new();
-        let dtypes = [
-            DType::F32,
-            DType::F16,
-            DType::BF16,
-            DType::I32,
-            DType::U32,
-            DType::U8,
-            DType::Bool,
-        ];
-        for d in dtypes {
+        for d in DType::REAL {
             if be.check_dtype(d).is_err() {
                 continue;
             }
