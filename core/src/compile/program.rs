@@ -45,6 +45,10 @@ pub(crate) struct Step {
 /// in kernels of 1024, and did not finish as one kernel).
 const MAX_FUSED_STEPS: usize = 256;
 
+/// The most steps a stored value may take to be recomputed where it is read
+/// ([`Program::rematerialize`]).
+const REMAT_STEPS: usize = 16;
+
 /// What the plan makes of a step at replay.
 #[derive(Clone)]
 pub(crate) enum Role {
@@ -338,6 +342,17 @@ impl Program {
                 }
             }
         }
+        if several {
+            self.rematerialize(
+                limit,
+                &consumers,
+                &is_output,
+                &group,
+                &eshape,
+                &mut members,
+                &mut stored,
+            );
+        }
         let mut roles = vec![Role::Plain; n];
         for (root, mut ms) in members {
             if ms.len() < 2 {
@@ -356,6 +371,123 @@ impl Program {
             roles[root] = Role::Root(Arc::new(kernel.0), kernel.1, extra);
         }
         roles
+    }
+
+    /// Stored values that only later fused kernels read are recomputed in those
+    /// kernels instead, where the steps that make them (their cone in the storing
+    /// kernel) are few and read nothing the reading kernel would not read in their
+    /// place: GELU's forward then stores its output alone, and its backward reads
+    /// the forward's input rather than four of its intermediates (a write and a
+    /// read of each saved, and the memory to keep them). Only cones whose inputs
+    /// stay stored for good (inputs, constants, a group's root or a plain step)
+    /// are copied, so a value no kernel stores any more is never read.
+    #[allow(clippy::too_many_arguments)]
+    fn rematerialize(
+        &self,
+        limit: usize,
+        consumers: &[Vec<usize>],
+        is_output: &[bool],
+        group: &[Option<usize>],
+        eshape: &FxHashMap<usize, Vec<usize>>,
+        members: &mut FxHashMap<usize, Vec<usize>>,
+        stored: &mut FxHashMap<usize, Vec<usize>>,
+    ) {
+        // Materialized for good: an input, a constant, a plain step or a root.
+        let fixed = |src: &Src| match src {
+            Src::Step(j) => group[*j].is_none_or(|g| g == *j),
+            _ => true,
+        };
+        let mut roots: Vec<usize> = stored.keys().copied().collect();
+        roots.sort_unstable();
+        for g in roots {
+            let mut keep = Vec::new();
+            for e in stored[&g].clone() {
+                let readers: Option<Vec<usize>> = consumers[e]
+                    .iter()
+                    .filter(|&&c| group[c] != Some(g))
+                    .map(|&c| group[c])
+                    .collect();
+                let plans = (|| {
+                    let mut hs = readers?;
+                    hs.sort_unstable();
+                    hs.dedup();
+                    if is_output[e] || hs.iter().any(|h| eshape.get(h) != eshape.get(&g)) {
+                        return None;
+                    }
+                    let cone = self.cone(e, &members[&g]);
+                    let mut cone_in: Vec<Src> = Vec::new();
+                    for &m in &cone {
+                        let outside = self.steps[m]
+                            .inputs
+                            .iter()
+                            .filter(|s| !matches!(s, Src::Step(j) if cone.contains(j)));
+                        let srcs: Vec<Src> = outside.cloned().collect();
+                        push_unique(&mut cone_in, &srcs);
+                    }
+                    if cone.len() > REMAT_STEPS || !cone_in.iter().all(fixed) {
+                        return None;
+                    }
+                    let mut plans = Vec::new();
+                    for h in hs {
+                        let mut ms = members[&h].clone();
+                        ms.extend(cone.iter().copied());
+                        ms.sort_unstable();
+                        ms.dedup();
+                        let before = self.leaves_of(&members[&h]);
+                        let after = self.leaves_of(&ms);
+                        let more = self.buffers(&after) > self.buffers(&before);
+                        if more || ms.len() > MAX_FUSED_STEPS || self.buffers(&after) > limit {
+                            return None;
+                        }
+                        plans.push((h, ms));
+                    }
+                    Some(plans)
+                })();
+                match plans {
+                    Some(plans) => {
+                        for (h, ms) in plans {
+                            members.insert(h, ms);
+                        }
+                    }
+                    None => keep.push(e),
+                }
+            }
+            stored.insert(g, keep);
+        }
+    }
+
+    /// Step `e` and the steps among `members` it is computed from, ascending.
+    fn cone(&self, e: usize, members: &[usize]) -> Vec<usize> {
+        let mut cone = vec![e];
+        let mut i = 0;
+        while i < cone.len() {
+            for s in &self.steps[cone[i]].inputs {
+                if let Src::Step(j) = s
+                    && members.contains(j)
+                    && !cone.contains(j)
+                {
+                    cone.push(*j);
+                }
+            }
+            i += 1;
+        }
+        cone.sort_unstable();
+        cone
+    }
+
+    /// What a kernel of `members` reads (their inputs computed outside them).
+    fn leaves_of(&self, members: &[usize]) -> Vec<Src> {
+        let mut l = Vec::new();
+        for &m in members {
+            let srcs: Vec<Src> = self.steps[m]
+                .inputs
+                .iter()
+                .filter(|s| !matches!(s, Src::Step(j) if members.contains(j)))
+                .cloned()
+                .collect();
+            push_unique(&mut l, &srcs);
+        }
+        l
     }
 
     /// The fused kernel of a group (`members` ascending, the root last: a

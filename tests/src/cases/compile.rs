@@ -380,6 +380,35 @@ pub fn compile_report_and_errors(dev: &Device) {
             "{src}"
         );
     }
+    // GELU and its vjp in one function: the backward recomputes the forward's
+    // intermediates from x (two kernels, each storing one value, the backward
+    // reading x and the cotangent) instead of the forward storing four of them.
+    let dy = arr(dev, &mut rng, DType::F32, &[64], -1.0, 1.0);
+    let both = |a: &[Array]| -> Result<Vec<Array>> {
+        let (y, g) = wmx::vjp(|b: &[Array]| Ok(vec![gelu(&b[0])?]), &a[..1], &a[1..])?;
+        Ok(vec![y[0].clone(), g[0].clone()])
+    };
+    let fb = wmx::compile(both);
+    let args = [x.clone(), dy.clone()];
+    let r = ok("report", fb.report(&args));
+    if dev.backend().fusion_limit().is_some() {
+        // (inputs, values stored) of each kernel.
+        let io: Vec<(usize, usize)> = (r.kernels.iter())
+            .map(|k| (k.kernel.inputs.len(), k.kernel.outputs.len().max(1)))
+            .collect();
+        assert_eq!(io, [(1, 1), (2, 1)], "gelu and its vjp's kernels");
+    }
+    let got = ok("gelu and vjp", fb.call(&args));
+    let want = ok("gelu and vjp, uncompiled", both(&args));
+    for (g, w) in got.iter().zip(&want) {
+        let (gv, wv) = (read_ok(g, "compiled"), read_ok(w, "uncompiled"));
+        assert!(
+            gv.iter()
+                .zip(&wv)
+                .all(|(a, b)| (a.f() - b.f()).abs() <= 4.0 * ulp(DType::F32, b.f().abs()) + 1e-7),
+            "compiled gelu and vjp differ"
+        );
+    }
     // f64 is never fused (the fused kernels compute in 32 bits): it runs op by op,
     // reductions of f64 chains too.
     if super::supported(dev, DType::F64) {
