@@ -70,6 +70,11 @@ pub const MAX_BATCH: usize = 4096;
 /// Fills of at most this many bytes are made on the host and uploaded.
 const HOST_FILL_BYTES: u64 = 16 << 10;
 
+/// An f32 fill just past [`HOST_FILL_BYTES`]: one dispatch (tests use it to make
+/// a batch).
+#[cfg(test)]
+const KERNEL_FILL_F32: usize = HOST_FILL_BYTES as usize / 4 + 1;
+
 /// Where a buffer's data currently lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BufferState {

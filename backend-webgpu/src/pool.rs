@@ -381,9 +381,9 @@ mod refused {
         };
         // A released buffer is free for uploads once a batch is submitted after it
         // (a fill too large to be made on the host: a dispatch).
-        let kernel_fill = crate::HOST_FILL_BYTES as usize / 4 + 1;
         let submit = || {
-            let _k = be.generate(wmx_core::Generator::Fill(0.0), DType::F32, kernel_fill);
+            let n = crate::KERNEL_FILL_F32;
+            let _k = be.generate(wmx_core::Generator::Fill(0.0), DType::F32, n);
             be.synchronize().unwrap();
         };
         // The control: a released buffer is reused by the next upload of its size.
@@ -421,7 +421,7 @@ mod high_water {
                 .map(|i| be.generate(wmx_core::Generator::Fill(i as f64), DType::F32, mib / 4))
                 .collect();
             drop(held);
-            let n = crate::HOST_FILL_BYTES as usize / 4 + 1;
+            let n = crate::KERNEL_FILL_F32;
             let _k = be.generate(wmx_core::Generator::Fill(0.0), DType::F32, n);
             be.synchronize().unwrap();
         };

@@ -415,16 +415,7 @@ impl Program {
                         return None;
                     }
                     let cone = self.cone(e, &members[&g]);
-                    let mut cone_in: Vec<Src> = Vec::new();
-                    for &m in &cone {
-                        let outside = self.steps[m]
-                            .inputs
-                            .iter()
-                            .filter(|s| !matches!(s, Src::Step(j) if cone.contains(j)));
-                        let srcs: Vec<Src> = outside.cloned().collect();
-                        push_unique(&mut cone_in, &srcs);
-                    }
-                    if cone.len() > REMAT_STEPS || !cone_in.iter().all(fixed) {
+                    if cone.len() > REMAT_STEPS || !self.leaves_of(&cone).iter().all(fixed) {
                         return None;
                     }
                     let mut plans = Vec::new();
