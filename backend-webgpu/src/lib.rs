@@ -492,7 +492,9 @@ impl<D: Driver> GpuBackend<D> {
         shape.insert(0, kernel.outputs.len());
         let ins: Option<Vec<In<'_, D::Buffer>>> =
             inputs.iter().map(|v| self.input(v).ok()).collect();
-        if let (Some(ins), true) = (ins, self.fits_one(&shape, out)) {
+        // Narrow outputs are stored in whole words of each value.
+        let whole = (first.layout.numel() * out.size()).is_multiple_of(4);
+        if let (Some(ins), true, true) = (ins, whole, self.fits_one(&shape, out)) {
             return self.record(&shape, out, |b, o| {
                 let strided: Vec<k::Strided<'_, D::Buffer>> = ins.iter().map(In::strided).collect();
                 let refs: Vec<&k::Strided<'_, D::Buffer>> = strided.iter().collect();

@@ -678,8 +678,8 @@ fn fused_modules_validate_and_translate() {
                 .unwrap_or_else(|e| panic!("fused {d}: {e}"));
             check_source(&src, "fused", target, false, &[("WG", 256.0)])
                 .unwrap_or_else(|e| panic!("fused {d}: {e}"));
-            // Several outputs (32-bit dtypes): the last step and two others of its dtype.
-            if d.size() == 4 {
+            // Several outputs: the last step and two others of its dtype.
+            {
                 let n = 2 + spec.steps.len();
                 let same: Vec<usize> = (2..n).filter(|&v| spec.steps[v - 2].dtype == d).collect();
                 let multi = wmx_kernels::FusedSpec {

@@ -22,7 +22,7 @@ pub struct FusedKernel {
     /// A reduction of the last step over these axes (sorted, unique).
     pub reduce: Option<(ReduceOp, Vec<usize>)>,
     /// The values stored (indices counting the inputs, then the steps; empty: the
-    /// last step's). With two or more (32-bit steps of one dtype, no `reduce`)
+    /// last step's). With two or more (steps of one dtype, no `reduce`)
     /// the output is `[outputs.len(), ...]`, value `outputs[j]` at index `j`.
     pub outputs: Vec<usize>,
 }

@@ -222,7 +222,7 @@ impl Program {
     /// (then nothing outside the group needs its value). With `several`, a step
     /// that is an output, or that a later op outside the group also reads (as a
     /// backward pass reads its forward's values), joins too when the group's kernel
-    /// can store it beside its root (one 32-bit dtype, no reduction) and those
+    /// can store it beside its root (its dtype, no reduction) and those
     /// other readers come after the root: an optimizer's new moments and parameter
     /// are one kernel, not three, and GELU's forward one, not five.
     fn plan(&self, limit: usize, several: bool) -> Vec<Role> {
@@ -305,11 +305,12 @@ impl Program {
                 let stores = is_output[k] || consumers[k].iter().any(|c| group[*c] != Some(g));
                 if stores {
                     // Stored beside the root; its other consumers come after the
-                    // root (so read the kernel's output, no cycle).
+                    // root (so read the kernel's output, no cycle). Narrow values
+                    // fill whole words of the output (an even count of f16s).
                     let storable = several
                         && !matches!(root.prim, Primitive::Reduce { .. })
                         && st.dtype == root.dtype
-                        && st.dtype.size() == 4
+                        && st.layout.numel().is_multiple_of(4 / st.dtype.size())
                         && consumers[k].iter().all(|&c| group[c] == Some(g) || c > g);
                     if !storable {
                         return None;

@@ -160,12 +160,11 @@ impl FusedSpec {
             return Ok(last);
         }
         let d = self.dtype_of(self.outputs[0])?;
-        let several = self.several();
         for &v in &self.outputs {
             let dv = self.dtype_of(v)?;
-            if dv != d || (several && dv.size() != 4) || v < self.inputs.len() {
+            if dv != d || v < self.inputs.len() {
                 return Err(Error::Shape(format!(
-                    "fused: outputs {:?} are not steps of one 32-bit dtype",
+                    "fused: outputs {:?} are not steps of one dtype",
                     self.outputs
                 )));
             }
@@ -411,8 +410,16 @@ pub(crate) fn value_prelude(
         p.push_str(&spec.step_fn(k, params)?);
         p.push('\n');
     }
+    let packed = spec.several() && out.log_epw() > 0;
     if !spec.several() {
         writeln!(p, "fn value(i: u32) -> {} {{", out.ct().wgsl()).unwrap();
+    } else if packed {
+        writeln!(
+            p,
+            "fn value(i: u32) -> array<u32, {}> {{",
+            spec.outputs.len()
+        )
+        .unwrap();
     } else {
         p.push_str("fn value(i: u32) {\n");
     }
@@ -438,6 +445,16 @@ pub(crate) fn value_prelude(
             p,
             "    return v{};\n}}",
             v.unwrap_or(n_in + spec.steps.len() - 1)
+        )
+        .unwrap();
+    } else if packed {
+        // Several narrow outputs: their bits, packed into words by the entry point.
+        let bits: Vec<String> = spec.outputs.iter().map(|v| format!("st_o(v{v})")).collect();
+        writeln!(
+            p,
+            "    return array<u32, {}>({});\n}}",
+            spec.outputs.len(),
+            bits.join(", ")
         )
         .unwrap();
     } else {
@@ -598,6 +615,42 @@ fn fused(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wi
 }
 ";
 
+/// The entry point of a fused module with several narrow outputs (16 or 8 bits,
+/// `K` of them; the element count a multiple of a word's): each invocation makes
+/// whole words of every output, two words per iteration.
+const FUSED_PACKED_MAIN: &str = "@compute @workgroup_size(WG)
+fn fused(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+         @builtin(num_workgroups) nwg: vec3<u32>) {
+    let nw = P[0] / EPO;
+    let t = thread_count(nwg);
+    var w = thread_index(lid, wid, nwg);
+    for (; w + t < nw; w += 2u * t) {
+        var r0: array<u32, K>;
+        var r1: array<u32, K>;
+        for (var e = 0u; e < EPO; e++) {
+            let b0 = value(w * EPO + e);
+            let b1 = value((w + t) * EPO + e);
+            for (var j = 0u; j < K; j++) {
+                r0[j] = put(r0[j], e, b0[j]);
+                r1[j] = put(r1[j], e, b1[j]);
+            }
+        }
+        for (var j = 0u; j < K; j++) {
+            O[j * nw + w] = r0[j];
+            O[j * nw + w + t] = r1[j];
+        }
+    }
+    for (; w < nw; w += t) {
+        var r: array<u32, K>;
+        for (var e = 0u; e < EPO; e++) {
+            let b = value(w * EPO + e);
+            for (var j = 0u; j < K; j++) { r[j] = put(r[j], e, b[j]); }
+        }
+        for (var j = 0u; j < K; j++) { O[j * nw + w] = r[j]; }
+    }
+}
+";
+
 /// The elementwise module for `spec` reading inputs as `reads` through `bind`.
 fn fused_source(
     spec: &FusedSpec,
@@ -624,11 +677,14 @@ fn fused_source(
         out.storage()
     )
     .unwrap();
-    p.push_str(if !spec.several() {
-        FUSED_MAIN
+    if !spec.several() {
+        p.push_str(FUSED_MAIN);
+    } else if out.log_epw() > 0 {
+        writeln!(p, "const K: u32 = {}u;", spec.outputs.len()).unwrap();
+        p.push_str(FUSED_PACKED_MAIN);
     } else {
-        FUSED_OUTPUTS_MAIN
-    });
+        p.push_str(FUSED_OUTPUTS_MAIN);
+    }
     let body = [COMMON, MUL_WIDE, WORDS, UNARY, BINARY].concat();
     let shaken = tree_shake(&p, &body, "fused");
     Ok(format!("{p}{shaken}"))
@@ -666,6 +722,12 @@ impl<D: Driver> Kernels<D> {
         };
         self.check_inputs(spec, inputs, shape)?;
         check_out(out)?;
+        let per = crate::layout::numel(shape);
+        if spec.several() && !per.is_multiple_of(od.epw()) {
+            return Err(Error::Shape(format!(
+                "fused: several {od} outputs of {per} elements each do not fill whole words"
+            )));
+        }
         let (key, buffers, constants) = self.fused_key(spec, inputs)?;
         if buffers.len() + 1 > self.max_user_buffers() {
             return Err(Error::Shape(format!(

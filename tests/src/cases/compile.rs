@@ -711,6 +711,49 @@ pub fn compile_stores_several_outputs(dev: &Device) {
             assert_eq!(r.kernels[0].kernel.outputs.len(), 3, "{r:?}");
         }
     }
+    // 16-bit updates: stored in whole words of each value, so one kernel where a
+    // value's elements fill whole words (an even count) and one kernel per output
+    // where they do not; a shapeless trace of an even count replayed on an odd one
+    // stores each value by a kernel of its own.
+    for d in [DType::F16, DType::BF16] {
+        if !super::supported(dev, d) {
+            continue;
+        }
+        for (shape, order, want) in [(vec![6, 64], 0, 1), (vec![37, 5], 1, 3)] {
+            let args: Vec<Array> = (0..4)
+                .map(|i| arr(dev, &mut rng, d, &shape, if i == 3 { 0.0 } else { -1.0 }, 1.0))
+                .collect();
+            let f: Func = Arc::new(move |a: &[Array]| update(a, order));
+            check_same_at(&format!("{d} update {shape:?}"), &f, &args, 1.0, 1.0);
+            let c = wmx::compile(move |a: &[Array]| update(a, order));
+            let r = ok("report", c.report(&args));
+            if fuses {
+                let stores: Vec<usize> = (r.kernels.iter())
+                    .map(|k| k.kernel.outputs.len().max(1))
+                    .collect();
+                assert_eq!(r.nodes, want, "{d} update {shape:?}: {r:?}");
+                assert_eq!(stores.iter().sum::<usize>(), 3, "{d} {shape:?}: {r:?}");
+            }
+        }
+        let sl = wmx::compile(move |a: &[Array]| update(a, 0)).shapeless(true);
+        for shape in [[2usize, 4], [5, 7], [1, 1]] {
+            let a: Vec<Array> = (0..4)
+                .map(|i| arr(dev, &mut rng, d, &shape, if i == 3 { 0.0 } else { -1.0 }, 1.0))
+                .collect();
+            let (got, want) = (ok("shapeless", sl.call(&a)), ok("plain", update(&a, 0)));
+            for (x, y) in got.iter().zip(&want) {
+                let (xv, yv) = (read_ok(x, "shapeless"), read_ok(y, "shapeless"));
+                assert_eq!(x.shape(), y.shape(), "shapeless {d} update {shape:?}");
+                for (a, b) in xv.iter().zip(&yv) {
+                    assert!(
+                        (a.f() - b.f()).abs() <= ulp(d, b.f().abs().max(1.0)),
+                        "shapeless {d} update {shape:?}: {a:?} vs {b:?}"
+                    );
+                }
+            }
+        }
+        assert_eq!(sl.traces(), 1, "a shapeless {d} update traces once");
+    }
     // A broadcast scalar argument (a learning rate) and a moment in f16: the f16
     // output is its own kernel, the others still one.
     let p = arr(dev, &mut rng, DType::F32, &[9, 7], -1.0, 1.0);
