@@ -139,6 +139,9 @@ impl Program {
             traced_steps,
         };
         p.simplify();
+        if p.fold_scales() {
+            p.simplify();
+        }
         p.free = p.compute_shape_free();
         p.roles = match device.backend().fusion_limit() {
             Some(limit) => p.plan(limit, true),
@@ -214,6 +217,119 @@ impl Program {
             }
         }
         self.steps = kept;
+    }
+
+    /// Folds multiplications by a constant into the products next to them, as
+    /// their `alpha` (and `beta`): a product's only reader scaling it (attention's
+    /// scores times `1/sqrt(d)`), or a scaled value read only as products' operands
+    /// (the scores' gradient). Each saves a pass over the product's output. The
+    /// product then scales its f32 accumulator, one rounding where there were two,
+    /// so a 16-bit result is folded only for a power-of-two factor (the same value
+    /// unless the unscaled one overflows or the scaled one is subnormal). Returns
+    /// whether anything changed (dead steps remain).
+    fn fold_scales(&mut self) -> bool {
+        let mut changed = false;
+        // One fold at a time, each with fresh readers (a fold moves them).
+        for _ in 0..self.steps.len() {
+            if !self.fold_scale() {
+                break;
+            }
+            changed = true;
+        }
+        changed
+    }
+
+    /// The first fold [`Program::fold_scales`] finds, made.
+    fn fold_scale(&mut self) -> bool {
+        let n = self.steps.len();
+        let mut readers: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+        for (k, st) in self.steps.iter().enumerate() {
+            for (at, s) in st.inputs.iter().enumerate() {
+                if let Src::Step(j) = s {
+                    readers[*j].push((k, at));
+                }
+            }
+        }
+        let mut is_output = vec![false; n];
+        for o in &self.outputs {
+            if let Src::Step(k) = o {
+                is_output[*k] = true;
+            }
+        }
+        let product = |steps: &[Step], k: usize| match steps[k].prim {
+            Primitive::Matmul { alpha, beta } => Some((alpha, beta)),
+            _ => None,
+        };
+        for k in 0..n {
+            let st = &self.steps[k];
+            if !matches!(st.prim, Primitive::Binary(crate::BinaryOp::Multiply))
+                || !st.dtype.is_float()
+            {
+                continue;
+            }
+            let (x, v) = match (
+                self.fill_value(&st.inputs[0]),
+                self.fill_value(&st.inputs[1]),
+            ) {
+                (_, Some((v, _))) => (st.inputs[0].clone(), v),
+                (Some((v, _)), None) => (st.inputs[1].clone(), v),
+                _ => continue,
+            };
+            // The factor as the multiply saw it (rounded to its dtype).
+            use crate::dtype::Element;
+            let f = match st.dtype {
+                DType::F64 => v,
+                DType::F32 => v as f32 as f64,
+                DType::F16 => <half::f16 as Element>::from_f64(v).to_f64(),
+                DType::BF16 => <half::bf16 as Element>::from_f64(v).to_f64(),
+                _ => continue,
+            };
+            let exact = f.is_finite() && f != 0.0 && f.abs().log2().fract() == 0.0;
+            let wide = matches!(st.dtype, DType::F32 | DType::F64);
+            if !f.is_finite()
+                || self.src_dtype(&x) != st.dtype
+                || self.src_shape(&x) != st.layout.shape
+                || !(wide || exact)
+            {
+                continue;
+            }
+            // The product's only reader scales it.
+            if let Src::Step(j) = x
+                && let Some((alpha, beta)) = product(&self.steps, j)
+                && readers[j].len() == 1
+                && !is_output[j]
+                && self.steps[j].dtype == st.dtype
+            {
+                let inputs = self.steps[j].inputs.clone();
+                let st = &mut self.steps[k];
+                st.prim = Primitive::Matmul {
+                    alpha: alpha * f,
+                    beta: beta * f,
+                };
+                st.inputs = inputs;
+                return true;
+            }
+            // Read only as products' operands (not as their addend).
+            let rs = &readers[k];
+            if !is_output[k]
+                && !rs.is_empty()
+                && rs
+                    .iter()
+                    .all(|&(c, at)| at < 2 && product(&self.steps, c).is_some())
+            {
+                for &(c, at) in rs.clone().iter() {
+                    let (alpha, beta) = product(&self.steps, c).expect("checked");
+                    let st = &mut self.steps[c];
+                    st.prim = Primitive::Matmul {
+                        alpha: alpha * f,
+                        beta,
+                    };
+                    st.inputs[at] = x.clone();
+                }
+                return true;
+            }
+        }
+        false
     }
 
     /// Groups elementwise steps into fused kernels reading at most `limit` buffers:
@@ -562,6 +678,14 @@ impl Program {
             },
             leaves,
         )
+    }
+
+    fn src_shape<'a>(&'a self, s: &'a Src) -> &'a [usize] {
+        match s {
+            Src::Input(i) => &self.in_shapes[*i],
+            Src::Const(a) => a.shape(),
+            Src::Step(k) => &self.steps[*k].layout.shape,
+        }
     }
 
     fn src_dtype(&self, s: &Src) -> DType {

@@ -881,3 +881,118 @@ pub fn compile_stores_several_outputs(dev: &Device) {
         assert_eq!(r.kernels[0].kernel.outputs.len(), 2, "{r:?}");
     }
 }
+
+/// Multiplications by a constant next to a product fold into it (`alpha`, and
+/// `beta` of an addend): a product scaled by its only reader, and a scaled value
+/// read only as products' operands, are one node with the uncompiled values (to a
+/// rounding: the product scales its accumulator). Not folded: a 16-bit factor that
+/// is not a power of two, a scaled addend, a scaled value or a product that
+/// something else reads too.
+pub fn compile_folds_scales_into_products(dev: &Device) {
+    let mut rng = Rng::new(1507);
+    let a = arr(dev, &mut rng, DType::F32, &[2, 9, 16], -1.0, 1.0);
+    let b = arr(dev, &mut rng, DType::F32, &[2, 16, 7], -1.0, 1.0);
+    let c = arr(dev, &mut rng, DType::F32, &[2, 9, 7], -1.0, 1.0);
+    let nodes = |f: &Func, args: &[Array]| {
+        let g = f.clone();
+        let r = ok("report", wmx::compile(move |a: &[Array]| g(a)).report(args));
+        r.nodes
+    };
+    let folded: [(&str, Func); 5] = [
+        (
+            "(a @ b) * 0.3",
+            Arc::new(|x: &[Array]| Ok(vec![&wmx::matmul(&x[0], &x[1])? * 0.3])),
+        ),
+        (
+            "3 * (a @ b)",
+            Arc::new(|x: &[Array]| Ok(vec![&wmx::matmul(&x[0], &x[1])? * 3.0])),
+        ),
+        (
+            "(a * 0.5) @ (b * -3)",
+            Arc::new(|x: &[Array]| Ok(vec![wmx::matmul(&(&x[0] * 0.5), &(&x[1] * -3.0))?])),
+        ),
+        (
+            "addmm(c, a, b) * 0.25",
+            Arc::new(|x: &[Array]| Ok(vec![&wmx::addmm(&x[2], &x[0], &x[1], 1.0, 1.0)? * 0.25])),
+        ),
+        (
+            "a scaled, read by two products",
+            Arc::new(|x: &[Array]| {
+                let s = &x[0] * 0.125;
+                let t = wmx::matmul(&s, &x[1])?;
+                let u = wmx::addmm(&x[2], &s, &x[1], 1.0, 1.0)?;
+                Ok(vec![t, u])
+            }),
+        ),
+    ];
+    let args = [a.clone(), b.clone(), c.clone()];
+    for (what, f) in &folded {
+        check_same_at(what, f, &args, 4.0, 4.0);
+        let want = if what.contains("two") { 2 } else { 1 };
+        assert_eq!(nodes(f, &args), want, "{what}: the products alone");
+    }
+    // A product also returned keeps its multiply (a fold would compute the
+    // product twice; the values are what can be checked).
+    let returned: Func = Arc::new(|x: &[Array]| {
+        let p = wmx::matmul(&x[0], &x[1])?;
+        Ok(vec![&p * 2.0, p])
+    });
+    check_same_at("a product also returned", &returned, &args, 4.0, 4.0);
+    let kept: [(&str, Func); 2] = [
+        (
+            "a scaled addend",
+            Arc::new(|x: &[Array]| Ok(vec![wmx::addmm(&(&x[2] * 2.0), &x[0], &x[1], 1.0, 1.0)?])),
+        ),
+        (
+            "a scaled value also added",
+            Arc::new(|x: &[Array]| {
+                let s = &x[0] * 0.5;
+                Ok(vec![wmx::matmul(&s, &x[1])?, &s + 1.0])
+            }),
+        ),
+    ];
+    for (what, f) in &kept {
+        check_same_at(what, f, &args, 4.0, 4.0);
+        // The product and the multiply (a fold would leave the product alone).
+        assert!(nodes(f, &args) >= 2, "{what} was folded");
+    }
+    // 16 bits: a power of two folds (exactly), 0.3 does not.
+    for d in [DType::F16, DType::BF16] {
+        if !super::supported(dev, d) {
+            continue;
+        }
+        let a = ok("a", wmx::astype(&a, d));
+        let b = ok("b", wmx::astype(&b, d));
+        for (v, want) in [(0.125, 1), (0.3, 2)] {
+            let f: Func = Arc::new(move |x: &[Array]| Ok(vec![&wmx::matmul(&x[0], &x[1])? * v]));
+            let args = [a.clone(), b.clone()];
+            check_same_at(&format!("{d} (a @ b) * {v}"), &f, &args, 0.0, 1.0);
+            assert!(
+                (nodes(&f, &args) == 1) == (want == 1),
+                "{d} (a @ b) * {v}: folded {}",
+                want == 1
+            );
+        }
+    }
+    // The gradient of a compiled scaled product (attention's scores) equals the
+    // uncompiled one.
+    let loss = |x: &[Array]| -> Result<Vec<Array>> {
+        let s = &wmx::matmul(&x[0], &wmx::swapaxes(&x[0], 1, 2)?)? * 0.125;
+        let p = wmx::softmax(&s, &[-1])?;
+        Ok(vec![wmx::sum(&wmx::matmul(&p, &x[1])?, None, false)?])
+    };
+    let q = arr(dev, &mut rng, DType::F32, &[2, 16, 16], -1.0, 1.0);
+    let v = arr(dev, &mut rng, DType::F32, &[2, 16, 7], -1.0, 1.0);
+    let cg = wmx::compile(move |x: &[Array]| wmx::grad(loss, &[0, 1])(x));
+    let got = ok("compiled grad", cg.call(&[q.clone(), v.clone()]));
+    let want = ok("grad", wmx::grad(loss, &[0, 1])(&[q, v]));
+    for (g, w) in got.iter().zip(&want) {
+        let (gv, wv) = (read_ok(g, "compiled"), read_ok(w, "uncompiled"));
+        for (x, y) in gv.iter().zip(&wv) {
+            assert!(
+                (x.f() - y.f()).abs() <= 1e-5 * y.f().abs().max(1.0),
+                "grad of a scaled product: {x:?} vs {y:?}"
+            );
+        }
+    }
+}
