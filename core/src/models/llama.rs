@@ -3,7 +3,7 @@
 //! f16, bf16 or MLX-quantized.
 
 use super::Tensors;
-use crate::nn::{Embedding, KvCache, Layer, Linear, Module, RmsNorm, Visitor};
+use crate::nn::{Embedding, KvCache, Layer, Linear, LinearGroup, Module, RmsNorm, Visitor};
 use crate::{Array, AttentionMask, DType, Error, Result};
 
 const OP: &str = "Llama";
@@ -180,6 +180,8 @@ pub struct LlamaAttention {
     head_dim: usize,
     rope_theta: f64,
     rope_scale: f64,
+    /// q, k and v as one product when generating.
+    qkv: LinearGroup,
 }
 
 impl LlamaAttention {
@@ -194,15 +196,13 @@ impl LlamaAttention {
     /// (one array for every layer of a step).
     fn forward_at(&self, x: &Array, cache: Option<&mut KvCache>, off: &Array) -> Result<Array> {
         let (b, l) = (x.shape()[0] as isize, x.shape()[1] as isize);
-        let heads = |p: &Linear, h: usize| -> Result<Array> {
-            let y = p.forward(x)?;
-            crate::swapaxes(&crate::reshape(&y, &[b, l, h as isize, -1])?, 1, 2)
+        let heads = |y: &Array| -> Result<Array> {
+            crate::swapaxes(
+                &crate::reshape(y, &[b, l, -1, self.head_dim as isize])?,
+                1,
+                2,
+            )
         };
-        let (q, k, v) = (
-            heads(&self.q_proj, self.heads)?,
-            heads(&self.k_proj, self.kv_heads)?,
-            heads(&self.v_proj, self.kv_heads)?,
-        );
         let rope = |t: &Array| {
             crate::rope(
                 t,
@@ -214,7 +214,29 @@ impl LlamaAttention {
                 None,
             )
         };
-        let (q, k) = (rope(&q)?, rope(&k)?);
+        let projs = [&self.q_proj, &self.k_proj, &self.v_proj];
+        // Generating: one product for q, k and v, and one RoPE for q and k.
+        let joined = match cache {
+            Some(_) => self.qkv.forward(&projs, x)?,
+            None => None,
+        };
+        let (q, k, v) = match joined {
+            Some(y) => {
+                let (h, kv) = (self.heads as isize, self.kv_heads as isize);
+                let t = heads(&y)?;
+                let heads_in =
+                    |a: isize, z: isize| t.slice(&[crate::Slice::ALL, crate::Slice::range(a, z)]);
+                let qk = rope(&heads_in(0, h + kv)?)?;
+                let q = qk.slice(&[crate::Slice::ALL, crate::Slice::range(0, h)])?;
+                let k = qk.slice(&[crate::Slice::ALL, crate::Slice::range(h, h + kv)])?;
+                (q, k, heads_in(h + kv, h + 2 * kv)?)
+            }
+            None => (
+                rope(&heads(&self.q_proj.forward(x)?)?)?,
+                rope(&heads(&self.k_proj.forward(x)?)?)?,
+                heads(&self.v_proj.forward(x)?)?,
+            ),
+        };
         let (k, v) = match cache {
             Some(c) => c.update(&k, &v)?,
             None => (k, v),
@@ -247,6 +269,8 @@ pub struct LlamaMlp {
     pub up_proj: Linear,
     /// `[hidden, intermediate]`.
     pub down_proj: Linear,
+    /// gate and up as one product when generating.
+    gate_up: LinearGroup,
 }
 
 impl Module for LlamaMlp {
@@ -259,9 +283,31 @@ impl Module for LlamaMlp {
 
 impl Layer for LlamaMlp {
     fn forward(&self, x: &Array) -> Result<Array> {
-        let g = crate::nn::silu(&self.gate_proj.forward(x)?)?;
+        self.forward_as(x, false)
+    }
+}
+
+impl LlamaMlp {
+    /// [`Layer::forward`]; `generating`: gate and up as one product.
+    fn forward_as(&self, x: &Array, generating: bool) -> Result<Array> {
+        let joined = match generating {
+            true => self.gate_up.forward(&[&self.gate_proj, &self.up_proj], x)?,
+            false => None,
+        };
+        let (g, u) = match joined {
+            Some(y) => {
+                let i = self.gate_proj.weight.value().shape()[0] as isize;
+                let cols = |a: isize, z: isize| {
+                    let mut s = vec![crate::Slice::ALL; y.ndim() - 1];
+                    s.push(crate::Slice::range(a, z));
+                    y.slice(&s)
+                };
+                (cols(0, i)?, cols(i, 2 * i)?)
+            }
+            None => (self.gate_proj.forward(x)?, self.up_proj.forward(x)?),
+        };
         self.down_proj
-            .forward(&crate::multiply(&g, &self.up_proj.forward(x)?)?)
+            .forward(&crate::multiply(&crate::nn::silu(&g)?, &u)?)
     }
 }
 
@@ -289,13 +335,14 @@ impl Module for LlamaLayer {
 
 impl LlamaLayer {
     fn forward(&self, h: &Array, cache: Option<&mut KvCache>, off: &Array) -> Result<Array> {
+        let generating = cache.is_some();
         let a = self
             .self_attn
             .forward_at(&self.input_layernorm.forward(h)?, cache, off)?;
         let h = crate::add(h, &a)?;
         let m = self
             .mlp
-            .forward(&self.post_attention_layernorm.forward(&h)?)?;
+            .forward_as(&self.post_attention_layernorm.forward(&h)?, generating)?;
         crate::add(&h, &m)
     }
 }
@@ -383,11 +430,13 @@ impl Llama {
                 head_dim: hd,
                 rope_theta: c.rope_theta,
                 rope_scale: c.rope_scale,
+                qkv: LinearGroup::default(),
             };
             let mlp = LlamaMlp {
                 gate_proj: t.linear(&p("mlp.gate_proj"), c.mlp_bias, [i, d])?,
                 up_proj: t.linear(&p("mlp.up_proj"), c.mlp_bias, [i, d])?,
                 down_proj: t.linear(&p("mlp.down_proj"), c.mlp_bias, [d, i])?,
+                gate_up: LinearGroup::default(),
             };
             layers.push(LlamaLayer {
                 self_attn,

@@ -156,6 +156,152 @@ impl Layer for Linear {
     }
 }
 
+/// Linear layers reading one input, computed as one product where their weights
+/// are rows of one array: a Llama's q/k/v and gate/up projections when it
+/// generates (one matrix-vector kernel a token where there were three). The
+/// first [`LinearGroup::forward`] joins them: each layer's parameters become its
+/// rows of the joined arrays (views: nothing is copied twice), so they save, load
+/// and run alone as before. A layer whose arrays were replaced since (loaded,
+/// quantized, trained) is joined again, up to [`LinearGroup::JOINS`] times; a
+/// group whose layers keep changing then runs layer by layer.
+#[derive(Default)]
+pub(crate) struct LinearGroup(std::sync::Mutex<Group>);
+
+#[derive(Default)]
+struct Group {
+    joined: Option<Joined>,
+    joins: usize,
+}
+
+/// Arrays of the layers as one.
+struct Joined {
+    /// What each layer held when joined (its rows of the arrays below), in order.
+    held: Vec<Array>,
+    weight: Array,
+    /// Scales, biases, group size and bits of a quantized group.
+    quant: Option<(Array, Array, usize, usize)>,
+    bias: Option<Array>,
+}
+
+/// A layer's arrays: weight, then scales and biases when quantized, then bias.
+fn held(l: &Linear) -> Vec<Array> {
+    let mut v = vec![l.weight.value()];
+    if let Some(q) = l.quant.get() {
+        v.extend([q.scales.value(), q.biases.value()]);
+    }
+    if let Some(b) = &l.bias {
+        v.push(b.value());
+    }
+    v
+}
+
+impl LinearGroup {
+    /// How many times a group joins its layers before it stays layer by layer.
+    pub(crate) const JOINS: usize = 3;
+
+    /// `layers` on `x` as one product (`[..., sum of their out_features]`, each
+    /// layer's output its columns in order), or `None` (run them one by one): under
+    /// a transform, or when they differ in input width, dtype, quantization or bias.
+    pub(crate) fn forward(&self, layers: &[&Linear], x: &Array) -> Result<Option<Array>> {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let now: Vec<Array> = layers.iter().flat_map(|l| held(l)).collect();
+        let same = |j: &Joined| {
+            j.held.len() == now.len() && j.held.iter().zip(&now).all(|(a, b)| a.same_node(b))
+        };
+        if !g.joined.as_ref().is_some_and(same) {
+            g.joined = None;
+            if crate::transforms::tracing() || g.joins >= Self::JOINS {
+                return Ok(None);
+            }
+            g.joins += 1;
+            g.joined = join(layers)?;
+        }
+        let Some(j) = &g.joined else {
+            return Ok(None);
+        };
+        let y = match &j.quant {
+            Some((s, b, group, bits)) => {
+                let y = crate::quantized_matmul(x, &j.weight, s, b, true, *group, *bits)?;
+                match &j.bias {
+                    Some(bias) => crate::add(&y, bias)?,
+                    None => y,
+                }
+            }
+            None => match &j.bias {
+                Some(bias) => crate::addmm(bias, x, &j.weight.t()?, 1.0, 1.0)?,
+                None => crate::matmul(x, &j.weight.t()?)?,
+            },
+        };
+        Ok(Some(y))
+    }
+}
+
+/// The layers' arrays joined by rows, each layer's parameters set to its rows;
+/// `None` if they are not alike.
+fn join(layers: &[&Linear]) -> Result<Option<Joined>> {
+    let Some(first) = layers.first() else {
+        return Ok(None);
+    };
+    let (w0, q0) = (first.weight.value(), first.quant.get());
+    let alike = layers.iter().all(|l| {
+        let w = l.weight.value();
+        let q = l.quant.get();
+        w.ndim() == 2
+            && w.shape()[1] == w0.shape()[1]
+            && w.dtype() == w0.dtype()
+            && l.bias.is_some() == first.bias.is_some()
+            && match (&q, &q0) {
+                (None, None) => true,
+                (Some(a), Some(b)) => {
+                    (a.group_size, a.bits) == (b.group_size, b.bits)
+                        && a.scales.value().dtype() == b.scales.value().dtype()
+                        && a.biases.value().dtype() == b.biases.value().dtype()
+                }
+                _ => false,
+            }
+    });
+    if !alike || layers.len() < 2 {
+        return Ok(None);
+    }
+    let rows: Vec<usize> = layers.iter().map(|l| l.weight.value().shape()[0]).collect();
+    // Joins one array of each layer and sets each layer's to its rows.
+    let joined = |get: &dyn Fn(&Linear) -> Param| -> Result<Array> {
+        let parts: Vec<Array> = layers.iter().map(|l| get(l).value()).collect();
+        let all = crate::concatenate(&parts.iter().collect::<Vec<_>>(), 0)?;
+        let mut at = 0;
+        for (l, &r) in layers.iter().zip(&rows) {
+            let rows = all.slice(&[crate::Slice::range(at as isize, (at + r) as isize)])?;
+            get(l).set(rows)?;
+            at += r;
+        }
+        Ok(all)
+    };
+    let quant_param = |l: &Linear, scales: bool| {
+        let q = l.quant.get().expect("alike: quantized");
+        if scales { q.scales } else { q.biases }
+    };
+    let weight = joined(&|l| l.weight.clone())?;
+    let quant = match &q0 {
+        Some(q) => Some((
+            joined(&|l| quant_param(l, true))?,
+            joined(&|l| quant_param(l, false))?,
+            q.group_size,
+            q.bits,
+        )),
+        None => None,
+    };
+    let bias = match first.bias {
+        Some(_) => Some(joined(&|l| l.bias.clone().expect("alike: a bias"))?),
+        None => None,
+    };
+    Ok(Some(Joined {
+        held: layers.iter().flat_map(|l| held(l)).collect(),
+        weight,
+        quant,
+        bias,
+    }))
+}
+
 /// A lookup table: row `i` of `weight` (`[num, dim]`) for index `i`.
 pub struct Embedding {
     /// `[num_embeddings, dim]`.

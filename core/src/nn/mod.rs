@@ -40,6 +40,7 @@ mod cache;
 mod conv;
 pub mod init;
 mod layers;
+pub(crate) use layers::LinearGroup;
 pub mod losses;
 mod quantized;
 mod sharded;

@@ -278,3 +278,64 @@ pub fn llama_sampling(dev: &Device) {
         }
     }
 }
+
+/// Generating (a forward with caches) runs q/k/v and gate/up as one product each,
+/// the layers' weights becoming rows of one array: the weights read back as the
+/// checkpoint's, and a weight replaced afterwards (set, quantized; more often than
+/// the projections re-join, too) gives the logits of a forward without caches (layer
+/// by layer) of the same weights.
+pub fn llama_joined_projections(dev: &Device) {
+    let m = load(dev, "llama_tiny");
+    let x = super::hf::prompt_on(dev);
+    let check = |what: &str, m: &Llama| {
+        let plain = super::ok(what, m.forward(&x, None));
+        let mut caches = m.new_cache();
+        let cached = super::ok(what, m.forward(&x, Some(&mut caches)));
+        let (p, c) = (
+            super::ok("read", plain.to_vec_as::<f64>()),
+            super::ok("read", cached.to_vec_as::<f64>()),
+        );
+        for (i, (a, b)) in c.iter().zip(&p).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
+                "{what} on {dev}: logit {i} with caches {a}, without {b}"
+            );
+        }
+    };
+    check("joined", &m);
+    // The weights as loaded, each its own [out, in].
+    let tensors = super::ok(
+        "tensors",
+        wmx::with_device(dev, || {
+            wmx::io::load_safetensors(dir("llama_tiny").join("model.safetensors"))
+        }),
+    );
+    let attn = &m.model.layers[0].self_attn;
+    let mlp = &m.model.layers[1].mlp;
+    for (name, p) in [
+        ("model.layers.0.self_attn.k_proj.weight", &attn.k_proj.weight),
+        ("model.layers.0.self_attn.v_proj.weight", &attn.v_proj.weight),
+        ("model.layers.1.mlp.up_proj.weight", &mlp.up_proj.weight),
+    ] {
+        let want = &tensors.iter().find(|(n, _)| n == name).expect(name).1;
+        let got = p.value();
+        assert_eq!(got.shape(), want.shape(), "{name}");
+        let (g, w) = (
+            super::ok("read", got.to_vec_as::<f32>()),
+            super::ok("read", want.to_vec_as::<f32>()),
+        );
+        assert_eq!(g, w, "{name} after joining");
+    }
+    // Replaced weights are joined again (and after three joins, run alone).
+    for round in 0..4 {
+        let w = attn.k_proj.weight.value();
+        super::ok("set", attn.k_proj.weight.set(&w * 0.5));
+        let g = mlp.gate_proj.weight.value();
+        super::ok("set", mlp.gate_proj.weight.set(&g * -1.0));
+        check(&format!("replaced weights, round {round}"), &m);
+    }
+    let q = load(dev, "llama_tiny");
+    check("joined before quantizing", &q);
+    super::ok("quantize", wmx::nn::quantize(&q, 32, 4));
+    check("quantized after joining", &q);
+}
