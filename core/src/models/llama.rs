@@ -195,6 +195,18 @@ impl LlamaAttention {
     /// [`LlamaAttention::forward`] with the first position given as an i32 scalar
     /// (one array for every layer of a step).
     fn forward_at(&self, x: &Array, cache: Option<&mut KvCache>, off: &Array) -> Result<Array> {
+        self.forward_plus(x, cache, off, None)
+    }
+
+    /// [`LlamaAttention::forward_at`] plus `residual` (added by the output
+    /// projection's product).
+    fn forward_plus(
+        &self,
+        x: &Array,
+        cache: Option<&mut KvCache>,
+        off: &Array,
+        residual: Option<&Array>,
+    ) -> Result<Array> {
         let (b, l) = (x.shape()[0] as isize, x.shape()[1] as isize);
         let heads = |y: &Array| -> Result<Array> {
             crate::swapaxes(
@@ -248,7 +260,10 @@ impl LlamaAttention {
         };
         let o = crate::scaled_dot_product_attention(&q, &k, &v, None, mask)?;
         let o = crate::reshape(&crate::swapaxes(&o, 1, 2)?, &[b, l, -1])?;
-        self.o_proj.forward(&o)
+        match residual {
+            Some(r) => self.o_proj.forward_plus(&o, r),
+            None => self.o_proj.forward(&o),
+        }
     }
 }
 
@@ -283,13 +298,14 @@ impl Module for LlamaMlp {
 
 impl Layer for LlamaMlp {
     fn forward(&self, x: &Array) -> Result<Array> {
-        self.forward_as(x, false)
+        self.forward_as(x, false, None)
     }
 }
 
 impl LlamaMlp {
-    /// [`Layer::forward`]; `generating`: gate and up as one product.
-    fn forward_as(&self, x: &Array, generating: bool) -> Result<Array> {
+    /// [`Layer::forward`] plus `residual` (added by the down projection's
+    /// product); `generating`: gate and up as one product.
+    fn forward_as(&self, x: &Array, generating: bool, residual: Option<&Array>) -> Result<Array> {
         let joined = match generating {
             true => self.gate_up.forward(&[&self.gate_proj, &self.up_proj], x)?,
             false => None,
@@ -306,8 +322,11 @@ impl LlamaMlp {
             }
             None => (self.gate_proj.forward(x)?, self.up_proj.forward(x)?),
         };
-        self.down_proj
-            .forward(&crate::multiply(&crate::nn::silu(&g)?, &u)?)
+        let act = crate::multiply(&crate::nn::silu(&g)?, &u)?;
+        match residual {
+            Some(r) => self.down_proj.forward_plus(&act, r),
+            None => self.down_proj.forward(&act),
+        }
     }
 }
 
@@ -335,15 +354,12 @@ impl Module for LlamaLayer {
 
 impl LlamaLayer {
     fn forward(&self, h: &Array, cache: Option<&mut KvCache>, off: &Array) -> Result<Array> {
+        // Each residual connection is its product's addend.
         let generating = cache.is_some();
-        let a = self
-            .self_attn
-            .forward_at(&self.input_layernorm.forward(h)?, cache, off)?;
-        let h = crate::add(h, &a)?;
-        let m = self
-            .mlp
-            .forward_as(&self.post_attention_layernorm.forward(&h)?, generating)?;
-        crate::add(&h, &m)
+        let x = self.input_layernorm.forward(h)?;
+        let h = self.self_attn.forward_plus(&x, cache, off, Some(h))?;
+        let x = self.post_attention_layernorm.forward(&h)?;
+        self.mlp.forward_as(&x, generating, Some(&h))
     }
 }
 

@@ -156,6 +156,26 @@ impl Layer for Linear {
     }
 }
 
+impl Linear {
+    /// `self.forward(x) + residual` (`residual` of the output's shape), as one
+    /// product with `residual` its addend where the layer is a plain product (not
+    /// quantized, no bias): a residual connection without a pass of its own. The
+    /// sum is rounded once, in the product's epilogue.
+    pub(crate) fn forward_plus(&self, x: &Array, residual: &Array) -> Result<Array> {
+        let w = self.weight.value();
+        let mut out = x.shape().to_vec();
+        if let (Some(last), [rows, _]) = (out.last_mut(), w.shape()) {
+            *last = *rows;
+        }
+        let plain = self.quant.get().is_none() && self.bias.is_none();
+        let alike = x.dtype() == w.dtype() && residual.dtype() == w.dtype();
+        if plain && alike && x.ndim() >= 1 && residual.shape() == out {
+            return crate::addmm(residual, x, &w.t()?, 1.0, 1.0);
+        }
+        crate::add(&self.forward(x)?, residual)
+    }
+}
+
 /// Linear layers reading one input, computed as one product where their weights
 /// are rows of one array: a Llama's q/k/v and gate/up projections when it
 /// generates (one matrix-vector kernel a token where there were three). The
