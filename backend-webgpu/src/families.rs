@@ -131,9 +131,10 @@ pub(crate) fn eval<D: Driver>(prim: &dyn Any, ev: &mut CustomEval<D>) -> Option<
             view(&ev.inputs[2]),
             view(&ev.inputs[3]),
         );
+        let addend = ev.inputs.get(4).map(view);
         return Some(
             ev.kernels
-                .qmv(&mut ev.batch, &x, &w, &s, &b, q, &out)
+                .qmv(&mut ev.batch, &x, &w, &s, &b, addend.as_ref(), q, &out)
                 .map_err(kerr),
         );
     }

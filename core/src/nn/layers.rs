@@ -158,10 +158,24 @@ impl Layer for Linear {
 
 impl Linear {
     /// `self.forward(x) + residual` (`residual` of the output's shape), as one
-    /// product with `residual` its addend where the layer is a plain product (not
-    /// quantized, no bias): a residual connection without a pass of its own. The
-    /// sum is rounded once, in the product's epilogue.
+    /// product with `residual` its addend where the layer has no bias: a residual
+    /// connection without a pass of its own. The sum is rounded once, in the
+    /// product's epilogue (a quantized layer's where its matrix-vector kernel runs).
     pub(crate) fn forward_plus(&self, x: &Array, residual: &Array) -> Result<Array> {
+        if let (Some(q), None) = (self.quant.get(), &self.bias) {
+            let (s, b) = (q.scales.value(), q.biases.value());
+            let w = self.weight.value();
+            return crate::ops::quantized::quantized_matmul_plus(
+                x,
+                &w,
+                &s,
+                &b,
+                true,
+                q.group_size,
+                q.bits,
+                Some(residual),
+            );
+        }
         let w = self.weight.value();
         let mut out = x.shape().to_vec();
         if let (Some(last), [rows, _]) = (out.last_mut(), w.shape()) {
@@ -986,5 +1000,60 @@ impl Layer for BatchNorm {
         let inv = crate::rsqrt(&crate::add(&var, &crate::scalar_like(&var, self.eps)?)?)?;
         let y = crate::multiply(&crate::subtract(x, &mean)?, &inv)?;
         apply_affine(y, &self.weight, &self.bias)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Device;
+
+    /// A quantized layer's product with its residual as the matrix-vector
+    /// kernel's addend equals the product plus the residual, in value, gradient
+    /// (x and the residual) and vmap; on the CPU (the GPU kernel runs in the
+    /// Llama conformance cases).
+    #[test]
+    fn quantized_forward_plus() -> Result<()> {
+        crate::with_device(&Device::cpu(), || {
+            let key = crate::random::key(35)?;
+            let l = Linear::new(&key, 64, 6, false)?;
+            l.quantize(32, 4)?;
+            let keys = crate::random::split(&key, 3)?;
+            let k = |i: isize| keys.slice(&[crate::Slice::range(i, i + 1)])?.reshape(&[2]);
+            let x = crate::random::normal(&k(1)?, &[3, 64], 0.0, 1.0, DType::F32)?;
+            let r = crate::random::normal(&k(2)?, &[3, 6], 0.0, 1.0, DType::F32)?;
+            let close = |a: &Array, b: &Array, what: &str| -> Result<()> {
+                let (a, b) = (a.to_vec_as::<f64>()?, b.to_vec_as::<f64>()?);
+                assert_eq!(a.len(), b.len(), "{what}");
+                for (p, q) in a.iter().zip(&b) {
+                    assert!(
+                        (p - q).abs() <= 1e-5 * (1.0 + q.abs()),
+                        "{what}: {p} vs {q}"
+                    );
+                }
+                Ok(())
+            };
+            let fused = |a: &[Array]| Ok(vec![l.forward_plus(&a[0], &a[1])?]);
+            let plain = |a: &[Array]| Ok(vec![crate::add(&l.forward(&a[0])?, &a[1])?]);
+            let args = [x.clone(), r.clone()];
+            close(&fused(&args)?[0], &plain(&args)?[0], "value")?;
+            fn sum_sq(y: Vec<Array>) -> Result<Vec<Array>> {
+                Ok(vec![crate::sum(
+                    &crate::multiply(&y[0], &y[0])?,
+                    None,
+                    false,
+                )?])
+            }
+            let gf = crate::grad(|a: &[Array]| sum_sq(fused(a)?), &[0, 1])(&args)?;
+            let gp = crate::grad(|a: &[Array]| sum_sq(plain(a)?), &[0, 1])(&args)?;
+            close(&gf[0], &gp[0], "gradient of x")?;
+            close(&gf[1], &gp[1], "gradient of the residual")?;
+            // A batch of 2 of each (more rows than the kernel's 8 take the other path).
+            let xb = crate::stack(&[&x, &x], 0)?;
+            let rb = crate::stack(&[&r, &crate::negative(&r)?], 0)?;
+            let vf = crate::vmap(fused, &[Some(0), Some(0)], &[0])(&[xb.clone(), rb.clone()])?;
+            let vp = crate::vmap(plain, &[Some(0), Some(0)], &[0])(&[xb, rb])?;
+            close(&vf[0], &vp[0], "vmap")
+        })
     }
 }

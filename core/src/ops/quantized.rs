@@ -207,6 +207,23 @@ pub fn quantized_matmul(
     group_size: usize,
     bits: usize,
 ) -> Result<Array> {
+    quantized_matmul_plus(x, wq, scales, biases, transpose, group_size, bits, None)
+}
+
+/// [`quantized_matmul`] plus `addend` (of the product's shape and dtype), added
+/// by the matrix-vector kernel before it rounds its output where that kernel
+/// runs (a residual connection without a pass of its own), else by an add.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn quantized_matmul_plus(
+    x: &Array,
+    wq: &Array,
+    scales: &Array,
+    biases: &Array,
+    transpose: bool,
+    group_size: usize,
+    bits: usize,
+    addend: Option<&Array>,
+) -> Result<Array> {
     const OP: &str = "quantized_matmul";
     let wshape = dequantized_shape(OP, wq, scales, biases, group_size, bits)?;
     if x.dtype() != scales.dtype() {
@@ -249,8 +266,15 @@ pub fn quantized_matmul(
         && r == 2
         && (1..=MATVEC_ROWS).contains(&rows)
         && n.is_multiple_of(4 / x.dtype().size());
-    if !matvec {
-        return composed(x, wq, scales, biases, transpose, group_size, bits);
+    let mut out = x.shape().to_vec();
+    *out.last_mut().expect("rank checked") = n;
+    let fits = addend.is_none_or(|c| c.shape() == out && c.dtype() == x.dtype());
+    if !matvec || !fits {
+        let y = composed(x, wq, scales, biases, transpose, group_size, bits)?;
+        return match addend {
+            Some(c) => crate::add(&y, c),
+            None => Ok(y),
+        };
     }
     let prim = QuantizedMatvec {
         group: group_size,
@@ -258,36 +282,51 @@ pub fn quantized_matmul(
     };
     let fwd = move |a: &[Array]| -> Result<Vec<Array>> {
         let c = |a: &Array| crate::stop_gradient(a);
-        Ok(vec![prim.run(&c(&a[0])?, &a[1], &c(&a[2])?, &c(&a[3])?)?])
+        let add = a.get(4).map(c).transpose()?;
+        Ok(vec![prim.run(
+            &c(&a[0])?,
+            &a[1],
+            &c(&a[2])?,
+            &c(&a[3])?,
+            add.as_ref(),
+        )?])
     };
-    // Derivatives differentiate the composed form (x, scales, biases; the packed
-    // values are integers).
+    // Derivatives differentiate the composed form (x, scales, biases and the
+    // addend; the packed values are integers).
     let reference = move |wq: Array| {
         move |a: &[Array]| -> Result<Vec<Array>> {
-            Ok(vec![composed(
-                &a[0], &wq, &a[1], &a[2], true, group_size, bits,
-            )?])
+            let y = composed(&a[0], &wq, &a[1], &a[2], true, group_size, bits)?;
+            Ok(vec![match a.get(3) {
+                Some(c) => crate::add(&y, c)?,
+                None => y,
+            }])
         }
     };
-    let floats_of = |a: &[Array]| vec![a[0].clone(), a[2].clone(), a[3].clone()];
+    // The differentiable inputs' positions among the call's.
+    let floats: &'static [usize] = match addend {
+        Some(_) => &[0, 2, 3, 4],
+        None => &[0, 2, 3],
+    };
+    let floats_of = move |a: &[Array]| floats.iter().map(|&i| a[i].clone()).collect::<Vec<_>>();
     let f = CustomFunction::new(fwd)
         .name(OP)
         .vjp(move |a, _, ct| {
             let (_, g) = crate::vjp(reference(a[1].clone()), &floats_of(a), ct)?;
             let mut g = g.into_iter();
-            Ok(vec![g.next(), None, g.next(), g.next()])
+            let mut out = vec![g.next(), None];
+            out.extend(g.map(Some));
+            Ok(out)
         })
         .jvp(move |a, t| {
-            let t: Vec<Array> = [0, 2, 3]
+            let t: Vec<Array> = floats
                 .iter()
                 .map(|&i| t[i].clone().map_or_else(|| crate::zeros_like(&a[i]), Ok))
                 .collect::<Result<_>>()?;
             Ok(crate::jvp(reference(a[1].clone()), &floats_of(a), &t)?.1)
         });
-    Ok(
-        f.call(&[x.clone(), wq.clone(), scales.clone(), biases.clone()])?
-            .remove(0),
-    )
+    let mut args = vec![x.clone(), wq.clone(), scales.clone(), biases.clone()];
+    args.extend(addend.cloned());
+    Ok(f.call(&args)?.remove(0))
 }
 
 /// [`quantized_matmul`] with the matrices (and optionally the rows of `x`)
@@ -646,7 +685,8 @@ impl CustomPrimitive for Dequantize {
 
 /// The quantized matrix-vector primitive (inputs: row-major x `[M, K]` with M at
 /// most 8, and the transposed quantized matrix `[N, K]`: words, scales, biases,
-/// row-major). Public for the GPU backends, which run it through
+/// row-major; a fifth input `[M, N]` is added to the product). Public for the GPU
+/// backends, which run it through
 /// `wmx_kernels::Kernels::qmv`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuantizedMatvec {
@@ -657,17 +697,28 @@ pub struct QuantizedMatvec {
 }
 
 impl QuantizedMatvec {
-    /// `x` (`[.., K]`) times the matrix's transpose, shaped `[.., N]`.
-    fn run(&self, x: &Array, wq: &Array, scales: &Array, biases: &Array) -> Result<Array> {
+    /// `x` (`[.., K]`) times the matrix's transpose, shaped `[.., N]`, plus
+    /// `addend` (of that shape) if any: a fifth input.
+    fn run(
+        &self,
+        x: &Array,
+        wq: &Array,
+        scales: &Array,
+        biases: &Array,
+        addend: Option<&Array>,
+    ) -> Result<Array> {
         let k = x.shape()[x.ndim() - 1];
         let n = scales.shape()[0];
         let x2 = crate::contiguous(&crate::reshape(x, &[-1, k as isize])?)?;
-        let inputs = [
+        let mut inputs = vec![
             x2.clone(),
             crate::contiguous(wq)?,
             crate::contiguous(scales)?,
             crate::contiguous(biases)?,
         ];
+        if let Some(c) = addend {
+            inputs.push(crate::contiguous(&crate::reshape(c, &[-1, n as isize])?)?);
+        }
         let y = crate::custom(
             Arc::new(self.clone()),
             &inputs,
@@ -695,7 +746,10 @@ impl CustomPrimitive for QuantizedMatvec {
         let (m, k) = (inputs[0].layout.shape[0], inputs[0].layout.shape[1]);
         let n = out.shape[1];
         let (gk, rw) = (k / self.group, k * self.bits / 32);
-        let mut res = vec![0.0f64; m * n];
+        let mut res = match inputs.get(4) {
+            Some(c) => floats(OP, c)?,
+            None => vec![0.0f64; m * n],
+        };
         for j in 0..n {
             let row = &words[j * rw..(j + 1) * rw];
             for kk in 0..k {
@@ -716,6 +770,12 @@ impl CustomPrimitive for QuantizedMatvec {
     }
 
     fn vmap(&self, inputs: &[Array], batched: &[bool]) -> Result<Array> {
+        if inputs.len() == 5 {
+            // With an addend: the composed product plus the addend, batched.
+            let a = batch_all(inputs, batched)?;
+            let y = composed(&a[0], &a[1], &a[2], &a[3], true, self.group, self.bits)?;
+            return crate::add(&y, &a[4]);
+        }
         if batched[1..].iter().any(|&b| b) {
             // A batch of matrices: through the dequantized matrices.
             let a = batch_all(inputs, batched)?;

@@ -557,7 +557,7 @@ pub(crate) fn compose_with(spec: &ModuleSpec, input_a: Option<InputCode<'_>>) ->
         )));
     }
     let out_ct = if raw { Ct::U32 } else { spec.output.ct() };
-    let letters = ['a', 'b', 'c', 'd'];
+    let letters = ['a', 'b', 'c', 'd', 'e'];
     for (k, d) in spec.inputs.iter().enumerate() {
         let l = letters[k];
         let up = l.to_ascii_uppercase();

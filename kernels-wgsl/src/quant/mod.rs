@@ -24,13 +24,11 @@ pub const QUANT_GROUPS: [usize; 3] = [32, 64, 128];
 pub static QUANT: Family = Family {
     name: "Quant",
     arity: 4,
-    takes: |s| {
-        s.inputs.len()
-            == match s.op.name() {
-                "quantize_params" | "quantize_words" => 1,
-                "dequantize" => 3,
-                _ => 4,
-            }
+    takes: |s| match s.op.name() {
+        "quantize_params" | "quantize_words" => s.inputs.len() == 1,
+        "dequantize" => s.inputs.len() == 3,
+        // An addend last, where the product has one.
+        _ => matches!(s.inputs.len(), 4 | 5),
     },
     entry: |s| match s.op.name() {
         "quantize_params" => "quantize_params",
@@ -55,7 +53,14 @@ pub static QUANT: Family = Family {
             )));
         }
         let float = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
-        let d = *spec.inputs.last().expect("takes");
+        let d = spec.inputs[spec.inputs.len().min(4) - 1];
+        let addend = spec.inputs.len() == 5;
+        if addend && spec.inputs[4] != d {
+            return Err(Error::Shape(format!(
+                "quant '{}': the addend must be {d}, got {:?}",
+                spec.op, spec.inputs
+            )));
+        }
         let (ok, out) = match spec.op.name() {
             "quantize_params" => (rows == 0, DType::F32),
             "quantize_words" => (rows == 0, DType::U32),
@@ -83,6 +88,12 @@ pub static QUANT: Family = Family {
             rows.max(1)
         )
         .unwrap();
+        // The products' addend at an output element (P[9]: its offset), or none.
+        p.push_str(if addend {
+            "fn qmv_add(i: u32) -> f32 { return f32(ld_e(P[9] + i)); }\n"
+        } else {
+            "fn qmv_add(i: u32) -> f32 { return 0.0; }\n"
+        });
         Ok(vec![WORDS, QUANT_WGSL])
     },
     specs: |t| {
@@ -101,11 +112,13 @@ pub static QUANT: Family = Family {
                     add("quantize_params", vec![d], DType::F32, 0);
                     add("quantize_words", vec![d], DType::U32, 0);
                     add("dequantize", vec![DType::U32, d, d], d, 0);
-                    for rows in [1, 8] {
-                        add("qmv", vec![d, DType::U32, d, d], d, rows);
-                    }
-                    if bits.is_power_of_two() {
-                        add("qmv1", vec![d, DType::U32, d, d], d, 1);
+                    for inputs in [vec![d, DType::U32, d, d], vec![d, DType::U32, d, d, d]] {
+                        for rows in [1, 8] {
+                            add("qmv", inputs.clone(), d, rows);
+                        }
+                        if bits.is_power_of_two() {
+                            add("qmv1", inputs, d, 1);
+                        }
                     }
                 }
             }
@@ -268,6 +281,7 @@ impl<D: Driver> Kernels<D> {
         wq: &Strided<D::Buffer>,
         scales: &Strided<D::Buffer>,
         biases: &Strided<D::Buffer>,
+        addend: Option<&Strided<D::Buffer>>,
         q: QuantParams,
         out: &Contig<D::Buffer>,
     ) -> Result<()> {
@@ -288,22 +302,32 @@ impl<D: Driver> Kernels<D> {
             && out.dtype == x.dtype
             && wq.dtype == DType::U32
             && n.is_multiple_of(x.dtype.epw())
-            && [x, wq, scales, biases].iter().all(|v| is_row_major(v));
+            && [x, wq, scales, biases].iter().all(|v| is_row_major(v))
+            && addend.is_none_or(|c| c.shape == [m, n] && c.dtype == x.dtype && is_row_major(c));
         if !ok {
             return Err(shape_err(
                 "qmv",
                 format!(
-                    "x {:?} {}, words {:?}, scales {:?}, biases {:?}, {q:?}, out {:?} {}",
-                    x.shape, x.dtype, wq.shape, scales.shape, biases.shape, out.shape, out.dtype
+                    "x {:?} {}, words {:?}, scales {:?}, biases {:?}, addend {:?}, {q:?}, out {:?} {}",
+                    x.shape,
+                    x.dtype,
+                    wq.shape,
+                    scales.shape,
+                    biases.shape,
+                    addend.map(|c| c.shape),
+                    out.shape,
+                    out.dtype
                 ),
             ));
         }
-        for (v, what) in [
-            (x, "x"),
-            (wq, "words"),
-            (scales, "scales"),
-            (biases, "biases"),
-        ] {
+        let named = [
+            (Some(x), "x"),
+            (Some(wq), "words"),
+            (Some(scales), "scales"),
+            (Some(biases), "biases"),
+            (addend, "addend"),
+        ];
+        for (v, what) in named.iter().filter_map(|(v, w)| v.map(|v| (v, w))) {
             check_view(v, &format!("qmv {what}"))?;
         }
         check_out(out)?;
@@ -320,7 +344,10 @@ impl<D: Driver> Kernels<D> {
         } else {
             "qmv"
         };
-        let inputs = vec![x.dtype, DType::U32, x.dtype, x.dtype];
+        let mut inputs = vec![x.dtype, DType::U32, x.dtype, x.dtype];
+        if addend.is_some() {
+            inputs.push(x.dtype);
+        }
         let spec = self.spec(&QUANT, op, inputs, out.dtype, q.variant(rows)?, 0);
         let mut params = vec![
             m as u32,
@@ -341,15 +368,18 @@ impl<D: Driver> Kernels<D> {
             params.push(team.trailing_zeros());
             2 * (wg / team)
         } else {
+            params.push(0);
             wg / 32
         };
-        let buffers = [
+        params.push(u32_of(addend.map_or(0, |c| c.offset), "offset")?);
+        let mut buffers = vec![
             out.binding(),
             x.binding(),
             wq.binding(),
             scales.binding(),
             biases.binding(),
         ];
+        buffers.extend(addend.map(|c| c.binding()));
         let groups = n.div_ceil(rows_per_group.max(1)) as u64;
         self.record(b, &spec, buffers, params, groups)
     }

@@ -13,6 +13,8 @@
 //   QMV_M); a team of TEAM invocations per output row n, each taking every
 //   TEAM-th group. 16-bit outputs need n even (a word holds two columns). With
 //   one row and 2, 4 or 8 bits, qmv1 (below) takes the words in turn instead.
+//   Both: [8] qmv1's team size, [9] the offset of an addend [m, n] (a fifth input,
+//   added before the output is rounded: `qmv_add` of the prelude).
 // dequantize's `zero` is 0: s * q goes through it so the driver cannot drop its
 // rounding to the output dtype (or contract s * q + b into an fma).
 
@@ -237,7 +239,8 @@ fn qmv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: ve
         var word = 0u;
         for (var j = 0u; j < EPO; j++) {
             if (row + j < n_rows) {
-                word = put(word, j, st_o(qmv_red[lane * WG + (team + j) * TEAM]));
+                let at = lane * n_rows + row + j;
+                word = put(word, j, st_o(qmv_red[lane * WG + (team + j) * TEAM] + qmv_add(at)));
             }
         }
         O[(lane * n_rows + row) / EPO] = word;
@@ -326,8 +329,8 @@ fn qmv1(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     // The team's first lane writes its two rows (a 16-bit word holds both).
     if (row < n_rows && lane == 0u) {
-        let y0 = qmv_red[lid];
-        let y1 = qmv_red[WG + lid];
+        let y0 = qmv_red[lid] + qmv_add(row);
+        let y1 = qmv_red[WG + lid] + qmv_add(row1);
         if (EPO == 2u) {
             O[row / 2u] = put(put(0u, 0u, st_o(y0)), 1u, st_o(y1));
         } else {
