@@ -228,19 +228,26 @@ impl Program {
     /// unless the unscaled one overflows or the scaled one is subnormal). Returns
     /// whether anything changed (dead steps remain).
     fn fold_scales(&mut self) -> bool {
-        let mut changed = false;
+        !self.folded_scales().is_empty()
+    }
+
+    /// [`Program::fold_scales`], returning the steps it changed (ascending).
+    fn folded_scales(&mut self) -> Vec<usize> {
+        let mut changed = Vec::new();
         // One fold at a time, each with fresh readers (a fold moves them).
         for _ in 0..self.steps.len() {
-            if !self.fold_scale() {
-                break;
+            match self.fold_scale() {
+                Some(ks) => changed.extend(ks),
+                None => break,
             }
-            changed = true;
         }
+        changed.sort_unstable();
+        changed.dedup();
         changed
     }
 
-    /// The first fold [`Program::fold_scales`] finds, made.
-    fn fold_scale(&mut self) -> bool {
+    /// The first fold [`Program::fold_scales`] finds, made: the steps it changed.
+    fn fold_scale(&mut self) -> Option<Vec<usize>> {
         let n = self.steps.len();
         let mut readers: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
         for (k, st) in self.steps.iter().enumerate() {
@@ -307,7 +314,7 @@ impl Program {
                     beta: beta * f,
                 };
                 st.inputs = inputs;
-                return true;
+                return Some(vec![k]);
             }
             // Read only as products' operands (not as their addend).
             let rs = &readers[k];
@@ -317,7 +324,8 @@ impl Program {
                     .iter()
                     .all(|&(c, at)| at < 2 && product(&self.steps, c).is_some())
             {
-                for &(c, at) in rs.clone().iter() {
+                let rs = rs.clone();
+                for &(c, at) in &rs {
                     let (alpha, beta) = product(&self.steps, c).expect("checked");
                     let st = &mut self.steps[c];
                     st.prim = Primitive::Matmul {
@@ -326,10 +334,10 @@ impl Program {
                     };
                     st.inputs[at] = x.clone();
                 }
-                return true;
+                return Some(rs.iter().map(|r| r.0).collect());
             }
         }
-        false
+        None
     }
 
     /// Groups elementwise steps into fused kernels reading at most `limit` buffers:
@@ -985,7 +993,7 @@ pub(crate) fn fuse_pending(order: &[crate::eval::Step]) -> bool {
             dtype: node.dtype(),
         });
     }
-    let p = Program {
+    let mut p = Program {
         device,
         traced_steps: steps.len(),
         steps,
@@ -997,6 +1005,28 @@ pub(crate) fn fuse_pending(order: &[crate::eval::Step]) -> bool {
         free: false,
     };
     let mut changed = false;
+    // Scales folded into products: the changed nodes take their new primitive and
+    // inputs (a folded multiply is then read by nothing, and eval drops it).
+    for k in p.folded_scales() {
+        let st = &p.steps[k];
+        let inputs: Vec<Array> = st
+            .inputs
+            .iter()
+            .map(|s| match s {
+                Src::Step(j) => order[*j].0.clone(),
+                Src::Const(a) => a.clone(),
+                Src::Input(_) => unreachable!("a pending graph has no arguments"),
+            })
+            .collect();
+        let mut node = order[k].0.lock();
+        if let State::Pending { .. } = &*node {
+            *node = State::Pending {
+                prim: st.prim.clone(),
+                inputs,
+            };
+            changed = true;
+        }
+    }
     // One output per node here: a node's value cannot become a view of another's.
     for (k, role) in p.plan(limit, false).into_iter().enumerate() {
         let Role::Root(kernel, leaves, _) = role else {

@@ -974,6 +974,24 @@ pub fn compile_folds_scales_into_products(dev: &Device) {
             );
         }
     }
+    // Eval's default mode folds the pending graph's scales too (dispatches
+    // counted in `tests/tests/dispatch_counts.rs`, on a device of its own): the
+    // same values as op by op.
+    let scaled = || -> Result<Array> {
+        // No handle on the product: one held would keep it and its multiply.
+        let y = &wmx::matmul(&(&a * 0.5), &b)? * 3.0;
+        y.eval()?;
+        Ok(y)
+    };
+    let folded = ok("default mode", wmx::with_mode(Mode::Compiled, scaled));
+    let want = ok("op by op", wmx::with_mode(Mode::Lazy, scaled));
+    let (fv, wv) = (read_ok(&folded, "folded"), read_ok(&want, "op by op"));
+    for (x, y) in fv.iter().zip(&wv) {
+        assert!(
+            (x.f() - y.f()).abs() <= 4.0 * ulp(DType::F32, y.f().abs().max(4.0)),
+            "default mode's folded scales: {x:?} vs {y:?}"
+        );
+    }
     // The gradient of a compiled scaled product (attention's scores) equals the
     // uncompiled one.
     let loss = |x: &[Array]| -> Result<Vec<Array>> {
