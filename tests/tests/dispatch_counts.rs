@@ -19,7 +19,7 @@ fn dispatches(dev: &Device, mode: Mode, f: impl FnOnce() -> wmx::Result<Array>) 
 }
 
 #[test]
-fn scales_fold_into_products() {
+fn scales_and_sums_fold_into_products() {
     let Some(dev) = gpu() else { return };
     let (a, b) = wmx::with_device(&dev, || {
         let a = wmx::random::normal(&wmx::random::key(1)?, &[2, 9, 16], 0.0, 1.0, DType::F32)?;
@@ -34,6 +34,10 @@ fn scales_fold_into_products() {
     let default = dispatches(&dev, Mode::Compiled, scaled);
     let lazy = dispatches(&dev, Mode::Lazy, scaled);
     assert_eq!((default, lazy), (1, 3), "a product scaled on both sides");
+    // A product plus an array of its shape: the array is the product's addend.
+    let c = wmx::with_device(&dev, || wmx::ones(&[2, 9, 7], DType::F32)).unwrap();
+    let sum = || Ok(&wmx::matmul(&a, &b)? + &c);
+    assert_eq!(dispatches(&dev, Mode::Compiled, sum), 1, "a @ b + c");
     // A product something else holds keeps its multiply.
     let held = wmx::with_device(&dev, || wmx::matmul(&a, &b)).unwrap();
     let kept = dispatches(&dev, Mode::Compiled, || Ok(&held * 3.0));

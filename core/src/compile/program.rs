@@ -139,7 +139,7 @@ impl Program {
             traced_steps,
         };
         p.simplify();
-        if p.fold_scales() {
+        if p.fold_products() {
             p.simplify();
         }
         p.free = p.compute_shape_free();
@@ -222,21 +222,24 @@ impl Program {
     /// Folds multiplications by a constant into the products next to them, as
     /// their `alpha` (and `beta`): a product's only reader scaling it (attention's
     /// scores times `1/sqrt(d)`), or a scaled value read only as products' operands
-    /// (the scores' gradient). Each saves a pass over the product's output. The
-    /// product then scales its f32 accumulator, one rounding where there were two,
-    /// so a 16-bit result is folded only for a power-of-two factor (the same value
-    /// unless the unscaled one overflows or the scaled one is subnormal). Returns
-    /// whether anything changed (dead steps remain).
-    fn fold_scales(&mut self) -> bool {
-        !self.folded_scales().is_empty()
+    /// (the scores' gradient). And a product's only reader adding an array of its
+    /// shape (a causal mask's bias, a residual) to a product without an addend
+    /// makes that array the addend. Each saves a pass over the product's output.
+    /// The product then scales or adds in its f32 accumulator, one rounding where
+    /// there were two, so a 16-bit result is folded only for a power-of-two factor
+    /// (the same value unless the unscaled one overflows or the scaled one is
+    /// subnormal) and never an addend. Returns whether anything changed (dead
+    /// steps remain).
+    fn fold_products(&mut self) -> bool {
+        !self.folded_products().is_empty()
     }
 
-    /// [`Program::fold_scales`], returning the steps it changed (ascending).
-    fn folded_scales(&mut self) -> Vec<usize> {
+    /// [`Program::fold_products`], returning the steps it changed (ascending).
+    fn folded_products(&mut self) -> Vec<usize> {
         let mut changed = Vec::new();
         // One fold at a time, each with fresh readers (a fold moves them).
         for _ in 0..self.steps.len() {
-            match self.fold_scale() {
+            match self.fold_product() {
                 Some(ks) => changed.extend(ks),
                 None => break,
             }
@@ -246,8 +249,8 @@ impl Program {
         changed
     }
 
-    /// The first fold [`Program::fold_scales`] finds, made: the steps it changed.
-    fn fold_scale(&mut self) -> Option<Vec<usize>> {
+    /// The first fold [`Program::fold_products`] finds, made: the steps it changed.
+    fn fold_product(&mut self) -> Option<Vec<usize>> {
         let n = self.steps.len();
         let mut readers: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
         for (k, st) in self.steps.iter().enumerate() {
@@ -269,6 +272,43 @@ impl Program {
         };
         for k in 0..n {
             let st = &self.steps[k];
+            let wide = matches!(st.dtype, DType::F32 | DType::F64);
+            if matches!(st.prim, Primitive::Binary(crate::BinaryOp::Add)) && wide {
+                // A product without an addend, read only here, plus an array of its
+                // shape and dtype.
+                let alone = |s: &Src| match s {
+                    Src::Step(j) => matches!(self.steps[*j].prim, Primitive::Matmul { .. })
+                        .then_some(*j)
+                        .filter(|&j| {
+                            self.steps[j].inputs.len() == 2
+                                && readers[j].len() == 1
+                                && !is_output[j]
+                                && self.steps[j].dtype == st.dtype
+                                && self.steps[j].layout.shape == st.layout.shape
+                        }),
+                    _ => None,
+                };
+                let pick = (0..2).find_map(|at| {
+                    let other = &st.inputs[1 - at];
+                    let fits = self.src_shape(other) == st.layout.shape
+                        && self.src_dtype(other) == st.dtype;
+                    alone(&st.inputs[at])
+                        .filter(|_| fits)
+                        .map(|j| (j, other.clone()))
+                });
+                if let Some((j, other)) = pick {
+                    let Some((alpha, _)) = product(&self.steps, j) else {
+                        unreachable!("alone is a product")
+                    };
+                    let mut inputs = self.steps[j].inputs.clone();
+                    inputs.push(other);
+                    let st = &mut self.steps[k];
+                    st.prim = Primitive::Matmul { alpha, beta: 1.0 };
+                    st.inputs = inputs;
+                    return Some(vec![k]);
+                }
+                continue;
+            }
             if !matches!(st.prim, Primitive::Binary(crate::BinaryOp::Multiply))
                 || !st.dtype.is_float()
             {
@@ -292,7 +332,6 @@ impl Program {
                 _ => continue,
             };
             let exact = f.is_finite() && f != 0.0 && f.abs().log2().fract() == 0.0;
-            let wide = matches!(st.dtype, DType::F32 | DType::F64);
             if !f.is_finite()
                 || self.src_dtype(&x) != st.dtype
                 || self.src_shape(&x) != st.layout.shape
@@ -1005,9 +1044,9 @@ pub(crate) fn fuse_pending(order: &[crate::eval::Step]) -> bool {
         free: false,
     };
     let mut changed = false;
-    // Scales folded into products: the changed nodes take their new primitive and
+    // Scales and sums folded into products: the changed nodes take their new primitive and
     // inputs (a folded multiply is then read by nothing, and eval drops it).
-    for k in p.folded_scales() {
+    for k in p.folded_products() {
         let st = &p.steps[k];
         let inputs: Vec<Array> = st
             .inputs

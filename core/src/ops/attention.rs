@@ -474,7 +474,6 @@ fn composed(
         &crate::with_device(q.device(), || crate::scalar(scale, work))?,
     )?;
     let full = [b, hkv, g, lq, lk];
-    let mut s = crate::reshape(&scores, &full.map(i))?;
     let on = |f: &dyn Fn() -> Result<Array>| crate::with_device(q.device(), f);
     // Positions: the queries are the last Lq of the Lk.
     let band = |window: Option<usize>| -> Result<Array> {
@@ -513,15 +512,26 @@ fn composed(
         let zero = on(&|| crate::scalar(0.0, work))?;
         crate::where_(&keep, &zero, &ninf)
     };
+    // A positional bias is added before the scores are split by group where a
+    // key head has one query head: the add is then the product's addend when
+    // compiled (no pass over the scores).
+    let positional = match mask {
+        AttentionMask::Causal => Some(band(None)?),
+        AttentionMask::SlidingWindow(0) => return bad("a sliding window of 0 keys".into()),
+        AttentionMask::SlidingWindow(w) => Some(band(Some(w))?),
+        _ => None,
+    };
+    let scores = match &positional {
+        Some(keep) if g == 1 => crate::add(&scores, &bias(keep.clone())?)?,
+        _ => scores,
+    };
+    let mut s = crate::reshape(&scores, &full.map(i))?;
     let keep = match mask {
         AttentionMask::None => None,
-        AttentionMask::Causal => {
-            s = crate::add(&s, &bias(band(None)?)?)?;
-            None
-        }
-        AttentionMask::SlidingWindow(0) => return bad("a sliding window of 0 keys".into()),
-        AttentionMask::SlidingWindow(w) => {
-            s = crate::add(&s, &bias(band(Some(w))?)?)?;
+        AttentionMask::Causal | AttentionMask::SlidingWindow(_) => {
+            if let (Some(keep), true) = (positional, g > 1) {
+                s = crate::add(&s, &bias(keep)?)?;
+            }
             None
         }
         AttentionMask::Bool(m) => {

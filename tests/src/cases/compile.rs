@@ -885,10 +885,11 @@ pub fn compile_stores_several_outputs(dev: &Device) {
 /// Multiplications by a constant next to a product fold into it (`alpha`, and
 /// `beta` of an addend): a product scaled by its only reader, and a scaled value
 /// read only as products' operands, are one node with the uncompiled values (to a
-/// rounding: the product scales its accumulator). Not folded: a 16-bit factor that
-/// is not a power of two, a scaled addend, a scaled value or a product that
-/// something else reads too.
-pub fn compile_folds_scales_into_products(dev: &Device) {
+/// rounding: the product scales its accumulator). So is a product plus an array
+/// of its shape (the array its addend). Not folded: a 16-bit factor that is not a
+/// power of two, a 16-bit sum, a scaled addend, a product that has an addend
+/// already, a scaled value or a product that something else reads too.
+pub fn compile_folds_into_products(dev: &Device) {
     let mut rng = Rng::new(1507);
     let a = arr(dev, &mut rng, DType::F32, &[2, 9, 16], -1.0, 1.0);
     let b = arr(dev, &mut rng, DType::F32, &[2, 16, 7], -1.0, 1.0);
@@ -930,6 +931,45 @@ pub fn compile_folds_scales_into_products(dev: &Device) {
         check_same_at(what, f, &args, 4.0, 4.0);
         let want = if what.contains("two") { 2 } else { 1 };
         assert_eq!(nodes(f, &args), want, "{what}: the products alone");
+    }
+    let added: [(&str, Func, usize); 5] = [
+        (
+            "a @ b + c",
+            Arc::new(|x: &[Array]| Ok(vec![&wmx::matmul(&x[0], &x[1])? + &x[2]])),
+            1,
+        ),
+        (
+            "c + (a @ b) * 0.5",
+            Arc::new(|x: &[Array]| Ok(vec![&x[2] + &(&wmx::matmul(&x[0], &x[1])? * 0.5)])),
+            1,
+        ),
+        (
+            "(a @ b + c) + c: one addend",
+            Arc::new(|x: &[Array]| Ok(vec![&(&wmx::matmul(&x[0], &x[1])? + &x[2]) + &x[2]])),
+            2,
+        ),
+        (
+            "a @ b + a row, broadcast",
+            Arc::new(|x: &[Array]| {
+                let row = x[2].slice(&[Slice::range(0, 1), Slice::range(0, 1)])?;
+                Ok(vec![&wmx::matmul(&x[0], &x[1])? + &row])
+            }),
+            0,
+        ),
+        (
+            "a @ b + c, the product also returned",
+            Arc::new(|x: &[Array]| {
+                let p = wmx::matmul(&x[0], &x[1])?;
+                Ok(vec![&p + &x[2], p])
+            }),
+            0,
+        ),
+    ];
+    for (what, f, want) in &added {
+        check_same_at(what, f, &args, 4.0, 4.0);
+        if *want > 0 {
+            assert_eq!(nodes(f, &args), *want, "{what}: nodes");
+        }
     }
     // A product also returned keeps its multiply (a fold would compute the
     // product twice; the values are what can be checked).
@@ -973,6 +1013,11 @@ pub fn compile_folds_scales_into_products(dev: &Device) {
                 want == 1
             );
         }
+        let c = ok("c", wmx::astype(&c, d));
+        let sum: Func = Arc::new(|x: &[Array]| Ok(vec![&wmx::matmul(&x[0], &x[1])? + &x[2]]));
+        let args = [a.clone(), b.clone(), c];
+        check_same_at(&format!("{d} a @ b + c"), &sum, &args, 0.0, 1.0);
+        assert!(nodes(&sum, &args) >= 2, "{d} a @ b + c was folded");
     }
     // Eval's default mode folds the pending graph's scales too (dispatches
     // counted in `tests/tests/dispatch_counts.rs`, on a device of its own): the
