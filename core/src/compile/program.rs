@@ -1043,13 +1043,9 @@ pub(crate) fn fuse_pending(order: &[crate::eval::Step]) -> bool {
         in_shapes: Vec::new(),
         free: false,
     };
-    let mut changed = false;
-    // Scales and sums folded into products: the changed nodes take their new primitive and
-    // inputs (a folded multiply is then read by nothing, and eval drops it).
-    for k in p.folded_products() {
-        let st = &p.steps[k];
-        let inputs: Vec<Array> = st
-            .inputs
+    // Node `k` (still pending) computes `prim` of `srcs` instead; whether it did.
+    let repoint = |k: usize, prim: Primitive, srcs: &[Src]| -> bool {
+        let inputs: Vec<Array> = srcs
             .iter()
             .map(|s| match s {
                 Src::Step(j) => order[*j].0.clone(),
@@ -1058,33 +1054,25 @@ pub(crate) fn fuse_pending(order: &[crate::eval::Step]) -> bool {
             })
             .collect();
         let mut node = order[k].0.lock();
-        if let State::Pending { .. } = &*node {
-            *node = State::Pending {
-                prim: st.prim.clone(),
-                inputs,
-            };
-            changed = true;
+        let pending = matches!(&*node, State::Pending { .. });
+        if pending {
+            *node = State::Pending { prim, inputs };
         }
+        pending
+    };
+    let mut changed = false;
+    // Scales and sums folded into products: the changed nodes take their new
+    // primitive and inputs (a folded multiply is then read by nothing, and eval
+    // drops it).
+    for k in p.folded_products() {
+        changed |= repoint(k, p.steps[k].prim.clone(), &p.steps[k].inputs);
     }
     // One output per node here: a node's value cannot become a view of another's.
     for (k, role) in p.plan(limit, false).into_iter().enumerate() {
         let Role::Root(kernel, leaves, _) = role else {
             continue;
         };
-        let inputs: Vec<Array> = leaves
-            .iter()
-            .map(|l| match l {
-                Src::Step(j) => order[*j].0.clone(),
-                Src::Const(a) => a.clone(),
-                Src::Input(_) => unreachable!("a pending graph has no arguments"),
-            })
-            .collect();
-        let mut st = order[k].0.lock();
-        if let State::Pending { .. } = &*st {
-            *st = State::Pending {
-                prim: Primitive::Fused(kernel),
-                inputs,
-            };
+        if repoint(k, Primitive::Fused(kernel), &leaves) {
             super::FUSED_IN_EVAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             changed = true;
         }
