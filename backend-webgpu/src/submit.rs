@@ -95,7 +95,13 @@ impl<D: Driver> Submitter<D> {
             profile: Mutex::new(None),
         });
         #[cfg(not(target_arch = "wasm32"))]
-        exit_hook::register(&s);
+        {
+            exit_hook::register(&s);
+            // Started now, not when first armed: a thread started once memory has
+            // run out (an out-of-memory a program recovers from) aborts the process
+            // when the runtime cannot map its signal stack.
+            s.flusher_signal();
+        }
         s
     }
 
@@ -259,12 +265,10 @@ impl<D: Driver> Submitter<D> {
         }
     }
 
-    /// Asks the flusher thread (started on first use) to submit the open batch from
-    /// `at` (or [`QUIET`] from now, whichever is later) on, once the GPU is idle; a
-    /// later call moves the time on.
+    /// The flusher thread's signal, the thread started on the first call.
     #[cfg(not(target_arch = "wasm32"))]
-    fn arm(self: &Arc<Self>, at: Instant) {
-        let signal = self.flusher.get_or_init(|| {
+    fn flusher_signal(self: &Arc<Self>) -> &Arc<Signal> {
+        self.flusher.get_or_init(|| {
             let signal = Arc::new(Signal::default());
             let (s, me) = (signal.clone(), Arc::downgrade(self));
             let spawned = std::thread::Builder::new()
@@ -275,7 +279,15 @@ impl<D: Driver> Submitter<D> {
                 signal.stop();
             }
             signal
-        });
+        })
+    }
+
+    /// Asks the flusher thread (started with the backend) to submit the open batch from
+    /// `at` (or [`QUIET`] from now, whichever is later) on, once the GPU is idle; a
+    /// later call moves the time on.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn arm(self: &Arc<Self>, at: Instant) {
+        let signal = self.flusher_signal();
         let at = at.max(Instant::now() + QUIET);
         let mut st = signal.at.lock().unwrap_or_else(|e| e.into_inner());
         match st.0 {
