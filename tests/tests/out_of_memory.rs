@@ -163,6 +163,14 @@ fn gpu_child() {
     let first = Array::from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &dev).unwrap();
     let first = wmx_core::exp(&first).unwrap();
     first.eval().unwrap();
+    // The kernel the check after the refusal runs (a sum of a slice), compiled now:
+    // lavapipe compiles a pipeline with LLVM, which aborts the process when no
+    // address space is left for its code (`LLVM ERROR: Unable to allocate section
+    // memory`), a limit of the driver rather than of wmx's out-of-memory handling.
+    let warm = Array::from_slice_on(&[1.0f32; 8], &[8], &dev).unwrap();
+    let warm = wmx_core::slice(&warm, &[wmx_core::Slice::range(0, 4)]).unwrap();
+    let warm = wmx_core::sum(&warm, None, false).unwrap();
+    assert_eq!(warm.item::<f32>().unwrap(), 4.0);
     // 96 MiB arrays until the device refuses one (the limit allows ~15).
     let n = 24 << 20;
     let mut held = Vec::new();
