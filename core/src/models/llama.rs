@@ -180,7 +180,7 @@ pub struct LlamaAttention {
     head_dim: usize,
     rope_theta: f64,
     rope_scale: f64,
-    /// q, k and v as one product when generating.
+    /// q, k and v as one product.
     qkv: LinearGroup,
 }
 
@@ -227,11 +227,8 @@ impl LlamaAttention {
             )
         };
         let projs = [&self.q_proj, &self.k_proj, &self.v_proj];
-        // Generating: one product for q, k and v, and one RoPE for q and k.
-        let joined = match cache {
-            Some(_) => self.qkv.forward(&projs, x)?,
-            None => None,
-        };
+        // One product for q, k and v, and one RoPE for q and k.
+        let joined = self.qkv.forward(&projs, x)?;
         let (q, k, v) = match joined {
             Some(y) => {
                 let (h, kv) = (self.heads as isize, self.kv_heads as isize);
@@ -284,7 +281,7 @@ pub struct LlamaMlp {
     pub up_proj: Linear,
     /// `[hidden, intermediate]`.
     pub down_proj: Linear,
-    /// gate and up as one product when generating.
+    /// gate and up as one product.
     gate_up: LinearGroup,
 }
 
@@ -298,18 +295,15 @@ impl Module for LlamaMlp {
 
 impl Layer for LlamaMlp {
     fn forward(&self, x: &Array) -> Result<Array> {
-        self.forward_as(x, false, None)
+        self.forward_plus(x, None)
     }
 }
 
 impl LlamaMlp {
     /// [`Layer::forward`] plus `residual` (added by the down projection's
-    /// product); `generating`: gate and up as one product.
-    fn forward_as(&self, x: &Array, generating: bool, residual: Option<&Array>) -> Result<Array> {
-        let joined = match generating {
-            true => self.gate_up.forward(&[&self.gate_proj, &self.up_proj], x)?,
-            false => None,
-        };
+    /// product); gate and up as one product.
+    fn forward_plus(&self, x: &Array, residual: Option<&Array>) -> Result<Array> {
+        let joined = self.gate_up.forward(&[&self.gate_proj, &self.up_proj], x)?;
         let (g, u) = match joined {
             Some(y) => {
                 let i = self.gate_proj.weight.value().shape()[0] as isize;
@@ -355,11 +349,10 @@ impl Module for LlamaLayer {
 impl LlamaLayer {
     fn forward(&self, h: &Array, cache: Option<&mut KvCache>, off: &Array) -> Result<Array> {
         // Each residual connection is its product's addend.
-        let generating = cache.is_some();
         let x = self.input_layernorm.forward(h)?;
         let h = self.self_attn.forward_plus(&x, cache, off, Some(h))?;
         let x = self.post_attention_layernorm.forward(&h)?;
-        self.mlp.forward_as(&x, generating, Some(&h))
+        self.mlp.forward_plus(&x, Some(&h))
     }
 }
 

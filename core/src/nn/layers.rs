@@ -191,13 +191,16 @@ impl Linear {
 }
 
 /// Linear layers reading one input, computed as one product where their weights
-/// are rows of one array: a Llama's q/k/v and gate/up projections when it
-/// generates (one matrix-vector kernel a token where there were three). The
-/// first [`LinearGroup::forward`] joins them: each layer's parameters become its
-/// rows of the joined arrays (views: nothing is copied twice), so they save, load
-/// and run alone as before. A layer whose arrays were replaced since (loaded,
-/// quantized, trained) is joined again, up to [`LinearGroup::JOINS`] times; a
-/// group whose layers keep changing then runs layer by layer.
+/// are rows of one array: attention's q/k/v projections and a Llama's gate/up (one
+/// matrix-vector kernel a generated token where there were three; one wider
+/// product a training step where there were three, and one for each gradient).
+/// Outside a transform the first [`LinearGroup::forward`] joins them: each layer's
+/// parameters become its rows of the joined arrays (views: nothing is copied
+/// twice), so they save, load and run alone as before. A layer whose arrays were
+/// replaced since (loaded, quantized, trained) is joined again, up to
+/// [`LinearGroup::JOINS`] times; a group whose layers keep changing then runs
+/// layer by layer. Under a transform (a training step) the parameters stay as they
+/// are and their concatenation is part of the graph.
 #[derive(Default)]
 pub(crate) struct LinearGroup(std::sync::Mutex<Group>);
 
@@ -234,9 +237,13 @@ impl LinearGroup {
     pub(crate) const JOINS: usize = 3;
 
     /// `layers` on `x` as one product (`[..., sum of their out_features]`, each
-    /// layer's output its columns in order), or `None` (run them one by one): under
-    /// a transform, or when they differ in input width, dtype, quantization or bias.
+    /// layer's output its columns in order), or `None` (run them one by one): when
+    /// they differ in input width, dtype, quantization or bias, or are quantized
+    /// under a transform.
     pub(crate) fn forward(&self, layers: &[&Linear], x: &Array) -> Result<Option<Array>> {
+        if crate::transforms::tracing() {
+            return traced(layers, x);
+        }
         let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let now: Vec<Array> = layers.iter().flat_map(|l| held(l)).collect();
         let same = |j: &Joined| {
@@ -244,7 +251,7 @@ impl LinearGroup {
         };
         if !g.joined.as_ref().is_some_and(same) {
             g.joined = None;
-            if crate::transforms::tracing() || g.joins >= Self::JOINS {
+            if g.joins >= Self::JOINS {
                 return Ok(None);
             }
             g.joins += 1;
@@ -270,33 +277,62 @@ impl LinearGroup {
     }
 }
 
+/// Under a transform: the layers' weights and biases concatenated in the graph
+/// (a copy of the weights a call, where separate layers would run two more
+/// products forward and four backward), so gradients reach each layer's own
+/// parameters. `None` for quantized or unlike layers.
+fn traced(layers: &[&Linear], x: &Array) -> Result<Option<Array>> {
+    if !alike(layers) || layers.iter().any(|l| l.quant.get().is_some()) {
+        return Ok(None);
+    }
+    let cat = |get: &dyn Fn(&Linear) -> Option<Array>| -> Result<Option<Array>> {
+        let parts: Option<Vec<Array>> = layers.iter().map(|l| get(l)).collect();
+        parts
+            .map(|p| crate::concatenate(&p.iter().collect::<Vec<_>>(), 0))
+            .transpose()
+    };
+    let w = cat(&|l| Some(l.weight.value()))?.expect("every layer has a weight");
+    let y = match cat(&|l| l.bias.as_ref().map(Param::value))? {
+        Some(b) => crate::addmm(&b, x, &w.t()?, 1.0, 1.0)?,
+        None => crate::matmul(x, &w.t()?)?,
+    };
+    Ok(Some(y))
+}
+
+/// Whether `layers` (at least two) can be one product: 2-D weights of one input
+/// width and dtype, all biased or none, quantized alike or not at all.
+fn alike(layers: &[&Linear]) -> bool {
+    let Some(first) = layers.first() else {
+        return false;
+    };
+    let (w0, q0) = (first.weight.value(), first.quant.get());
+    layers.len() >= 2
+        && layers.iter().all(|l| {
+            let w = l.weight.value();
+            let q = l.quant.get();
+            w.ndim() == 2
+                && w.shape()[1] == w0.shape()[1]
+                && w.dtype() == w0.dtype()
+                && l.bias.is_some() == first.bias.is_some()
+                && match (&q, &q0) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => {
+                        (a.group_size, a.bits) == (b.group_size, b.bits)
+                            && a.scales.value().dtype() == b.scales.value().dtype()
+                            && a.biases.value().dtype() == b.biases.value().dtype()
+                    }
+                    _ => false,
+                }
+        })
+}
+
 /// The layers' arrays joined by rows, each layer's parameters set to its rows;
 /// `None` if they are not alike.
 fn join(layers: &[&Linear]) -> Result<Option<Joined>> {
-    let Some(first) = layers.first() else {
-        return Ok(None);
-    };
-    let (w0, q0) = (first.weight.value(), first.quant.get());
-    let alike = layers.iter().all(|l| {
-        let w = l.weight.value();
-        let q = l.quant.get();
-        w.ndim() == 2
-            && w.shape()[1] == w0.shape()[1]
-            && w.dtype() == w0.dtype()
-            && l.bias.is_some() == first.bias.is_some()
-            && match (&q, &q0) {
-                (None, None) => true,
-                (Some(a), Some(b)) => {
-                    (a.group_size, a.bits) == (b.group_size, b.bits)
-                        && a.scales.value().dtype() == b.scales.value().dtype()
-                        && a.biases.value().dtype() == b.biases.value().dtype()
-                }
-                _ => false,
-            }
-    });
-    if !alike || layers.len() < 2 {
+    if !alike(layers) {
         return Ok(None);
     }
+    let (first, q0) = (layers[0], layers[0].quant.get());
     let rows: Vec<usize> = layers.iter().map(|l| l.weight.value().shape()[0]).collect();
     // Joins one array of each layer and sets each layer's to its rows.
     let joined = |get: &dyn Fn(&Linear) -> Param| -> Result<Array> {
@@ -684,6 +720,8 @@ pub struct MultiHeadAttention {
     pub out_proj: Linear,
     heads: usize,
     kv_heads: usize,
+    /// q, k and v as one product where all three read one input.
+    qkv: LinearGroup,
 }
 
 impl MultiHeadAttention {
@@ -718,6 +756,7 @@ impl MultiHeadAttention {
             out_proj: Linear::new(&k(3)?, heads * hd, dims, bias)?,
             heads,
             kv_heads,
+            qkv: LinearGroup::default(),
         })
     }
 
@@ -730,11 +769,34 @@ impl MultiHeadAttention {
         values: &Array,
         mask: crate::AttentionMask<'_>,
     ) -> Result<Array> {
-        let q = self.split(&self.query_proj.forward(queries)?, self.heads)?;
-        let k = self.split(&self.key_proj.forward(keys)?, self.kv_heads)?;
-        let v = self.split(&self.value_proj.forward(values)?, self.kv_heads)?;
+        let (q, k, v) = if queries.same_node(keys) && keys.same_node(values) {
+            self.project(queries)?
+        } else {
+            (
+                self.split(&self.query_proj.forward(queries)?, self.heads)?,
+                self.split(&self.key_proj.forward(keys)?, self.kv_heads)?,
+                self.split(&self.value_proj.forward(values)?, self.kv_heads)?,
+            )
+        };
         let o = crate::scaled_dot_product_attention(&q, &k, &v, None, mask)?;
         self.merge(&o)
+    }
+
+    /// The query, key and value heads of self-attention on `x`, from one product
+    /// where the projections are alike.
+    fn project(&self, x: &Array) -> Result<(Array, Array, Array)> {
+        let projs = [&self.query_proj, &self.key_proj, &self.value_proj];
+        let Some(y) = self.qkv.forward(&projs, x)? else {
+            return Ok((
+                self.split(&self.query_proj.forward(x)?, self.heads)?,
+                self.split(&self.key_proj.forward(x)?, self.kv_heads)?,
+                self.split(&self.value_proj.forward(x)?, self.kv_heads)?,
+            ));
+        };
+        let t = self.split(&y, self.heads + 2 * self.kv_heads)?;
+        let (h, kv) = (self.heads as isize, self.kv_heads as isize);
+        let part = |a: isize, z: isize| t.slice(&[crate::Slice::ALL, crate::Slice::range(a, z)]);
+        Ok((part(0, h)?, part(h, h + kv)?, part(h + kv, h + 2 * kv)?))
     }
 
     /// Self-attention of `x` `[B, L, dims]` (the next `L` positions) over every
@@ -747,9 +809,7 @@ impl MultiHeadAttention {
         cache: &mut super::KvCache,
         mask: crate::AttentionMask<'_>,
     ) -> Result<Array> {
-        let q = self.split(&self.query_proj.forward(x)?, self.heads)?;
-        let k = self.split(&self.key_proj.forward(x)?, self.kv_heads)?;
-        let v = self.split(&self.value_proj.forward(x)?, self.kv_heads)?;
+        let (q, k, v) = self.project(x)?;
         let (k, v) = cache.update(&k, &v)?;
         let o = crate::scaled_dot_product_attention(&q, &k, &v, None, mask)?;
         self.merge(&o)

@@ -790,6 +790,37 @@ pub fn multi_head_attention_matches_torch(dev: &Device) {
     );
     let dx = ok("mha dx", wmx::grad1(|x: &Array| sum_times(&f(x)?, &g))(&x));
     check("multi-head attention dx", &dx, "mha.dx", 1e-4, 1e-5);
+    // Self-attention's q/k/v are one product (under a transform, their weights and
+    // biases concatenated in the graph): its parameter gradients against three
+    // separate products' (keys and values read from another array of x's values).
+    let x2 = ok(
+        "x copy",
+        wmx::with_device(dev, || {
+            Array::from_slice(&x.to_vec::<f32>()?, x.shape())
+        }),
+    );
+    let grads = |joined: bool| {
+        let vg = nn::value_and_grad(&mha, |a: &[Array]| {
+            let kv = if joined { &a[0] } else { &a[1] };
+            sum_times(&mha.attend(&a[0], kv, kv, wmx::AttentionMask::Causal)?, &a[2])
+        });
+        ok("mha grads", vg(&[x.clone(), x2.clone(), g.clone()])).1
+    };
+    let (joined, apart) = (grads(true), grads(false));
+    for (name, want) in &apart {
+        let (got, want) = (
+            ok(name, joined[name].to_vec_f64()),
+            ok(name, want.to_vec_f64()),
+        );
+        let scale = want.iter().fold(1e-3f64, |m, v| m.max(v.abs()));
+        let err = got.iter().zip(&want).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(
+            got.len() == want.len() && err <= 1e-5 * scale,
+            "mha {name}: joined q/k/v gradient differs from separate products' by {err:e} (scale {scale:e})"
+        );
+    }
+    // The parameters are still each layer's own.
+    check("multi-head attention after training calls", &ok("mha", f(&x)), "mha.o", 1e-5, 1e-5);
     super::expect_err(
         "heads",
         nn::MultiHeadAttention::new(&key, 8, 3, 3, true).map(|_| ()),
