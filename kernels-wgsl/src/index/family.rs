@@ -38,20 +38,36 @@ const fn indexing(
     }
 }
 
-/// One input written into its box of a concatenation's output (bits unchanged).
-pub static PLACE: Family = indexing("Place", 1, |t| {
-    let g = Variant::General;
-    let mut v = Vec::new();
-    for d in DType::WORDS {
-        for op in ["place", "place_flat", "place_box"] {
-            // The box kernel writes whole words: 32-bit dtypes only.
-            if op != "place_box" || d.epw() == 1 {
-                v.push(ModuleSpec::new(&PLACE, op, vec![d], d, g, t));
+/// Inputs of the `*4` placement kernels (several inputs of a concatenation in one
+/// dispatch).
+pub(crate) const PLACE_INPUTS: usize = 4;
+
+/// One input written into its box of a concatenation's output, or (`place4`,
+/// `place_flat4`) up to [`PLACE_INPUTS`] at once (bits unchanged).
+pub static PLACE: Family = Family {
+    takes: |s| {
+        let n = if s.op.name().ends_with('4') {
+            PLACE_INPUTS
+        } else {
+            1
+        };
+        s.inputs.len() == n && s.inputs.iter().all(|d| *d == s.inputs[0])
+    },
+    ..indexing("Place", 1, |t| {
+        let g = Variant::General;
+        let mut v = Vec::new();
+        for d in DType::WORDS {
+            for op in ["place", "place_flat", "place_box", "place4", "place_flat4"] {
+                // The box kernel writes whole words: 32-bit dtypes only.
+                if op != "place_box" || d.epw() == 1 {
+                    let n = if op.ends_with('4') { PLACE_INPUTS } else { 1 };
+                    v.push(ModuleSpec::new(&PLACE, op, vec![d; n], d, g, t));
+                }
             }
         }
-    }
-    v
-});
+        v
+    })
+};
 
 /// `take_along_axis`: input x, then integer indices (bits unchanged).
 pub static GATHER: Family = Family {
@@ -149,7 +165,15 @@ fn index_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
         return bad("has only the general variant");
     }
     let idx = match spec.family.name {
-        "Place" if raw && matches!(spec.op.name(), "place" | "place_flat") => return Ok(()),
+        "Place"
+            if raw
+                && matches!(
+                    spec.op.name(),
+                    "place" | "place_flat" | "place4" | "place_flat4"
+                ) =>
+        {
+            return Ok(());
+        }
         "Place" if raw && spec.op.name() == "place_box" && spec.output.epw() == 1 => {
             return Ok(());
         }

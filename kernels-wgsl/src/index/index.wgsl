@@ -1,5 +1,5 @@
 // Indexing kernels: place (one input of a concatenation written into its box of
-// the output), gather (take_along_axis) and scatter (put/add along an axis).
+// the output; place4 and place_flat4 up to four at once), gather (take_along_axis) and scatter (put/add along an axis).
 //
 // Packed outputs (bool, u8, f16, bf16) hold several elements per u32 word. place
 // and gather compute whole output words (no two invocations share one); scatter
@@ -115,6 +115,106 @@ fn place_flat(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_i
             let j = i + k * step;
             if (j < n) { O[P[0] + j] = v[k]; }
         }
+    }
+}
+
+// Several inputs of one concatenation in one dispatch (up to four; the `*4` kernels
+// bind inputs a..d, unused ones a placeholder never read).
+fn w_of(s: u32, w: u32) -> u32 {
+    switch s {
+        case 0u: { return wa(w); }
+        case 1u: { return wb(w); }
+        case 2u: { return wc(w); }
+        default: { return wd(w); }
+    }
+}
+
+fn ld_of(s: u32, p: u32) -> u32 {
+    switch s {
+        case 0u: { return st_o(ld_a(p)); }
+        case 1u: { return st_o(ld_b(p)); }
+        case 2u: { return st_o(ld_c(p)); }
+        default: { return st_o(ld_d(p)); }
+    }
+}
+
+// place_flat4: [w0, w1, start[4], in_word_off[4]]: output words w0..w1 are the words
+// of row-major inputs one after another, input s from output word start[s] (start[0]
+// = w0; an absent input's start is w1).
+@compute @workgroup_size(WG)
+fn place_flat4(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w1 = P[1];
+    let step = thread_count(nwg);
+    for (var i = P[0] + thread_index(lid, wid, nwg); i < w1; i += 4u * step) {
+        var v: array<u32, 4>;
+        for (var k = 0u; k < 4u; k++) {
+            let j = i + k * step;
+            if (j < w1) {
+                let s = u32(j >= P[3]) + u32(j >= P[4]) + u32(j >= P[5]);
+                v[k] = w_of(s, P[6u + s] + j - P[2u + s]);
+            }
+        }
+        for (var k = 0u; k < 4u; k++) {
+            let j = i + k * step;
+            if (j < w1) { O[j] = v[k]; }
+        }
+    }
+}
+
+// place4: [w0, w1, rank, axis, n_out, lo[4], cnt[4], off_in[4], shape_out[rank],
+// strides_in[4][rank]]: output words w0..w1, each element read from the input
+// whose box (positions lo..lo+cnt on `axis`) holds it; elements of no input here
+// (words shared with another dispatch's inputs) are kept.
+@compute @workgroup_size(WG)
+fn place4(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+          @builtin(num_workgroups) nwg: vec3<u32>) {
+    let rank = P[2];
+    let axis = P[3];
+    let n = P[4];
+    let sh = 17u;
+    let st = 17u + rank;
+    for (var w = P[0] + thread_index(lid, wid, nwg); w < P[1]; w += thread_count(nwg)) {
+        var word = 0u;
+        var inside = 0u;
+        for (var j = 0u; j < EPO; j++) {
+            let i = w * EPO + j;
+            if (i >= n) { break; }
+            var rem = i;
+            var ps = vec4<u32>(P[13], P[14], P[15], P[16]);
+            var c_axis = 0u;
+            for (var d = rank; d > 0u; d--) {
+                let e = P[sh + d - 1u];
+                let q = rem / e;
+                let c = rem - q * e;
+                rem = q;
+                if (d - 1u == axis) {
+                    c_axis = c;
+                } else {
+                    ps += c * vec4<u32>(P[st + d - 1u], P[st + rank + d - 1u],
+                                        P[st + 2u * rank + d - 1u], P[st + 3u * rank + d - 1u]);
+                }
+            }
+            var s = 4u;
+            for (var k = 0u; k < 4u; k++) {
+                if (c_axis >= P[5u + k] && c_axis - P[5u + k] < P[9u + k]) { s = k; }
+            }
+            if (s < 4u) {
+                let p = ps[s] + (c_axis - P[5u + s]) * P[st + s * rank + axis];
+                word = put(word, j, ld_of(s, p));
+                inside |= 1u << j;
+            }
+        }
+        if (inside == 0u) { continue; }
+        if (inside != (1u << EPO) - 1u) {
+            let keep = O[w];
+            for (var j = 0u; j < EPO; j++) {
+                if ((inside & (1u << j)) == 0u) {
+                    word = put(word, j, (keep >> (j * BITS_O)) & MASK_O);
+                }
+            }
+        }
+        O[w] = word;
     }
 }
 

@@ -1,4 +1,4 @@
-//! Indexing families: concatenate (one `place` dispatch per input), gather
+//! Indexing families: concatenate (one `place` dispatch per four inputs), gather
 //! (`take_along_axis`) and scatter (set or add at indices along an axis).
 //!
 //! Index rule: an index `i` into an axis of length `n` means `i + n` when
@@ -9,6 +9,7 @@
 mod family;
 pub(crate) mod wide;
 
+use family::PLACE_INPUTS;
 pub use family::{GATHER, PLACE, SCATTER};
 
 use crate::compose::Variant;
@@ -22,6 +23,17 @@ use crate::layout::{Contig, Strided};
 use crate::layout::{check_out, check_view};
 use crate::{Error, Result};
 use wmx_spec::ScatterOp;
+
+/// What every input of one concatenation shares.
+struct Place {
+    axis: usize,
+    /// Elements between consecutive positions on the axis.
+    inner: usize,
+    /// Positions before the axis (the product of the leading extents).
+    outer: usize,
+    /// The one-input general module.
+    spec: crate::compose::ModuleSpec,
+}
 
 /// Storage bits a gather writes for an out-of-range index: a quiet NaN for float
 /// dtypes, the most negative value for signed integers, the largest for unsigned,
@@ -108,7 +120,8 @@ impl<D: Driver> Kernels<D> {
         // Elements between consecutive positions on `axis`, and the outer count.
         let inner: usize = out.shape[axis + 1..].iter().product();
         let outer: usize = out.shape[..axis].iter().product();
-        let lo_shift = out.dtype.log_epw();
+        // The inputs with elements, each with its first position on `axis`.
+        let mut placed = Vec::with_capacity(inputs.len());
         let mut lo = 0;
         for x in inputs {
             check_view(x, "concatenate input")?;
@@ -117,84 +130,178 @@ impl<D: Driver> Kernels<D> {
                     "concatenate: an input shares the output buffer".into(),
                 ));
             }
-            let cnt = x.shape[axis];
-            if cnt == 0 {
-                continue;
+            if x.shape[axis] > 0 {
+                placed.push((x, lo));
             }
-            let first = lo * inner;
-            let last = (outer - 1) * out.shape[axis] * inner + (lo + cnt) * inner - 1;
-            let (w0, w1) = (first >> lo_shift, (last >> lo_shift) + 1);
-            // One range of whole words from a row-major input: a straight word copy.
-            let epw = out.dtype.epw();
-            let dense = crate::layout::is_row_major(x);
-            if outer == 1
-                && dense
-                && first.is_multiple_of(epw)
-                && (last + 1).is_multiple_of(epw)
-                && x.offset.is_multiple_of(epw)
-            {
-                let flat = self.spec(
-                    &PLACE,
-                    "place_flat",
-                    vec![out.dtype],
-                    out.dtype,
-                    Variant::General,
-                    0,
-                );
-                let words = (w1 - w0) as u64;
-                let params = vec![w0 as u32, words as u32, (x.offset / epw) as u32];
-                let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
-                self.record(b, &flat, [out.binding(), x.binding()], params, groups)?;
-                lo += cnt;
-                continue;
+            lo += x.shape[axis];
+        }
+        let at = Place {
+            axis,
+            inner,
+            outer,
+            spec,
+        };
+        for chunk in placed.chunks(PLACE_INPUTS) {
+            match chunk {
+                [(x, lo)] => self.place_one(b, &at, x, *lo, out)?,
+                _ => self.place_several(b, &at, chunk, out)?,
             }
-            // A box that is a small part of its word range (a column block): one
-            // invocation per element of the input, for one-element words.
-            let boxed = x.shape.iter().product::<usize>();
-            if epw == 1 && outer > 1 && boxed < w1 - w0 {
-                let bx = self.spec(
-                    &PLACE,
-                    "place_box",
-                    vec![out.dtype],
-                    out.dtype,
-                    Variant::General,
-                    0,
-                );
-                let mut params = vec![
-                    boxed as u32,
-                    rank as u32,
-                    axis as u32,
-                    x.offset as u32,
-                    lo as u32,
-                    cnt as u32,
-                ];
-                params.extend(out.shape.iter().map(|&d| d as u32));
-                params.extend(strides_bits(x.strides));
-                let groups = (boxed as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
-                self.record(b, &bx, [out.binding(), x.binding()], params, groups)?;
-                lo += cnt;
-                continue;
-            }
+        }
+        Ok(())
+    }
+
+    /// Output words `w0..w1` covering the box of `cnt` positions from `lo` on
+    /// `at.axis`.
+    fn box_words(at: &Place, lo: usize, cnt: usize, out: &Contig<D::Buffer>) -> (usize, usize) {
+        let first = lo * at.inner;
+        let last = (at.outer - 1) * out.shape[at.axis] * at.inner + (lo + cnt) * at.inner - 1;
+        let sh = out.dtype.log_epw();
+        (first >> sh, (last >> sh) + 1)
+    }
+
+    /// Whether `x`, starting at `lo` on the axis, is one range of whole output words
+    /// read from whole words of a row-major input.
+    fn flat(at: &Place, x: &Strided<D::Buffer>, lo: usize, out: &Contig<D::Buffer>) -> bool {
+        let epw = out.dtype.epw();
+        let (first, len) = (lo * at.inner, x.shape[at.axis] * at.inner);
+        at.outer == 1
+            && crate::layout::is_row_major(x)
+            && first.is_multiple_of(epw)
+            && len.is_multiple_of(epw)
+            && x.offset.is_multiple_of(epw)
+    }
+
+    /// One input of a concatenation into its box of the output.
+    fn place_one(
+        &self,
+        b: &mut Batch<D>,
+        at: &Place,
+        x: &Strided<D::Buffer>,
+        lo: usize,
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let (rank, axis, cnt) = (out.shape.len(), at.axis, x.shape[at.axis]);
+        let (w0, w1) = Self::box_words(at, lo, cnt, out);
+        let epw = out.dtype.epw();
+        let spec = |op: &'static str| {
+            self.spec(&PLACE, op, vec![out.dtype], out.dtype, Variant::General, 0)
+        };
+        // One range of whole words from a row-major input: a straight word copy.
+        if Self::flat(at, x, lo, out) {
+            let words = (w1 - w0) as u64;
+            let params = vec![w0 as u32, words as u32, (x.offset / epw) as u32];
+            let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
+            return self.record(
+                b,
+                &spec("place_flat"),
+                [out.binding(), x.binding()],
+                params,
+                groups,
+            );
+        }
+        // A box that is a small part of its word range (a column block): one
+        // invocation per element of the input, for one-element words.
+        let boxed = x.shape.iter().product::<usize>();
+        if epw == 1 && at.outer > 1 && boxed < w1 - w0 {
             let mut params = vec![
-                w0 as u32,
-                w1 as u32,
+                boxed as u32,
                 rank as u32,
                 axis as u32,
                 x.offset as u32,
                 lo as u32,
                 cnt as u32,
-                n as u32,
             ];
             params.extend(out.shape.iter().map(|&d| d as u32));
             params.extend(strides_bits(x.strides));
-            let groups = ((w1 - w0) as u64)
-                .div_ceil(self.wg() as u64)
-                .min(MAX_GROUPS);
-            let buffers = [out.binding(), x.binding()];
-            self.record(b, &spec, buffers, params, groups)?;
-            lo += cnt;
+            let groups = (boxed as u64).div_ceil(self.wg() as u64).min(MAX_GROUPS);
+            return self.record(
+                b,
+                &spec("place_box"),
+                [out.binding(), x.binding()],
+                params,
+                groups,
+            );
         }
-        Ok(())
+        let mut params = vec![
+            w0 as u32,
+            w1 as u32,
+            rank as u32,
+            axis as u32,
+            x.offset as u32,
+            lo as u32,
+            cnt as u32,
+            out.numel() as u32,
+        ];
+        params.extend(out.shape.iter().map(|&d| d as u32));
+        params.extend(strides_bits(x.strides));
+        let groups = ((w1 - w0) as u64)
+            .div_ceil(self.wg() as u64)
+            .min(MAX_GROUPS);
+        self.record(b, &at.spec, [out.binding(), x.binding()], params, groups)
+    }
+
+    /// Two to [`PLACE_INPUTS`] consecutive inputs of a concatenation (with their
+    /// first positions on the axis) in one dispatch over the output words they
+    /// cover: word copies where each is one range of whole words of a row-major
+    /// input, else element by element through strides.
+    fn place_several(
+        &self,
+        b: &mut Batch<D>,
+        at: &Place,
+        chunk: &[(&Strided<D::Buffer>, usize)],
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let (rank, d) = (out.shape.len(), out.dtype);
+        let (first, last) = (chunk[0], chunk[chunk.len() - 1]);
+        let (w0, _) = Self::box_words(at, first.1, first.0.shape[at.axis], out);
+        let (_, w1) = Self::box_words(at, last.1, last.0.shape[at.axis], out);
+        let spec =
+            |op: &'static str| self.spec(&PLACE, op, vec![d; PLACE_INPUTS], d, Variant::General, 0);
+        // Unused inputs are bound to a placeholder that is never read.
+        let bind = |k: usize| match chunk.get(k) {
+            Some((x, _)) => x.binding(),
+            None => self.inner.dummy.clone().into(),
+        };
+        let buffers = std::iter::once(out.binding()).chain((0..PLACE_INPUTS).map(bind));
+        let epw = d.epw();
+        let words = (w1 - w0) as u64;
+        if chunk.iter().all(|(x, lo)| Self::flat(at, x, *lo, out)) {
+            let mut params = vec![w0 as u32, w1 as u32];
+            params.extend(
+                (0..PLACE_INPUTS)
+                    .map(|k| chunk.get(k).map_or(w1, |(_, lo)| lo * at.inner / epw) as u32),
+            );
+            params.extend(
+                (0..PLACE_INPUTS).map(|k| chunk.get(k).map_or(0, |(x, _)| x.offset / epw) as u32),
+            );
+            let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
+            return self.record(b, &spec("place_flat4"), buffers, params, groups);
+        }
+        let mut params = vec![
+            w0 as u32,
+            w1 as u32,
+            rank as u32,
+            at.axis as u32,
+            out.numel() as u32,
+        ];
+        // Absent inputs: an empty box that holds no position.
+        let field = |f: &dyn Fn(&Strided<D::Buffer>, usize) -> usize| -> Vec<u32> {
+            (0..PLACE_INPUTS)
+                .map(|k| chunk.get(k).map_or(0, |(x, lo)| f(x, *lo)) as u32)
+                .collect()
+        };
+        params.extend(field(&|_, lo| lo));
+        params.extend(field(&|x, _| x.shape[at.axis]));
+        params.extend(field(&|x, _| x.offset));
+        params.extend(out.shape.iter().map(|&d| d as u32));
+        for k in 0..PLACE_INPUTS {
+            match chunk.get(k) {
+                Some((x, _)) => params.extend(strides_bits(x.strides)),
+                None => params.extend(std::iter::repeat_n(0, rank)),
+            }
+        }
+        let groups = words.div_ceil(self.wg() as u64).min(MAX_GROUPS);
+        self.record(b, &spec("place4"), buffers, params, groups)
     }
 
     /// `out[p] = x[p with p[axis] = indices[p]]` (`take_along_axis`): `x` and the

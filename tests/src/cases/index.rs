@@ -139,6 +139,32 @@ pub fn join_values(dev: &Device) {
             &got,
             &HostArr::new(&[16], flat),
         );
+        // More inputs than one dispatch takes (four): whole words (word copies, then
+        // one input alone), and odd lengths whose packed words span two dispatches'
+        // inputs; one input a view at an offset.
+        let w3 = ok(&what, wmx::slice(&w2, &[Slice::range(4, 8)]));
+        let hw3: Vec<_> = hw2.data[4..].to_vec();
+        let got = ok(&what, wmx::concatenate(&[&w1, &w2, &w3, &w1, &w2], 0));
+        let mut flat = hw1.data.clone();
+        for h in [&hw2.data[..], &hw3, &hw1.data, &hw2.data] {
+            flat.extend(h.iter().copied());
+        }
+        same(
+            &format!("{what}, five whole-word inputs"),
+            &got,
+            &HostArr::new(&[28], flat),
+        );
+        let odd = [&x3, &x1, &x3, &x1, &x2, &x3].map(|x| ok(&what, wmx::reshape(x, &[-1])));
+        let got = ok(&what, wmx::concatenate(&odd.iter().collect::<Vec<_>>(), 0));
+        let mut flat = Vec::new();
+        for h in [&h3, &h1, &h3, &h1, &h2, &h3] {
+            flat.extend(h.data.iter().copied());
+        }
+        same(
+            &format!("{what}, six odd lengths"),
+            &got,
+            &HostArr::new(&[flat.len()], flat),
+        );
 
         let what = format!("stack on {dt}");
         let got = ok(
