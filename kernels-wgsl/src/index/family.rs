@@ -43,7 +43,7 @@ const fn indexing(
 pub(crate) const PLACE_INPUTS: usize = 4;
 
 /// One input written into its box of a concatenation's output, or (`place4`,
-/// `place_flat4`) up to [`PLACE_INPUTS`] at once (bits unchanged).
+/// `place_flat4`) up to four at once (bits unchanged).
 pub static PLACE: Family = Family {
     takes: |s| {
         let n = if s.op.name().ends_with('4') {
