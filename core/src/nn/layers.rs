@@ -162,31 +162,32 @@ impl Linear {
     /// connection without a pass of its own. The sum is rounded once, in the
     /// product's epilogue (a quantized layer's where its matrix-vector kernel runs).
     pub(crate) fn forward_plus(&self, x: &Array, residual: &Array) -> Result<Array> {
-        if let (Some(q), None) = (self.quant.get(), &self.bias) {
-            let (s, b) = (q.scales.value(), q.biases.value());
-            let w = self.weight.value();
-            return crate::ops::quantized::quantized_matmul_plus(
+        let w = self.weight.value();
+        match (self.quant.get(), &self.bias) {
+            (Some(q), None) => crate::ops::quantized::quantized_matmul_plus(
                 x,
                 &w,
-                &s,
-                &b,
+                &q.scales.value(),
+                &q.biases.value(),
                 true,
                 q.group_size,
                 q.bits,
                 Some(residual),
-            );
+            ),
+            (None, None) => {
+                let mut out = x.shape().to_vec();
+                if let (Some(last), [rows, _]) = (out.last_mut(), w.shape()) {
+                    *last = *rows;
+                }
+                let alike = x.dtype() == w.dtype() && residual.dtype() == w.dtype();
+                if alike && x.ndim() >= 1 && residual.shape() == out {
+                    crate::addmm(residual, x, &w.t()?, 1.0, 1.0)
+                } else {
+                    crate::add(&self.forward(x)?, residual)
+                }
+            }
+            _ => crate::add(&self.forward(x)?, residual),
         }
-        let w = self.weight.value();
-        let mut out = x.shape().to_vec();
-        if let (Some(last), [rows, _]) = (out.last_mut(), w.shape()) {
-            *last = *rows;
-        }
-        let plain = self.quant.get().is_none() && self.bias.is_none();
-        let alike = x.dtype() == w.dtype() && residual.dtype() == w.dtype();
-        if plain && alike && x.ndim() >= 1 && residual.shape() == out {
-            return crate::addmm(residual, x, &w.t()?, 1.0, 1.0);
-        }
-        crate::add(&self.forward(x)?, residual)
     }
 }
 
