@@ -11,6 +11,22 @@
 
 const NO_INDEX: u32 = 0xffffffffu;
 
+// Output word w: the elements of `word` flagged in `inside`, the others kept (a
+// word shared with other inputs' boxes).
+fn store_inside(w: u32, word: u32, inside: u32) {
+    if (inside == 0u) { return; }
+    var v = word;
+    if (inside != (1u << EPO) - 1u) {
+        let keep = O[w];
+        for (var j = 0u; j < EPO; j++) {
+            if ((inside & (1u << j)) == 0u) {
+                v = put(v, j, (keep >> (j * BITS_O)) & MASK_O);
+            }
+        }
+    }
+    O[w] = v;
+}
+
 // place: [w0, w1, rank, axis, off_in, lo, cnt, n_out, shape_out[rank], strides_in[rank]]
 // Output words w0..w1 hold the box of elements whose position on `axis` is in
 // lo..lo+cnt; those are read from input a at that position minus lo.
@@ -47,17 +63,7 @@ fn place(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wi
                 inside |= 1u << j;
             }
         }
-        if (inside == 0u) { continue; }
-        if (inside != (1u << EPO) - 1u) {
-            // Keep the other inputs' elements of a shared word.
-            let keep = O[w];
-            for (var j = 0u; j < EPO; j++) {
-                if ((inside & (1u << j)) == 0u) {
-                    word = put(word, j, (keep >> (j * BITS_O)) & MASK_O);
-                }
-            }
-        }
-        O[w] = word;
+        store_inside(w, word, inside);
     }
 }
 
@@ -205,16 +211,7 @@ fn place4(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) w
                 inside |= 1u << j;
             }
         }
-        if (inside == 0u) { continue; }
-        if (inside != (1u << EPO) - 1u) {
-            let keep = O[w];
-            for (var j = 0u; j < EPO; j++) {
-                if ((inside & (1u << j)) == 0u) {
-                    word = put(word, j, (keep >> (j * BITS_O)) & MASK_O);
-                }
-            }
-        }
-        O[w] = word;
+        store_inside(w, word, inside);
     }
 }
 
