@@ -709,7 +709,9 @@ impl Layer for Dropout {
 /// Multi-head attention (MLX's `nn.MultiHeadAttention`: separate query, key,
 /// value and output projections, named `query_proj`, `key_proj`, `value_proj`,
 /// `out_proj`), over [`crate::scaled_dot_product_attention`]; grouped-query when
-/// `kv_heads < heads`.
+/// `kv_heads < heads`. Self-attention (one array as queries, keys and values)
+/// computes the three projections as one product, forward and backward; the
+/// parameters stay the three layers' own.
 pub struct MultiHeadAttention {
     /// `[heads * head_dim, dims]`.
     pub query_proj: Linear,
