@@ -35,14 +35,19 @@ fn waves(tiles: u64) -> u64 {
     tiles.div_ceil(LARGE_GPU_UNITS)
 }
 
+/// Longest K the f32 product's 64 x 64 tile takes whatever the output's shape.
+const SHORT_K: usize = 64;
+
 /// The tile of an f32 product read in vec4s: 128 x 128 with K steps of 16 (tile 2)
 /// where its tiles fill the waves of a large GPU well (one wave at least 70 % full,
 /// or several at least 85 %), else 64 x 64 (tile 1). Measured at square sizes and
 /// the GPT step's shapes on an H200 (bench/NOTES.md, run 108): tile 2 ran 144 tiles
 /// 25 % slower than tile 1 (two waves, the second nearly empty), 96 and 1024 tiles
-/// 3-11 % faster.
-fn f32_tile(m: usize, n: usize, batch: u64) -> usize {
-    if m < 128 || n < 128 {
+/// 3-11 % faster. Products of at most [`SHORT_K`] take tile 1 whatever their tiles
+/// (attention's scores, K = 64: 7-11 % faster on it, run 229): four K steps of
+/// the large tile, one workgroup a unit, leave its loads no products to hide behind.
+fn f32_tile(m: usize, n: usize, k: usize, batch: u64) -> usize {
+    if m < 128 || n < 128 || k <= SHORT_K {
         return 1;
     }
     let t = (m.div_ceil(128) * n.div_ceil(128)) as u64 * batch;
@@ -501,7 +506,7 @@ impl<D: Driver> Kernels<D> {
         let vec4_ok =
             !coop && a.dtype == DType::F32 && a4(a, m, k, &bst[0]) && a4(bb, k, n, &bst[1]);
         let cfg = forced.unwrap_or(if vec4_ok {
-            f32_tile(m, n, nbatch)
+            f32_tile(m, n, k, nbatch)
         } else if large {
             0
         } else {
@@ -770,7 +775,11 @@ mod tests {
             (768, 768, 4, 1),   // a split K: 144
             (100, 4096, 8, 1),  // narrower than a tile
         ] {
-            assert_eq!(f32_tile(m, n, batch), want, "{m} x {n} x {batch}");
+            assert_eq!(f32_tile(m, n, 768, batch), want, "{m} x {n} x {batch}");
+        }
+        // Attention's scores (K = 64): 384 tiles, but four K steps.
+        for (k, want) in [(64, 1), (128, 2)] {
+            assert_eq!(f32_tile(256, 256, k, 96), want, "K = {k}");
         }
     }
 }
