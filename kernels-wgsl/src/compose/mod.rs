@@ -380,7 +380,7 @@ pub enum Op {
     Norm(NormOp),
     /// How a scatter combines.
     Scatter(ScatterOp),
-    /// A family's own kernel (`"sort_init"`, `"gemv"`, `"place_flat"`, ...).
+    /// A family's own kernel (`"sort_init"`, `"gemv"`, `"place4"`, ...).
     Named(&'static str),
 }
 

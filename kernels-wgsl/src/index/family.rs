@@ -57,7 +57,7 @@ pub static PLACE: Family = Family {
         let g = Variant::General;
         let mut v = Vec::new();
         for d in DType::WORDS {
-            for op in ["place", "place_flat", "place_box", "place4", "place_flat4"] {
+            for op in ["place", "place_box", "place4", "place_flat4"] {
                 // The box kernel writes whole words: 32-bit dtypes only.
                 if op != "place_box" || d.epw() == 1 {
                     let n = if op.ends_with('4') { PLACE_INPUTS } else { 1 };
@@ -165,13 +165,7 @@ fn index_prelude(spec: &ModuleSpec, p: &mut String) -> Result<()> {
         return bad("has only the general variant");
     }
     let idx = match spec.family.name {
-        "Place"
-            if raw
-                && matches!(
-                    spec.op.name(),
-                    "place" | "place_flat" | "place4" | "place_flat4"
-                ) =>
-        {
+        "Place" if raw && matches!(spec.op.name(), "place" | "place4" | "place_flat4") => {
             return Ok(());
         }
         "Place" if raw && spec.op.name() == "place_box" && spec.output.epw() == 1 => {

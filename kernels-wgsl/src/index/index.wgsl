@@ -102,28 +102,6 @@ fn place_box(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id
     }
 }
 
-// place_flat: [w0, nwords, in_word_off]: the words of a contiguous input copied to
-// output words w0.., four independent, coalesced word copies per invocation and
-// iteration (the whole-box fast path: a row-major input whose box is one range of
-// whole words).
-@compute @workgroup_size(WG)
-fn place_flat(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-              @builtin(num_workgroups) nwg: vec3<u32>) {
-    let n = P[1];
-    let step = thread_count(nwg);
-    for (var i = thread_index(lid, wid, nwg); i < n; i += 4u * step) {
-        var v: array<u32, 4>;
-        for (var k = 0u; k < 4u; k++) {
-            let j = i + k * step;
-            if (j < n) { v[k] = wa(P[2] + j); }
-        }
-        for (var k = 0u; k < 4u; k++) {
-            let j = i + k * step;
-            if (j < n) { O[P[0] + j] = v[k]; }
-        }
-    }
-}
-
 // Several inputs of one concatenation in one dispatch (up to four; the `*4` kernels
 // bind inputs a..d, unused ones a placeholder never read).
 fn w_of(s: u32, w: u32) -> u32 {
@@ -144,26 +122,35 @@ fn ld_of(s: u32, p: u32) -> u32 {
     }
 }
 
-// place_flat4: [w0, w1, start[4], in_word_off[4]]: output words w0..w1 are the words
-// of row-major inputs one after another, input s from output word start[s] (start[0]
-// = w0; an absent input's start is w1).
+// place_flat4: [w0, w1, row, end, start[4], in_off[4], in_row[4]]: row-major inputs
+// whose boxes are whole words, copied word by word (four independent, coalesced
+// copies per invocation and iteration). Output word j is word c = j % row of row
+// r = j / row (`row`: the words of one position of the axes before the
+// concatenation's); input s holds c in start[s]..start[s + 1] (the last up to `end`,
+// an absent input's start is `end`), at its word in_off[s] + r * in_row[s] + c -
+// start[s]. Words outside these inputs' boxes are left alone.
 @compute @workgroup_size(WG)
 fn place_flat4(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nwg: vec3<u32>) {
     let w1 = P[1];
+    let row = P[2];
+    let end = P[3];
     let step = thread_count(nwg);
     for (var i = P[0] + thread_index(lid, wid, nwg); i < w1; i += 4u * step) {
         var v: array<u32, 4>;
+        var mine = 0u;
         for (var k = 0u; k < 4u; k++) {
             let j = i + k * step;
-            if (j < w1) {
-                let s = u32(j >= P[3]) + u32(j >= P[4]) + u32(j >= P[5]);
-                v[k] = w_of(s, P[6u + s] + j - P[2u + s]);
+            let r = j / row;
+            let c = j - r * row;
+            if (j < w1 && c >= P[4] && c < end) {
+                let s = u32(c >= P[5]) + u32(c >= P[6]) + u32(c >= P[7]);
+                v[k] = w_of(s, P[8u + s] + r * P[12u + s] + c - P[4u + s]);
+                mine |= 1u << k;
             }
         }
         for (var k = 0u; k < 4u; k++) {
-            let j = i + k * step;
-            if (j < w1) { O[j] = v[k]; }
+            if ((mine & (1u << k)) != 0u) { O[i + k * step] = v[k]; }
         }
     }
 }

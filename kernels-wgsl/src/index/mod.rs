@@ -13,8 +13,8 @@ use family::PLACE_INPUTS;
 pub use family::{GATHER, PLACE, SCATTER};
 
 use crate::compose::Variant;
-use crate::driver::Batch;
 use crate::driver::Driver;
+use crate::driver::{Batch, Binding};
 use crate::dtype::is_wide;
 use crate::dtype::{DType, Words};
 use crate::kernels::Kernels;
@@ -143,6 +143,9 @@ impl<D: Driver> Kernels<D> {
         };
         for chunk in placed.chunks(PLACE_INPUTS) {
             match chunk {
+                _ if chunk.iter().all(|(x, lo)| Self::flat(&at, x, *lo, out)) => {
+                    self.place_words(b, &at, chunk, out)?
+                }
                 [(x, lo)] => self.place_one(b, &at, x, *lo, out)?,
                 _ => self.place_several(b, &at, chunk, out)?,
             }
@@ -159,15 +162,15 @@ impl<D: Driver> Kernels<D> {
         (first >> sh, (last >> sh) + 1)
     }
 
-    /// Whether `x`, starting at `lo` on the axis, is one range of whole output words
-    /// read from whole words of a row-major input.
+    /// Whether `x`, starting at `lo` on the axis, is a row-major input whose box is
+    /// whole output words in each of the output's rows (`out.shape[axis] * inner`
+    /// elements, whole words too), read from whole words.
     fn flat(at: &Place, x: &Strided<D::Buffer>, lo: usize, out: &Contig<D::Buffer>) -> bool {
         let epw = out.dtype.epw();
-        let (first, len) = (lo * at.inner, x.shape[at.axis] * at.inner);
-        at.outer == 1
+        [lo, x.shape[at.axis], out.shape[at.axis]]
+            .iter()
+            .all(|n| (n * at.inner).is_multiple_of(epw))
             && crate::layout::is_row_major(x)
-            && first.is_multiple_of(epw)
-            && len.is_multiple_of(epw)
             && x.offset.is_multiple_of(epw)
     }
 
@@ -186,19 +189,6 @@ impl<D: Driver> Kernels<D> {
         let spec = |op: &'static str| {
             self.spec(&PLACE, op, vec![out.dtype], out.dtype, Variant::General, 0)
         };
-        // One range of whole words from a row-major input: a straight word copy.
-        if Self::flat(at, x, lo, out) {
-            let words = (w1 - w0) as u64;
-            let params = vec![w0 as u32, words as u32, (x.offset / epw) as u32];
-            let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
-            return self.record(
-                b,
-                &spec("place_flat"),
-                [out.binding(), x.binding()],
-                params,
-                groups,
-            );
-        }
         // A box that is a small part of its word range (a column block): one
         // invocation per element of the input, for one-element words.
         let boxed = x.shape.iter().product::<usize>();
@@ -240,10 +230,62 @@ impl<D: Driver> Kernels<D> {
         self.record(b, &at.spec, [out.binding(), x.binding()], params, groups)
     }
 
+    /// Up to [`PLACE_INPUTS`] consecutive inputs of a concatenation (with their
+    /// first positions on the axis), each [`Self::flat`]: word copies, one
+    /// dispatch.
+    fn place_words(
+        &self,
+        b: &mut Batch<D>,
+        at: &Place,
+        chunk: &[(&Strided<D::Buffer>, usize)],
+        out: &Contig<D::Buffer>,
+    ) -> Result<()> {
+        let epw = out.dtype.epw();
+        let words = |n: usize| n * at.inner / epw;
+        let row = words(out.shape[at.axis]);
+        let (first, last) = (chunk[0], chunk[chunk.len() - 1]);
+        let end = words(last.1 + last.0.shape[at.axis]);
+        let (w0, w1) = (words(first.1), (at.outer - 1) * row + end);
+        let mut params = vec![w0 as u32, w1 as u32, row as u32, end as u32];
+        let field = |f: &dyn Fn(&Strided<D::Buffer>, usize) -> usize, absent: usize| -> Vec<u32> {
+            (0..PLACE_INPUTS)
+                .map(|k| chunk.get(k).map_or(absent, |(x, lo)| f(x, *lo)) as u32)
+                .collect()
+        };
+        params.extend(field(&|_, lo| words(lo), end));
+        params.extend(field(&|x, _| x.offset / epw, 0));
+        params.extend(field(&|x, _| words(x.shape[at.axis]), 0));
+        let spec = self.spec(
+            &PLACE,
+            "place_flat4",
+            vec![out.dtype; PLACE_INPUTS],
+            out.dtype,
+            Variant::General,
+            0,
+        );
+        let groups = ((w1 - w0) as u64)
+            .div_ceil(4 * self.wg() as u64)
+            .min(MAX_GROUPS);
+        self.record(b, &spec, self.place_bindings(chunk, out), params, groups)
+    }
+
+    /// The output and a chunk's inputs, absent ones bound to a placeholder that is
+    /// never read.
+    fn place_bindings<'a>(
+        &'a self,
+        chunk: &'a [(&Strided<D::Buffer>, usize)],
+        out: &Contig<D::Buffer>,
+    ) -> impl Iterator<Item = Binding<D::Buffer>> + 'a {
+        let bind = |k: usize| match chunk.get(k) {
+            Some((x, _)) => x.binding(),
+            None => self.inner.dummy.clone().into(),
+        };
+        std::iter::once(out.binding()).chain((0..PLACE_INPUTS).map(bind))
+    }
+
     /// Two to [`PLACE_INPUTS`] consecutive inputs of a concatenation (with their
     /// first positions on the axis) in one dispatch over the output words they
-    /// cover: word copies where each is one range of whole words of a row-major
-    /// input, else element by element through strides.
+    /// cover, element by element through strides.
     fn place_several(
         &self,
         b: &mut Batch<D>,
@@ -257,26 +299,7 @@ impl<D: Driver> Kernels<D> {
         let (_, w1) = Self::box_words(at, last.1, last.0.shape[at.axis], out);
         let spec =
             |op: &'static str| self.spec(&PLACE, op, vec![d; PLACE_INPUTS], d, Variant::General, 0);
-        // Unused inputs are bound to a placeholder that is never read.
-        let bind = |k: usize| match chunk.get(k) {
-            Some((x, _)) => x.binding(),
-            None => self.inner.dummy.clone().into(),
-        };
-        let buffers = std::iter::once(out.binding()).chain((0..PLACE_INPUTS).map(bind));
-        let epw = d.epw();
         let words = (w1 - w0) as u64;
-        if chunk.iter().all(|(x, lo)| Self::flat(at, x, *lo, out)) {
-            let mut params = vec![w0 as u32, w1 as u32];
-            params.extend(
-                (0..PLACE_INPUTS)
-                    .map(|k| chunk.get(k).map_or(w1, |(_, lo)| lo * at.inner / epw) as u32),
-            );
-            params.extend(
-                (0..PLACE_INPUTS).map(|k| chunk.get(k).map_or(0, |(x, _)| x.offset / epw) as u32),
-            );
-            let groups = words.div_ceil(4 * self.wg() as u64).min(MAX_GROUPS);
-            return self.record(b, &spec("place_flat4"), buffers, params, groups);
-        }
         let mut params = vec![
             w0 as u32,
             w1 as u32,
@@ -301,7 +324,13 @@ impl<D: Driver> Kernels<D> {
             }
         }
         let groups = words.div_ceil(self.wg() as u64).min(MAX_GROUPS);
-        self.record(b, &spec("place4"), buffers, params, groups)
+        self.record(
+            b,
+            &spec("place4"),
+            self.place_bindings(chunk, out),
+            params,
+            groups,
+        )
     }
 
     /// `out[p] = x[p with p[axis] = indices[p]]` (`take_along_axis`): `x` and the

@@ -166,6 +166,17 @@ pub fn join_values(dev: &Device) {
             &HostArr::new(&[flat.len()], flat),
         );
 
+        // Along a late axis (rows of the output), five row-major inputs of two
+        // columns: whole words for 32- and 16-bit dtypes, each dispatch writing only
+        // its inputs' columns of every row.
+        let cols: Vec<_> = (0..5).map(|_| random(dev, &mut rng, dt, &[3, 2])).collect();
+        let got = ok(
+            &what,
+            wmx::concatenate(&cols.iter().map(|c| &c.0).collect::<Vec<_>>(), 1),
+        );
+        let want = HostArr::from_fn(&[3, 10], |i| cols[i[1] / 2].1.get(&[i[0], i[1] % 2]));
+        same(&format!("{what}, five column blocks"), &got, &want);
+
         let what = format!("stack on {dt}");
         let got = ok(
             &what,
