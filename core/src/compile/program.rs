@@ -355,25 +355,49 @@ impl Program {
                 st.inputs = inputs;
                 return Some(vec![k]);
             }
-            // Read only as products' operands (not as their addend).
+            // Read only as products' operands (not as their addend), directly or
+            // through transpose views (a gradient's `gᵀ a`), which then view the
+            // unscaled value instead where it is laid out as the scaled one.
+            let operands = |rs: &[(usize, usize)]| {
+                !rs.is_empty()
+                    && rs
+                        .iter()
+                        .all(|&(c, at)| at < 2 && product(&self.steps, c).is_some())
+            };
+            let same_layout = matches!(x, Src::Step(j) if self.steps[j].layout == st.layout);
+            let through = |v: usize| {
+                same_layout
+                    && !is_output[v]
+                    && matches!(self.steps[v].prim, Primitive::View(ViewOp::Transpose(_)))
+                    && operands(&readers[v])
+            };
             let rs = &readers[k];
             if !is_output[k]
                 && !rs.is_empty()
                 && rs
                     .iter()
-                    .all(|&(c, at)| at < 2 && product(&self.steps, c).is_some())
+                    .all(|&(c, at)| operands(&[(c, at)]) || (at == 0 && through(c)))
             {
-                let rs = rs.clone();
-                for &(c, at) in &rs {
+                let mut scaled = Vec::new();
+                for &(c, at) in &rs.clone() {
+                    if product(&self.steps, c).is_some() {
+                        scaled.push((c, at));
+                        self.steps[c].inputs[at] = x.clone();
+                    } else {
+                        scaled.extend(readers[c].iter().copied());
+                        self.steps[c].inputs[0] = x.clone();
+                    }
+                }
+                for &(c, _) in &scaled {
                     let (alpha, beta) = product(&self.steps, c).expect("checked");
-                    let st = &mut self.steps[c];
-                    st.prim = Primitive::Matmul {
+                    self.steps[c].prim = Primitive::Matmul {
                         alpha: alpha * f,
                         beta,
                     };
-                    st.inputs[at] = x.clone();
                 }
-                return Some(rs.iter().map(|r| r.0).collect());
+                let mut changed: Vec<usize> = scaled.iter().map(|r| r.0).collect();
+                changed.extend(rs.iter().map(|r| r.0));
+                return Some(changed);
             }
         }
         None

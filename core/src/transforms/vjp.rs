@@ -54,15 +54,28 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
         }
         Primitive::ArgReduce { .. } | Primitive::RandomBits | Primitive::ArgSort => vec![None],
         Primitive::Matmul { alpha, beta } => {
-            // y = α a b + β c: da = α g bᵀ, db = α aᵀ g, dc = β g.
+            // y = α a b + β c: da = α g bᵀ, db = α aᵀ g, dc = β g. An operand that is
+            // a transposed view (x @ Wᵀ's W, q @ kᵀ's k) gets its gradient as the
+            // transpose of a row-major product (db = (α gᵀ a)ᵀ): the same FLOPs,
+            // and the source's gradient comes out row-major, so the optimizer and
+            // concatenations read it in order.
             let (a, b) = (&x[0], &x[1]);
+            let grad = |l: &Array, r: &Array, of: &Array| -> Result<Array> {
+                if transposed(of) {
+                    swap_last(&o::matmul_nd(
+                        &swap_last(r)?,
+                        &swap_last(l)?,
+                        None,
+                        *alpha,
+                        0.0,
+                    )?)
+                } else {
+                    o::matmul_nd(l, r, None, *alpha, 0.0)
+                }
+            };
             let mut out = vec![
-                want[0]
-                    .then(|| o::matmul_nd(ct, &swap_last(b)?, None, *alpha, 0.0))
-                    .transpose()?,
-                want[1]
-                    .then(|| o::matmul_nd(&swap_last(a)?, ct, None, *alpha, 0.0))
-                    .transpose()?,
+                want[0].then(|| grad(ct, &swap_last(b)?, a)).transpose()?,
+                want[1].then(|| grad(&swap_last(a)?, ct, b)).transpose()?,
             ];
             if x.len() > 2 {
                 // β = 1 (a bias): the cotangent itself, no kernel.
@@ -197,6 +210,14 @@ pub(super) fn rule(e: &Entry, ct: &Array, want: &[bool]) -> Result<Vec<Option<Ar
             out
         }
     })
+}
+
+/// Whether `x`'s last two axes are a transposed row-major matrix (column-major:
+/// the second-to-last axis is the contiguous one).
+fn transposed(x: &Array) -> bool {
+    let (shape, strides) = (x.shape(), &x.layout().strides);
+    let n = shape.len();
+    n >= 2 && shape[n - 2] > 1 && shape[n - 1] > 1 && strides[n - 2] == 1 && strides[n - 1] != 1
 }
 
 /// The matrix transpose of the last two axes (a view).

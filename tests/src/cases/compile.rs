@@ -932,6 +932,15 @@ pub fn compile_folds_into_products(dev: &Device) {
         let want = if what.contains("two") { 2 } else { 1 };
         assert_eq!(nodes(f, &args), want, "{what}: the products alone");
     }
+    // A scaled value read by one product directly and by another through a
+    // transpose view (a gradient's gᵀ a): the factor moves into both products.
+    let through: Func = Arc::new(|x: &[Array]| {
+        let s = &wmx::exp(&x[0])? * 0.125;
+        let t = wmx::matmul(&s, &x[1])?;
+        let u = wmx::matmul(&wmx::swapaxes(&s, -1, -2)?, &x[2])?;
+        Ok(vec![t, u])
+    });
+    check_same_at("a scaled value read directly and transposed", &through, &args, 4.0, 4.0);
     let added: [(&str, Func, usize); 5] = [
         (
             "a @ b + c",
