@@ -358,12 +358,8 @@ impl Program {
             // Read only as products' operands (not as their addend), directly or
             // through transpose views (a gradient's `gᵀ a`), which then view the
             // unscaled value instead where it is laid out as the scaled one.
-            let operands = |rs: &[(usize, usize)]| {
-                !rs.is_empty()
-                    && rs
-                        .iter()
-                        .all(|&(c, at)| at < 2 && product(&self.steps, c).is_some())
-            };
+            let operand = |&(c, at): &(usize, usize)| at < 2 && product(&self.steps, c).is_some();
+            let operands = |rs: &[(usize, usize)]| !rs.is_empty() && rs.iter().all(operand);
             let same_layout = matches!(x, Src::Step(j) if self.steps[j].layout == st.layout);
             let through = |v: usize| {
                 same_layout
@@ -374,9 +370,7 @@ impl Program {
             let rs = &readers[k];
             if !is_output[k]
                 && !rs.is_empty()
-                && rs
-                    .iter()
-                    .all(|&(c, at)| operands(&[(c, at)]) || (at == 0 && through(c)))
+                && rs.iter().all(|r| operand(r) || (r.1 == 0 && through(r.0)))
             {
                 let mut scaled = Vec::new();
                 for &(c, at) in &rs.clone() {

@@ -775,11 +775,7 @@ impl MultiHeadAttention {
         let (q, k, v) = if queries.same_node(keys) && keys.same_node(values) {
             self.project(queries)?
         } else {
-            (
-                self.split(&self.query_proj.forward(queries)?, self.heads)?,
-                self.split(&self.key_proj.forward(keys)?, self.kv_heads)?,
-                self.split(&self.value_proj.forward(values)?, self.kv_heads)?,
-            )
+            self.project_apart(queries, keys, values)?
         };
         let o = crate::scaled_dot_product_attention(&q, &k, &v, None, mask)?;
         self.merge(&o)
@@ -790,16 +786,21 @@ impl MultiHeadAttention {
     fn project(&self, x: &Array) -> Result<(Array, Array, Array)> {
         let projs = [&self.query_proj, &self.key_proj, &self.value_proj];
         let Some(y) = self.qkv.forward(&projs, x)? else {
-            return Ok((
-                self.split(&self.query_proj.forward(x)?, self.heads)?,
-                self.split(&self.key_proj.forward(x)?, self.kv_heads)?,
-                self.split(&self.value_proj.forward(x)?, self.kv_heads)?,
-            ));
+            return self.project_apart(x, x, x);
         };
         let t = self.split(&y, self.heads + 2 * self.kv_heads)?;
         let (h, kv) = (self.heads as isize, self.kv_heads as isize);
         let part = |a: isize, z: isize| t.slice(&[crate::Slice::ALL, crate::Slice::range(a, z)]);
         Ok((part(0, h)?, part(h, h + kv)?, part(h + kv, h + 2 * kv)?))
+    }
+
+    /// The query, key and value heads, each projection its own product.
+    fn project_apart(&self, q: &Array, k: &Array, v: &Array) -> Result<(Array, Array, Array)> {
+        Ok((
+            self.split(&self.query_proj.forward(q)?, self.heads)?,
+            self.split(&self.key_proj.forward(k)?, self.kv_heads)?,
+            self.split(&self.value_proj.forward(v)?, self.kv_heads)?,
+        ))
     }
 
     /// Self-attention of `x` `[B, L, dims]` (the next `L` positions) over every

@@ -31,8 +31,16 @@ struct Place {
     inner: usize,
     /// Positions before the axis (the product of the leading extents).
     outer: usize,
-    /// The one-input general module.
-    spec: crate::compose::ModuleSpec,
+}
+
+/// One word per slot of a chunk of [`PLACE_INPUTS`] inputs (with their first
+/// positions on the axis): `f` of each input, `absent` for slots past the chunk.
+fn per_input<B>(
+    chunk: &[(&Strided<B>, usize)],
+    absent: usize,
+    f: impl Fn(&Strided<B>, usize) -> usize,
+) -> impl Iterator<Item = u32> {
+    (0..PLACE_INPUTS).map(move |k| chunk.get(k).map_or(absent, |(x, lo)| f(x, *lo)) as u32)
 }
 
 /// Storage bits a gather writes for an out-of-range index: a quiet NaN for float
@@ -135,12 +143,7 @@ impl<D: Driver> Kernels<D> {
             }
             lo += x.shape[axis];
         }
-        let at = Place {
-            axis,
-            inner,
-            outer,
-            spec,
-        };
+        let at = Place { axis, inner, outer };
         for chunk in placed.chunks(PLACE_INPUTS) {
             match chunk {
                 _ if chunk.iter().all(|(x, lo)| Self::flat(&at, x, *lo, out)) => {
@@ -227,7 +230,13 @@ impl<D: Driver> Kernels<D> {
         let groups = ((w1 - w0) as u64)
             .div_ceil(self.wg() as u64)
             .min(MAX_GROUPS);
-        self.record(b, &at.spec, [out.binding(), x.binding()], params, groups)
+        self.record(
+            b,
+            &spec("place"),
+            [out.binding(), x.binding()],
+            params,
+            groups,
+        )
     }
 
     /// Up to [`PLACE_INPUTS`] consecutive inputs of a concatenation (with their
@@ -247,14 +256,9 @@ impl<D: Driver> Kernels<D> {
         let end = words(last.1 + last.0.shape[at.axis]);
         let (w0, w1) = (words(first.1), (at.outer - 1) * row + end);
         let mut params = vec![w0 as u32, w1 as u32, row as u32, end as u32];
-        let field = |f: &dyn Fn(&Strided<D::Buffer>, usize) -> usize, absent: usize| -> Vec<u32> {
-            (0..PLACE_INPUTS)
-                .map(|k| chunk.get(k).map_or(absent, |(x, lo)| f(x, *lo)) as u32)
-                .collect()
-        };
-        params.extend(field(&|_, lo| words(lo), end));
-        params.extend(field(&|x, _| x.offset / epw, 0));
-        params.extend(field(&|x, _| words(x.shape[at.axis]), 0));
+        params.extend(per_input(chunk, end, |_, lo| words(lo)));
+        params.extend(per_input(chunk, 0, |x, _| x.offset / epw));
+        params.extend(per_input(chunk, 0, |x, _| words(x.shape[at.axis])));
         let spec = self.spec(
             &PLACE,
             "place_flat4",
@@ -297,8 +301,6 @@ impl<D: Driver> Kernels<D> {
         let (first, last) = (chunk[0], chunk[chunk.len() - 1]);
         let (w0, _) = Self::box_words(at, first.1, first.0.shape[at.axis], out);
         let (_, w1) = Self::box_words(at, last.1, last.0.shape[at.axis], out);
-        let spec =
-            |op: &'static str| self.spec(&PLACE, op, vec![d; PLACE_INPUTS], d, Variant::General, 0);
         let words = (w1 - w0) as u64;
         let mut params = vec![
             w0 as u32,
@@ -308,14 +310,9 @@ impl<D: Driver> Kernels<D> {
             out.numel() as u32,
         ];
         // Absent inputs: an empty box that holds no position.
-        let field = |f: &dyn Fn(&Strided<D::Buffer>, usize) -> usize| -> Vec<u32> {
-            (0..PLACE_INPUTS)
-                .map(|k| chunk.get(k).map_or(0, |(x, lo)| f(x, *lo)) as u32)
-                .collect()
-        };
-        params.extend(field(&|_, lo| lo));
-        params.extend(field(&|x, _| x.shape[at.axis]));
-        params.extend(field(&|x, _| x.offset));
+        params.extend(per_input(chunk, 0, |_, lo| lo));
+        params.extend(per_input(chunk, 0, |x, _| x.shape[at.axis]));
+        params.extend(per_input(chunk, 0, |x, _| x.offset));
         params.extend(out.shape.iter().map(|&d| d as u32));
         for k in 0..PLACE_INPUTS {
             match chunk.get(k) {
@@ -324,13 +321,15 @@ impl<D: Driver> Kernels<D> {
             }
         }
         let groups = words.div_ceil(self.wg() as u64).min(MAX_GROUPS);
-        self.record(
-            b,
-            &spec("place4"),
-            self.place_bindings(chunk, out),
-            params,
-            groups,
-        )
+        let spec = self.spec(
+            &PLACE,
+            "place4",
+            vec![d; PLACE_INPUTS],
+            d,
+            Variant::General,
+            0,
+        );
+        self.record(b, &spec, self.place_bindings(chunk, out), params, groups)
     }
 
     /// `out[p] = x[p with p[axis] = indices[p]]` (`take_along_axis`): `x` and the
